@@ -1,0 +1,165 @@
+// Package card normalises, validates and masks payment card numbers (PANs).
+//
+// A full card number is needed in exactly two places: the encrypted ledger
+// entry and the body of the PSP create request. Everywhere else (logs,
+// errors, task payloads, reports, the web UI) only Mask's output may appear.
+package card
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Length bounds of a PAN (ISO/IEC 7812).
+const (
+	MinDigits = 12
+	MaxDigits = 19
+)
+
+// ErrInvalid is matched by every validation error of this package.
+var ErrInvalid = errors.New("invalid card number")
+
+// Error tells why a card number was refused. It never holds the number
+// itself, only its masked form.
+type Error struct {
+	Masked string
+	Reason string
+}
+
+func (e *Error) Error() string {
+	if e.Masked == "" {
+		return "card number " + e.Reason
+	}
+	return fmt.Sprintf("card number %s %s", e.Masked, e.Reason)
+}
+
+// Is lets errors.Is(err, ErrInvalid) match.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
+
+// Normalize removes spaces and dashes and checks length and the Luhn digit.
+// It returns the bare digits.
+func Normalize(s string) (string, error) {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		switch {
+		case r == ' ' || r == '-':
+			continue
+		case r >= '0' && r <= '9':
+			b.WriteRune(r)
+		default:
+			return "", &Error{Mask(s), "must contain only digits, spaces or dashes"}
+		}
+	}
+	digits := b.String()
+	if n := len(digits); n < MinDigits || n > MaxDigits {
+		return "", &Error{Mask(digits), fmt.Sprintf("must have %d to %d digits, has %d", MinDigits, MaxDigits, n)}
+	}
+	if !Luhn(digits) {
+		return "", &Error{Mask(digits), "fails the Luhn check (mistyped digit?)"}
+	}
+	return digits, nil
+}
+
+// Luhn reports whether a string of digits passes the Luhn (mod 10) check.
+func Luhn(digits string) bool {
+	if digits == "" {
+		return false
+	}
+	sum, double := 0, false
+	for i := len(digits) - 1; i >= 0; i-- {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return false
+		}
+		d := int(c - '0')
+		if double {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+		double = !double
+	}
+	return sum%10 == 0
+}
+
+// Mask shows at most the first 6 and last 4 digits of a card number and
+// replaces every other character with '*'. Non-digit separators are dropped.
+// Strings too short to keep 10 digits visible safely keep fewer: at most a
+// third of the digits on each side, so that a short or malformed value is
+// never shown whole.
+func Mask(s string) string {
+	digits := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			digits = append(digits, s[i])
+		}
+	}
+	n := len(digits)
+	if n == 0 {
+		if s == "" {
+			return ""
+		}
+		return "****"
+	}
+	head, tail := 6, 4
+	if n < 16 {
+		head, tail = n/3, n/4
+		if head > 6 {
+			head = 6
+		}
+		if tail > 4 {
+			tail = 4
+		}
+	}
+	out := make([]byte, n)
+	for i := range digits {
+		if i < head || i >= n-tail {
+			out[i] = digits[i]
+		} else {
+			out[i] = '*'
+		}
+	}
+	return string(out)
+}
+
+// Scrub replaces every run of 12 to 19 digits (optionally separated by
+// single spaces or dashes) in free text by its masked form. It is the last
+// line of defence for text that comes from outside (PSP error messages).
+func Scrub(s string) string {
+	var out strings.Builder
+	i := 0
+	for i < len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			out.WriteByte(s[i])
+			i++
+			continue
+		}
+		j, digits := i, 0
+		end := i
+		for j < len(s) {
+			c := s[j]
+			if c >= '0' && c <= '9' {
+				digits++
+				j++
+				end = j
+				continue
+			}
+			if (c == ' ' || c == '-') && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9' {
+				j++
+				continue
+			}
+			break
+		}
+		if digits >= MinDigits {
+			out.WriteString(Mask(s[i:end]))
+		} else {
+			out.WriteString(s[i:end])
+		}
+		i = end
+	}
+	return out.String()
+}

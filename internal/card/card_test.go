@@ -1,0 +1,84 @@
+package card
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestNormalize(t *testing.T) {
+	tests := []struct {
+		in, want, wantErr string
+	}{
+		{"4111111111111111", "4111111111111111", ""},
+		{"4111 1111 1111 1111", "4111111111111111", ""},
+		{"4111-1111-1111-1111", "4111111111111111", ""},
+		{"5555555555554444", "5555555555554444", ""},
+		{"4111111111111112", "", "Luhn"},
+		{"41111111111", "", "12 to 19 digits"},
+		{"41111111111111111111", "", "12 to 19 digits"},
+		{"4111x111111111111", "", "only digits"},
+		{"", "", "12 to 19 digits"},
+	}
+	for _, tt := range tests {
+		got, err := Normalize(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, ErrInvalid) {
+				t.Errorf("Normalize(%q) err = %v, want %q", tt.in, err, tt.wantErr)
+			}
+			if err != nil && len(tt.in) >= 12 && strings.Contains(err.Error(), tt.in) {
+				t.Errorf("error %q leaks the full number", err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestMask(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"4111111111111111", "411111******1111"},
+		{"4111 1111 1111 1111", "411111******1111"},
+		{"4111111111111111111", "411111*********1111"},
+		{"411111111111", "4111*****111"},
+		{"1234", "1**4"},
+		{"", ""},
+		{"abc", "****"},
+	}
+	for _, tt := range tests {
+		if got := Mask(tt.in); got != tt.want {
+			t.Errorf("Mask(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestScrub(t *testing.T) {
+	in := "card 4111111111111111 declined; ref 12345; card 4111-1111-1111-1111."
+	got := Scrub(in)
+	want := "card 411111******1111 declined; ref 12345; card 411111******1111."
+	if got != want {
+		t.Errorf("Scrub = %q, want %q", got, want)
+	}
+}
+
+func FuzzMaskNeverShowsTheWhole(f *testing.F) {
+	f.Add("4111111111111111")
+	f.Add("4111 1111 1111 1111 111")
+	f.Fuzz(func(t *testing.T, s string) {
+		m := Mask(s)
+		visible := 0
+		for i := 0; i < len(m); i++ {
+			if m[i] != '*' {
+				visible++
+			}
+		}
+		if visible > 10 {
+			t.Fatalf("Mask(%q) = %q shows %d digits", s, m, visible)
+		}
+		if d, err := Normalize(s); err == nil && strings.Contains(Scrub("x "+s+" y"), d) {
+			t.Fatalf("Scrub leaves %q visible", d)
+		}
+	})
+}

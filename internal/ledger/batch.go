@@ -1,0 +1,183 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+	"github.com/redis/go-redis/v9"
+)
+
+// Batch phases.
+const (
+	PhaseLoading = "loading" // rows are being registered; a rerun resumes
+	PhaseLoaded  = "loaded"  // every row registered and enqueued
+)
+
+// Batch is the metadata of one loaded file.
+type Batch struct {
+	ID       string
+	File     string // base name of the file when it was first loaded
+	LoadedAt time.Time
+	Rows     int64        // rows registered (valid rows)
+	Total    money.Amount // sum of the registered rows
+	Scale    int
+	Phase    string
+	Reported bool // the final result file was written (spool mode)
+}
+
+// BeginBatch registers a batch in phase loading unless it exists. It returns
+// the stored batch and whether this call created it.
+func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
+	args := []any{
+		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
+		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading,
+	}
+	res, err := beginBatchScript.Run(ctx, l.rdb, []string{l.metaKey(b.ID)}, args...).StringSlice()
+	if err != nil {
+		return Batch{}, false, fmt.Errorf("ledger: begin batch %s: %w", b.ID, err)
+	}
+	stored := parseBatch(pairs(res[1:]))
+	if res[0] == "1" {
+		if err := l.rdb.ZAdd(ctx, l.batchesKey(), redis.Z{Score: float64(b.LoadedAt.UnixMilli()), Member: b.ID}).Err(); err != nil {
+			return Batch{}, false, fmt.Errorf("ledger: index batch %s: %w", b.ID, err)
+		}
+	}
+	return stored, res[0] == "1", nil
+}
+
+// FinishBatch marks a batch loaded.
+func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
+	if err := l.rdb.HSet(ctx, l.metaKey(id), "phase", PhaseLoaded).Err(); err != nil {
+		return fmt.Errorf("ledger: finish batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// MarkReported records that the final result file of a batch was written.
+func (l *Ledger) MarkReported(ctx context.Context, id string) error {
+	if err := l.rdb.HSet(ctx, l.metaKey(id), "reported", 1).Err(); err != nil {
+		return fmt.Errorf("ledger: mark batch %s reported: %w", id, err)
+	}
+	return nil
+}
+
+// Batch returns one batch's metadata, or ErrNotFound.
+func (l *Ledger) Batch(ctx context.Context, id string) (Batch, error) {
+	m, err := l.rdb.HGetAll(ctx, l.metaKey(id)).Result()
+	if err != nil {
+		return Batch{}, fmt.Errorf("ledger: read batch %s: %w", id, err)
+	}
+	if len(m) == 0 {
+		return Batch{}, fmt.Errorf("batch %s: %w", id, ErrNotFound)
+	}
+	return parseBatch(m), nil
+}
+
+// BatchIDs lists batch ids, newest first.
+func (l *Ledger) BatchIDs(ctx context.Context) ([]string, error) {
+	ids, err := l.rdb.ZRevRange(ctx, l.batchesKey(), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: list batches: %w", err)
+	}
+	return ids, nil
+}
+
+// Counts are the rows and amounts of a batch per state.
+type Counts struct {
+	Rows  map[State]int64
+	Units map[State]int64 // amounts in 10^-scale units
+}
+
+// Amount returns the amount in state s.
+func (c Counts) Amount(s State, scale int) money.Amount { return money.FromMinor(c.Units[s], scale) }
+
+// Total returns the number of rows in all states.
+func (c Counts) Total() int64 {
+	var n int64
+	for _, v := range c.Rows {
+		n += v
+	}
+	return n
+}
+
+// Open returns the number of rows not in a final state.
+func (c Counts) Open() int64 {
+	return c.Rows[Queued] + c.Rows[Submitting] + c.Rows[Checking]
+}
+
+// Counts returns the per-state counters of a batch.
+func (l *Ledger) Counts(ctx context.Context, id string) (Counts, error) {
+	m, err := l.rdb.HGetAll(ctx, l.countsKey(id)).Result()
+	if err != nil {
+		return Counts{}, fmt.Errorf("ledger: read counts of %s: %w", id, err)
+	}
+	return parseCounts(m), nil
+}
+
+// BatchStatus is a batch with its counters.
+type BatchStatus struct {
+	Batch
+	Counts Counts
+}
+
+// Statuses returns every batch with its counters, newest first, in two
+// pipelined round trips.
+func (l *Ledger) Statuses(ctx context.Context) ([]BatchStatus, error) {
+	ids, err := l.BatchIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pipe := l.rdb.Pipeline()
+	metas := make([]*redis.MapStringStringCmd, len(ids))
+	counts := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		metas[i] = pipe.HGetAll(ctx, l.metaKey(id))
+		counts[i] = pipe.HGetAll(ctx, l.countsKey(id))
+	}
+	if len(ids) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("ledger: read batches: %w", err)
+		}
+	}
+	out := make([]BatchStatus, 0, len(ids))
+	for i := range ids {
+		m := metas[i].Val()
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, BatchStatus{Batch: parseBatch(m), Counts: parseCounts(counts[i].Val())})
+	}
+	return out, nil
+}
+
+func parseBatch(m map[string]string) Batch {
+	scale, _ := strconv.Atoi(m["scale"])
+	total, err := money.Parse(m["total"], 18)
+	if err != nil {
+		total = money.Zero
+	}
+	return Batch{
+		ID: m["id"], File: m["file"], LoadedAt: msTime(m["loaded"]), Rows: atoi64(m["rows"]),
+		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1",
+	}
+}
+
+func parseCounts(m map[string]string) Counts {
+	c := Counts{Rows: map[State]int64{}, Units: map[State]int64{}}
+	for _, s := range States {
+		c.Rows[s] = atoi64(m["n:"+string(s)])
+		c.Units[s] = atoi64(m["u:"+string(s)])
+	}
+	return c
+}
+
+func pairs(flat []string) map[string]string {
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		m[flat[i]] = flat[i+1]
+	}
+	return m
+}

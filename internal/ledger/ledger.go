@@ -1,0 +1,133 @@
+// Package ledger keeps the state of batches and payouts in Redis and moves
+// payouts between states with compare-and-set Lua scripts.
+//
+// States (DESIGN.md): queued -> submitting -> created | rejected | checking |
+// queued; checking -> created | queued (absence confirmed) | needs_review.
+// Every transition is one script that checks the current state (and the
+// create attempt or status-check sequence the caller acts on) before it
+// writes, and moves the batch's per-state counters in the same call, so a
+// redelivered or duplicated task can never move a payout backwards or cause
+// a second create.
+//
+// # Keys
+//
+// All keys of one batch share the hash tag {BATCH}, so every script touches a
+// single Redis Cluster slot:
+//
+//	PREFIX:{B}:meta        hash   batch metadata (file, loadedAt, rows, total, scale, phase)
+//	PREFIX:{B}:p:EXTID     hash   one payout
+//	PREFIX:{B}:lines       zset   externalIds scored by file line, for reports in file order
+//	PREFIX:{B}:counts      hash   rows and minor units per state
+//	PREFIX:x:EXTID         string batch that owns an externalId (global uniqueness)
+//	PREFIX:batches         zset   batch ids scored by load time
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// State of a payout.
+type State string
+
+// The states of DESIGN.md.
+const (
+	Queued      State = "queued"
+	Submitting  State = "submitting"
+	Checking    State = "checking"
+	Created     State = "created"
+	Rejected    State = "rejected"
+	NeedsReview State = "needs_review"
+)
+
+// States lists every state, final ones first, in the order reports show them.
+var States = []State{Created, Rejected, NeedsReview, Checking, Submitting, Queued}
+
+// Final reports whether no automatic step follows the state.
+func (s State) Final() bool { return s == Created || s == Rejected || s == NeedsReview }
+
+// ErrNotFound is returned for an unknown batch or payout.
+var ErrNotFound = errors.New("ledger: not found")
+
+// ErrConflict is returned when a compare-and-set found another state than the
+// one the caller acted on. It is wrapped in a *ConflictError.
+var ErrConflict = errors.New("ledger: state changed underneath")
+
+// ConflictError tells what the compare-and-set found.
+type ConflictError struct {
+	ExternalID string
+	Found      State
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("ledger: payout %s is %s", e.ExternalID, e.Found)
+}
+
+// Is makes errors.Is(err, ErrConflict) match.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Ledger is the Redis store. It is safe for concurrent use.
+type Ledger struct {
+	rdb    redis.UniversalClient
+	prefix string
+	now    func() time.Time
+}
+
+// Option configures a Ledger.
+type Option func(*Ledger)
+
+// WithPrefix sets the key prefix (default "payout").
+func WithPrefix(p string) Option { return func(l *Ledger) { l.prefix = p } }
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// New returns a ledger on rdb.
+func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
+	l := &Ledger{rdb: rdb, prefix: "payout", now: time.Now}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// Redis returns the client the ledger uses.
+func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
+
+func (l *Ledger) tag(batch string) string       { return l.prefix + ":{" + batch + "}" }
+func (l *Ledger) metaKey(batch string) string   { return l.tag(batch) + ":meta" }
+func (l *Ledger) linesKey(batch string) string  { return l.tag(batch) + ":lines" }
+func (l *Ledger) countsKey(batch string) string { return l.tag(batch) + ":counts" }
+func (l *Ledger) payoutKey(batch, ext string) string {
+	return l.tag(batch) + ":p:" + ext
+}
+func (l *Ledger) ownerKey(ext string) string { return l.prefix + ":x:" + ext }
+func (l *Ledger) batchesKey() string         { return l.prefix + ":batches" }
+
+func (l *Ledger) nowMillis() int64 { return l.now().UnixMilli() }
+
+func atoi64(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return n
+}
+
+func msTime(s string) time.Time {
+	ms := atoi64(s)
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+// Ping checks that Redis answers.
+func (l *Ledger) Ping(ctx context.Context) error {
+	if err := l.rdb.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("ledger: ping redis: %w", err)
+	}
+	return nil
+}

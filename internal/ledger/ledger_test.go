@@ -1,0 +1,332 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time      { return c.t }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+
+func newTestLedger(t *testing.T) (*Ledger, *fakeClock) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	clk := &fakeClock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	return New(rdb, WithClock(clk.now)), clk
+}
+
+func seed(t *testing.T, l *Ledger, batch string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: "f.csv", LoadedAt: time.Now(), Rows: int64(n), Total: money.MustParse("1"), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []NewPayout
+	for i := 1; i <= n; i++ {
+		ps = append(ps, NewPayout{Line: i + 1, ExternalID: fmt.Sprintf("E%d", i), Amount: money.MustParse("10.25"), Destination: "card 411111******1111", Sealed: "sealed"})
+	}
+	added, err := l.Register(ctx, batch, ps, 2)
+	if err != nil || added != n {
+		t.Fatalf("Register = %d, %v", added, err)
+	}
+}
+
+func mustState(t *testing.T, l *Ledger, batch, ext string, want State) Payout {
+	t.Helper()
+	p, err := l.Get(context.Background(), batch, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.State != want {
+		t.Fatalf("%s is %s, want %s (error %q)", ext, p.State, want, p.Error)
+	}
+	return p
+}
+
+func TestRegisterIsIdempotentAndCounts(t *testing.T) {
+	l, _ := newTestLedger(t)
+	ctx := context.Background()
+	seed(t, l, "b1", 3)
+	added, err := l.Register(ctx, "b1", []NewPayout{{Line: 2, ExternalID: "E1", Amount: money.MustParse("10.25")}}, 2)
+	if err != nil || added != 0 {
+		t.Fatalf("re-register added %d, %v", added, err)
+	}
+	c, err := l.Counts(ctx, "b1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Rows[Queued] != 3 || c.Units[Queued] != 3075 {
+		t.Fatalf("counts = %+v", c)
+	}
+	if got := c.Amount(Queued, 2).String(); got != "30.75" {
+		t.Fatalf("queued amount %s", got)
+	}
+	var lines []int
+	if err := l.Each(ctx, "b1", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(lines) != "[2 3 4]" {
+		t.Fatalf("lines %v", lines)
+	}
+}
+
+func TestClaimAndRelease(t *testing.T) {
+	l, _ := newTestLedger(t)
+	ctx := context.Background()
+	if lost, err := l.Claim(ctx, "b1", []string{"A", "B"}); err != nil || len(lost) != 0 {
+		t.Fatalf("claim: %v %v", lost, err)
+	}
+	if lost, _ := l.Claim(ctx, "b1", []string{"A"}); len(lost) != 0 {
+		t.Fatalf("reclaim by the same batch lost %v", lost)
+	}
+	lost, err := l.Claim(ctx, "b2", []string{"B", "C"})
+	if err != nil || lost["B"] != "b1" || len(lost) != 1 {
+		t.Fatalf("claim by b2: %v %v", lost, err)
+	}
+	owners, _ := l.Owners(ctx, "b2", []string{"A", "C", "Z"})
+	if len(owners) != 1 || owners["A"] != "b1" {
+		t.Fatalf("owners %v", owners)
+	}
+	if err := l.Release(ctx, "b2", []string{"A", "C"}); err != nil {
+		t.Fatal(err)
+	}
+	owners, _ = l.Owners(ctx, "b3", []string{"A", "C"})
+	if owners["A"] != "b1" || owners["C"] != "" {
+		t.Fatalf("release of b2 touched b1's claim or kept its own: %v", owners)
+	}
+}
+
+func TestCreateTransitions(t *testing.T) {
+	tests := []struct {
+		name      string
+		result    CreateResult
+		wantState State
+		wantSeq   int
+		creates   int
+	}{
+		{"created", CreateResult{To: Created, OrderID: "WD-1", PSPStatus: "Created"}, Created, 0, 1},
+		{"rejected", CreateResult{To: Rejected, Error: "declined"}, Rejected, 0, 1},
+		{"ambiguous", CreateResult{To: Checking, Error: "HTTP 502"}, Checking, 1, 1},
+		{"not sent", CreateResult{To: Queued, Error: "dial"}, Queued, 0, 0},
+		{"gave up", CreateResult{To: NeedsReview, Error: "unreachable"}, NeedsReview, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, _ := newTestLedger(t)
+			ctx := context.Background()
+			seed(t, l, "b", 1)
+			b, err := l.BeginCreate(ctx, "b", "E1", 1)
+			if err != nil || b.Action != Proceed || b.Payout.State != Submitting || b.Payout.Sealed != "sealed" {
+				t.Fatalf("BeginCreate = %+v, %v", b, err)
+			}
+			seq, err := l.FinishCreate(ctx, "b", "E1", 1, tt.result)
+			if err != nil || seq != tt.wantSeq {
+				t.Fatalf("FinishCreate = %d, %v", seq, err)
+			}
+			p := mustState(t, l, "b", "E1", tt.wantState)
+			if p.Creates != tt.creates {
+				t.Errorf("creates = %d, want %d", p.Creates, tt.creates)
+			}
+			c, _ := l.Counts(ctx, "b")
+			if c.Rows[tt.wantState] != 1 || c.Total() != 1 || c.Units[tt.wantState] != 1025 {
+				t.Errorf("counts %+v", c)
+			}
+			// A second finish of the same attempt never moves it again.
+			if tt.wantState != Queued {
+				if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued}); !errors.Is(err, ErrConflict) {
+					t.Errorf("second finish: %v, want conflict", err)
+				}
+			}
+		})
+	}
+}
+
+func TestRedeliveryNeverSendsTwice(t *testing.T) {
+	l, _ := newTestLedger(t)
+	ctx := context.Background()
+	seed(t, l, "b", 1)
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
+		t.Fatalf("first delivery: %v", b.Action)
+	}
+	// The worker died mid-request; the task is delivered again.
+	b, err := l.BeginCreate(ctx, "b", "E1", 1)
+	if err != nil || b.Action != CheckNow || b.Seq != 1 || b.Payout.State != Checking {
+		t.Fatalf("redelivery = %+v, %v", b, err)
+	}
+	// And again: still no create, the status check is ensured.
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != EnsureStatus || b.Seq != 1 {
+		t.Fatalf("third delivery = %+v", b)
+	}
+	// The first worker's late 200 still wins over checking.
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-9"}); err != nil {
+		t.Fatal(err)
+	}
+	mustState(t, l, "b", "E1", Created)
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+		t.Fatalf("after created: %v", b.Action)
+	}
+	// A stale attempt number never proceeds.
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != Skip {
+		t.Fatalf("stale attempt: %v", b.Action)
+	}
+}
+
+func TestLateAmbiguousAfterCheckingIsAConflict(t *testing.T) {
+	l, _ := newTestLedger(t)
+	ctx := context.Background()
+	seed(t, l, "b", 1)
+	l.BeginCreate(ctx, "b", "E1", 1)
+	l.BeginCreate(ctx, "b", "E1", 1) // -> checking by a second delivery
+	for _, to := range []State{Checking, Queued, NeedsReview} {
+		if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: to}); !errors.Is(err, ErrConflict) {
+			t.Errorf("finish to %s from checking: %v, want conflict", to, err)
+		}
+	}
+	mustState(t, l, "b", "E1", Checking)
+}
+
+func TestStatusChecks(t *testing.T) {
+	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+	ctx := context.Background()
+	toChecking := func(t *testing.T) (*Ledger, *fakeClock) {
+		l, clk := newTestLedger(t)
+		seed(t, l, "b", 1)
+		l.BeginCreate(ctx, "b", "E1", 1)
+		if seq, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking}); err != nil || seq != 1 {
+			t.Fatalf("to checking: %d %v", seq, err)
+		}
+		return l, clk
+	}
+	t.Run("found", func(t *testing.T) {
+		l, _ := toChecking(t)
+		s, err := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: Found, OrderID: "WD-1", PSPStatus: "Created"}, policy)
+		if err != nil || s.Action != CheckDone {
+			t.Fatalf("%+v %v", s, err)
+		}
+		p := mustState(t, l, "b", "E1", Created)
+		if p.OrderID != "WD-1" {
+			t.Fatalf("order %q", p.OrderID)
+		}
+	})
+	t.Run("absence needs K misses D apart, then one recreate, then review", func(t *testing.T) {
+		l, clk := toChecking(t)
+		s, _ := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy)
+		if s.Action != CheckAgain || s.Seq != 2 || s.Wait != time.Minute {
+			t.Fatalf("first miss: %+v", s)
+		}
+		clk.add(10 * time.Second) // too soon: does not count
+		s, _ = l.RecordCheck(ctx, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
+		if s.Action != CheckAgain || s.Wait != 50*time.Second {
+			t.Fatalf("early miss: %+v", s)
+		}
+		clk.add(50 * time.Second)
+		s, _ = l.RecordCheck(ctx, "b", "E1", 3, CheckAnswer{Outcome: Missing}, policy)
+		if s.Action != CheckRecreate || s.Attempt != 2 {
+			t.Fatalf("second miss: %+v", s)
+		}
+		mustState(t, l, "b", "E1", Queued)
+		// A stale status task of the old episode does nothing.
+		if s, _ := l.RecordCheck(ctx, "b", "E1", 3, CheckAnswer{Outcome: Found}, policy); s.Action != CheckSkip {
+			t.Fatalf("stale check after recreate: %+v", s)
+		}
+		// The stale create attempt 1 cannot proceed; attempt 2 can.
+		if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+			t.Fatalf("old attempt: %v", b.Action)
+		}
+		if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != Proceed {
+			t.Fatalf("attempt 2: %v", b.Action)
+		}
+		seq, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: Checking})
+		s, _ = l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: Missing}, policy)
+		clk.add(time.Minute)
+		s, _ = l.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
+		if s.Action != CheckReview {
+			t.Fatalf("after M creates: %+v", s)
+		}
+		mustState(t, l, "b", "E1", NeedsReview)
+	})
+	t.Run("faults end in review after N", func(t *testing.T) {
+		l, _ := toChecking(t)
+		seq := 1
+		for i := 1; i < policy.MaxFaults; i++ {
+			s, _ := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
+			if s.Action != CheckAgain || s.Faults != i {
+				t.Fatalf("fault %d: %+v", i, s)
+			}
+			seq = s.Seq
+		}
+		s, _ := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
+		if s.Action != CheckReview {
+			t.Fatalf("last fault: %+v", s)
+		}
+		p := mustState(t, l, "b", "E1", NeedsReview)
+		if p.Error == "" {
+			t.Fatal("no reason recorded")
+		}
+	})
+	t.Run("stale seq", func(t *testing.T) {
+		l, _ := toChecking(t)
+		s, _ := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: NoAnswer}, policy)
+		s2, _ := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: Found}, policy)
+		if s2.Action != CheckStale || s2.Seq != s.Seq {
+			t.Fatalf("stale: %+v", s2)
+		}
+		mustState(t, l, "b", "E1", Checking)
+	})
+}
+
+func TestStatusesAndBatch(t *testing.T) {
+	l, _ := newTestLedger(t)
+	ctx := context.Background()
+	seed(t, l, "b1", 2)
+	if _, created, _ := l.BeginBatch(ctx, Batch{ID: "b1"}); created {
+		t.Fatal("BeginBatch of an existing batch created it again")
+	}
+	if err := l.FinishBatch(ctx, "b1"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.Statuses(ctx)
+	if err != nil || len(st) != 1 || st[0].Phase != PhaseLoaded || st[0].Counts.Rows[Queued] != 2 || st[0].File != "f.csv" {
+		t.Fatalf("Statuses = %+v, %v", st, err)
+	}
+	if _, err := l.Batch(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown batch: %v", err)
+	}
+}
+
+func BenchmarkTransition(b *testing.B) {
+	m := miniredis.RunT(b)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	l := New(rdb)
+	ctx := context.Background()
+	ps := make([]NewPayout, b.N)
+	for i := range ps {
+		ps[i] = NewPayout{Line: i + 2, ExternalID: fmt.Sprintf("E%d", i), Amount: money.MustParse("1.00")}
+	}
+	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ext := fmt.Sprintf("E%d", i)
+		if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, CreateResult{To: Created, OrderID: "x"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

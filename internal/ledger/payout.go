@@ -1,0 +1,177 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+	"github.com/redis/go-redis/v9"
+)
+
+// NewPayout is a validated row to register.
+type NewPayout struct {
+	Line        int
+	ExternalID  string
+	Amount      money.Amount
+	Destination string // masked display form
+	Sealed      string // encrypted card number, or ""
+	Telecom     string // telecom operator, or ""
+	Extra       string // JSON of further destination properties, or ""
+}
+
+// Payout is the stored state of one payout.
+type Payout struct {
+	Batch       string
+	ExternalID  string
+	Line        int
+	Amount      string // exact decimal text
+	Destination string
+	Sealed      string
+	Telecom     string
+	Extra       string
+	State       State
+	Creates     int // create requests begun (attempt number of the latest)
+	Seq         int // status checks scheduled
+	Misses      int // consecutive 404s counted toward confirmed absence
+	Faults      int // status checks without an answer in this checking episode
+	OrderID     string
+	PSPStatus   string
+	Error       string
+	UpdatedAt   time.Time
+}
+
+func parsePayout(batch string, m map[string]string) Payout {
+	atoi := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
+	return Payout{
+		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
+		Destination: m["dest"], Sealed: m["sealed"], Telecom: m["tel"], Extra: m["extra"],
+		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
+		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
+		UpdatedAt: msTime(m["updated"]),
+	}
+}
+
+// Owners returns, for each externalId that some batch other than batch
+// already owns, that batch. It writes nothing (validation, dry runs).
+func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
+	}
+	owned := map[string]string{}
+	for i, c := range cmds {
+		if v, err := c.Result(); err == nil && v != batch {
+			owned[ids[i]] = v
+		}
+	}
+	return owned, nil
+}
+
+// Claim makes batch the owner of each externalId not yet owned. It returns
+// the ids owned by another batch (they were not claimed).
+func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[string]string, error) {
+	pipe := l.rdb.Pipeline()
+	sets := make([]*redis.BoolCmd, len(ids))
+	for i, id := range ids {
+		sets[i] = pipe.SetNX(ctx, l.ownerKey(id), batch, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ledger: claim externalIds: %w", err)
+	}
+	var lost []string
+	for i, c := range sets {
+		if !c.Val() {
+			lost = append(lost, ids[i])
+		}
+	}
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	return l.Owners(ctx, batch, lost)
+}
+
+// Release drops batch's claims on ids (used to undo a refused load).
+func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
+	pipe := l.rdb.Pipeline()
+	for _, id := range ids {
+		releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("ledger: release externalIds: %w", err)
+	}
+	return nil
+}
+
+// Register stores the payouts that are not stored yet, in state queued, in
+// one script call (all keys share the batch's slot). It returns how many
+// were new: a rerun after a crash registers only what is missing.
+func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, scale int) (int, error) {
+	if len(ps) == 0 {
+		return 0, nil
+	}
+	keys := make([]string, 0, len(ps)+2)
+	keys = append(keys, l.countsKey(batch), l.linesKey(batch))
+	args := make([]any, 0, 1+8*len(ps))
+	args = append(args, l.nowMillis())
+	for _, p := range ps {
+		keys = append(keys, l.payoutKey(batch, p.ExternalID))
+		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
+			p.Destination, p.Sealed, p.Telecom, p.Extra)
+	}
+	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
+	if err != nil {
+		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
+	}
+	return n, nil
+}
+
+// Get returns one payout, or ErrNotFound.
+func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
+	m, err := l.rdb.HGetAll(ctx, l.payoutKey(batch, ext)).Result()
+	if err != nil {
+		return Payout{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
+	}
+	if len(m) == 0 {
+		return Payout{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	}
+	return parsePayout(batch, m), nil
+}
+
+// eachChunk is how many payouts Each reads per round trip.
+const eachChunk = 1000
+
+// Each calls fn for every payout of a batch in file line order, reading
+// eachChunk payouts per pipelined round trip.
+func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) error {
+	for start := int64(0); ; start += eachChunk {
+		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
+		if err != nil {
+			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+		}
+		for _, c := range cmds {
+			if err := fn(parsePayout(batch, c.Val())); err != nil {
+				return err
+			}
+		}
+		if len(ids) < eachChunk {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,195 @@
+package ledger
+
+import "github.com/redis/go-redis/v9"
+
+// luaMove is prepended to every script that changes a payout's state: it
+// moves one row and its minor units between the per-state counters.
+// Units travel as strings so that Redis parses them as int64 (Lua numbers
+// are doubles and would lose cents above 2^53).
+const luaMove = `
+local function move(counts, from, to, units)
+  if from then
+    redis.call('HINCRBY', counts, 'n:' .. from, -1)
+    redis.call('HINCRBY', counts, 'u:' .. from, '-' .. units)
+  end
+  redis.call('HINCRBY', counts, 'n:' .. to, 1)
+  redis.call('HINCRBY', counts, 'u:' .. to, units)
+end
+local function reply(head, key)
+  local all = redis.call('HGETALL', key)
+  for i = 1, #all do head[#head + 1] = all[i] end
+  return head
+end
+`
+
+// registerScript adds payouts that do not exist yet, in state queued.
+// KEYS: counts, lines, payout...; ARGV: now, then 8 fields per payout.
+var registerScript = redis.NewScript(luaMove + `
+local added = 0
+for i = 3, #KEYS do
+  local b = 2 + (i - 3) * 8
+  local k = KEYS[i]
+  if redis.call('EXISTS', k) == 0 then
+    redis.call('HSET', k, 'line', ARGV[b], 'ext', ARGV[b+1], 'amount', ARGV[b+2], 'units', ARGV[b+3],
+      'dest', ARGV[b+4], 'sealed', ARGV[b+5], 'tel', ARGV[b+6], 'extra', ARGV[b+7],
+      'state', 'queued', 'creates', 0, 'seq', 0, 'misses', 0, 'lastmiss', 0, 'faults', 0,
+      'updated', ARGV[1])
+    redis.call('ZADD', KEYS[2], ARGV[b], ARGV[b+1])
+    move(KEYS[1], false, 'queued', ARGV[b+3])
+    added = added + 1
+  end
+end
+return added
+`)
+
+// beginCreateScript is run by a create task before anything is sent.
+// KEYS: payout, counts; ARGV: attempt, now.
+// Replies {action, seq, hash...}:
+//
+//	proceed  queued -> submitting: POST now
+//	check    submitting with this attempt (a worker died mid-request or the
+//	         task was delivered twice) -> checking: enqueue status check seq
+//	ensure   already checking: make sure status check seq is enqueued
+//	skip     final state, or a stale attempt: nothing to do
+//	missing  no such payout
+var beginCreateScript = redis.NewScript(luaMove + `
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st then return {'missing', '0'} end
+local attempt = tonumber(ARGV[1])
+local creates = tonumber(redis.call('HGET', KEYS[1], 'creates'))
+local units = redis.call('HGET', KEYS[1], 'units')
+if st == 'queued' and attempt == creates + 1 then
+  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', ARGV[2])
+  move(KEYS[2], st, 'submitting', units)
+  return reply({'proceed', '0'}, KEYS[1])
+end
+if st == 'submitting' and attempt == creates then
+  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
+    'error', 'create interrupted before its answer was recorded; checking status', 'updated', ARGV[2])
+  move(KEYS[2], st, 'checking', units)
+  return reply({'check', tostring(seq)}, KEYS[1])
+end
+if st == 'checking' then
+  return reply({'ensure', redis.call('HGET', KEYS[1], 'seq')}, KEYS[1])
+end
+return reply({'skip', '0'}, KEYS[1])
+`)
+
+// finishCreateScript records the classified answer of a create.
+// KEYS: payout, counts; ARGV: attempt, to, now, orderId, pspStatus, error.
+// Allowed: submitting -> any of created, rejected, checking, queued,
+// needs_review; checking -> created or rejected (a definite answer of the
+// same attempt that arrived after another delivery moved it to checking).
+// Replies {'ok', seq} or {'conflict', state}.
+var finishCreateScript = redis.NewScript(luaMove + `
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st then return {'missing', ''} end
+local attempt = tonumber(ARGV[1])
+local creates = tonumber(redis.call('HGET', KEYS[1], 'creates'))
+local to = ARGV[2]
+if creates ~= attempt then return {'conflict', st} end
+if not (st == 'submitting' or (st == 'checking' and (to == 'created' or to == 'rejected'))) then
+  return {'conflict', st}
+end
+local units = redis.call('HGET', KEYS[1], 'units')
+redis.call('HSET', KEYS[1], 'state', to, 'updated', ARGV[3], 'error', ARGV[6])
+if to == 'created' then
+  redis.call('HSET', KEYS[1], 'order', ARGV[4], 'pspstatus', ARGV[5])
+end
+local seq = 0
+if to == 'checking' then
+  seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  redis.call('HSET', KEYS[1], 'misses', 0, 'lastmiss', 0, 'faults', 0)
+end
+if to == 'queued' then
+  redis.call('HSET', KEYS[1], 'creates', attempt - 1)
+end
+move(KEYS[2], st, to, units)
+return {'ok', tostring(seq)}
+`)
+
+// recordCheckScript records the answer of status check seq.
+// KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), now,
+// orderId, pspStatus, absentChecks K, absentSpacing D (ms), maxCreates M,
+// maxFaults N, message.
+// Replies {action, value, extra}:
+//
+//	done     -> created
+//	again    next check seq = value, wait extra ms (missing) or faults = extra (noanswer)
+//	recreate absence confirmed -> queued; create attempt = value
+//	review   -> needs_review
+//	stale    payout is checking under another seq = value: ensure that one exists
+//	skip     payout is not checking
+var recordCheckScript = redis.NewScript(luaMove + `
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st then return {'missing', '0', '0'} end
+local cur = tonumber(redis.call('HGET', KEYS[1], 'seq'))
+if st ~= 'checking' then return {'skip', tostring(cur), '0'} end
+if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
+local now = tonumber(ARGV[3])
+local units = redis.call('HGET', KEYS[1], 'units')
+local outcome = ARGV[2]
+if outcome == 'found' then
+  redis.call('HSET', KEYS[1], 'state', 'created', 'order', ARGV[4], 'pspstatus', ARGV[5], 'error', '', 'updated', ARGV[3])
+  move(KEYS[2], st, 'created', units)
+  return {'done', '0', '0'}
+end
+if outcome == 'missing' then
+  local misses = tonumber(redis.call('HGET', KEYS[1], 'misses'))
+  local last = tonumber(redis.call('HGET', KEYS[1], 'lastmiss'))
+  local spacing = tonumber(ARGV[7])
+  if last == 0 or now - last >= spacing then
+    misses = misses + 1
+    last = now
+    redis.call('HSET', KEYS[1], 'misses', misses, 'lastmiss', now)
+  end
+  if misses >= tonumber(ARGV[6]) then
+    local creates = tonumber(redis.call('HGET', KEYS[1], 'creates'))
+    if creates < tonumber(ARGV[8]) then
+      redis.call('HSET', KEYS[1], 'state', 'queued', 'updated', ARGV[3],
+        'error', 'PSP confirmed it has no order after ' .. misses .. ' status checks; creating again')
+      move(KEYS[2], st, 'queued', units)
+      return {'recreate', tostring(creates + 1), '0'}
+    end
+    redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', ARGV[3],
+      'error', 'PSP has no order after ' .. creates .. ' creates; a person must decide')
+    move(KEYS[2], st, 'needs_review', units)
+    return {'review', '0', '0'}
+  end
+  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  redis.call('HSET', KEYS[1], 'updated', ARGV[3])
+  return {'again', tostring(seq), tostring(spacing - (now - last))}
+end
+local faults = redis.call('HINCRBY', KEYS[1], 'faults', 1)
+if faults >= tonumber(ARGV[9]) then
+  redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', ARGV[3],
+    'error', 'status unknown after ' .. faults .. ' status checks without an answer: ' .. ARGV[10])
+  move(KEYS[2], st, 'needs_review', units)
+  return {'review', '0', '0'}
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('HSET', KEYS[1], 'updated', ARGV[3], 'error', ARGV[10])
+return {'again', tostring(seq), tostring(faults)}
+`)
+
+// releaseScript deletes an externalId claim only if this batch holds it.
+// KEYS: owner; ARGV: batch.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// beginBatchScript creates the batch metadata unless it exists, and returns
+// the stored metadata either way. KEYS: meta; ARGV: field/value pairs.
+var beginBatchScript = redis.NewScript(`
+local created = 0
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('HSET', KEYS[1], unpack(ARGV))
+  created = 1
+end
+local r = {tostring(created)}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all do r[#r + 1] = all[i] end
+return r
+`)

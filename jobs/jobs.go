@@ -1,0 +1,147 @@
+// Package jobs is the queue contract of payout: the Asynq task type names,
+// queue name, payload structs, task-ID scheme and task constructors shared by
+// the loader, the workers and any other Go service that watches or feeds the
+// payout queue.
+//
+// # The contract
+//
+// A payout is identified by its batch (the content hash of the file it came
+// from) and its externalId, which is unique across all batches. Its full
+// state, including the encrypted destination card number, lives in the
+// ledger in Redis. Task payloads carry only references and display fields:
+// never a full card number, so a payload shown in the Asynq web UI or a log
+// reveals nothing secret.
+//
+// Two task types exist:
+//
+//   - [TypeWithdrawalCreate] asks the worker to create the withdrawal order
+//     at the PSP. Attempt counts the creates of this payout (1 for the first,
+//     2 after the PSP confirmed that an earlier ambiguous create stored
+//     nothing, ...). Its task ID is [CreateTaskID], so enqueuing the same
+//     attempt twice is refused by Asynq (asynq.ErrTaskIDConflict), which
+//     callers treat as success.
+//   - [TypeWithdrawalStatus] asks the worker to query the order status after
+//     an answer that did not tell whether the order exists. Seq numbers the
+//     checks of one payout; its task ID is [StatusTaskID].
+//
+// # Enqueuing a payout from another service
+//
+// The worker refuses a create task whose payout is not in the ledger, since
+// the ledger holds the destination. The supported way for another service to
+// submit payouts is to write a payout file (see the README for the CSV
+// format) into the spool inbox that `payout load --spool` watches; the loader
+// validates it, writes the ledger and enqueues the tasks with
+// [NewCreateTask]. Services that only watch the queue (dashboards, alerting)
+// use [Queue], the type names and [DecodeCreate] / [DecodeStatus].
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// Task type names.
+const (
+	TypeWithdrawalCreate = "withdrawal:create"
+	TypeWithdrawalStatus = "withdrawal:status"
+)
+
+// Queue is the Asynq queue that holds every payout task. Pausing it (web UI,
+// `payout pause`) stops all traffic toward the PSP.
+const Queue = "payouts"
+
+// Retention keeps completed tasks visible in the web UI and makes their task
+// IDs refuse a second enqueue for that long.
+const Retention = 7 * 24 * time.Hour
+
+// CreatePayload is the payload of a withdrawal:create task.
+type CreatePayload struct {
+	Batch       string `json:"batch"`
+	ExternalID  string `json:"externalId"`
+	Attempt     int    `json:"attempt"`
+	Amount      string `json:"amount"`      // display only; the ledger amount is authoritative
+	Destination string `json:"destination"` // masked, e.g. "card 411111******1111"
+}
+
+// StatusPayload is the payload of a withdrawal:status task.
+type StatusPayload struct {
+	Batch       string `json:"batch"`
+	ExternalID  string `json:"externalId"`
+	Seq         int    `json:"seq"`
+	Amount      string `json:"amount"`
+	Destination string `json:"destination"`
+}
+
+// CreateTaskID is the task ID of the attempt-th create of a payout.
+func CreateTaskID(externalID string, attempt int) string {
+	return fmt.Sprintf("create:%s:%d", externalID, attempt)
+}
+
+// StatusTaskID is the task ID of the seq-th status check of a payout.
+func StatusTaskID(externalID string, seq int) string {
+	return fmt.Sprintf("status:%s:%d", externalID, seq)
+}
+
+// NewCreateTask builds a create task with its ID, queue and retention set.
+// maxRetry bounds the retries of faults where nothing reached the PSP.
+func NewCreateTask(p CreatePayload, maxRetry int) (*asynq.Task, error) {
+	if p.Batch == "" || p.ExternalID == "" || p.Attempt < 1 {
+		return nil, fmt.Errorf("jobs: create payload needs batch, externalId and attempt >= 1")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: encode create payload: %w", err)
+	}
+	return asynq.NewTask(TypeWithdrawalCreate, b,
+		asynq.TaskID(CreateTaskID(p.ExternalID, p.Attempt)),
+		asynq.Queue(Queue),
+		asynq.MaxRetry(maxRetry),
+		asynq.Retention(Retention),
+	), nil
+}
+
+// NewStatusTask builds a status task with its ID, queue and retention set,
+// to be processed after delay.
+func NewStatusTask(p StatusPayload, maxRetry int, delay time.Duration) (*asynq.Task, error) {
+	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
+		return nil, fmt.Errorf("jobs: status payload needs batch, externalId and seq >= 1")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: encode status payload: %w", err)
+	}
+	return asynq.NewTask(TypeWithdrawalStatus, b,
+		asynq.TaskID(StatusTaskID(p.ExternalID, p.Seq)),
+		asynq.Queue(Queue),
+		asynq.MaxRetry(maxRetry),
+		asynq.Retention(Retention),
+		asynq.ProcessIn(delay),
+	), nil
+}
+
+// DecodeCreate reads a create payload.
+func DecodeCreate(b []byte) (CreatePayload, error) {
+	var p CreatePayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("jobs: decode create payload: %w", err)
+	}
+	if p.Batch == "" || p.ExternalID == "" || p.Attempt < 1 {
+		return p, fmt.Errorf("jobs: create payload lacks batch, externalId or attempt")
+	}
+	return p, nil
+}
+
+// DecodeStatus reads a status payload.
+func DecodeStatus(b []byte) (StatusPayload, error) {
+	var p StatusPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("jobs: decode status payload: %w", err)
+	}
+	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
+		return p, fmt.Errorf("jobs: status payload lacks batch, externalId or seq")
+	}
+	return p, nil
+}
