@@ -1,0 +1,179 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"iter"
+	"strconv"
+)
+
+// Header is the first line of a result CSV.
+var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt"}
+
+// ErrorsHeader is the first line of an error listing.
+var ErrorsHeader = []string{"file", "line", "column", "message"}
+
+// Neutralize returns cell with a single quote prepended when its first
+// character would make a spreadsheet read it as a formula ('=', '+', '-',
+// '@', tab, carriage return), and cell unchanged otherwise.
+func Neutralize(cell string) string {
+	if cell == "" {
+		return cell
+	}
+	switch cell[0] {
+	case '=', '+', '-', '@', '\t', '\r':
+		return "'" + cell
+	}
+	return cell
+}
+
+// csvOut writes neutralised records and remembers the first error.
+type csvOut struct {
+	w     *csv.Writer
+	width int
+	rec   []string
+}
+
+func newCSVOut(w io.Writer, header []string) (*csvOut, error) {
+	o := &csvOut{w: csv.NewWriter(w), width: len(header), rec: make([]string, len(header))}
+	return o, o.write(header...)
+}
+
+// write writes one record of cells, neutralised, padded with empty cells to
+// the header's width.
+func (o *csvOut) write(cells ...string) error {
+	rec := o.rec[:0]
+	for _, c := range cells {
+		rec = append(rec, Neutralize(c))
+	}
+	for len(rec) < o.width {
+		rec = append(rec, "")
+	}
+	if err := o.w.Write(rec); err != nil {
+		return fmt.Errorf("report: writing CSV: %w", err)
+	}
+	return nil
+}
+
+func (o *csvOut) blank() error {
+	if err := o.w.Write(nil); err != nil {
+		return fmt.Errorf("report: writing CSV: %w", err)
+	}
+	return nil
+}
+
+func (o *csvOut) flush() error {
+	o.w.Flush()
+	if err := o.w.Error(); err != nil {
+		return fmt.Errorf("report: writing CSV: %w", err)
+	}
+	return nil
+}
+
+// WriteCSV writes the result file of batch b: the header, one line per row,
+// then the summary trailer described in the package documentation. Rows must
+// come in strictly increasing line order. It returns the summary it wrote.
+func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error) {
+	out, err := newCSVOut(w, Header)
+	if err != nil {
+		return Summary{}, err
+	}
+	t := NewTally(b)
+	order := orderCheck{batch: b.ID}
+	for r, err := range rows {
+		if err != nil {
+			return Summary{}, sourceError(b, err)
+		}
+		if err := order.next(r.Line); err != nil {
+			return Summary{}, err
+		}
+		t.Add(r)
+		err = out.write(
+			strconv.Itoa(r.Line),
+			r.ExternalID,
+			formatAmount(r.Amount, b.Scale),
+			scrub(r.Destination),
+			r.State,
+			r.PSPOrderID,
+			r.PSPStatus,
+			strconv.Itoa(r.Attempts),
+			scrub(r.Error),
+			formatTime(r.UpdatedAt),
+		)
+		if err != nil {
+			return Summary{}, err
+		}
+	}
+	s := t.Summary()
+	if err := writeTrailer(out, b, s); err != nil {
+		return Summary{}, err
+	}
+	return s, out.flush()
+}
+
+func writeTrailer(out *csvOut, b Batch, s Summary) error {
+	final := "no"
+	if s.Final {
+		final = "yes"
+	}
+	verdict := "MISMATCH"
+	if s.Reconciled {
+		verdict = "OK"
+	}
+	lines := [][]string{
+		{"# batch", "id", "file", "loadedAt", "final"},
+		{"# batch", b.ID, b.File, formatTime(b.LoadedAt), final},
+		{"# summary", "state", "rows", "amount"},
+	}
+	for _, st := range s.ByState {
+		lines = append(lines, []string{"# summary", st.State, strconv.Itoa(st.Rows), formatAmount(st.Amount, s.Scale)})
+	}
+	lines = append(lines,
+		[]string{"# summary", "total", strconv.Itoa(s.Rows), formatAmount(s.Total, s.Scale)},
+		[]string{"# reconciliation",
+			"total of states", formatAmount(s.Total, s.Scale),
+			"file total", formatAmount(s.FileTotal, s.Scale),
+			"rows", strconv.Itoa(s.Rows),
+			"file rows", strconv.Itoa(s.FileRows),
+			verdict},
+	)
+	if err := out.blank(); err != nil {
+		return err
+	}
+	for _, l := range lines {
+		if err := out.write(l...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrorRow is one reason why a payout file was refused.
+type ErrorRow struct {
+	File    string // name of the payout file
+	Line    int    // line number in the file; 0 for a fault of the whole file
+	Column  string // column name; "" when the fault is not in one column
+	Message string // what is wrong, for a person
+}
+
+// WriteErrorsCSV writes the error listing of a refused file (the
+// outbox/NAME.errors.csv file): the header file,line,column,message then one
+// line per error, in the order given. A Line of 0 is written as an empty
+// cell. Cells are neutralised and messages scrubbed of card numbers.
+func WriteErrorsCSV(w io.Writer, errs iter.Seq[ErrorRow]) error {
+	out, err := newCSVOut(w, ErrorsHeader)
+	if err != nil {
+		return err
+	}
+	for e := range errs {
+		line := ""
+		if e.Line != 0 {
+			line = strconv.Itoa(e.Line)
+		}
+		if err := out.write(e.File, line, e.Column, scrub(e.Message)); err != nil {
+			return err
+		}
+	}
+	return out.flush()
+}

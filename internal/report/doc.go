@@ -1,0 +1,74 @@
+// Package report writes what finance gets back for a payout file: the result
+// file of a batch (CSV or JSON), the error listing of a refused file, and a
+// summary table for the terminal.
+//
+// The package knows nothing about Redis or queues: it takes rows (in line
+// order, from an iterator so that a 1,000,000-row batch is streamed and only
+// the per-state totals are kept in memory) and writes files. Rows that are
+// out of order or repeat a line are refused with an [OrderError]: a line
+// reported twice would hide a duplicate payout. An error from the row source
+// stops the writer and is returned wrapped. On any error the output is
+// incomplete (it has no reconciliation line): write to a temporary file and
+// rename it only when the writer returned nil.
+//
+// # States and summary
+//
+// Every row is in one of the ledger states. [Summarize] (and every writer)
+// totals rows and amounts per state, always listing the six known states in
+// the fixed order [States] (created, rejected, needs_review, checking,
+// submitting, queued), with zero rows when none is in a state, followed by
+// any unknown state found (sorted by name), so that a reader sees the full
+// picture. Amounts are summed exactly ([money.Amount], never float64).
+// A summary is reconciled when both the sum of the rows equals the file's
+// total as loaded and the number of rows equals the file's row count. It is
+// final when every row is in a final state (created, rejected,
+// needs_review).
+//
+// # Result CSV layout
+//
+// The first line is the header
+//
+//	line,externalId,amount,destination,state,pspOrderId,pspStatus,attempts,error,updatedAt
+//
+// then one line per row, in line order. Amounts are written exactly with the
+// batch's Scale decimal places ("10.50"); an amount with more decimals than
+// Scale is written with all its decimals, never rounded. updatedAt is RFC 3339
+// in UTC to the second ("2026-01-02T03:04:05Z"), empty when unknown. Lines
+// end with LF; no byte order mark is written.
+//
+// After the rows come a blank line and a trailer. Every trailer line starts
+// with a cell "# name" (a program that wants only the rows stops at the blank
+// line or drops records whose first cell starts with '#'; a data line's
+// first cell is always a number), and every trailer line is padded with
+// empty cells to the header's 10 columns, so the whole file is one
+// rectangular table that encoding/csv's default Reader and any spreadsheet
+// read without options:
+//
+//	# batch,id,file,loadedAt,final,,,,,
+//	# batch,<batch id>,<file>,<loadedAt>,yes|no,,,,,
+//	# summary,state,rows,amount,,,,,,
+//	# summary,created,<rows>,<amount>,,,,,,
+//	... one line per state, in the order above ...
+//	# summary,total,<rows>,<amount>,,,,,,
+//	# reconciliation,total of states,<amount>,file total,<amount>,rows,<n>,file rows,<n>,OK|MISMATCH
+//
+// # CSV injection
+//
+// A spreadsheet may run a cell that starts with a formula character. Every
+// cell written to a CSV file (rows, trailer and error listings alike) whose
+// first character is '=', '+', '-', '@', a tab or a carriage return is
+// prefixed with a single quote ('), as OWASP recommends; the spreadsheet shows
+// the quote and the text as typed. Nothing else in a cell is changed: no
+// trimming, no character removed; quotes, commas and newlines are quoted by
+// the CSV rules, so the original value is the cell without that one leading
+// quote. Amounts are positive and never start with a dangerous character.
+// The JSON output is for programs and is not neutralised.
+//
+// # Card numbers
+//
+// Destinations are expected masked already. As a last line of defence the
+// destination and error cells of every output, and the message of an error
+// listing, go through [card.Scrub], which masks any run of 12 to 19 digits.
+// Other cells (externalId, PSP order id) are identifiers that finance must
+// match exactly and are written unchanged.
+package report

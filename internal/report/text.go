@@ -1,0 +1,86 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// WriteSummaryText writes s as a table for a terminal: one line per state
+// with its rows and amount right-aligned, a total line, whether the batch is
+// final, and the reconciliation line, either
+//
+//	reconciled: 1234.56 = 1234.56 (12 rows)
+//
+// or a line starting with "*** MISMATCH ***" that gives both totals, their
+// difference and both row counts.
+func WriteSummaryText(w io.Writer, s Summary) error {
+	type line struct{ state, rows, amount string }
+	lines := []line{{"state", "rows", "amount"}}
+	pending := 0
+	for _, st := range s.ByState {
+		lines = append(lines, line{printable(st.State), strconv.Itoa(st.Rows), formatAmount(st.Amount, s.Scale)})
+		if !IsFinal(st.State) {
+			pending += st.Rows
+		}
+	}
+	lines = append(lines, line{"total", strconv.Itoa(s.Rows), formatAmount(s.Total, s.Scale)})
+	var ws, wr, wa int
+	for _, l := range lines {
+		ws = max(ws, utf8.RuneCountInString(l.state))
+		wr = max(wr, len(l.rows))
+		wa = max(wa, len(l.amount))
+	}
+
+	bw := bufio.NewWriter(w)
+	for _, l := range lines {
+		fmt.Fprintf(bw, "%s%s  %*s  %*s\n", l.state, strings.Repeat(" ", ws-utf8.RuneCountInString(l.state)), wr, l.rows, wa, l.amount)
+	}
+	if s.Final {
+		fmt.Fprintln(bw, "final: yes, every row is created, rejected or needs_review")
+	} else {
+		fmt.Fprintf(bw, "final: no, %d %s still in progress\n", pending, plural(pending, "row", "rows"))
+	}
+	total, fileTotal := formatAmount(s.Total, s.Scale), formatAmount(s.FileTotal, s.Scale)
+	if s.Reconciled {
+		fmt.Fprintf(bw, "reconciled: %s = %s (%d %s)\n", total, fileTotal, s.Rows, plural(s.Rows, "row", "rows"))
+	} else {
+		diff := s.Total.Decimal().Sub(s.FileTotal.Decimal())
+		fmt.Fprintf(bw, "*** MISMATCH *** total of states %s %s file total %s (difference %s), rows %d %s file rows %d\n",
+			total, relation(s.Total.Cmp(s.FileTotal) == 0), fileTotal, formatDecimal(diff, s.Scale),
+			s.Rows, relation(s.Rows == s.FileRows), s.FileRows)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: writing summary: %w", err)
+	}
+	return nil
+}
+
+func relation(equal bool) string {
+	if equal {
+		return "="
+	}
+	return "!="
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// printable keeps a state name from sending control sequences to a
+// terminal.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return '?'
+		}
+		return r
+	}, s)
+}
