@@ -1,0 +1,193 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// BatchSource lists the batches of the ledger for the /batches page. The
+// ledger implements it.
+type BatchSource interface {
+	Batches(ctx context.Context) ([]BatchView, error)
+}
+
+// BatchView is the progress of one batch: the figures `payout status` shows.
+type BatchView struct {
+	ID       string    `json:"id"`
+	File     string    `json:"file"`
+	LoadedAt time.Time `json:"loadedAt"`
+	// Counts holds the number of payouts per state: queued, submitting,
+	// checking, created, rejected, needs_review.
+	Counts        map[string]int64 `json:"counts"`
+	Rows          int64            `json:"rows"`
+	AmountCreated string           `json:"amountCreated"`
+	AmountTotal   string           `json:"amountTotal"`
+}
+
+// States in the order the page shows them; finalStates end a payout's
+// automatic processing and count as progress.
+var (
+	knownStates = []string{"queued", "submitting", "checking", "created", "rejected", "needs_review"}
+	finalStates = map[string]bool{"created": true, "rejected": true, "needs_review": true}
+)
+
+// errNoBatchSource answers the batch pages when Config.Batches is nil.
+var errNoBatchSource = errors.New("no batch source configured")
+
+//go:embed templates/batches.html.tmpl
+var batchesTemplateText string
+
+var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncMap{
+	"pct": func(n, total int64) string {
+		if total <= 0 {
+			return "0"
+		}
+		// Display width only (never money): two decimals, rounded down so
+		// the segments never add up to more than 100%.
+		return fmt.Sprintf("%d.%02d", n*100/total, (n*10000/total)%100)
+	},
+	"label": func(state string) string { return strings.ReplaceAll(state, "_", " ") },
+	"utc": func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
+}).Parse(batchesTemplateText))
+
+type batchesPage struct {
+	Nonce       string
+	GeneratedAt time.Time
+	States      []string
+	Batches     []batchRow
+	ReadOnly    bool
+}
+
+type batchRow struct {
+	BatchView
+	Index    int
+	Finished int64
+	Counts   []stateCount
+}
+
+type stateCount struct {
+	State string
+	N     int64
+}
+
+// listBatches reads the batches, newest first, with non-nil counts.
+func listBatches(ctx context.Context, src BatchSource) ([]BatchView, error) {
+	if src == nil {
+		return nil, errNoBatchSource
+	}
+	bs, err := src.Batches(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ui: list batches: %w", err)
+	}
+	out := make([]BatchView, len(bs))
+	copy(out, bs)
+	for i := range out {
+		if out[i].Counts == nil {
+			out[i].Counts = map[string]int64{}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LoadedAt.After(out[j].LoadedAt) })
+	return out, nil
+}
+
+// pageStates is the known states followed by any other state a batch
+// reports, so that no count is silently left off the page.
+func pageStates(bs []BatchView) []string {
+	states := append([]string(nil), knownStates...)
+	seen := map[string]bool{}
+	for _, s := range knownStates {
+		seen[s] = true
+	}
+	var extra []string
+	for _, b := range bs {
+		for s := range b.Counts {
+			if !seen[s] {
+				seen[s] = true
+				extra = append(extra, s)
+			}
+		}
+	}
+	sort.Strings(extra)
+	return append(states, extra...)
+}
+
+func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool) batchesPage {
+	p := batchesPage{Nonce: nonce, GeneratedAt: now, States: pageStates(bs), ReadOnly: readOnly}
+	for i, b := range bs {
+		row := batchRow{BatchView: b, Index: i}
+		for _, s := range p.States {
+			n := b.Counts[s]
+			row.Counts = append(row.Counts, stateCount{State: s, N: n})
+			if finalStates[s] {
+				row.Finished += n
+			}
+		}
+		p.Batches = append(p.Batches, row)
+	}
+	return p
+}
+
+type batchHandlers struct {
+	src      BatchSource
+	log      zerolog.Logger
+	now      func() time.Time
+	readOnly bool
+}
+
+func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
+	bs, err := listBatches(r.Context(), h.src)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var buf bytes.Buffer
+	if err := batchesTemplate.Execute(&buf, buildBatchesPage(bs, nonceFrom(r.Context()), h.now(), h.readOnly)); err != nil {
+		h.fail(w, r, fmt.Errorf("ui: render batches: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+type batchesJSON struct {
+	GeneratedAt time.Time   `json:"generatedAt"`
+	Batches     []BatchView `json:"batches"`
+}
+
+func (h *batchHandlers) api(w http.ResponseWriter, r *http.Request) {
+	bs, err := listBatches(r.Context(), h.src)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	b, err := json.Marshal(batchesJSON{GeneratedAt: h.now().UTC(), Batches: bs})
+	if err != nil {
+		h.fail(w, r, fmt.Errorf("ui: encode batches: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// fail logs err and answers 503 without detail (the ledger's error may name
+// internals).
+func (h *batchHandlers) fail(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.Error().Err(err).Str("path", r.URL.Path).Msg("ui: batches unavailable")
+	http.Error(w, "batch progress unavailable", http.StatusServiceUnavailable)
+}

@@ -1,0 +1,348 @@
+//go:build integration
+
+package ui_test
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/jobs"
+)
+
+const (
+	browserUser = "operator"
+	browserPass = "browser-test-Pa55"
+	fullPAN     = "4111111111111111"
+	maskedPAN   = "411111******1111"
+)
+
+// missing fails under CI=true and skips elsewhere.
+func missing(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true and %s", why)
+	}
+	t.Skip(why)
+}
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PAYOUT_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	missing(t, "chromium not found (apt-get install -y chromium chromium-driver)")
+	return ""
+}
+
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("PAYOUT_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("artifacts dir: %v", err)
+	}
+	t.Logf("screenshots go to %s", dir)
+	return dir
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// startUI serves the UI on a free loopback port until the test ends.
+func startUI(t *testing.T, rc redis.UniversalClient) string {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- ui.Serve(ctx, ui.Config{
+			Redis: rc, Addr: addr, User: browserUser, Password: browserPass, ReadOnly: true, Batches: oneBatch{},
+			Registry: prometheus.NewRegistry(), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	base := "http://" + addr
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return base
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("UI did not come up on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type oneBatch struct{}
+
+func (oneBatch) Batches(context.Context) ([]ui.BatchView, error) {
+	return []ui.BatchView{{
+		ID: "b-2025-03-01", File: "payouts-2025-03-01.csv", LoadedAt: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC),
+		Counts: map[string]int64{"queued": 3, "created": 5, "rejected": 1, "checking": 1}, Rows: 10,
+		AmountCreated: "1500.00", AmountTotal: "3000.00",
+	}}, nil
+}
+
+// seed enqueues payout tasks shaped like the loader's, and one rogue task
+// enqueued by "someone else" whose payload holds a full card number.
+func seed(t *testing.T, rc redis.UniversalClient) {
+	t.Helper()
+	c := asynq.NewClientFromRedisClient(rc)
+	for i := 1; i <= 3; i++ {
+		task, err := jobs.NewCreateTask(jobs.CreatePayload{
+			Batch: "b-2025-03-01", ExternalID: fmt.Sprintf("PAY-%04d", i), Attempt: 1,
+			Amount: fmt.Sprintf("%d.50", 100*i), Destination: "card " + maskedPAN,
+		}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Enqueue(task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Enqueue(asynq.NewTask("rogue:import",
+		[]byte(`{"note":"enqueued by a legacy tool","pan":"`+fullPAN+`"}`)),
+		asynq.Queue(jobs.Queue), asynq.TaskID("rogue-1")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pageProblems collects what the page reports as wrong: uncaught
+// exceptions, console errors and CSP violations.
+type pageProblems struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (p *pageProblems) add(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, s)
+}
+
+func (p *pageProblems) all() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.list...)
+}
+
+const recordCSPViolations = `window.__csp = [];
+document.addEventListener('securitypolicyviolation', function (e) {
+  window.__csp.push(e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber);
+});`
+
+func TestBrowserShowsMaskedPayloads(t *testing.T) {
+	chromium := chromiumPath(t)
+	artifacts := artifactsDir(t)
+
+	mr := miniredis.RunT(t)
+	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	seed(t, rc)
+	base := startUI(t, rc)
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(chromium),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	defer cancelCtx()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelTimeout()
+
+	// Start the browser with no deadline on this first call (it binds the
+	// browser's life to the context); steps below get their own deadlines.
+	if err := chromedp.Do(ctx); err != nil {
+		missing(t, "chromium does not start: "+err.Error())
+	}
+	problems := &pageProblems{}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			if m.IsException() || m.Type == "error" {
+				problems.add(m.String())
+			}
+		}
+	}()
+
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte(browserUser+":"+browserPass))
+	// Log in: every request of the page carries the credentials.
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("network.enable: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
+		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
+		t.Fatalf("set auth header: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument,
+		page.AddScriptToEvaluateOnNewDocumentParams{Source: recordCSPViolations}); err != nil {
+		t.Fatalf("add CSP recorder: %v", err)
+	}
+
+	shot := func(name string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		p := filepath.Join(artifacts, name)
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", p)
+	}
+	// step runs actions with their own deadline, so that a page that never
+	// renders fails fast with the step's name.
+	step := func(name string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		if err := chromedp.Do(sctx, actions...); err != nil {
+			shot("failed-" + strings.ReplaceAll(name, " ", "-") + ".png")
+			t.Fatalf("%s: %v (problems: %v)", name, err, problems.all())
+		}
+	}
+	read := func(name string, a chromedp.Action[string]) string {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		v, err := chromedp.Run(sctx, a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return v
+	}
+	checkText := func(where string) {
+		t.Helper()
+		text := read("text of "+where, chromedp.Text(chromedp.CSS("body")))
+		html := read("html of "+where, chromedp.OuterHTML(chromedp.CSS("html")))
+		if strings.Contains(text, fullPAN) || strings.Contains(html, fullPAN) {
+			t.Errorf("%s shows the full card number", where)
+		}
+		if !strings.Contains(text, maskedPAN) {
+			t.Errorf("%s does not show the masked number %s; text:\n%s", where, maskedPAN, text)
+		}
+	}
+	noViolations := func(where string) {
+		t.Helper()
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		violations, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](`window.__csp || []`))
+		if err != nil {
+			t.Fatalf("read CSP violations: %v", err)
+		}
+		if len(violations) > 0 {
+			t.Errorf("CSP violations on %s: %v", where, violations)
+		}
+	}
+
+	// 1. The queues overview.
+	step("open queues page", 30*time.Second,
+		chromedp.Navigate(base+"/monitoring/"),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="/monitoring/queues/payouts"]`)),
+	)
+	shot("01-queues.png")
+
+	// 2. The queue, then its pending tasks (through the UI's own links).
+	step("open payouts queue", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`a[href="/monitoring/queues/payouts"]`)),
+		chromedp.WaitVisible(`//div[contains(@class,"MuiChip")][.//div[starts-with(normalize-space(.),"Pending")]]`),
+	)
+	step("open pending tasks", 20*time.Second,
+		chromedp.Click(`//div[contains(@class,"MuiChip")][.//div[starts-with(normalize-space(.),"Pending")]]`),
+		chromedp.WaitVisible(`//td[normalize-space(.)="rogue:import"]`),
+		chromedp.WaitVisible(`//td[normalize-space(.)="withdrawal:create"]`),
+	)
+	checkText("pending tasks list")
+	shot("02-pending-tasks.png")
+
+	// 3. The rogue task's details: its payload, masked.
+	step("open rogue task", 20*time.Second,
+		chromedp.Click(`//td[normalize-space(.)="rogue:import"]`),
+		chromedp.WaitVisible(`//*[contains(text(),"Payload:")]`),
+		chromedp.WaitVisible(`//*[contains(text(),"enqueued by a legacy tool")]`),
+	)
+	checkText("rogue task details")
+	shot("03-rogue-task.png")
+	// The strict CSP must not have blocked anything the UI needs.
+	noViolations("asynqmon")
+
+	// 4. Our batch page renders under the same policy.
+	step("open batches page", 20*time.Second,
+		chromedp.Navigate(base+"/batches"),
+		chromedp.WaitVisible(`//h2[text()="Batches"]`),
+		chromedp.WaitVisible(`//td[contains(., "payouts-2025-03-01.csv")]`),
+		chromedp.WaitVisible(chromedp.CSS(`#b0 .bar .s-created`)),
+	)
+
+	shot("04-batches.png")
+	noViolations("/batches")
+	for _, p := range problems.all() {
+		if strings.Contains(p, "Content Security Policy") || strings.Contains(p, "exception") {
+			t.Errorf("page problem: %s", p)
+		} else {
+			t.Logf("page console: %s", p)
+		}
+	}
+}

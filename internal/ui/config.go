@@ -1,0 +1,180 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// DefaultAddr is the listen address used when Config.Addr is empty: loopback
+// only, so that an unconfigured UI is never reachable from the network.
+const DefaultAddr = "127.0.0.1:8080"
+
+// Config configures the operator web UI.
+type Config struct {
+	// Redis is the connection asynqmon inspects. It is owned by the caller:
+	// the UI never closes it.
+	Redis redis.UniversalClient
+
+	// User and Password enable HTTP basic auth (PAYOUT_UI_USER,
+	// PAYOUT_UI_PASSWORD); Token enables `Authorization: Bearer <Token>`
+	// (PAYOUT_UI_TOKEN). At least one of the two is required unless
+	// InsecureLocal is set and Addr is a loopback address.
+	User, Password, Token string
+
+	// ReadOnly turns on asynqmon's view-only mode and, independently of it,
+	// rejects every request under /monitoring/ that is not GET or HEAD.
+	ReadOnly bool
+
+	// InsecureLocal allows running without credentials, on a loopback
+	// address only.
+	InsecureLocal bool
+
+	// Addr is the listen address of Serve (DefaultAddr when empty).
+	Addr string
+
+	// PrometheusAddr, when set, is passed to asynqmon, which then queries
+	// that Prometheus server (from the UI process) to draw queue graphs.
+	PrometheusAddr string
+
+	// Batches feeds the /batches page and /api/batches. Optional: without
+	// it those answer 503.
+	Batches BatchSource
+
+	// Logger receives access logs (debug), failed logins (warn) and server
+	// events.
+	Logger zerolog.Logger
+
+	// Registry, when set, is served on /metrics and receives the UI's own
+	// metrics; otherwise the default Prometheus registry is used.
+	Registry *prometheus.Registry
+
+	// MaxFailures failed logins from one client IP within FailureWindow
+	// lock that IP out for Lockout (defaults 5, 1 minute, 5 minutes).
+	MaxFailures   int
+	FailureWindow time.Duration
+	Lockout       time.Duration
+
+	// clock replaces time.Now in tests.
+	clock func() time.Time
+}
+
+// ErrConfig is matched (errors.Is) by every configuration error returned by
+// CheckConfig, New and Serve, so the CLI can exit with status 2.
+var ErrConfig = errors.New("ui: invalid configuration")
+
+// Specific configuration errors; each is also matched by ErrConfig.
+var (
+	// ErrNoCredentials: neither user+password nor a token was given and
+	// the insecure local mode was not (validly) requested.
+	ErrNoCredentials = errors.New("no UI credentials: set PAYOUT_UI_USER and PAYOUT_UI_PASSWORD, or PAYOUT_UI_TOKEN")
+	// ErrIncompleteCredentials: a user without a password or the reverse.
+	ErrIncompleteCredentials = errors.New("UI user and password must be set together")
+	// ErrNotLoopback: the insecure local mode was requested on an address
+	// that is not loopback.
+	ErrNotLoopback = errors.New("running the UI without credentials is allowed on a loopback address only")
+	// ErrBadAddr: the listen address cannot be parsed.
+	ErrBadAddr = errors.New("bad UI listen address")
+	// ErrNoRedis: Config.Redis is nil.
+	ErrNoRedis = errors.New("no Redis connection for the UI")
+	// ErrBadLimits: negative rate-limit settings.
+	ErrBadLimits = errors.New("bad login rate-limit settings")
+)
+
+// ErrRedisUnavailable is returned by Serve when Redis does not answer at
+// start (exit status 3 in the CLI). It is not a configuration error.
+var ErrRedisUnavailable = errors.New("ui: redis unreachable")
+
+// ConfigError is a configuration error: Err is one of the specific errors
+// above, Detail says which value was wrong (never a secret).
+type ConfigError struct {
+	Err    error
+	Detail string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Detail == "" {
+		return "ui: " + e.Err.Error()
+	}
+	return fmt.Sprintf("ui: %s (%s)", e.Err, e.Detail)
+}
+
+// Unwrap lets errors.Is match both the specific error and ErrConfig.
+func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrConfig} }
+
+// CheckConfig refuses a configuration the UI must not start with: no Redis,
+// a user without a password (or the reverse), no credentials at all unless
+// InsecureLocal is set and the address is loopback (127.0.0.0/8, ::1 or
+// localhost), an unparsable address, negative limits.
+func CheckConfig(cfg Config) error {
+	if cfg.Redis == nil {
+		return &ConfigError{Err: ErrNoRedis}
+	}
+	if (cfg.User == "") != (cfg.Password == "") {
+		return &ConfigError{Err: ErrIncompleteCredentials}
+	}
+	if cfg.MaxFailures < 0 || cfg.FailureWindow < 0 || cfg.Lockout < 0 {
+		return &ConfigError{Err: ErrBadLimits}
+	}
+	addr := cfg.addr()
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return &ConfigError{Err: ErrBadAddr, Detail: fmt.Sprintf("%q: %v", addr, err)}
+	}
+	if cfg.hasCredentials() {
+		return nil
+	}
+	if !cfg.InsecureLocal {
+		return &ConfigError{Err: ErrNoCredentials}
+	}
+	if !isLoopbackHost(host) {
+		return &ConfigError{Err: ErrNotLoopback, Detail: fmt.Sprintf("address %q", addr)}
+	}
+	return nil
+}
+
+func (cfg Config) hasCredentials() bool {
+	return (cfg.User != "" && cfg.Password != "") || cfg.Token != ""
+}
+
+func (cfg Config) addr() string {
+	if cfg.Addr == "" {
+		return DefaultAddr
+	}
+	return cfg.Addr
+}
+
+func (cfg Config) now() time.Time {
+	if cfg.clock != nil {
+		return cfg.clock()
+	}
+	return time.Now()
+}
+
+// isLoopbackHost reports whether a listen host binds loopback only. An empty
+// host (":8080") binds every interface. Names other than "localhost" are not
+// resolved: they are refused.
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// pingRedis checks that Redis answers within d.
+func pingRedis(ctx context.Context, c redis.UniversalClient, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("%w: %v", ErrRedisUnavailable, err)
+	}
+	return nil
+}
