@@ -27,7 +27,9 @@ func newNonce() string {
 	if _, err := rand.Read(b[:]); err != nil {
 		panic("ui: crypto/rand failed: " + err.Error()) // never happens on supported systems
 	}
-	return base64.StdEncoding.EncodeToString(b[:])
+	// base64url: no '+' or '/', which html/template would escape in the
+	// nonce attribute and so break the match with the header.
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // contentSecurityPolicy is the policy of every response. Scripts: our own
