@@ -104,8 +104,8 @@ func (a Amount) Minor(scale int) int64 {
 	return a.d.Shift(int32(scale)).IntPart()
 }
 
-// String is the canonical form: no exponent, no trailing zeros dropped
-// beyond what the input had ("10.50" stays "10.50").
+// String is the shortest exact form: no exponent, trailing fractional zeros
+// dropped ("10.50" gives "10.5"). Use StringFixed to show a fixed scale.
 func (a Amount) String() string { return a.d.String() }
 
 // StringFixed formats with exactly scale decimals ("10.5" -> "10.50").

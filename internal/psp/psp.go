@@ -98,7 +98,10 @@ type WithdrawalRequest struct {
 	Properties []Property
 }
 
-// Order is what the PSP says about an order.
+// Order is what the PSP says about an order. OrderID, ExternalID and Amount
+// are kept exactly as the PSP sent them (checked for length and control
+// characters, never masked: an altered id would look up nothing); Status is
+// display text, scrubbed like Message.
 type Order struct {
 	OrderID    string // pspDepositOrderID in the PSP's body
 	ExternalID string

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		code int
+		msg  string
+	}{
+		{[]string{"--nope"}, nil, 2, "flag provided but not defined"},
+		{[]string{"--p-ambiguous", "1.5"}, nil, 2, "p-ambiguous"},
+		{[]string{"extra"}, nil, 2, "unexpected argument"},
+		{[]string{"--log-level", "loud"}, nil, 2, "log level"},
+		{[]string{"--latency", "-1s"}, nil, 2, "negative"},
+		{nil, map[string]string{"PAYOUT_SANDBOX_P_REFUSE": "lots"}, 2, "PAYOUT_SANDBOX_P_REFUSE"},
+		{nil, map[string]string{"PAYOUT_SANDBOX_TOKEN": "  "}, 2, "token"},
+		{[]string{"-h"}, nil, 0, "Usage"},
+	} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), tc.args, env(tc.env), io.Discard, &stderr, false, nil)
+		if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
+			t.Errorf("%v %v: exit %d, stderr %q; want %d and %q", tc.args, tc.env, code, stderr.String(), tc.code, tc.msg)
+		}
+	}
+}
+
+func TestListenError(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--addr", ln.Addr().String()}, env(nil), io.Discard, &stderr, false, nil); code != 2 {
+		t.Errorf("address in use: exit %d (%s)", code, stderr.String())
+	}
+}
+
+// TestRunServesAndStops starts the command on a free port with settings
+// from the environment, checks that it answers, then stops it as SIGTERM
+// would (by cancelling its context).
+func TestRunServesAndStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var stdout bytes.Buffer
+	out := &syncWriter{w: &stdout}
+	e := env(map[string]string{
+		"PAYOUT_SANDBOX_ADDR":  "127.0.0.1:0",
+		"PAYOUT_SANDBOX_TOKEN": "env-token",
+		"PAYOUT_SANDBOX_SEED":  "5",
+	})
+	go func() {
+		done <- run(ctx, []string{"--seed", "6"}, e, out, io.Discard, false, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("exited %d", code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("not ready")
+	}
+	resp, err := http.Get("http://" + addr + "/sandbox/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"seed":6`) {
+		t.Errorf("flag should win over env: %s", body)
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/api/v1/integration/bridge/withdrawal-order/x", nil)
+	req.Header.Set("Authorization", "Bearer env-token")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 404 {
+		t.Errorf("token from env not used: %d", resp.StatusCode)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("did not stop")
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if !strings.Contains(stdout.String(), `"message":"psp sandbox listening"`) || strings.Contains(stdout.String(), "env-token") {
+		t.Errorf("logs: %s", stdout.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}

@@ -1,0 +1,335 @@
+package psp
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/acme/payout/internal/card"
+)
+
+// MaxMessageLen bounds Result.Message (in bytes, cut on a rune boundary).
+const MaxMessageLen = 300
+
+// flexString decodes a JSON string or number as its text; any other JSON
+// value decodes as "". The PSP documents its amounts and identifiers as
+// strings but one sample sends numbers: accept both.
+type flexString string
+
+func (f *flexString) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*f = flexString(s)
+	case len(b) > 0 && (b[0] == '-' || (b[0] >= '0' && b[0] <= '9')):
+		*f = flexString(b)
+	default:
+		*f = ""
+	}
+	return nil
+}
+
+// withdrawalBody is the 200 body of a withdrawal create or status query.
+// encoding/json matches field names case-insensitively and ignores unknown
+// fields.
+type withdrawalBody struct {
+	Amount     flexString `json:"amount"`
+	Status     flexString `json:"status"`
+	ExternalID flexString `json:"externalId"`
+	OrderID    flexString `json:"pspDepositOrderID"`
+}
+
+// depositBody is the 200 body of a deposit create.
+type depositBody struct {
+	ExternalID     flexString `json:"externalId"`
+	OrderStatus    flexString `json:"orderStatus"`
+	PaymentDetails struct {
+		Amount  flexString `json:"amount"`
+		FormURL flexString `json:"formUrl"`
+	} `json:"paymentDetails"`
+}
+
+// Classify turns one exchange with the PSP into a Result. It is the only
+// place where answers are interpreted. status is 0 when no response was
+// read; header and body are those of the response (either may be nil);
+// transportErr is the error of the round trip or of reading the body; sent
+// tells whether the request headers were written to a connection.
+//
+// For an op other than the three known ones, every answer is Ambiguous.
+func Classify(op Operation, status int, header http.Header, body []byte, transportErr error, sent bool) Result {
+	r, _ := classify(op, status, header, body, transportErr, sent)
+	return r
+}
+
+// classify is Classify that also returns the decoded deposit body, for
+// CreateDeposit.
+func classify(op Operation, status int, header http.Header, body []byte, transportErr error, sent bool) (Result, *depositBody) {
+	res := Result{Op: op, HTTPStatus: status, Sent: sent || status > 0}
+
+	if status == 0 {
+		// No response at all: only whether the request left decides.
+		if transportErr == nil {
+			transportErr = errors.New("no response")
+		}
+		if res.Sent {
+			res.Outcome = Ambiguous
+			res.Message = finish("no answer after the request was sent: " + transportMessage(transportErr))
+		} else {
+			res.Outcome = RetryLater
+			res.Message = finish("request not sent: " + transportMessage(transportErr))
+		}
+		return res, nil
+	}
+
+	prefix := "HTTP " + strconv.Itoa(status)
+	if transportErr != nil {
+		prefix += " (body unreadable: " + transportMessage(transportErr) + ")"
+	}
+
+	if status == http.StatusOK {
+		if transportErr != nil {
+			res.Outcome = Ambiguous
+			res.Message = finish(prefix)
+			return res, nil
+		}
+		return classifyOK(op, res, body)
+	}
+
+	switch op {
+	case OpWithdrawalCreate, OpDepositCreate:
+		switch {
+		case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+			res.Outcome = Rejected
+		case status == http.StatusUnauthorized || status == http.StatusForbidden:
+			res.Outcome = AuthFault
+		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+			res.Outcome = AuthFault
+			prefix += " on create (wrong base URL?)"
+		case status == http.StatusTooManyRequests:
+			res.Outcome = RetryLater
+			res.RetryAfter = parseRetryAfter(header.Get("Retry-After"), time.Now())
+		default: // 423, >= 499 and anything unexpected
+			res.Outcome = Ambiguous
+		}
+	case OpWithdrawalStatus:
+		switch status {
+		case http.StatusNotFound:
+			res.Outcome = NotFound
+		case http.StatusUnauthorized, http.StatusForbidden:
+			res.Outcome = AuthFault
+		case http.StatusTooManyRequests:
+			res.Outcome = RetryLater
+			res.RetryAfter = parseRetryAfter(header.Get("Retry-After"), time.Now())
+		default:
+			res.Outcome = Ambiguous
+		}
+	default:
+		res.Outcome = Ambiguous
+	}
+	res.Message = finish(prefix + ": " + bodyMessage(status, body))
+	return res, nil
+}
+
+// classifyOK handles a complete 200 answer.
+func classifyOK(op Operation, res Result, body []byte) (Result, *depositBody) {
+	switch op {
+	case OpWithdrawalCreate, OpWithdrawalStatus:
+		var b withdrawalBody
+		if err := json.Unmarshal(body, &b); err != nil {
+			res.Outcome = Ambiguous
+			res.Message = finish("HTTP 200 with an unparsable body: " + bodyMessage(200, body))
+			return res, nil
+		}
+		id, idOK := cleanID(string(b.OrderID))
+		ext, _ := cleanID(string(b.ExternalID))
+		// A create must name the new order; a status answer must at
+		// least name the order it describes.
+		if !idOK || (id == "" && (op == OpWithdrawalCreate || ext == "")) {
+			res.Outcome = Ambiguous
+			res.Message = finish("HTTP 200 without a usable order id: " + bodyMessage(200, body))
+			return res, nil
+		}
+		amount, _ := cleanID(string(b.Amount))
+		res.Outcome = Created
+		res.Order = Order{OrderID: id, ExternalID: ext, Amount: amount, Status: finish(string(b.Status))}
+		return res, nil
+	case OpDepositCreate:
+		var b depositBody
+		if err := json.Unmarshal(body, &b); err != nil {
+			res.Outcome = Ambiguous
+			res.Message = finish("HTTP 200 with an unparsable body: " + bodyMessage(200, body))
+			return res, nil
+		}
+		ext, ok := cleanID(string(b.ExternalID))
+		if !ok || ext == "" {
+			res.Outcome = Ambiguous
+			res.Message = finish("HTTP 200 without a usable order id: " + bodyMessage(200, body))
+			return res, nil
+		}
+		amount, _ := cleanID(string(b.PaymentDetails.Amount))
+		res.Outcome = Created
+		res.Order = Order{OrderID: ext, ExternalID: ext, Amount: amount, Status: finish(string(b.OrderStatus))}
+		return res, &b
+	}
+	res.Outcome = Ambiguous
+	res.Message = finish("HTTP 200 to an unknown operation")
+	return res, nil
+}
+
+// MaxIDLen bounds the identifiers and amounts taken from the PSP's answers.
+const MaxIDLen = 200
+
+// cleanID checks an identifier (or amount) taken from the PSP's body. It is
+// kept exactly, NOT scrubbed: a UUID-like order id can hold a run of 12 or
+// more digits, and a masked id would later look up nothing and let the
+// payout be created twice. An id that is too long, not UTF-8 or holds
+// control characters is refused ("", false); an absent one is ("", true).
+func cleanID(s string) (string, bool) { return cleanText(s, MaxIDLen) }
+
+func cleanText(s string, maxLen int) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) > maxLen || !utf8.ValidString(s) {
+		return "", false
+	}
+	for _, r := range s {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return "", false
+		}
+	}
+	return s, true
+}
+
+// parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+// Missing, malformed or past values give 0.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n <= 0 {
+			return 0
+		}
+		const maxSeconds = int64(24 * time.Hour / time.Second)
+		if n > maxSeconds {
+			n = maxSeconds
+		}
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
+}
+
+// messageKeys are the fields of a JSON error body that usually hold the
+// human-readable reason; the PSP's error body shape is not documented.
+var messageKeys = []string{"message", "error", "detail", "title", "description", "errors"}
+
+// bodyMessage extracts the PSP's reason from an error body.
+func bodyMessage(status int, body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return http.StatusText(status)
+	}
+	if body[0] == '{' {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) == nil {
+			for _, k := range messageKeys {
+				for mk, raw := range m {
+					if !strings.EqualFold(mk, k) {
+						continue
+					}
+					var s string
+					if json.Unmarshal(raw, &s) == nil {
+						if s != "" {
+							return s
+						}
+						continue
+					}
+					var buf bytes.Buffer
+					if json.Compact(&buf, raw) == nil {
+						return buf.String()
+					}
+				}
+			}
+		}
+	}
+	if len(body) > 4*MaxMessageLen {
+		body = body[:4*MaxMessageLen]
+	}
+	return string(body)
+}
+
+// finish makes a text safe to show: valid UTF-8, no control characters, card
+// numbers masked, bounded length. Whitespace is collapsed before scrubbing
+// (so that it cannot join digit groups afterwards) and scrubbing happens
+// before cutting (so that a cut cannot shorten a card number below the
+// length Scrub recognises).
+func finish(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	s = card.Scrub(s)
+	if len(s) > MaxMessageLen {
+		cut := MaxMessageLen - len("...")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
+}
+
+// transportMessage describes a transport error without the request URL.
+// The kinds are told apart with errors.Is/As; only the text of the innermost
+// error (from the net package, naming addresses, never headers) is kept.
+func transportMessage(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	var (
+		dnsErr *net.DNSError
+		opErr  *net.OpError
+		tlsErr *tls.RecordHeaderError
+		netErr net.Error
+		certEr *tls.CertificateVerificationError
+	)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.As(err, &dnsErr):
+		return "dns: " + dnsErr.Error()
+	case errors.As(err, &certEr), errors.As(err, &tlsErr):
+		return "tls: " + err.Error()
+	case errors.As(err, &opErr) && opErr.Op == "dial":
+		return "dial: " + opErr.Error()
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout: " + err.Error()
+	}
+	return fmt.Sprint(err)
+}

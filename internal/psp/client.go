@@ -1,0 +1,374 @@
+package psp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/acme/payout/internal/money"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout         = 30 * time.Second
+	DefaultMaxConnsPerHost = 16
+	// maxBody bounds how much of an answer is read.
+	maxBody = 1 << 20
+)
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the scheme, host and optional path prefix of the PSP,
+	// e.g. "https://psp.example.com". The API paths are appended to it.
+	BaseURL string
+	// Token supplies the bearer token; it is asked for on every request so
+	// that a rotated token is used at once.
+	Token TokenSource
+	// Timeout bounds one request, from dial to the last byte of the body.
+	// Default 30s.
+	Timeout time.Duration
+	// AmountAsNumber sends amounts as JSON numbers (10.50) instead of JSON
+	// strings ("10.50"). Either way the digits are written exactly from the
+	// decimal, never through float64.
+	AmountAsNumber bool
+	// StatusIDByExternalID makes WithdrawalStatusFor query by externalId
+	// even when the PSP order id is known.
+	StatusIDByExternalID bool
+	// MaxConnsPerHost sizes the connection pool (idle and total
+	// connections to the PSP); set it to the worker concurrency. Default 16.
+	MaxConnsPerHost int
+	// Logger receives one debug line per request.
+	Logger zerolog.Logger
+	// Observe, if set, is called with every Result (for metrics).
+	Observe func(Result)
+	// Transport replaces the HTTP transport (tests); nil builds one from
+	// the settings above.
+	Transport http.RoundTripper
+}
+
+// Client is a PSP API client. It is safe for concurrent use.
+type Client struct {
+	baseStr string
+	cfg     Config
+	http    *http.Client
+	log     zerolog.Logger
+	lastTok atomic.Value // string: the token last used, to redact it from texts
+}
+
+// ErrConfig is matched by every configuration error of New.
+var ErrConfig = errors.New("invalid psp client configuration")
+
+// New checks cfg and builds a Client.
+func New(cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" {
+		return nil, fmt.Errorf("%w: base URL is empty", ErrConfig)
+	}
+	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: base URL does not parse", ErrConfig)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: base URL must be http(s)://host[/prefix]", ErrConfig)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w: base URL must not hold credentials, a query or a fragment", ErrConfig)
+	}
+	if cfg.Token == nil {
+		return nil, fmt.Errorf("%w: no token source", ErrConfig)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxConnsPerHost <= 0 {
+		cfg.MaxConnsPerHost = DefaultMaxConnsPerHost
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          cfg.MaxConnsPerHost,
+			MaxIdleConnsPerHost:   cfg.MaxConnsPerHost,
+			MaxConnsPerHost:       cfg.MaxConnsPerHost,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	c := &Client{
+		baseStr: u.String(),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		http: &http.Client{
+			Transport: rt,
+			// A redirect is an answer like any other: never follow it
+			// (a POST would turn into a GET), classify it.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	c.lastTok.Store("")
+	return c, nil
+}
+
+// Close releases idle connections.
+func (c *Client) Close() { c.http.CloseIdleConnections() }
+
+// withdrawalWire is the body of a withdrawal create.
+type withdrawalWire struct {
+	ExternalID string     `json:"externalId"`
+	Amount     any        `json:"amount"`
+	Properties []Property `json:"properties"`
+}
+
+// amountText writes an amount with the decimals it was given ("10.50" stays
+// "10.50").
+func amountText(a money.Amount) string {
+	d := a.Decimal()
+	if e := d.Exponent(); e < 0 {
+		return d.StringFixed(-e)
+	}
+	return d.String()
+}
+
+func (c *Client) amount(a money.Amount) any {
+	if c.cfg.AmountAsNumber {
+		return json.Number(amountText(a))
+	}
+	return amountText(a)
+}
+
+// CreateWithdrawal posts a withdrawal order. The request carries no
+// idempotency header on purpose: Go's transport silently replays requests
+// that have one, and the PSP does not deduplicate.
+func (c *Client) CreateWithdrawal(ctx context.Context, req WithdrawalRequest) Result {
+	if req.ExternalID == "" || req.Amount.IsZero() || len(req.Properties) == 0 {
+		return c.invalid(OpWithdrawalCreate, req.ExternalID, "withdrawal needs an externalId, a positive amount and a destination")
+	}
+	body, err := json.Marshal(withdrawalWire{ExternalID: req.ExternalID, Amount: c.amount(req.Amount), Properties: req.Properties})
+	if err != nil {
+		return c.invalid(OpWithdrawalCreate, req.ExternalID, "encode request: "+err.Error())
+	}
+	res, _ := c.do(ctx, OpWithdrawalCreate, req.ExternalID, http.MethodPost, PathWithdrawalCreate, body)
+	return res
+}
+
+// WithdrawalStatus queries the order whose PSP order id or externalId is id.
+func (c *Client) WithdrawalStatus(ctx context.Context, id string) Result {
+	if id == "" {
+		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
+	}
+	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil)
+	return res
+}
+
+// WithdrawalStatusFor queries by the PSP order id when one is known and
+// StatusIDByExternalID is off, else by the externalId.
+func (c *Client) WithdrawalStatusFor(ctx context.Context, externalID, orderID string) Result {
+	if orderID != "" && !c.cfg.StatusIDByExternalID {
+		return c.WithdrawalStatus(ctx, orderID)
+	}
+	return c.WithdrawalStatus(ctx, externalID)
+}
+
+// DepositRequest is a deposit order to create.
+type DepositRequest struct {
+	ExternalTransactionID string
+	Amount                money.Amount
+	Currency              string
+	CallbackURL           string
+	ProcessingRedirectURL string
+	FailedRedirectURL     string
+	SuccessRedirectURL    string
+	AdditionalFields      []Property
+}
+
+// DepositResult is what the PSP answered to a created deposit.
+type DepositResult struct {
+	ExternalID  string
+	OrderStatus string
+	Amount      string
+	FormURL     string
+}
+
+type depositWire struct {
+	Amount                any        `json:"amount"`
+	Currency              string     `json:"currency"`
+	ExternalTransactionID string     `json:"externalTransactionId"`
+	CallbackURL           string     `json:"callbackUrl,omitempty"`
+	ProcessingRedirectURL string     `json:"processingRedirectUrl,omitempty"`
+	FailedRedirectURL     string     `json:"failedRedirectUrl,omitempty"`
+	SuccessRedirectURL    string     `json:"successRedirectUrl,omitempty"`
+	AdditionalFields      []Property `json:"additionalFields,omitempty"`
+}
+
+// CreateDeposit posts a deposit order. The DepositResult is filled when the
+// Result's Outcome is Created.
+func (c *Client) CreateDeposit(ctx context.Context, req DepositRequest) (DepositResult, Result) {
+	if req.ExternalTransactionID == "" || req.Amount.IsZero() || req.Currency == "" {
+		return DepositResult{}, c.invalid(OpDepositCreate, req.ExternalTransactionID, "deposit needs an externalTransactionId, a positive amount and a currency")
+	}
+	body, err := json.Marshal(depositWire{
+		Amount:                c.amount(req.Amount),
+		Currency:              req.Currency,
+		ExternalTransactionID: req.ExternalTransactionID,
+		CallbackURL:           req.CallbackURL,
+		ProcessingRedirectURL: req.ProcessingRedirectURL,
+		FailedRedirectURL:     req.FailedRedirectURL,
+		SuccessRedirectURL:    req.SuccessRedirectURL,
+		AdditionalFields:      req.AdditionalFields,
+	})
+	if err != nil {
+		return DepositResult{}, c.invalid(OpDepositCreate, req.ExternalTransactionID, "encode request: "+err.Error())
+	}
+	res, dep := c.do(ctx, OpDepositCreate, req.ExternalTransactionID, http.MethodPost, PathDepositCreate, body)
+	if dep == nil || res.Outcome != Created {
+		return DepositResult{}, res
+	}
+	return DepositResult{
+		ExternalID:  res.Order.ExternalID,
+		OrderStatus: res.Order.Status,
+		Amount:      res.Order.Amount,
+		FormURL:     formURL(string(dep.PaymentDetails.FormURL)),
+	}, res
+}
+
+// invalid is the Result of a request refused before sending: the caller
+// built it wrong, so it is Rejected and nothing was sent.
+func (c *Client) invalid(op Operation, ref, msg string) Result {
+	res := Result{Op: op, Outcome: Rejected, Message: finish("not sent: " + msg)}
+	c.report(res, ref)
+	return res
+}
+
+// do sends one request and classifies the answer.
+func (c *Client) do(ctx context.Context, op Operation, ref, method, path string, body []byte) (Result, *depositBody) {
+	start := time.Now()
+	tok, err := c.cfg.Token.Token()
+	if err != nil {
+		// No token: a configuration fault, nothing sent.
+		res := Result{Op: op, Outcome: AuthFault, Message: c.redact(finish(err.Error())), Duration: time.Since(start)}
+		c.report(res, ref)
+		return res, nil
+	}
+	c.lastTok.Store(tok)
+
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+
+	var sent atomic.Bool
+	trace := &httptrace.ClientTrace{
+		WroteHeaders: func() { sent.Store(true) },
+	}
+	ctx = httptrace.WithClientTrace(ctx, trace)
+
+	// path is already escaped (the status id went through url.PathEscape)
+	// and the base URL has no query or fragment: plain concatenation.
+	urlStr := c.baseStr + path
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, urlStr, rd)
+	if err != nil {
+		res := Result{Op: op, Outcome: Rejected, Message: c.redact(finish("not sent: build request: " + transportMessage(err))), Duration: time.Since(start)}
+		c.report(res, ref)
+		return res, nil
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	var (
+		status  int
+		header  http.Header
+		payload []byte
+	)
+	resp, err := c.http.Do(req)
+	if err == nil {
+		status, header = resp.StatusCode, resp.Header
+		payload, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+		if err == nil && len(payload) > maxBody {
+			err = errBodyTooLarge
+		}
+		_ = resp.Body.Close()
+	}
+	res, dep := classify(op, status, header, payload, err, sent.Load())
+	res.Message = c.redact(res.Message)
+	// Identifiers are kept exact (see cleanID); only the display fields
+	// go through the token filter.
+	res.Order.Amount = c.redact(res.Order.Amount)
+	res.Order.Status = c.redact(res.Order.Status)
+	if dep != nil {
+		dep.PaymentDetails.FormURL = flexString(c.redact(string(dep.PaymentDetails.FormURL)))
+	}
+	res.Duration = time.Since(start)
+	c.report(res, ref)
+	return res, dep
+}
+
+var errBodyTooLarge = errors.New("answer body larger than 1 MiB")
+
+// redact removes the token from a text, as a last line of defence: no
+// known path puts it there.
+func (c *Client) redact(s string) string {
+	if tok, _ := c.lastTok.Load().(string); len(tok) >= 4 && strings.Contains(s, tok) {
+		s = strings.ReplaceAll(s, tok, "[token]")
+	}
+	return s
+}
+
+func (c *Client) report(res Result, ref string) {
+	ev := c.log.Debug()
+	if ev.Enabled() {
+		key := "external_id"
+		if res.Op == OpWithdrawalStatus {
+			key = "status_id"
+		}
+		ev.Str("op", string(res.Op)).
+			Str(key, finish(ref)).
+			Int("http_status", res.HTTPStatus).
+			Str("outcome", res.Outcome.String()).
+			Bool("sent", res.Sent).
+			Dur("duration", res.Duration)
+		if res.Order.OrderID != "" {
+			ev = ev.Str("psp_order_id", res.Order.OrderID)
+		}
+		if res.RetryAfter > 0 {
+			ev = ev.Dur("retry_after", res.RetryAfter)
+		}
+		if res.Message != "" {
+			ev = ev.Str("message", res.Message)
+		}
+		ev.Msg("psp request")
+	}
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(res)
+	}
+}
+
+// formURL keeps the payment form address when it is a plain http(s) URL.
+func formURL(s string) string {
+	s, ok := cleanText(s, 2048)
+	if !ok {
+		return ""
+	}
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,240 @@
+// Package sandbox is a simulator of the payment service (PSP) with fault
+// injection, for development, demos and tests of the payout workers.
+//
+// It speaks the three operations of the PSP API (withdrawal create,
+// withdrawal status, deposit create) with bearer auth and the request and
+// answer bodies of the reference, and like a real PSP it does NOT
+// deduplicate: every accepted create stores a new order.
+//
+// # Magic values
+//
+//   - Card [DeclinedCard] (4000000000000002, Luhn-valid) is declined: a
+//     withdrawal answers 422, a deposit 400.
+//   - Amount [RefusedAmount] (13.13) is refused as invalid: 400.
+//
+// # Faults
+//
+// The knobs of [Faults] (and [Config]) inject answers a real PSP gives on a
+// bad day: latency, 423 before storing (PRefuse), an order stored and then a
+// bad answer (PAmbiguous: 500, 502, 503, 423, a hang or a dropped
+// connection, picked uniformly), a status lag (new orders answer 404 to
+// status queries for a while), an outage window (every PSP request answers
+// 503), a forbidden account (403). All randomness comes from one source
+// seeded with Config.Seed and guarded by a mutex, so a sequential run is
+// reproducible.
+//
+// # Admin API
+//
+// Outside the PSP paths, without auth (bind the simulator to loopback):
+//
+//	GET    /sandbox/health   "ok"
+//	GET    /sandbox/orders   stored orders, card numbers masked
+//	GET    /sandbox/stats    counters (see Stats)
+//	POST   /sandbox/reset    forget orders, counters and forced answers; re-seed
+//	GET    /sandbox/faults   the fault knobs (see FaultsJSON)
+//	PUT    /sandbox/faults   change some knobs: fields absent keep their value
+//	GET    /sandbox/force    pending forced answers
+//	POST   /sandbox/force    force the next answers, e.g.
+//	                         {"status":429,"count":1,"retryAfter":"2"}
+//	                         {"fault":"hang"|"drop"|"garbage200","count":1,"store":true}
+//	                         optional "op": withdrawal_create, withdrawal_status,
+//	                         deposit_create (default: any PSP request)
+//	DELETE /sandbox/force    drop pending forced answers
+//	GET    /sandbox/pay/{id} the payment form a deposit's formUrl points to
+package sandbox
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+)
+
+// Magic values of the simulator.
+const (
+	// DeclinedCard is a Luhn-valid card number that the simulator declines.
+	DeclinedCard = "4000000000000002"
+	// RefusedAmount is an amount that the simulator refuses as invalid (400).
+	RefusedAmount = "13.13"
+	// DefaultToken is the bearer token accepted when none is configured.
+	DefaultToken = "sandbox-token"
+	// DefaultHangFor is how long a "hang" lasts unless the client goes away.
+	DefaultHangFor = 2 * time.Minute
+)
+
+// Window is a span of time relative to the start of the server.
+type Window struct {
+	From time.Duration
+	For  time.Duration
+}
+
+// IsZero reports whether the window is empty (no outage).
+func (w Window) IsZero() bool { return w.For <= 0 }
+
+// Contains reports whether elapsed (time since the server started) falls in
+// the window.
+func (w Window) Contains(elapsed time.Duration) bool {
+	return w.For > 0 && elapsed >= w.From && elapsed < w.From+w.For
+}
+
+// String is the FROM:FOR form, "" for no window.
+func (w Window) String() string {
+	if w.IsZero() {
+		return ""
+	}
+	return w.From.String() + ":" + w.For.String()
+}
+
+// ParseWindow reads FROM:FOR, two Go durations ("10s:30s"). "" is no window.
+func ParseWindow(s string) (Window, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Window{}, nil
+	}
+	from, dur, ok := strings.Cut(s, ":")
+	if !ok {
+		return Window{}, fmt.Errorf("outage %q: want FROM:FOR, e.g. 10s:30s", s)
+	}
+	f, err := time.ParseDuration(strings.TrimSpace(from))
+	if err != nil {
+		return Window{}, fmt.Errorf("outage %q: FROM: %w", s, err)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(dur))
+	if err != nil {
+		return Window{}, fmt.Errorf("outage %q: FOR: %w", s, err)
+	}
+	if f < 0 || d < 0 {
+		return Window{}, fmt.Errorf("outage %q: durations must not be negative", s)
+	}
+	return Window{From: f, For: d}, nil
+}
+
+// Faults are the knobs that may change while the simulator runs.
+type Faults struct {
+	Forbid        bool          // answer 403 to every authenticated request
+	MaxAmount     money.Amount  // zero: no limit; above it a withdrawal answers 422
+	Latency       time.Duration // added before every PSP answer
+	LatencyJitter time.Duration // plus a uniform random part in [0, LatencyJitter]
+	PRefuse       float64       // probability of a 423 before storing anything
+	PAmbiguous    float64       // probability of storing, then answering badly
+	StatusLag     time.Duration // a new order answers 404 to status queries for that long
+	Outage        Window        // every PSP request answers 503 in this window
+	HangFor       time.Duration // how long a hang lasts (or until the client goes away)
+}
+
+// Validate checks the ranges of the knobs.
+func (f Faults) Validate() error {
+	var errs []error
+	if f.PRefuse < 0 || f.PRefuse > 1 {
+		errs = append(errs, errors.New("p-refuse must be within [0,1]"))
+	}
+	if f.PAmbiguous < 0 || f.PAmbiguous > 1 {
+		errs = append(errs, errors.New("p-ambiguous must be within [0,1]"))
+	}
+	if f.Latency < 0 || f.LatencyJitter < 0 || f.StatusLag < 0 || f.HangFor < 0 || f.Outage.From < 0 || f.Outage.For < 0 {
+		errs = append(errs, errors.New("durations must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// Config configures a Server.
+type Config struct {
+	Token string // accepted bearer token; default DefaultToken
+	Seed  int64  // seed of all randomness; 0 picks one (logged and shown in Stats)
+	Faults
+}
+
+// DefaultConfig is the configuration without faults.
+func DefaultConfig() Config {
+	return Config{Token: DefaultToken, Faults: Faults{HangFor: DefaultHangFor}}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if strings.TrimSpace(c.Token) == "" {
+		return errors.New("token must not be empty")
+	}
+	return c.Faults.Validate()
+}
+
+// RegisterFlags registers the simulator's flags on fs and returns the
+// Config they fill when fs is parsed. The listen address is the caller's.
+func RegisterFlags(fs *flag.FlagSet) *Config {
+	c := DefaultConfig()
+	cfg := &c
+	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the simulator accepts")
+	fs.BoolVar(&cfg.Forbid, "forbid", false, "answer 403 to every authenticated request")
+	fs.Var((*amountFlag)(&cfg.MaxAmount), "max-amount", "largest amount accepted; above it a withdrawal answers 422 (empty: no limit)")
+	fs.DurationVar(&cfg.Latency, "latency", 0, "latency added to every PSP answer")
+	fs.DurationVar(&cfg.LatencyJitter, "latency-jitter", 0, "random extra latency, uniform in [0, jitter]")
+	fs.Var((*probFlag)(&cfg.PRefuse), "p-refuse", "probability of answering 423 before storing anything (0..1)")
+	fs.Var((*probFlag)(&cfg.PAmbiguous), "p-ambiguous", "probability of storing the order, then answering 500/502/503/423/hang/drop (0..1)")
+	fs.DurationVar(&cfg.StatusLag, "status-lag", 0, "a new order answers 404 to status queries for this long")
+	fs.Var((*windowFlag)(&cfg.Outage), "outage", "FROM:FOR relative to start (e.g. 10s:30s): every PSP request answers 503 in that window")
+	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of all randomness (0: pick one and log it)")
+	fs.DurationVar(&cfg.HangFor, "hang-for", cfg.HangFor, "how long a hang lasts, unless the client goes away first")
+	return cfg
+}
+
+type amountFlag money.Amount
+
+func (a *amountFlag) String() string {
+	if a == nil || money.Amount(*a).IsZero() {
+		return ""
+	}
+	return money.Amount(*a).String()
+}
+
+func (a *amountFlag) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "0" {
+		*a = amountFlag(money.Amount{})
+		return nil
+	}
+	v, err := money.Parse(s, 2)
+	if err != nil {
+		return err
+	}
+	*a = amountFlag(v)
+	return nil
+}
+
+type probFlag float64
+
+func (p *probFlag) String() string {
+	if p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*p), 'g', -1, 64)
+}
+
+func (p *probFlag) Set(s string) error {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || v < 0 || v > 1 {
+		return fmt.Errorf("probability %q: want a number within [0,1]", s)
+	}
+	*p = probFlag(v)
+	return nil
+}
+
+type windowFlag Window
+
+func (w *windowFlag) String() string {
+	if w == nil {
+		return ""
+	}
+	return Window(*w).String()
+}
+
+func (w *windowFlag) Set(s string) error {
+	v, err := ParseWindow(s)
+	if err != nil {
+		return err
+	}
+	*w = windowFlag(v)
+	return nil
+}
