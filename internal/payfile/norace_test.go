@@ -1,0 +1,5 @@
+//go:build !race
+
+package payfile
+
+const raceEnabled = false

@@ -1,0 +1,489 @@
+// Package payfile reads and validates payout CSV files.
+//
+// A payout file has a header row naming its columns: externalId, amount and
+// one destination per row, either cardNumber or telecomOperator, plus the
+// optional extra destination properties allowed by name (Options.ExtraColumns,
+// default phoneNumber). Header names are matched ignoring case, spaces, '-'
+// and '_' ("External ID", "external_id" and "EXTERNAL-ID" all mean
+// externalId). The delimiter is ',' or ';', detected from the header line.
+// The text is UTF-8 with or without a byte order mark, with LF or CRLF line
+// ends; spaces around every field are trimmed.
+//
+// Reading is streaming and happens in two passes, so that a file of any
+// number of rows is validated in bounded memory:
+//
+//   - [Check] validates the whole file and reports every problem to a
+//     callback as an [Error] ("FILE:LINE: column: message", LINE being the
+//     physical line in the file). Its [Summary] lists the lines of the bad
+//     rows. Duplicate externalIds are found with one 64-bit hash per row and
+//     confirmed by a second read of the file, so a hash collision never
+//     produces a false error.
+//   - [Each] reads the file again and hands every valid row to a callback,
+//     skipping the lines the caller chooses (normally Summary.BadLines).
+//
+// Full card numbers never appear in an Error: they are masked with
+// card.Mask, and every message goes through card.Scrub as a last defence.
+package payfile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxExternalIDLen = 64
+	DefaultMaxLineBytes     = 64 << 10
+)
+
+// DefaultExtraColumns are the extra destination properties allowed when
+// Options.ExtraColumns is nil.
+var DefaultExtraColumns = []string{"phoneNumber"}
+
+// Canonical names of the fixed columns, as they appear in errors.
+const (
+	ColExternalID      = "externalId"
+	ColAmount          = "amount"
+	ColCardNumber      = psp.KeyCardNumber
+	ColTelecomOperator = psp.KeyTelecomOperator
+)
+
+// Error.Column values used when no single column applies.
+const (
+	// ColumnHeader: a problem of the header row; the file is refused.
+	ColumnHeader = "header"
+	// ColumnRow: a problem of a data row as a whole (destinations, field
+	// count, quotes); the row is refused.
+	ColumnRow = "row"
+	// ColumnFile: a problem that stops reading the file (encoding, a line
+	// or record over the size bound, no data); the file is refused.
+	ColumnFile = "file"
+)
+
+// ErrBadOptions is matched by the error returned for unusable Options.
+var ErrBadOptions = errors.New("payfile: invalid options")
+
+// ErrFileChanged is returned when the second read of a file (to confirm
+// duplicate externalIds) does not see the same rows as the first.
+var ErrFileChanged = errors.New("payfile: file changed while being validated")
+
+// Options tune validation. The zero value is usable.
+type Options struct {
+	// Scale is the number of decimal places an amount may have. 0 means
+	// money.DefaultScale (2); a negative value means whole units only.
+	Scale int
+	// MaxAmount refuses amounts above it; the zero Amount means no limit.
+	MaxAmount money.Amount
+	// MaxExternalIDLen bounds the length of an externalId in characters;
+	// 0 means DefaultMaxExternalIDLen.
+	MaxExternalIDLen int
+	// ExtraColumns are the extra destination properties a file may carry,
+	// by canonical name (they become psp.Property keys). nil means
+	// DefaultExtraColumns; an empty non-nil slice allows none.
+	ExtraColumns []string
+	// MaxLineBytes bounds a physical line, and a record spanning several
+	// lines, in bytes; 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+}
+
+// Kind classifies an Error. A Kind is itself an error, so that
+// errors.Is(err, payfile.KindDuplicate) works on an Error.
+type Kind int
+
+// The kinds of problems.
+const (
+	// KindHeader: missing, unknown, unnamed, repeated or too many columns.
+	KindHeader Kind = iota + 1
+	// KindField: a value is invalid (externalId, amount, card number,
+	// telecom operator, extra property) or a row has no or two destinations.
+	KindField
+	// KindDuplicate: an externalId already used earlier in the file.
+	KindDuplicate
+	// KindEncoding: the file is not UTF-8 text (invalid UTF-8, NUL or other
+	// control bytes, UTF-16).
+	KindEncoding
+	// KindStructure: the CSV structure is broken (field count, quotes, a
+	// row spanning lines, a repeated header, a line or record too long).
+	// Record boundaries near such an error are doubtful: a cautious caller
+	// refuses the whole file rather than loading the other rows.
+	KindStructure
+	// KindEmpty: the file is empty or has a header but no data rows.
+	KindEmpty
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindHeader:
+		return "header"
+	case KindField:
+		return "field"
+	case KindDuplicate:
+		return "duplicate"
+	case KindEncoding:
+		return "encoding"
+	case KindStructure:
+		return "structure"
+	case KindEmpty:
+		return "empty"
+	}
+	return "unknown"
+}
+
+// Error makes a Kind usable as an errors.Is target.
+func (k Kind) Error() string { return "payfile: " + k.String() + " problem" }
+
+// Error is one problem found in a payout file.
+type Error struct {
+	File    string // as given to Check or Each (callers usually pass the base name)
+	Line    int    // physical line in the file, from 1
+	Column  string // canonical column name, or ColumnHeader, ColumnRow, ColumnFile
+	Kind    Kind
+	Message string // card numbers masked
+}
+
+// String formats the error compiler style: "FILE:LINE: column: message".
+func (e Error) String() string {
+	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Column, e.Message)
+}
+
+// Error is String, so that an Error can be returned as an error.
+func (e Error) Error() string { return e.String() }
+
+// Is matches the Error's Kind.
+func (e Error) Is(target error) bool {
+	k, ok := target.(Kind)
+	return ok && k == e.Kind
+}
+
+// SortErrors orders errors by line, keeping the order of errors of one line.
+// Check reports duplicate externalIds after all other errors; a listing for
+// people is sorted with this.
+func SortErrors(errs []Error) {
+	slices.SortStableFunc(errs, func(a, b Error) int { return a.Line - b.Line })
+}
+
+// WriteErrors writes one error per line in String form.
+func WriteErrors(w io.Writer, errs []Error) error {
+	for _, e := range errs {
+		if _, err := io.WriteString(w, e.String()+"\n"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Row is a valid payout row.
+type Row struct {
+	Line            int // physical line where the row starts
+	ExternalID      string
+	Amount          money.Amount
+	CardNumber      string // normalized digits, or ""
+	TelecomOperator string // or ""
+	Extra           []psp.Property
+}
+
+// Destination is a display form of the destination with the card masked:
+// "card 411111******1111" or "telecom MTS".
+func (r Row) Destination() string {
+	if r.CardNumber != "" {
+		return "card " + card.Mask(r.CardNumber)
+	}
+	return "telecom " + r.TelecomOperator
+}
+
+// Properties returns the withdrawal order properties of the row: the
+// destination first, then the extra properties. It holds the full card
+// number: it is meant for the PSP request and the encrypted ledger only.
+func (r Row) Properties() []psp.Property {
+	props := make([]psp.Property, 0, 1+len(r.Extra))
+	if r.CardNumber != "" {
+		props = append(props, psp.Property{Key: psp.KeyCardNumber, Value: r.CardNumber})
+	} else {
+		props = append(props, psp.Property{Key: psp.KeyTelecomOperator, Value: r.TelecomOperator})
+	}
+	return append(props, r.Extra...)
+}
+
+// Summary is the outcome of Check.
+type Summary struct {
+	Rows      int          // data rows (blank rows not counted)
+	ValidRows int          // rows without any error
+	Total     money.Amount // sum of the amounts of the valid rows
+	// BadLines are the starting lines of the rows with errors, ascending;
+	// len(BadLines) == Rows - ValidRows. Pass it to Each through IsBad.
+	BadLines []int
+	// Aborted is set when the file as a whole is refused (header problem,
+	// encoding, a line or record over the bound, no data rows). Rows after
+	// the point of failure were not read.
+	Aborted   bool
+	Errors    int      // number of errors reported
+	Delimiter rune     // ',' or ';'
+	Columns   []string // canonical names of the file's columns, in file order
+}
+
+// IsBad reports whether line is in BadLines; it suits Each's skip.
+func (s Summary) IsBad(line int) bool {
+	_, found := slices.BinarySearch(s.BadLines, line)
+	return found
+}
+
+// Check validates a payout file in one streaming pass, reporting every
+// problem to onError, and returns the summary. Duplicate externalIds are
+// confirmed by a second read of r (from its position at the call), and
+// reported after the other errors (see SortErrors). The returned error is
+// only for I/O failures, ctx, unusable options or a file that changed
+// between the two reads; validation problems go to onError.
+//
+// Memory does not grow with the file beyond 8 bytes per row (the hashes),
+// plus one int per bad row and, only when hashes collide, the externalIds
+// of the colliding rows. onError may be nil.
+func Check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error)) (Summary, error) {
+	seed := maphash.MakeSeed()
+	return check(ctx, name, r, opts, onError, func(s string) uint64 { return maphash.String(seed, s) })
+}
+
+// Collect runs Check and returns the errors sorted by line.
+func Collect(ctx context.Context, name string, r io.ReadSeeker, opts Options) (Summary, []Error, error) {
+	var errs []Error
+	sum, err := Check(ctx, name, r, opts, func(e Error) { errs = append(errs, e) })
+	SortErrors(errs)
+	return sum, errs, err
+}
+
+// Each reads a payout file again and calls fn for every valid row, in file
+// order, except the rows whose starting line skip reports (skip may be nil).
+// It does not look for duplicate externalIds: run Check first and skip its
+// BadLines. A row that is not valid and not skipped stops Each with its
+// first Error as the error; so does a file-level problem. An error from fn
+// stops Each and is returned as is.
+func Each(ctx context.Context, name string, r io.Reader, opts Options, skip func(line int) bool, fn func(Row) error) error {
+	cfg, err := opts.config()
+	if err != nil {
+		return err
+	}
+	var fileErr *Error
+	emit := func(e Error) {
+		if fileErr == nil {
+			e = finish(name, e)
+			fileErr = &e
+		}
+	}
+	res, err := scan(ctx, r, cfg, emit, func(rec *record) error {
+		if skip != nil && skip(rec.Line) {
+			return nil
+		}
+		var rowErr *Error
+		row, ok, _ := cfg.validate(rec, func(e Error) {
+			if rowErr == nil {
+				e = finish(name, e)
+				rowErr = &e
+			}
+		})
+		if !ok {
+			return *rowErr
+		}
+		return fn(row)
+	})
+	if err != nil {
+		return err
+	}
+	if res.aborted && fileErr != nil {
+		return *fileErr
+	}
+	return nil
+}
+
+// finish completes an error for the caller: file name, scrubbed message.
+func finish(name string, e Error) Error {
+	e.File = name
+	e.Message = card.Scrub(e.Message)
+	return e
+}
+
+// check is Check with the externalId hash given, so that tests can force
+// collisions.
+func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), hash func(string) uint64) (Summary, error) {
+	sum := Summary{Total: money.Zero}
+	cfg, err := opts.config()
+	if err != nil {
+		return sum, err
+	}
+	start, err := r.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+	}
+	if onError == nil {
+		onError = func(Error) {}
+	}
+	emit := func(e Error) {
+		sum.Errors++
+		onError(finish(name, e))
+	}
+
+	// Pass 1: validate every row, remember the hash of every well-formed
+	// externalId (8 bytes a row).
+	var hashes []uint64
+	res, err := scan(ctx, r, cfg, emit, func(rec *record) error {
+		sum.Rows++
+		row, ok, idOK := cfg.validate(rec, emit)
+		if idOK {
+			hashes = append(hashes, hash(row.ExternalID))
+		}
+		if ok {
+			sum.ValidRows++
+			sum.Total = sum.Total.Add(row.Amount)
+		} else {
+			sum.BadLines = append(sum.BadLines, rec.Line)
+		}
+		return nil
+	})
+	sum.Aborted, sum.Delimiter, sum.Columns = res.aborted, res.delim, res.columns
+	if err != nil {
+		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+	}
+	if sum.Aborted {
+		// The rows after the failure are unknown: duplicates are not looked
+		// for, the file is refused anyway.
+		return sum, nil
+	}
+
+	slices.Sort(hashes)
+	var collided map[uint64]struct{}
+	for i := 1; i < len(hashes); i++ {
+		if hashes[i] == hashes[i-1] {
+			if collided == nil {
+				collided = make(map[uint64]struct{})
+			}
+			collided[hashes[i]] = struct{}{}
+		}
+	}
+	hashes = nil
+	if collided == nil {
+		return sum, nil
+	}
+
+	// Pass 2: read the file again; for the rows whose hash collided, compare
+	// the externalIds themselves. Validity and the total are recomputed.
+	if _, err := r.Seek(start, io.SeekStart); err != nil {
+		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+	}
+	firstLine := make(map[string]int)
+	var dupLines []int
+	rows, valid, total := 0, 0, money.Zero
+	discard := func(Error) {}
+	res2, err := scan(ctx, r, cfg, discard, func(rec *record) error {
+		rows++
+		row, ok, idOK := cfg.validate(rec, discard)
+		if idOK {
+			if _, c := collided[hash(row.ExternalID)]; c {
+				if first, seen := firstLine[row.ExternalID]; seen {
+					emit(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate,
+						Message: fmt.Sprintf("%q already appears on line %d", row.ExternalID, first)})
+					dupLines = append(dupLines, rec.Line)
+					ok = false
+				} else {
+					firstLine[row.ExternalID] = rec.Line
+				}
+			}
+		}
+		if ok {
+			valid++
+			total = total.Add(row.Amount)
+		}
+		return nil
+	})
+	if err != nil {
+		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+	}
+	if res2.aborted || rows != sum.Rows {
+		return sum, fmt.Errorf("%w: %s", ErrFileChanged, name)
+	}
+	sum.ValidRows, sum.Total = valid, total
+	sum.BadLines = mergeLines(sum.BadLines, dupLines)
+	return sum, nil
+}
+
+// mergeLines merges two ascending line lists without repeats.
+func mergeLines(a, b []int) []int {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]int, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var v int
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			v, i = a[i], i+1
+		case i == len(a) || b[j] < a[i]:
+			v, j = b[j], j+1
+		default:
+			v, i, j = a[i], i+1, j+1
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// config is Options with defaults applied and column names resolved.
+type config struct {
+	scale   int
+	max     money.Amount
+	hasMax  bool
+	maxID   int
+	maxLine int
+	extras  []string          // canonical names of the extra columns
+	allowed []string          // every allowed column, canonical names, in display order
+	byCanon map[string]string // folded name -> canonical name
+}
+
+func (o Options) config() (*config, error) {
+	c := &config{scale: o.Scale, max: o.MaxAmount, hasMax: !o.MaxAmount.IsZero(),
+		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes}
+	switch {
+	case c.scale == 0:
+		c.scale = money.DefaultScale
+	case c.scale < 0:
+		c.scale = 0
+	}
+	if c.maxID <= 0 {
+		c.maxID = DefaultMaxExternalIDLen
+	}
+	if c.maxLine <= 0 {
+		c.maxLine = DefaultMaxLineBytes
+	}
+	if c.maxLine < 256 {
+		return nil, fmt.Errorf("%w: MaxLineBytes %d is below 256", ErrBadOptions, c.maxLine)
+	}
+	extras := o.ExtraColumns
+	if extras == nil {
+		extras = DefaultExtraColumns
+	}
+	c.allowed = []string{ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator}
+	c.byCanon = make(map[string]string, len(c.allowed)+len(extras))
+	for _, n := range c.allowed {
+		c.byCanon[fold(n)] = n
+	}
+	for _, n := range extras {
+		f := fold(n)
+		if f == "" || strings.HasPrefix(n, "_") {
+			return nil, fmt.Errorf("%w: extra column name %q", ErrBadOptions, n)
+		}
+		if prev, dup := c.byCanon[f]; dup {
+			return nil, fmt.Errorf("%w: extra column %q is the same as %q", ErrBadOptions, n, prev)
+		}
+		c.byCanon[f] = n
+		c.extras = append(c.extras, n)
+		c.allowed = append(c.allowed, n)
+	}
+	return c, nil
+}

@@ -1,0 +1,283 @@
+package payfile
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/gocarina/gocsv"
+)
+
+// How the reading is split between encoding/csv and gocsv:
+//
+// encoding/csv parses the text: it alone knows the physical line of each
+// record (Reader.FieldPos), even when a quoted field spans lines, and it
+// reads through lineReader, which bounds lines and records and checks the
+// encoding. Its records go through decoder, which checks the structure
+// (field count, quotes, repeated header, blank rows) and rewrites each
+// record for gocsv under canonical column names, with the line number and
+// any structural problem as extra columns.
+//
+// gocsv maps those records by column name onto the record struct, through
+// UnmarshalDecoderToChan. Not used from gocsv, and why:
+//   - SetHeaderNormalizer, FailIfDoubleHeaderNames and the other switches
+//     are process-wide globals; the header is canonicalised and checked
+//     here instead, so gocsv only ever sees canonical names.
+//   - UnmarshalDecoderToCallback cannot stop early; the channel form lets
+//     Each stop when its callback fails.
+//   - gocsv's own line numbers count records, not physical lines, and its
+//     goroutine reads ahead of the consumer: the line therefore travels
+//     inside the record (column _line), never in shared state.
+
+// record is one data record as gocsv maps it. Only the decoder's synthetic
+// columns start with '_'; the others are the canonical column names.
+type record struct {
+	LineText   string `csv:"_line"`    // the line number, given to gocsv as text
+	Line       int    `csv:"-"`        // LineText parsed, set by scan
+	Problem    string `csv:"_problem"` // structural problem; the fields are then empty
+	Extra      string `csv:"_extra"`   // values of the configured extra columns, NUL-separated
+	ExternalID string `csv:"externalId"`
+	Amount     string `csv:"amount"`
+	CardNumber string `csv:"cardNumber"`
+	Telecom    string `csv:"telecomOperator"`
+}
+
+const (
+	colLine    = "_line"
+	colProblem = "_problem"
+	colExtra   = "_extra"
+	extraSep   = "\x00" // lineReader refuses NUL bytes, so no value holds one
+)
+
+var errStopped = errors.New("payfile: stopped")
+
+type scanResult struct {
+	aborted bool
+	delim   rune
+	columns []string
+}
+
+// scan reads the header (reporting its problems to emit) and then hands
+// every data record to fn in file order. A problem that stops the reading
+// is reported to emit and sets aborted; the error return is for I/O, ctx
+// and fn's own errors.
+func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn func(*record) error) (scanResult, error) {
+	var res scanResult
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	lr := newLineReader(r, cfg.maxLine)
+	res.delim = lr.detectDelimiter()
+	cr := csv.NewReader(lr)
+	cr.Comma = res.delim
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+
+	lr.startRecord()
+	fields, err := cr.Read()
+	if err != nil {
+		var fe *fatalError
+		var pe *csv.ParseError
+		switch {
+		case err == io.EOF:
+			emit(Error{Line: 1, Column: ColumnFile, Kind: KindEmpty, Message: "the file is empty"})
+		case errors.As(err, &fe):
+			emit(fe.e)
+		case errors.As(err, &pe):
+			emit(Error{Line: pe.StartLine, Column: ColumnHeader, Kind: KindStructure, Message: quoteMessage(pe, lr)})
+		default:
+			return res, err
+		}
+		res.aborted = true
+		return res, nil
+	}
+	line, _ := cr.FieldPos(0)
+	h, problems := cfg.parseHeader(fields, line)
+	if problems != nil {
+		for _, e := range problems {
+			emit(e)
+		}
+		res.aborted = true
+		return res, nil
+	}
+	res.columns = h.names
+
+	d := newDecoder(ctx, lr, cr, h, len(cfg.extras))
+	ch := make(chan record, 64)
+	errc := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				errc <- fmt.Errorf("payfile: csv mapping failed: %v", p)
+			}
+		}()
+		errc <- gocsv.UnmarshalDecoderToChan(d, ch)
+	}()
+	rows := 0
+	var fnErr error
+	var cur record // one variable for all records: fn gets a pointer to it
+	for rec := range ch {
+		if fnErr != nil {
+			continue // drain: the decoder stops at its next record
+		}
+		rows++
+		cur = rec
+		cur.Line, _ = strconv.Atoi(rec.LineText) // written by the decoder: always a number
+		if err := fn(&cur); err != nil {
+			fnErr = err
+			d.stop.Store(true)
+		}
+	}
+	err = <-errc
+	if fnErr != nil {
+		return res, fnErr
+	}
+	var fe *fatalError
+	switch {
+	case err == nil:
+	case errors.As(err, &fe):
+		emit(fe.e)
+		res.aborted = true
+		return res, nil
+	default:
+		return res, err
+	}
+	if rows == 0 {
+		emit(Error{Line: h.line, Column: ColumnFile, Kind: KindEmpty, Message: "the file has a header but no data rows"})
+		res.aborted = true
+	}
+	return res, nil
+}
+
+// decoder is the gocsv.SimpleDecoder between encoding/csv and gocsv. It runs
+// on gocsv's goroutine.
+type decoder struct {
+	ctx  context.Context
+	stop atomic.Bool
+	lr   *lineReader
+	cr   *csv.Reader
+	h    *header
+
+	header     []string // the header given to gocsv
+	out        []string // the record given to gocsv, reused: gocsv is done with it before asking for the next
+	sentHeader bool
+	nExtras    int
+	iLine      int // index of _line in out
+	iProblem   int
+	iExtra     int
+	extraVals  []string
+}
+
+func newDecoder(ctx context.Context, lr *lineReader, cr *csv.Reader, h *header, nExtras int) *decoder {
+	d := &decoder{ctx: ctx, lr: lr, cr: cr, h: h, nExtras: nExtras, extraVals: make([]string, nExtras)}
+	// The file's columns under their canonical names, then the fixed
+	// columns the file lacks (always empty), then the synthetic columns.
+	// Every struct tag is present, whatever gocsv's global switches say.
+	d.header = append(d.header, h.names...)
+	d.header = append(d.header, h.missing...)
+	d.iLine, d.iProblem, d.iExtra = len(d.header), len(d.header)+1, len(d.header)+2
+	d.header = append(d.header, colLine, colProblem, colExtra)
+	d.out = make([]string, len(d.header))
+	return d
+}
+
+// GetCSVRows is not used by gocsv's streaming functions.
+func (d *decoder) GetCSVRows() ([][]string, error) {
+	return nil, errors.New("payfile: GetCSVRows is not supported")
+}
+
+// GetCSVRow returns the header first, then one mapped record per call.
+func (d *decoder) GetCSVRow() ([]string, error) {
+	if !d.sentHeader {
+		d.sentHeader = true
+		return d.header, nil
+	}
+	for {
+		if d.stop.Load() {
+			return nil, errStopped
+		}
+		if err := d.ctx.Err(); err != nil {
+			return nil, err
+		}
+		d.lr.startRecord()
+		fields, err := d.cr.Read()
+		if err != nil {
+			var fe *fatalError
+			var pe *csv.ParseError
+			switch {
+			case err == io.EOF, errors.As(err, &fe):
+				return nil, err
+			case errors.As(err, &pe) && (errors.Is(pe.Err, csv.ErrQuote) || errors.Is(pe.Err, csv.ErrBareQuote)):
+				return d.problem(pe.StartLine, quoteMessage(pe, d.lr)), nil
+			}
+			return nil, err
+		}
+		line, _ := d.cr.FieldPos(0)
+		blank := true
+		for i, f := range fields {
+			fields[i] = strings.Trim(f, " ")
+			blank = blank && fields[i] == ""
+		}
+		switch end := d.lr.line; {
+		case end > line:
+			return d.problem(line, fmt.Sprintf("the record spans lines %d-%d: a quoted field holds line breaks (is a quote left open?)", line, end)), nil
+		case blank:
+			continue // an empty row, as spreadsheets write them (";;;")
+		case len(fields) != len(d.h.names):
+			return d.problem(line, fmt.Sprintf("has %s, the header has %d", plural(len(fields), "field"), len(d.h.names))), nil
+		case d.h.repeats(fields):
+			return d.problem(line, "repeats the header row (were two files joined?)"), nil
+		}
+		out := d.out
+		clear(out)
+		copy(out, fields)
+		out[d.iLine] = strconv.Itoa(line)
+		if d.nExtras > 0 {
+			for k, i := range d.h.extras {
+				d.extraVals[k] = ""
+				if i >= 0 {
+					d.extraVals[k] = fields[i]
+				}
+			}
+			out[d.iExtra] = strings.Join(d.extraVals, extraSep)
+		}
+		return out, nil
+	}
+}
+
+// problem is a record that carries only a structural problem.
+func (d *decoder) problem(line int, msg string) []string {
+	out := d.out
+	clear(out)
+	out[d.iLine] = strconv.Itoa(line)
+	out[d.iProblem] = msg
+	return out
+}
+
+// quoteMessage explains a quote error of encoding/csv, given the line
+// reader at the point of the error.
+func quoteMessage(pe *csv.ParseError, lr *lineReader) string {
+	switch {
+	case errors.Is(pe.Err, csv.ErrBareQuote):
+		return fmt.Sprintf(`quote (") inside an unquoted field at column %d: quote the whole field and double the quotes inside it`, pe.Column)
+	case lr.eof && pe.Line >= lr.line && pe.Column > lr.lastLen:
+		// csv reached the end of the input inside the quoted field.
+		return fmt.Sprintf("the quote opened on this line is never closed (the field runs to the end of the file, line %d)", lr.line)
+	case pe.Line > pe.StartLine:
+		return fmt.Sprintf("the quoted field opened on this line runs on to line %d, where its closing quote is followed by other text (is a quote left open?)", pe.Line)
+	default:
+		return fmt.Sprintf(`text after a closing quote at column %d: quote the whole field and double the quotes inside it`, pe.Column)
+	}
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
+}

@@ -1,0 +1,143 @@
+package payfile
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
+)
+
+// validate checks one record and reports each of its problems to emit. ok
+// tells whether the row is valid; idOK whether its externalId is well formed
+// (it then takes part in the duplicate search even if the row has other
+// problems).
+func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool) {
+	row.Line = rec.Line
+	if rec.Problem != "" {
+		emit(Error{Line: rec.Line, Column: ColumnRow, Kind: KindStructure, Message: rec.Problem})
+		return row, false, false
+	}
+	ok = true
+	bad := func(col, msg string) {
+		ok = false
+		emit(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg})
+	}
+
+	if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
+		bad(ColExternalID, msg)
+	} else {
+		row.ExternalID, idOK = rec.ExternalID, true
+	}
+
+	if a, err := money.Parse(rec.Amount, c.scale); err != nil {
+		bad(ColAmount, amountMessage(rec.Amount, err))
+	} else if c.hasMax && a.Cmp(c.max) > 0 {
+		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
+	} else {
+		row.Amount = a
+	}
+
+	hasCard, hasTel := rec.CardNumber != "", rec.Telecom != ""
+	switch {
+	case hasCard && hasTel:
+		bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
+	case !hasCard && !hasTel:
+		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
+	}
+	if hasCard {
+		if digits, err := card.Normalize(rec.CardNumber); err != nil {
+			bad(ColCardNumber, cardMessage(err))
+		} else {
+			row.CardNumber = digits
+		}
+	}
+	if hasTel {
+		if msg := textProblem(rec.Telecom, true); msg != "" {
+			bad(ColTelecomOperator, msg)
+		} else {
+			row.TelecomOperator = rec.Telecom
+		}
+	}
+
+	rest := rec.Extra
+	for _, name := range c.extras {
+		var val string
+		val, rest, _ = strings.Cut(rest, extraSep)
+		if val == "" {
+			continue
+		}
+		if msg := textProblem(val, false); msg != "" {
+			bad(name, msg)
+			continue
+		}
+		row.Extra = append(row.Extra, psp.Property{Key: name, Value: val})
+	}
+	if !ok {
+		return Row{Line: rec.Line, ExternalID: row.ExternalID}, false, idOK
+	}
+	return row, true, idOK
+}
+
+// formulaStarts are the first characters that make a spreadsheet treat a
+// cell as a formula (CSV injection).
+const formulaStarts = "=+-@\t\r"
+
+func (c *config) externalIDProblem(id string) string {
+	switch {
+	case id == "":
+		return "is empty"
+	case strings.ContainsRune(formulaStarts, rune(id[0])):
+		return fmt.Sprintf("starts with %q, which a spreadsheet would run as a formula", id[:1])
+	}
+	if msg := textProblem(id, false); msg != "" {
+		return msg
+	}
+	if n := utf8.RuneCountInString(id); n > c.maxID {
+		return fmt.Sprintf("is %d characters long, at most %d are allowed", n, c.maxID)
+	}
+	return ""
+}
+
+// textProblem refuses non-printable characters (control characters, line
+// breaks, invisible or exotic spaces) and, when formula is set, a formula
+// start.
+func textProblem(s string, formula bool) string {
+	if formula && s != "" && strings.ContainsRune(formulaStarts, rune(s[0])) {
+		return fmt.Sprintf("starts with %q, which a spreadsheet would run as a formula", s[:1])
+	}
+	pos := 0
+	for _, r := range s {
+		pos++
+		if !unicode.IsPrint(r) {
+			return fmt.Sprintf("contains the non-printable character %U at position %d", r, pos)
+		}
+	}
+	return ""
+}
+
+func amountMessage(s string, err error) string {
+	var pe *money.ParseError
+	switch {
+	case s == "":
+		return "is empty"
+	case errors.As(err, &pe):
+		return fmt.Sprintf("%q %s", pe.Input, pe.Reason)
+	}
+	return fmt.Sprintf("%q is not a valid amount", s)
+}
+
+func cardMessage(err error) string {
+	var ce *card.Error
+	if errors.As(err, &ce) {
+		if ce.Masked == "" {
+			return ce.Reason
+		}
+		return ce.Masked + " " + ce.Reason
+	}
+	return "is not a valid card number"
+}
