@@ -36,7 +36,9 @@
 package jobs
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -144,4 +146,18 @@ func DecodeStatus(b []byte) (StatusPayload, error) {
 		return p, fmt.Errorf("jobs: status payload lacks batch, externalId or seq")
 	}
 	return p, nil
+}
+
+// Enqueue submits a task and treats a task-ID conflict (the same task is
+// already queued, running, or retained as completed) as success: every
+// enqueue in payout may be repeated after a crash. It reports whether the
+// task was new.
+func Enqueue(ctx context.Context, c *asynq.Client, t *asynq.Task) (bool, error) {
+	if _, err := c.EnqueueContext(ctx, t); err != nil {
+		if errors.Is(err, asynq.ErrTaskIDConflict) {
+			return false, nil
+		}
+		return false, fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
+	}
+	return true, nil
 }

@@ -10,6 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// SealAD is the additional data that binds a sealed card number to its
+// payout: a ciphertext copied onto another payout does not decrypt.
+func SealAD(batch, externalID string) string { return batch + ":" + externalID }
+
 // NewPayout is a validated row to register.
 type NewPayout struct {
 	Line        int

@@ -1,0 +1,302 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+)
+
+// needsReview archives the task (visible in the web UI's Archived tab with
+// the reason) after the ledger moved the payout to needs_review.
+func needsReview(ext, reason string) error {
+	return fmt.Errorf("payout %s needs review: %s: %w", ext, reason, asynq.SkipRetry)
+}
+
+// HandleCreate processes a withdrawal:create task.
+func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodeCreate(t.Payload())
+	if err != nil {
+		w.log.Error().Err(err).Msg("malformed create task archived")
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("attempt", p.Attempt).Logger()
+	if err := w.gate.hold(ctx); err != nil {
+		return err
+	}
+	b, err := w.ledger.BeginCreate(ctx, p.Batch, p.ExternalID, p.Attempt)
+	if errors.Is(err, ledger.ErrNotFound) {
+		log.Error().Msg("create task for a payout the ledger does not know; archived")
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	switch b.Action {
+	case ledger.Skip:
+		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
+		return nil
+	case ledger.CheckNow:
+		log.Warn().Msg("create found in submitting (interrupted earlier); checking status instead of sending again")
+		w.metrics.ambiguous.WithLabelValues("redelivered").Inc()
+		return w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	case ledger.EnsureStatus:
+		return w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	}
+
+	req, err := w.request(b.Payout)
+	if err != nil {
+		// Nothing was sent: hand the payout back and stop everything, the
+		// data key is missing or wrong.
+		wctx, cancel := detached(ctx)
+		defer cancel()
+		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: err.Error()}); ferr != nil {
+			return ferr
+		}
+		return w.pause(ctx, "cannot decrypt a destination card number: "+err.Error())
+	}
+
+	done, err := w.gate.allow()
+	if err != nil {
+		// Nothing was sent: hand the payout back; the task returns later.
+		wctx, cancel := detached(ctx)
+		defer cancel()
+		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: err.Error()}); ferr != nil {
+			return settled(ferr)
+		}
+		return err
+	}
+	res := w.psp.CreateWithdrawal(ctx, req)
+	done(res)
+	wctx, cancel := detached(ctx)
+	defer cancel()
+	return w.finishCreate(wctx, p, res)
+}
+
+func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp.Result) error {
+	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("attempt", p.Attempt).
+		Int("http", res.HTTPStatus).Str("outcome", res.Outcome.String()).Logger()
+	finish := func(r ledger.CreateResult) (int, error) {
+		seq, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, r)
+		if errors.Is(err, ledger.ErrConflict) {
+			log.Warn().Err(err).Msg("another delivery already recorded this create")
+			return 0, errSettled
+		}
+		if err == nil {
+			w.metrics.outcomes.WithLabelValues(string(r.To)).Inc()
+		}
+		return seq, err
+	}
+	switch res.Outcome {
+	case psp.Created:
+		_, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status})
+		log.Info().Str("order", res.Order.OrderID).Msg("payout created")
+		return settled(err)
+	case psp.Rejected:
+		_, err := finish(ledger.CreateResult{To: ledger.Rejected, Error: res.Message})
+		log.Info().Str("reason", res.Message).Msg("payout rejected by the PSP")
+		return settled(err)
+	case psp.Ambiguous:
+		w.metrics.ambiguous.WithLabelValues(string(psp.OpWithdrawalCreate)).Inc()
+		seq, err := finish(ledger.CreateResult{To: ledger.Checking, Error: "create answer unknown: " + res.Message})
+		if err != nil {
+			return settled(err)
+		}
+		log.Warn().Str("reason", res.Message).Int("seq", seq).Msg("create outcome unknown; status check scheduled")
+		pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+		if err != nil {
+			return err
+		}
+		return w.enqueueStatus(ctx, pay, seq, w.cfg.StatusDelay)
+	case psp.AuthFault:
+		if _, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message}); err != nil {
+			return settled(err)
+		}
+		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials or path on create (HTTP %d): %s", res.HTTPStatus, res.Message))
+	default: // psp.RetryLater, or anything unexpected where nothing was sent
+		retried, _ := asynq.GetRetryCount(ctx)
+		maxRetry, _ := asynq.GetMaxRetry(ctx)
+		if retried >= maxRetry {
+			reason := fmt.Sprintf("PSP not reachable after %d tries, nothing was sent: %s", retried+1, res.Message)
+			if _, err := finish(ledger.CreateResult{To: ledger.NeedsReview, Error: reason}); err != nil {
+				return settled(err)
+			}
+			log.Error().Msg(reason)
+			return needsReview(p.ExternalID, reason)
+		}
+		if _, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message}); err != nil {
+			return settled(err)
+		}
+		log.Warn().Str("reason", res.Message).Dur("retryAfter", res.RetryAfter).Msg("create not processed by the PSP; will retry")
+		return &retryAfter{err: fmt.Errorf("create of %s not processed: %s", p.ExternalID, res.Message), after: res.RetryAfter}
+	}
+}
+
+// errSettled marks a ledger conflict: another delivery decided already.
+var errSettled = errors.New("settled by another delivery")
+
+func settled(err error) error {
+	if errors.Is(err, errSettled) {
+		return nil
+	}
+	return err
+}
+
+// HandleStatus processes a withdrawal:status task.
+func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodeStatus(t.Payload())
+	if err != nil {
+		w.log.Error().Err(err).Msg("malformed status task archived")
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("seq", p.Seq).Logger()
+	pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		log.Error().Msg("status task for a payout the ledger does not know; archived")
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	if pay.State != ledger.Checking {
+		return nil
+	}
+	if pay.Seq != p.Seq {
+		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
+	}
+	if err := w.gate.hold(ctx); err != nil {
+		return err
+	}
+	done, err := w.gate.allow()
+	if err != nil {
+		return err
+	}
+	id := pay.ExternalID
+	if pay.OrderID != "" && !w.cfg.StatusByExternal {
+		id = pay.OrderID
+	}
+	res := w.psp.WithdrawalStatus(ctx, id)
+	done(res)
+	ctx, cancel := detached(ctx)
+	defer cancel()
+
+	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message}
+	switch res.Outcome {
+	case psp.Created:
+		answer = ledger.CheckAnswer{Outcome: ledger.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status}
+	case psp.NotFound:
+		answer.Outcome = ledger.Missing
+	case psp.AuthFault:
+		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+	}
+	w.metrics.checks.WithLabelValues(string(answer.Outcome)).Inc()
+	step, err := w.ledger.RecordCheck(ctx, p.Batch, p.ExternalID, p.Seq, answer, w.cfg.Policy)
+	if err != nil {
+		return err
+	}
+	switch step.Action {
+	case ledger.CheckDone:
+		w.metrics.outcomes.WithLabelValues(string(ledger.Created)).Inc()
+		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
+	case ledger.CheckAgain:
+		delay := step.Wait
+		if answer.Outcome == ledger.NoAnswer {
+			delay = backoff(w.cfg.StatusDelay, step.Faults-1, 5*time.Minute)
+		}
+		log.Debug().Str("answer", string(answer.Outcome)).Dur("next", delay).Msg("status still unknown")
+		pay.Seq = step.Seq
+		return w.enqueueStatus(ctx, pay, step.Seq, delay)
+	case ledger.CheckRecreate:
+		log.Warn().Int("attempt", step.Attempt).Msg("PSP confirmed the order is absent; creating again")
+		return w.enqueueCreate(ctx, pay, step.Attempt)
+	case ledger.CheckReview:
+		w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
+		after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+		log.Error().Str("reason", after.Error).Msg("payout needs review")
+		return needsReview(p.ExternalID, after.Error)
+	case ledger.CheckStale:
+		pay.Seq = step.Seq
+		return w.enqueueStatus(ctx, pay, step.Seq, w.cfg.StatusDelay)
+	}
+	return nil
+}
+
+func (w *Worker) enqueueStatus(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
+	t, err := jobs.NewStatusTask(jobs.StatusPayload{
+		Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
+	}, 25, delay)
+	if err != nil {
+		return err
+	}
+	_, err = jobs.Enqueue(ctx, w.client, t)
+	return err
+}
+
+func (w *Worker) enqueueCreate(ctx context.Context, pay ledger.Payout, attempt int) error {
+	t, err := jobs.NewCreateTask(jobs.CreatePayload{
+		Batch: pay.Batch, ExternalID: pay.ExternalID, Attempt: attempt, Amount: pay.Amount, Destination: pay.Destination,
+	}, w.cfg.MaxCreateRetries)
+	if err != nil {
+		return err
+	}
+	_, err = jobs.Enqueue(ctx, w.client, t)
+	return err
+}
+
+// request rebuilds the PSP request from the ledger entry.
+func (w *Worker) request(pay ledger.Payout) (psp.WithdrawalRequest, error) {
+	amount, err := money.Parse(pay.Amount, 18)
+	if err != nil {
+		return psp.WithdrawalRequest{}, fmt.Errorf("ledger amount of %s: %w", pay.ExternalID, err)
+	}
+	req := psp.WithdrawalRequest{ExternalID: pay.ExternalID, Amount: amount}
+	if pay.Sealed != "" {
+		pan, err := w.opener.Open(pay.Sealed, ledger.SealAD(pay.Batch, pay.ExternalID))
+		if err != nil {
+			return psp.WithdrawalRequest{}, err
+		}
+		req.Properties = append(req.Properties, psp.Property{Key: psp.KeyCardNumber, Value: pan})
+	}
+	if pay.Telecom != "" {
+		req.Properties = append(req.Properties, psp.Property{Key: psp.KeyTelecomOperator, Value: pay.Telecom})
+	}
+	if pay.Extra != "" {
+		var extra []psp.Property
+		if err := json.Unmarshal([]byte(pay.Extra), &extra); err != nil {
+			return psp.WithdrawalRequest{}, fmt.Errorf("ledger properties of %s: %w", pay.ExternalID, err)
+		}
+		req.Properties = append(req.Properties, extra...)
+	}
+	return req, nil
+}
+
+// pause stops the whole payout queue after a configuration fault and logs
+// one alert; the task comes back after an operator resumes the queue,
+// without using up its retry budget.
+func (w *Worker) pause(ctx context.Context, reason string) error {
+	err := w.insp.PauseQueue(jobs.Queue)
+	switch {
+	case err == nil:
+		w.metrics.pauses.Inc()
+		w.log.Error().Str("alert", "psp_configuration").Str("queue", jobs.Queue).Str("reason", reason).
+			Msg("PAYOUT QUEUE PAUSED: fix the PSP token or URL, then resume it (web UI or `payout resume`)")
+	case w.queuePaused():
+	default:
+		w.log.Error().Err(err).Str("reason", reason).Msg("could not pause the payout queue")
+	}
+	return &deferral{reason: reason, after: w.cfg.PauseRetry}
+}
+
+// queuePaused tells whether the payout queue is paused (asynq reports a
+// second pause only as an untyped error, so ask instead of matching text).
+func (w *Worker) queuePaused() bool {
+	info, err := w.insp.GetQueueInfo(jobs.Queue)
+	return err == nil && info.Paused
+}
