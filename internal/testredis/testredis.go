@@ -170,3 +170,42 @@ func claimDB(t testing.TB, base string) string {
 	u := *opt
 	return fmt.Sprintf("redis://%s/%d", u.Addr, u.DB)
 }
+
+// Contents returns every key of the database with its value rendered as
+// text, whatever its type (for leak scans: DUMP is binary and miniredis
+// does not support it for every type).
+func Contents(ctx context.Context, rdb redis.UniversalClient) (map[string]string, error) {
+	out := map[string]string{}
+	keys, err := rdb.Keys(ctx, "*").Result()
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		typ, err := rdb.Type(ctx, k).Result()
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		switch typ {
+		case "string":
+			v, err = rdb.Get(ctx, k).Result()
+		case "hash":
+			v, err = rdb.HGetAll(ctx, k).Result()
+		case "list":
+			v, err = rdb.LRange(ctx, k, 0, -1).Result()
+		case "set":
+			v, err = rdb.SMembers(ctx, k).Result()
+		case "zset":
+			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
+		case "stream":
+			v, err = rdb.XRange(ctx, k, "-", "+").Result()
+		default:
+			v = typ
+		}
+		if err != nil && err != redis.Nil {
+			return nil, fmt.Errorf("read %s: %w", k, err)
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}

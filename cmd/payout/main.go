@@ -1,0 +1,20 @@
+// Command payout is the batch payout processor: it loads payout files into
+// Redis, runs the workers that create withdrawal orders at the PSP, reports
+// results to finance and serves the operators' web UI. Run `payout help`.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/acme/payout/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}

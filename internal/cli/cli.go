@@ -1,0 +1,227 @@
+// Package cli implements the payout command: its subcommands, their flags
+// (each with a PAYOUT_* environment variable), logging setup and the exit
+// codes of DESIGN.md.
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
+)
+
+// Exit codes of every command.
+const (
+	ExitOK       = 0 // all good
+	ExitRejected = 1 // some rows or files refused, or payouts needing review
+	ExitUsage    = 2 // usage or configuration error
+	ExitInfra    = 3 // infrastructure unreachable (Redis, PSP)
+)
+
+// exitError carries an exit code through an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{ExitUsage, fmt.Errorf(format, a...)}
+}
+
+func infraErr(err error) error { return &exitError{ExitInfra, err} }
+
+func configErr(err error) error { return &exitError{ExitUsage, err} }
+
+// errRejected makes the command exit 1 after it printed what was refused.
+var errRejected = &exitError{ExitRejected, errors.New("some rows or files were refused or need review")}
+
+// env is the process environment, replaceable in tests.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	stdin          io.Reader
+}
+
+type command struct {
+	name  string
+	usage string
+	run   func(ctx context.Context, e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"load", "validate payout files and enqueue their rows (FILE... or --spool DIR)", runLoad},
+		{"worker", "process payout tasks against the PSP", runWorker},
+		{"run", "load, process, wait and report one file in one process", runRun},
+		{"report", "write the result file of a batch (BATCH or FILE)", runReport},
+		{"status", "show the progress of batches", runStatus},
+		{"ui", "serve the Asynq web UI and the batches page", runUI},
+		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},
+		{"resume", "resume the payout queue", runResume},
+		{"sandbox", "run the PSP simulator", runSandbox},
+		{"keygen", "print a new data key for PAYOUT_DATA_KEY", runKeygen},
+	}
+}
+
+// Main runs the payout command line and returns the exit code.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	e := &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		printUsage(stderr)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(ctx, e, args[1:])
+			return exitCode(stderr, c.name, err)
+		}
+	}
+	fmt.Fprintf(stderr, "payout: unknown command %q\n\n", args[0])
+	printUsage(stderr)
+	return ExitUsage
+}
+
+func exitCode(stderr io.Writer, name string, err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee != errRejected {
+			fmt.Fprintf(stderr, "payout %s: %v\n", name, ee.err)
+		}
+		return ee.code
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintf(stderr, "payout %s: interrupted\n", name)
+		return ExitInfra
+	}
+	fmt.Fprintf(stderr, "payout %s: %v\n", name, err)
+	return ExitInfra
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: payout COMMAND [flags] [args]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
+	}
+	fmt.Fprintln(w, "\nEvery flag can also be set by the environment variable PAYOUT_<FLAG> (upper case, - as _).")
+	fmt.Fprintln(w, "Run 'payout COMMAND -h' for the flags of a command.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 rows/files refused or needing review, 2 usage/configuration, 3 infrastructure unreachable.")
+}
+
+// newFlags returns a FlagSet whose usage lists each flag with its
+// environment variable.
+func newFlags(e *env, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "usage: payout %s %s\n\nflags (environment variable in brackets):\n", name, synopsis)
+		fs.VisitAll(func(f *flag.Flag) {
+			def := ""
+			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
+				def = fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+			fmt.Fprintf(e.stderr, "  --%s [%s]\n      %s%s\n", f.Name, envName(f.Name), f.Usage, def)
+		})
+	}
+	return fs
+}
+
+// envOverrides name the environment variables that do not follow the
+// PAYOUT_<FLAG> rule.
+var envOverrides = map[string]string{
+	"redis": "PAYOUT_REDIS_URL",
+}
+
+func envName(flagName string) string {
+	if v, ok := envOverrides[flagName]; ok {
+		return v
+	}
+	return "PAYOUT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parse parses args, then sets every flag not given on the command line
+// from its PAYOUT_* environment variable. Flags win over the environment.
+func parse(e *env, fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &exitError{ExitUsage, err}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var bad []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		if v := e.getenv(envName(f.Name)); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				bad = append(bad, fmt.Sprintf("%s=%q: %v", envName(f.Name), v, err))
+			}
+		}
+	})
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		return usageErr("bad environment: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// logFlags are shared by every command.
+type logFlags struct {
+	level  string
+	format string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&l.format, "log-format", "auto", "log format: auto (text on a terminal, JSON otherwise), json, text")
+}
+
+// logger builds the command's logger on stderr: zerolog JSON when stderr is
+// not a terminal, readable text when it is.
+func (l *logFlags) logger(e *env) (zerolog.Logger, error) {
+	lvl, err := zerolog.ParseLevel(l.level)
+	if err != nil || l.level == "" {
+		return zerolog.Nop(), usageErr("--log-level %q: want debug, info, warn or error", l.level)
+	}
+	var w io.Writer = e.stderr
+	text := l.format == "text"
+	if l.format == "auto" {
+		if f, ok := e.stderr.(*os.File); ok && isatty.IsTerminal(f.Fd()) {
+			text = true
+		}
+	} else if l.format != "json" && l.format != "text" {
+		return zerolog.Nop(), usageErr("--log-format %q: want auto, json or text", l.format)
+	}
+	if text {
+		w = zerolog.ConsoleWriter{Out: e.stderr, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}

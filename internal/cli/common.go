@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/redisconn"
+	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/worker"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisFlags say how to reach Redis.
+type redisFlags struct {
+	url      string
+	caFile   string
+	insecure bool
+}
+
+func (r *redisFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.url, "redis", "redis://127.0.0.1:6379/0",
+		"Redis URL: redis://[user:pass@]host:port/db, rediss://... (TLS), redis-sentinel://host:port,.../master, redis-cluster://host:port,...")
+	fs.StringVar(&r.caFile, "redis-ca-file", "", "PEM CA certificates to trust for rediss:// instead of the system roots")
+	fs.BoolVar(&r.insecure, "redis-insecure-skip-verify", false, "do not verify the Redis TLS certificate (tests only)")
+}
+
+func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
+	c, err := redisconn.Open(ctx, redisconn.Options{URL: r.url, CAFile: r.caFile, InsecureSkipVerify: r.insecure})
+	if err != nil {
+		if errors.Is(err, redisconn.ErrBadURL) || errors.Is(err, redisconn.ErrBadConfig) || errors.Is(err, redisconn.ErrAuth) {
+			return nil, configErr(err)
+		}
+		return nil, infraErr(err)
+	}
+	return c, nil
+}
+
+// keyFlags say where the data key that encrypts card numbers comes from.
+type keyFlags struct {
+	keyFile   string
+	plaintext bool
+}
+
+func (k *keyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.keyFile, "data-key-file", "", "file holding the base64 data key that encrypts card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
+	fs.BoolVar(&k.plaintext, "insecure-plaintext", false, "store card numbers in Redis unencrypted when no data key is given (never in production)")
+}
+
+func (k *keyFlags) keyring(e *env) (*vault.Keyring, error) {
+	ring, err := vault.LoadKeyring(e.getenv("PAYOUT_DATA_KEY"), k.keyFile, e.getenv("PAYOUT_DATA_KEYS_OLD"))
+	switch {
+	case err == nil:
+		if k.plaintext {
+			ring = ring.AllowPlaintext()
+		}
+		return ring, nil
+	case errors.Is(err, vault.ErrNoKey) && k.plaintext:
+		return vault.Plaintext(), nil
+	case errors.Is(err, vault.ErrNoKey):
+		return nil, usageErr("no data key: set PAYOUT_DATA_KEY or --data-key-file (make one with `payout keygen`), or pass --insecure-plaintext")
+	}
+	return nil, configErr(err)
+}
+
+// fileFlags are the validation rules of payout files.
+type fileFlags struct {
+	scale     int
+	maxAmount string
+	maxIDLen  int
+}
+
+func (f *fileFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.scale, "decimals", money.DefaultScale, "decimal places an amount may have")
+	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: no limit)")
+	fs.IntVar(&f.maxIDLen, "max-external-id-len", payfile.DefaultMaxExternalIDLen, "longest externalId accepted")
+}
+
+func (f *fileFlags) options() (payfile.Options, error) {
+	o := payfile.Options{Scale: f.scale, MaxExternalIDLen: f.maxIDLen}
+	if f.scale < 0 || f.scale > 8 {
+		return o, usageErr("--decimals %d: want 0 to 8", f.scale)
+	}
+	if f.scale == 0 {
+		o.Scale = -1 // payfile: whole units only
+	}
+	if f.maxAmount != "" {
+		a, err := money.Parse(f.maxAmount, 8)
+		if err != nil {
+			return o, usageErr("--max-amount: %v", err)
+		}
+		o.MaxAmount = a
+	}
+	return o, nil
+}
+
+// pspFlags say how to reach the PSP.
+type pspFlags struct {
+	url            string
+	tokenFile      string
+	timeout        time.Duration
+	amountAsNumber bool
+	statusByExtID  bool
+}
+
+func (p *pspFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&p.url, "psp-url", "", "base URL of the PSP, e.g. https://psp.example.com")
+	fs.StringVar(&p.tokenFile, "psp-token-file", "", "file holding the PSP bearer token, re-read when it changes (or the token in PAYOUT_PSP_TOKEN)")
+	fs.DurationVar(&p.timeout, "psp-timeout", 30*time.Second, "timeout of one PSP request")
+	fs.BoolVar(&p.amountAsNumber, "psp-amount-as-number", false, "send amounts as JSON numbers instead of decimal strings (digits exact either way)")
+	fs.BoolVar(&p.statusByExtID, "status-by-external-id", false, "query order status by externalId even when the PSP order id is known")
+}
+
+func (p *pspFlags) tokenSource(e *env) (psp.TokenSource, error) {
+	tok := e.getenv("PAYOUT_PSP_TOKEN")
+	switch {
+	case tok != "" && p.tokenFile != "":
+		return nil, usageErr("give the PSP token either in PAYOUT_PSP_TOKEN or with --psp-token-file, not both")
+	case p.tokenFile != "":
+		ts := psp.TokenFile(p.tokenFile)
+		if _, err := ts.Token(); err != nil {
+			return nil, configErr(err)
+		}
+		return ts, nil
+	case tok != "":
+		return psp.StaticToken(tok), nil
+	}
+	return nil, usageErr("no PSP token: set PAYOUT_PSP_TOKEN or --psp-token-file")
+}
+
+// workerFlags tune the handlers.
+type workerFlags struct {
+	concurrency     int
+	rate            int
+	statusDelay     time.Duration
+	absentChecks    int
+	absentSpacing   time.Duration
+	maxCreates      int
+	maxStatusChecks int
+	maxRetries      int
+}
+
+func (w *workerFlags) register(fs *flag.FlagSet) {
+	d := worker.DefaultConfig()
+	fs.IntVar(&w.concurrency, "concurrency", d.Concurrency, "payouts processed at once by this process")
+	fs.IntVar(&w.rate, "rate", 0, "PSP requests per second, shared by all workers on the same Redis (0: no limit)")
+	fs.DurationVar(&w.statusDelay, "status-delay", d.StatusDelay, "first status check after an ambiguous create answer")
+	fs.IntVar(&w.absentChecks, "absent-checks", d.Policy.AbsentChecks, "consecutive 404 status answers that confirm an order is absent (K)")
+	fs.DurationVar(&w.absentSpacing, "absent-spacing", d.Policy.AbsentSpacing, "minimum time between two counted 404 answers (D)")
+	fs.IntVar(&w.maxCreates, "max-creates", d.Policy.MaxCreates, "create requests per payout in all, after confirmed absences (M)")
+	fs.IntVar(&w.maxStatusChecks, "max-status-checks", d.Policy.MaxFaults, "status checks without an answer before a payout needs review (N)")
+	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "retries of a create that provably did not reach the PSP (dial errors, 429)")
+}
+
+func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
+	if w.concurrency < 1 || w.absentChecks < 1 || w.maxCreates < 1 || w.maxStatusChecks < 1 || w.rate < 0 {
+		return worker.Config{}, usageErr("--concurrency, --absent-checks, --max-creates and --max-status-checks must be >= 1, --rate >= 0")
+	}
+	c := worker.DefaultConfig()
+	c.Concurrency = w.concurrency
+	c.Rate = w.rate
+	c.StatusDelay = w.statusDelay
+	c.Policy = ledger.CheckPolicy{AbsentChecks: w.absentChecks, AbsentSpacing: w.absentSpacing, MaxCreates: w.maxCreates, MaxFaults: w.maxStatusChecks}
+	c.StatusByExternal = p.statusByExtID
+	c.MaxCreateRetries = w.maxRetries
+	c.ShutdownTimeout = p.timeout + 5*time.Second
+	return c, nil
+}

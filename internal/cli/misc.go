@@ -1,0 +1,89 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/vault"
+)
+
+func runKeygen(_ context.Context, e *env, args []string) error {
+	fs := newFlags(e, "keygen", "")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	k, err := vault.GenerateKey()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, k)
+	return nil
+}
+
+func runSandbox(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "sandbox", "[flags]")
+	var (
+		lf   logFlags
+		addr string
+	)
+	lf.register(fs)
+	cfg := sandbox.RegisterFlags(fs)
+	fs.StringVar(&addr, "addr", "127.0.0.1:8090", "listen address")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	log, err := lf.logger(e)
+	if err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return usageErr("--addr %s: %v", addr, err)
+	}
+	log.Info().Str("addr", ln.Addr().String()).Msg("PSP simulator listening")
+	return sandbox.New(*cfg, log).Serve(ctx, ln)
+}
+
+func runUI(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "ui", "[flags]")
+	var (
+		lf         logFlags
+		rf         redisFlags
+		addr       string
+		readOnly   bool
+		insecure   bool
+		prometheus string
+	)
+	lf.register(fs)
+	rf.register(fs)
+	fs.StringVar(&addr, "ui-addr", ui.DefaultAddr, "listen address of the web UI")
+	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive from the UI")
+	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
+	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	log, err := lf.logger(e)
+	if err != nil {
+		return err
+	}
+	cfg := uiConfig(e, addr, readOnly, insecure, prometheus, log)
+	if err := ui.CheckConfig(cfg); err != nil {
+		return configErr(err)
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	cfg.Redis = rdb
+	cfg.Batches = ledgerBatches{ledger.New(rdb)}
+	return ui.Serve(ctx, cfg)
+}

@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+)
+
+func runPause(ctx context.Context, e *env, args []string) error {
+	return setPaused(ctx, e, "pause", args, true)
+}
+func runResume(ctx context.Context, e *env, args []string) error {
+	return setPaused(ctx, e, "resume", args, false)
+}
+
+// setPaused does from the shell what the web UI's pause button does.
+func setPaused(ctx context.Context, e *env, name string, args []string, pause bool) error {
+	fs := newFlags(e, name, "[flags]")
+	var (
+		lf logFlags
+		rf redisFlags
+	)
+	lf.register(fs)
+	rf.register(fs)
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	info, err := insp.GetQueueInfo(jobs.Queue)
+	if err != nil {
+		return infraErr(fmt.Errorf("queue %s: %w", jobs.Queue, err))
+	}
+	if info.Paused == pause {
+		fmt.Fprintf(e.stdout, "queue %s is already %s\n", jobs.Queue, map[bool]string{true: "paused", false: "running"}[pause])
+		return nil
+	}
+	if pause {
+		err = insp.PauseQueue(jobs.Queue)
+	} else {
+		err = insp.UnpauseQueue(jobs.Queue)
+	}
+	if err != nil {
+		return infraErr(err)
+	}
+	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
+	return nil
+}

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/acme/payout/internal/batchreport"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/ui"
+)
+
+// batchViews turns ledger statuses into the figures shown by `payout
+// status`, the UI's batches page and its JSON API.
+func batchViews(sts []ledger.BatchStatus) []ui.BatchView {
+	out := make([]ui.BatchView, 0, len(sts))
+	for _, s := range sts {
+		counts := map[string]int64{}
+		for _, st := range ledger.States {
+			counts[string(st)] = s.Counts.Rows[st]
+		}
+		out = append(out, ui.BatchView{
+			ID: s.ID, File: s.File, LoadedAt: s.LoadedAt, Counts: counts, Rows: s.Counts.Total(),
+			AmountCreated: s.Counts.Amount(ledger.Created, s.Scale).StringFixed(s.Scale),
+			AmountTotal:   s.Total.StringFixed(s.Scale),
+		})
+	}
+	return out
+}
+
+// ledgerBatches feeds the web UI from the ledger.
+type ledgerBatches struct{ l *ledger.Ledger }
+
+func (b ledgerBatches) Batches(ctx context.Context) ([]ui.BatchView, error) {
+	sts, err := b.l.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return batchViews(sts), nil
+}
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "status", "[flags] [BATCH-or-FILE]")
+	var (
+		lf       logFlags
+		rf       redisFlags
+		asJSON   bool
+		watch    bool
+		interval time.Duration
+	)
+	lf.register(fs)
+	rf.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
+	fs.BoolVar(&watch, "watch", false, "refresh until interrupted (or until the batch is final)")
+	fs.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usageErr("give at most one batch id or file")
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	batch := ""
+	if fs.NArg() == 1 {
+		if batch, err = resolveBatch(ctx, l, fs.Arg(0)); err != nil {
+			return err
+		}
+	}
+	for {
+		views, err := currentViews(ctx, l, batch)
+		if err != nil {
+			return infraErr(err)
+		}
+		if watch && isTerminal(e.stdout) {
+			fmt.Fprint(e.stdout, "\033[H\033[2J")
+		}
+		if asJSON {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			if batch != "" && len(views) == 1 {
+				err = enc.Encode(views[0])
+			} else {
+				err = enc.Encode(views)
+			}
+			if err != nil {
+				return err
+			}
+		} else {
+			printStatus(e.stdout, views, batch != "")
+		}
+		if !watch || (batch != "" && len(views) == 1 && open(views[0]) == 0) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+func open(v ui.BatchView) int64 {
+	return v.Counts[string(ledger.Queued)] + v.Counts[string(ledger.Submitting)] + v.Counts[string(ledger.Checking)]
+}
+
+func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.BatchView, error) {
+	sts, err := l.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if batch != "" {
+		for _, s := range sts {
+			if s.ID == batch {
+				return batchViews([]ledger.BatchStatus{s}), nil
+			}
+		}
+		return nil, fmt.Errorf("batch %s: %w", batch, ledger.ErrNotFound)
+	}
+	return batchViews(sts), nil
+}
+
+func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
+	if len(views) == 0 {
+		fmt.Fprintln(w, "no batches")
+		return
+	}
+	if detail {
+		v := views[0]
+		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, v.File, v.LoadedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "progress  %s\n", bar(v))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "state\trows\t")
+		for _, s := range ledger.States {
+			fmt.Fprintf(tw, "%s\t%d\t\n", s, v.Counts[string(s)])
+		}
+		tw.Flush()
+		fmt.Fprintf(w, "amount created %s of %s\n", v.AmountCreated, v.AmountTotal)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tROWS\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT CREATED / TOTAL")
+	for _, v := range views {
+		c := v.Counts
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s\n", v.ID, v.File, v.LoadedAt.Local().Format("2006-01-02 15:04"),
+			v.Rows, c["created"], c["rejected"], c["needs_review"], c["checking"], c["queued"], c["submitting"], v.AmountCreated, v.AmountTotal)
+	}
+	tw.Flush()
+}
+
+func bar(v ui.BatchView) string {
+	const width = 30
+	pct := 100.0
+	if v.Rows > 0 {
+		pct = 100 * float64(v.Rows-open(v)) / float64(v.Rows)
+	}
+	n := int(pct / 100 * width)
+	return fmt.Sprintf("[%s%s] %.1f%% final", strings.Repeat("#", n), strings.Repeat(".", width-n), pct)
+}
+
+// resolveBatch accepts a batch id or a payout file (found by its content
+// hash, so any copy of the file works).
+func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
+	if f, err := os.Open(arg); err == nil {
+		defer f.Close()
+		id, err := loader.BatchID(f)
+		if err != nil {
+			return "", usageErr("%v", err)
+		}
+		if _, err := l.Batch(ctx, id); err != nil {
+			if errors.Is(err, ledger.ErrNotFound) {
+				return "", usageErr("%s has not been loaded (no batch %s)", arg, id)
+			}
+			return "", infraErr(err)
+		}
+		return id, nil
+	}
+	if _, err := l.Batch(ctx, arg); err != nil {
+		if errors.Is(err, ledger.ErrNotFound) {
+			return "", usageErr("%q is neither a file nor a known batch id", arg)
+		}
+		return "", infraErr(err)
+	}
+	return arg, nil
+}
+
+func runReport(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "report", "[flags] BATCH-or-FILE")
+	var (
+		lf     logFlags
+		rf     redisFlags
+		format string
+		out    string
+	)
+	lf.register(fs)
+	rf.register(fs)
+	fs.StringVar(&format, "format", "csv", "csv or json")
+	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout)")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return usageErr("give one batch id or payout file")
+	}
+	if format != batchreport.CSV && format != batchreport.JSON {
+		return usageErr("--format %q: want csv or json", format)
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	batch, err := resolveBatch(ctx, l, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if out == "" {
+		sum, err := batchreport.Write(ctx, l, batch, format, e.stdout)
+		if err != nil {
+			return infraErr(err)
+		}
+		return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
+	}
+	sum, err := writeReportFile(ctx, l, batch, format, out)
+	if err != nil {
+		return infraErr(err)
+	}
+	if err := reportSummary(e.stdout, sum); err != nil {
+		return err
+	}
+	return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
+}

@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/worker"
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynq/x/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+func runWorker(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "worker", "[flags]")
+	var (
+		lf          logFlags
+		rf          redisFlags
+		kf          keyFlags
+		pf          pspFlags
+		wf          workerFlags
+		metricsAddr string
+		check       bool
+	)
+	lf.register(fs)
+	rf.register(fs)
+	kf.register(fs)
+	pf.register(fs)
+	wf.register(fs)
+	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
+	fs.BoolVar(&check, "check", false, "send one harmless authenticated request (status of a random id) and report whether the PSP accepts the token; touch no payout")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	log, err := lf.logger(e)
+	if err != nil {
+		return err
+	}
+	if pf.url == "" {
+		return usageErr("--psp-url (PAYOUT_PSP_URL) is required")
+	}
+	cfg, err := wf.config(&pf)
+	if err != nil {
+		return err
+	}
+	tokens, err := pf.tokenSource(e)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	m := worker.NewMetrics(reg)
+	client, err := psp.New(psp.Config{
+		BaseURL: pf.url, Token: tokens, Timeout: pf.timeout, AmountAsNumber: pf.amountAsNumber,
+		StatusIDByExternalID: pf.statusByExtID, MaxConnsPerHost: cfg.Concurrency,
+		Logger: log.With().Str("component", "psp").Logger(), Observe: m.ObservePSP,
+	})
+	if err != nil {
+		return configErr(err)
+	}
+	defer client.Close()
+	if check {
+		return checkToken(ctx, e, client)
+	}
+	ring, err := kf.keyring(e)
+	if err != nil {
+		return err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+
+	w := worker.New(rdb, ledger.New(rdb), client, ring, cfg, m, log)
+	if metricsAddr != "" {
+		stop, err := serveMetrics(ctx, metricsAddr, rdb, reg, log)
+		if err != nil {
+			return configErr(err)
+		}
+		defer stop()
+	}
+	return w.Run(ctx)
+}
+
+// checkToken sends one status query for an id that cannot exist.
+func checkToken(ctx context.Context, e *env, c *psp.Client) error {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	res := c.WithdrawalStatus(ctx, "payout-check-"+hex.EncodeToString(b))
+	switch res.Outcome {
+	case psp.NotFound, psp.Created:
+		fmt.Fprintf(e.stdout, "PSP token accepted (status query answered HTTP %d in %s)\n", res.HTTPStatus, res.Duration.Round(time.Millisecond))
+		return nil
+	case psp.AuthFault:
+		return configErr(fmt.Errorf("PSP refused the token: HTTP %d: %s", res.HTTPStatus, res.Message))
+	}
+	return infraErr(fmt.Errorf("PSP check inconclusive: HTTP %d: %s", res.HTTPStatus, res.Message))
+}
+
+// serveMetrics serves /metrics with the worker's series, Go runtime series
+// and the Asynq queue sizes.
+func serveMetrics(ctx context.Context, addr string, rdb redis.UniversalClient, reg *prometheus.Registry, log zerolog.Logger) (func(), error) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Msg("metrics server stopped")
+		}
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("metrics on /metrics")
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}

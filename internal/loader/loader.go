@@ -1,0 +1,437 @@
+// Package loader turns payout files into ledger entries and create tasks.
+//
+// Loading a file takes four streaming passes and writes nothing until the
+// file is known to be acceptable:
+//
+//  1. hash the content: the batch id is derived from it, so the same content
+//     under any name is recognised and never loaded twice;
+//  2. validate every row (package payfile);
+//  3. look up the externalIds in Redis: one owned by an earlier batch is an
+//     error like any other;
+//  4. claim every externalId for the batch, then register the rows in the
+//     ledger (state queued) and enqueue one create task per row, in chunks.
+//
+// A loader killed during pass 4 leaves the batch in phase "loading"; running
+// it again on the same content resumes: claims, registrations and enqueues
+// are all idempotent (task IDs derive from the externalId).
+package loader
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
+)
+
+// Sealer encrypts a card number bound to its payout.
+type Sealer interface {
+	Seal(plaintext, additionalData string) (string, error)
+}
+
+// Options tune a load.
+type Options struct {
+	File             payfile.Options
+	Partial          bool // load the valid rows of a file that has invalid ones
+	DryRun           bool // validate only; write nothing
+	ChunkSize        int  // rows per ledger round trip (default 500)
+	EnqueueWorkers   int  // concurrent enqueues (default 16)
+	MaxCreateRetries int  // retry budget of create tasks for faults where nothing was sent
+	Progress         time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.ChunkSize <= 0 {
+		o.ChunkSize = 500
+	}
+	if o.EnqueueWorkers <= 0 {
+		o.EnqueueWorkers = 16
+	}
+	if o.MaxCreateRetries <= 0 {
+		o.MaxCreateRetries = 10
+	}
+	if o.Progress <= 0 {
+		o.Progress = 2 * time.Second
+	}
+	return o
+}
+
+// Result is what happened to one file.
+type Result struct {
+	File        string // base name
+	Batch       string
+	Rows        int          // data rows in the file
+	Valid       int          // rows without error
+	Total       money.Amount // sum of the valid rows
+	Errors      []payfile.Error
+	Registered  int  // ledger entries written by this run
+	Enqueued    int  // create tasks enqueued by this run
+	Loaded      bool // rows were loaded (or would be, in a dry run)
+	Resumed     bool // an interrupted load of the same content was completed
+	DuplicateOf *ledger.Batch
+}
+
+// Refused reports whether nothing of the file was loaded because of its
+// content.
+func (r Result) Refused() bool { return !r.Loaded }
+
+// ErrRefused is wrapped by the error of a refused file.
+var ErrRefused = errors.New("file refused")
+
+// Loader loads payout files.
+type Loader struct {
+	ledger *ledger.Ledger
+	client *asynq.Client
+	sealer Sealer
+	log    zerolog.Logger
+}
+
+// New returns a Loader writing to l and enqueuing with c.
+func New(l *ledger.Ledger, c *asynq.Client, s Sealer, log zerolog.Logger) *Loader {
+	return &Loader{ledger: l, client: c, sealer: s, log: log}
+}
+
+// BatchID derives a batch id from a file's content.
+func BatchID(r io.Reader) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", fmt.Errorf("hash payout file: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:20], nil
+}
+
+// LoadFile validates and loads one file. The returned error is for
+// infrastructure faults and unreadable files; refusals are in Result.
+func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	name := filepath.Base(path)
+	res := Result{File: name}
+	f, err := os.Open(path)
+	if err != nil {
+		return res, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	if res.Batch, err = BatchID(f); err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	log := ld.log.With().Str("file", name).Str("batch", res.Batch).Logger()
+
+	existing, err := ld.ledger.Batch(ctx, res.Batch)
+	switch {
+	case err == nil && existing.Phase == ledger.PhaseLoaded:
+		res.DuplicateOf = &existing
+		return res, nil
+	case err == nil:
+		res.Resumed = true
+		log.Warn().Msg("resuming an interrupted load of this file")
+	case !errors.Is(err, ledger.ErrNotFound):
+		return res, err
+	}
+
+	// Pass 2: validate.
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return res, err
+	}
+	sum, errs, err := payfile.Collect(ctx, name, f, opts.File)
+	if err != nil {
+		return res, fmt.Errorf("%s: %w", path, err)
+	}
+	res.Rows, res.Valid, res.Total = sum.Rows, sum.ValidRows, sum.Total
+	bad := badLines(sum.BadLines)
+
+	// Pass 3: externalIds known from earlier batches.
+	if !sum.Aborted {
+		known, err := ld.knownIDs(ctx, f, name, res.Batch, opts, bad)
+		if err != nil {
+			return res, err
+		}
+		for _, e := range known {
+			bad.add(e.Line)
+			res.Valid--
+		}
+		errs = mergeSorted(errs, known)
+		if len(known) > 0 {
+			res.Total = money.Zero // recomputed while loading
+		}
+	}
+	res.Errors = errs
+
+	acceptable := len(errs) == 0 || (opts.Partial && !sum.Aborted && !hasStructural(errs) && res.Valid > 0)
+	if !acceptable || res.Valid == 0 {
+		return res, nil
+	}
+	res.Loaded = true
+	if opts.DryRun {
+		return res, nil
+	}
+	return ld.load(ctx, f, res, opts, bad, log)
+}
+
+// knownIDs reads the valid rows and reports those whose externalId an
+// earlier batch owns.
+func (ld *Loader) knownIDs(ctx context.Context, f *os.File, name, batch string, opts Options, bad *lineSet) ([]payfile.Error, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []payfile.Error
+	var ids []string
+	var lines []int
+	flush := func() error {
+		if len(ids) == 0 {
+			return nil
+		}
+		owners, err := ld.ledger.Owners(ctx, batch, ids)
+		if err != nil {
+			return err
+		}
+		for i, id := range ids {
+			if other, ok := owners[id]; ok {
+				out = append(out, payfile.Error{File: name, Line: lines[i], Column: "externalId", Kind: payfile.KindDuplicate,
+					Message: fmt.Sprintf("externalId %q was already loaded in batch %s", id, other)})
+			}
+		}
+		ids, lines = ids[:0], lines[:0]
+		return nil
+	}
+	err := payfile.Each(ctx, name, f, opts.File, bad.has, func(r payfile.Row) error {
+		ids = append(ids, r.ExternalID)
+		lines = append(lines, r.Line)
+		if len(ids) >= opts.ChunkSize {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up externalIds of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// load is pass 4.
+func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, log zerolog.Logger) (Result, error) {
+	total := money.Zero
+	if err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+		for _, r := range rows {
+			total = total.Add(r.Amount)
+		}
+		return nil
+	}); err != nil {
+		return res, err
+	}
+	res.Total = total
+	scale := opts.File.Scale
+	if scale == 0 {
+		scale = money.DefaultScale
+	}
+	if _, _, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
+		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
+	}); err != nil {
+		return res, err
+	}
+
+	// Claim every externalId first: a conflict with a batch loaded
+	// meanwhile refuses the file before any row is registered.
+	var claimed []string
+	var lost []payfile.Error
+	err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ExternalID
+		}
+		owners, err := ld.ledger.Claim(ctx, res.Batch, ids)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if other, ok := owners[r.ExternalID]; ok {
+				lost = append(lost, payfile.Error{File: res.File, Line: r.Line, Column: "externalId", Kind: payfile.KindDuplicate,
+					Message: fmt.Sprintf("externalId %q was loaded meanwhile in batch %s", r.ExternalID, other)})
+			} else {
+				claimed = append(claimed, r.ExternalID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	if len(lost) > 0 {
+		// Another file took some ids between validation and now: undo.
+		if err := ld.ledger.Release(ctx, res.Batch, claimed); err != nil {
+			return res, err
+		}
+		if err := ld.ledger.DropBatch(ctx, res.Batch); err != nil {
+			return res, err
+		}
+		res.Errors = mergeSorted(res.Errors, lost)
+		res.Loaded = false
+		return res, nil
+	}
+
+	start := time.Now()
+	lastLog := start
+	var enqueued atomic.Int64
+	err = ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+		ps := make([]ledger.NewPayout, len(rows))
+		for i, r := range rows {
+			p, err := ld.newPayout(res.Batch, r)
+			if err != nil {
+				return err
+			}
+			ps[i] = p
+		}
+		n, err := ld.ledger.Register(ctx, res.Batch, ps, scale)
+		if err != nil {
+			return err
+		}
+		res.Registered += n
+		if err := ld.enqueue(ctx, res.Batch, ps, opts, &enqueued); err != nil {
+			return err
+		}
+		if time.Since(lastLog) >= opts.Progress {
+			lastLog = time.Now()
+			done := int(enqueued.Load())
+			log.Info().Int("rows", done).Int("of", res.Valid).
+				Float64("rowsPerSec", float64(done)/time.Since(start).Seconds()).Msg("loading")
+		}
+		return nil
+	})
+	res.Enqueued = int(enqueued.Load())
+	if err != nil {
+		return res, err
+	}
+	if err := ld.ledger.FinishBatch(ctx, res.Batch); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, error) {
+	p := ledger.NewPayout{Line: r.Line, ExternalID: r.ExternalID, Amount: r.Amount, Destination: r.Destination(), Telecom: r.TelecomOperator}
+	if r.CardNumber != "" {
+		sealed, err := ld.sealer.Seal(r.CardNumber, ledger.SealAD(batch, r.ExternalID))
+		if err != nil {
+			return p, fmt.Errorf("seal card number of %s: %w", r.ExternalID, err)
+		}
+		p.Sealed = sealed
+	}
+	if len(r.Extra) > 0 {
+		b, err := json.Marshal(r.Extra)
+		if err != nil {
+			return p, err
+		}
+		p.Extra = string(b)
+	}
+	return p, nil
+}
+
+// enqueue submits the create tasks of one chunk with a bounded number of
+// concurrent enqueues. A task already present (rerun) counts as done.
+func (ld *Loader) enqueue(ctx context.Context, batch string, ps []ledger.NewPayout, opts Options, n *atomic.Int64) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(opts.EnqueueWorkers)
+	for _, p := range ps {
+		g.Go(func() error {
+			t, err := jobs.NewCreateTask(jobs.CreatePayload{
+				Batch: batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination,
+			}, opts.MaxCreateRetries)
+			if err != nil {
+				return err
+			}
+			if _, err := jobs.Enqueue(ctx, ld.client, t); err != nil {
+				return err
+			}
+			n.Add(1)
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// eachValid streams the valid rows in chunks.
+func (ld *Loader) eachValid(ctx context.Context, f *os.File, name string, opts Options, bad *lineSet, fn func([]payfile.Row) error) error {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	chunk := make([]payfile.Row, 0, opts.ChunkSize)
+	err := payfile.Each(ctx, name, f, opts.File, bad.has, func(r payfile.Row) error {
+		chunk = append(chunk, r)
+		if len(chunk) == opts.ChunkSize {
+			err := fn(chunk)
+			chunk = chunk[:0]
+			return err
+		}
+		return nil
+	})
+	if err == nil && len(chunk) > 0 {
+		err = fn(chunk)
+	}
+	return err
+}
+
+func hasStructural(errs []payfile.Error) bool {
+	for _, e := range errs {
+		if e.Kind == payfile.KindStructure || e.Kind == payfile.KindEncoding || e.Kind == payfile.KindHeader || e.Kind == payfile.KindEmpty {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSorted merges two error lists sorted by line.
+func mergeSorted(a, b []payfile.Error) []payfile.Error {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]payfile.Error, 0, len(a)+len(b))
+	out = append(out, a...)
+	out = append(out, b...)
+	payfile.SortErrors(out)
+	return out
+}
+
+// lineSet is a set of line numbers: the sorted bad lines of the validation
+// plus the few found later.
+type lineSet struct {
+	mu    sync.Mutex
+	lines map[int]struct{}
+}
+
+func badLines(sorted []int) *lineSet {
+	s := &lineSet{lines: make(map[int]struct{}, len(sorted))}
+	for _, l := range sorted {
+		s.lines[l] = struct{}{}
+	}
+	return s
+}
+
+func (s *lineSet) add(l int) {
+	s.mu.Lock()
+	s.lines[l] = struct{}{}
+	s.mu.Unlock()
+}
+
+func (s *lineSet) has(l int) bool {
+	s.mu.Lock()
+	_, ok := s.lines[l]
+	s.mu.Unlock()
+	return ok
+}

@@ -1,0 +1,12 @@
+//go:build integration
+
+package loader
+
+import (
+	"testing"
+
+	"github.com/acme/payout/internal/testredis"
+)
+
+// testRedisURL gives each test its own real Redis database or server.
+func testRedisURL(t *testing.T) string { return testredis.New(t) }
