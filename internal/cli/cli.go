@@ -140,7 +140,7 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 			if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" && f.DefValue != "0s" {
 				def = fmt.Sprintf(" (default %s)", f.DefValue)
 			}
-			fmt.Fprintf(e.stderr, "  --%s [%s]\n      %s%s\n", f.Name, envName(f.Name), f.Usage, def)
+			fmt.Fprintf(e.stderr, "  --%s [%s]\n      %s%s\n", f.Name, envName(fs.Name(), f.Name), f.Usage, def)
 		})
 	}
 	return fs
@@ -148,11 +148,17 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 
 // envOverrides name the environment variables that do not follow the
 // PAYOUT_<FLAG> rule.
+// Keys are a flag name, or "command/flag" for one command only.
 var envOverrides = map[string]string{
-	"redis": "PAYOUT_REDIS_URL",
+	"redis":        "PAYOUT_REDIS_URL",
+	"ui/addr":      "PAYOUT_UI_ADDR",
+	"sandbox/addr": "PAYOUT_SANDBOX_ADDR",
 }
 
-func envName(flagName string) string {
+func envName(command, flagName string) string {
+	if v, ok := envOverrides[command+"/"+flagName]; ok {
+		return v
+	}
 	if v, ok := envOverrides[flagName]; ok {
 		return v
 	}
@@ -175,9 +181,9 @@ func parse(e *env, fs *flag.FlagSet, args []string) error {
 		if set[f.Name] {
 			return
 		}
-		if v := e.getenv(envName(f.Name)); v != "" {
+		if v := e.getenv(envName(fs.Name(), f.Name)); v != "" {
 			if err := fs.Set(f.Name, v); err != nil {
-				bad = append(bad, fmt.Sprintf("%s=%q: %v", envName(f.Name), v, err))
+				bad = append(bad, fmt.Sprintf("%s=%q: %v", envName(fs.Name(), f.Name), v, err))
 			}
 		}
 	})

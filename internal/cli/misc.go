@@ -63,7 +63,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	)
 	lf.register(fs)
 	rf.register(fs)
-	fs.StringVar(&addr, "ui-addr", ui.DefaultAddr, "listen address of the web UI")
+	fs.StringVar(&addr, "addr", ui.DefaultAddr, "listen address of the web UI")
 	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive from the UI")
 	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
 	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
