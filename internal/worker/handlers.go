@@ -39,6 +39,9 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	if skipSubmittingCheck && (b.Action == ledger.CheckNow || b.Action == ledger.EnsureStatus) {
+		b.Action = ledger.Proceed // deliberately broken build: see unsafe_on.go
+	}
 	switch b.Action {
 	case ledger.Skip:
 		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
