@@ -88,9 +88,9 @@ func Luhn(digits string) bool {
 
 // Mask shows at most the first 6 and last 4 digits of a card number and
 // replaces every other character with '*'. Non-digit separators are dropped.
-// Strings too short to keep 10 digits visible safely keep fewer: at most a
-// third of the digits on each side, so that a short or malformed value is
-// never shown whole.
+// Numbers shorter than 15 digits keep fewer visible (a third at the head, a
+// quarter at the tail), so that a short or malformed value never shows
+// most of its digits.
 func Mask(s string) string {
 	digits := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
@@ -106,7 +106,7 @@ func Mask(s string) string {
 		return "****"
 	}
 	head, tail := 6, 4
-	if n < 16 {
+	if n < 15 { // 15 (Amex) and longer: the usual first 6 / last 4
 		head, tail = n/3, n/4
 		if head > 6 {
 			head = 6

@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/sandbox"
@@ -170,7 +171,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 
 	wctx, stopWorker := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	w := worker.New(rdb, led, client, ring, wcfg, nil, log.Level(zerolog.WarnLevel).With().Str("component", "worker").Logger())
+	wlog := log
+	if wlog.GetLevel() < zerolog.WarnLevel {
+		wlog = wlog.Level(zerolog.WarnLevel) // the progress line says enough
+	}
+	w := worker.New(rdb, led, client, ring, wcfg, nil, wlog.With().Str("component", "worker").Logger())
 	go func() { done <- w.Run(wctx) }()
 
 	start := time.Now()
@@ -281,6 +286,10 @@ func writeReportFile(ctx context.Context, l *ledger.Ledger, batch, format, path 
 
 // printRows prints the payouts of a batch as an aligned table.
 func printRows(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string) error {
+	b, err := l.Batch(ctx, batch)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "\n%-5s %-22s %12s  %-26s %-13s %-8s %s\n", "line", "externalId", "amount", "destination", "state", "attempts", "pspOrderId / error")
 	return l.Each(ctx, batch, func(p ledger.Payout) error {
 		detail := p.OrderID
@@ -290,7 +299,11 @@ func printRows(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string)
 		if len(detail) > 70 {
 			detail = detail[:67] + "..."
 		}
-		fmt.Fprintf(w, "%-5d %-22s %12s  %-26s %-13s %-8d %s\n", p.Line, p.ExternalID, p.Amount, p.Destination, p.State, p.Creates, detail)
+		amount := p.Amount
+		if a, err := money.Parse(p.Amount, 18); err == nil {
+			amount = a.StringFixed(b.Scale)
+		}
+		fmt.Fprintf(w, "%-5d %-22s %12s  %-26s %-13s %-8d %s\n", p.Line, p.ExternalID, amount, p.Destination, p.State, p.Creates, detail)
 		return nil
 	})
 }
