@@ -120,8 +120,20 @@ func NewStatusTask(p StatusPayload, maxRetry int, delay time.Duration) (*asynq.T
 		asynq.Queue(Queue),
 		asynq.MaxRetry(maxRetry),
 		asynq.Retention(Retention),
-		asynq.ProcessIn(delay),
+		asynq.ProcessAt(NotBefore(time.Now(), delay)),
 	), nil
+}
+
+// NotBefore returns the time to give asynq.ProcessAt so that a task runs
+// no sooner than delay after now. Asynq keeps scheduled times in whole Unix
+// seconds (truncated), so a plain ProcessIn can fire up to a second early;
+// NotBefore rounds up to the next whole second instead.
+func NotBefore(now time.Time, delay time.Duration) time.Time {
+	at := now.Add(delay)
+	if t := at.Truncate(time.Second); t.Equal(at) {
+		return at
+	}
+	return at.Truncate(time.Second).Add(time.Second)
 }
 
 // DecodeCreate reads a create payload.

@@ -46,3 +46,21 @@ func TestRefusesIncompletePayloads(t *testing.T) {
 		t.Error("decode of incomplete create accepted")
 	}
 }
+
+func TestNotBeforeNeverEarly(t *testing.T) {
+	base := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		now   time.Time
+		delay time.Duration
+		want  time.Time
+	}{
+		{base.Add(900 * time.Millisecond), 500 * time.Millisecond, base.Add(2 * time.Second)},
+		{base, time.Second, base.Add(time.Second)},
+		{base.Add(1), 0, base.Add(time.Second)},
+	} {
+		got := NotBefore(c.now, c.delay)
+		if !got.Equal(c.want) || got.Unix() < c.now.Add(c.delay).Unix() || got.Before(c.now.Add(c.delay)) {
+			t.Errorf("NotBefore(%v, %v) = %v, want %v", c.now, c.delay, got, c.want)
+		}
+	}
+}
