@@ -10,9 +10,17 @@ import (
 	"syscall"
 
 	"github.com/acme/payout/internal/cli"
+	"github.com/redis/go-redis/v9"
 )
 
+// quietRedis drops go-redis's own pool log lines: every Redis error reaches
+// the command as an error and is reported there, once, with its exit code.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
 func main() {
+	redis.SetLogger(quietRedis{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	stop()

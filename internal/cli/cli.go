@@ -128,11 +128,17 @@ func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 rows/files refused or needing review, 2 usage/configuration, 3 infrastructure unreachable.")
 }
 
+// flagSetHook lets a test see every FlagSet a command builds.
+var flagSetHook func(*flag.FlagSet)
+
 // newFlags returns a FlagSet whose usage lists each flag with its
 // environment variable.
 func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	if flagSetHook != nil {
+		flagSetHook(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: payout %s %s\n\nflags (environment variable in brackets):\n", name, synopsis)
 		fs.VisitAll(func(f *flag.Flag) {

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the configuration table in README.md")
+
+func testEnv(vars map[string]string) (*env, *bytes.Buffer, *bytes.Buffer) {
+	var out, errb bytes.Buffer
+	return &env{stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }}, &out, &errb
+}
+
+func TestEnvironmentFillsUnsetFlags(t *testing.T) {
+	e, _, _ := testEnv(map[string]string{"PAYOUT_REDIS_URL": "redis://env:1/2", "PAYOUT_CONCURRENCY": "7", "PAYOUT_RATE": "5"})
+	fs := newFlags(e, "worker", "")
+	var rf redisFlags
+	var wf workerFlags
+	rf.register(fs)
+	wf.register(fs)
+	if err := parse(e, fs, []string{"--rate", "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if rf.url != "redis://env:1/2" || wf.concurrency != 7 || wf.rate != 9 {
+		t.Fatalf("redis %q concurrency %d rate %d: want env for unset flags, the flag where given", rf.url, wf.concurrency, wf.rate)
+	}
+}
+
+func TestBadEnvironmentIsAUsageError(t *testing.T) {
+	e, _, _ := testEnv(map[string]string{"PAYOUT_CONCURRENCY": "many"})
+	fs := newFlags(e, "worker", "")
+	var wf workerFlags
+	wf.register(fs)
+	err := parse(e, fs, nil)
+	if code := exitCode(&bytes.Buffer{}, "worker", err); code != ExitUsage || !strings.Contains(err.Error(), "PAYOUT_CONCURRENCY") {
+		t.Fatalf("exit %d, err %v", code, err)
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{"no command", nil, nil, ExitUsage},
+		{"unknown command", []string{"frobnicate"}, nil, ExitUsage},
+		{"unknown flag", []string{"load", "--nope"}, nil, ExitUsage},
+		{"load without files", []string{"load"}, nil, ExitUsage},
+		{"worker without PSP URL", []string{"worker"}, nil, ExitUsage},
+		{"worker without token", []string{"worker", "--psp-url", "http://127.0.0.1:1"}, nil, ExitUsage},
+		{"load without data key", []string{"load", "x.csv"}, nil, ExitUsage},
+		{"redis unreachable", []string{"status", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitInfra},
+		{"bad redis URL", []string{"status", "--redis", "mysql://x"}, nil, ExitUsage},
+		{"ui without credentials on a public address", []string{"ui", "--addr", "0.0.0.0:0"}, nil, ExitUsage},
+		{"help", []string{"help"}, nil, ExitOK},
+		{"keygen", []string{"keygen"}, nil, ExitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			got := Main(ctx, tt.args, nil, &out, &errb, func(k string) string { return tt.env[k] })
+			if got != tt.want {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", got, tt.want, out.String(), errb.String())
+			}
+		})
+	}
+}
+
+// TestRunDemoFile runs the one-shot mode on the good sample with the
+// in-process simulator and an embedded Redis: the same path as make demo.
+func TestRunDemoFile(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.csv")
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"run", "--sandbox", "--seed", "3", "--p-ambiguous", "0.3",
+		"--status-delay", "100ms", "--absent-spacing", "1s", "--psp-timeout", "1s", "--hang-for", "2s",
+		"--log-level", "error", "--out", out, "../../samples/payouts-good.csv"}, nil, &stdout, &stderr, func(string) string { return "" })
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), ",OK") || strings.Count(string(b), ",created,WD-") != 20 {
+		t.Fatalf("result file:\n%s", b)
+	}
+	if !strings.Contains(stdout.String(), "reconciled:") || strings.Contains(stdout.String()+stderr.String(), "4111111111111111") {
+		t.Fatalf("stdout:\n%s", stdout.String())
+	}
+}
+
+const tableStart, tableEnd = "<!-- flags:start -->", "<!-- flags:end -->"
+
+// TestREADMEConfigurationTable keeps the README's configuration table equal
+// to the flags the commands really have (go test -update rewrites it).
+func TestREADMEConfigurationTable(t *testing.T) {
+	var b strings.Builder
+	for _, c := range commands() {
+		e, _, _ := testEnv(nil)
+		var fs *flag.FlagSet
+		// Each command registers its flags then parses; -h makes it stop
+		// right after, with the FlagSet captured through the usage hook.
+		captured := captureFlags(c, e)
+		fs = captured
+		if fs == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "\n**payout %s**: %s\n\n| flag | environment | default | meaning |\n|---|---|---|---|\n", c.name, c.usage)
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		sort.Strings(names)
+		for _, n := range names {
+			f := fs.Lookup(n)
+			def := f.DefValue
+			if def == "" {
+				def = " "
+			} else {
+				def = "`" + def + "`"
+			}
+			fmt.Fprintf(&b, "| `--%s` | `%s` | %s | %s |\n", n, envName(fs.Name(), n), def, strings.ReplaceAll(f.Usage, "|", "\\|"))
+		}
+	}
+	want := b.String()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i, j := strings.Index(s, tableStart), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the %s ... %s markers", tableStart, tableEnd)
+	}
+	got := s[i+len(tableStart) : j]
+	if got == want {
+		return
+	}
+	if *update {
+		s = s[:i+len(tableStart)] + want + s[j:]
+		if err := os.WriteFile("../../README.md", []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Fatalf("README.md configuration table is out of date: run go test ./internal/cli -run TestREADME -update")
+}
+
+// captureFlags runs a command with -h and returns its FlagSet.
+func captureFlags(c command, e *env) *flag.FlagSet {
+	var fs *flag.FlagSet
+	flagSetHook = func(f *flag.FlagSet) { fs = f }
+	defer func() { flagSetHook = nil }()
+	_ = c.run(context.Background(), e, []string{"-h"})
+	return fs
+}
