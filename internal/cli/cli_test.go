@@ -2,9 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"net/http/httptest"
+
 	"context"
 	"flag"
 	"fmt"
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/rs/zerolog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -164,4 +168,26 @@ func captureFlags(c command, e *env) *flag.FlagSet {
 	defer func() { flagSetHook = nil }()
 	_ = c.run(context.Background(), e, []string{"-h"})
 	return fs
+}
+
+// TestWorkerCheck: --check sends one status query and tells whether the
+// PSP accepts the token, touching no payout and needing no Redis.
+func TestWorkerCheck(t *testing.T) {
+	srv := httptest.NewServer(sandbox.New(sandbox.DefaultConfig(), zerolog.Nop()).Handler())
+	defer srv.Close()
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{sandbox.DefaultToken, ExitOK}, {"wrong-token-123", ExitUsage}} {
+		var out, errb bytes.Buffer
+		got := Main(context.Background(), []string{"worker", "--check", "--psp-url", srv.URL, "--redis", "redis://127.0.0.1:1/0"}, nil, &out, &errb,
+			func(k string) string { return map[string]string{"PAYOUT_PSP_TOKEN": c.token}[k] })
+		if got != c.want {
+			t.Errorf("token %q: exit %d, want %d\n%s%s", c.token, got, c.want, out.String(), errb.String())
+		}
+		if strings.Contains(out.String()+errb.String(), c.token) {
+			t.Errorf("the token appears in the output")
+		}
+	}
+	_ = time.Second
 }

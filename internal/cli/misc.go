@@ -9,6 +9,8 @@ import (
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
+	"github.com/hibiken/asynq"
+	"github.com/hibiken/asynq/x/metrics"
 )
 
 func runKeygen(_ context.Context, e *env, args []string) error {
@@ -85,5 +87,6 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	defer rdb.Close()
 	cfg.Redis = rdb
 	cfg.Batches = ledgerBatches{ledger.New(rdb)}
+	cfg.Registry.MustRegister(metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
 	return ui.Serve(ctx, cfg)
 }

@@ -335,3 +335,29 @@ func TestOverlappingSpoolRuns(t *testing.T) {
 		t.Fatalf("%d files in done/, want %d", len(done), files)
 	}
 }
+
+func TestSpoolPurgesOldInputFiles(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	for _, sub := range []string{Done, Failed, Inbox} {
+		os.MkdirAll(filepath.Join(dir, sub), 0o750)
+	}
+	old := writeFile(t, filepath.Join(dir, Done), "old.csv", goodCSV)
+	oldFailed := writeFile(t, filepath.Join(dir, Failed), "old-bad.csv", "x")
+	fresh := writeFile(t, filepath.Join(dir, Done), "fresh.csv", goodCSV)
+	long := time.Now().Add(-48 * time.Hour)
+	os.Chtimes(old, long, long)
+	os.Chtimes(oldFailed, long, long)
+	res, err := f.ld.Spool(context.Background(), dir, SpoolOptions{PurgeAfter: 24 * time.Hour})
+	if err != nil || res.Purged != 2 {
+		t.Fatalf("purged %d, %v; want 2", res.Purged, err)
+	}
+	for _, p := range []string{old, oldFailed} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s survived the purge", p)
+		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a fresh file was purged: %v", err)
+	}
+}
