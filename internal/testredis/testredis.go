@@ -6,6 +6,7 @@ package testredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -131,7 +132,8 @@ func waitReady(addr string, within time.Duration) error {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		err := c.Ping(ctx).Err()
 		cancel()
-		if err == nil {
+		var reply redis.Error
+		if err == nil || errors.As(err, &reply) { // NOAUTH and the like: the server is up
 			return nil
 		}
 		if time.Now().After(deadline) {
