@@ -20,7 +20,7 @@ demo:
 	@mkdir -p $(BIN)
 	$(GO) run ./cmd/payout run --sandbox --seed 42 \
 		--p-ambiguous 0.3 --p-refuse 0.1 --status-lag 1s --latency 20ms --latency-jitter 30ms --hang-for 3s \
-		--psp-timeout 2s --status-delay 500ms --absent-spacing 1s --log-level error \
+		--psp-timeout 1s --status-delay 500ms --absent-spacing 1500ms --log-level error \
 		--out $(BIN)/demo.result.csv samples/payouts-good.csv
 
 ## test: unit tests, seed corpora of the fuzzers; needs only Go.

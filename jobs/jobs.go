@@ -40,6 +40,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -54,6 +55,15 @@ const (
 // Queue is the Asynq queue that holds every payout task. Pausing it (web UI,
 // `payout pause`) stops all traffic toward the PSP.
 const Queue = "payouts"
+
+// MaxRetry is the Asynq retry count of every payout task: effectively
+// unlimited. Asynq archives a task once its retries are used up even when
+// the last error was not a failure (a paused queue, an open breaker) or a
+// lease expired, which would strand its payout in an open state. Payout
+// keeps its budgets in the ledger instead (create tries, status checks
+// without an answer) and archives a task itself, with the reason, when the
+// payout reaches needs_review.
+const MaxRetry = math.MaxInt32
 
 // Retention keeps completed tasks visible in the web UI and makes their task
 // IDs refuse a second enqueue for that long.
@@ -87,9 +97,9 @@ func StatusTaskID(externalID string, seq int) string {
 	return fmt.Sprintf("status:%s:%d", externalID, seq)
 }
 
-// NewCreateTask builds a create task with its ID, queue and retention set.
-// maxRetry bounds the retries of faults where nothing reached the PSP.
-func NewCreateTask(p CreatePayload, maxRetry int) (*asynq.Task, error) {
+// NewCreateTask builds a create task with its ID, queue, retention and
+// retry count (MaxRetry) set.
+func NewCreateTask(p CreatePayload) (*asynq.Task, error) {
 	if p.Batch == "" || p.ExternalID == "" || p.Attempt < 1 {
 		return nil, fmt.Errorf("jobs: create payload needs batch, externalId and attempt >= 1")
 	}
@@ -100,14 +110,14 @@ func NewCreateTask(p CreatePayload, maxRetry int) (*asynq.Task, error) {
 	return asynq.NewTask(TypeWithdrawalCreate, b,
 		asynq.TaskID(CreateTaskID(p.ExternalID, p.Attempt)),
 		asynq.Queue(Queue),
-		asynq.MaxRetry(maxRetry),
+		asynq.MaxRetry(MaxRetry),
 		asynq.Retention(Retention),
 	), nil
 }
 
-// NewStatusTask builds a status task with its ID, queue and retention set,
-// to be processed after delay.
-func NewStatusTask(p StatusPayload, maxRetry int, delay time.Duration) (*asynq.Task, error) {
+// NewStatusTask builds a status task with its ID, queue, retention and
+// retry count set, to be processed no sooner than delay from now.
+func NewStatusTask(p StatusPayload, delay time.Duration) (*asynq.Task, error) {
 	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
 		return nil, fmt.Errorf("jobs: status payload needs batch, externalId and seq >= 1")
 	}
@@ -118,7 +128,7 @@ func NewStatusTask(p StatusPayload, maxRetry int, delay time.Duration) (*asynq.T
 	return asynq.NewTask(TypeWithdrawalStatus, b,
 		asynq.TaskID(StatusTaskID(p.ExternalID, p.Seq)),
 		asynq.Queue(Queue),
-		asynq.MaxRetry(maxRetry),
+		asynq.MaxRetry(MaxRetry),
 		asynq.Retention(Retention),
 		asynq.ProcessAt(NotBefore(time.Now(), delay)),
 	), nil

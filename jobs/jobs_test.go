@@ -7,7 +7,7 @@ import (
 
 func TestCreateTaskRoundTrip(t *testing.T) {
 	p := CreatePayload{Batch: "b1", ExternalID: "E-1", Attempt: 2, Amount: "10.50", Destination: "card 411111******1111"}
-	task, err := NewCreateTask(p, 5)
+	task, err := NewCreateTask(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestCreateTaskRoundTrip(t *testing.T) {
 
 func TestStatusTaskRoundTrip(t *testing.T) {
 	p := StatusPayload{Batch: "b1", ExternalID: "E-1", Seq: 3}
-	task, err := NewStatusTask(p, 5, time.Second)
+	task, err := NewStatusTask(p, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +36,10 @@ func TestStatusTaskRoundTrip(t *testing.T) {
 }
 
 func TestRefusesIncompletePayloads(t *testing.T) {
-	if _, err := NewCreateTask(CreatePayload{Batch: "b"}, 1); err == nil {
+	if _, err := NewCreateTask(CreatePayload{Batch: "b"}); err == nil {
 		t.Error("create without externalId accepted")
 	}
-	if _, err := NewStatusTask(StatusPayload{Batch: "b", ExternalID: "x"}, 1, 0); err == nil {
+	if _, err := NewStatusTask(StatusPayload{Batch: "b", ExternalID: "x"}, 0); err == nil {
 		t.Error("status without seq accepted")
 	}
 	if _, err := DecodeCreate([]byte(`{"batch":"b"}`)); err == nil {

@@ -173,11 +173,30 @@ func envName(command, flagName string) string {
 
 // parse parses args, then sets every flag not given on the command line
 // from its PAYOUT_* environment variable. Flags win over the environment.
+//
+// Flags may come before, between or after the arguments (`payout load
+// FILE --redis URL`); "--" ends the flags.
 func parse(e *env, fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return &exitError{ExitUsage, err}
 		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
 		return &exitError{ExitUsage, err}
 	}
 	set := map[string]bool{}

@@ -39,6 +39,20 @@ func TestEnvironmentFillsUnsetFlags(t *testing.T) {
 	}
 }
 
+func TestFlagsAfterArguments(t *testing.T) {
+	e, _, _ := testEnv(nil)
+	fs := newFlags(e, "load", "")
+	var rf redisFlags
+	rf.register(fs)
+	dry := fs.Bool("dry-run", false, "")
+	if err := parse(e, fs, []string{"a.csv", "--redis", "redis://x:1/0", "b.csv", "--dry-run", "--", "--c.csv"}); err != nil {
+		t.Fatal(err)
+	}
+	if rf.url != "redis://x:1/0" || !*dry || strings.Join(fs.Args(), " ") != "a.csv b.csv --c.csv" {
+		t.Fatalf("redis %q dry %v args %q", rf.url, *dry, fs.Args())
+	}
+}
+
 func TestBadEnvironmentIsAUsageError(t *testing.T) {
 	e, _, _ := testEnv(map[string]string{"PAYOUT_CONCURRENCY": "many"})
 	fs := newFlags(e, "worker", "")
@@ -62,6 +76,8 @@ func TestExitCodes(t *testing.T) {
 		{"unknown flag", []string{"load", "--nope"}, nil, ExitUsage},
 		{"load without files", []string{"load"}, nil, ExitUsage},
 		{"worker without PSP URL", []string{"worker"}, nil, ExitUsage},
+		{"absence from a single 404", []string{"worker", "--psp-url", "http://x", "--absent-checks", "1"}, nil, ExitUsage},
+		{"absence spacing shorter than the timeout", []string{"worker", "--psp-url", "http://x", "--absent-spacing", "5s"}, nil, ExitUsage},
 		{"worker without token", []string{"worker", "--psp-url", "http://127.0.0.1:1"}, nil, ExitUsage},
 		{"load without data key", []string{"load", "x.csv"}, nil, ExitUsage},
 		{"redis unreachable", []string{"status", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitInfra},

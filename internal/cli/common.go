@@ -143,6 +143,7 @@ type workerFlags struct {
 	maxCreates      int
 	maxStatusChecks int
 	maxRetries      int
+	trustExtLookup  bool
 }
 
 func (w *workerFlags) register(fs *flag.FlagSet) {
@@ -154,12 +155,22 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&w.absentSpacing, "absent-spacing", d.Policy.AbsentSpacing, "minimum time between two counted 404 answers (D)")
 	fs.IntVar(&w.maxCreates, "max-creates", d.Policy.MaxCreates, "create requests per payout in all, after confirmed absences (M)")
 	fs.IntVar(&w.maxStatusChecks, "max-status-checks", d.Policy.MaxFaults, "status checks without an answer before a payout needs review (N)")
-	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "retries of a create that provably did not reach the PSP (dial errors, 429)")
+	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "creates of a payout that provably did not reach the PSP (dial errors, 429) before it needs review")
+	fs.BoolVar(&w.trustExtLookup, "trust-status-by-external-id", false, "count a 404 to a status query by externalId as a miss at once, without first seeing the PSP find a known order by its externalId")
 }
 
 func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
-	if w.concurrency < 1 || w.absentChecks < 1 || w.maxCreates < 1 || w.maxStatusChecks < 1 || w.rate < 0 {
-		return worker.Config{}, usageErr("--concurrency, --absent-checks, --max-creates and --max-status-checks must be >= 1, --rate >= 0")
+	if w.concurrency < 1 || w.maxCreates < 1 || w.maxStatusChecks < 1 || w.maxRetries < 1 || w.rate < 0 {
+		return worker.Config{}, usageErr("--concurrency, --max-creates, --max-status-checks and --max-create-retries must be >= 1, --rate >= 0")
+	}
+	// A request that timed out may still be processed by the PSP after we
+	// gave up: absence is only believable from two 404s spaced at least a
+	// PSP timeout apart.
+	if w.absentChecks < 2 {
+		return worker.Config{}, usageErr("--absent-checks %d: at least 2 404 answers must confirm an absence", w.absentChecks)
+	}
+	if w.absentSpacing < p.timeout {
+		return worker.Config{}, usageErr("--absent-spacing %s is shorter than --psp-timeout %s: a timed-out create may still be in progress at the PSP", w.absentSpacing, p.timeout)
 	}
 	c := worker.DefaultConfig()
 	c.Concurrency = w.concurrency
@@ -168,6 +179,7 @@ func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
 	c.Policy = ledger.CheckPolicy{AbsentChecks: w.absentChecks, AbsentSpacing: w.absentSpacing, MaxCreates: w.maxCreates, MaxFaults: w.maxStatusChecks}
 	c.StatusByExternal = p.statusByExtID
 	c.MaxCreateRetries = w.maxRetries
+	c.TrustStatusByExternal = w.trustExtLookup
 	c.ShutdownTimeout = p.timeout + 5*time.Second
 	return c, nil
 }

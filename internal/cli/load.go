@@ -28,7 +28,6 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		purge   time.Duration
 		partial bool
 		dryRun  bool
-		retries int
 	)
 	lf.register(fs)
 	rf.register(fs)
@@ -39,7 +38,6 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
 	fs.BoolVar(&partial, "partial", false, "load the valid rows of a file that has invalid ones (default: one bad row refuses the whole file)")
 	fs.BoolVar(&dryRun, "dry-run", false, "validate only; write nothing")
-	fs.IntVar(&retries, "max-create-retries", 10, "retry budget of each create task for faults where nothing reached the PSP")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -55,7 +53,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, MaxCreateRetries: retries}
+	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun}
 	var sealer loader.Sealer = noSealer{}
 	if !dryRun {
 		ring, err := kf.keyring(e)

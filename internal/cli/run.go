@@ -156,7 +156,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 
 	led := ledger.New(rdb)
 	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), ring, log)
-	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, MaxCreateRetries: wf.maxRetries})
+	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial})
 	if err != nil {
 		return infraErr(err)
 	}

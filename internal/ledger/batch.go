@@ -40,10 +40,10 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 		return Batch{}, false, fmt.Errorf("ledger: begin batch %s: %w", b.ID, err)
 	}
 	stored := parseBatch(pairs(res[1:]))
-	if res[0] == "1" {
-		if err := l.rdb.ZAdd(ctx, l.batchesKey(), redis.Z{Score: float64(b.LoadedAt.UnixMilli()), Member: b.ID}).Err(); err != nil {
-			return Batch{}, false, fmt.Errorf("ledger: index batch %s: %w", b.ID, err)
-		}
+	// Indexed on every call (NX keeps the first time): a crash between the
+	// two writes must not leave a batch that status and reports never see.
+	if err := l.rdb.ZAddNX(ctx, l.batchesKey(), redis.Z{Score: float64(stored.LoadedAt.UnixMilli()), Member: b.ID}).Err(); err != nil {
+		return Batch{}, false, fmt.Errorf("ledger: index batch %s: %w", b.ID, err)
 	}
 	return stored, res[0] == "1", nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,9 +131,9 @@ func TestCreateTransitions(t *testing.T) {
 			if err != nil || b.Action != Proceed || b.Payout.State != Submitting || b.Payout.Sealed != "sealed" {
 				t.Fatalf("BeginCreate = %+v, %v", b, err)
 			}
-			seq, err := l.FinishCreate(ctx, "b", "E1", 1, tt.result)
-			if err != nil || seq != tt.wantSeq {
-				t.Fatalf("FinishCreate = %d, %v", seq, err)
+			fin, err := l.FinishCreate(ctx, "b", "E1", 1, tt.result)
+			if err != nil || fin.Seq != tt.wantSeq || fin.State != tt.wantState {
+				t.Fatalf("FinishCreate = %+v, %v", fin, err)
 			}
 			p := mustState(t, l, "b", "E1", tt.wantState)
 			if p.Creates != tt.creates {
@@ -203,8 +204,8 @@ func TestStatusChecks(t *testing.T) {
 		l, clk := newTestLedger(t)
 		seed(t, l, "b", 1)
 		l.BeginCreate(ctx, "b", "E1", 1)
-		if seq, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking}); err != nil || seq != 1 {
-			t.Fatalf("to checking: %d %v", seq, err)
+		if fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking}); err != nil || fin.Seq != 1 {
+			t.Fatalf("to checking: %+v %v", fin, err)
 		}
 		return l, clk
 	}
@@ -247,8 +248,8 @@ func TestStatusChecks(t *testing.T) {
 		if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != Proceed {
 			t.Fatalf("attempt 2: %v", b.Action)
 		}
-		seq, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: Checking})
-		s, _ = l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: Missing}, policy)
+		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: Checking})
+		s, _ = l.RecordCheck(ctx, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
 		clk.add(time.Minute)
 		s, _ = l.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckReview {
@@ -328,5 +329,28 @@ func BenchmarkTransition(b *testing.B) {
 		if _, err := l.FinishCreate(ctx, "b", ext, 1, CreateResult{To: Created, OrderID: "x"}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestCreateTriesBudget(t *testing.T) {
+	l, _ := newTestLedger(t)
+	ctx := context.Background()
+	seed(t, l, "b", 1)
+	for try := 1; try <= 3; try++ {
+		if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
+			t.Fatalf("try %d: %v", try, b.Action)
+		}
+		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "dial tcp: refused", MaxTries: 2})
+		want := Queued
+		if try == 3 {
+			want = NeedsReview
+		}
+		if err != nil || fin.State != want {
+			t.Fatalf("try %d: %+v %v, want %s", try, fin, err, want)
+		}
+	}
+	p := mustState(t, l, "b", "E1", NeedsReview)
+	if !strings.Contains(p.Error, "3 tries") {
+		t.Fatalf("reason %q", p.Error)
 	}
 }

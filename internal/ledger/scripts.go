@@ -77,11 +77,14 @@ return reply({'skip', '0'}, KEYS[1])
 `)
 
 // finishCreateScript records the classified answer of a create.
-// KEYS: payout, counts; ARGV: attempt, to, now, orderId, pspStatus, error.
+// KEYS: payout, counts; ARGV: attempt, to, now, orderId, pspStatus, error,
+// maxTries. With to = queued and maxTries > 0 the request provably did not
+// reach the PSP and counts against the payout's budget of such tries: past
+// maxTries the payout goes to needs_review instead.
 // Allowed: submitting -> any of created, rejected, checking, queued,
 // needs_review; checking -> created or rejected (a definite answer of the
 // same attempt that arrived after another delivery moved it to checking).
-// Replies {'ok', seq} or {'conflict', state}.
+// Replies {'ok', seq, newState} or {'conflict', state}.
 var finishCreateScript = redis.NewScript(luaMove + `
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st then return {'missing', ''} end
@@ -93,7 +96,16 @@ if not (st == 'submitting' or (st == 'checking' and (to == 'created' or to == 'r
   return {'conflict', st}
 end
 local units = redis.call('HGET', KEYS[1], 'units')
-redis.call('HSET', KEYS[1], 'state', to, 'updated', ARGV[3], 'error', ARGV[6])
+local msg = ARGV[6]
+local maxTries = tonumber(ARGV[7])
+if to == 'queued' and maxTries > 0 then
+  local tries = redis.call('HINCRBY', KEYS[1], 'tries', 1)
+  if tries > maxTries then
+    to = 'needs_review'
+    msg = 'PSP did not take the request after ' .. tries .. ' tries (nothing was sent): ' .. msg
+  end
+end
+redis.call('HSET', KEYS[1], 'state', to, 'updated', ARGV[3], 'error', msg)
 if to == 'created' then
   redis.call('HSET', KEYS[1], 'order', ARGV[4], 'pspstatus', ARGV[5])
 end
@@ -106,7 +118,7 @@ if to == 'queued' then
   redis.call('HSET', KEYS[1], 'creates', attempt - 1)
 end
 move(KEYS[2], st, to, units)
-return {'ok', tostring(seq)}
+return {'ok', tostring(seq), to}
 `)
 
 // recordCheckScript records the answer of status check seq.

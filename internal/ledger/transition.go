@@ -48,26 +48,35 @@ type CreateResult struct {
 	OrderID   string
 	PSPStatus string
 	Error     string
+	// MaxTries, with To queued, counts this as a try that provably did not
+	// reach the PSP; past MaxTries such tries the payout goes to
+	// needs_review instead. 0: not counted (paused queue, breaker).
+	MaxTries int
 }
 
-// FinishCreate records the answer to create attempt attempt. It returns the
-// status check sequence number when the payout moved to checking. A
+// Finished is what FinishCreate did.
+type Finished struct {
+	State State // the payout's new state
+	Seq   int   // the status check to enqueue, when State is checking
+}
+
+// FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
-func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (int, error) {
+func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
 	res, err := finishCreateScript.Run(ctx, l.rdb,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		attempt, string(r.To), l.nowMillis(), r.OrderID, r.PSPStatus, r.Error).StringSlice()
+		attempt, string(r.To), l.nowMillis(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries).StringSlice()
 	if err != nil {
-		return 0, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
+		return Finished{}, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
 	}
 	switch res[0] {
 	case "ok":
 		seq, _ := strconv.Atoi(res[1])
-		return seq, nil
+		return Finished{State: State(res[2]), Seq: seq}, nil
 	case "missing":
-		return 0, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+		return Finished{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
-	return 0, &ConflictError{ExternalID: ext, Found: State(res[1])}
+	return Finished{}, &ConflictError{ExternalID: ext, Found: State(res[1])}
 }
 
 // CheckOutcome is what a status query told.

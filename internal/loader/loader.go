@@ -46,13 +46,12 @@ type Sealer interface {
 
 // Options tune a load.
 type Options struct {
-	File             payfile.Options
-	Partial          bool // load the valid rows of a file that has invalid ones
-	DryRun           bool // validate only; write nothing
-	ChunkSize        int  // rows per ledger round trip (default 500)
-	EnqueueWorkers   int  // concurrent enqueues (default 16)
-	MaxCreateRetries int  // retry budget of create tasks for faults where nothing was sent
-	Progress         time.Duration
+	File           payfile.Options
+	Partial        bool // load the valid rows of a file that has invalid ones
+	DryRun         bool // validate only; write nothing
+	ChunkSize      int  // rows per ledger round trip (default 500)
+	EnqueueWorkers int  // concurrent enqueues (default 16)
+	Progress       time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -61,9 +60,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.EnqueueWorkers <= 0 {
 		o.EnqueueWorkers = 16
-	}
-	if o.MaxCreateRetries <= 0 {
-		o.MaxCreateRetries = 10
 	}
 	if o.Progress <= 0 {
 		o.Progress = 2 * time.Second
@@ -249,7 +245,6 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 
 	// Claim every externalId first: a conflict with a batch loaded
 	// meanwhile refuses the file before any row is registered.
-	var claimed []string
 	var lost []payfile.Error
 	err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
 		ids := make([]string, len(rows))
@@ -264,8 +259,6 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			if other, ok := owners[r.ExternalID]; ok {
 				lost = append(lost, payfile.Error{File: res.File, Line: r.Line, Column: "externalId", Kind: payfile.KindDuplicate,
 					Message: fmt.Sprintf("externalId %q was loaded meanwhile in batch %s", r.ExternalID, other)})
-			} else {
-				claimed = append(claimed, r.ExternalID)
 			}
 		}
 		return nil
@@ -274,8 +267,18 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		return res, err
 	}
 	if len(lost) > 0 {
-		// Another file took some ids between validation and now: undo.
-		if err := ld.ledger.Release(ctx, res.Batch, claimed); err != nil {
+		// Another file took some ids between validation and now: undo every
+		// claim of this batch, including those of an interrupted earlier
+		// run (no row was registered yet: registration starts only after a
+		// complete claim pass).
+		err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+			ids := make([]string, len(rows))
+			for i, r := range rows {
+				ids[i] = r.ExternalID
+			}
+			return ld.ledger.Release(ctx, res.Batch, ids)
+		})
+		if err != nil {
 			return res, err
 		}
 		if err := ld.ledger.DropBatch(ctx, res.Batch); err != nil {
@@ -352,7 +355,7 @@ func (ld *Loader) enqueue(ctx context.Context, batch string, ps []ledger.NewPayo
 		g.Go(func() error {
 			t, err := jobs.NewCreateTask(jobs.CreatePayload{
 				Batch: batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination,
-			}, opts.MaxCreateRetries)
+			})
 			if err != nil {
 				return err
 			}

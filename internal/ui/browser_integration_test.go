@@ -136,7 +136,7 @@ func seed(t *testing.T, rc redis.UniversalClient) {
 		task, err := jobs.NewCreateTask(jobs.CreatePayload{
 			Batch: "b-2025-03-01", ExternalID: fmt.Sprintf("PAY-%04d", i), Attempt: 1,
 			Amount: fmt.Sprintf("%d.50", 100*i), Destination: "card " + maskedPAN,
-		}, 5)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -396,7 +396,7 @@ func isPaused(t *testing.T, rc redis.UniversalClient, queue string) bool {
 func TestPayloadMasked(t *testing.T) {
 	f := newFixture(t, nil)
 	p := jobs.CreatePayload{Batch: "b1", ExternalID: "ext-1", Attempt: 1, Amount: "10.00", Destination: "card " + maskedPAN}
-	task, err := jobs.NewCreateTask(p, 3)
+	task, err := jobs.NewCreateTask(p)
 	if err != nil {
 		t.Fatal(err)
 	}

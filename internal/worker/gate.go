@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/acme/payout/internal/psp"
@@ -119,7 +120,8 @@ func (g *gate) wait(ctx context.Context) error {
 			g.metrics.deferred.WithLabelValues("rate_limit").Inc()
 			return &deferral{reason: "PSP rate limit", after: res.RetryAfter}
 		}
-		t := time.NewTimer(res.RetryAfter)
+		// Jittered, so that the waiters do not all wake for the same token.
+		t := time.NewTimer(res.RetryAfter + time.Duration(rand.Int64N(int64(res.RetryAfter)+int64(time.Millisecond))))
 		select {
 		case <-ctx.Done():
 			t.Stop()

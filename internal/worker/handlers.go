@@ -10,6 +10,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 )
@@ -44,6 +45,11 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	}
 	switch b.Action {
 	case ledger.Skip:
+		if b.Payout.State == ledger.Queued {
+			// A stale attempt of a payout that waits for a newer one: make
+			// sure that one exists (a crash may have lost its enqueue).
+			return w.enqueueCreate(ctx, b.Payout, b.Payout.Creates+1)
+		}
 		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
 		return nil
 	case ledger.CheckNow:
@@ -54,23 +60,16 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 		return w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
 	}
 
+	// The payout is submitting: from here every path records an outcome.
+	wctx, cancel := detached(ctx)
+	defer cancel()
 	req, err := w.request(b.Payout)
 	if err != nil {
-		// Nothing was sent: hand the payout back and stop everything, the
-		// data key is missing or wrong.
-		wctx, cancel := detached(ctx)
-		defer cancel()
-		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: err.Error()}); ferr != nil {
-			return ferr
-		}
-		return w.pause(ctx, "cannot decrypt a destination card number: "+err.Error())
+		return w.unsendable(wctx, p, err)
 	}
-
 	done, err := w.gate.allow()
 	if err != nil {
 		// Nothing was sent: hand the payout back; the task returns later.
-		wctx, cancel := detached(ctx)
-		defer cancel()
 		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: err.Error()}); ferr != nil {
 			return settled(ferr)
 		}
@@ -78,64 +77,83 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	}
 	res := w.psp.CreateWithdrawal(ctx, req)
 	done(res)
-	wctx, cancel := detached(ctx)
-	defer cancel()
 	return w.finishCreate(wctx, p, res)
+}
+
+// unsendable handles a payout whose request cannot be built. A missing or
+// unknown data key is a configuration fault of the whole worker: the payout
+// goes back to queued and the queue is paused. Anything else (a ciphertext
+// that does not open, damaged ledger fields) concerns this payout only: it
+// needs review, and the others go on.
+func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause error) error {
+	if errors.Is(cause, vault.ErrUnknownKey) || errors.Is(cause, vault.ErrNoKey) ||
+		errors.Is(cause, vault.ErrBadKey) || errors.Is(cause, vault.ErrPlaintextRefused) {
+		if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: cause.Error()}); err != nil {
+			return settled(err)
+		}
+		return w.pause(ctx, "the data key cannot open card numbers: "+cause.Error())
+	}
+	reason := "cannot build the PSP request (nothing was sent): " + cause.Error()
+	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.NeedsReview, Error: reason}); err != nil {
+		return settled(err)
+	}
+	w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
+	w.log.Error().Str("batch", p.Batch).Str("externalId", p.ExternalID).Str("reason", reason).Msg("payout needs review")
+	return needsReview(p.ExternalID, reason)
 }
 
 func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp.Result) error {
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("attempt", p.Attempt).
 		Int("http", res.HTTPStatus).Str("outcome", res.Outcome.String()).Logger()
-	finish := func(r ledger.CreateResult) (int, error) {
-		seq, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, r)
+	finish := func(r ledger.CreateResult) (ledger.Finished, error) {
+		fin, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, r)
 		if errors.Is(err, ledger.ErrConflict) {
 			log.Warn().Err(err).Msg("another delivery already recorded this create")
-			return 0, errSettled
+			return fin, errSettled
 		}
 		if err == nil {
-			w.metrics.outcomes.WithLabelValues(string(r.To)).Inc()
+			w.metrics.outcomes.WithLabelValues(string(fin.State)).Inc()
 		}
-		return seq, err
+		return fin, err
 	}
 	switch res.Outcome {
 	case psp.Created:
-		_, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status})
+		if _, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status}); err != nil {
+			return settled(err)
+		}
 		log.Info().Str("order", res.Order.OrderID).Msg("payout created")
-		return settled(err)
+		w.lookup.sample(ctx, p.ExternalID, res.Order.OrderID)
+		return nil
 	case psp.Rejected:
 		_, err := finish(ledger.CreateResult{To: ledger.Rejected, Error: res.Message})
 		log.Info().Str("reason", res.Message).Msg("payout rejected by the PSP")
 		return settled(err)
 	case psp.Ambiguous:
 		w.metrics.ambiguous.WithLabelValues(string(psp.OpWithdrawalCreate)).Inc()
-		seq, err := finish(ledger.CreateResult{To: ledger.Checking, Error: "create answer unknown: " + res.Message})
+		fin, err := finish(ledger.CreateResult{To: ledger.Checking, Error: "create answer unknown: " + res.Message})
 		if err != nil {
 			return settled(err)
 		}
-		log.Warn().Str("reason", res.Message).Int("seq", seq).Msg("create outcome unknown; status check scheduled")
+		log.Warn().Str("reason", res.Message).Int("seq", fin.Seq).Msg("create outcome unknown; status check scheduled")
 		pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
 		if err != nil {
 			return err
 		}
-		return w.enqueueStatus(ctx, pay, seq, w.cfg.StatusDelay)
+		return w.enqueueStatus(ctx, pay, fin.Seq, w.cfg.StatusDelay)
 	case psp.AuthFault:
 		if _, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message}); err != nil {
 			return settled(err)
 		}
 		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials or path on create (HTTP %d): %s", res.HTTPStatus, res.Message))
-	default: // psp.RetryLater, or anything unexpected where nothing was sent
-		retried, _ := asynq.GetRetryCount(ctx)
-		maxRetry, _ := asynq.GetMaxRetry(ctx)
-		if retried >= maxRetry {
-			reason := fmt.Sprintf("PSP not reachable after %d tries, nothing was sent: %s", retried+1, res.Message)
-			if _, err := finish(ledger.CreateResult{To: ledger.NeedsReview, Error: reason}); err != nil {
-				return settled(err)
-			}
-			log.Error().Msg(reason)
-			return needsReview(p.ExternalID, reason)
-		}
-		if _, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message}); err != nil {
+	default: // psp.RetryLater: provably not processed
+		fin, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries})
+		if err != nil {
 			return settled(err)
+		}
+		if fin.State == ledger.NeedsReview {
+			after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+			log.Error().Str("reason", after.Error).Msg("payout needs review")
+			return needsReview(p.ExternalID, after.Error)
 		}
 		log.Warn().Str("reason", res.Message).Dur("retryAfter", res.RetryAfter).Msg("create not processed by the PSP; will retry")
 		return &retryAfter{err: fmt.Errorf("create of %s not processed: %s", p.ExternalID, res.Message), after: res.RetryAfter}
@@ -168,22 +186,28 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if pay.State != ledger.Checking {
+	switch {
+	case pay.State == ledger.Queued:
+		// Absence was confirmed and a create is due: make sure it exists
+		// (a crash right after the decision may have lost its enqueue).
+		return w.enqueueCreate(ctx, pay, pay.Creates+1)
+	case pay.State != ledger.Checking:
 		return nil
-	}
-	if pay.Seq != p.Seq {
+	case pay.Seq != p.Seq:
 		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
 	}
 	if err := w.gate.hold(ctx); err != nil {
 		return err
 	}
+	byExternal := pay.OrderID == "" || w.cfg.StatusByExternal
+	id := pay.OrderID
+	if byExternal {
+		id = pay.ExternalID
+	}
+	trusted := !byExternal || w.lookup.trusted(ctx)
 	done, err := w.gate.allow()
 	if err != nil {
 		return err
-	}
-	id := pay.ExternalID
-	if pay.OrderID != "" && !w.cfg.StatusByExternal {
-		id = pay.OrderID
 	}
 	res := w.psp.WithdrawalStatus(ctx, id)
 	done(res)
@@ -195,9 +219,22 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	case psp.Created:
 		answer = ledger.CheckAnswer{Outcome: ledger.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status}
 	case psp.NotFound:
-		answer.Outcome = ledger.Missing
+		if trusted {
+			answer.Outcome = ledger.Missing
+		} else {
+			answer.Message = "404 by externalId not trusted yet: no order known to exist has been found by its externalId (see --trust-status-by-external-id)"
+		}
 	case psp.AuthFault:
 		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+	case psp.RetryLater:
+		// Not processed (429, nothing sent): no information, and no reason
+		// to spend the payout's budget of unanswered checks.
+		w.metrics.deferred.WithLabelValues("status_not_processed").Inc()
+		after := res.RetryAfter
+		if after <= 0 {
+			after = w.cfg.StatusDelay
+		}
+		return &deferral{reason: "status query not processed: " + res.Message, after: after}
 	}
 	w.metrics.checks.WithLabelValues(string(answer.Outcome)).Inc()
 	step, err := w.ledger.RecordCheck(ctx, p.Batch, p.ExternalID, p.Seq, answer, w.cfg.Policy)
@@ -234,7 +271,7 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 func (w *Worker) enqueueStatus(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
 	t, err := jobs.NewStatusTask(jobs.StatusPayload{
 		Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
-	}, 25, delay)
+	}, delay)
 	if err != nil {
 		return err
 	}
@@ -245,7 +282,7 @@ func (w *Worker) enqueueStatus(ctx context.Context, pay ledger.Payout, seq int, 
 func (w *Worker) enqueueCreate(ctx context.Context, pay ledger.Payout, attempt int) error {
 	t, err := jobs.NewCreateTask(jobs.CreatePayload{
 		Batch: pay.Batch, ExternalID: pay.ExternalID, Attempt: attempt, Amount: pay.Amount, Destination: pay.Destination,
-	}, w.cfg.MaxCreateRetries)
+	})
 	if err != nil {
 		return err
 	}
@@ -289,7 +326,7 @@ func (w *Worker) pause(ctx context.Context, reason string) error {
 	case err == nil:
 		w.metrics.pauses.Inc()
 		w.log.Error().Str("alert", "psp_configuration").Str("queue", jobs.Queue).Str("reason", reason).
-			Msg("PAYOUT QUEUE PAUSED: fix the PSP token or URL, then resume it (web UI or `payout resume`)")
+			Msg("PAYOUT QUEUE PAUSED: fix the PSP token, URL or data key, then resume it (web UI or `payout resume`)")
 	case w.queuePaused():
 	default:
 		w.log.Error().Err(err).Str("reason", reason).Msg("could not pause the payout queue")

@@ -35,6 +35,7 @@ type harness struct {
 	psp     PSP
 	logs    *syncBuffer
 	batch   string
+	added   int // payouts added so far: externalIds stay unique across batches
 	stopped chan struct{}
 	cancel  context.CancelFunc
 }
@@ -49,6 +50,7 @@ func fastConfig() Config {
 	c.BreakerCooldown = 200 * time.Millisecond
 	c.PollInterval = 50 * time.Millisecond
 	c.ShutdownTimeout = 2 * time.Second
+	c.TrustStatusByExternal = true // the simulator finds orders by externalId
 	return c
 }
 
@@ -103,7 +105,7 @@ func (h *harness) add(dests ...string) []string {
 	var ids []string
 	var ps []ledger.NewPayout
 	for i, d := range dests {
-		ext := fmt.Sprintf("PO-%d", i+1)
+		ext := fmt.Sprintf("PO-%d", h.added+i+1)
 		ids = append(ids, ext)
 		p := ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("10.50")}
 		if len(d) > 4 && d[:4] == "tel:" {
@@ -117,11 +119,12 @@ func (h *harness) add(dests ...string) []string {
 		}
 		ps = append(ps, p)
 	}
+	h.added += len(dests)
 	if _, err := h.ledger.Register(ctx, h.batch, ps, 2); err != nil {
 		h.t.Fatal(err)
 	}
 	for _, p := range ps {
-		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: h.batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination}, h.cfg.MaxCreateRetries)
+		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: h.batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination})
 		if err != nil {
 			h.t.Fatal(err)
 		}
@@ -134,7 +137,7 @@ func (h *harness) add(dests ...string) []string {
 
 func (h *harness) start() {
 	h.t.Helper()
-	w := New(h.rdb, h.ledger, h.psp, h.ring, h.cfg, nil, zerolog.New(h.logs).Level(zerolog.DebugLevel))
+	w := New(h.rdb, h.ledger, h.psp, h.ring, h.cfg, nil, testLogger(h))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.stopped = make(chan struct{})
@@ -262,3 +265,5 @@ func closedPortURL(t *testing.T) string {
 	l.Close()
 	return "http://" + addr
 }
+
+func testLogger(h *harness) zerolog.Logger { return zerolog.New(h.logs).Level(zerolog.DebugLevel) }

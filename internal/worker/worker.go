@@ -42,11 +42,14 @@ type Config struct {
 	Rate             int           // PSP requests per second, shared through Redis; 0 = unlimited
 	StatusDelay      time.Duration // first status check after an ambiguous create
 	Policy           ledger.CheckPolicy
-	StatusByExternal bool          // always query status by externalId, even when the order id is known
-	MaxCreateRetries int           // retries of creates that provably did not reach the PSP
-	ShutdownTimeout  time.Duration // how long in-flight requests may finish after SIGTERM
-	BreakerCooldown  time.Duration // how long the breaker stays open before a probe
-	PauseRetry       time.Duration // retry delay of tasks held by a paused queue
+	StatusByExternal bool // always query status by externalId, even when the order id is known
+	// TrustStatusByExternal believes a 404 to a status query by externalId
+	// without first seeing the PSP find a known order that way.
+	TrustStatusByExternal bool
+	MaxCreateRetries      int           // retries of creates that provably did not reach the PSP
+	ShutdownTimeout       time.Duration // how long in-flight requests may finish after SIGTERM
+	BreakerCooldown       time.Duration // how long the breaker stays open before a probe
+	PauseRetry            time.Duration // retry delay of tasks held by a paused queue
 	// PollInterval is how often Asynq moves due scheduled and retry tasks
 	// to pending (default 1s).
 	PollInterval time.Duration
@@ -114,6 +117,7 @@ type Worker struct {
 	client  *asynq.Client
 	insp    *asynq.Inspector
 	gate    *gate
+	lookup  *lookupCheck
 	metrics *Metrics
 	log     zerolog.Logger
 }
@@ -129,6 +133,7 @@ func New(rdb redis.UniversalClient, l *ledger.Ledger, p PSP, o Opener, cfg Confi
 		client:  asynq.NewClientFromRedisClient(rdb),
 		insp:    asynq.NewInspectorFromRedisClient(rdb),
 		gate:    newGate(rdb, cfg, m, log),
+		lookup:  &lookupCheck{rdb: rdb, psp: p, log: log, always: cfg.TrustStatusByExternal},
 		metrics: m,
 		log:     log,
 	}

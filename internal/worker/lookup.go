@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/acme/payout/internal/psp"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// Keys of the externalId lookup check, shared by all workers.
+const (
+	lookupSampleKey   = "payout:psp:lookup-sample" // hash: ext, order of a payout the PSP created
+	lookupVerifiedKey = "payout:psp:lookup-verified"
+)
+
+// lookupCheck decides whether a 404 to a status query by externalId can be
+// believed. The PSP reference does not say what {id} of the status path
+// means; if the PSP only knew its own order ids, every such query would
+// answer 404 and absence would be "confirmed" for orders that exist. So a
+// 404 by externalId counts as a miss only after the PSP has been seen to
+// find an order known to exist (one it created for us) by its externalId.
+// The verdict is kept in Redis for every worker.
+type lookupCheck struct {
+	rdb    redis.UniversalClient
+	psp    PSP
+	log    zerolog.Logger
+	always bool // --trust-status-by-external-id
+
+	mu       sync.Mutex
+	verified bool
+	lastTry  time.Time
+}
+
+// retryEvery bounds how often one process tries to verify.
+const retryEvery = 5 * time.Second
+
+// sample remembers a payout the PSP created, as the next verification's
+// subject.
+func (l *lookupCheck) sample(ctx context.Context, ext, order string) {
+	if l.isVerified() {
+		return
+	}
+	if err := l.rdb.HSet(ctx, lookupSampleKey, "ext", ext, "order", order).Err(); err != nil {
+		l.log.Warn().Err(err).Msg("could not record a lookup sample")
+	}
+}
+
+func (l *lookupCheck) isVerified() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.always || l.verified
+}
+
+// trusted reports whether a 404 by externalId may count as a miss, trying
+// to verify when it is not known yet.
+func (l *lookupCheck) trusted(ctx context.Context) bool {
+	if l.isVerified() {
+		return true
+	}
+	if n, err := l.rdb.Exists(ctx, lookupVerifiedKey).Result(); err == nil && n == 1 {
+		l.mu.Lock()
+		l.verified = true
+		l.mu.Unlock()
+		return true
+	}
+	l.mu.Lock()
+	if time.Since(l.lastTry) < retryEvery {
+		l.mu.Unlock()
+		return false
+	}
+	l.lastTry = time.Now()
+	l.mu.Unlock()
+
+	s, err := l.rdb.HGetAll(ctx, lookupSampleKey).Result()
+	if err != nil || s["ext"] == "" {
+		return false
+	}
+	res := l.psp.WithdrawalStatus(ctx, s["ext"])
+	if res.Outcome != psp.Created {
+		l.log.Warn().Str("externalId", s["ext"]).Str("outcome", res.Outcome.String()).
+			Msg("the PSP did not find an order it created by its externalId (yet): 404s by externalId are not trusted")
+		return false
+	}
+	if err := l.rdb.Set(ctx, lookupVerifiedKey, time.Now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
+		return false
+	}
+	l.mu.Lock()
+	l.verified = true
+	l.mu.Unlock()
+	l.log.Info().Str("externalId", s["ext"]).Msg("verified: the PSP finds orders by externalId; 404s by externalId now count toward confirmed absence")
+	return true
+}

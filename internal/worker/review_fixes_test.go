@@ -1,0 +1,175 @@
+package worker
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+)
+
+// orderIDOnlyPSP is a PSP whose status path knows only its own order ids:
+// every query by externalId answers 404.
+type orderIDOnlyPSP struct{ PSP }
+
+func (o orderIDOnlyPSP) WithdrawalStatus(ctx context.Context, id string) psp.Result {
+	if !strings.HasPrefix(id, "WD-") {
+		return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.NotFound, HTTPStatus: 404, Sent: true, Message: "HTTP 404"}
+	}
+	return o.PSP.WithdrawalStatus(ctx, id)
+}
+
+// TestUntrustedExternalIDLookupNeverRecreates: against a PSP that cannot
+// find orders by externalId, 404s are not taken as absence; the payout
+// whose create was ambiguous ends in needs_review after one create, never
+// a second.
+func TestUntrustedExternalIDLookupNeverRecreates(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.TrustStatusByExternal = false
+	cfg.Policy.MaxFaults = 3
+	h := newHarness(t, cfg, sandbox.Config{})
+	h.psp = orderIDOnlyPSP{h.psp}
+	h.force(sandbox.Force{Status: 502, Store: true, Op: sandbox.OpWithdrawalCreate})
+	ids := h.add(visa)
+	h.start()
+	h.waitFinal(30 * time.Second)
+	p := h.payout(ids[0])
+	if p.State != ledger.NeedsReview || p.Creates != 1 || !strings.Contains(p.Error, "not trusted") {
+		t.Fatalf("payout %s after %d creates (%q), want needs_review after 1", p.State, p.Creates, p.Error)
+	}
+	h.assertOrders(ids[0], 1, 1)
+}
+
+// TestLookupVerifiedByACreatedPayout: once the PSP has found an order it
+// created by its externalId, 404s by externalId count as misses.
+func TestLookupVerifiedByACreatedPayout(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.TrustStatusByExternal = false
+	h := newHarness(t, cfg, sandbox.Config{})
+	ids := h.add(visa)
+	h.start()
+	h.waitFinal(10 * time.Second)
+	h.force(sandbox.Force{Status: 423, Op: sandbox.OpWithdrawalCreate}) // refused: nothing stored
+	h.batch = "second"
+	ids2 := h.add(visa)
+	h.waitFinal(30 * time.Second)
+	if p := h.payout(ids2[0]); p.State != ledger.Created || p.Creates != 2 {
+		t.Fatalf("payout %s after %d creates (%q), want created by the second", p.State, p.Creates, p.Error)
+	}
+	_ = ids
+}
+
+// TestStatusTaskEnsuresTheRecreate: a worker that died right after absence
+// was confirmed (payout queued for attempt 2, its create task never
+// enqueued) is repaired by the redelivered status task.
+func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fastConfig(), sandbox.Config{})
+	ids := h.add(visa)
+	ctx := context.Background()
+	if err := h.insp.DeleteTask(jobs.Queue, jobs.CreateTaskID(ids[0], 1)); err != nil {
+		t.Fatal(err)
+	}
+	h.ledger.BeginCreate(ctx, h.batch, ids[0], 1)
+	h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: ledger.Checking})
+	pol := ledger.CheckPolicy{AbsentChecks: 1, MaxCreates: 3, MaxFaults: 3}
+	if s, err := h.ledger.RecordCheck(ctx, h.batch, ids[0], 1, ledger.CheckAnswer{Outcome: ledger.Missing}, pol); err != nil || s.Action != ledger.CheckRecreate {
+		t.Fatalf("setup: %+v %v", s, err)
+	}
+	w := New(h.rdb, h.ledger, h.psp, h.ring, h.cfg, nil, testLogger(h))
+	task, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: h.batch, ExternalID: ids[0], Seq: 1}, 0)
+	if err := w.HandleStatus(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.CreateTaskID(ids[0], 2)); err != nil {
+		t.Fatalf("create task of attempt 2 not enqueued: %v", err)
+	}
+}
+
+// TestRetryBudgetLivesInTheLedger: deferrals and non-failures never archive
+// a task (Asynq would, once its retry count is used up); the budget of
+// creates that did not reach the PSP is counted in the ledger and ends in
+// needs_review with the reason.
+func TestRetryBudgetLivesInTheLedger(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.MaxCreateRetries = 1
+	h := newHarness(t, cfg, sandbox.Config{})
+	h.force(sandbox.Force{Status: 429, RetryAfter: "1", Op: sandbox.OpWithdrawalCreate})
+	h.force(sandbox.Force{Status: 401, Op: sandbox.OpWithdrawalCreate})
+	ids := h.add(visa, visa)
+	h.start()
+	h.waitFor("queue paused", 10*time.Second, h.paused)
+	if err := h.insp.UnpauseQueue(jobs.Queue); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFinal(20 * time.Second)
+	for _, ext := range ids {
+		if p := h.payout(ext); p.State != ledger.Created {
+			t.Fatalf("%s: %s (%q), want created", ext, p.State, p.Error)
+		}
+	}
+	// Now a PSP that never takes the request: two 429s exhaust a budget of 1.
+	h.force(sandbox.Force{Status: 429, RetryAfter: "1", Count: 5, Op: sandbox.OpWithdrawalCreate})
+	h.batch = "second"
+	ids2 := h.add(visa)
+	h.waitFinal(20 * time.Second)
+	p := h.payout(ids2[0])
+	if p.State != ledger.NeedsReview || !strings.Contains(p.Error, "nothing was sent") {
+		t.Fatalf("payout %s (%q), want needs_review", p.State, p.Error)
+	}
+	h.assertOrders(ids2[0], 2, 0)
+	h.assertArchived(ids2[0])
+}
+
+// TestUnopenableCardIsOnePayoutsProblem: a ciphertext that does not open
+// (damaged) sends that payout to review and lets the others go on; a
+// missing key pauses everything.
+func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fastConfig(), sandbox.Config{})
+	ids := h.add(visa, visa)
+	ctx := context.Background()
+	key := "payout:{" + h.batch + "}:p:" + ids[0]
+	sealed, _ := h.rdb.HGet(ctx, key, "sealed").Result()
+	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA")
+	h.start()
+	h.waitFinal(10 * time.Second)
+	if p := h.payout(ids[0]); p.State != ledger.NeedsReview {
+		t.Fatalf("damaged: %s", p.State)
+	}
+	if p := h.payout(ids[1]); p.State != ledger.Created {
+		t.Fatalf("healthy: %s", p.State)
+	}
+	if h.paused() {
+		t.Fatal("one damaged row paused the queue")
+	}
+	h.stop()
+
+	other, _ := vault.NewKeyring(mustKey(t))
+	h2 := newHarness(t, fastConfig(), sandbox.Config{})
+	h2.add(visa)
+	h2.ring = other // the worker holds a key that never sealed anything
+	h2.start()
+	h2.waitFor("queue paused", 10*time.Second, h2.paused)
+	if p := h2.payout("PO-1"); p.State != ledger.Queued {
+		t.Fatalf("unknown key: payout %s, want queued", p.State)
+	}
+	_ = asynq.SkipRetry
+}
+
+func mustKey(t *testing.T) string {
+	k, err := vault.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
