@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/testredis"
 	"github.com/acme/payout/internal/vault"
@@ -359,5 +360,30 @@ func TestSpoolPurgesOldInputFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Errorf("a fresh file was purged: %v", err)
+	}
+}
+
+// TestRefusedCorpusWritesNothing runs every file of the bad-input corpus
+// through the loader: each is refused, and nothing of it reaches Redis.
+func TestRefusedCorpusWritesNothing(t *testing.T) {
+	files, err := filepath.Glob("../payfile/testdata/bad/*.csv")
+	if err != nil || len(files) < 30 {
+		t.Fatalf("corpus: %d files, %v", len(files), err)
+	}
+	f := newFixture(t)
+	// The corpus's own options (see payfile's corpus test).
+	opts := Options{File: payfile.Options{MaxAmount: money.MustParse("1000000.00"), MaxLineBytes: 4096}}
+	for _, path := range files {
+		res, err := f.ld.LoadFile(context.Background(), path, opts)
+		if err != nil {
+			t.Errorf("%s: %v", filepath.Base(path), err)
+			continue
+		}
+		if res.Loaded || len(res.Errors) == 0 {
+			t.Errorf("%s: loaded=%v with %d errors, want refused", filepath.Base(path), res.Loaded, len(res.Errors))
+		}
+		if n := f.keys(); n != 0 {
+			t.Fatalf("%s: refused file left %d keys in Redis", filepath.Base(path), n)
+		}
 	}
 }
