@@ -1,7 +1,6 @@
 package sandbox_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -11,9 +10,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/testlog"
 
 	"github.com/rs/zerolog"
 
@@ -28,22 +28,8 @@ const (
 	goodCard = "4111111111111111"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer = testlog.Buffer
 
 func start(t testing.TB, mutate func(*sandbox.Config)) (*sandbox.Server, *httptest.Server, *syncBuffer) {
 	t.Helper()

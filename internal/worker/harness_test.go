@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/testlog"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
@@ -164,7 +165,7 @@ func (h *harness) waitFor(what string, within time.Duration, cond func() bool) {
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %s waiting for %s\nlogs:\n%s", within, what, h.logs.tail(40))
+			h.t.Fatalf("timed out after %s waiting for %s\nlogs:\n%s", within, what, h.logs.Tail(40))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -223,37 +224,7 @@ func (h *harness) assertOrders(ext string, posts, stored int) {
 }
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
-}
-
-func (b *syncBuffer) tail(lines int) string {
-	s := b.String()
-	n := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			n++
-			if n > lines {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
-}
+type syncBuffer = testlog.Buffer
 
 // closedPortURL is a URL where nothing listens: every request fails to dial.
 func closedPortURL(t *testing.T) string {

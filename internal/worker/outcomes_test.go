@@ -51,7 +51,7 @@ func TestCreateOutcomes(t *testing.T) {
 			h.waitFinal(20 * time.Second)
 			p := h.payout(ids[0])
 			if p.State != tt.want {
-				t.Fatalf("state %s, want %s (error %q)\nlogs:\n%s", p.State, tt.want, p.Error, h.logs.tail(30))
+				t.Fatalf("state %s, want %s (error %q)\nlogs:\n%s", p.State, tt.want, p.Error, h.logs.Tail(30))
 			}
 			if tt.errHas != "" && !strings.Contains(p.Error, tt.errHas) {
 				t.Errorf("error %q does not mention %q", p.Error, tt.errHas)
