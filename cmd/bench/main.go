@@ -1,0 +1,192 @@
+// Command bench measures payout's loader and workers against bare
+// baselines on a private redis-server and prints one table (`make bench`);
+// the JSON of the run goes to --out.
+//
+// Usage:
+//
+//	bench [flags]                 run every measurement
+//	bench bare-enqueue [flags]    baseline process: enqueue create tasks only
+//	bench bare-worker [flags]     baseline process: one POST per task only
+//	bench profile [flags]         CPU profiles of in-process equivalents
+//
+// Exit codes: 0 measured (whether or not targets were met; see the table),
+// 1 the bench could not run, 2 usage error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/acme/payout/internal/bench"
+	"github.com/acme/payout/internal/redisconn"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cmd := ""
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "":
+		err = runAll(ctx, args, stdout, stderr)
+	case "bare-enqueue":
+		err = runBareEnqueue(ctx, args, stderr)
+	case "bare-worker":
+		err = runBareWorker(ctx, args, stdout, stderr)
+	case "profile":
+		err = runProfile(ctx, args, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "bench: unknown command %q (want bare-enqueue, bare-worker, profile or none)\n", cmd)
+		return 2
+	}
+	var u usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &u):
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	fmt.Fprintln(stderr, err) // the package's errors start with "bench:"
+	return 1
+}
+
+type usageError struct{ error }
+
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := bench.DefaultConfig()
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&cfg.Go, "go", cfg.Go, "go command that builds the binaries")
+	fs.StringVar(&cfg.Root, "root", cfg.Root, "module root")
+	fs.StringVar(&cfg.ResultsDir, "out", "bench/results", "directory of the JSON result (empty: none)")
+	fs.IntVar(&cfg.LoaderRows, "loader-rows", cfg.LoaderRows, "rows of the loader throughput file")
+	fs.IntVar(&cfg.LoaderRepeat, "loader-repeat", cfg.LoaderRepeat, "ours/baseline pairs of the loader figure (median reported)")
+	fs.IntVar(&cfg.RSSRows, "rss-rows", cfg.RSSRows, "rows of the loader peak-RSS file")
+	fs.IntVar(&cfg.OverheadPayouts, "overhead-payouts", cfg.OverheadPayouts, "payouts of the PSP-overhead-bound worker figure")
+	fs.IntVar(&cfg.OverheadConcurrency, "overhead-concurrency", cfg.OverheadConcurrency, "worker concurrency of the PSP-overhead-bound figure")
+	fs.IntVar(&cfg.LatencyPayouts, "latency-payouts", cfg.LatencyPayouts, "payouts of the PSP-latency-bound worker figure")
+	fs.IntVar(&cfg.LatencyConcurrency, "latency-concurrency", cfg.LatencyConcurrency, "worker concurrency of the PSP-latency-bound figure")
+	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "sandbox latency of the PSP-latency-bound figure")
+	fs.IntVar(&cfg.E2ERows, "e2e-rows", cfg.E2ERows, "rows of the payout run figure")
+	fs.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of one measurement")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.Progress = stderr
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if cfg.ResultsDir != "" {
+		path, err := rep.WriteJSON(cfg.ResultsDir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "JSON: %s\n", path)
+	}
+	return nil
+}
+
+func runBareEnqueue(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench bare-enqueue", flag.ContinueOnError)
+	url := fs.String("redis", "", "Redis URL")
+	batch := fs.String("batch", "", "batch id put in the payloads")
+	rows := fs.Int("rows", 0, "tasks to enqueue (rows 1..N of the generated file)")
+	conc := fs.Int("concurrency", bench.LoaderEnqueueWorkers, "concurrent enqueues")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *url == "" || *batch == "" || *rows < 1 {
+		return usageError{errors.New("bare-enqueue needs --redis, --batch and --rows")}
+	}
+	rdb, err := redisconn.Open(ctx, redisconn.Options{URL: *url})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	return bench.BareEnqueue(ctx, rdb, *batch, *rows, *conc)
+}
+
+func runBareWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench bare-worker", flag.ContinueOnError)
+	url := fs.String("redis", "", "Redis URL")
+	pspURL := fs.String("psp-url", "", "PSP base URL")
+	conc := fs.Int("concurrency", 10, "Asynq concurrency")
+	expect := fs.Int("expect", 0, "print \""+bench.BareDoneLine+"\" after this many answers 200")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if *url == "" || *pspURL == "" || *conc < 1 {
+		return usageError{errors.New("bare-worker needs --redis, --psp-url and --concurrency >= 1")}
+	}
+	token := os.Getenv("PAYOUT_PSP_TOKEN")
+	if token == "" {
+		token = bench.SandboxToken
+	}
+	rdb, err := redisconn.Open(ctx, redisconn.Options{URL: *url})
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	return bench.RunBareWorker(ctx, rdb, bench.BareWorkerConfig{
+		PSPURL: *pspURL, Token: token, Concurrency: *conc, Expect: *expect,
+		Done: func() { fmt.Fprintln(stdout, bench.BareDoneLine) },
+	})
+}
+
+func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := bench.ProfileConfig{Go: "go", Root: ".", Rows: 100_000, Payouts: 20_000, Concurrency: 50}
+	fs := flag.NewFlagSet("bench profile", flag.ContinueOnError)
+	fs.StringVar(&cfg.Go, "go", cfg.Go, "go command that builds the binaries")
+	fs.StringVar(&cfg.Root, "root", cfg.Root, "module root")
+	fs.StringVar(&cfg.Dir, "dir", "bench/profiles", "directory of the .pprof files")
+	fs.IntVar(&cfg.Rows, "rows", cfg.Rows, "rows of the loader file")
+	fs.IntVar(&cfg.HeapRows, "heap-rows", 0, "also profile the peak heap of a load of this many rows (e.g. 1000000)")
+	fs.IntVar(&cfg.Payouts, "payouts", cfg.Payouts, "payouts of the worker run")
+	fs.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "worker concurrency")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	cfg.Progress = stderr
+	start := time.Now()
+	if err := bench.Profile(ctx, cfg); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "profiles in %s (%s); read them with: go tool pprof -top %s/worker.cpu.pprof\n",
+		cfg.Dir, time.Since(start).Round(time.Second), cfg.Dir)
+	return nil
+}
