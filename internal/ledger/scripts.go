@@ -15,6 +15,7 @@ local function move(counts, from, to, units)
   redis.call('HINCRBY', counts, 'n:' .. to, 1)
   redis.call('HINCRBY', counts, 'u:' .. to, units)
 end
+local function num(v) return tonumber(v) or 0 end
 local function reply(head, key)
   local all = redis.call('HGETALL', key)
   for i = 1, #all do head[#head + 1] = all[i] end
@@ -22,24 +23,33 @@ local function reply(head, key)
 end
 `
 
-// registerScript adds payouts that do not exist yet, in state queued.
+// registerScript adds payouts that do not exist yet, in state queued. Zero
+// counters and empty fields are not stored (the other scripts read a
+// missing field as 0 or ""), and the line index and row counter are
+// written once per call.
 // KEYS: counts, lines, payout...; ARGV: now, then 8 fields per payout.
 var registerScript = redis.NewScript(luaMove + `
-local added = 0
+local lines = {}
 for i = 3, #KEYS do
   local b = 2 + (i - 3) * 8
   local k = KEYS[i]
   if redis.call('EXISTS', k) == 0 then
-    redis.call('HSET', k, 'line', ARGV[b], 'ext', ARGV[b+1], 'amount', ARGV[b+2], 'units', ARGV[b+3],
-      'dest', ARGV[b+4], 'sealed', ARGV[b+5], 'tel', ARGV[b+6], 'extra', ARGV[b+7],
-      'state', 'queued', 'creates', 0, 'seq', 0, 'misses', 0, 'lastmiss', 0, 'faults', 0,
-      'updated', ARGV[1])
-    redis.call('ZADD', KEYS[2], ARGV[b], ARGV[b+1])
-    move(KEYS[1], false, 'queued', ARGV[b+3])
-    added = added + 1
+    local f = {'line', ARGV[b], 'ext', ARGV[b+1], 'amount', ARGV[b+2], 'units', ARGV[b+3],
+      'dest', ARGV[b+4], 'state', 'queued', 'updated', ARGV[1]}
+    if ARGV[b+5] ~= '' then f[#f+1] = 'sealed'; f[#f+1] = ARGV[b+5] end
+    if ARGV[b+6] ~= '' then f[#f+1] = 'tel'; f[#f+1] = ARGV[b+6] end
+    if ARGV[b+7] ~= '' then f[#f+1] = 'extra'; f[#f+1] = ARGV[b+7] end
+    redis.call('HSET', k, unpack(f))
+    lines[#lines+1] = ARGV[b]
+    lines[#lines+1] = ARGV[b+1]
+    redis.call('HINCRBY', KEYS[1], 'u:queued', ARGV[b+3])
   end
 end
-return added
+if #lines > 0 then
+  redis.call('ZADD', KEYS[2], unpack(lines))
+  redis.call('HINCRBY', KEYS[1], 'n:queued', #lines / 2)
+end
+return #lines / 2
 `)
 
 // beginCreateScript is run by a create task before anything is sent.
@@ -53,11 +63,12 @@ return added
 //	skip     final state, or a stale attempt: nothing to do
 //	missing  no such payout
 var beginCreateScript = redis.NewScript(luaMove + `
-local st = redis.call('HGET', KEYS[1], 'state')
+local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units', 'seq')
+local st = h[1]
 if not st then return {'missing', '0'} end
 local attempt = tonumber(ARGV[1])
-local creates = tonumber(redis.call('HGET', KEYS[1], 'creates'))
-local units = redis.call('HGET', KEYS[1], 'units')
+local creates = num(h[2])
+local units = h[3]
 if st == 'queued' and attempt == creates + 1 then
   redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', ARGV[2])
   move(KEYS[2], st, 'submitting', units)
@@ -71,7 +82,7 @@ if st == 'submitting' and attempt == creates then
   return reply({'check', tostring(seq)}, KEYS[1])
 end
 if st == 'checking' then
-  return reply({'ensure', redis.call('HGET', KEYS[1], 'seq')}, KEYS[1])
+  return reply({'ensure', tostring(num(h[4]))}, KEYS[1])
 end
 return reply({'skip', '0'}, KEYS[1])
 `)
@@ -86,16 +97,17 @@ return reply({'skip', '0'}, KEYS[1])
 // same attempt that arrived after another delivery moved it to checking).
 // Replies {'ok', seq, newState} or {'conflict', state}.
 var finishCreateScript = redis.NewScript(luaMove + `
-local st = redis.call('HGET', KEYS[1], 'state')
+local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units')
+local st = h[1]
 if not st then return {'missing', ''} end
 local attempt = tonumber(ARGV[1])
-local creates = tonumber(redis.call('HGET', KEYS[1], 'creates'))
+local creates = num(h[2])
 local to = ARGV[2]
 if creates ~= attempt then return {'conflict', st} end
 if not (st == 'submitting' or (st == 'checking' and (to == 'created' or to == 'rejected'))) then
   return {'conflict', st}
 end
-local units = redis.call('HGET', KEYS[1], 'units')
+local units = h[3]
 local msg = ARGV[6]
 local maxTries = tonumber(ARGV[7])
 if to == 'queued' and maxTries > 0 then
@@ -134,13 +146,14 @@ return {'ok', tostring(seq), to}
 //	stale    payout is checking under another seq = value: ensure that one exists
 //	skip     payout is not checking
 var recordCheckScript = redis.NewScript(luaMove + `
-local st = redis.call('HGET', KEYS[1], 'state')
+local h = redis.call('HMGET', KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates')
+local st = h[1]
 if not st then return {'missing', '0', '0'} end
-local cur = tonumber(redis.call('HGET', KEYS[1], 'seq'))
+local cur = num(h[2])
 if st ~= 'checking' then return {'skip', tostring(cur), '0'} end
 if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
 local now = tonumber(ARGV[3])
-local units = redis.call('HGET', KEYS[1], 'units')
+local units = h[3]
 local outcome = ARGV[2]
 if outcome == 'found' then
   redis.call('HSET', KEYS[1], 'state', 'created', 'order', ARGV[4], 'pspstatus', ARGV[5], 'error', '', 'updated', ARGV[3])
@@ -148,8 +161,8 @@ if outcome == 'found' then
   return {'done', '0', '0'}
 end
 if outcome == 'missing' then
-  local misses = tonumber(redis.call('HGET', KEYS[1], 'misses'))
-  local last = tonumber(redis.call('HGET', KEYS[1], 'lastmiss'))
+  local misses = num(h[4])
+  local last = num(h[5])
   local spacing = tonumber(ARGV[7])
   if last == 0 or now - last >= spacing then
     misses = misses + 1
@@ -157,7 +170,7 @@ if outcome == 'missing' then
     redis.call('HSET', KEYS[1], 'misses', misses, 'lastmiss', now)
   end
   if misses >= tonumber(ARGV[6]) then
-    local creates = tonumber(redis.call('HGET', KEYS[1], 'creates'))
+    local creates = num(h[6])
     if creates < tonumber(ARGV[8]) then
       redis.call('HSET', KEYS[1], 'state', 'queued', 'updated', ARGV[3],
         'error', 'PSP confirmed it has no order after ' .. misses .. ' status checks; creating again')

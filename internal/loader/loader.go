@@ -58,6 +58,9 @@ func (o Options) withDefaults() Options {
 	if o.ChunkSize <= 0 {
 		o.ChunkSize = 500
 	}
+	if o.ChunkSize > 2000 {
+		o.ChunkSize = 2000 // the register script unpacks 2 values a row; Lua's limit is about 8,000
+	}
 	if o.EnqueueWorkers <= 0 {
 		o.EnqueueWorkers = 16
 	}
@@ -150,9 +153,14 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	res.Rows, res.Valid, res.Total = sum.Rows, sum.ValidRows, sum.Total
 	bad := badLines(sum.BadLines)
 
-	// Pass 3: externalIds known from earlier batches.
+	// Pass 3: externalIds owned by other batches. When the file is going to
+	// load, this pass claims them for the batch (SET NX) rather than only
+	// looking them up, so that a file loaded meanwhile cannot take one
+	// between this check and registration; a refusal releases the claims.
+	partialOK := opts.Partial && !sum.Aborted && !hasStructural(errs)
+	claim := !opts.DryRun && (len(errs) == 0 || partialOK)
 	if !sum.Aborted {
-		known, err := ld.knownIDs(ctx, f, name, res.Batch, opts, bad)
+		known, err := ld.knownIDs(ctx, f, name, res.Batch, opts, bad, claim)
 		if err != nil {
 			return res, err
 		}
@@ -167,8 +175,13 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	}
 	res.Errors = errs
 
-	acceptable := len(errs) == 0 || (opts.Partial && !sum.Aborted && !hasStructural(errs) && res.Valid > 0)
+	acceptable := len(errs) == 0 || (partialOK && res.Valid > 0)
 	if !acceptable || res.Valid == 0 {
+		if claim {
+			if err := ld.release(ctx, f, res, opts, bad); err != nil {
+				return res, err
+			}
+		}
 		return res, nil
 	}
 	res.Loaded = true
@@ -178,9 +191,22 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	return ld.load(ctx, f, res, opts, bad, log)
 }
 
-// knownIDs reads the valid rows and reports those whose externalId an
-// earlier batch owns.
-func (ld *Loader) knownIDs(ctx context.Context, f *os.File, name, batch string, opts Options, bad *lineSet) ([]payfile.Error, error) {
+// release drops every claim of the batch on the file's valid rows, after a
+// refusal (no row of the batch was registered: registration starts after
+// the claim pass).
+func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet) error {
+	return ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+		ids := make([]string, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ExternalID
+		}
+		return ld.ledger.Release(ctx, res.Batch, ids)
+	})
+}
+
+// knownIDs reads the valid rows and reports those whose externalId another
+// batch owns; with claim it also makes the batch the owner of the others.
+func (ld *Loader) knownIDs(ctx context.Context, f *os.File, name, batch string, opts Options, bad *lineSet, claim bool) ([]payfile.Error, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
@@ -191,7 +217,13 @@ func (ld *Loader) knownIDs(ctx context.Context, f *os.File, name, batch string, 
 		if len(ids) == 0 {
 			return nil
 		}
-		owners, err := ld.ledger.Owners(ctx, batch, ids)
+		var owners map[string]string
+		var err error
+		if claim {
+			owners, err = ld.ledger.Claim(ctx, batch, ids)
+		} else {
+			owners, err = ld.ledger.Owners(ctx, batch, ids)
+		}
 		if err != nil {
 			return err
 		}
@@ -223,16 +255,18 @@ func (ld *Loader) knownIDs(ctx context.Context, f *os.File, name, batch string, 
 
 // load is pass 4.
 func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, log zerolog.Logger) (Result, error) {
-	total := money.Zero
-	if err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
-		for _, r := range rows {
-			total = total.Add(r.Amount)
+	total := res.Total
+	if total.IsZero() { // rows were dropped after validation: sum again
+		if err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+			for _, r := range rows {
+				total = total.Add(r.Amount)
+			}
+			return nil
+		}); err != nil {
+			return res, err
 		}
-		return nil
-	}); err != nil {
-		return res, err
+		res.Total = total
 	}
-	res.Total = total
 	scale := opts.File.Scale
 	if scale == 0 {
 		scale = money.DefaultScale
@@ -243,56 +277,26 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		return res, err
 	}
 
-	// Claim every externalId first: a conflict with a batch loaded
-	// meanwhile refuses the file before any row is registered.
-	var lost []payfile.Error
-	err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ExternalID
-		}
-		owners, err := ld.ledger.Claim(ctx, res.Batch, ids)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if other, ok := owners[r.ExternalID]; ok {
-				lost = append(lost, payfile.Error{File: res.File, Line: r.Line, Column: "externalId", Kind: payfile.KindDuplicate,
-					Message: fmt.Sprintf("externalId %q was loaded meanwhile in batch %s", r.ExternalID, other)})
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return res, err
-	}
-	if len(lost) > 0 {
-		// Another file took some ids between validation and now: undo every
-		// claim of this batch, including those of an interrupted earlier
-		// run (no row was registered yet: registration starts only after a
-		// complete claim pass).
-		err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
-			ids := make([]string, len(rows))
-			for i, r := range rows {
-				ids[i] = r.ExternalID
-			}
-			return ld.ledger.Release(ctx, res.Batch, ids)
-		})
-		if err != nil {
-			return res, err
-		}
-		if err := ld.ledger.DropBatch(ctx, res.Batch); err != nil {
-			return res, err
-		}
-		res.Errors = mergeSorted(res.Errors, lost)
-		res.Loaded = false
-		return res, nil
-	}
-
+	// Register chunk by chunk; a pool of enqueuers that lives across chunks
+	// submits the tasks while the next chunk is read and registered. A row
+	// is always registered before its task is enqueued.
 	start := time.Now()
 	lastLog := start
 	var enqueued atomic.Int64
-	err = ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+	g, gctx := errgroup.WithContext(ctx)
+	pending := make(chan ledger.NewPayout, 2*opts.ChunkSize)
+	for i := 0; i < opts.EnqueueWorkers; i++ {
+		g.Go(func() error {
+			for p := range pending {
+				if err := ld.enqueue(gctx, res.Batch, p); err != nil {
+					return err
+				}
+				enqueued.Add(1)
+			}
+			return nil
+		})
+	}
+	err := ld.eachValid(gctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
 		ps := make([]ledger.NewPayout, len(rows))
 		for i, r := range rows {
 			p, err := ld.newPayout(res.Batch, r)
@@ -301,13 +305,17 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			}
 			ps[i] = p
 		}
-		n, err := ld.ledger.Register(ctx, res.Batch, ps, scale)
+		n, err := ld.ledger.Register(gctx, res.Batch, ps, scale)
 		if err != nil {
 			return err
 		}
 		res.Registered += n
-		if err := ld.enqueue(ctx, res.Batch, ps, opts, &enqueued); err != nil {
-			return err
+		for _, p := range ps {
+			select {
+			case pending <- p:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		}
 		if time.Since(lastLog) >= opts.Progress {
 			lastLog = time.Now()
@@ -317,6 +325,10 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		}
 		return nil
 	})
+	close(pending)
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
 	res.Enqueued = int(enqueued.Load())
 	if err != nil {
 		return res, err
@@ -346,27 +358,17 @@ func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, erro
 	return p, nil
 }
 
-// enqueue submits the create tasks of one chunk with a bounded number of
-// concurrent enqueues. A task already present (rerun) counts as done.
-func (ld *Loader) enqueue(ctx context.Context, batch string, ps []ledger.NewPayout, opts Options, n *atomic.Int64) error {
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(opts.EnqueueWorkers)
-	for _, p := range ps {
-		g.Go(func() error {
-			t, err := jobs.NewCreateTask(jobs.CreatePayload{
-				Batch: batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination,
-			})
-			if err != nil {
-				return err
-			}
-			if _, err := jobs.Enqueue(ctx, ld.client, t); err != nil {
-				return err
-			}
-			n.Add(1)
-			return nil
-		})
+// enqueue submits the create task of one payout. A task already present
+// (a rerun) counts as done.
+func (ld *Loader) enqueue(ctx context.Context, batch string, p ledger.NewPayout) error {
+	t, err := jobs.NewCreateTask(jobs.CreatePayload{
+		Batch: batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination,
+	})
+	if err != nil {
+		return err
 	}
-	return g.Wait()
+	_, err = jobs.Enqueue(ctx, ld.client, t)
+	return err
 }
 
 // eachValid streams the valid rows in chunks.

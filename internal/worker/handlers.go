@@ -122,7 +122,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 			return settled(err)
 		}
 		log.Info().Str("order", res.Order.OrderID).Msg("payout created")
-		w.lookup.sample(ctx, p.ExternalID, res.Order.OrderID)
+		w.lookup.sample(ctx, p.ExternalID)
 		return nil
 	case psp.Rejected:
 		_, err := finish(ledger.CreateResult{To: ledger.Rejected, Error: res.Message})

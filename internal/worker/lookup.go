@@ -12,7 +12,7 @@ import (
 
 // Keys of the externalId lookup check, shared by all workers.
 const (
-	lookupSampleKey   = "payout:psp:lookup-sample" // hash: ext, order of a payout the PSP created
+	lookupSampleKey   = "payout:psp:lookup-sample" // externalId of a payout the PSP created
 	lookupVerifiedKey = "payout:psp:lookup-verified"
 )
 
@@ -31,19 +31,25 @@ type lookupCheck struct {
 
 	mu       sync.Mutex
 	verified bool
+	sampled  bool
 	lastTry  time.Time
 }
 
 // retryEvery bounds how often one process tries to verify.
 const retryEvery = 5 * time.Second
 
-// sample remembers a payout the PSP created, as the next verification's
-// subject.
-func (l *lookupCheck) sample(ctx context.Context, ext, order string) {
-	if l.isVerified() {
+// sample remembers a payout the PSP created as the verification's subject.
+// The first one stays (SET NX): it only gets older, so it is soon past any
+// status lag of the PSP. One write per process at most.
+func (l *lookupCheck) sample(ctx context.Context, ext string) {
+	l.mu.Lock()
+	skip := l.always || l.verified || l.sampled
+	l.sampled = true
+	l.mu.Unlock()
+	if skip {
 		return
 	}
-	if err := l.rdb.HSet(ctx, lookupSampleKey, "ext", ext, "order", order).Err(); err != nil {
+	if err := l.rdb.SetNX(ctx, lookupSampleKey, ext, 0).Err(); err != nil {
 		l.log.Warn().Err(err).Msg("could not record a lookup sample")
 	}
 }
@@ -74,13 +80,13 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	l.lastTry = time.Now()
 	l.mu.Unlock()
 
-	s, err := l.rdb.HGetAll(ctx, lookupSampleKey).Result()
-	if err != nil || s["ext"] == "" {
+	ext, err := l.rdb.Get(ctx, lookupSampleKey).Result()
+	if err != nil || ext == "" {
 		return false
 	}
-	res := l.psp.WithdrawalStatus(ctx, s["ext"])
+	res := l.psp.WithdrawalStatus(ctx, ext)
 	if res.Outcome != psp.Created {
-		l.log.Warn().Str("externalId", s["ext"]).Str("outcome", res.Outcome.String()).
+		l.log.Warn().Str("externalId", ext).Str("outcome", res.Outcome.String()).
 			Msg("the PSP did not find an order it created by its externalId (yet): 404s by externalId are not trusted")
 		return false
 	}
@@ -90,6 +96,6 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	l.mu.Lock()
 	l.verified = true
 	l.mu.Unlock()
-	l.log.Info().Str("externalId", s["ext"]).Msg("verified: the PSP finds orders by externalId; 404s by externalId now count toward confirmed absence")
+	l.log.Info().Str("externalId", ext).Msg("verified: the PSP finds orders by externalId; 404s by externalId now count toward confirmed absence")
 	return true
 }
