@@ -2,19 +2,25 @@ package cli
 
 import (
 	"bytes"
+	"net"
+	"net/http"
+
 	"net/http/httptest"
+
+	"github.com/alicebob/miniredis/v2"
 
 	"context"
 	"flag"
 	"fmt"
-	"github.com/acme/payout/internal/sandbox"
-	"github.com/rs/zerolog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/rs/zerolog"
 )
 
 var update = flag.Bool("update", false, "rewrite the configuration table in README.md")
@@ -82,7 +88,7 @@ func TestExitCodes(t *testing.T) {
 		{"load without data key", []string{"load", "x.csv"}, nil, ExitUsage},
 		{"redis unreachable", []string{"status", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitInfra},
 		{"bad redis URL", []string{"status", "--redis", "mysql://x"}, nil, ExitUsage},
-		{"ui without credentials on a public address", []string{"ui", "--addr", "0.0.0.0:0"}, nil, ExitUsage},
+		{"ui without credentials on a public address", []string{"ui", "--addr", "0.0.0.0:0", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitUsage},
 		{"help", []string{"help"}, nil, ExitOK},
 		{"keygen", []string{"keygen"}, nil, ExitOK},
 	}
@@ -206,4 +212,51 @@ func TestWorkerCheck(t *testing.T) {
 		}
 	}
 	_ = time.Second
+}
+
+// TestUIServes starts `payout ui` against an embedded Redis and fetches a
+// page with basic auth.
+func TestUIServes(t *testing.T) {
+	mr := miniredis.RunT(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	var stderr bytes.Buffer
+	go func() {
+		done <- Main(ctx, []string{"ui", "--addr", addr, "--redis", "redis://" + mr.Addr(), "--log-level", "error"}, nil, &bytes.Buffer{}, &stderr,
+			func(k string) string {
+				return map[string]string{"PAYOUT_UI_USER": "ops", "PAYOUT_UI_PASSWORD": "pw-123"}[k]
+			})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/batches", nil)
+		req.SetBasicAuth("ops", "pw-123")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("/batches: HTTP %d", resp.StatusCode)
+			}
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("payout ui exited %d: %s", code, stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("payout ui did not answer: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if code := <-done; code != ExitOK {
+		t.Fatalf("exit %d after shutdown: %s", code, stderr.String())
+	}
 }

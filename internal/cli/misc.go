@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 
@@ -77,7 +78,8 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg := uiConfig(e, addr, readOnly, insecure, prometheus, log)
-	if err := ui.CheckConfig(cfg); err != nil {
+	// Credentials and address first, before any connection is made.
+	if err := ui.CheckConfig(cfg); err != nil && !errors.Is(err, ui.ErrNoRedis) {
 		return configErr(err)
 	}
 	rdb, err := rf.open(ctx)
@@ -86,6 +88,9 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	}
 	defer rdb.Close()
 	cfg.Redis = rdb
+	if err := ui.CheckConfig(cfg); err != nil {
+		return configErr(err)
+	}
 	cfg.Batches = ledgerBatches{ledger.New(rdb)}
 	cfg.Registry.MustRegister(metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
 	return ui.Serve(ctx, cfg)

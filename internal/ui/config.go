@@ -114,9 +114,18 @@ func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrConfig} }
 // InsecureLocal is set and the address is loopback (127.0.0.0/8, ::1 or
 // localhost), an unparsable address, negative limits.
 func CheckConfig(cfg Config) error {
+	if err := checkAccess(cfg); err != nil {
+		return err
+	}
 	if cfg.Redis == nil {
 		return &ConfigError{Err: ErrNoRedis}
 	}
+	return nil
+}
+
+// checkAccess checks credentials, limits and address: everything that can
+// be refused before a connection is made.
+func checkAccess(cfg Config) error {
 	if (cfg.User == "") != (cfg.Password == "") {
 		return &ConfigError{Err: ErrIncompleteCredentials}
 	}
