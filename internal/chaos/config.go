@@ -1,0 +1,207 @@
+package chaos
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/sandbox"
+)
+
+// Config sizes and times one chaos run. Every time is counted from the
+// start of the run (the moment the PSP sandbox starts, so that its outage
+// window lines up with the rest).
+type Config struct {
+	Rows        int // payout rows in all, split evenly over Files
+	Files       int // payout files dropped into the spool inbox
+	Workers     int // worker processes running at once
+	Concurrency int // payouts each worker processes at once
+
+	DropEvery   time.Duration // a new file lands in the inbox this often (the first at once)
+	LoaderEvery time.Duration // the loader runs this often, like cron (one run at a time)
+
+	KillEvery      time.Duration // a random worker is SIGKILLed (and replaced) this often...
+	ChaosFor       time.Duration // ...until this much time has passed
+	RedisRestartAt time.Duration // Redis is killed -9 and started again at this time (0: never)
+	RotateAt       time.Duration // the PSP token is rotated at this time (0: never)
+
+	// PSP sandbox faults.
+	Outage     string // FROM:FOR window answering 503 ("" none)
+	PAmbiguous float64
+	PRefuse    float64
+	StatusLag  time.Duration
+	Latency    time.Duration
+	HangFor    time.Duration
+	// ForceHangs makes the sandbox store the first ForceHangs valid
+	// creates and then leave them without an answer for HangFor (admin
+	// API POST /sandbox/force): creates in flight when a worker dies.
+	ForceHangs int
+
+	// Worker timings.
+	PSPTimeout      time.Duration
+	StatusDelay     time.Duration
+	AbsentSpacing   time.Duration
+	AbsentChecks    int
+	MaxCreates      int
+	MaxStatusChecks int
+
+	// Deadline bounds the wait for every payout to be final.
+	Deadline time.Duration
+
+	// Broken builds the worker with the payout_unsafe_skip_submitting_check
+	// tag: a redelivered create POSTs again. The run must then report
+	// duplicates.
+	Broken bool
+
+	Seed      int64  // seed of the generated rows, the kill order and the sandbox (0: random)
+	WorkDir   string // where the run lives ("": a new temporary directory)
+	KeepWork  bool   // keep the work directory even after a passing run
+	ModuleDir string // root of the payout module ("": found from the working directory)
+}
+
+// DefaultConfig is the full run of `make chaos`: 10,000 rows.
+func DefaultConfig() Config {
+	return Config{
+		Rows: 10000, Files: 10, Workers: 3, Concurrency: 20,
+		DropEvery: 4 * time.Second, LoaderEvery: 2 * time.Second,
+		KillEvery: 5 * time.Second, ChaosFor: 60 * time.Second,
+		RedisRestartAt: 25 * time.Second, RotateAt: 40 * time.Second,
+		Outage: "20s:15s", PAmbiguous: 0.25, PRefuse: 0.1,
+		StatusLag: 3 * time.Second, Latency: 5 * time.Millisecond, HangFor: 3 * time.Second,
+		PSPTimeout: 2 * time.Second, StatusDelay: time.Second, AbsentSpacing: 4 * time.Second,
+		AbsentChecks: 2, MaxCreates: 5, MaxStatusChecks: 10,
+		Deadline: 13 * time.Minute,
+	}
+}
+
+// ShortConfig is the run of `make chaos-short` and of the integration test:
+// 1,000 rows, every kind of fault, well under two minutes on two cores.
+func ShortConfig() Config {
+	c := DefaultConfig()
+	c.Rows, c.Files = 1000, 4
+	c.DropEvery = 3 * time.Second
+	c.KillEvery, c.ChaosFor = 3*time.Second, 12*time.Second
+	c.RedisRestartAt, c.RotateAt = 7*time.Second, 10*time.Second
+	c.Outage = "4s:6s"
+	c.Deadline = 4 * time.Minute
+	return c
+}
+
+// BrokenConfig is a small run tuned to catch the broken worker build: many
+// creates stored by the PSP and then left hanging, and workers killed while
+// they wait for the answer, so that redelivered creates find their payouts
+// in submitting.
+func BrokenConfig() Config {
+	c := ShortConfig()
+	c.Rows, c.Files = 200, 1
+	c.KillEvery, c.ChaosFor = 1500*time.Millisecond, 8*time.Second
+	c.RedisRestartAt, c.RotateAt, c.Outage = 0, 0, ""
+	c.PAmbiguous, c.PRefuse = 0.3, 0
+	c.ForceHangs = 60
+	c.HangFor, c.PSPTimeout, c.AbsentSpacing = 10*time.Second, 10*time.Second, 10*time.Second
+	c.Broken = true
+	// Redelivered creates come back once asynq recovers the tasks of the
+	// killed workers (about a minute); the broken build then leaves some
+	// payouts in checking for good, so do not wait for them all.
+	c.Deadline = 100 * time.Second
+	return c
+}
+
+// Validate checks the ranges.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Rows < 1 || c.Files < 1 || c.Files > c.Rows {
+		errs = append(errs, errors.New("rows must be >= 1 and files within 1..rows"))
+	}
+	if c.Workers < 1 || c.Concurrency < 1 {
+		errs = append(errs, errors.New("workers and concurrency must be >= 1"))
+	}
+	if c.DropEvery < 0 || c.LoaderEvery <= 0 || c.KillEvery < 0 || c.ChaosFor < 0 ||
+		c.RedisRestartAt < 0 || c.RotateAt < 0 || c.Deadline <= 0 {
+		errs = append(errs, errors.New("times must not be negative (loader-every and deadline > 0)"))
+	}
+	if c.ForceHangs < 0 {
+		errs = append(errs, errors.New("force-hangs must not be negative"))
+	}
+	if c.PAmbiguous < 0 || c.PAmbiguous > 1 || c.PRefuse < 0 || c.PRefuse > 1 {
+		errs = append(errs, errors.New("probabilities must be within [0,1]"))
+	}
+	if _, err := sandbox.ParseWindow(c.Outage); err != nil {
+		errs = append(errs, err)
+	}
+	if c.PSPTimeout <= 0 || c.StatusDelay <= 0 || c.AbsentSpacing < 0 || c.HangFor <= 0 ||
+		c.AbsentChecks < 1 || c.MaxCreates < 1 || c.MaxStatusChecks < 1 {
+		errs = append(errs, errors.New("worker timings must be > 0 and counts >= 1"))
+	}
+	if c.AbsentSpacing < c.PSPTimeout {
+		// The worker refuses this too: a timed-out create may still be
+		// in progress at the PSP when its absence is counted.
+		errs = append(errs, errors.New("absent-spacing must not be shorter than psp-timeout"))
+	}
+	return errors.Join(errs...)
+}
+
+// EnvPrefix prefixes the environment variable of every flag
+// (PAYOUT_CHAOS_ROWS, PAYOUT_CHAOS_KILL_EVERY...).
+const EnvPrefix = "PAYOUT_CHAOS_"
+
+// RegisterFlags registers a flag for every knob of c on fs, with c's
+// values as defaults.
+func RegisterFlags(fs *flag.FlagSet, c *Config) {
+	fs.IntVar(&c.Rows, "rows", c.Rows, "payout rows in all")
+	fs.IntVar(&c.Files, "files", c.Files, "payout files the rows are split into")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "worker processes running at once")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrency of each worker")
+	fs.DurationVar(&c.DropEvery, "drop-every", c.DropEvery, "a new file lands in the spool inbox this often")
+	fs.DurationVar(&c.LoaderEvery, "loader-every", c.LoaderEvery, "the loader runs this often (like cron)")
+	fs.DurationVar(&c.KillEvery, "kill-every", c.KillEvery, "SIGKILL a random worker this often (0: never)")
+	fs.DurationVar(&c.ChaosFor, "chaos-for", c.ChaosFor, "kill workers until this long after the start")
+	fs.DurationVar(&c.RedisRestartAt, "redis-restart-at", c.RedisRestartAt, "kill -9 and restart Redis at this time (0: never)")
+	fs.DurationVar(&c.RotateAt, "rotate-at", c.RotateAt, "rotate the PSP token at this time (0: never)")
+	fs.StringVar(&c.Outage, "outage", c.Outage, "sandbox outage window FROM:FOR (empty: none)")
+	fs.Float64Var(&c.PAmbiguous, "p-ambiguous", c.PAmbiguous, "sandbox: probability of storing then answering badly")
+	fs.Float64Var(&c.PRefuse, "p-refuse", c.PRefuse, "sandbox: probability of a 423 before storing")
+	fs.DurationVar(&c.StatusLag, "status-lag", c.StatusLag, "sandbox: new orders answer 404 to status queries this long")
+	fs.DurationVar(&c.Latency, "latency", c.Latency, "sandbox: latency of every answer")
+	fs.DurationVar(&c.HangFor, "hang-for", c.HangFor, "sandbox: how long a hang lasts")
+	fs.IntVar(&c.ForceHangs, "force-hangs", c.ForceHangs, "sandbox: store the first N creates, then leave them hanging")
+	fs.DurationVar(&c.PSPTimeout, "psp-timeout", c.PSPTimeout, "worker: timeout of one PSP request")
+	fs.DurationVar(&c.StatusDelay, "status-delay", c.StatusDelay, "worker: first status check after an ambiguous answer")
+	fs.DurationVar(&c.AbsentSpacing, "absent-spacing", c.AbsentSpacing, "worker: minimum time between two counted 404s")
+	fs.IntVar(&c.AbsentChecks, "absent-checks", c.AbsentChecks, "worker: 404s that confirm absence")
+	fs.IntVar(&c.MaxCreates, "max-creates", c.MaxCreates, "worker: creates per payout in all")
+	fs.IntVar(&c.MaxStatusChecks, "max-status-checks", c.MaxStatusChecks, "worker: status checks without an answer before needs_review")
+	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "fail when payouts are still open this long after the start")
+	fs.BoolVar(&c.Broken, "broken", c.Broken, "build the deliberately unsafe worker; the run then passes only if duplicates are detected")
+	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of rows, kills and sandbox (0: random)")
+	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "work directory (empty: a new temporary one)")
+	fs.BoolVar(&c.KeepWork, "keep", c.KeepWork, "keep the work directory after a passing run")
+	fs.StringVar(&c.ModuleDir, "module-dir", c.ModuleDir, "root of the payout module (empty: found from the working directory)")
+}
+
+// ApplyEnv sets every flag of fs not given on the command line from the
+// environment variable EnvPrefix+NAME (upper case, dashes as underscores).
+func ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		name := EnvName(f.Name)
+		if v, ok := lookup(name); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// EnvName is the environment variable of a flag.
+func EnvName(flagName string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}

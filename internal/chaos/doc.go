@@ -1,0 +1,52 @@
+// Package chaos is the proof-of-safety suite of payout: it runs the real
+// binaries against a real Redis and the PSP sandbox while breaking things,
+// then checks that no payout was created twice or lost, that the books
+// reconcile to the cent and that no card number or secret leaked.
+//
+// One run ([Run], `make chaos`, `make chaos-short`):
+//
+//  1. builds cmd/payout (with the payout_unsafe_skip_submitting_check tag
+//     when [Config.Broken]) and cmd/psp-sandbox into the work directory;
+//  2. starts redis-server with AOF (appendfsync always) on a free loopback
+//     port, the sandbox with the fault knobs of [Config], a token gateway
+//     in front of it (see below), [Config.Workers] `payout worker`
+//     processes (data key from `payout keygen`, PSP token in a file) and
+//     `payout ui` with basic auth;
+//  3. drops the generated payout files ([Generate]) into the spool inbox
+//     one by one and runs `payout load --spool` every [Config.LoaderEvery]
+//     like cron would;
+//  4. meanwhile SIGKILLs a random worker every [Config.KillEvery] (and
+//     starts another), kills Redis with SIGKILL once and starts it again on
+//     the same AOF, and rotates the PSP token once;
+//  5. when every payout is final (or the deadline passed), writes the last
+//     result files, stops the workers and checks the books ([Verify])
+//     against the sandbox's stored orders and `payout report --format json`;
+//  6. scans every file the run wrote (logs of every process, outbox,
+//     reports, web UI pages fetched mid-run and at the end, a dump of every
+//     Redis key and the AOF itself) for every full card number and every
+//     secret ([Scanner]), after proving on the payout files that the
+//     scanner finds what it looks for;
+//  7. prints one line of [Figures] and fails when duplicates, lost payouts,
+//     leaks or mismatches are not zero.
+//
+// # Token rotation
+//
+// The sandbox accepts one fixed token and has no admin call to change it,
+// and restarting it would lose its order store. So the workers talk to a
+// [Gateway] run by the suite: it accepts the tokens the suite says (401
+// otherwise, like the PSP) and forwards everything else unchanged to the
+// sandbox with the sandbox's own token. A rotation accepts the old and the
+// new token, writes the new one into the workers' token file, and revokes
+// the old one once no request has carried it for a second.
+//
+// # Work directory
+//
+//	bin/        the binaries built       secrets/   data key, PSP token
+//	staging/    files not yet dropped    spool/     inbox, processing, done, failed, outbox
+//	logs/       stdout+stderr of every process
+//	reports/    payout report output     ui/        web UI pages
+//	redis/      the AOF                  redis-contents.txt, findings.txt
+//
+// It is removed after a passing run unless [Config.KeepWork], and kept (its
+// path printed) after a failing one.
+package chaos

@@ -1,0 +1,71 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Figures are the one-line result of a run.
+type Figures struct {
+	Payouts     int // rows generated and loaded
+	Created     int
+	Rejected    int
+	NeedsReview int
+	Ambiguous   int // payouts that went through checking (ledger seq > 0)
+
+	WorkerKills    int
+	RedisRestarts  int
+	TokenRotations int
+
+	// Duplicates counts orders beyond one per created payout, plus every
+	// order of a payout that is not created, plus orders of unknown
+	// externalIds.
+	Duplicates int
+	// Lost counts rows missing from the ledger, payouts not final at the
+	// end, and created payouts without an order at the PSP.
+	Lost int
+	// Leaks counts places where a full card number or a secret appeared.
+	Leaks int
+	// Mismatches counts disagreements of the books: an order with another
+	// amount, destination or id than the ledger's, a row with an outcome
+	// it cannot have (an ordinary row rejected, a magic row created), a
+	// batch report that does not reconcile, a missing result file.
+	Mismatches int
+
+	Elapsed time.Duration
+}
+
+// String is the figures line.
+func (f Figures) String() string {
+	return fmt.Sprintf("payouts=%d created=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d duplicates=%d lost=%d leaks=%d mismatches=%d elapsed=%s",
+		f.Payouts, f.Created, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
+		f.Duplicates, f.Lost, f.Leaks, f.Mismatches, f.Elapsed.Round(100*time.Millisecond))
+}
+
+// ErrUnsafe is matched (errors.Is) by the error of a run that found
+// duplicates, lost payouts, leaks or mismatches.
+var ErrUnsafe = errors.New("chaos: the run broke a promise")
+
+// ErrHarness is matched by the error of a run that could not be carried
+// out as planned (a process that would not start, a command that failed).
+var ErrHarness = errors.New("chaos: harness failure")
+
+// Err returns nil when nothing unsafe was found, else an error matching
+// ErrUnsafe that names what was.
+func (f Figures) Err() error {
+	var bad []string
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}} {
+		if c.n != 0 {
+			bad = append(bad, fmt.Sprintf("%s=%d", c.name, c.n))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUnsafe, strings.Join(bad, " "))
+}

@@ -1,0 +1,244 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/sandbox"
+)
+
+// finish writes the last result files, stops the workers, gathers the
+// books, scans for leaks and computes the figures.
+func (h *harness) finish(ctx context.Context) (Figures, error) {
+	c := h.cfg
+	// The loader writes a result file once a batch has no open row.
+	within := 30 * time.Second
+	if h.open > 0 {
+		within = 0 // the deadline passed: one last run, no waiting
+	}
+	if err := poll(ctx, within, 500*time.Millisecond, func() (bool, error) {
+		r := <-h.startLoader(ctx)
+		if err := h.loaderDone(r); err != nil {
+			return false, err
+		}
+		return h.allResultFiles(), nil
+	}); err != nil && !errors.Is(err, ErrDeadline) {
+		return Figures{}, err
+	}
+	h.snapshotUI(ctx, "end")
+	for _, w := range h.workers {
+		_ = w.cmd.Process.Signal(syscall.SIGTERM) // all at once, then wait for each
+	}
+	for _, w := range h.workers {
+		w.stop(c.PSPTimeout + 10*time.Second)
+	}
+
+	var books Books
+	books.Rows = h.rows()
+	if err := getJSON(ctx, h.sandboxURL+"/sandbox/orders", &books.Orders); err != nil {
+		return Figures{}, fmt.Errorf("sandbox orders: %w", err)
+	}
+	var stats sandbox.Stats
+	if err := getJSON(ctx, h.sandboxURL+"/sandbox/stats", &stats); err != nil {
+		return Figures{}, fmt.Errorf("sandbox stats: %w", err)
+	}
+	var err error
+	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
+		return Figures{}, err
+	}
+	dump, err := dumpRedis(ctx, h.rdb)
+	if err != nil {
+		return Figures{}, err
+	}
+	if err := os.WriteFile(h.path("redis-contents.txt"), []byte(dump), 0o600); err != nil {
+		return Figures{}, err
+	}
+	if h.ui != nil {
+		h.ui.stop(5 * time.Second)
+	}
+	h.sandbox.stop(10 * time.Second)
+	_ = h.rdb.Close()
+	h.redis.p.stop(10 * time.Second)
+	h.gw.Close()
+
+	leaks, scanned, err := h.scan()
+	if err != nil {
+		return Figures{}, err
+	}
+	v := Verify(books)
+	fig := Figures{
+		Payouts: len(books.Rows), Created: v.Created, Rejected: v.Rejected, NeedsReview: v.NeedsReview,
+		Ambiguous: v.Ambiguous, WorkerKills: h.kills, RedisRestarts: h.restarts, TokenRotations: h.rotations,
+		Duplicates: v.Duplicates, Lost: v.Lost, Leaks: len(leaks), Mismatches: v.Mismatches,
+		Elapsed: time.Since(h.start),
+	}
+	h.logf("sandbox: %d creates received, %d orders stored, %d status queries, answers %v",
+		stats.CreatesReceived, stats.OrdersStored, stats.StatusQueries, stats.Answers)
+	h.logf("harness: %d loader runs (%d while Redis was away), %d workers exited on their own, %d queue pauses, %d requests refused by the token gateway, %d files scanned for leaks",
+		h.loaderRuns, h.loaderInfra, h.workerExits, h.pauses, h.gw.Refused(), scanned)
+	var lines []string
+	lines = append(lines, v.Findings...)
+	for i, l := range leaks {
+		if i == maxExamples {
+			lines = append(lines, fmt.Sprintf("leak: ... %d in all", len(leaks)))
+			break
+		}
+		lines = append(lines, "leak: "+l.String())
+	}
+	if len(lines) > 0 {
+		_ = os.WriteFile(h.path("findings.txt"), []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+		for _, l := range lines {
+			h.logf("FINDING %s", l)
+		}
+	}
+	fmt.Fprintln(h.out, fig.String())
+	return fig, nil
+}
+
+func (h *harness) rows() []Row {
+	var rows []Row
+	for _, f := range h.files {
+		rows = append(rows, f.Rows...)
+	}
+	return rows
+}
+
+// allResultFiles reports whether every batch has its result file.
+func (h *harness) allResultFiles() bool {
+	st, err := h.led.Statuses(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, s := range st {
+		if !s.Reported {
+			return false
+		}
+	}
+	return len(st) > 0
+}
+
+// readLedger reads every payout of every batch, and checks each file's
+// batch report (`payout report --format json`) and result file.
+func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []FileCheck, error) {
+	st, err := h.led.Statuses(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	payouts := map[string]ledger.Payout{}
+	byFile := map[string]ledger.BatchStatus{}
+	for _, s := range st {
+		byFile[s.File] = s
+		if err := h.led.Each(ctx, s.ID, func(p ledger.Payout) error {
+			payouts[p.ExternalID] = p
+			return nil
+		}); err != nil {
+			return nil, nil, err
+		}
+	}
+	var checks []FileCheck
+	for _, f := range h.files {
+		fc := FileCheck{File: f.Name}
+		s, ok := byFile[f.Name]
+		if ok {
+			fc.Batch = s.ID
+			h.checkReport(ctx, &fc)
+			for _, name := range []string{f.Name + ".result.csv", f.Name + "." + s.ID + ".result.csv"} {
+				if _, err := os.Stat(h.path(dirSpool, "outbox", name)); err == nil {
+					fc.ResultFile = true
+				}
+			}
+		}
+		checks = append(checks, fc)
+	}
+	return payouts, checks, nil
+}
+
+// checkReport runs `payout report BATCH --format json` into reports/.
+func (h *harness) checkReport(ctx context.Context, fc *FileCheck) {
+	out := h.path(dirReports, fc.Batch+".json")
+	// Flags first: the flag package stops at the first argument.
+	code, _, err := runOnce(ctx, h.payoutBin, []string{"report", "--format", "json", "--out", out,
+		"--redis", h.redis.URL(), "--log-format", "json", fc.Batch}, h.env, h.path(dirLogs, "report.log"), false)
+	switch {
+	case err != nil:
+		fc.Problem = "payout report: " + err.Error()
+		return
+	case code != 0 && code != 1: // 1: rejected rows, or not reconciled (read below)
+		fc.Problem = fmt.Sprintf("payout report exited %d", code)
+		return
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		fc.Problem = "payout report: " + err.Error()
+		return
+	}
+	var rep struct {
+		Summary struct {
+			Reconciled bool `json:"reconciled"`
+			Final      bool `json:"final"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		fc.Problem = "payout report: " + err.Error()
+		return
+	}
+	fc.Reconciled, fc.Final = rep.Summary.Reconciled, rep.Summary.Final
+}
+
+// scan looks for every full card number of the run and every secret in
+// every file the run wrote, except the payout files and secret files. It
+// first proves on those that it finds what it looks for.
+func (h *harness) scan() ([]Leak, int, error) {
+	cards := map[string]bool{}
+	for _, r := range h.rows() {
+		if r.Card != "" {
+			cards[r.Card] = true
+		}
+	}
+	secrets := map[string]string{
+		"PSP token (before rotation)": h.tokens[0],
+		"PSP token (after rotation)":  h.tokens[1],
+		"sandbox token":               h.sandboxToken,
+		"web UI password":             h.uiPass,
+		"data key":                    h.dataKey,
+	}
+	s := NewScanner(slices.Collect(maps.Keys(cards)), secrets)
+
+	// Positive control: the payout files hold every card number (some
+	// grouped), the secret files the current token and the data key.
+	control, _, err := s.ScanTree(h.dir, func(rel string) bool {
+		return rel != dirSpool && rel != dirSpool+"/done" && rel != dirSecrets && !strings.HasPrefix(rel, dirSpool+"/done/") && !strings.HasPrefix(rel, dirSecrets+"/")
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	found := map[string]bool{}
+	for _, l := range control {
+		found[l.What] = true
+	}
+	missed := 0
+	for c := range cards {
+		if !found["card "+card.Mask(c)] {
+			missed++
+		}
+	}
+	current := "PSP token (before rotation)"
+	if h.rotations > 0 {
+		current = "PSP token (after rotation)"
+	}
+	if missed > 0 || !found[current] || !found["data key"] {
+		h.problem("leak scan control: the scanner missed %d of %d card numbers in the loaded payout files, found the token file %t and the data key file %t: it cannot be trusted",
+			missed, len(cards), found[current], found["data key"])
+	}
+	return s.ScanTree(h.dir, func(rel string) bool { return skipScan[rel] })
+}

@@ -1,0 +1,406 @@
+package chaos
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/sandbox"
+)
+
+// Folders of the work directory. The leak scan reads every file of the
+// work directory except those under skipScan.
+const (
+	dirBin     = "bin"
+	dirSecrets = "secrets"
+	dirStaging = "staging"
+	dirSpool   = "spool"
+	dirLogs    = "logs"
+	dirReports = "reports"
+	dirUI      = "ui"
+	dirRedis   = "redis"
+)
+
+// skipScan lists what the leak scan does not read: binaries, the secret
+// files themselves, and the payout files (they hold card numbers by
+// design) wherever the spool moved them.
+var skipScan = map[string]bool{
+	dirBin: true, dirSecrets: true, dirStaging: true,
+	dirSpool + "/inbox": true, dirSpool + "/processing": true, dirSpool + "/done": true, dirSpool + "/failed": true,
+}
+
+// tick is how often the conductor looks at its schedule.
+const tick = 100 * time.Millisecond
+
+// harness is one run: its processes, schedule and counters.
+type harness struct {
+	cfg    Config
+	out    io.Writer
+	ownLog *os.File
+	dir    string
+	runID  string
+	rng    *mrand.Rand
+	files  []PayoutFile
+	start  time.Time
+
+	payoutBin, sandboxBin string
+	env                   []string // base environment of the subprocesses
+
+	redis *redisServer
+	rdb   *redis.Client
+	led   *ledger.Ledger
+	insp  *asynq.Inspector
+
+	sandbox      *proc
+	sandboxURL   string
+	sandboxToken string
+	gw           *Gateway
+	tokens       [2]string // the PSP token before and after the rotation
+	tokenFile    string
+	keyFile      string
+	dataKey      string
+
+	ui             *proc
+	uiURL          string
+	uiUser, uiPass string
+
+	workers []*proc
+	procs   []*proc // every long-running process, killed at the end
+	nProcs  map[string]int
+
+	kills, restarts, rotations     int
+	pauses, workerExits            int
+	loaderRuns, loaderInfra        int
+	problems                       []string
+	lastPoll, lastProgress         time.Time
+	registered, open, batchesReady int64
+}
+
+// Run carries out one chaos run (see the package documentation) and
+// returns its figures; it prints its progress, the findings and the
+// figures line to out. The error matches ErrUnsafe when the figures show a
+// broken promise (duplicates, lost payouts, leaks, mismatches) and
+// ErrHarness when the run could not be carried out; the figures are
+// meaningful in both cases. Every process it started is killed before it
+// returns.
+func Run(ctx context.Context, cfg Config, out io.Writer) (fig Figures, err error) {
+	if err := cfg.Validate(); err != nil {
+		return fig, fmt.Errorf("%w: config: %w", ErrHarness, err)
+	}
+	h, err := newHarness(cfg, out)
+	if err != nil {
+		return fig, fmt.Errorf("%w: %w", ErrHarness, err)
+	}
+	defer func() {
+		// A broken build's run that caught its duplicates went as it
+		// should: its work directory goes too.
+		caught := cfg.Broken && fig.Duplicates > 0 && errors.Is(err, ErrUnsafe)
+		h.close(err == nil || caught)
+	}()
+
+	if err := h.setUp(ctx); err != nil {
+		return fig, fmt.Errorf("%w: %w", ErrHarness, err)
+	}
+	driveErr := h.drive(ctx)
+	if errors.Is(driveErr, context.Canceled) || errors.Is(driveErr, context.DeadlineExceeded) {
+		return fig, driveErr
+	}
+	if driveErr != nil && !errors.Is(driveErr, ErrDeadline) {
+		h.problem("%v", driveErr)
+	}
+	fig, err = h.finish(ctx)
+	if err != nil {
+		return fig, fmt.Errorf("%w: %w", ErrHarness, err)
+	}
+	if err := fig.Err(); err != nil {
+		return fig, err
+	}
+	if len(h.problems) > 0 {
+		return fig, fmt.Errorf("%w: %s", ErrHarness, strings.Join(h.problems, "; "))
+	}
+	return fig, nil
+}
+
+func newHarness(cfg Config, out io.Writer) (*harness, error) {
+	if out == nil {
+		out = io.Discard
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = mrand.Int64N(1<<62) + 1
+	}
+	cfg.Seed = seed
+	if cfg.ModuleDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		if cfg.ModuleDir, err = FindModule(wd); err != nil {
+			return nil, err
+		}
+	}
+	dir := cfg.WorkDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "payout-chaos-")
+		if err != nil {
+			return nil, err
+		}
+		dir = d
+	}
+	for _, sub := range []string{dirBin, dirSecrets, dirStaging, dirSpool + "/inbox", dirLogs, dirReports, dirUI, dirRedis} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	// The suite's own lines go to logs/chaos.log as well, and are
+	// scanned like every other log.
+	own, err := os.OpenFile(filepath.Join(dir, dirLogs, "chaos.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{
+		cfg: cfg, out: io.MultiWriter(out, own), ownLog: own, dir: dir,
+		rng:    mrand.New(mrand.NewPCG(uint64(seed), 0xc4a05)),
+		nProcs: map[string]int{},
+	}
+	h.runID = fmt.Sprintf("%06x", h.rng.Uint32()&0xffffff)
+	h.files = Generate(h.rng, h.runID, cfg.Rows, cfg.Files)
+	return h, nil
+}
+
+func (h *harness) path(parts ...string) string {
+	return filepath.Join(append([]string{h.dir}, parts...)...)
+}
+
+func (h *harness) logf(format string, args ...any) {
+	el := 0.0
+	if !h.start.IsZero() {
+		el = time.Since(h.start).Seconds()
+	}
+	fmt.Fprintf(h.out, "chaos %6.1fs  %s\n", el, fmt.Sprintf(format, args...))
+}
+
+func (h *harness) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	h.problems = append(h.problems, msg)
+	h.logf("PROBLEM: %s", msg)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// setUp builds the binaries and starts Redis, the sandbox, the gateway,
+// the workers and the UI. The run's clock starts with the sandbox.
+func (h *harness) setUp(ctx context.Context) error {
+	c := h.cfg
+	h.logf("work directory %s, seed %d, run %s: %d rows in %d files, %d workers x %d, broken=%t",
+		h.dir, c.Seed, h.runID, c.Rows, c.Files, c.Workers, c.Concurrency, c.Broken)
+	t := time.Now()
+	var err error
+	h.payoutBin, h.sandboxBin, err = build(ctx, c.ModuleDir, h.path(dirBin), c.Broken, h.path(dirLogs, "build.log"))
+	if err != nil {
+		return err
+	}
+	h.logf("built payout and psp-sandbox in %s", time.Since(t).Round(100*time.Millisecond))
+	for _, f := range h.files {
+		if err := os.WriteFile(h.path(dirStaging, f.Name), f.CSV(), 0o600); err != nil {
+			return err
+		}
+	}
+
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PAYOUT_") {
+			h.env = append(h.env, kv)
+		}
+	}
+
+	if h.redis, err = startRedis(ctx, h.path(dirRedis), h.path(dirLogs, "redis.log")); err != nil {
+		return err
+	}
+	h.rdb = redis.NewClient(&redis.Options{Addr: h.redis.addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	h.led = ledger.New(h.rdb)
+	h.insp = asynq.NewInspectorFromRedisClient(h.rdb)
+
+	code, key, err := runOnce(ctx, h.payoutBin, []string{"keygen"}, h.env, h.path(dirLogs, "keygen.log"), true)
+	if err != nil || code != 0 {
+		return fmt.Errorf("payout keygen: exit %d: %v", code, err)
+	}
+	h.dataKey = strings.TrimSpace(string(key))
+	h.keyFile = h.path(dirSecrets, "data.key")
+	if err := writeSecret(h.keyFile, h.dataKey); err != nil {
+		return err
+	}
+	h.tokens = [2]string{randomHex(20), randomHex(20)}
+	h.sandboxToken = randomHex(20)
+	h.tokenFile = h.path(dirSecrets, "psp.token")
+	if err := writeSecret(h.tokenFile, h.tokens[0]); err != nil {
+		return err
+	}
+	h.uiUser, h.uiPass = "chaos", randomHex(16)
+
+	if err := h.startSandbox(ctx); err != nil {
+		return err
+	}
+	if h.gw, err = NewGateway(h.sandboxURL, h.sandboxToken, h.tokens[0]); err != nil {
+		return err
+	}
+	for i := 0; i < c.Workers; i++ {
+		if err := h.startWorker(); err != nil {
+			return err
+		}
+	}
+	if err := h.startUI(ctx); err != nil {
+		// The run goes on without the UI (its pages are then not
+		// scanned), and fails as a harness failure at the end.
+		h.problem("web UI: %v", err)
+		h.ui = nil
+	}
+	return nil
+}
+
+func (h *harness) startSandbox(ctx context.Context) error {
+	c := h.cfg
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	args := []string{
+		"--addr", addr, "--log-level", "info",
+		"--p-ambiguous", strconv.FormatFloat(c.PAmbiguous, 'g', -1, 64),
+		"--p-refuse", strconv.FormatFloat(c.PRefuse, 'g', -1, 64),
+		"--status-lag", c.StatusLag.String(), "--latency", c.Latency.String(),
+		"--hang-for", c.HangFor.String(), "--seed", strconv.FormatInt(c.Seed, 10),
+	}
+	if c.Outage != "" {
+		args = append(args, "--outage", c.Outage)
+	}
+	env := append(append([]string(nil), h.env...), "PAYOUT_SANDBOX_TOKEN="+h.sandboxToken)
+	p, err := startProc("psp-sandbox", h.sandboxBin, args, env, h.path(dirLogs, "psp-sandbox.log"))
+	if err != nil {
+		return err
+	}
+	h.start = time.Now() // the outage window counts from here
+	h.sandbox = p
+	h.procs = append(h.procs, p)
+	h.sandboxURL = "http://" + addr
+	err = poll(ctx, 15*time.Second, 20*time.Millisecond, func() (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("psp-sandbox exited (code %d, see logs/psp-sandbox.log)", p.exitCode())
+		}
+		return httpGet(ctx, h.sandboxURL+"/sandbox/health", "", "", nil) == nil, nil
+	})
+	if err != nil || c.ForceHangs == 0 {
+		return err
+	}
+	force := sandbox.Force{Fault: sandbox.FaultHang, Count: c.ForceHangs, Store: true, Op: sandbox.OpWithdrawalCreate}
+	return postJSON(ctx, h.sandboxURL+"/sandbox/force", force)
+}
+
+func (h *harness) startWorker() error {
+	c := h.cfg
+	h.nProcs["worker"]++
+	n := h.nProcs["worker"]
+	args := []string{
+		"worker", "--redis", h.redis.URL(), "--psp-url", h.gw.URL(), "--psp-token-file", h.tokenFile,
+		"--data-key-file", h.keyFile, "--concurrency", strconv.Itoa(c.Concurrency),
+		"--status-delay", c.StatusDelay.String(), "--absent-spacing", c.AbsentSpacing.String(),
+		"--absent-checks", strconv.Itoa(c.AbsentChecks), "--max-creates", strconv.Itoa(c.MaxCreates),
+		"--max-status-checks", strconv.Itoa(c.MaxStatusChecks), "--psp-timeout", c.PSPTimeout.String(),
+		"--metrics-addr=", "--log-format", "json", "--log-level", "info",
+	}
+	name := fmt.Sprintf("worker-%03d", n)
+	p, err := startProc(name, h.payoutBin, args, h.env, h.path(dirLogs, name+".log"))
+	if err != nil {
+		return err
+	}
+	h.workers = append(h.workers, p)
+	h.procs = append(h.procs, p)
+	return nil
+}
+
+func (h *harness) startUI(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	env := append(append([]string(nil), h.env...), "PAYOUT_UI_USER="+h.uiUser, "PAYOUT_UI_PASSWORD="+h.uiPass)
+	p, err := startProc("ui", h.payoutBin, []string{"ui", "--addr", addr, "--redis", h.redis.URL(), "--read-only", "--log-format", "json"},
+		env, h.path(dirLogs, "ui.log"))
+	if err != nil {
+		return err
+	}
+	h.ui = p
+	h.procs = append(h.procs, p)
+	h.uiURL = "http://" + addr
+	return poll(ctx, 15*time.Second, 50*time.Millisecond, func() (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("payout ui exited (code %d, see logs/ui.log)", p.exitCode())
+		}
+		return httpGet(ctx, h.uiURL+"/healthz", "", "", nil) == nil, nil
+	})
+}
+
+// loaderResult is the end of one loader run.
+type loaderResult struct {
+	code int
+	err  error
+}
+
+// startLoader runs `payout load --spool` once in the background.
+func (h *harness) startLoader(ctx context.Context) <-chan loaderResult {
+	ch := make(chan loaderResult, 1)
+	args := []string{"load", "--spool", h.path(dirSpool), "--settle", "0s", "--redis", h.redis.URL(),
+		"--data-key-file", h.keyFile, "--log-format", "json"}
+	go func() {
+		code, _, err := runOnce(ctx, h.payoutBin, args, h.env, h.path(dirLogs, "loader.log"), false)
+		ch <- loaderResult{code, err}
+	}()
+	return ch
+}
+
+// drop moves a staged file into the inbox (a rename: the loader never
+// sees half a file).
+func (h *harness) drop(f PayoutFile) error {
+	return os.Rename(h.path(dirStaging, f.Name), h.path(dirSpool, "inbox", f.Name))
+}
+
+// close kills every process still running and removes the work directory
+// after a passing run (unless asked to keep it).
+func (h *harness) close(passed bool) {
+	for _, p := range h.procs {
+		p.kill()
+	}
+	if h.redis != nil {
+		h.redis.kill()
+	}
+	if h.gw != nil {
+		h.gw.Close()
+	}
+	if h.rdb != nil {
+		_ = h.rdb.Close()
+	}
+	defer h.ownLog.Close()
+	if passed && !h.cfg.KeepWork && h.cfg.WorkDir == "" {
+		_ = os.RemoveAll(h.dir)
+		return
+	}
+	h.logf("work directory kept: %s", h.dir)
+}

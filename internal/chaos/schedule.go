@@ -1,0 +1,293 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/jobs"
+)
+
+// rotation is the state of the token rotation.
+type rotation struct {
+	phase   int // 0 not begun, 1 both tokens accepted, 2 done
+	written time.Time
+}
+
+// drive runs the schedule until every payout is final and every planned
+// event happened, or the deadline passes (ErrDeadline).
+func (h *harness) drive(ctx context.Context) error {
+	c := h.cfg
+	var (
+		dropped    int
+		loader     <-chan loaderResult
+		lastLoad   time.Time
+		nextKill   = c.KillEvery
+		restarted  = c.RedisRestartAt == 0
+		rot        rotation
+		uiMidAt    = c.ChaosFor * 2 / 3
+		uiMidDone  = false
+		finalSince time.Time
+	)
+	if c.RotateAt == 0 {
+		rot.phase = 2
+	}
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	defer func() {
+		if loader != nil {
+			<-loader
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+		el := time.Since(h.start)
+
+		for dropped < len(h.files) && el >= time.Duration(dropped)*c.DropEvery {
+			if err := h.drop(h.files[dropped]); err != nil {
+				return err
+			}
+			h.logf("dropped %s (%d rows) into the inbox", h.files[dropped].Name, len(h.files[dropped].Rows))
+			dropped++
+		}
+
+		if loader != nil {
+			select {
+			case r := <-loader:
+				loader = nil
+				if err := h.loaderDone(r); err != nil {
+					return err
+				}
+			default:
+			}
+		}
+		if loader == nil && time.Since(lastLoad) >= c.LoaderEvery {
+			lastLoad = time.Now()
+			loader = h.startLoader(ctx)
+		}
+
+		if err := h.superviseWorkers(); err != nil {
+			return err
+		}
+		if c.KillEvery > 0 && el < c.ChaosFor && el >= nextKill {
+			nextKill += c.KillEvery
+			if err := h.killWorker(); err != nil {
+				return err
+			}
+		}
+		if !restarted && el >= c.RedisRestartAt {
+			restarted = true
+			before, _ := h.registeredNow(ctx)
+			t := time.Now()
+			if err := h.redis.restart(ctx); err != nil {
+				return fmt.Errorf("redis restart: %w", err)
+			}
+			h.restarts++
+			after, err := h.registeredNow(ctx)
+			h.logf("redis killed -9 and started again on the same AOF; answering after %s with %d payouts registered (%d before)",
+				time.Since(t).Round(time.Millisecond), after, before)
+			if err == nil && after < before {
+				h.problem("the Redis restart lost %d registered payouts: the AOF did not keep them", before-after)
+			}
+		}
+		if err := h.rotate(&rot, el); err != nil {
+			return err
+		}
+		if !uiMidDone && el >= uiMidAt {
+			uiMidDone = true
+			h.snapshotUI(ctx, "mid")
+		}
+
+		if time.Since(h.lastPoll) >= time.Second {
+			h.lastPoll = time.Now()
+			h.pollLedger(ctx)
+		}
+		if time.Since(h.lastProgress) >= 10*time.Second {
+			h.lastProgress = time.Now()
+			h.logf("progress: dropped %d/%d files, %d/%d payouts registered, %d open, %d worker kills",
+				dropped, len(h.files), h.registered, c.Rows, h.open, h.kills)
+		}
+
+		settled := dropped == len(h.files) && h.spoolSettled() && h.batchesReady > 0 &&
+			(h.registered == int64(c.Rows) || h.anyFailed()) &&
+			h.open == 0 && restarted && rot.phase == 2 && uiMidDone
+		switch {
+		case settled && finalSince.IsZero():
+			finalSince = time.Now()
+		case !settled:
+			finalSince = time.Time{}
+		}
+		// Two polls in a row with nothing open: a poll is not fooled by
+		// a batch whose rows are being registered.
+		if settled && time.Since(finalSince) >= 1500*time.Millisecond {
+			h.logf("every payout is final: %d registered", h.registered)
+			return nil
+		}
+		if el >= c.Deadline {
+			h.logf("deadline of %s passed with %d payouts open, %d of %d registered", c.Deadline, h.open, h.registered, c.Rows)
+			return ErrDeadline
+		}
+	}
+}
+
+// loaderDone accounts for a finished loader run. Exit 0 and 1 are normal
+// (1: the batch has rejected rows), 3 means Redis was unreachable (the
+// restart): the next run resumes. Anything else is a harness failure.
+func (h *harness) loaderDone(r loaderResult) error {
+	h.loaderRuns++
+	switch {
+	case r.err != nil:
+		return fmt.Errorf("payout load: %w", r.err)
+	case r.code == 0 || r.code == 1:
+	case r.code == 3:
+		h.loaderInfra++
+		h.logf("loader run %d: Redis unreachable (exit 3); the next run resumes", h.loaderRuns)
+	default:
+		return fmt.Errorf("payout load exited %d (see logs/loader.log)", r.code)
+	}
+	return nil
+}
+
+// superviseWorkers replaces workers that ended on their own (a worker
+// started while Redis restarts exits 3), as systemd would. A worker that
+// refuses its configuration (exit 2) ends the run.
+func (h *harness) superviseWorkers() error {
+	for i := 0; i < len(h.workers); i++ {
+		p := h.workers[i]
+		if !p.exited() {
+			continue
+		}
+		if p.exitCode() == 2 {
+			return fmt.Errorf("%s refused its configuration (exit 2, see logs/%s.log)", p.name, p.name)
+		}
+		h.workerExits++
+		if h.workerExits > 20*h.cfg.Workers {
+			return fmt.Errorf("workers keep exiting on their own (%d times; see logs/)", h.workerExits)
+		}
+		h.logf("%s exited on its own (code %d); starting another", p.name, p.exitCode())
+		h.workers = append(h.workers[:i], h.workers[i+1:]...)
+		i--
+		if err := h.startWorker(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// killWorker SIGKILLs a random worker and starts another.
+func (h *harness) killWorker() error {
+	if len(h.workers) == 0 {
+		return nil
+	}
+	i := h.rng.IntN(len(h.workers))
+	p := h.workers[i]
+	p.kill()
+	h.kills++
+	h.workers = append(h.workers[:i], h.workers[i+1:]...)
+	if err := h.startWorker(); err != nil {
+		return err
+	}
+	h.logf("killed %s with SIGKILL; started %s", p.name, h.workers[len(h.workers)-1].name)
+	return nil
+}
+
+// rotate plays a token rotation: the PSP accepts the old and the new token,
+// the new one is written to the workers' token file, and once no request
+// has come with the old one for a second the old one is revoked.
+func (h *harness) rotate(r *rotation, el time.Duration) error {
+	switch {
+	case r.phase == 0 && el >= h.cfg.RotateAt:
+		h.gw.Accept(h.tokens[0], h.tokens[1])
+		if err := writeSecret(h.tokenFile, h.tokens[1]); err != nil {
+			return err
+		}
+		r.phase, r.written = 1, time.Now()
+		h.logf("PSP token rotation: new token accepted and written to the workers' token file")
+	case r.phase == 1:
+		_, lastOld := h.gw.Used(h.tokens[0])
+		if time.Since(r.written) >= time.Second && time.Since(lastOld) >= time.Second {
+			h.gw.Accept(h.tokens[1])
+			n, _ := h.gw.Used(h.tokens[1])
+			r.phase = 2
+			h.rotations++
+			h.logf("PSP token rotation: old token revoked (%d requests with the new one so far)", n)
+		} else if time.Since(r.written) > 30*time.Second {
+			return errRotation
+		}
+	}
+	return nil
+}
+
+// pollLedger reads the batch counters and resumes a paused queue (as an
+// operator would after a 401); errors (Redis restarting) skip the poll.
+func (h *harness) pollLedger(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := h.led.Statuses(pctx)
+	if err != nil {
+		return
+	}
+	var reg, open, ready int64
+	for _, s := range st {
+		reg += s.Counts.Total()
+		open += s.Counts.Open()
+		if s.Phase == ledger.PhaseLoaded {
+			ready++
+		}
+		if s.Phase != ledger.PhaseLoaded {
+			open++ // a batch still loading is not final
+		}
+	}
+	h.registered, h.open, h.batchesReady = reg, open, ready
+	if info, err := h.insp.GetQueueInfo(jobs.Queue); err == nil && info.Paused {
+		h.pauses++
+		h.logf("the payout queue is PAUSED (a worker saw an auth failure); resuming it as an operator would")
+		if err := h.insp.UnpauseQueue(jobs.Queue); err != nil {
+			h.logf("resume failed: %v", err)
+		}
+	}
+}
+
+// registeredNow counts the payouts of every batch in the ledger.
+func (h *harness) registeredNow(ctx context.Context) (int64, error) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	st, err := h.led.Statuses(pctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, s := range st {
+		n += s.Counts.Total()
+	}
+	return n, nil
+}
+
+// spoolSettled reports whether the inbox and processing folders are empty.
+func (h *harness) spoolSettled() bool {
+	for _, sub := range []string{"inbox", "processing"} {
+		entries, err := os.ReadDir(h.path(dirSpool, sub))
+		if err != nil {
+			return false
+		}
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// anyFailed reports whether the loader refused a file.
+func (h *harness) anyFailed() bool {
+	entries, _ := os.ReadDir(h.path(dirSpool, "failed"))
+	return len(entries) > 0
+}

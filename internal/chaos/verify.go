@@ -1,0 +1,226 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/sandbox"
+)
+
+// Books is what a run ends with, gathered for Verify.
+type Books struct {
+	Rows    []Row                    // every row generated
+	Payouts map[string]ledger.Payout // the ledger, by externalId, all batches
+	Orders  []sandbox.Order          // the orders the PSP sandbox stored
+	Files   []FileCheck              // one per generated file
+}
+
+// FileCheck is what the end of the run learned about one input file.
+type FileCheck struct {
+	File       string
+	Batch      string // the batch loaded from it; "" when none was
+	Final      bool   // the batch report says every row is final
+	Reconciled bool   // the batch report's sums reconcile to the cent
+	ResultFile bool   // the spool outbox holds its result file
+	Problem    string // why the report could not be had, if so
+}
+
+// Verdict is Verify's count of what the books say.
+type Verdict struct {
+	Created, Rejected, NeedsReview, Ambiguous int
+	Duplicates, Lost, Mismatches              int
+	// Findings explain each count that must be zero, a few examples per
+	// kind; they name externalIds and order ids, never a card number.
+	Findings []string
+}
+
+// maxExamples bounds the findings listed per kind.
+const maxExamples = 20
+
+type findings struct {
+	seen map[string]int
+	list []string
+}
+
+func (f *findings) add(kind, format string, args ...any) {
+	if f.seen == nil {
+		f.seen = map[string]int{}
+	}
+	f.seen[kind]++
+	if f.seen[kind] <= maxExamples {
+		f.list = append(f.list, kind+": "+fmt.Sprintf(format, args...))
+	}
+}
+
+func (f *findings) result() []string {
+	var kinds []string
+	for k, n := range f.seen {
+		if n > maxExamples {
+			kinds = append(kinds, k)
+		}
+	}
+	sort.Strings(kinds)
+	out := f.list
+	for _, k := range kinds {
+		out = append(out, fmt.Sprintf("%s: ... %d in all", k, f.seen[k]))
+	}
+	return out
+}
+
+// Verify checks the books: exactly one order at the PSP per created
+// payout, with the row's amount and destination and the ledger's order id;
+// no order for any other payout; every row in the ledger and final; the
+// outcome each row can have; every file's report reconciled and its
+// result file written.
+func Verify(b Books) Verdict {
+	var v Verdict
+	var f findings
+	orders := map[string][]sandbox.Order{}
+	for _, o := range b.Orders {
+		if o.Kind != "" && o.Kind != "withdrawal" {
+			continue
+		}
+		orders[o.ExternalID] = append(orders[o.ExternalID], o)
+	}
+	known := map[string]bool{}
+	for _, r := range b.Rows {
+		known[r.ExternalID] = true
+		ords := orders[r.ExternalID]
+		p, ok := b.Payouts[r.ExternalID]
+		if !ok {
+			v.Lost++
+			f.add("lost", "%s (%s) is not in the ledger", r.ExternalID, r.File)
+			v.Duplicates += len(ords)
+			if len(ords) > 0 {
+				f.add("duplicate", "%s is not in the ledger but has %d order(s) %s", r.ExternalID, len(ords), orderIDs(ords))
+			}
+			continue
+		}
+		if p.Seq > 0 {
+			v.Ambiguous++
+		}
+		if a, err := money.Parse(p.Amount, 18); err != nil || a.Cmp(r.Amount) != 0 {
+			v.Mismatches++
+			f.add("mismatch", "%s: ledger amount %q, file amount %s", r.ExternalID, p.Amount, r.AmountText)
+		}
+		switch p.State {
+		case ledger.Created:
+			v.Created++
+			v.checkCreated(&f, r, p, ords)
+		case ledger.Rejected, ledger.NeedsReview:
+			if p.State == ledger.Rejected {
+				v.Rejected++
+				if r.Magic == NotMagic {
+					v.Mismatches++
+					f.add("mismatch", "%s: an ordinary row was rejected: %s", r.ExternalID, p.Error)
+				}
+			} else {
+				v.NeedsReview++
+			}
+			if len(ords) > 0 {
+				v.Duplicates += len(ords)
+				f.add("duplicate", "%s is %s but has %d order(s) at the PSP %s", r.ExternalID, p.State, len(ords), orderIDs(ords))
+			}
+		default:
+			v.Lost++
+			f.add("lost", "%s is still %s", r.ExternalID, p.State)
+			if len(ords) > 1 {
+				v.Duplicates += len(ords) - 1
+				f.add("duplicate", "%s (%s) has %d orders %s", r.ExternalID, p.State, len(ords), orderIDs(ords))
+			}
+		}
+	}
+	var unknown []string
+	for ext := range orders {
+		if !known[ext] {
+			unknown = append(unknown, ext)
+		}
+	}
+	sort.Strings(unknown)
+	for _, ext := range unknown {
+		v.Duplicates += len(orders[ext])
+		f.add("duplicate", "order(s) %s for an externalId no row has: %s", orderIDs(orders[ext]), ext)
+	}
+	for _, fc := range b.Files {
+		switch {
+		case fc.Batch == "":
+			v.Mismatches++
+			f.add("mismatch", "file %s was never loaded as a batch", fc.File)
+			continue
+		case fc.Problem != "":
+			v.Mismatches++
+			f.add("mismatch", "file %s (batch %s): %s", fc.File, fc.Batch, fc.Problem)
+			continue
+		}
+		if !fc.Final || !fc.Reconciled {
+			v.Mismatches++
+			f.add("mismatch", "file %s (batch %s): report final=%t reconciled=%t", fc.File, fc.Batch, fc.Final, fc.Reconciled)
+		}
+		if !fc.ResultFile {
+			v.Mismatches++
+			f.add("mismatch", "file %s (batch %s): no result file in the outbox", fc.File, fc.Batch)
+		}
+	}
+	v.Findings = f.result()
+	return v
+}
+
+// checkCreated checks the orders of a created payout.
+func (v *Verdict) checkCreated(f *findings, r Row, p ledger.Payout, ords []sandbox.Order) {
+	if r.Magic != NotMagic {
+		v.Mismatches++
+		f.add("mismatch", "%s: a %s row was created", r.ExternalID, r.Magic)
+	}
+	switch {
+	case len(ords) == 0:
+		v.Lost++
+		f.add("lost", "%s is created in the ledger (order %s) but the PSP has no order", r.ExternalID, p.OrderID)
+		return
+	case len(ords) > 1:
+		v.Duplicates += len(ords) - 1
+		f.add("duplicate", "%s has %d orders %s", r.ExternalID, len(ords), orderIDs(ords))
+	}
+	if p.OrderID != "" && !hasOrder(ords, p.OrderID) {
+		v.Mismatches++
+		f.add("mismatch", "%s: ledger order %s is not among the PSP's %s", r.ExternalID, p.OrderID, orderIDs(ords))
+	}
+	key, want := r.MaskedDestination()
+	for _, o := range ords {
+		if a, err := money.Parse(o.Amount, 18); err != nil || a.Cmp(r.Amount) != 0 {
+			v.Mismatches++
+			f.add("mismatch", "%s: order %s amount %q, file amount %s", r.ExternalID, o.PSPOrderID, o.Amount, r.AmountText)
+		}
+		if got := property(o, key); got != want {
+			v.Mismatches++
+			f.add("mismatch", "%s: order %s %s %q, want %q", r.ExternalID, o.PSPOrderID, key, got, want)
+		}
+	}
+}
+
+func hasOrder(ords []sandbox.Order, id string) bool {
+	for _, o := range ords {
+		if o.PSPOrderID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func property(o sandbox.Order, key string) string {
+	for _, p := range o.Properties {
+		if p.Key == key {
+			return p.Value
+		}
+	}
+	return ""
+}
+
+func orderIDs(ords []sandbox.Order) string {
+	ids := make([]string, len(ords))
+	for i, o := range ords {
+		ids[i] = o.PSPOrderID
+	}
+	return fmt.Sprint(ids)
+}

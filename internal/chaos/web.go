@@ -1,0 +1,113 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/acme/payout/jobs"
+)
+
+// postJSON POSTs v as JSON and wants a 200.
+func postJSON(ctx context.Context, url string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST %s: HTTP %d: %s", req.URL.Path, resp.StatusCode, body)
+	}
+	return nil
+}
+
+// uiPaths are fetched from the web UI and kept for the leak scan.
+var uiPaths = []string{
+	"/api/batches",
+	"/batches",
+	"/monitoring/api/queues",
+	"/monitoring/api/queues/" + jobs.Queue,
+	"/monitoring/api/queues/" + jobs.Queue + "/active_tasks?page=1&size=500",
+	"/monitoring/api/queues/" + jobs.Queue + "/pending_tasks?page=1&size=500",
+	"/monitoring/api/queues/" + jobs.Queue + "/scheduled_tasks?page=1&size=500",
+	"/monitoring/api/queues/" + jobs.Queue + "/retry_tasks?page=1&size=500",
+	"/monitoring/api/queues/" + jobs.Queue + "/archived_tasks?page=1&size=500",
+	"/monitoring/api/queues/" + jobs.Queue + "/completed_tasks?page=1&size=500",
+}
+
+// snapshotUI fetches every uiPaths page with basic auth into ui/.
+func (h *harness) snapshotUI(ctx context.Context, phase string) {
+	if h.ui == nil {
+		return
+	}
+	for i, p := range uiPaths {
+		var body []byte
+		err := poll(ctx, 20*time.Second, 500*time.Millisecond, func() (bool, error) {
+			return httpGet(ctx, h.uiURL+p, h.uiUser, h.uiPass, &body) == nil, nil
+		})
+		if err != nil {
+			h.problem("web UI: GET %s did not answer 200 (%v)", p, err)
+			continue
+		}
+		name := fmt.Sprintf("%s-%02d.txt", phase, i)
+		if err := os.WriteFile(h.path(dirUI, name), append([]byte("GET "+p+"\n"), body...), 0o600); err != nil {
+			h.problem("web UI: %v", err)
+		}
+	}
+	h.logf("web UI fetched (%s): %d pages", phase, len(uiPaths))
+}
+
+// httpGet GETs url (with basic auth when user is set) and wants a 200; the
+// body goes to *body when body is not nil.
+func httpGet(ctx context.Context, url, user, pass string, body *[]byte) error {
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if user != "" {
+		req.SetBasicAuth(user, pass)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: HTTP %d", req.URL.Path, resp.StatusCode)
+	}
+	if body != nil {
+		*body = b
+	}
+	return nil
+}
+
+func getJSON(ctx context.Context, url string, v any) error {
+	var b []byte
+	if err := httpGet(ctx, url, "", "", &b); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
