@@ -44,7 +44,8 @@ fuzz:
 		./internal/money:FuzzParse \
 		./internal/card:FuzzMaskNeverShowsTheWhole \
 		./internal/psp:FuzzClassify \
-		./internal/vault:FuzzOpen; do \
+		./internal/vault:FuzzOpen \
+		./internal/redisconn:FuzzParseOptions; do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "== $$fn ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
