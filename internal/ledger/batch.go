@@ -181,15 +181,3 @@ func pairs(flat []string) map[string]string {
 	}
 	return m
 }
-
-// DropBatch deletes a batch that registered no rows (a load undone before
-// its first row was written).
-func (l *Ledger) DropBatch(ctx context.Context, id string) error {
-	pipe := l.rdb.Pipeline()
-	pipe.Del(ctx, l.metaKey(id))
-	pipe.ZRem(ctx, l.batchesKey(), id)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("ledger: drop batch %s: %w", id, err)
-	}
-	return nil
-}

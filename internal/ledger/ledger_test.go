@@ -354,3 +354,38 @@ func TestCreateTriesBudget(t *testing.T) {
 		t.Fatalf("reason %q", p.Error)
 	}
 }
+
+// TestRegisterNewMatchesRegister: the transaction path stores the same
+// payouts and counters as the script.
+func TestRegisterNewMatchesRegister(t *testing.T) {
+	ctx := context.Background()
+	ps := []NewPayout{
+		{Line: 2, ExternalID: "A", Amount: money.MustParse("10.25"), Destination: "card 411111******1111", Sealed: "s"},
+		{Line: 3, ExternalID: "B", Amount: money.MustParse("0.01"), Destination: "telecom MTS", Telecom: "MTS"},
+	}
+	l1, _ := newTestLedger(t)
+	l2, _ := newTestLedger(t)
+	if _, err := l1.Register(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l2.RegisterNew(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{"A", "B"} {
+		p1, _ := l1.Get(ctx, "b", ext)
+		p2, _ := l2.Get(ctx, "b", ext)
+		p1.UpdatedAt, p2.UpdatedAt = time.Time{}, time.Time{}
+		if p1 != p2 {
+			t.Errorf("%s: script %+v, transaction %+v", ext, p1, p2)
+		}
+	}
+	c1, _ := l1.Counts(ctx, "b")
+	c2, _ := l2.Counts(ctx, "b")
+	if fmt.Sprint(c1) != fmt.Sprint(c2) || c2.Rows[Queued] != 2 || c2.Units[Queued] != 1026 {
+		t.Errorf("counts: script %v, transaction %v", c1, c2)
+	}
+	// The same payouts again through the script: nothing new.
+	if n, _ := l2.Register(ctx, "b", ps, 2); n != 0 {
+		t.Errorf("script re-registered %d rows stored by the transaction", n)
+	}
+}

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -133,6 +134,56 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
 	}
 	return n, nil
+}
+
+// RegisterNew stores payouts that are known not to exist yet (the batch was
+// begun by this very load, and every externalId is claimed by it), with
+// plain commands in one MULTI/EXEC transaction: the same result as
+// Register, atomic per call, at a fraction of the Redis time of a Lua loop.
+func (l *Ledger) RegisterNew(ctx context.Context, batch string, ps []NewPayout, scale int) error {
+	if len(ps) == 0 {
+		return nil
+	}
+	now := l.nowMillis()
+	units := make([]int64, len(ps))
+	var sum int64
+	exact := true // false: the chunk's sum would overflow int64; count per row
+	for i, p := range ps {
+		units[i] = p.Amount.Minor(scale)
+		if sum > math.MaxInt64-units[i] {
+			exact = false
+		}
+		sum += units[i]
+	}
+	pipe := l.rdb.TxPipeline()
+	lines := make([]redis.Z, len(ps))
+	for i, p := range ps {
+		fields := []any{"line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units[i],
+			"dest", p.Destination, "state", string(Queued), "updated", now}
+		if p.Sealed != "" {
+			fields = append(fields, "sealed", p.Sealed)
+		}
+		if p.Telecom != "" {
+			fields = append(fields, "tel", p.Telecom)
+		}
+		if p.Extra != "" {
+			fields = append(fields, "extra", p.Extra)
+		}
+		pipe.HSet(ctx, l.payoutKey(batch, p.ExternalID), fields...)
+		lines[i] = redis.Z{Score: float64(p.Line), Member: p.ExternalID}
+		if !exact {
+			pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), units[i])
+		}
+	}
+	pipe.ZAdd(ctx, l.linesKey(batch), lines...)
+	pipe.HIncrBy(ctx, l.countsKey(batch), "n:"+string(Queued), int64(len(ps)))
+	if exact {
+		pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), sum)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
+	}
+	return nil
 }
 
 // Get returns one payout, or ErrNotFound.

@@ -271,9 +271,10 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	if scale == 0 {
 		scale = money.DefaultScale
 	}
-	if _, _, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
+	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
-	}); err != nil {
+	})
+	if err != nil {
 		return res, err
 	}
 
@@ -296,7 +297,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			return nil
 		})
 	}
-	err := ld.eachValid(gctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+	err = ld.eachValid(gctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
 		ps := make([]ledger.NewPayout, len(rows))
 		for i, r := range rows {
 			p, err := ld.newPayout(res.Batch, r)
@@ -305,7 +306,15 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			}
 			ps[i] = p
 		}
-		n, err := ld.ledger.Register(gctx, res.Batch, ps, scale)
+		// A batch begun by this run has no rows yet: plain commands in a
+		// transaction do. A resumed one may have some: the script skips them.
+		n := len(ps)
+		var err error
+		if fresh {
+			err = ld.ledger.RegisterNew(gctx, res.Batch, ps, scale)
+		} else {
+			n, err = ld.ledger.Register(gctx, res.Batch, ps, scale)
+		}
 		if err != nil {
 			return err
 		}
