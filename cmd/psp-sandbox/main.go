@@ -20,8 +20,9 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
+
+	"github.com/acme/payout/internal/flagenv"
 
 	"github.com/rs/zerolog"
 
@@ -67,7 +68,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		fmt.Fprintf(stderr, "psp-sandbox: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	if err := applyEnv(fs, EnvPrefix, lookupEnv); err != nil {
+	if err := flagenv.Apply(fs, func(f string) string { return flagenv.Name(EnvPrefix, f) }, lookupEnv); err != nil {
 		fmt.Fprintf(stderr, "psp-sandbox: %v\n", err)
 		return 2
 	}
@@ -106,22 +107,3 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 // applyEnv sets every flag not given on the command line from the
 // environment variable prefix+FLAG_NAME, if set. Errors name the variable,
 // never its value (it may be the token).
-func applyEnv(fs *flag.FlagSet, prefix string, lookupEnv func(string) (string, bool)) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
-			return
-		}
-		name := prefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		v, ok := lookupEnv(name)
-		if !ok {
-			return
-		}
-		if err := fs.Set(f.Name, v); err != nil {
-			errs = append(errs, fmt.Errorf("environment variable %s: invalid value for --%s", name, f.Name))
-		}
-	})
-	return errors.Join(errs...)
-}

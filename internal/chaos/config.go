@@ -3,9 +3,9 @@ package chaos
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"strings"
 	"time"
+
+	"github.com/acme/payout/internal/flagenv"
 
 	"github.com/acme/payout/internal/sandbox"
 )
@@ -184,24 +184,10 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 // ApplyEnv sets every flag of fs not given on the command line from the
 // environment variable EnvPrefix+NAME (upper case, dashes as underscores).
 func ApplyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
-			return
-		}
-		name := EnvName(f.Name)
-		if v, ok := lookup(name); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", name, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
+	return flagenv.Apply(fs, EnvName, lookup)
 }
 
 // EnvName is the environment variable of a flag.
 func EnvName(flagName string) string {
-	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	return flagenv.Name(EnvPrefix, flagName)
 }

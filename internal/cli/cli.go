@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
-	"strings"
 	"time"
+
+	"github.com/acme/payout/internal/flagenv"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -168,7 +168,7 @@ func envName(command, flagName string) string {
 	if v, ok := envOverrides[flagName]; ok {
 		return v
 	}
-	return "PAYOUT_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+	return flagenv.Name("PAYOUT_", flagName)
 }
 
 // parse parses args, then sets every flag not given on the command line
@@ -199,22 +199,9 @@ func parse(e *env, fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(append([]string{"--"}, positional...)); err != nil {
 		return &exitError{ExitUsage, err}
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var bad []string
-	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] {
-			return
-		}
-		if v := e.getenv(envName(fs.Name(), f.Name)); v != "" {
-			if err := fs.Set(f.Name, v); err != nil {
-				bad = append(bad, fmt.Sprintf("%s=%q: %v", envName(fs.Name(), f.Name), v, err))
-			}
-		}
-	})
-	if len(bad) > 0 {
-		sort.Strings(bad)
-		return usageErr("bad environment: %s", strings.Join(bad, "; "))
+	lookup := func(k string) (string, bool) { v := e.getenv(k); return v, v != "" }
+	if err := flagenv.Apply(fs, func(f string) string { return envName(fs.Name(), f) }, lookup); err != nil {
+		return usageErr("%v", err)
 	}
 	return nil
 }
