@@ -124,6 +124,8 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 		fmt.Fprintln(stderr, err.String())
 	}
 	switch {
+	case r.Busy:
+		fmt.Fprintf(stdout, "%s: batch %s is being loaded by another loader right now; nothing done here, run again later\n", r.File, r.Batch)
 	case r.DuplicateOf != nil:
 		d := r.DuplicateOf
 		fmt.Fprintf(stdout, "%s: same content as %s, loaded as batch %s at %s; nothing loaded\n",

@@ -18,6 +18,7 @@
 //	PREFIX:{B}:p:EXTID     hash   one payout
 //	PREFIX:{B}:lines       zset   externalIds scored by file line, for reports in file order
 //	PREFIX:{B}:counts      hash   rows and minor units per state
+//	PREFIX:{B}:loadlock    string the loader registering the batch now (expires)
 //	PREFIX:x:EXTID         string batch that owns an externalId (global uniqueness)
 //	PREFIX:batches         zset   batch ids scored by load time
 package ledger
@@ -107,7 +108,10 @@ func (l *Ledger) payoutKey(batch, ext string) string {
 	return l.tag(batch) + ":p:" + ext
 }
 func (l *Ledger) ownerKey(ext string) string { return l.prefix + ":x:" + ext }
-func (l *Ledger) batchesKey() string         { return l.prefix + ":batches" }
+func (l *Ledger) loadLockKey(batch string) string {
+	return l.tag(batch) + ":loadlock"
+}
+func (l *Ledger) batchesKey() string { return l.prefix + ":batches" }
 
 func (l *Ledger) nowMillis() int64 { return l.now().UnixMilli() }
 

@@ -368,7 +368,10 @@ func TestRegisterNewMatchesRegister(t *testing.T) {
 	if _, err := l1.Register(ctx, "b", ps, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := l2.RegisterNew(ctx, "b", ps, 2); err != nil {
+	if ok, err := l2.LockLoad(ctx, "b", "me", time.Minute); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	if err := l2.RegisterNew(ctx, "b", "me", ps, 2); err != nil {
 		t.Fatal(err)
 	}
 	for _, ext := range []string{"A", "B"} {
@@ -387,5 +390,37 @@ func TestRegisterNewMatchesRegister(t *testing.T) {
 	// The same payouts again through the script: nothing new.
 	if n, _ := l2.Register(ctx, "b", ps, 2); n != 0 {
 		t.Errorf("script re-registered %d rows stored by the transaction", n)
+	}
+}
+
+// TestRegisterNewNeedsTheLoadLock: without the lock, or after another
+// loader took it over, RegisterNew writes nothing.
+func TestRegisterNewNeedsTheLoadLock(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	ps := []NewPayout{{Line: 2, ExternalID: "A", Amount: money.MustParse("1")}}
+	if err := l.RegisterNew(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
+		t.Fatalf("without the lock: %v", err)
+	}
+	if ok, _ := l.LockLoad(ctx, "b", "other", time.Minute); !ok {
+		t.Fatal("lock not taken")
+	}
+	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
+		t.Fatal("a held lock was taken twice")
+	}
+	if err := l.RegisterNew(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
+		t.Fatalf("with another's lock: %v", err)
+	}
+	if ok, _ := l.RefreshLoad(ctx, "b", "me", time.Minute); ok {
+		t.Fatal("refreshed another loader's lock")
+	}
+	if _, err := l.Get(ctx, "b", "A"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a refused RegisterNew wrote the payout: %v", err)
+	}
+	if err := l.UnlockLoad(ctx, "b", "me"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
+		t.Fatal("unlock by a non-owner released the lock")
 	}
 }

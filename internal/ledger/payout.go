@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -136,11 +137,46 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 	return n, nil
 }
 
-// RegisterNew stores payouts that are known not to exist yet (the batch was
-// begun by this very load, and every externalId is claimed by it), with
-// plain commands in one MULTI/EXEC transaction: the same result as
-// Register, atomic per call, at a fraction of the Redis time of a Lua loop.
-func (l *Ledger) RegisterNew(ctx context.Context, batch string, ps []NewPayout, scale int) error {
+// ErrLoadLockLost is returned by RegisterNew when the caller no longer
+// holds the batch's load lock: nothing was written.
+var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
+
+// LockLoad takes the batch's load lock for owner (a random token) for ttl.
+// It reports false when another loader holds it.
+func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
+	ok, err := l.rdb.SetNX(ctx, l.loadLockKey(batch), owner, ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("ledger: lock load of %s: %w", batch, err)
+	}
+	return ok, nil
+}
+
+// RefreshLoad extends owner's load lock; false means it was lost.
+func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
+	n, err := refreshLockScript.Run(ctx, l.rdb, []string{l.loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
+	}
+	return n == 1, nil
+}
+
+// UnlockLoad releases owner's load lock (a lock taken over by another
+// loader is left alone).
+func (l *Ledger) UnlockLoad(ctx context.Context, batch, owner string) error {
+	if err := releaseScript.Run(ctx, l.rdb, []string{l.loadLockKey(batch)}, owner).Err(); err != nil {
+		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
+	}
+	return nil
+}
+
+// RegisterNew stores payouts that are known not to exist yet, with plain
+// commands in one MULTI/EXEC transaction: the same result as Register,
+// atomic per call, at a fraction of the Redis time of a Lua loop. It is for
+// a batch begun by this very load, whose load lock owner holds: the lock
+// key is WATCHed and checked, so the transaction writes nothing (and
+// ErrLoadLockLost is returned) unless owner still holds it at EXEC. No
+// other loader can have registered rows of the batch meanwhile.
+func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewPayout, scale int) error {
 	if len(ps) == 0 {
 		return nil
 	}
@@ -155,7 +191,32 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch string, ps []NewPayout, 
 		}
 		sum += units[i]
 	}
-	pipe := l.rdb.TxPipeline()
+	lock := l.loadLockKey(batch)
+	err := l.rdb.Watch(ctx, func(tx *redis.Tx) error {
+		held, err := tx.Get(ctx, lock).Result()
+		if err != nil && err != redis.Nil {
+			return err
+		}
+		if held != owner {
+			return ErrLoadLockLost
+		}
+		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			l.queueNew(ctx, pipe, batch, ps, scale, units, sum, exact, now)
+			return nil
+		})
+		if errors.Is(err, redis.TxFailedErr) {
+			return ErrLoadLockLost
+		}
+		return err
+	}, lock)
+	if err != nil {
+		return fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
+	}
+	return nil
+}
+
+// queueNew queues the writes of RegisterNew.
+func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch string, ps []NewPayout, scale int, units []int64, sum int64, exact bool, now int64) {
 	lines := make([]redis.Z, len(ps))
 	for i, p := range ps {
 		fields := []any{"line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units[i],
@@ -180,10 +241,6 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch string, ps []NewPayout, 
 	if exact {
 		pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), sum)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
-	}
-	return nil
 }
 
 // Get returns one payout, or ErrNotFound.

@@ -218,3 +218,10 @@ local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all do r[#r + 1] = all[i] end
 return r
 `)
+
+// refreshLockScript extends a lock only if owner holds it.
+// KEYS: lock; ARGV: owner, ttl ms.
+var refreshLockScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`)

@@ -18,6 +18,7 @@ package loader
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -82,12 +83,21 @@ type Result struct {
 	Enqueued    int  // create tasks enqueued by this run
 	Loaded      bool // rows were loaded (or would be, in a dry run)
 	Resumed     bool // an interrupted load of the same content was completed
+	Busy        bool // another loader is loading the same content right now; nothing done
 	DuplicateOf *ledger.Batch
 }
 
-// Refused reports whether nothing of the file was loaded because of its
-// content.
-func (r Result) Refused() bool { return !r.Loaded }
+// loadLockTTL bounds how long a dead loader blocks a rerun of its batch;
+// a live one refreshes the lock with every chunk.
+const loadLockTTL = time.Minute
+
+func randomToken() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
 
 // ErrRefused is wrapped by the error of a refused file.
 var ErrRefused = errors.New("file refused")
@@ -271,6 +281,27 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	if scale == 0 {
 		scale = money.DefaultScale
 	}
+	// One loader registers a batch at a time: two loads of the same
+	// content at once (two names, two spools) would otherwise interleave.
+	owner, err := randomToken()
+	if err != nil {
+		return res, err
+	}
+	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
+	if err != nil {
+		return res, err
+	}
+	if !locked {
+		res.Loaded, res.Busy = false, true
+		return res, nil
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := ld.ledger.UnlockLoad(uctx, res.Batch, owner); err != nil {
+			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
+		}
+	}()
 	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
 	})
@@ -306,12 +337,19 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			}
 			ps[i] = p
 		}
+		if held, err := ld.ledger.RefreshLoad(gctx, res.Batch, owner, loadLockTTL); err != nil || !held {
+			if err == nil {
+				err = ledger.ErrLoadLockLost
+			}
+			return err
+		}
 		// A batch begun by this run has no rows yet: plain commands in a
-		// transaction do. A resumed one may have some: the script skips them.
+		// transaction do (guarded by the load lock). A resumed one may have
+		// some: the script skips them.
 		n := len(ps)
 		var err error
 		if fresh {
-			err = ld.ledger.RegisterNew(gctx, res.Batch, ps, scale)
+			err = ld.ledger.RegisterNew(gctx, res.Batch, owner, ps, scale)
 		} else {
 			n, err = ld.ledger.Register(gctx, res.Batch, ps, scale)
 		}

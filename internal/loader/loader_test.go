@@ -390,3 +390,32 @@ func TestRefusedCorpusWritesNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentLoadOfTheSameContent: while one loader holds a batch's load
+// lock, another load of the same content does nothing and says so; after
+// the lock is released it completes the batch, without a second row or
+// task.
+func TestConcurrentLoadOfTheSameContent(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := writeFile(t, dir, "a.csv", goodCSV)
+	dry, err := f.ld.LoadFile(ctx, path, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := f.led.LockLoad(ctx, dry.Batch, "another-loader", time.Minute); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	res, err := f.ld.LoadFile(ctx, writeFile(t, dir, "copy.csv", goodCSV), Options{})
+	if err != nil || !res.Busy || res.Loaded || res.Registered != 0 || f.pending() != 0 {
+		t.Fatalf("load while locked: %+v %v (pending %d)", res, err, f.pending())
+	}
+	if err := f.led.UnlockLoad(ctx, dry.Batch, "another-loader"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.ld.LoadFile(ctx, path, Options{})
+	if err != nil || !res.Loaded || res.Registered != 3 || f.pending() != 3 {
+		t.Fatalf("load after unlock: %+v %v", res, err)
+	}
+}

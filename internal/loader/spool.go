@@ -107,7 +107,7 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOptions) (Result, error) {
 	path := filepath.Join(dir, Processing, name)
 	res, err := ld.LoadFile(ctx, path, o.Load)
-	if err != nil {
+	if err != nil || res.Busy {
 		return res, err // stays in processing/: the next run resumes it
 	}
 	dest := Done
