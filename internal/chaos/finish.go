@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acme/payout/internal/redisdump"
+
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/sandbox"
@@ -56,7 +58,7 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
 		return Figures{}, err
 	}
-	dump, err := dumpRedis(ctx, h.rdb)
+	dump, err := redisdump.Text(ctx, h.rdb)
 	if err != nil {
 		return Figures{}, err
 	}

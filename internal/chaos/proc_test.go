@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/redisdump"
+
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
@@ -122,7 +124,7 @@ func TestDumpRedis(t *testing.T) {
 	rdb.RPush(ctx, "l", "list-value")
 	rdb.SAdd(ctx, "set", "set-value")
 	rdb.ZAdd(ctx, "z", redis.Z{Score: 1, Member: "zset-value"})
-	dump, err := dumpRedis(ctx, rdb)
+	dump, err := redisdump.Text(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}

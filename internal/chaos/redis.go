@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -139,44 +137,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// dumpRedis renders every key of the database with its value as text, one
-// key a line, sorted (for the leak scan: the asynq task messages, the
-// ledger and everything else the run wrote).
-func dumpRedis(ctx context.Context, rdb redis.UniversalClient) (string, error) {
-	keys, err := rdb.Keys(ctx, "*").Result()
-	if err != nil {
-		return "", fmt.Errorf("redis keys: %w", err)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		typ, err := rdb.Type(ctx, k).Result()
-		if err != nil {
-			return "", fmt.Errorf("redis type %s: %w", k, err)
-		}
-		var v any
-		switch typ {
-		case "string":
-			v, err = rdb.Get(ctx, k).Result()
-		case "hash":
-			v, err = rdb.HGetAll(ctx, k).Result()
-		case "list":
-			v, err = rdb.LRange(ctx, k, 0, -1).Result()
-		case "set":
-			v, err = rdb.SMembers(ctx, k).Result()
-		case "zset":
-			v, err = rdb.ZRangeWithScores(ctx, k, 0, -1).Result()
-		case "stream":
-			v, err = rdb.XRange(ctx, k, "-", "+").Result()
-		default:
-			v = typ
-		}
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return "", fmt.Errorf("redis read %s: %w", k, err)
-		}
-		fmt.Fprintf(&b, "%s (%s) %v\n", k, typ, v)
-	}
-	return b.String(), nil
 }

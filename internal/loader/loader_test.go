@@ -14,7 +14,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/internal/testredis"
+	"github.com/acme/payout/internal/redisdump"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -110,7 +110,7 @@ func TestNoFullCardNumberInRedis(t *testing.T) {
 	if _, err := f.ld.LoadFile(ctx, writeFile(t, t.TempDir(), "a.csv", goodCSV), Options{}); err != nil {
 		t.Fatal(err)
 	}
-	contents, err := testredis.Contents(ctx, f.rdb)
+	contents, err := redisdump.Contents(ctx, f.rdb)
 	if err != nil || len(contents) == 0 {
 		t.Fatal(err)
 	}
