@@ -350,36 +350,29 @@ func (b *runner) loaderFigure(ctx context.Context) Figure {
 	var oursCPU, baseCPU []float64
 	var oursRedis, baseRedis []float64
 	var oursCmds, baseCmds string
-	ours := func() error {
-		r0 := b.redisCPU(ctx)
-		b.resetStats(ctx)
-		u, err := b.payoutLoad(ctx, file, n)
-		if err != nil {
-			return err
+	// sample runs one measurement and records its rate, process CPU, Redis
+	// CPU and busiest Redis commands.
+	sample := func(label, unit string, run func() (Usage, error), rates, cpu, redisCPU *[]float64, cmds *string) func() error {
+		return func() error {
+			r0 := b.redisCPU(ctx)
+			b.resetStats(ctx)
+			u, err := run()
+			if err != nil {
+				return err
+			}
+			*cmds = b.topCommands(ctx, 5)
+			rate := float64(n) / u.Wall.Seconds()
+			*rates = append(*rates, rate)
+			*cpu = append(*cpu, u.CPU.Seconds())
+			*redisCPU = append(*redisCPU, b.redisCPU(ctx)-r0)
+			b.logf("loader: %s %d %s in %.2f s = %.0f %s/s (cpu %.2f s, peak RSS %.1f MB)", label, n, unit, u.Wall.Seconds(), rate, unit, u.CPU.Seconds(), u.MaxRSSMB())
+			return nil
 		}
-		oursCmds = b.topCommands(ctx, 5)
-		rate := float64(n) / u.Wall.Seconds()
-		f.OursSamples = append(f.OursSamples, rate)
-		oursCPU = append(oursCPU, u.CPU.Seconds())
-		oursRedis = append(oursRedis, b.redisCPU(ctx)-r0)
-		b.logf("loader: payout load %d rows in %.2f s = %.0f rows/s (cpu %.2f s, peak RSS %.1f MB)", n, u.Wall.Seconds(), rate, u.CPU.Seconds(), u.MaxRSSMB())
-		return nil
 	}
-	bare := func() error {
-		r0 := b.redisCPU(ctx)
-		b.resetStats(ctx)
-		u, err := b.bareEnqueue(ctx, batch, n)
-		if err != nil {
-			return err
-		}
-		baseCmds = b.topCommands(ctx, 5)
-		rate := float64(n) / u.Wall.Seconds()
-		f.BaseSamples = append(f.BaseSamples, rate)
-		baseCPU = append(baseCPU, u.CPU.Seconds())
-		baseRedis = append(baseRedis, b.redisCPU(ctx)-r0)
-		b.logf("loader: bare enqueue %d tasks in %.2f s = %.0f tasks/s (cpu %.2f s, peak RSS %.1f MB)", n, u.Wall.Seconds(), rate, u.CPU.Seconds(), u.MaxRSSMB())
-		return nil
-	}
+	ours := sample("payout load", "rows", func() (Usage, error) { return b.payoutLoad(ctx, file, n) },
+		&f.OursSamples, &oursCPU, &oursRedis, &oursCmds)
+	bare := sample("bare enqueue", "tasks", func() (Usage, error) { return b.bareEnqueue(ctx, batch, n) },
+		&f.BaseSamples, &baseCPU, &baseRedis, &baseCmds)
 	for i := 0; i < max(b.cfg.LoaderRepeat, 1); i++ {
 		pair := []func() error{ours, bare}
 		if i%2 == 1 {
