@@ -21,6 +21,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -99,8 +101,18 @@ func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "sandbox latency of the PSP-latency-bound figure")
 	fs.IntVar(&cfg.E2ERows, "e2e-rows", cfg.E2ERows, "rows of the payout run figure")
 	fs.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of one measurement")
+	only := fs.String("only", "", "comma-separated measurements to run, of "+strings.Join(bench.Parts, ", ")+" (default: all)")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	if *only != "" {
+		for _, p := range strings.Split(*only, ",") {
+			p = strings.TrimSpace(p)
+			if !slices.Contains(bench.Parts, p) {
+				return usageError{fmt.Errorf("--only: unknown measurement %q (want %s)", p, strings.Join(bench.Parts, ", "))}
+			}
+			cfg.Only = append(cfg.Only, p)
+		}
 	}
 	cfg.Progress = stderr
 	rep, err := bench.Run(ctx, cfg)

@@ -16,6 +16,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"unknown flag", []string{"--no-such-flag"}, "flag provided but not defined"},
 		{"stray argument", []string{"--loader-rows", "5", "extra"}, "unexpected argument"},
+		{"unknown measurement", []string{"--only", "loader,nonsense"}, `unknown measurement "nonsense"`},
 		{"bare-enqueue without redis", []string{"bare-enqueue", "--rows", "5"}, "needs --redis"},
 		{"bare-worker without psp", []string{"bare-worker", "--redis", "redis://127.0.0.1:1/0"}, "needs --redis, --psp-url"},
 	} {

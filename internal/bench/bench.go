@@ -70,6 +70,10 @@ type Config struct {
 
 	E2ERows int // rows of the `payout run` figure
 
+	// Only, when not empty, names the measurements to run (see Parts);
+	// the others are left out of the report.
+	Only []string
+
 	PhaseTimeout time.Duration // bound of one measurement
 	Progress     io.Writer     // progress lines; nil: none
 }
@@ -146,11 +150,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	b.logf("machine: nproc %d, %s, %s, Redis %s", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.GoVersion, rep.Machine.RedisVersion)
 
-	rep.Figures = append(rep.Figures, b.loaderFigure(ctx))
-	rep.Figures = append(rep.Figures, b.loaderRSSFigures(ctx)...)
-	rep.Figures = append(rep.Figures, b.overheadFigure(ctx))
-	rep.Figures = append(rep.Figures, b.latencyFigures(ctx)...)
-	rep.Figures = append(rep.Figures, b.e2eFigure(ctx))
+	if b.wants(PartLoader) {
+		rep.Figures = append(rep.Figures, b.loaderFigure(ctx))
+	}
+	if b.wants(PartLoaderRSS) {
+		rep.Figures = append(rep.Figures, b.loaderRSSFigures(ctx)...)
+	}
+	if b.wants(PartOverhead) {
+		rep.Figures = append(rep.Figures, b.overheadFigure(ctx))
+	}
+	if b.wants(PartLatency) {
+		rep.Figures = append(rep.Figures, b.latencyFigures(ctx)...)
+	}
+	if b.wants(PartE2E) {
+		rep.Figures = append(rep.Figures, b.e2eFigure(ctx))
+	}
 	for i := range rep.Figures {
 		rep.Figures[i].Evaluate()
 	}
@@ -159,6 +173,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.ElapsedS = time.Since(b.start).Seconds()
 	rep.Summarize()
 	return rep, nil
+}
+
+// The measurements of a run, for Config.Only.
+const (
+	PartLoader    = "loader"     // loader rows/s against the bare enqueue
+	PartLoaderRSS = "loader-rss" // loader peak RSS on the large file
+	PartOverhead  = "overhead"   // worker against the bare handler, PSP latency 0
+	PartLatency   = "latency"    // worker against c/latency, and its RSS
+	PartE2E       = "e2e"        // payout run --sandbox
+)
+
+// Parts lists the measurements in the order a run makes them.
+var Parts = []string{PartLoader, PartLoaderRSS, PartOverhead, PartLatency, PartE2E}
+
+func (b *runner) wants(part string) bool {
+	return len(b.cfg.Only) == 0 || slices.Contains(b.cfg.Only, part)
 }
 
 func (b *runner) logf(format string, args ...any) {
@@ -173,7 +203,7 @@ func (b *runner) note(format string, args ...any) {
 
 func (b *runner) settings() map[string]string {
 	c := b.cfg
-	return map[string]string{
+	s := map[string]string{
 		"loaderRows": strconv.Itoa(c.LoaderRows), "loaderRepeat": strconv.Itoa(c.LoaderRepeat),
 		"loaderConcurrency": strconv.Itoa(LoaderEnqueueWorkers), "rssRows": strconv.Itoa(c.RSSRows),
 		"overheadPayouts": strconv.Itoa(c.OverheadPayouts), "overheadConcurrency": strconv.Itoa(c.OverheadConcurrency),
@@ -182,6 +212,10 @@ func (b *runner) settings() map[string]string {
 		"sandbox":   "separate process (cmd/psp-sandbox), fresh per measurement, log level error",
 		"processes": "ours and baselines are separate processes built with CGO_ENABLED=0 -trimpath",
 	}
+	if len(c.Only) > 0 {
+		s["only"] = strings.Join(c.Only, ",")
+	}
+	return s
 }
 
 // build compiles payout, psp-sandbox and the bench itself like `make build`.
