@@ -29,6 +29,10 @@ type flexString string
 func (f *flexString) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	switch {
+	case len(b) >= 2 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b[1:len(b)-1]):
+		// The common case, without escapes: the decoder that called us has
+		// already checked the literal, and valid UTF-8 decodes as itself.
+		*f = flexString(b[1 : len(b)-1])
 	case len(b) > 0 && b[0] == '"':
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
