@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/redisconn"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
+	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -97,6 +100,54 @@ func (f *fileFlags) options() (payfile.Options, error) {
 		o.MaxAmount = a
 	}
 	return o, nil
+}
+
+// pipelineFlag turns on go-redis autopipelining for the hot Redis calls of
+// load, worker and run: the loader's enqueues and the worker's ledger
+// transitions. Concurrent callers then share round trips; each command is
+// still sent on its own, and every one of them is safe to run twice (an
+// enqueue carries its task ID, a ledger transition is compare-and-set), so
+// a pipeline replayed after a dropped connection changes nothing.
+type pipelineFlag struct{ on bool }
+
+func (f *pipelineFlag) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.on, "redis-pipeline", true, "batch concurrent enqueues and ledger transitions into Redis pipelines (go-redis autopipelining); false: one round trip each")
+}
+
+// conn returns the connection of the hot calls: rdb itself, or an
+// autopipeliner over it that lives as long as rdb.
+func (f *pipelineFlag) conn(rdb redis.UniversalClient) (redis.UniversalClient, error) {
+	if !f.on {
+		return rdb, nil
+	}
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		return nil, fmt.Errorf("redis autopipelining: %w", err)
+	}
+	return ap, nil
+}
+
+// enqueueFlags say how the loader submits create tasks.
+type enqueueFlags struct {
+	concurrency int
+	pipelineFlag
+}
+
+func (f *enqueueFlags) register(fs *flag.FlagSet) {
+	fs.IntVar(&f.concurrency, "enqueue-concurrency", loader.DefaultEnqueueWorkers, "create tasks submitted to Redis at once")
+	f.pipelineFlag.register(fs)
+}
+
+// client returns the Asynq client of the loader's enqueues.
+func (f *enqueueFlags) client(rdb redis.UniversalClient) (*asynq.Client, error) {
+	if f.concurrency < 1 {
+		return nil, usageErr("--enqueue-concurrency %d: want at least 1", f.concurrency)
+	}
+	conn, err := f.conn(rdb)
+	if err != nil {
+		return nil, err
+	}
+	return asynq.NewClientFromRedisClient(conn), nil
 }
 
 // pspFlags say how to reach the PSP.

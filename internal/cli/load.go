@@ -8,7 +8,6 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
-	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
 )
 
@@ -23,6 +22,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		rf      redisFlags
 		kf      keyFlags
 		ff      fileFlags
+		ef      enqueueFlags
 		spool   string
 		settle  time.Duration
 		purge   time.Duration
@@ -33,6 +33,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	rf.register(fs)
 	kf.register(fs)
 	ff.register(fs)
+	ef.register(fs)
 	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file is taken once unchanged this long")
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
@@ -53,7 +54,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun}
+	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency}
 	var sealer loader.Sealer = noSealer{}
 	if !dryRun {
 		ring, err := kf.keyring(e)
@@ -67,7 +68,10 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	client := asynq.NewClientFromRedisClient(rdb)
+	client, err := ef.client(rdb)
+	if err != nil {
+		return err
+	}
 	ld := loader.New(ledger.New(rdb), client, sealer, log)
 
 	if spool != "" {

@@ -21,7 +21,6 @@ import (
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
 	"github.com/alicebob/miniredis/v2"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -48,6 +47,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		rf       redisFlags
 		kf       keyFlags
 		ff       fileFlags
+		ef       enqueueFlags
 		pf       pspFlags
 		wf       workerFlags
 		useSbx   bool
@@ -61,6 +61,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	rf.register(fs)
 	kf.register(fs)
 	ff.register(fs)
+	ef.register(fs)
 	pf.register(fs)
 	wf.register(fs)
 	fs.BoolVar(&useSbx, "sandbox", false, "start the PSP simulator in-process and send payouts to it")
@@ -155,8 +156,16 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	defer client.Close()
 
 	led := ledger.New(rdb)
-	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), ring, log)
-	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial})
+	enq, err := ef.client(rdb)
+	if err != nil {
+		return err
+	}
+	hot, err := ef.conn(rdb) // the worker's ledger transitions
+	if err != nil {
+		return err
+	}
+	ld := loader.New(led, enq, ring, log)
+	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, EnqueueWorkers: ef.concurrency})
 	if err != nil {
 		return infraErr(err)
 	}
@@ -175,7 +184,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if wlog.GetLevel() < zerolog.WarnLevel {
 		wlog = wlog.Level(zerolog.WarnLevel) // the progress line says enough
 	}
-	w := worker.New(rdb, led, client, ring, wcfg, nil, wlog.With().Str("component", "worker").Logger())
+	w := worker.New(rdb, ledger.New(hot), client, ring, wcfg, nil, wlog.With().Str("component", "worker").Logger())
 	go func() { done <- w.Run(wctx) }()
 
 	start := time.Now()

@@ -30,6 +30,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		kf          keyFlags
 		pf          pspFlags
 		wf          workerFlags
+		pl          pipelineFlag
 		metricsAddr string
 		check       bool
 	)
@@ -38,6 +39,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	kf.register(fs)
 	pf.register(fs)
 	wf.register(fs)
+	pl.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.BoolVar(&check, "check", false, "send one harmless authenticated request (status of a random id) and report whether the PSP accepts the token; touch no payout")
 	if err := parse(e, fs, args); err != nil {
@@ -82,7 +84,11 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	}
 	defer rdb.Close()
 
-	w := worker.New(rdb, ledger.New(rdb), client, ring, cfg, m, log)
+	ledgerConn, err := pl.conn(rdb)
+	if err != nil {
+		return err
+	}
+	w := worker.New(rdb, ledger.New(ledgerConn), client, ring, cfg, m, log)
 	if metricsAddr != "" {
 		stop, err := serveMetrics(ctx, metricsAddr, rdb, reg, log)
 		if err != nil {

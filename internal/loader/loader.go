@@ -51,7 +51,7 @@ type Options struct {
 	Partial        bool // load the valid rows of a file that has invalid ones
 	DryRun         bool // validate only; write nothing
 	ChunkSize      int  // rows per ledger round trip (default 500)
-	EnqueueWorkers int  // concurrent enqueues (default 16)
+	EnqueueWorkers int  // concurrent enqueues (default DefaultEnqueueWorkers)
 	Progress       time.Duration
 }
 
@@ -63,13 +63,18 @@ func (o Options) withDefaults() Options {
 		o.ChunkSize = 2000 // the register script unpacks 2 values a row; Lua's limit is about 8,000
 	}
 	if o.EnqueueWorkers <= 0 {
-		o.EnqueueWorkers = 16
+		o.EnqueueWorkers = DefaultEnqueueWorkers
 	}
 	if o.Progress <= 0 {
 		o.Progress = 2 * time.Second
 	}
 	return o
 }
+
+// DefaultEnqueueWorkers is the default number of concurrent enqueues. With
+// an autopipelining Redis client (payout load's default) they share round
+// trips, so more of them mean deeper pipelines rather than more connections.
+const DefaultEnqueueWorkers = 64
 
 // Result is what happened to one file.
 type Result struct {

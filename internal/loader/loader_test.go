@@ -41,8 +41,13 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { rdb.Close() })
 	ring := vault.Ephemeral()
 	led := ledger.New(rdb)
+	// Enqueues go through autopipelining, as payout load's do by default.
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
 	return &fixture{t: t, rdb: rdb, led: led, ring: ring, insp: asynq.NewInspectorFromRedisClient(rdb),
-		ld: New(led, asynq.NewClientFromRedisClient(rdb), ring, zerolog.Nop())}
+		ld: New(led, asynq.NewClientFromRedisClient(ap), ring, zerolog.Nop())}
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {

@@ -138,7 +138,13 @@ func (h *harness) add(dests ...string) []string {
 
 func (h *harness) start() {
 	h.t.Helper()
-	w := New(h.rdb, h.ledger, h.psp, h.ring, h.cfg, nil, testLogger(h))
+	// The worker's ledger transitions go through autopipelining, as
+	// payout worker's do by default (--redis-pipeline).
+	ap, err := h.rdb.AutoPipeline()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	w := New(h.rdb, ledger.New(ap), h.psp, h.ring, h.cfg, nil, testLogger(h))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.stopped = make(chan struct{})
