@@ -96,6 +96,7 @@ func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&cfg.RSSRows, "rss-rows", cfg.RSSRows, "rows of the loader peak-RSS file")
 	fs.IntVar(&cfg.OverheadPayouts, "overhead-payouts", cfg.OverheadPayouts, "payouts of the PSP-overhead-bound worker figure")
 	fs.IntVar(&cfg.OverheadConcurrency, "overhead-concurrency", cfg.OverheadConcurrency, "worker concurrency of the PSP-overhead-bound figure")
+	fs.IntVar(&cfg.OverheadRepeat, "overhead-repeat", cfg.OverheadRepeat, "ours/baseline pairs of the PSP-overhead-bound figure (median reported)")
 	fs.IntVar(&cfg.LatencyPayouts, "latency-payouts", cfg.LatencyPayouts, "payouts of the PSP-latency-bound worker figure")
 	fs.IntVar(&cfg.LatencyConcurrency, "latency-concurrency", cfg.LatencyConcurrency, "worker concurrency of the PSP-latency-bound figure")
 	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "sandbox latency of the PSP-latency-bound figure")
@@ -139,6 +140,7 @@ func runBareEnqueue(ctx context.Context, args []string, stderr io.Writer) error 
 	batch := fs.String("batch", "", "batch id put in the payloads")
 	rows := fs.Int("rows", 0, "tasks to enqueue (rows 1..N of the generated file)")
 	conc := fs.Int("concurrency", bench.LoaderEnqueueWorkers, "concurrent enqueues")
+	pipelined := fs.Bool("pipeline", false, "enqueue through go-redis autopipelining, as payout load does")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -150,7 +152,7 @@ func runBareEnqueue(ctx context.Context, args []string, stderr io.Writer) error 
 		return err
 	}
 	defer rdb.Close()
-	return bench.BareEnqueue(ctx, rdb, *batch, *rows, *conc)
+	return bench.BareEnqueue(ctx, rdb, *batch, *rows, *conc, *pipelined)
 }
 
 func runBareWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -24,7 +25,7 @@ import (
 
 // LoaderEnqueueWorkers is the loader's default number of concurrent
 // enqueues (loader.Options.EnqueueWorkers); the bare enqueue uses the same.
-const LoaderEnqueueWorkers = 16
+const LoaderEnqueueWorkers = loader.DefaultEnqueueWorkers
 
 // LoaderMaxCreateRetries is the retry budget `payout load` gives each
 // create task by default (--max-create-retries).
@@ -32,9 +33,19 @@ const LoaderMaxCreateRetries = 10
 
 // BareEnqueue enqueues the create tasks of rows 1..n of the generated file
 // with the given concurrency, exactly as the loader builds them (payload,
-// task ID, queue, retention, retry budget), and nothing else.
-func BareEnqueue(ctx context.Context, rdb redis.UniversalClient, batch string, n, concurrency int) error {
-	client := asynq.NewClientFromRedisClient(rdb)
+// task ID, queue, retention, retry budget), and nothing else. With
+// pipelined, the Asynq client runs on go-redis autopipelining, as `payout
+// load` does by default.
+func BareEnqueue(ctx context.Context, rdb redis.UniversalClient, batch string, n, concurrency int, pipelined bool) error {
+	var conn redis.UniversalClient = rdb
+	if pipelined {
+		ap, err := rdb.AutoPipeline()
+		if err != nil {
+			return err
+		}
+		conn = ap
+	}
+	client := asynq.NewClientFromRedisClient(conn)
 	return parallel(ctx, n, concurrency, func(ctx context.Context, i int) error {
 		r := RowAt(i)
 		t, err := jobs.NewCreateTask(jobs.CreatePayload{

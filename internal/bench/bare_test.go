@@ -74,17 +74,19 @@ func TestBareEnqueueMatchesTheLoader(t *testing.T) {
 	}
 	want := pendingTasks(t, rdb)
 
-	bare := miniRedis(t)
-	if err := BareEnqueue(ctx, bare, batch, n, 4); err != nil {
-		t.Fatal(err)
-	}
-	got := pendingTasks(t, bare)
-	if len(got) != n || len(want) != n {
-		t.Fatalf("bare enqueued %d tasks, loader %d, want %d", len(got), len(want), n)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("task %d:\n bare   %+v\n loader %+v", i, got[i], want[i])
+	for _, pipelined := range []bool{false, true} {
+		bare := miniRedis(t)
+		if err := BareEnqueue(ctx, bare, batch, n, 4, pipelined); err != nil {
+			t.Fatal(err)
+		}
+		got := pendingTasks(t, bare)
+		if len(got) != n || len(want) != n {
+			t.Fatalf("pipelined=%v: bare enqueued %d tasks, loader %d, want %d", pipelined, len(got), len(want), n)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("pipelined=%v: task %d:\n bare   %+v\n loader %+v", pipelined, i, got[i], want[i])
+			}
 		}
 	}
 }

@@ -63,6 +63,7 @@ type Config struct {
 
 	OverheadPayouts     int // payouts of the PSP-overhead-bound worker figure
 	OverheadConcurrency int // worker concurrency there
+	OverheadRepeat      int // ours/baseline pairs of that figure (median reported)
 
 	LatencyPayouts     int           // payouts of the PSP-latency-bound worker figure
 	LatencyConcurrency int           // worker concurrency there
@@ -83,7 +84,7 @@ func DefaultConfig() Config {
 	return Config{
 		Go: "go", Root: ".",
 		LoaderRows: 100_000, LoaderRepeat: 3, RSSRows: 1_000_000,
-		OverheadPayouts: 20_000, OverheadConcurrency: 50,
+		OverheadPayouts: 20_000, OverheadConcurrency: 50, OverheadRepeat: 3,
 		LatencyPayouts: 20_000, LatencyConcurrency: 200, Latency: 100 * time.Millisecond,
 		E2ERows:      10_000,
 		PhaseTimeout: 4 * time.Minute,
@@ -151,7 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	b.logf("machine: nproc %d, %s, %s, Redis %s", rep.Machine.CPUs, rep.Machine.CPUModel, rep.Machine.GoVersion, rep.Machine.RedisVersion)
 
 	if b.wants(PartLoader) {
-		rep.Figures = append(rep.Figures, b.loaderFigure(ctx))
+		rep.Figures = append(rep.Figures, b.loaderFigures(ctx)...)
 	}
 	if b.wants(PartLoaderRSS) {
 		rep.Figures = append(rep.Figures, b.loaderRSSFigures(ctx)...)
@@ -207,6 +208,7 @@ func (b *runner) settings() map[string]string {
 		"loaderRows": strconv.Itoa(c.LoaderRows), "loaderRepeat": strconv.Itoa(c.LoaderRepeat),
 		"loaderConcurrency": strconv.Itoa(LoaderEnqueueWorkers), "rssRows": strconv.Itoa(c.RSSRows),
 		"overheadPayouts": strconv.Itoa(c.OverheadPayouts), "overheadConcurrency": strconv.Itoa(c.OverheadConcurrency),
+		"overheadRepeat": strconv.Itoa(c.OverheadRepeat),
 		"latencyPayouts": strconv.Itoa(c.LatencyPayouts), "latencyConcurrency": strconv.Itoa(c.LatencyConcurrency),
 		"latency": c.Latency.String(), "e2eRows": strconv.Itoa(c.E2ERows),
 		"sandbox":   "separate process (cmd/psp-sandbox), fresh per measurement, log level error",
@@ -343,14 +345,15 @@ func (b *runner) payoutLoad(ctx context.Context, file string, n int) (Usage, err
 	return u, nil
 }
 
-// bareEnqueue runs the bare enqueue baseline on an empty Redis.
-func (b *runner) bareEnqueue(ctx context.Context, batch string, n int) (Usage, error) {
+// bareEnqueue runs the bare enqueue baseline on an empty Redis; pipelined
+// gives it the loader's autopipelining.
+func (b *runner) bareEnqueue(ctx context.Context, batch string, n int, pipelined bool) (Usage, error) {
 	if err := b.flush(ctx); err != nil {
 		return Usage{}, err
 	}
 	u, p, err := RunProc(Spec{Name: "bare enqueue", Bin: b.self, Env: CleanEnv(),
 		Args: []string{"bare-enqueue", "--redis", b.redisURL, "--batch", batch, "--rows", strconv.Itoa(n),
-			"--concurrency", strconv.Itoa(LoaderEnqueueWorkers)}})
+			"--concurrency", strconv.Itoa(LoaderEnqueueWorkers), "--pipeline=" + strconv.FormatBool(pipelined)}})
 	if err != nil {
 		return u, err
 	}
@@ -367,23 +370,31 @@ func (b *runner) bareEnqueue(ctx context.Context, batch string, n int) (Usage, e
 	return u, nil
 }
 
-func (b *runner) loaderFigure(ctx context.Context) Figure {
+// loaderFigures measures `payout load` against the bare enqueue (the
+// target), and, for context, against a bare enqueue that gets the same
+// autopipelining as the loader: how much of the loader's own work the
+// pipelining hides.
+func (b *runner) loaderFigures(ctx context.Context) []Figure {
 	n := b.cfg.LoaderRows
 	f := Figure{Name: fmt.Sprintf("loader, %s-row file", thousands(int64(n))), Unit: "rows/s",
 		BaselineName: "(bare enqueue)", Target: Target{Kind: RatioAtLeast, Value: TargetLoaderRatio}}
+	fp := Figure{Name: fmt.Sprintf("loader, %s-row file, vs pipelined bare enqueue (context)", thousands(int64(n))), Unit: "rows/s",
+		BaselineName: "(bare enqueue, autopipelined)", Target: Target{Kind: Informative}}
+	fail := func(err error) []Figure {
+		f.Error, fp.Error = err.Error(), err.Error()
+		return []Figure{f, fp}
+	}
 	file, err := b.file(n)
 	if err != nil {
-		f.Error = err.Error()
-		return f
+		return fail(err)
 	}
 	batch, err := batchOf(file)
 	if err != nil {
-		f.Error = err.Error()
-		return f
+		return fail(err)
 	}
-	var oursCPU, baseCPU []float64
-	var oursRedis, baseRedis []float64
-	var oursCmds, baseCmds string
+	var oursCPU, baseCPU, pipeCPU []float64
+	var oursRedis, baseRedis, pipeRedis []float64
+	var oursCmds, baseCmds, pipeCmds string
 	// sample runs one measurement and records its rate, process CPU, Redis
 	// CPU and busiest Redis commands.
 	sample := func(label, unit string, run func() (Usage, error), rates, cpu, redisCPU *[]float64, cmds *string) func() error {
@@ -405,27 +416,33 @@ func (b *runner) loaderFigure(ctx context.Context) Figure {
 	}
 	ours := sample("payout load", "rows", func() (Usage, error) { return b.payoutLoad(ctx, file, n) },
 		&f.OursSamples, &oursCPU, &oursRedis, &oursCmds)
-	bare := sample("bare enqueue", "tasks", func() (Usage, error) { return b.bareEnqueue(ctx, batch, n) },
+	bare := sample("bare enqueue", "tasks", func() (Usage, error) { return b.bareEnqueue(ctx, batch, n, false) },
 		&f.BaseSamples, &baseCPU, &baseRedis, &baseCmds)
+	pipe := sample("bare enqueue (autopipelined)", "tasks", func() (Usage, error) { return b.bareEnqueue(ctx, batch, n, true) },
+		&fp.BaseSamples, &pipeCPU, &pipeRedis, &pipeCmds)
 	for i := 0; i < max(b.cfg.LoaderRepeat, 1); i++ {
-		pair := []func() error{ours, bare}
+		round := []func() error{ours, bare, pipe}
 		if i%2 == 1 {
-			pair = []func() error{bare, ours} // alternate the order
+			round = []func() error{pipe, bare, ours} // alternate the order
 		}
-		for _, run := range pair {
+		for _, run := range round {
 			if err := run(); err != nil {
-				f.Error = err.Error()
-				return f
+				return fail(err)
 			}
 		}
 	}
 	f.Ours, f.Baseline = median(f.OursSamples), median(f.BaseSamples)
 	f.Name += fmt.Sprintf(" (median of %d)", len(f.OursSamples))
 	f.OursCPU, f.BaseCPU = median(oursCPU), median(baseCPU)
-	b.note("loader %s rows: process CPU ours %.2f s vs bare %.2f s (%.1f vs %.1f us/row); Redis CPU ours %.2f s vs bare %.2f s",
-		thousands(int64(n)), f.OursCPU, f.BaseCPU, 1e6*f.OursCPU/float64(n), 1e6*f.BaseCPU/float64(n), median(oursRedis), median(baseRedis))
-	b.note("loader %s rows: Redis time by command (last run), payout load: %s; bare: %s", thousands(int64(n)), oursCmds, baseCmds)
-	return f
+	fp.Ours, fp.OursCPU, fp.OursSamples = f.Ours, f.OursCPU, f.OursSamples
+	fp.Baseline, fp.BaseCPU = median(fp.BaseSamples), median(pipeCPU)
+	b.note("loader %s rows (%d concurrent enqueues): process CPU ours %.2f s, bare %.2f s, bare autopipelined %.2f s (%.1f, %.1f, %.1f us/row); Redis CPU %.2f s, %.2f s, %.2f s",
+		thousands(int64(n)), LoaderEnqueueWorkers, f.OursCPU, f.BaseCPU, fp.BaseCPU,
+		1e6*f.OursCPU/float64(n), 1e6*f.BaseCPU/float64(n), 1e6*fp.BaseCPU/float64(n),
+		median(oursRedis), median(baseRedis), median(pipeRedis))
+	b.note("loader %s rows: Redis time by command (last run), payout load: %s; bare: %s; bare autopipelined: %s",
+		thousands(int64(n)), oursCmds, baseCmds, pipeCmds)
+	return []Figure{f, fp}
 }
 
 func (b *runner) loaderRSSFigures(ctx context.Context) []Figure {
@@ -623,20 +640,33 @@ wait:
 // BareDoneLine is what the bare worker prints once it had all its answers.
 const BareDoneLine = "done"
 
-func (b *runner) workerPair(ctx context.Context, label string, n, conc int, latency time.Duration) (ours, bare workerRun, oursErr, bareErr error) {
-	ours, oursErr = b.oursWorker(ctx, n, conc, latency)
-	if oursErr == nil {
-		b.logf("%s: payout worker %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
-			label, n, float64(n)/ours.rate, ours.rate, ours.u.CPU.Seconds(), ours.u.MaxRSSMB(), ours.sandboxCPU, ours.redisCPU)
-	} else {
-		b.logf("%s: payout worker failed: %v", label, oursErr)
+// workerPair measures payout worker and the bare worker on the same load,
+// ours first unless bareFirst.
+func (b *runner) workerPair(ctx context.Context, label string, n, conc int, latency time.Duration, bareFirst bool) (ours, bare workerRun, oursErr, bareErr error) {
+	runOurs := func() {
+		ours, oursErr = b.oursWorker(ctx, n, conc, latency)
+		if oursErr == nil {
+			b.logf("%s: payout worker %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
+				label, n, float64(n)/ours.rate, ours.rate, ours.u.CPU.Seconds(), ours.u.MaxRSSMB(), ours.sandboxCPU, ours.redisCPU)
+		} else {
+			b.logf("%s: payout worker failed: %v", label, oursErr)
+		}
 	}
-	bare, bareErr = b.bareWorker(ctx, n, conc, latency)
-	if bareErr == nil {
-		b.logf("%s: bare worker %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
-			label, n, float64(n)/bare.rate, bare.rate, bare.u.CPU.Seconds(), bare.u.MaxRSSMB(), bare.sandboxCPU, bare.redisCPU)
+	runBare := func() {
+		bare, bareErr = b.bareWorker(ctx, n, conc, latency)
+		if bareErr == nil {
+			b.logf("%s: bare worker %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
+				label, n, float64(n)/bare.rate, bare.rate, bare.u.CPU.Seconds(), bare.u.MaxRSSMB(), bare.sandboxCPU, bare.redisCPU)
+		} else {
+			b.logf("%s: bare worker failed: %v", label, bareErr)
+		}
+	}
+	if bareFirst {
+		runBare()
+		runOurs()
 	} else {
-		b.logf("%s: bare worker failed: %v", label, bareErr)
+		runOurs()
+		runBare()
 	}
 	if oursErr == nil && bareErr == nil {
 		b.note("%s: CPU per payout: payout worker %.0f us, bare %.0f us; sandbox %.0f / %.0f us; Redis %.0f / %.0f us (ours / bare)",
@@ -648,15 +678,26 @@ func (b *runner) workerPair(ctx context.Context, label string, n, conc int, late
 	return ours, bare, oursErr, bareErr
 }
 
+// overheadFigure runs OverheadRepeat pairs, alternating which of the two
+// goes first, and reports the medians: with three processes on two cores
+// one run of either moves by 10% or more.
 func (b *runner) overheadFigure(ctx context.Context) Figure {
 	n, c := b.cfg.OverheadPayouts, b.cfg.OverheadConcurrency
 	f := Figure{Name: fmt.Sprintf("worker, PSP latency 0, c=%d, %s payouts", c, thousands(int64(n))), Unit: "payouts/s",
 		BaselineName: "(bare handler)", Target: Target{Kind: RatioAtLeast, Value: TargetOverheadRatio}}
-	ours, bare, oursErr, bareErr := b.workerPair(ctx, "worker PSP 0 ms", n, c, 0)
-	f.Ours, f.OursCPU, f.Baseline, f.BaseCPU = ours.rate, ours.u.CPU.Seconds(), bare.rate, bare.u.CPU.Seconds()
-	if err := errors.Join(oursErr, bareErr); err != nil {
-		f.Error = err.Error()
+	var oursCPU, baseCPU []float64
+	for i := 0; i < max(b.cfg.OverheadRepeat, 1); i++ {
+		ours, bare, oursErr, bareErr := b.workerPair(ctx, "worker PSP 0 ms", n, c, 0, i%2 == 1)
+		if err := errors.Join(oursErr, bareErr); err != nil {
+			f.Error = err.Error()
+			return f
+		}
+		f.OursSamples, f.BaseSamples = append(f.OursSamples, ours.rate), append(f.BaseSamples, bare.rate)
+		oursCPU, baseCPU = append(oursCPU, ours.u.CPU.Seconds()), append(baseCPU, bare.u.CPU.Seconds())
 	}
+	f.Ours, f.Baseline = median(f.OursSamples), median(f.BaseSamples)
+	f.OursCPU, f.BaseCPU = median(oursCPU), median(baseCPU)
+	f.Name += fmt.Sprintf(" (median of %d)", len(f.OursSamples))
 	return f
 }
 
@@ -670,7 +711,7 @@ func (b *runner) latencyFigures(ctx context.Context) []Figure {
 		Target: Target{Kind: Informative}}
 	rss := Figure{Name: fmt.Sprintf("worker peak RSS, c=%d", c), Unit: "MB", Target: Target{Kind: AtMost, Value: TargetWorkerRSSMB}}
 	bareRSS := Figure{Name: fmt.Sprintf("bare handler peak RSS, c=%d (context)", c), Unit: "MB", Target: Target{Kind: Informative}}
-	o, bw, oursErr, bareErr := b.workerPair(ctx, "worker PSP "+lat.String(), n, c, lat)
+	o, bw, oursErr, bareErr := b.workerPair(ctx, "worker PSP "+lat.String(), n, c, lat, false)
 	ours.Ours, ours.OursCPU = o.rate, o.u.CPU.Seconds()
 	rss.Ours = o.u.MaxRSSMB()
 	bare.Ours, bare.OursCPU = bw.rate, bw.u.CPU.Seconds()

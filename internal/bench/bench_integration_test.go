@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,8 +40,8 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
-	if len(rep.Figures) != 9 {
-		t.Fatalf("%d figures, want 9", len(rep.Figures))
+	if len(rep.Figures) != 10 {
+		t.Fatalf("%d figures, want 10", len(rep.Figures))
 	}
 	for _, f := range rep.Figures {
 		if f.Error != "" || f.Ours <= 0 {
@@ -61,4 +62,14 @@ func TestRunSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("\n%s", table.String())
+
+	// --only: just the named measurement, recorded in the settings.
+	cfg.Only, cfg.LoaderRepeat, progress = []string{PartLoader}, 1, bytes.Buffer{}
+	rep, err = Run(ctx, cfg)
+	if err != nil {
+		t.Fatalf("Run --only loader: %v\n%s", err, progress.String())
+	}
+	if len(rep.Figures) != 2 || !strings.HasPrefix(rep.Figures[0].Name, "loader, 300-row file") || rep.Settings["only"] != PartLoader {
+		t.Fatalf("--only loader: settings %v, figures %+v", rep.Settings, rep.Figures)
+	}
 }

@@ -88,7 +88,11 @@ func Profile(ctx context.Context, cfg ProfileConfig) error {
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), ring, log)
+	ap, err := rdb.AutoPipeline() // as payout load's default --enqueue-pipeline
+	if err != nil {
+		return err
+	}
+	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(ap), ring, log)
 	var res loader.Result
 	d, err := cpuProfile(out("loader.cpu.pprof"), func() error {
 		var err error
@@ -109,7 +113,7 @@ func Profile(ctx context.Context, cfg ProfileConfig) error {
 		return err
 	}
 	d, err = cpuProfile(out("bare-enqueue.cpu.pprof"), func() error {
-		return BareEnqueue(ctx, rdb, batch, cfg.Rows, LoaderEnqueueWorkers)
+		return BareEnqueue(ctx, rdb, batch, cfg.Rows, LoaderEnqueueWorkers, false)
 	})
 	if err != nil {
 		return err
@@ -227,7 +231,11 @@ func (b *runner) profileLoaderPeak(ctx context.Context, n int, ring *vault.Keyri
 	if err := b.flush(ctx); err != nil {
 		return err
 	}
-	ld := loader.New(ledger.New(b.rdb), asynq.NewClientFromRedisClient(b.rdb), ring, log)
+	ap, err := b.rdb.AutoPipeline()
+	if err != nil {
+		return err
+	}
+	ld := loader.New(ledger.New(b.rdb), asynq.NewClientFromRedisClient(ap), ring, log)
 	stop := make(chan struct{})
 	sampled := make(chan error, 1)
 	var peak uint64
