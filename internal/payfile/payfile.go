@@ -247,14 +247,29 @@ func (s Summary) IsBad(line int) bool {
 // plus one int per bad row and, only when hashes collide, the externalIds
 // of the colliding rows. onError may be nil.
 func Check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error)) (Summary, error) {
+	return CheckEach(ctx, name, r, opts, onError, nil)
+}
+
+// CheckEach is Check that also hands each row to onRow as soon as the row
+// is found valid on its own, so that a caller can work on the rows (look
+// up their externalIds, say) during the same read. A row handed to onRow
+// may still turn out to repeat an earlier externalId: its line is then in
+// Summary.BadLines, which stays the final word. An error from onRow stops
+// the check and is returned, wrapped. onRow may be nil.
+func CheckEach(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error) (Summary, error) {
 	seed := maphash.MakeSeed()
-	return check(ctx, name, r, opts, onError, func(s string) uint64 { return maphash.String(seed, s) })
+	return check(ctx, name, r, opts, onError, onRow, func(s string) uint64 { return maphash.String(seed, s) })
 }
 
 // Collect runs Check and returns the errors sorted by line.
 func Collect(ctx context.Context, name string, r io.ReadSeeker, opts Options) (Summary, []Error, error) {
+	return CollectEach(ctx, name, r, opts, nil)
+}
+
+// CollectEach runs CheckEach and returns the errors sorted by line.
+func CollectEach(ctx context.Context, name string, r io.ReadSeeker, opts Options, onRow func(Row) error) (Summary, []Error, error) {
 	var errs []Error
-	sum, err := Check(ctx, name, r, opts, func(e Error) { errs = append(errs, e) })
+	sum, err := CheckEach(ctx, name, r, opts, func(e Error) { errs = append(errs, e) }, onRow)
 	SortErrors(errs)
 	return sum, errs, err
 }
@@ -311,7 +326,7 @@ func finish(name string, e Error) Error {
 
 // check is Check with the externalId hash given, so that tests can force
 // collisions.
-func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), hash func(string) uint64) (Summary, error) {
+func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error, hash func(string) uint64) (Summary, error) {
 	sum := Summary{Total: money.Zero}
 	cfg, err := opts.config()
 	if err != nil {
@@ -341,6 +356,9 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 		if ok {
 			sum.ValidRows++
 			sum.Total = sum.Total.Add(row.Amount)
+			if onRow != nil {
+				return onRow(row)
+			}
 		} else {
 			sum.BadLines = append(sum.BadLines, rec.Line)
 		}

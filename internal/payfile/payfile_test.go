@@ -372,7 +372,7 @@ func TestHashCollisions(t *testing.T) {
 	in := hdr + "A,1,,MTS\nB,2,,MTS\nC,3,,MTS\nB,4,,MTS\nD,5,,MTS\n"
 	var errs []string
 	same := func(string) uint64 { return 42 }
-	sum, err := check(context.Background(), "h.csv", strings.NewReader(in), Options{}, func(e Error) { errs = append(errs, e.String()) }, same)
+	sum, err := check(context.Background(), "h.csv", strings.NewReader(in), Options{}, func(e Error) { errs = append(errs, e.String()) }, nil, same)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +386,7 @@ func TestHashCollisions(t *testing.T) {
 
 	// No duplicates at all, every hash equal: no error.
 	errs = nil
-	sum, err = check(context.Background(), "h.csv", strings.NewReader(hdr+"A,1,,MTS\nB,2,,MTS\n"), Options{}, func(e Error) { errs = append(errs, e.String()) }, same)
+	sum, err = check(context.Background(), "h.csv", strings.NewReader(hdr+"A,1,,MTS\nB,2,,MTS\n"), Options{}, func(e Error) { errs = append(errs, e.String()) }, nil, same)
 	if err != nil || len(errs) != 0 || sum.ValidRows != 2 || sum.Total.String() != "3" {
 		t.Errorf("errors %q, summary %+v, err %v", errs, sum, err)
 	}
@@ -562,4 +562,38 @@ func generate(n int, dup map[int]bool) string {
 		}
 	}
 	return b.String()
+}
+
+// CheckEach hands over every row valid on its own, during the one read;
+// a repeat is handed over too and ends up in BadLines; an error from the
+// callback stops the check.
+func TestCheckEach(t *testing.T) {
+	in := hdr + "A,1,,MTS\nB,0,,MTS\nC,2,,MTS\nA,3,,MTS\nD,4,,MTS\n"
+	var seen []string
+	var lines []int
+	sum, errs, err := CollectEach(context.Background(), "c.csv", strings.NewReader(in), Options{}, func(r Row) error {
+		seen, lines = append(seen, r.ExternalID), append(lines, r.Line)
+		return nil
+	})
+	if err != nil || len(errs) != 2 {
+		t.Fatalf("errs %v, err %v", errs, err)
+	}
+	if !slices.Equal(seen, []string{"A", "C", "A", "D"}) || !slices.Equal(lines, []int{2, 4, 5, 6}) {
+		t.Errorf("handed over %v at lines %v", seen, lines)
+	}
+	if !slices.Equal(sum.BadLines, []int{3, 5}) || sum.ValidRows != 3 || sum.Total.Cmp(money.MustParse("7")) != 0 {
+		t.Errorf("summary %+v", sum)
+	}
+
+	stop := errors.New("redis down")
+	n := 0
+	_, err = CheckEach(context.Background(), "c.csv", strings.NewReader(in), Options{}, nil, func(Row) error {
+		if n++; n == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 2 {
+		t.Errorf("err %v after %d rows", err, n)
+	}
 }
