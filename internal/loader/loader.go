@@ -1,19 +1,21 @@
 // Package loader turns payout files into ledger entries and create tasks.
 //
-// Loading a file takes four streaming passes and writes nothing until the
-// file is known to be acceptable:
+// Loading a file takes three streaming reads and writes nothing of it until
+// the file is known to be acceptable:
 //
 //  1. hash the content: the batch id is derived from it, so the same content
 //     under any name is recognised and never loaded twice;
-//  2. validate every row (package payfile);
-//  3. look up the externalIds in Redis: one owned by an earlier batch is an
-//     error like any other;
-//  4. claim every externalId for the batch, then register the rows in the
-//     ledger (state queued) and enqueue one create task per row, in chunks.
+//  2. validate every row (package payfile) and, as the valid rows go by,
+//     claim their externalIds for the batch in the background (in a dry
+//     run, only look them up): one owned by an earlier batch is an error
+//     like any other, and a refused file releases its claims;
+//  3. register the rows in the ledger (state queued) chunk by chunk and
+//     enqueue one create task per registered row, the three stages (read
+//     and seal, register, enqueue) overlapping.
 //
-// A loader killed during pass 4 leaves the batch in phase "loading"; running
-// it again on the same content resumes: claims, registrations and enqueues
-// are all idempotent (task IDs derive from the externalId).
+// A loader killed during step 3 leaves the batch in phase "loading";
+// running it again on the same content resumes: claims, registrations and
+// enqueues are all idempotent (task IDs derive from the externalId).
 package loader
 
 import (
@@ -92,6 +94,11 @@ type Result struct {
 	DuplicateOf *ledger.Batch
 }
 
+// stageDepth is how many chunks may wait between two stages of a load:
+// enough to ride out a slow round trip, few enough that memory does not
+// grow with the file (about 2 MB at the default chunk size).
+const stageDepth = 4
+
 // loadLockTTL bounds how long a dead loader blocks a rerun of its batch;
 // a live one refreshes the lock with every chunk.
 const loadLockTTL = time.Minute
@@ -157,34 +164,47 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, err
 	}
 
-	// Pass 2: validate.
+	// Passes 2 and 3, in one read: validate every row and, as each row
+	// found valid goes by, claim its externalId for the batch (SET NX; in
+	// a dry run only look it up), several chunks at once in the background.
+	// Claiming rather than looking up means a file loaded meanwhile cannot
+	// take an id between this check and registration; a refusal releases
+	// the claims.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return res, err
 	}
-	sum, errs, err := payfile.Collect(ctx, name, f, opts.File)
+	claim := !opts.DryRun
+	owners := ld.newOwnerCheck(ctx, name, res.Batch, opts.ChunkSize, claim)
+	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
+		return owners.add(r.ExternalID, r.Line)
+	})
+	known, werr := owners.wait()
+	if err == nil || errors.Is(err, context.Canceled) && werr != nil {
+		err = werr
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	res.Rows, res.Valid, res.Total = sum.Rows, sum.ValidRows, sum.Total
 	bad := badLines(sum.BadLines)
-
-	// Pass 3: externalIds owned by other batches. When the file is going to
-	// load, this pass claims them for the batch (SET NX) rather than only
-	// looking them up, so that a file loaded meanwhile cannot take one
-	// between this check and registration; a refusal releases the claims.
 	partialOK := opts.Partial && !sum.Aborted && !hasStructural(errs)
-	claim := !opts.DryRun && (len(errs) == 0 || partialOK)
+
+	// An id owned by another batch is an error of its row, unless the row
+	// is bad already (a repeat within the file) or the file as a whole is
+	// (its rows after the failure were never read).
 	if !sum.Aborted {
-		known, err := ld.knownIDs(ctx, f, name, res.Batch, opts, bad, claim)
-		if err != nil {
-			return res, err
-		}
+		var owned []payfile.Error
 		for _, e := range known {
+			if !bad.has(e.Line) {
+				owned = append(owned, e)
+			}
+		}
+		for _, e := range owned {
 			bad.add(e.Line)
 			res.Valid--
 		}
-		errs = mergeSorted(errs, known)
-		if len(known) > 0 {
+		errs = mergeSorted(errs, owned)
+		if len(owned) > 0 {
 			res.Total = money.Zero // recomputed while loading
 		}
 	}
@@ -208,67 +228,119 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 
 // release drops every claim of the batch on the file's valid rows, after a
 // refusal (no row of the batch was registered: registration starts after
-// the claim pass).
+// the claim pass). Every claimed row was valid on its own, so it is among
+// the rows eachValid reads, up to where a refused file stopped being read;
+// a repeat within the file shares its id with an earlier valid row.
 func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet) error {
-	return ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
-		ids := make([]string, len(rows))
-		for i, r := range rows {
-			ids[i] = r.ExternalID
-		}
-		return ld.ledger.Release(ctx, res.Batch, ids)
-	})
-}
-
-// knownIDs reads the valid rows and reports those whose externalId another
-// batch owns; with claim it also makes the batch the owner of the others.
-func (ld *Loader) knownIDs(ctx context.Context, f *os.File, name, batch string, opts Options, bad *lineSet, claim bool) ([]payfile.Error, error) {
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return err
 	}
-	var out []payfile.Error
 	var ids []string
-	var lines []int
 	flush := func() error {
 		if len(ids) == 0 {
 			return nil
 		}
-		var owners map[string]string
-		var err error
-		if claim {
-			owners, err = ld.ledger.Claim(ctx, batch, ids)
-		} else {
-			owners, err = ld.ledger.Owners(ctx, batch, ids)
-		}
-		if err != nil {
-			return err
-		}
-		for i, id := range ids {
-			if other, ok := owners[id]; ok {
-				out = append(out, payfile.Error{File: name, Line: lines[i], Column: "externalId", Kind: payfile.KindDuplicate,
-					Message: fmt.Sprintf("externalId %q was already loaded in batch %s", id, other)})
-			}
-		}
-		ids, lines = ids[:0], lines[:0]
-		return nil
+		err := ld.ledger.Release(ctx, res.Batch, ids)
+		ids = ids[:0]
+		return err
 	}
-	err := payfile.Each(ctx, name, f, opts.File, bad.has, func(r payfile.Row) error {
+	err := payfile.Each(ctx, res.File, f, opts.File, bad.has, func(r payfile.Row) error {
 		ids = append(ids, r.ExternalID)
-		lines = append(lines, r.Line)
 		if len(ids) >= opts.ChunkSize {
 			return flush()
 		}
 		return nil
 	})
-	if err == nil {
+	var fileErr payfile.Error
+	if err == nil || errors.As(err, &fileErr) {
+		// The end of the file, or the point where the refused file stopped
+		// being read: no claim lies beyond it.
 		err = flush()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("look up externalIds of %s: %w", name, err)
+		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
 	}
-	return out, nil
+	return nil
 }
 
-// load is pass 4.
+// ownerChecks is how many chunks of externalIds are looked up or claimed
+// at once, while the file is read on.
+const ownerChecks = 4
+
+// ownerCheck looks up or claims externalIds chunk by chunk, several chunks
+// at once, and collects the rows whose id another batch owns.
+type ownerCheck struct {
+	ld    *Loader
+	ctx   context.Context
+	g     *errgroup.Group
+	name  string
+	batch string
+	claim bool
+	chunk int
+	ids   []string
+	lines []int
+	mu    sync.Mutex
+	known []payfile.Error
+}
+
+func (ld *Loader) newOwnerCheck(ctx context.Context, name, batch string, chunk int, claim bool) *ownerCheck {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(ownerChecks)
+	return &ownerCheck{ld: ld, ctx: gctx, g: g, name: name, batch: batch, claim: claim, chunk: chunk}
+}
+
+// add queues one row's externalId; a full chunk goes to Redis in the
+// background (add blocks while ownerChecks chunks are in flight).
+func (c *ownerCheck) add(id string, line int) error {
+	c.ids = append(c.ids, id)
+	c.lines = append(c.lines, line)
+	if len(c.ids) >= c.chunk {
+		c.flush()
+	}
+	return c.ctx.Err()
+}
+
+func (c *ownerCheck) flush() {
+	if len(c.ids) == 0 {
+		return
+	}
+	ids, lines := c.ids, c.lines
+	c.ids, c.lines = nil, nil
+	c.g.Go(func() error {
+		var owners map[string]string
+		var err error
+		if c.claim {
+			owners, err = c.ld.ledger.Claim(c.ctx, c.batch, ids)
+		} else {
+			owners, err = c.ld.ledger.Owners(c.ctx, c.batch, ids)
+		}
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for i, id := range ids {
+			if other, ok := owners[id]; ok {
+				c.known = append(c.known, payfile.Error{File: c.name, Line: lines[i], Column: "externalId", Kind: payfile.KindDuplicate,
+					Message: fmt.Sprintf("externalId %q was already loaded in batch %s", id, other)})
+			}
+		}
+		return nil
+	})
+}
+
+// wait sends the last chunk and returns the rows found owned elsewhere,
+// sorted by line.
+func (c *ownerCheck) wait() ([]payfile.Error, error) {
+	c.flush()
+	if err := c.g.Wait(); err != nil {
+		return nil, err
+	}
+	payfile.SortErrors(c.known)
+	return c.known, nil
+}
+
+// load is step 3.
 func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, log zerolog.Logger) (Result, error) {
 	total := res.Total
 	if total.IsZero() { // rows were dropped after validation: sum again
@@ -314,14 +386,50 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		return res, err
 	}
 
-	// Register chunk by chunk; a pool of enqueuers that lives across chunks
-	// submits the tasks while the next chunk is read and registered. A row
-	// is always registered before its task is enqueued.
+	// Three stages, each overlapping the others: this goroutine reads and
+	// seals chunk by chunk; one registrar writes each chunk to the ledger;
+	// a pool of enqueuers submits the tasks of registered rows. A row is
+	// always registered before its task is enqueued. The channels bound
+	// what is in flight to a few chunks, whatever the file's size.
 	start := time.Now()
 	lastLog := start
-	var enqueued atomic.Int64
+	var registered, enqueued atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
-	pending := make(chan ledger.NewPayout, 2*opts.ChunkSize)
+	chunks := make(chan []ledger.NewPayout, stageDepth)
+	pending := make(chan ledger.NewPayout, stageDepth*opts.ChunkSize)
+	g.Go(func() error {
+		defer close(pending)
+		for ps := range chunks {
+			if held, err := ld.ledger.RefreshLoad(gctx, res.Batch, owner, loadLockTTL); err != nil || !held {
+				if err == nil {
+					err = ledger.ErrLoadLockLost
+				}
+				return err
+			}
+			// A batch begun by this run has no rows yet: plain commands in
+			// a transaction do (guarded by the load lock). A resumed one may
+			// have some: the script skips them.
+			n := len(ps)
+			var err error
+			if fresh {
+				err = ld.ledger.RegisterNew(gctx, res.Batch, owner, ps, scale)
+			} else {
+				n, err = ld.ledger.Register(gctx, res.Batch, ps, scale)
+			}
+			if err != nil {
+				return err
+			}
+			registered.Add(int64(n))
+			for _, p := range ps {
+				select {
+				case pending <- p:
+				case <-gctx.Done():
+					return gctx.Err()
+				}
+			}
+		}
+		return nil
+	})
 	for i := 0; i < opts.EnqueueWorkers; i++ {
 		g.Go(func() error {
 			for p := range pending {
@@ -334,7 +442,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		})
 	}
 	err = ld.eachValid(gctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
-		ps := make([]ledger.NewPayout, len(rows))
+		ps := make([]ledger.NewPayout, len(rows)) // eachValid reuses rows; ps is the registrar's
 		for i, r := range rows {
 			p, err := ld.newPayout(res.Batch, r)
 			if err != nil {
@@ -342,32 +450,10 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			}
 			ps[i] = p
 		}
-		if held, err := ld.ledger.RefreshLoad(gctx, res.Batch, owner, loadLockTTL); err != nil || !held {
-			if err == nil {
-				err = ledger.ErrLoadLockLost
-			}
-			return err
-		}
-		// A batch begun by this run has no rows yet: plain commands in a
-		// transaction do (guarded by the load lock). A resumed one may have
-		// some: the script skips them.
-		n := len(ps)
-		var err error
-		if fresh {
-			err = ld.ledger.RegisterNew(gctx, res.Batch, owner, ps, scale)
-		} else {
-			n, err = ld.ledger.Register(gctx, res.Batch, ps, scale)
-		}
-		if err != nil {
-			return err
-		}
-		res.Registered += n
-		for _, p := range ps {
-			select {
-			case pending <- p:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
+		select {
+		case chunks <- ps:
+		case <-gctx.Done():
+			return gctx.Err()
 		}
 		if time.Since(lastLog) >= opts.Progress {
 			lastLog = time.Now()
@@ -377,11 +463,11 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		}
 		return nil
 	})
-	close(pending)
-	if werr := g.Wait(); err == nil {
+	close(chunks)
+	if werr := g.Wait(); err == nil || errors.Is(err, context.Canceled) && werr != nil {
 		err = werr
 	}
-	res.Enqueued = int(enqueued.Load())
+	res.Registered, res.Enqueued = int(registered.Load()), int(enqueued.Load())
 	if err != nil {
 		return res, err
 	}

@@ -381,17 +381,23 @@ func TestRefusedCorpusWritesNothing(t *testing.T) {
 	f := newFixture(t)
 	// The corpus's own options (see payfile's corpus test).
 	opts := Options{File: payfile.Options{MaxAmount: money.MustParse("1000000.00"), MaxLineBytes: 4096}}
-	for _, path := range files {
-		res, err := f.ld.LoadFile(context.Background(), path, opts)
-		if err != nil {
-			t.Errorf("%s: %v", filepath.Base(path), err)
-			continue
-		}
-		if res.Loaded || len(res.Errors) == 0 {
-			t.Errorf("%s: loaded=%v with %d errors, want refused", filepath.Base(path), res.Loaded, len(res.Errors))
-		}
-		if n := f.keys(); n != 0 {
-			t.Fatalf("%s: refused file left %d keys in Redis", filepath.Base(path), n)
+	// Chunks of one row: every valid row's externalId is claimed while the
+	// file is still being validated, so the release after the refusal must
+	// find them all, up to where an aborted file stopped being read.
+	for _, chunk := range []int{0, 1} {
+		opts.ChunkSize = chunk
+		for _, path := range files {
+			res, err := f.ld.LoadFile(context.Background(), path, opts)
+			if err != nil {
+				t.Errorf("chunk %d: %s: %v", chunk, filepath.Base(path), err)
+				continue
+			}
+			if res.Loaded || len(res.Errors) == 0 {
+				t.Errorf("chunk %d: %s: loaded=%v with %d errors, want refused", chunk, filepath.Base(path), res.Loaded, len(res.Errors))
+			}
+			if n := f.keys(); n != 0 {
+				t.Fatalf("chunk %d: %s: refused file left %d keys in Redis", chunk, filepath.Base(path), n)
+			}
 		}
 	}
 }
@@ -422,5 +428,78 @@ func TestConcurrentLoadOfTheSameContent(t *testing.T) {
 	res, err = f.ld.LoadFile(ctx, path, Options{})
 	if err != nil || !res.Loaded || res.Registered != 3 || f.pending() != 3 {
 		t.Fatalf("load after unlock: %+v %v", res, err)
+	}
+}
+
+// stealingSealer seals like its keyring and, at its nth call, hands the
+// batch's load lock to another owner, as a loader that outlived its lock
+// would find it.
+type stealingSealer struct {
+	*vault.Keyring
+	rdb        *redis.Client
+	lock       string
+	calls, nth int
+}
+
+func (s *stealingSealer) Seal(plaintext, ad string) (string, error) {
+	s.calls++
+	if s.calls == s.nth {
+		if err := s.rdb.Set(context.Background(), s.lock, "another-loader", time.Minute).Err(); err != nil {
+			return "", err
+		}
+	}
+	return s.Keyring.Seal(plaintext, ad)
+}
+
+// TestLoadStopsWhenTheLockIsLost: the registrar checks the load lock
+// before every chunk; once another loader holds it, nothing more is
+// registered, the load fails with ErrLoadLockLost, and no task was
+// enqueued for a row that is not in the ledger.
+func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString("externalId,amount,cardNumber\n")
+	const rows = 40
+	for i := 0; i < rows; i++ {
+		fmt.Fprintf(&b, "L-%02d,1.00,4111111111111111\n", i)
+	}
+	path := writeFile(t, t.TempDir(), "l.csv", b.String())
+	dry, err := f.ld.LoadFile(ctx, path, Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: "payout:{" + dry.Batch + "}:loadlock", nth: 36}
+	ld := New(f.led, asynq.NewClientFromRedisClient(f.rdb), s, zerolog.Nop())
+	res, err := ld.LoadFile(ctx, path, Options{ChunkSize: 5, EnqueueWorkers: 2})
+	if !errors.Is(err, ledger.ErrLoadLockLost) {
+		t.Fatalf("err = %v, want ErrLoadLockLost (result %+v)", err, res)
+	}
+	// Sealing runs at most stageDepth+1 chunks ahead of registration
+	// (stageDepth queued, one in the registrar's hands): by the 36th row,
+	// chunks 1-7 were handed over, so the registrar had taken chunk 3 and
+	// registered chunks 1 and 2; the last chunk (rows 36-40) never is.
+	if res.Registered < 10 || res.Registered > rows-5 || res.Enqueued > res.Registered {
+		t.Fatalf("registered %d, enqueued %d of %d rows", res.Registered, res.Enqueued, rows)
+	}
+	c, err := f.led.Counts(ctx, dry.Batch)
+	if err != nil || c.Rows[ledger.Queued] != int64(res.Registered) {
+		t.Fatalf("ledger holds %d rows, load reported %d registered (%v)", c.Rows[ledger.Queued], res.Registered, err)
+	}
+	tasks, err := f.insp.ListPendingTasks(jobs.Queue, asynq.PageSize(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != res.Enqueued {
+		t.Fatalf("%d pending tasks, load reported %d enqueued", len(tasks), res.Enqueued)
+	}
+	for _, task := range tasks {
+		p, err := jobs.DecodeCreate(task.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.led.Get(ctx, dry.Batch, p.ExternalID); err != nil {
+			t.Errorf("task for %s, which is not in the ledger: %v", p.ExternalID, err)
+		}
 	}
 }
