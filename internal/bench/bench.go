@@ -643,24 +643,19 @@ const BareDoneLine = "done"
 // workerPair measures payout worker and the bare worker on the same load,
 // ours first unless bareFirst.
 func (b *runner) workerPair(ctx context.Context, label string, n, conc int, latency time.Duration, bareFirst bool) (ours, bare workerRun, oursErr, bareErr error) {
-	runOurs := func() {
-		ours, oursErr = b.oursWorker(ctx, n, conc, latency)
-		if oursErr == nil {
-			b.logf("%s: payout worker %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
-				label, n, float64(n)/ours.rate, ours.rate, ours.u.CPU.Seconds(), ours.u.MaxRSSMB(), ours.sandboxCPU, ours.redisCPU)
-		} else {
-			b.logf("%s: payout worker failed: %v", label, oursErr)
+	measure := func(name string, run func(context.Context, int, int, time.Duration) (workerRun, error), r *workerRun, err *error) func() {
+		return func() {
+			*r, *err = run(ctx, n, conc, latency)
+			if *err != nil {
+				b.logf("%s: %s failed: %v", label, name, *err)
+				return
+			}
+			b.logf("%s: %s %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
+				label, name, n, float64(n)/r.rate, r.rate, r.u.CPU.Seconds(), r.u.MaxRSSMB(), r.sandboxCPU, r.redisCPU)
 		}
 	}
-	runBare := func() {
-		bare, bareErr = b.bareWorker(ctx, n, conc, latency)
-		if bareErr == nil {
-			b.logf("%s: bare worker %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
-				label, n, float64(n)/bare.rate, bare.rate, bare.u.CPU.Seconds(), bare.u.MaxRSSMB(), bare.sandboxCPU, bare.redisCPU)
-		} else {
-			b.logf("%s: bare worker failed: %v", label, bareErr)
-		}
-	}
+	runOurs := measure("payout worker", b.oursWorker, &ours, &oursErr)
+	runBare := measure("bare worker", b.bareWorker, &bare, &bareErr)
 	if bareFirst {
 		runBare()
 		runOurs()

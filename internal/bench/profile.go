@@ -162,7 +162,11 @@ func (b *runner) profileWorker(ctx context.Context, cfg ProfileConfig, ring *vau
 		return err
 	}
 	defer client.Close()
-	w := worker.New(b.rdb, led, client, ring, wcfg, m, log)
+	ap, err := b.rdb.AutoPipeline() // as payout worker's default --redis-pipeline
+	if err != nil {
+		return err
+	}
+	w := worker.New(b.rdb, ledger.New(ap), client, ring, wcfg, m, log)
 	d, err := cpuProfile(path, func() error {
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
