@@ -83,8 +83,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Go: "go", Root: ".",
-		LoaderRows: 100_000, LoaderRepeat: 3, RSSRows: 1_000_000,
-		OverheadPayouts: 20_000, OverheadConcurrency: 50, OverheadRepeat: 3,
+		LoaderRows: 100_000, LoaderRepeat: 5, RSSRows: 1_000_000,
+		OverheadPayouts: 20_000, OverheadConcurrency: 50, OverheadRepeat: 5,
 		LatencyPayouts: 20_000, LatencyConcurrency: 200, Latency: 100 * time.Millisecond,
 		E2ERows:      10_000,
 		PhaseTimeout: 4 * time.Minute,

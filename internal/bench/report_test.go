@@ -29,6 +29,12 @@ func TestEvaluate(t *testing.T) {
 		{"error is never met", Figure{Ours: 90, Baseline: 100, Target: Target{RatioAtLeast, 0.75}, Error: "boom"}, 0.9, &no},
 		{"ratio at most", Figure{Ours: 90, Baseline: 100, Target: Target{RatioAtMost, 0.95}}, 0.9, &yes},
 		{"reported has no verdict", Figure{Ours: 12, Target: Target{Kind: Reported}}, 0, nil},
+		// Pairs: ratios 0.5, 0.9, 0.8; the median pair ratio (0.8) rules, not
+		// median(ours)/median(baseline) = 80/100.
+		{"paired samples use the median pair ratio", Figure{Ours: 80, Baseline: 100,
+			OursSamples: []float64{50, 90, 80}, BaseSamples: []float64{100, 100, 100}, Target: Target{RatioAtLeast, 0.75}}, 0.8, &yes},
+		{"pairs where medians mislead", Figure{Ours: 60, Baseline: 100,
+			OursSamples: []float64{60, 60, 95}, BaseSamples: []float64{60, 100, 100}, Target: Target{RatioAtLeast, 0.75}}, 0.95, &yes},
 		{"info has a ratio but no verdict", Figure{Ours: 1, Baseline: 2, Target: Target{Kind: Informative}}, 0.5, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
