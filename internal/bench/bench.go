@@ -535,14 +535,7 @@ func (b *runner) oursWorker(ctx context.Context, n, conc int, latency time.Durat
 		return r, err
 	}
 	elapsed, counts, waitErr := b.waitFinal(ctx, w, led, batch, n)
-	r.redisCPU = b.redisCPU(ctx) - r0
-	r.commands = b.topCommands(ctx, 5)
-	u, err := w.Stop(time.Minute)
-	r.u = u
-	if waitErr != nil {
-		return r, waitErr
-	}
-	if err != nil {
+	if err := b.stopMeasured(ctx, w, r0, waitErr, &r); err != nil {
 		return r, err
 	}
 	if got := counts.Rows[ledger.Created]; got != int64(n) {
@@ -623,18 +616,25 @@ wait:
 			break wait
 		}
 	}
+	if err := b.stopMeasured(ctx, w, r0, waitErr, &r); err != nil {
+		return r, err
+	}
+	r.rate = float64(n) / elapsed.Seconds()
+	return r, nil
+}
+
+// stopMeasured ends a worker measurement: it records Redis's CPU since r0
+// and its busiest commands, stops the worker and records its usage. The
+// error is waitErr, else the worker's own.
+func (b *runner) stopMeasured(ctx context.Context, w *Proc, r0 float64, waitErr error, r *workerRun) error {
 	r.redisCPU = b.redisCPU(ctx) - r0
 	r.commands = b.topCommands(ctx, 5)
 	u, err := w.Stop(time.Minute)
 	r.u = u
 	if waitErr != nil {
-		return r, waitErr
+		return waitErr
 	}
-	if err != nil {
-		return r, err
-	}
-	r.rate = float64(n) / elapsed.Seconds()
-	return r, nil
+	return err
 }
 
 // BareDoneLine is what the bare worker prints once it had all its answers.
