@@ -279,7 +279,7 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 	urlStr := c.baseStr + path
 	var rd io.Reader
 	if body != nil {
-		rd = bytes.NewReader(body)
+		rd = &onceBody{r: bytes.NewReader(body)}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, urlStr, rd)
 	if err != nil {
@@ -291,6 +291,12 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = int64(len(body))
+		// No way back to the start of the body, and nothing that tells
+		// net/http the POST is idempotent: see onceBody.
+		req.GetBody = nil
+		req.Header.Del("Idempotency-Key")
+		req.Header.Del("X-Idempotency-Key")
 	}
 
 	var (
@@ -322,6 +328,44 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 }
 
 var errBodyTooLarge = errors.New("answer body larger than 1 MiB")
+
+// onceBody is the body of a create: a reader net/http does not recognise,
+// so http.NewRequest sets no GetBody (it does for *bytes.Reader,
+// *bytes.Buffer and *strings.Reader), and do clears GetBody anyway. Without
+// GetBody, and without an Idempotency-Key or X-Idempotency-Key header
+// (never set), no layer of Go's HTTP stack can send a create twice once
+// any of it was written. From the sources of Go 1.26 (net/http):
+//
+// HTTP/2 (h2_bundle.go): http2Transport.RoundTripOpt retries up to 7
+// times when http2canRetryError holds: errClientConnUnusable,
+// errClientConnGotGoAway (a GOAWAY whose last stream id is below ours),
+// a RST_STREAM REFUSED_STREAM, or a RST_STREAM PROTOCOL_ERROR from the
+// peer. http2shouldRetryRequest then replays a request with a body only
+// through GetBody; without it only errClientConnUnusable is retried, and
+// that error comes from awaitOpenSlotForStreamLocked, before the stream's
+// headers are written. Otherwise it fails with "cannot retry err [...]
+// after Request.Body was written". With GetBody set, a PROTOCOL_ERROR also
+// marks the connection do-not-reuse, the pool answers ErrNoCachedConn, and
+// Transport.roundTrip (transport.go) retries that on a new connection
+// without limit: the same create was sent thousands of times until the
+// timeout.
+//
+// HTTP/1.1 (transport.go): Transport.roundTrip retries only when
+// persistConn.shouldRetryRequest holds: never on a fresh connection; on a
+// reused one after a nothingWrittenError only if the request has no body
+// or has GetBody (a create has a body and no GetBody: no retry, even then);
+// after anything else only if req.isReplayable() (request.go), which for a
+// POST needs GetBody or no body AND an Idempotency-Key/X-Idempotency-Key
+// header. An ErrNoCachedConn retry happens before anything was written on
+// a connection. http.Client itself re-sends only on redirects, which
+// CheckRedirect refuses.
+//
+// Status queries are GETs without a body: both transports may replay them,
+// which is harmless.
+type onceBody struct{ r *bytes.Reader }
+
+func (b *onceBody) Read(p []byte) (int, error) { return b.r.Read(p) }
+func (b *onceBody) Close() error               { return nil }
 
 // redact removes the token from a text, as a last line of defence: no
 // known path puts it there.
