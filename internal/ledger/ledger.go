@@ -25,6 +25,8 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -77,6 +79,7 @@ type Ledger struct {
 	rdb    redis.UniversalClient
 	prefix string
 	now    func() time.Time
+	newOp  func() string
 }
 
 // Option configures a Ledger.
@@ -85,12 +88,18 @@ type Option func(*Ledger)
 // WithPrefix sets the key prefix (default "payout").
 func WithPrefix(p string) Option { return func(l *Ledger) { l.prefix = p } }
 
-// WithClock replaces time.Now, for tests.
+// WithClock replaces time.Now for the timestamps the ledger writes without
+// deciding anything on them (a payout's registration time). Every time a
+// decision depends on is Redis's own clock (TIME inside the scripts).
 func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// withOpIDs replaces the operation id generator, for tests that replay a
+// transition as a lower layer would.
+func withOpIDs(next func() string) Option { return func(l *Ledger) { l.newOp = next } }
 
 // New returns a ledger on rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
-	l := &Ledger{rdb: rdb, prefix: "payout", now: time.Now}
+	l := &Ledger{rdb: rdb, prefix: "payout", now: time.Now, newOp: randomOp}
 	for _, o := range opts {
 		o(l)
 	}
@@ -114,6 +123,15 @@ func (l *Ledger) loadLockKey(batch string) string {
 func (l *Ledger) batchesKey() string { return l.prefix + ":batches" }
 
 func (l *Ledger) nowMillis() int64 { return l.now().UnixMilli() }
+
+// randomOp returns a fresh operation id: every transition call carries one,
+// so that a replay of the same call (after a lost reply) is told apart from
+// a new call. See luaReplay.
+func randomOp() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
 
 func atoi64(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)

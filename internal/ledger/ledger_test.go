@@ -13,18 +13,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-type fakeClock struct{ t time.Time }
+// fakeClock is Redis's clock (miniredis's TIME): the scripts decide on it.
+type fakeClock struct {
+	m *miniredis.Miniredis
+	t time.Time
+}
 
 func (c *fakeClock) now() time.Time      { return c.t }
-func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d) }
+func (c *fakeClock) add(d time.Duration) { c.t = c.t.Add(d); c.m.SetTime(c.t) }
 
-func newTestLedger(t *testing.T) (*Ledger, *fakeClock) {
+func newTestLedger(t *testing.T, opts ...Option) (*Ledger, *fakeClock) {
 	t.Helper()
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	clk := &fakeClock{t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
-	return New(rdb, WithClock(clk.now)), clk
+	clk := &fakeClock{m: m, t: time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)}
+	m.SetTime(clk.t)
+	return New(rdb, append([]Option{WithClock(clk.now)}, opts...)...), clk
 }
 
 func seed(t *testing.T, l *Ledger, batch string, n int) {

@@ -21,6 +21,33 @@ local function reply(head, key)
   for i = 1, #all do head[#head + 1] = all[i] end
   return head
 end
+-- nowms is the Redis server's clock in milliseconds, as decimal text (Lua
+-- turns it into a number in arithmetic): every timestamp a decision depends
+-- on comes from here, never from a worker's clock.
+local function nowms()
+  local t = redis.call('TIME')
+  return string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
+`
+
+// luaReplay is prepended to every transition script. Each call carries a
+// fresh operation id (the last ARGV). A transition that writes stores its id
+// and its decision (the head of its reply) in the payout's hash, fields op
+// and opr; a call whose id is the stored one is a replay of that same call
+// (go-redis or the autopipeliner sent it again after the first reply was
+// lost) and gets the first run's decision back, so the caller still does the
+// follow-up step it decided (enqueue the status check, return the retry).
+const luaReplay = `
+local OP = ARGV[#ARGV]
+local function replayed(key)
+  local m = redis.call('HMGET', key, 'op', 'opr')
+  if m[1] == OP and m[2] then return cjson.decode(m[2]) end
+  return nil
+end
+local function remember(key, head)
+  redis.call('HSET', key, 'op', OP, 'opr', cjson.encode(head))
+  return head
+end
 `
 
 // registerScript adds payouts that do not exist yet, in state queued. Zero
@@ -53,7 +80,7 @@ return #lines / 2
 `)
 
 // beginCreateScript is run by a create task before anything is sent.
-// KEYS: payout, counts; ARGV: attempt, now.
+// KEYS: payout, counts; ARGV: attempt, op.
 // Replies {action, seq, hash...}:
 //
 //	proceed  queued -> submitting: POST now
@@ -62,24 +89,27 @@ return #lines / 2
 //	ensure   already checking: make sure status check seq is enqueued
 //	skip     final state, or a stale attempt: nothing to do
 //	missing  no such payout
-var beginCreateScript = redis.NewScript(luaMove + `
+var beginCreateScript = redis.NewScript(luaMove + luaReplay + `
+local memo = replayed(KEYS[1])
+if memo then return reply(memo, KEYS[1]) end
 local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units', 'seq')
 local st = h[1]
 if not st then return {'missing', '0'} end
 local attempt = tonumber(ARGV[1])
 local creates = num(h[2])
 local units = h[3]
+local now = nowms()
 if st == 'queued' and attempt == creates + 1 then
-  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', ARGV[2])
+  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', now)
   move(KEYS[2], st, 'submitting', units)
-  return reply({'proceed', '0'}, KEYS[1])
+  return reply(remember(KEYS[1], {'proceed', '0'}), KEYS[1])
 end
 if st == 'submitting' and attempt == creates then
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
   redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
-    'error', 'create interrupted before its answer was recorded; checking status', 'updated', ARGV[2])
+    'error', 'create interrupted before its answer was recorded; checking status', 'updated', now)
   move(KEYS[2], st, 'checking', units)
-  return reply({'check', tostring(seq)}, KEYS[1])
+  return reply(remember(KEYS[1], {'check', tostring(seq)}), KEYS[1])
 end
 if st == 'checking' then
   return reply({'ensure', tostring(num(h[4]))}, KEYS[1])
@@ -88,15 +118,17 @@ return reply({'skip', '0'}, KEYS[1])
 `)
 
 // finishCreateScript records the classified answer of a create.
-// KEYS: payout, counts; ARGV: attempt, to, now, orderId, pspStatus, error,
-// maxTries. With to = queued and maxTries > 0 the request provably did not
+// KEYS: payout, counts; ARGV: attempt, to, (unused), orderId, pspStatus, error,
+// maxTries, op. With to = queued and maxTries > 0 the request provably did not
 // reach the PSP and counts against the payout's budget of such tries: past
 // maxTries the payout goes to needs_review instead.
 // Allowed: submitting -> any of created, rejected, checking, queued,
 // needs_review; checking -> created or rejected (a definite answer of the
 // same attempt that arrived after another delivery moved it to checking).
 // Replies {'ok', seq, newState} or {'conflict', state}.
-var finishCreateScript = redis.NewScript(luaMove + `
+var finishCreateScript = redis.NewScript(luaMove + luaReplay + `
+local memo = replayed(KEYS[1])
+if memo then return memo end
 local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units')
 local st = h[1]
 if not st then return {'missing', ''} end
@@ -117,7 +149,7 @@ if to == 'queued' and maxTries > 0 then
     msg = 'PSP did not take the request after ' .. tries .. ' tries (nothing was sent): ' .. msg
   end
 end
-redis.call('HSET', KEYS[1], 'state', to, 'updated', ARGV[3], 'error', msg)
+redis.call('HSET', KEYS[1], 'state', to, 'updated', nowms(), 'error', msg)
 if to == 'created' then
   redis.call('HSET', KEYS[1], 'order', ARGV[4], 'pspstatus', ARGV[5])
 end
@@ -130,13 +162,14 @@ if to == 'queued' then
   redis.call('HSET', KEYS[1], 'creates', attempt - 1)
 end
 move(KEYS[2], st, to, units)
-return {'ok', tostring(seq), to}
+return remember(KEYS[1], {'ok', tostring(seq), to})
 `)
 
 // recordCheckScript records the answer of status check seq.
-// KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), now,
+// KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), (unused),
 // orderId, pspStatus, absentChecks K, absentSpacing D (ms), maxCreates M,
-// maxFaults N, message.
+// maxFaults N, message, op. The spacing of counted misses is measured on the
+// Redis clock.
 // Replies {action, value, extra}:
 //
 //	done     -> created
@@ -145,20 +178,23 @@ return {'ok', tostring(seq), to}
 //	review   -> needs_review
 //	stale    payout is checking under another seq = value: ensure that one exists
 //	skip     payout is not checking
-var recordCheckScript = redis.NewScript(luaMove + `
+var recordCheckScript = redis.NewScript(luaMove + luaReplay + `
+local memo = replayed(KEYS[1])
+if memo then return memo end
 local h = redis.call('HMGET', KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates')
 local st = h[1]
 if not st then return {'missing', '0', '0'} end
 local cur = num(h[2])
 if st ~= 'checking' then return {'skip', tostring(cur), '0'} end
 if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
-local now = tonumber(ARGV[3])
+local nowtxt = nowms()
+local now = tonumber(nowtxt)
 local units = h[3]
 local outcome = ARGV[2]
 if outcome == 'found' then
-  redis.call('HSET', KEYS[1], 'state', 'created', 'order', ARGV[4], 'pspstatus', ARGV[5], 'error', '', 'updated', ARGV[3])
+  redis.call('HSET', KEYS[1], 'state', 'created', 'order', ARGV[4], 'pspstatus', ARGV[5], 'error', '', 'updated', nowtxt)
   move(KEYS[2], st, 'created', units)
-  return {'done', '0', '0'}
+  return remember(KEYS[1], {'done', '0', '0'})
 end
 if outcome == 'missing' then
   local misses = num(h[4])
@@ -167,35 +203,35 @@ if outcome == 'missing' then
   if last == 0 or now - last >= spacing then
     misses = misses + 1
     last = now
-    redis.call('HSET', KEYS[1], 'misses', misses, 'lastmiss', now)
+    redis.call('HSET', KEYS[1], 'misses', misses, 'lastmiss', nowtxt)
   end
   if misses >= tonumber(ARGV[6]) then
     local creates = num(h[6])
     if creates < tonumber(ARGV[8]) then
-      redis.call('HSET', KEYS[1], 'state', 'queued', 'updated', ARGV[3],
+      redis.call('HSET', KEYS[1], 'state', 'queued', 'updated', nowtxt,
         'error', 'PSP confirmed it has no order after ' .. misses .. ' status checks; creating again')
       move(KEYS[2], st, 'queued', units)
-      return {'recreate', tostring(creates + 1), '0'}
+      return remember(KEYS[1], {'recreate', tostring(creates + 1), '0'})
     end
-    redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', ARGV[3],
+    redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', nowtxt,
       'error', 'PSP has no order after ' .. creates .. ' creates; a person must decide')
     move(KEYS[2], st, 'needs_review', units)
-    return {'review', '0', '0'}
+    return remember(KEYS[1], {'review', '0', '0'})
   end
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  redis.call('HSET', KEYS[1], 'updated', ARGV[3])
-  return {'again', tostring(seq), tostring(spacing - (now - last))}
+  redis.call('HSET', KEYS[1], 'updated', nowtxt)
+  return remember(KEYS[1], {'again', tostring(seq), tostring(spacing - (now - last))})
 end
 local faults = redis.call('HINCRBY', KEYS[1], 'faults', 1)
 if faults >= tonumber(ARGV[9]) then
-  redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', ARGV[3],
+  redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', nowtxt,
     'error', 'status unknown after ' .. faults .. ' status checks without an answer: ' .. ARGV[10])
   move(KEYS[2], st, 'needs_review', units)
-  return {'review', '0', '0'}
+  return remember(KEYS[1], {'review', '0', '0'})
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-redis.call('HSET', KEYS[1], 'updated', ARGV[3], 'error', ARGV[10])
-return {'again', tostring(seq), tostring(faults)}
+redis.call('HSET', KEYS[1], 'updated', nowtxt, 'error', ARGV[10])
+return remember(KEYS[1], {'again', tostring(seq), tostring(faults)})
 `)
 
 // releaseScript deletes an externalId claim only if this batch holds it.

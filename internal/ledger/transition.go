@@ -31,7 +31,7 @@ type Begin struct {
 // the PSP, so it must never be sent again.
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
 	res, err := beginCreateScript.Run(ctx, l.rdb,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, attempt, l.nowMillis()).StringSlice()
+		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, attempt, l.newOp()).StringSlice()
 	if err != nil {
 		return Begin{}, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
 	}
@@ -65,7 +65,7 @@ type Finished struct {
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
 	res, err := finishCreateScript.Run(ctx, l.rdb,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		attempt, string(r.To), l.nowMillis(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries).StringSlice()
+		attempt, string(r.To), "", r.OrderID, r.PSPStatus, r.Error, r.MaxTries, l.newOp()).StringSlice()
 	if err != nil {
 		return Finished{}, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
 	}
@@ -132,8 +132,8 @@ type CheckAnswer struct {
 func (l *Ledger) RecordCheck(ctx context.Context, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
 	res, err := recordCheckScript.Run(ctx, l.rdb,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		seq, string(a.Outcome), l.nowMillis(), a.OrderID, a.PSPStatus,
-		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message).StringSlice()
+		seq, string(a.Outcome), "", a.OrderID, a.PSPStatus,
+		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message, l.newOp()).StringSlice()
 	if err != nil {
 		return CheckStep{}, fmt.Errorf("ledger: record status check of %s: %w", ext, err)
 	}
