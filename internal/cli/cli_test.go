@@ -23,7 +23,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-var update = flag.Bool("update", false, "rewrite the configuration table in README.md")
+var update = flag.Bool("update", false, "rewrite the configuration tables in docs/configuration.md")
 
 func testEnv(vars map[string]string) (*env, *bytes.Buffer, *bytes.Buffer) {
 	var out, errb bytes.Buffer
@@ -130,9 +130,14 @@ func TestRunDemoFile(t *testing.T) {
 
 const tableStart, tableEnd = "<!-- flags:start -->", "<!-- flags:end -->"
 
-// TestREADMEConfigurationTable keeps the README's configuration table equal
-// to the flags the commands really have (go test -update rewrites it).
-func TestREADMEConfigurationTable(t *testing.T) {
+// configurationDoc holds the generated flag tables, between tableStart and
+// tableEnd.
+const configurationDoc = "../../docs/configuration.md"
+
+// TestConfigurationTable keeps the flag tables of docs/configuration.md
+// equal to the flags the commands really have (go test -update rewrites
+// them).
+func TestConfigurationTable(t *testing.T) {
 	var b strings.Builder
 	for _, c := range commands() {
 		e, _, _ := testEnv(nil)
@@ -160,14 +165,14 @@ func TestREADMEConfigurationTable(t *testing.T) {
 		}
 	}
 	want := b.String()
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile(configurationDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
+	s := string(doc)
 	i, j := strings.Index(s, tableStart), strings.Index(s, tableEnd)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %s ... %s markers", tableStart, tableEnd)
+		t.Fatalf("%s lacks the %s ... %s markers", configurationDoc, tableStart, tableEnd)
 	}
 	got := s[i+len(tableStart) : j]
 	if got == want {
@@ -175,12 +180,12 @@ func TestREADMEConfigurationTable(t *testing.T) {
 	}
 	if *update {
 		s = s[:i+len(tableStart)] + want + s[j:]
-		if err := os.WriteFile("../../README.md", []byte(s), 0o644); err != nil {
+		if err := os.WriteFile(configurationDoc, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	t.Fatalf("README.md configuration table is out of date: run go test ./internal/cli -run TestREADME -update")
+	t.Fatalf("%s is out of date: run go test ./internal/cli -run TestConfigurationTable -update", configurationDoc)
 }
 
 // captureFlags runs a command with -h and returns its FlagSet.
