@@ -46,6 +46,11 @@ type Payout struct {
 	PSPStatus   string
 	Error       string
 	UpdatedAt   time.Time
+	// Set by the last operator resolution of a needs_review payout
+	// (resolve.go); empty otherwise.
+	ResolvedBy     string
+	ResolutionNote string
+	ResolvedAt     time.Time
 }
 
 func parsePayout(batch string, m map[string]string) Payout {
@@ -55,7 +60,8 @@ func parsePayout(batch string, m map[string]string) Payout {
 		Destination: m["dest"], Sealed: m["sealed"], Telecom: m["tel"], Extra: m["extra"],
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
-		UpdatedAt: msTime(m["updated"]),
+		UpdatedAt:  msTime(m["updated"]),
+		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
 	}
 }
 
