@@ -10,12 +10,16 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/money"
 )
 
 // MaxMessageLen bounds Result.Message (in bytes, cut on a rune boundary).
@@ -160,14 +164,15 @@ func classifyOK(op Operation, res Result, body []byte) (Result, *depositBody) {
 		}
 		id, idOK := cleanID(string(b.OrderID))
 		ext, _ := cleanID(string(b.ExternalID))
-		// A create must name the new order; a status answer must at
-		// least name the order it describes.
-		if !idOK || (id == "" && (op == OpWithdrawalCreate || ext == "")) {
+		amount, _ := cleanID(string(b.Amount))
+		// A create must name the new order and a status answer the order
+		// it describes: a 200 without the PSP's order id proves nothing.
+		if !idOK || id == "" {
 			res.Outcome = Ambiguous
-			res.Message = finish("HTTP 200 without a usable order id: " + bodyMessage(200, body))
+			res.Mismatch = &Mismatch{Reasons: []MismatchReason{MismatchNoOrderID}, FoundExternalID: display(ext), FoundAmount: display(amount)}
+			res.Message = finish("HTTP 200 without a usable order id (pspDepositOrderID), not proof that the order exists: " + bodyMessage(200, body))
 			return res, nil
 		}
-		amount, _ := cleanID(string(b.Amount))
 		res.Outcome = Created
 		res.Order = Order{OrderID: id, ExternalID: ext, Amount: amount, Status: finish(string(b.Status))}
 		return res, nil
@@ -193,6 +198,105 @@ func classifyOK(op Operation, res Result, body []byte) (Result, *depositBody) {
 	res.Message = finish("HTTP 200 to an unknown operation")
 	return res, nil
 }
+
+// Expect is what a 200 answer about a withdrawal must show to prove that
+// it describes our order. Empty fields (zero Amount) are not checked; the
+// answer's fields are only compared when it gives them, except the order
+// id, which every 200 must carry.
+type Expect struct {
+	ExternalID string       // ours; the answer's externalId, when given, must be the same text
+	OrderID    string       // the PSP order id when known; the answer's must be the same text
+	Amount     money.Amount // the answer's amount, when given, must be the same number ("10.5" == "10.50")
+}
+
+// MismatchReason names one way a 200 answer contradicts the Expect.
+type MismatchReason string
+
+// The reasons of a Mismatch.
+const (
+	MismatchNoOrderID  MismatchReason = "no_order_id" // the 200 carries no usable pspDepositOrderID
+	MismatchExternalID MismatchReason = "external_id" // the answer names another externalId
+	MismatchOrderID    MismatchReason = "order_id"    // the answer names another PSP order id
+	MismatchAmount     MismatchReason = "amount"      // the amount differs numerically or does not parse
+)
+
+// Mismatch says why a 200 answer was not taken as proof of our order. The
+// worker should raise an alert: the PSP may hold another order under our
+// externalId, or answered about another order. The texts are for display:
+// card numbers in them are masked and they are bounded, so an id that
+// holds a long run of digits may appear masked.
+type Mismatch struct {
+	Reasons            []MismatchReason
+	ExpectedExternalID string
+	FoundExternalID    string
+	ExpectedOrderID    string
+	FoundOrderID       string
+	ExpectedAmount     string
+	FoundAmount        string
+}
+
+// Has reports whether r is among the reasons.
+func (m *Mismatch) Has(r MismatchReason) bool {
+	return m != nil && slices.Contains(m.Reasons, r)
+}
+
+// Check applies the expectation to a classified withdrawal answer: a
+// Created Result that contradicts it becomes Ambiguous, with Mismatch set
+// and a Message naming the expected and found values, and its Order is
+// cleared (Order is only set on Created). A 200 without an order id is
+// already Ambiguous; Check fills in the expected values of its Mismatch.
+// Other Results are returned unchanged.
+func (want Expect) Check(res Result) Result {
+	if res.Outcome != Created {
+		if res.Mismatch != nil && res.Mismatch.Has(MismatchNoOrderID) {
+			m := *res.Mismatch
+			want.fill(&m)
+			res.Mismatch = &m
+		}
+		return res
+	}
+	o := res.Order
+	var (
+		reasons []MismatchReason
+		parts   []string
+	)
+	if want.ExternalID != "" && o.ExternalID != "" && o.ExternalID != want.ExternalID {
+		reasons = append(reasons, MismatchExternalID)
+		parts = append(parts, fmt.Sprintf("externalId expected %q, found %q", display(want.ExternalID), display(o.ExternalID)))
+	}
+	if want.OrderID != "" && o.OrderID != want.OrderID {
+		reasons = append(reasons, MismatchOrderID)
+		parts = append(parts, fmt.Sprintf("order id expected %q, found %q", display(want.OrderID), display(o.OrderID)))
+	}
+	if !want.Amount.IsZero() && o.Amount != "" {
+		if got, err := decimal.NewFromString(o.Amount); err != nil || !got.Equal(want.Amount.Decimal()) {
+			reasons = append(reasons, MismatchAmount)
+			parts = append(parts, fmt.Sprintf("amount expected %s, found %q", amountText(want.Amount), display(o.Amount)))
+		}
+	}
+	if len(reasons) == 0 {
+		return res
+	}
+	m := &Mismatch{Reasons: reasons, FoundExternalID: display(o.ExternalID), FoundOrderID: display(o.OrderID), FoundAmount: display(o.Amount)}
+	want.fill(m)
+	res.Outcome = Ambiguous
+	res.Mismatch = m
+	res.Order = Order{}
+	res.Message = finish("HTTP 200 does not match our order: " + strings.Join(parts, "; "))
+	return res
+}
+
+func (want Expect) fill(m *Mismatch) {
+	m.ExpectedExternalID = display(want.ExternalID)
+	m.ExpectedOrderID = display(want.OrderID)
+	if !want.Amount.IsZero() {
+		m.ExpectedAmount = amountText(want.Amount)
+	}
+}
+
+// display makes an identifier safe to show in a Mismatch: card numbers
+// masked, bounded.
+func display(s string) string { return finish(s) }
 
 // MaxIDLen bounds the identifiers and amounts taken from the PSP's answers.
 const MaxIDLen = 200

@@ -66,7 +66,8 @@ func TestClassifyTable(t *testing.T) {
 		{deposit, 404, ``, nil, true, psp.AuthFault, ""},
 		{deposit, 423, ``, nil, true, psp.Ambiguous, ""},
 		{status, 200, createdBody, nil, true, psp.Created, ""},
-		{status, 200, `{"externalId":"E","status":"Paid"}`, nil, true, psp.Created, ""},
+		{status, 200, `{"externalId":"E","status":"Paid"}`, nil, true, psp.Ambiguous, "without a usable order id"},
+		{status, 200, `{"pspDepositOrderID":"","externalId":"E"}`, nil, true, psp.Ambiguous, "not proof"},
 		{status, 200, `{}`, nil, true, psp.Ambiguous, ""},
 		{status, 200, `garbage`, nil, true, psp.Ambiguous, ""},
 		{status, 404, ``, nil, true, psp.NotFound, ""},
@@ -209,7 +210,7 @@ func FuzzClassify(f *testing.F) {
 			if status != 200 || err != nil {
 				t.Fatalf("created from status %d err %v", status, err)
 			}
-			if r.Order.OrderID == "" && (op != psp.OpWithdrawalStatus || r.Order.ExternalID == "") {
+			if r.Order.OrderID == "" {
 				t.Fatalf("created without an id: %+v", r.Order)
 			}
 		}
@@ -233,7 +234,14 @@ func FuzzClassify(f *testing.F) {
 		if r.RetryAfter < 0 || (r.RetryAfter > 0 && status != 429) {
 			t.Fatalf("retry-after %v on %d", r.RetryAfter, status)
 		}
-		for _, s := range []string{r.Message, r.Order.Status} {
+		texts := []string{r.Message, r.Order.Status}
+		if m := r.Mismatch; m != nil {
+			if r.Outcome != psp.Ambiguous || status != 200 {
+				t.Fatalf("mismatch on %v %d", r.Outcome, status)
+			}
+			texts = append(texts, m.FoundExternalID, m.FoundOrderID, m.FoundAmount)
+		}
+		for _, s := range texts {
 			if longestDigitRun(s) >= 12 {
 				t.Fatalf("unscrubbed digits: %q", s)
 			}

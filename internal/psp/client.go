@@ -161,7 +161,10 @@ func (c *Client) CreateWithdrawal(ctx context.Context, req WithdrawalRequest) Re
 	if err != nil {
 		return c.invalid(OpWithdrawalCreate, req.ExternalID, "encode request: "+err.Error())
 	}
-	res, _ := c.do(ctx, OpWithdrawalCreate, req.ExternalID, http.MethodPost, PathWithdrawalCreate, body)
+	// The answer must be about this order: another externalId or amount
+	// makes it Ambiguous (the status path decides, nothing is re-sent).
+	want := Expect{ExternalID: req.ExternalID, Amount: req.Amount}
+	res, _ := c.do(ctx, OpWithdrawalCreate, req.ExternalID, http.MethodPost, PathWithdrawalCreate, body, &want)
 	return res
 }
 
@@ -170,7 +173,25 @@ func (c *Client) WithdrawalStatus(ctx context.Context, id string) Result {
 	if id == "" {
 		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
 	}
-	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil)
+	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil, nil)
+	return res
+}
+
+// CheckWithdrawal queries the status of our order and checks the answer
+// against want: by the PSP order id when want.OrderID is known and
+// StatusIDByExternalID is off, else by want.ExternalID. A 200 counts as
+// Created only when it carries an order id and its externalId, order id
+// and amount (those it gives) are ours; otherwise the Outcome is
+// Ambiguous and Result.Mismatch says what differs.
+func (c *Client) CheckWithdrawal(ctx context.Context, want Expect) Result {
+	id := want.ExternalID
+	if want.OrderID != "" && !c.cfg.StatusIDByExternalID {
+		id = want.OrderID
+	}
+	if id == "" {
+		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
+	}
+	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil, &want)
 	return res
 }
 
@@ -233,7 +254,7 @@ func (c *Client) CreateDeposit(ctx context.Context, req DepositRequest) (Deposit
 	if err != nil {
 		return DepositResult{}, c.invalid(OpDepositCreate, req.ExternalTransactionID, "encode request: "+err.Error())
 	}
-	res, dep := c.do(ctx, OpDepositCreate, req.ExternalTransactionID, http.MethodPost, PathDepositCreate, body)
+	res, dep := c.do(ctx, OpDepositCreate, req.ExternalTransactionID, http.MethodPost, PathDepositCreate, body, nil)
 	if dep == nil || res.Outcome != Created {
 		return DepositResult{}, res
 	}
@@ -253,8 +274,9 @@ func (c *Client) invalid(op Operation, ref, msg string) Result {
 	return res
 }
 
-// do sends one request and classifies the answer.
-func (c *Client) do(ctx context.Context, op Operation, ref, method, path string, body []byte) (Result, *depositBody) {
+// do sends one request and classifies the answer, checked against want
+// when it is not nil.
+func (c *Client) do(ctx context.Context, op Operation, ref, method, path string, body []byte, want *Expect) (Result, *depositBody) {
 	start := time.Now()
 	tok, err := c.cfg.Token.Token()
 	if err != nil {
@@ -314,11 +336,19 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 		_ = resp.Body.Close()
 	}
 	res, dep := classify(op, status, header, payload, err, sent.Load())
+	if want != nil {
+		res = want.Check(res)
+	}
 	res.Message = c.redact(res.Message)
 	// Identifiers are kept exact (see cleanID); only the display fields
 	// go through the token filter.
 	res.Order.Amount = c.redact(res.Order.Amount)
 	res.Order.Status = c.redact(res.Order.Status)
+	if m := res.Mismatch; m != nil {
+		for _, f := range []*string{&m.ExpectedExternalID, &m.FoundExternalID, &m.ExpectedOrderID, &m.FoundOrderID, &m.ExpectedAmount, &m.FoundAmount} {
+			*f = c.redact(*f)
+		}
+	}
 	if dep != nil {
 		dep.PaymentDetails.FormURL = flexString(c.redact(string(dep.PaymentDetails.FormURL)))
 	}
@@ -394,6 +424,13 @@ func (c *Client) report(res Result, ref string) {
 		}
 		if res.RetryAfter > 0 {
 			ev = ev.Dur("retry_after", res.RetryAfter)
+		}
+		if res.Mismatch != nil {
+			reasons := make([]string, len(res.Mismatch.Reasons))
+			for i, r := range res.Mismatch.Reasons {
+				reasons[i] = string(r)
+			}
+			ev = ev.Strs("mismatch", reasons)
 		}
 		if res.Message != "" {
 			ev = ev.Str("message", res.Message)

@@ -316,7 +316,15 @@ func TestAmountWire(t *testing.T) {
 			w.WriteHeader(401)
 			return
 		}
-		_, _ = io.WriteString(w, `{"pspDepositOrderID":"WD-1","externalId":"E","status":"Created","amount":10.50}`)
+		// Echo the amount as a JSON number with two decimals at least:
+		// the client compares it numerically with what it sent.
+		var in struct{ Amount json.Number }
+		_ = json.Unmarshal(b, &in)
+		amt := in.Amount.String()
+		if !strings.Contains(amt, ".") {
+			amt += ".00"
+		}
+		_, _ = io.WriteString(w, `{"pspDepositOrderID":"WD-1","externalId":"E","status":"Created","amount":`+amt+`}`)
 	}))
 	defer ts.Close()
 	for _, tc := range []struct {
@@ -334,7 +342,7 @@ func TestAmountWire(t *testing.T) {
 		if b := <-got; string(b) != tc.want {
 			t.Errorf("asNumber=%v: sent %s, want %s", tc.asNumber, b, tc.want)
 		}
-		if res.Outcome != psp.Created || res.Order.Amount != "10.50" {
+		if want := money.MustParse(tc.amount); res.Outcome != psp.Created || money.MustParse(res.Order.Amount).Cmp(want) != 0 {
 			t.Errorf("result %v %+v", res.Outcome, res.Order)
 		}
 	}

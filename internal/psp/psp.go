@@ -119,4 +119,8 @@ type Result struct {
 	RetryAfter time.Duration // from a Retry-After header, if any
 	Sent       bool          // the request headers were written to the connection
 	Duration   time.Duration
+	// Mismatch is set when a 200 answer was not taken as proof of our
+	// order (no order id, or another externalId, order id or amount than
+	// expected): Outcome is then Ambiguous, and the worker should alert.
+	Mismatch *Mismatch
 }
