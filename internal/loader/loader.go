@@ -8,7 +8,8 @@
 //  2. validate every row (package payfile) and, as the valid rows go by,
 //     claim their externalIds for the batch in the background (in a dry
 //     run, only look them up): one owned by an earlier batch is an error
-//     like any other, and a refused file releases its claims;
+//     like any other, and a refused file releases the claims it took
+//     (never one of a row registered by an earlier run: see release);
 //  3. register the rows in the ledger (state queued) chunk by chunk and
 //     enqueue one create task per registered row, the three stages (read
 //     and seal, register, enqueue) overlapping.
@@ -169,7 +170,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	// a dry run only look it up), several chunks at once in the background.
 	// Claiming rather than looking up means a file loaded meanwhile cannot
 	// take an id between this check and registration; a refusal releases
-	// the claims.
+	// the claims this run took.
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return res, err
 	}
@@ -178,7 +179,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
 		return owners.add(r.ExternalID, r.Line)
 	})
-	known, werr := owners.wait()
+	known, took, werr := owners.wait()
 	if err == nil || errors.Is(err, context.Canceled) && werr != nil {
 		err = werr
 	}
@@ -213,7 +214,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	acceptable := len(errs) == 0 || (partialOK && res.Valid > 0)
 	if !acceptable || res.Valid == 0 {
 		if claim {
-			if err := ld.release(ctx, f, res, opts, bad); err != nil {
+			if err := ld.release(ctx, f, res, opts, took, log); err != nil {
 				return res, err
 			}
 		}
@@ -226,12 +227,50 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	return ld.load(ctx, f, res, opts, bad, log)
 }
 
-// release drops every claim of the batch on the file's valid rows, after a
-// refusal (no row of the batch was registered: registration starts after
-// the claim pass). Every claimed row was valid on its own, so it is among
-// the rows eachValid reads, up to where a refused file stopped being read;
-// a repeat within the file shares its id with an earlier valid row.
-func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet) error {
+// release undoes the claims of a refused file, as far as that is safe: it
+// drops only claims this run took (the claim pass's SET NX succeeded) and
+// only of rows the ledger does not hold.
+//
+// A rerun of content whose earlier load died (say with --partial, now
+// refused without it) finds its rows claimed by the batch already, and some
+// of them registered: those claims are not this run's, and a registered
+// row's claim is what stops another file paying the id again. And a claim
+// this run did take may meanwhile back a row that a concurrent loader of
+// the same content registered (its own SET NX lost to this run's, which it
+// took for its own). So the release holds the batch's load lock, under
+// which alone rows are registered, and drops a claim only if the batch has
+// no payout for it (ledger.ReleaseUnregistered). If another loader holds
+// the lock, nothing is released: an externalId left claimed by a batch
+// that never loads is refused by later files, which a person can sort out;
+// one released under a registered row could be paid twice.
+//
+// Each row whose claim this run took was valid on its own, so Each reads
+// it, up to where a refused file stopped being read; it may be a repeat of
+// an earlier externalId of the file (a bad line), whose claim attempt
+// happened to come first.
+func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, log zerolog.Logger) error {
+	if took.empty() {
+		return nil
+	}
+	owner, err := randomToken()
+	if err != nil {
+		return err
+	}
+	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
+	if err != nil {
+		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
+	}
+	if !locked {
+		log.Warn().Msg("another loader holds this batch's load lock: the externalIds claimed by this refused run stay claimed")
+		return nil
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := ld.ledger.UnlockLoad(uctx, res.Batch, owner); err != nil {
+			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
+		}
+	}()
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -240,11 +279,19 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 		if len(ids) == 0 {
 			return nil
 		}
-		err := ld.ledger.Release(ctx, res.Batch, ids)
+		// As the registrar does: no step without the lock.
+		if held, err := ld.ledger.RefreshLoad(ctx, res.Batch, owner, loadLockTTL); err != nil || !held {
+			if err == nil {
+				err = ledger.ErrLoadLockLost
+			}
+			return err
+		}
+		_, err := ld.ledger.ReleaseUnregistered(ctx, res.Batch, ids)
 		ids = ids[:0]
 		return err
 	}
-	err := payfile.Each(ctx, res.File, f, opts.File, bad.has, func(r payfile.Row) error {
+	skip := func(line int) bool { return !took.has(line) }
+	err = payfile.Each(ctx, res.File, f, opts.File, skip, func(r payfile.Row) error {
 		ids = append(ids, r.ExternalID)
 		if len(ids) >= opts.ChunkSize {
 			return flush()
@@ -281,6 +328,7 @@ type ownerCheck struct {
 	lines []int
 	mu    sync.Mutex
 	known []payfile.Error
+	took  lineBits // lines whose claim this run took
 }
 
 func (ld *Loader) newOwnerCheck(ctx context.Context, name, batch string, chunk int, claim bool) *ownerCheck {
@@ -308,9 +356,10 @@ func (c *ownerCheck) flush() {
 	c.ids, c.lines = nil, nil
 	c.g.Go(func() error {
 		var owners map[string]string
+		var taken []bool
 		var err error
 		if c.claim {
-			owners, err = c.ld.ledger.Claim(c.ctx, c.batch, ids)
+			taken, owners, err = c.ld.ledger.ClaimTaken(c.ctx, c.batch, ids)
 		} else {
 			owners, err = c.ld.ledger.Owners(c.ctx, c.batch, ids)
 		}
@@ -319,6 +368,11 @@ func (c *ownerCheck) flush() {
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		for i, t := range taken {
+			if t {
+				c.took.add(lines[i])
+			}
+		}
 		for i, id := range ids {
 			if other, ok := owners[id]; ok {
 				c.known = append(c.known, payfile.Error{File: c.name, Line: lines[i], Column: "externalId", Kind: payfile.KindDuplicate,
@@ -330,14 +384,14 @@ func (c *ownerCheck) flush() {
 }
 
 // wait sends the last chunk and returns the rows found owned elsewhere,
-// sorted by line.
-func (c *ownerCheck) wait() ([]payfile.Error, error) {
+// sorted by line, and the lines whose claim this run took.
+func (c *ownerCheck) wait() ([]payfile.Error, *lineBits, error) {
 	c.flush()
 	if err := c.g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	payfile.SortErrors(c.known)
-	return c.known, nil
+	return c.known, &c.took, nil
 }
 
 // load is step 3.
@@ -578,3 +632,29 @@ func (s *lineSet) has(l int) bool {
 	s.mu.Unlock()
 	return ok
 }
+
+// lineBits is a set of line numbers, one bit a line: the claims a run took
+// cost a few hundred KB for a file of millions of rows. It is not safe for
+// concurrent use (ownerCheck adds under its mutex).
+type lineBits struct {
+	words []uint64
+	n     int
+}
+
+func (b *lineBits) add(l int) {
+	w := l / 64
+	for len(b.words) <= w {
+		b.words = append(b.words, 0)
+	}
+	if b.words[w]&(1<<(l%64)) == 0 {
+		b.words[w] |= 1 << (l % 64)
+		b.n++
+	}
+}
+
+func (b *lineBits) has(l int) bool {
+	w := l / 64
+	return l >= 0 && w < len(b.words) && b.words[w]&(1<<(l%64)) != 0
+}
+
+func (b *lineBits) empty() bool { return b.n == 0 }
