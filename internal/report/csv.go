@@ -9,7 +9,7 @@ import (
 )
 
 // Header is the first line of a result CSV.
-var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt"}
+var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt", "resolvedBy", "resolutionNote"}
 
 // ErrorsHeader is the first line of an error listing.
 var ErrorsHeader = []string{"file", "line", "column", "message"}
@@ -100,6 +100,8 @@ func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error)
 			strconv.Itoa(r.Attempts),
 			scrub(r.Error),
 			formatTime(r.UpdatedAt),
+			scrub(r.ResolvedBy),
+			scrub(r.ResolutionNote),
 		)
 		if err != nil {
 			return Summary{}, err

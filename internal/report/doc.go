@@ -28,29 +28,32 @@
 //
 // The first line is the header
 //
-//	line,externalId,amount,destination,state,pspOrderId,pspStatus,attempts,error,updatedAt
+//	line,externalId,amount,destination,state,pspOrderId,pspStatus,attempts,error,updatedAt,resolvedBy,resolutionNote
 //
 // then one line per row, in line order. Amounts are written exactly with the
 // batch's Scale decimal places ("10.50"); an amount with more decimals than
 // Scale is written with all its decimals, never rounded. updatedAt is RFC 3339
-// in UTC to the second ("2026-01-02T03:04:05Z"), empty when unknown. Lines
-// end with LF; no byte order mark is written.
+// in UTC to the second ("2026-01-02T03:04:05Z"), empty when unknown.
+// resolvedBy and resolutionNote name the operator who resolved a payout out
+// of needs_review (`payout resolve`) and the note they gave; both are empty
+// for a payout nobody resolved. Lines end with LF; no byte order mark is
+// written.
 //
 // After the rows come a blank line and a trailer. Every trailer line starts
 // with a cell "# name" (a program that wants only the rows stops at the blank
 // line or drops records whose first cell starts with '#'; a data line's
 // first cell is always a number), and every trailer line is padded with
-// empty cells to the header's 10 columns, so the whole file is one
+// empty cells to the header's 12 columns, so the whole file is one
 // rectangular table that encoding/csv's default Reader and any spreadsheet
 // read without options:
 //
-//	# batch,id,file,loadedAt,final,,,,,
-//	# batch,<batch id>,<file>,<loadedAt>,yes|no,,,,,
-//	# summary,state,rows,amount,,,,,,
-//	# summary,created,<rows>,<amount>,,,,,,
+//	# batch,id,file,loadedAt,final,,,,,,,
+//	# batch,<batch id>,<file>,<loadedAt>,yes|no,,,,,,,
+//	# summary,state,rows,amount,,,,,,,,
+//	# summary,created,<rows>,<amount>,,,,,,,,
 //	... one line per state, in the order above ...
-//	# summary,total,<rows>,<amount>,,,,,,
-//	# reconciliation,total of states,<amount>,file total,<amount>,rows,<n>,file rows,<n>,OK|MISMATCH
+//	# summary,total,<rows>,<amount>,,,,,,,,
+//	# reconciliation,total of states,<amount>,file total,<amount>,rows,<n>,file rows,<n>,OK|MISMATCH,,
 //
 // # CSV injection
 //
@@ -67,8 +70,10 @@
 // # Card numbers
 //
 // Destinations are expected masked already. As a last line of defence the
-// destination and error cells of every output, and the message of an error
-// listing, go through [card.Scrub], which masks any run of 12 to 19 digits.
+// destination, error, resolvedBy and resolutionNote cells of every output,
+// and the message of an error listing, go through [card.Scrub], which masks
+// any run of 12 to 19 digits (an operator may paste a card number into a
+// note).
 // Other cells (externalId, PSP order id) are identifiers that finance must
 // match exactly and are written unchanged.
 package report

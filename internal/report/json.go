@@ -28,6 +28,8 @@ type jsonRow struct {
 	Attempts    int     `json:"attempts"`
 	Error       string  `json:"error"`
 	UpdatedAt   *string `json:"updatedAt"`
+	ResolvedBy  string  `json:"resolvedBy"`
+	Resolution  string  `json:"resolutionNote"`
 }
 
 type jsonStateTotal struct {
@@ -177,6 +179,8 @@ func WriteJSON(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error
 			Attempts:    r.Attempts,
 			Error:       scrub(r.Error),
 			UpdatedAt:   jsonTime(formatTime(r.UpdatedAt)),
+			ResolvedBy:  scrub(r.ResolvedBy),
+			Resolution:  scrub(r.ResolutionNote),
 		})
 		if err != nil {
 			return Summary{}, err

@@ -47,6 +47,10 @@ type Row struct {
 	Attempts    int          // create requests sent
 	Error       string       // why the payout is rejected or needs review
 	UpdatedAt   time.Time    // last state change; zero when unknown
+	// ResolvedBy and ResolutionNote tell which operator resolved the
+	// payout out of needs_review, and why; empty when none did.
+	ResolvedBy     string
+	ResolutionNote string
 }
 
 // Batch describes the payout file a batch was loaded from.

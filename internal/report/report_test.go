@@ -187,7 +187,7 @@ func TestExactCents(t *testing.T) {
 	if !s.Reconciled || s.Total.StringFixed(2) != want {
 		t.Errorf("total %s reconciled %v, want %s reconciled (float64 gives %v)", s.Total, s.Reconciled, want, f)
 	}
-	wantLine := "# reconciliation,total of states," + want + ",file total," + want + ",rows,100000,file rows,100000,OK\n"
+	wantLine := "# reconciliation,total of states," + want + ",file total," + want + ",rows,100000,file rows,100000,OK,,\n" // padded to the header's 12 columns
 	if !bytes.HasSuffix(buf.Bytes(), []byte(wantLine)) {
 		t.Errorf("output does not end with %q", wantLine)
 	}
@@ -225,7 +225,8 @@ func TestCSVParsesBack(t *testing.T) {
 			data := recs[1 : 1+len(tc.rows)]
 			for i, r := range tc.rows {
 				want := []string{strconv.Itoa(r.Line), r.ExternalID, r.Amount.StringFixed(2), maskedFull(r.Destination), r.State,
-					r.PSPOrderID, r.PSPStatus, strconv.Itoa(r.Attempts), maskedFull(r.Error), formatTime(r.UpdatedAt)}
+					r.PSPOrderID, r.PSPStatus, strconv.Itoa(r.Attempts), maskedFull(r.Error), formatTime(r.UpdatedAt),
+					r.ResolvedBy, maskedFull(r.ResolutionNote)}
 				for j, cell := range data[i] {
 					orig := cell
 					if strings.HasPrefix(cell, "'") && want[j] != "" && strings.ContainsRune("=+-@\t\r", rune(want[j][0])) {
@@ -250,8 +251,10 @@ func TestCSVParsesBack(t *testing.T) {
 			}
 			last := trailer[len(trailer)-1]
 			verdict := map[bool]string{true: "OK", false: "MISMATCH"}[s.Reconciled]
-			if last[0] != "# reconciliation" || last[len(last)-1] != verdict {
-				t.Errorf("last line %q, want a reconciliation ending in %s", last, verdict)
+			// The verdict stays in the 10th cell, where it was before the
+			// resolution columns; only empty padding follows it.
+			if last[0] != "# reconciliation" || last[9] != verdict || strings.Join(last[10:], "") != "" {
+				t.Errorf("last line %q, want a reconciliation with %s in its 10th and last non-empty cell", last, verdict)
 			}
 		})
 	}
