@@ -18,8 +18,9 @@
 //     at the PSP. Attempt counts the creates of this payout (1 for the first,
 //     2 after the PSP confirmed that an earlier ambiguous create stored
 //     nothing, ...). Its task ID is [CreateTaskID], so enqueuing the same
-//     attempt twice is refused by Asynq (asynq.ErrTaskIDConflict), which
-//     callers treat as success.
+//     attempt twice is refused by Asynq (asynq.ErrTaskIDConflict). A
+//     completed or archived task with the ID is no reminder: [Ensure]
+//     replaces it when the ledger says the step is still due.
 //   - [TypeWithdrawalStatus] asks the worker to query the order status after
 //     an answer that did not tell whether the order exists. Seq numbers the
 //     checks of one payout; its task ID is [StatusTaskID].
@@ -170,10 +171,11 @@ func DecodeStatus(b []byte) (StatusPayload, error) {
 	return p, nil
 }
 
-// Enqueue submits a task and treats a task-ID conflict (the same task is
-// already queued, running, or retained as completed) as success: every
-// enqueue in payout may be repeated after a crash. It reports whether the
-// task was new.
+// Enqueue submits a task and treats a task-ID conflict as success. It is
+// for the loader's first enqueue of a create, where any task with that ID
+// means the payout was already handed to the workers. A caller that
+// restores a missing step uses [Ensure]. It reports whether the task was
+// new.
 func Enqueue(ctx context.Context, c *asynq.Client, t *asynq.Task) (bool, error) {
 	if _, err := c.EnqueueContext(ctx, t); err != nil {
 		if errors.Is(err, asynq.ErrTaskIDConflict) {
@@ -182,4 +184,65 @@ func Enqueue(ctx context.Context, c *asynq.Client, t *asynq.Task) (bool, error) 
 		return false, fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
 	}
 	return true, nil
+}
+
+// Ensured tells what Ensure found.
+type Ensured int
+
+// What Ensure did.
+const (
+	EnsuredNew      Ensured = iota + 1 // no task had the ID: enqueued
+	EnsuredLive                        // a live task (pending, scheduled, retry, active) has the ID: nothing to do
+	EnsuredReplaced                    // a completed or archived task held the ID: deleted and enqueued again
+)
+
+func (e Ensured) String() string {
+	switch e {
+	case EnsuredNew:
+		return "new"
+	case EnsuredLive:
+		return "live"
+	case EnsuredReplaced:
+		return "replaced"
+	}
+	return "unknown"
+}
+
+// Ensure makes sure a live task with t's ID exists. A task that is
+// completed (its handler returned early, e.g. after a lost Redis reply) or
+// archived (an operator archived it in the web UI) is no reminder any more:
+// it is deleted and t enqueued in its place. Callers use Ensure only for a
+// step the ledger says is due; the ledger, not the task, decides what the
+// handler then does, so a task restored twice does no harm.
+//
+// id must be the task ID t was built with ([CreateTaskID], [StatusTaskID]).
+func Ensure(ctx context.Context, c *asynq.Client, insp *asynq.Inspector, t *asynq.Task, id string) (Ensured, error) {
+	replaced := false
+	for try := 0; try < 3; try++ {
+		_, err := c.EnqueueContext(ctx, t)
+		if err == nil {
+			if replaced {
+				return EnsuredReplaced, nil
+			}
+			return EnsuredNew, nil
+		}
+		if !errors.Is(err, asynq.ErrTaskIDConflict) {
+			return 0, fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
+		}
+		info, err := insp.GetTaskInfo(Queue, id)
+		if errors.Is(err, asynq.ErrTaskNotFound) {
+			continue // gone between the two calls: enqueue again
+		}
+		if err != nil {
+			return 0, fmt.Errorf("jobs: look up task %s: %w", id, err)
+		}
+		if info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived {
+			return EnsuredLive, nil
+		}
+		if err := insp.DeleteTask(Queue, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+			return 0, fmt.Errorf("jobs: delete %s task %s: %w", info.State, id, err)
+		}
+		replaced = true
+	}
+	return 0, fmt.Errorf("jobs: task %s kept changing while it was restored", id)
 }

@@ -50,6 +50,10 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 			// sure that one exists (a crash may have lost its enqueue).
 			return w.enqueueCreate(ctx, b.Payout, b.Payout.Creates+1)
 		}
+		if b.Payout.State == ledger.NeedsReview {
+			log.Warn().Msg("create task of a payout that needs review does nothing: use `payout resolve`")
+			return nil
+		}
 		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
 		return nil
 	case ledger.CheckNow:
@@ -108,7 +112,10 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 	finish := func(r ledger.CreateResult) (ledger.Finished, error) {
 		fin, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, r)
 		if errors.Is(err, ledger.ErrConflict) {
-			log.Warn().Err(err).Msg("another delivery already recorded this create")
+			log.Warn().Err(err).Msg("another delivery already recorded this create; making sure its next step is queued")
+			if err := w.ensureNext(ctx, p.Batch, p.ExternalID); err != nil {
+				return fin, err
+			}
 			return fin, errSettled
 		}
 		if err == nil {
@@ -160,7 +167,8 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 	}
 }
 
-// errSettled marks a ledger conflict: another delivery decided already.
+// errSettled marks a ledger conflict: another delivery decided already, and
+// the next step it decided has been made sure of (ensureNext).
 var errSettled = errors.New("settled by another delivery")
 
 func settled(err error) error {
@@ -191,6 +199,9 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		// Absence was confirmed and a create is due: make sure it exists
 		// (a crash right after the decision may have lost its enqueue).
 		return w.enqueueCreate(ctx, pay, pay.Creates+1)
+	case pay.State == ledger.NeedsReview:
+		log.Warn().Msg("status task of a payout that needs review does nothing: use `payout resolve`")
+		return nil
 	case pay.State != ledger.Checking:
 		return nil
 	case pay.Seq != p.Seq:
@@ -268,26 +279,74 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	return nil
 }
 
+// enqueueStatus makes sure status check seq of pay is a live task (see
+// jobs.Ensure: a completed or archived one is replaced). When that task is
+// the one running now, it must not complete: it returns an error, so
+// Asynq runs it again.
 func (w *Worker) enqueueStatus(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
+	id := jobs.StatusTaskID(pay.ExternalID, seq)
+	if running(ctx, id) {
+		return &deferral{reason: "status check " + id + " is due again", after: delay}
+	}
 	t, err := jobs.NewStatusTask(jobs.StatusPayload{
 		Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
 	}, delay)
 	if err != nil {
 		return err
 	}
-	_, err = jobs.Enqueue(ctx, w.client, t)
-	return err
+	return w.ensure(ctx, t, id)
 }
 
+// enqueueCreate makes sure create attempt of pay is a live task, as
+// enqueueStatus does for status checks.
 func (w *Worker) enqueueCreate(ctx context.Context, pay ledger.Payout, attempt int) error {
+	id := jobs.CreateTaskID(pay.ExternalID, attempt)
+	if running(ctx, id) {
+		return &deferral{reason: "create " + id + " is due again", after: w.cfg.StatusDelay}
+	}
 	t, err := jobs.NewCreateTask(jobs.CreatePayload{
 		Batch: pay.Batch, ExternalID: pay.ExternalID, Attempt: attempt, Amount: pay.Amount, Destination: pay.Destination,
 	})
 	if err != nil {
 		return err
 	}
-	_, err = jobs.Enqueue(ctx, w.client, t)
+	return w.ensure(ctx, t, id)
+}
+
+func (w *Worker) ensure(ctx context.Context, t *asynq.Task, id string) error {
+	got, err := jobs.Ensure(ctx, w.client, w.insp, t, id)
+	if got == jobs.EnsuredReplaced {
+		w.metrics.repairs.WithLabelValues("handler").Inc()
+		w.log.Warn().Str("task", id).Msg("a completed or archived task was due again; restored it")
+	}
 	return err
+}
+
+// running tells whether the task being handled has this ID.
+func running(ctx context.Context, id string) bool {
+	cur, ok := asynq.GetTaskID(ctx)
+	return ok && cur == id
+}
+
+// ensureNext restores the reminder of whatever step the ledger says is due
+// for a payout, after a transition that found the payout moved on (another
+// delivery, or a replay whose first run is no longer the last write): the
+// one that moved it may have lost its own follow-up.
+func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
+	pay, err := w.ledger.Get(ctx, batch, ext)
+	if err != nil {
+		return err
+	}
+	switch pay.State {
+	case ledger.Queued:
+		return w.enqueueCreate(ctx, pay, pay.Creates+1)
+	case ledger.Checking:
+		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
+	case ledger.NeedsReview:
+		w.log.Warn().Str("batch", batch).Str("externalId", ext).
+			Msg("payout needs review; a task does not change that: use `payout resolve`")
+	}
+	return nil
 }
 
 // request rebuilds the PSP request from the ledger entry.

@@ -13,6 +13,7 @@ type Metrics struct {
 	ambiguous *prometheus.CounterVec
 	checks    *prometheus.CounterVec
 	deferred  *prometheus.CounterVec
+	repairs   *prometheus.CounterVec
 	pauses    prometheus.Counter
 	breaker   prometheus.Gauge
 	latency   *prometheus.HistogramVec
@@ -34,6 +35,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payout_deferred_total", Help: "Tasks held back without using their retry budget, by reason.",
 		}, []string{"reason"}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payout_repairs_total", Help: "Payout reminders (tasks) restored because a due step had no live task, by who found it (handler, reconciler).",
+		}, []string{"by"}),
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payout_queue_pauses_total", Help: "Times a worker paused the payout queue after a configuration fault.",
 		}),
@@ -47,7 +51,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op", "code"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.pauses, m.breaker, m.latency)
+		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.pauses, m.breaker, m.latency)
 	}
 	return m
 }
