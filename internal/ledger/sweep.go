@@ -1,0 +1,130 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// OpenPayout is what the reconciler needs to know of an open payout.
+type OpenPayout struct {
+	Batch       string
+	ExternalID  string
+	State       State // queued, submitting or checking
+	Creates     int
+	Seq         int
+	Amount      string
+	Destination string
+	UpdatedAt   time.Time // Redis time of the last transition (registration: loader time)
+}
+
+// EachOpen calls fn for every payout of batch in an open state (queued,
+// submitting, checking), reading eachChunk payouts per pipelined round trip
+// and only the fields a sweep needs.
+func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout) error) error {
+	for start := int64(0); ; start += eachChunk {
+		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
+		if err != nil {
+			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HMGet(ctx, l.payoutKey(batch, id), "state", "creates", "seq", "amount", "dest", "updated")
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+		}
+		for i, c := range cmds {
+			v := c.Val()
+			st := State(str(v[0]))
+			if st != Queued && st != Submitting && st != Checking {
+				continue
+			}
+			creates, _ := strconv.Atoi(str(v[1]))
+			seq, _ := strconv.Atoi(str(v[2]))
+			op := OpenPayout{Batch: batch, ExternalID: ids[i], State: st, Creates: creates, Seq: seq,
+				Amount: str(v[3]), Destination: str(v[4]), UpdatedAt: msTime(str(v[5]))}
+			if err := fn(op); err != nil {
+				return err
+			}
+		}
+		if len(ids) < eachChunk {
+			return nil
+		}
+	}
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// Time returns Redis's clock: the clock every transition is stamped with.
+func (l *Ledger) Time(ctx context.Context) (time.Time, error) {
+	t, err := l.rdb.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("ledger: redis time: %w", err)
+	}
+	return t, nil
+}
+
+// interruptScript moves a payout that is submitting for create attempt
+// attempt, untouched for at least minAge ms of Redis time, to checking: a
+// worker began that create and its task is gone, so the request may have
+// been sent and must never be sent again. Nothing else is moved.
+// KEYS: payout, counts; ARGV: attempt, minAge ms, op.
+// Replies {'check', seq} or {'current', state}.
+var interruptScript = redis.NewScript(luaMove + luaReplay + `
+local memo = replayed(KEYS[1])
+if memo then return memo end
+local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units', 'updated')
+local st = h[1]
+if not st then return {'missing', ''} end
+local now = nowms()
+if st ~= 'submitting' or num(h[2]) ~= tonumber(ARGV[1]) or tonumber(now) - num(h[4]) < tonumber(ARGV[2]) then
+  return {'current', st}
+end
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
+  'error', 'create task lost while submitting; checking status', 'updated', now)
+move(KEYS[2], st, 'checking', h[3])
+return remember(KEYS[1], {'check', tostring(seq)})
+`)
+
+// InterruptSubmitting moves a payout found submitting for create attempt
+// attempt, with no transition for minAge (Redis time), to checking, and
+// returns the status check to enqueue. ok is false when the payout is in
+// another state or attempt, or was touched more recently: nothing changed.
+func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, attempt int, minAge time.Duration) (seq int, ok bool, err error) {
+	res, err := interruptScript.Run(ctx, l.rdb, []string{l.payoutKey(batch, ext), l.countsKey(batch)},
+		attempt, minAge.Milliseconds(), l.newOp()).StringSlice()
+	if err != nil {
+		return 0, false, fmt.Errorf("ledger: interrupt submitting %s: %w", ext, err)
+	}
+	switch res[0] {
+	case "check":
+		seq, _ = strconv.Atoi(res[1])
+		return seq, true, nil
+	case "missing":
+		return 0, false, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	}
+	return 0, false, nil
+}
+
+// TryLease takes the lease name for owner for ttl unless someone holds it:
+// periodic work that one process at a time should do (the reconciler's
+// sweep) runs only where TryLease said true.
+func (l *Ledger) TryLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	ok, err := l.rdb.SetNX(ctx, l.prefix+":lease:"+name, owner, ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("ledger: take lease %s: %w", name, err)
+	}
+	return ok, nil
+}
