@@ -1,0 +1,299 @@
+//go:build integration
+
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/redisfault"
+	"github.com/acme/payout/internal/testredis"
+	"github.com/redis/go-redis/v9"
+)
+
+// The replies of transition scripts lost on the wire, for real: a
+// redisfault proxy in front of a redis-server runs the first EVALSHA (or
+// EVAL) of the script under test, throws its reply away and cuts the
+// connection. go-redis then decides what the caller sees:
+//
+//   - a plain client with the default MaxRetries re-sends the command on a
+//     new connection (shouldRetry: io.EOF is retried, and so is a read
+//     timeout of a command without its own timeout; a context deadline is
+//     not). The re-sent script carries the same operation id and gets the
+//     first run's decision back: the caller never sees the loss.
+//   - the autopipeliner replays the command of the lost batch the same way.
+//   - a client with retries off (MaxRetries -1), or a loss past the last
+//     retry, returns the error to the caller. The transition did happen;
+//     a caller that retries with the SAME operation id gets the first run's
+//     decision, so the payout is not stranded. The ledger's methods draw a
+//     new id per call, so this needs the fixed id of withOpIDs: a caller's
+//     own retry through the public API is judged afresh by the
+//     compare-and-set (e.g. a second BeginCreate of the attempt moves the
+//     payout to checking instead of answering proceed).
+
+// replayConn is how the ledger under test reaches the proxy.
+type replayConn struct {
+	name string
+	// open returns the ledger's client on opt (already pointed at the proxy).
+	open func(t *testing.T, opt *redis.Options) redis.UniversalClient
+	// lossSeen: the caller gets the cut connection as an error.
+	lossSeen bool
+}
+
+var replayConns = []replayConn{
+	{name: "retries", open: func(t *testing.T, opt *redis.Options) redis.UniversalClient {
+		c := redis.NewClient(opt) // default MaxRetries (3)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}},
+	{name: "autopipeline", open: func(t *testing.T, opt *redis.Options) redis.UniversalClient {
+		c := redis.NewClient(opt)
+		t.Cleanup(func() { c.Close() })
+		ap, err := c.AutoPipeline() // as payout worker --redis-pipeline
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ap
+	}},
+	{name: "no-retries", lossSeen: true, open: func(t *testing.T, opt *redis.Options) redis.UniversalClient {
+		o := *opt
+		o.MaxRetries = -1
+		c := redis.NewClient(&o)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}},
+}
+
+// replayCase is one transition: prepare brings payout E1 to the state the
+// transition starts from (on a client without faults), call runs it and
+// describes its decision.
+type replayCase struct {
+	name    string
+	script  *redis.Script
+	prepare func(ctx context.Context, t *testing.T, l *Ledger, batch string)
+	call    func(ctx context.Context, l *Ledger, batch string) (string, error)
+	want    string            // the decision of one run
+	state   State             // E1's state after one transition
+	fields  map[string]string // E1's hash fields after one transition
+}
+
+func mustDo(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("prepare: %s: %v", what, err)
+	}
+}
+
+func begin(ctx context.Context, t *testing.T, l *Ledger, batch string, attempt int) {
+	t.Helper()
+	_, err := l.BeginCreate(ctx, batch, "E1", attempt)
+	mustDo(t, "begin create", err)
+}
+
+func toChecking(ctx context.Context, t *testing.T, l *Ledger, batch string) {
+	t.Helper()
+	begin(ctx, t, l, batch, 1)
+	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: Checking})
+	mustDo(t, "finish create to checking", err)
+}
+
+func callBegin(attempt int) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
+		b, err := l.BeginCreate(ctx, batch, "E1", attempt)
+		return fmt.Sprintf("%s seq=%d %s", b.Action, b.Seq, b.Payout.State), err
+	}
+}
+
+func callFinish(r CreateResult) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
+		f, err := l.FinishCreate(ctx, batch, "E1", 1, r)
+		return fmt.Sprintf("%s seq=%d", f.State, f.Seq), err
+	}
+}
+
+func callCheck(a CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
+		s, err := l.RecordCheck(ctx, batch, "E1", 1, a, p)
+		return fmt.Sprintf("%s seq=%d attempt=%d wait=%s faults=%d", s.Action, s.Seq, s.Attempt, s.Wait, s.Faults), err
+	}
+}
+
+var replayCases = []replayCase{
+	{
+		name: "BeginCreate proceed", script: beginCreateScript,
+		prepare: func(context.Context, *testing.T, *Ledger, string) {},
+		call:    callBegin(1), want: "proceed seq=0 submitting",
+		state: Submitting, fields: map[string]string{"creates": "1", "seq": ""},
+	},
+	{
+		name: "BeginCreate check", script: beginCreateScript,
+		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
+		call:    callBegin(1), want: "check seq=1 checking",
+		state: Checking, fields: map[string]string{"creates": "1", "seq": "1"},
+	},
+	{
+		name: "FinishCreate queued within the retry budget", script: finishCreateScript,
+		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
+		call:    callFinish(CreateResult{To: Queued, Error: "429", MaxTries: 3}), want: "queued seq=0",
+		state: Queued, fields: map[string]string{"creates": "0", "tries": "1", "seq": ""},
+	},
+	{
+		name: "FinishCreate queued past the retry budget", script: finishCreateScript,
+		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) {
+			begin(ctx, t, l, b, 1)
+			_, err := l.FinishCreate(ctx, b, "E1", 1, CreateResult{To: Queued, Error: "429", MaxTries: 1})
+			mustDo(t, "first refused try", err)
+			begin(ctx, t, l, b, 1)
+		},
+		call: callFinish(CreateResult{To: Queued, Error: "429", MaxTries: 1}), want: "needs_review seq=0",
+		state: NeedsReview, fields: map[string]string{"creates": "1", "tries": "2"},
+	},
+	{
+		name: "FinishCreate checking", script: finishCreateScript,
+		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
+		call:    callFinish(CreateResult{To: Checking, Error: "timeout"}), want: "checking seq=1",
+		state: Checking, fields: map[string]string{"creates": "1", "seq": "1"},
+	},
+	{
+		name: "FinishCreate created", script: finishCreateScript,
+		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
+		call:    callFinish(CreateResult{To: Created, OrderID: "ord-1", PSPStatus: "accepted"}), want: "created seq=0",
+		state: Created, fields: map[string]string{"creates": "1", "order": "ord-1", "seq": ""},
+	},
+	{
+		name: "RecordCheck again after a miss", script: recordCheckScript, prepare: toChecking,
+		call: callCheck(CheckAnswer{Outcome: Missing},
+			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+		want:  "again seq=2 attempt=0 wait=1m0s faults=0",
+		state: Checking, fields: map[string]string{"seq": "2", "misses": "1", "faults": "0"},
+	},
+	{
+		name: "RecordCheck again after no answer", script: recordCheckScript, prepare: toChecking,
+		call: callCheck(CheckAnswer{Outcome: NoAnswer, Message: "503"},
+			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+		want:  "again seq=2 attempt=0 wait=0s faults=1",
+		state: Checking, fields: map[string]string{"seq": "2", "misses": "0", "faults": "1"},
+	},
+	{
+		name: "RecordCheck recreate", script: recordCheckScript, prepare: toChecking,
+		call: callCheck(CheckAnswer{Outcome: Missing},
+			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+		want:  "recreate seq=0 attempt=2 wait=0s faults=0",
+		state: Queued, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
+	},
+	{
+		name: "RecordCheck review", script: recordCheckScript, prepare: toChecking,
+		call: callCheck(CheckAnswer{Outcome: Missing},
+			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}),
+		want:  "review seq=0 attempt=0 wait=0s faults=0",
+		state: NeedsReview, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
+	},
+	{
+		name: "RecordCheck done", script: recordCheckScript, prepare: toChecking,
+		call: callCheck(CheckAnswer{Outcome: Found, OrderID: "ord-9", PSPStatus: "paid"},
+			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+		want:  "done seq=0 attempt=0 wait=0s faults=0",
+		state: Created, fields: map[string]string{"seq": "1", "order": "ord-9", "creates": "1"},
+	},
+}
+
+// TestLostReplyOfEveryTransition runs every transition through a proxy
+// that loses the reply of its first run, over EVALSHA (script cached) and
+// over EVAL (script cache flushed: go-redis's Run falls back to EVAL after
+// NOSCRIPT), on each replayConn. The caller must get the decision of the
+// first run, and the payout must show exactly one transition.
+func TestLostReplyOfEveryTransition(t *testing.T) {
+	ctx := context.Background()
+	opt, err := redis.ParseURL(testredis.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := redis.NewClient(opt)
+	t.Cleanup(func() { direct.Close() })
+	setup := New(direct)
+
+	n := 0
+	for _, conn := range replayConns {
+		for _, cmd := range []string{"EVALSHA", "EVAL"} {
+			for _, tc := range replayCases {
+				n++
+				batch := "rb" + strconv.Itoa(n)
+				t.Run(conn.name+"/"+cmd+"/"+tc.name, func(t *testing.T) {
+					seed(t, setup, batch, 1)
+					tc.prepare(ctx, t, setup, batch)
+					// The call under test is the first run of its script
+					// by this command: cached for EVALSHA, flushed for EVAL.
+					if cmd == "EVALSHA" {
+						mustDo(t, "script load", tc.script.Load(ctx, direct).Err())
+					} else {
+						mustDo(t, "script flush", direct.ScriptFlush(ctx).Err())
+					}
+					p, err := redisfault.Start(redisfault.Config{Upstream: opt.Addr, Rules: []redisfault.Rule{
+						{Commands: []string{cmd}, SHA: tc.script.Hash(), Every: 1, Max: 1}}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { p.Close() })
+					po := *opt
+					po.Addr = p.Addr()
+					op := "op-" + batch
+					l := New(conn.open(t, &po), withOpIDs(func() string { return op }))
+
+					got, err := tc.call(ctx, l, batch)
+					if p.Drops() != 1 {
+						t.Fatalf("proxy dropped %d replies, want 1 (matches %d)", p.Drops(), p.RuleMatches(0))
+					}
+					if err != nil {
+						if !conn.lossSeen {
+							t.Fatalf("%s returned %v after one lost reply; want the first run's decision %q", conn.name, err, tc.want)
+						}
+						t.Logf("%s: the loss reached the caller: %v", conn.name, err)
+						// The caller's retry under the same operation id.
+						got, err = tc.call(ctx, l, batch)
+						if err != nil {
+							t.Fatalf("retry with the same op id: %v", err)
+						}
+					} else if conn.lossSeen {
+						t.Fatalf("%s returned %q without an error: the loss was hidden", conn.name, got)
+					}
+					if got != tc.want {
+						t.Fatalf("decision %q, want the first run's %q", got, tc.want)
+					}
+					assertOneTransition(ctx, t, setup, batch, tc.state, tc.fields)
+				})
+			}
+		}
+	}
+}
+
+// assertOneTransition checks E1's state and fields and the batch counters
+// (one payout of 10.25: 1025 units).
+func assertOneTransition(ctx context.Context, t *testing.T, l *Ledger, batch string, want State, fields map[string]string) {
+	t.Helper()
+	mustState(t, l, batch, "E1", want)
+	h, err := l.Redis().HGetAll(ctx, l.payoutKey(batch, "E1")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, v := range fields {
+		if h[f] != v {
+			t.Errorf("field %s = %q, want %q (one transition)", f, h[f], v)
+		}
+	}
+	c, err := l.Counts(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range States {
+		rows, units := int64(0), int64(0)
+		if s == want {
+			rows, units = 1, 1025
+		}
+		if c.Rows[s] != rows || c.Units[s] != units {
+			t.Errorf("counts of %s: %d rows, %d units; want %d, %d", s, c.Rows[s], c.Units[s], rows, units)
+		}
+	}
+}
