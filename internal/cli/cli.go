@@ -67,6 +67,7 @@ func commands() []command {
 		{"report", "write the result file of a batch (BATCH or FILE)", runReport},
 		{"status", "show the progress of batches", runStatus},
 		{"ui", "serve the Asynq web UI and the batches page", runUI},
+		{"resolve", "decide about a payout that needs review (recheck, created, rejected)", runResolve},
 		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},
 		{"resume", "resume the payout queue", runResume},
 		{"sandbox", "run the PSP simulator", runSandbox},
@@ -159,6 +160,7 @@ var envOverrides = map[string]string{
 	"redis":        "PAYOUT_REDIS_URL",
 	"ui/addr":      "PAYOUT_UI_ADDR",
 	"sandbox/addr": "PAYOUT_SANDBOX_ADDR",
+	"resolve/by":   "PAYOUT_OPERATOR",
 }
 
 func envName(command, flagName string) string {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,6 +93,15 @@ func classify(op Operation, status int, header http.Header, body []byte, transpo
 		// No response at all: only whether the request left decides.
 		if transportErr == nil {
 			transportErr = errors.New("no response")
+		}
+		if alert, ok := handshakeRefusal(transportErr); ok {
+			// The PSP's TLS layer refused the handshake: nothing reached
+			// its HTTP server, whether or not our client believed the
+			// handshake done and wrote the request (TLS 1.3 clients
+			// learn of a refused client certificate only then).
+			res.Outcome = AuthFault
+			res.Message = finish("TLS handshake refused by the PSP (client certificate, CA or TLS version?): " + alert)
+			return res, nil
 		}
 		if res.Sent {
 			res.Outcome = Ambiguous
@@ -408,6 +418,39 @@ func finish(s string) string {
 		s = s[:cut] + "..."
 	}
 	return s
+}
+
+// handshakeAlerts are the TLS alerts (RFC 8446 section 6.2, RFC 5246
+// section 7.2.2) a server sends while it refuses a handshake, before it
+// has read any application data.
+var handshakeAlerts = map[uint64]bool{
+	40:  true, // handshake_failure
+	42:  true, // bad_certificate
+	43:  true, // unsupported_certificate
+	44:  true, // certificate_revoked
+	45:  true, // certificate_expired
+	46:  true, // certificate_unknown
+	48:  true, // unknown_ca
+	49:  true, // access_denied
+	70:  true, // protocol_version
+	71:  true, // insufficient_security
+	116: true, // certificate_required
+}
+
+// handshakeRefusal reports whether err is a handshake-refusing alert sent
+// by the server, and its text. crypto/tls reports a received alert as a
+// *net.OpError with Op "remote error" around its unexported alert type (a
+// uint8).
+func handshakeRefusal(err error) (string, bool) {
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) || opErr.Op != "remote error" || opErr.Err == nil {
+		return "", false
+	}
+	v := reflect.ValueOf(opErr.Err)
+	if v.Kind() != reflect.Uint8 || !handshakeAlerts[v.Uint()] {
+		return "", false
+	}
+	return opErr.Err.Error(), true
 }
 
 // transportMessage describes a transport error without the request URL.

@@ -53,8 +53,22 @@ type Config struct {
 	Logger zerolog.Logger
 	// Observe, if set, is called with every Result (for metrics).
 	Observe func(Result)
+	// CAFile is a PEM file of the CA certificates that sign the PSP's
+	// server certificate, trusted instead of the system roots. Empty: the
+	// system roots.
+	CAFile string
+	// ClientCertFile and ClientKeyFile are the PEM client certificate and
+	// key presented when the PSP asks for one (mutual TLS). Both or
+	// neither.
+	//
+	// The three files are read by New and read again when one of them
+	// changes (modification time or size), at the next new connection, as
+	// the token file is: see tlsFiles. TLS 1.2 is the minimum version,
+	// always.
+	ClientCertFile string
+	ClientKeyFile  string
 	// Transport replaces the HTTP transport (tests); nil builds one from
-	// the settings above.
+	// the settings above. It excludes the TLS files.
 	Transport http.RoundTripper
 }
 
@@ -94,9 +108,25 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxConnsPerHost <= 0 {
 		cfg.MaxConnsPerHost = DefaultMaxConnsPerHost
 	}
+	var files *tlsFiles
+	if cfg.CAFile != "" || cfg.ClientCertFile != "" || cfg.ClientKeyFile != "" {
+		switch {
+		case cfg.Transport != nil:
+			return nil, fmt.Errorf("%w: TLS files and a Transport exclude each other", ErrConfig)
+		case u.Scheme != "https":
+			return nil, fmt.Errorf("%w: TLS files need an https:// base URL", ErrConfig)
+		case (cfg.ClientCertFile == "") != (cfg.ClientKeyFile == ""):
+			return nil, fmt.Errorf("%w: a client certificate needs its key and a key its certificate", ErrConfig)
+		}
+		files = &tlsFiles{ca: cfg.CAFile, cert: cfg.ClientCertFile, key: cfg.ClientKeyFile, log: cfg.Logger}
+		if _, _, err := files.current(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	rt := cfg.Transport
 	if rt == nil {
 		rt = &http.Transport{
+			TLSClientConfig:       tlsConfig(files, u.Hostname()),
 			Proxy:                 http.ProxyFromEnvironment,
 			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			ForceAttemptHTTP2:     true,

@@ -355,6 +355,10 @@ func trustModes(pki *testPKI) []trustMode {
 			// A plain HTTP/2-capable transport, as a caller might pass.
 			c.Transport = &http.Transport{ForceAttemptHTTP2: true, TLSClientConfig: &tls.Config{RootCAs: pki.pool}}
 		}},
+		{"ca-file", func(t testing.TB, c *psp.Config) {
+			// The client's own transport, trusting the CA file.
+			c.CAFile = pki.caFile(t)
+		}},
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 )
 
 // TokenSource supplies the bearer token for each request.
@@ -57,8 +56,7 @@ type FileToken struct {
 	path string
 
 	mu    sync.Mutex
-	mod   time.Time
-	size  int64
+	stamp fileStamp
 	token string
 }
 
@@ -70,13 +68,13 @@ func TokenFile(path string) *FileToken { return &FileToken{path: path} }
 // unreadable, empty or holds a malformed token is an error matching
 // ErrToken; the error names the file but never its content.
 func (f *FileToken) Token() (string, error) {
-	st, err := os.Stat(f.path)
+	st, err := stampOf(f.path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrToken, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.token != "" && st.ModTime().Equal(f.mod) && st.Size() == f.size {
+	if f.token != "" && st == f.stamp {
 		return f.token, nil
 	}
 	b, err := os.ReadFile(f.path)
@@ -87,6 +85,6 @@ func (f *FileToken) Token() (string, error) {
 	if err := checkToken(tok); err != nil {
 		return "", fmt.Errorf("file %s: %w", f.path, err)
 	}
-	f.token, f.mod, f.size = tok, st.ModTime(), st.Size()
+	f.token, f.stamp = tok, st
 	return tok, nil
 }

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/jobs"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// reviewFixture is a batch "b" on an embedded Redis with payouts R1 and R2
+// in needs_review (status checks 0 and 1 used) and C1 created.
+func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
+	t.Helper()
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	l := ledger.New(rdb)
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 3, Total: money.MustParse("30.75"), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []ledger.NewPayout
+	for i, ext := range []string{"R1", "R2", "C1"} {
+		ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("10.25"), Destination: "card 411111******1111", Sealed: "4111111111111111"})
+	}
+	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	finish := func(ext string, r ledger.CreateResult) ledger.Finished {
+		t.Helper()
+		if b, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || b.Action != ledger.Proceed {
+			t.Fatalf("begin %s: %+v %v", ext, b, err)
+		}
+		f, err := l.FinishCreate(ctx, "b", ext, 1, r)
+		if err != nil {
+			t.Fatalf("finish %s: %v", ext, err)
+		}
+		return f
+	}
+	finish("R1", ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"})
+	f := finish("R2", ledger.CreateResult{To: ledger.Checking, Error: "HTTP 502"})
+	policy := ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 1}
+	if s, err := l.RecordCheck(ctx, "b", "R2", f.Seq, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != ledger.CheckReview {
+		t.Fatalf("R2 to review: %+v %v", s, err)
+	}
+	finish("C1", ledger.CreateResult{To: ledger.Created, OrderID: "WD-1"})
+	return l, "redis://" + mr.Addr()
+}
+
+func TestResolve(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		args      []string
+		env       map[string]string
+		want      int
+		ext       string       // payout to look at afterwards
+		state     ledger.State // its state then
+		order     string
+		by        string
+		statusSeq int    // a status task with this seq must be enqueued
+		stdout    string // part of stdout
+		stderr    string // part of stderr
+	}{
+		{name: "missing note", args: []string{"b", "R1", "--as", "rejected", "--by", "alice"},
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--note is required"},
+		{name: "missing operator", args: []string{"b", "R1", "--as", "rejected", "--note", "n"},
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "PAYOUT_OPERATOR"},
+		{name: "both actions", args: []string{"b", "R1", "--recheck", "--as", "rejected", "--note", "n", "--by", "a"},
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "not both"},
+		{name: "no action", args: []string{"b", "R1", "--note", "n", "--by", "a"},
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--recheck"},
+		{name: "created without order id", args: []string{"b", "R1", "--as", "created", "--note", "n", "--by", "a"},
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--psp-order"},
+		{name: "as created", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-77", "--note", "seen in the back office"},
+			env:  map[string]string{"PAYOUT_OPERATOR": "alice"},
+			want: ExitOK, ext: "R1", state: ledger.Created, order: "WD-77", by: "alice",
+			stdout: "R1  card 411111******1111  10.25  needs_review -> created (PSP order WD-77)  by alice: seen in the back office"},
+		{name: "as rejected", args: []string{"b", "R1", "--as", "rejected", "--note", "closed account", "--by", "bob"},
+			env:  map[string]string{"PAYOUT_OPERATOR": "alice"}, // the flag wins
+			want: ExitOK, ext: "R1", state: ledger.Rejected, by: "bob", stdout: "needs_review -> rejected"},
+		{name: "recheck enqueues the status check", args: []string{"b", "R2", "--recheck", "--note", "PSP is back", "--by", "alice"},
+			want: ExitOK, ext: "R2", state: ledger.Checking, by: "alice", statusSeq: 2, stdout: "status check 2 enqueued"},
+		{name: "not in needs_review", args: []string{"b", "C1", "--as", "rejected", "--note", "n", "--by", "a"},
+			want: ExitRejected, ext: "C1", state: ledger.Created, order: "WD-1", stderr: "payout C1 of batch b is created, not needs_review: nothing changed"},
+		{name: "unknown payout", args: []string{"b", "NOPE", "--recheck", "--note", "n", "--by", "a"},
+			want: ExitUsage, stderr: `batch b has no payout "NOPE"`},
+		{name: "unknown batch", args: []string{"zz", "R1", "--recheck", "--note", "n", "--by", "a"},
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "neither a file nor a known batch"},
+		{name: "list", args: []string{"b"},
+			want: ExitOK, ext: "R1", state: ledger.NeedsReview, stdout: "R2  line 3  card 411111******1111  10.25  status unknown after 1 status checks"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, url := reviewFixture(t)
+			var out, errb bytes.Buffer
+			args := append([]string{"resolve", "--redis", url, "--log-level", "error"}, tt.args...)
+			got := Main(ctx, args, nil, &out, &errb, func(k string) string { return tt.env[k] })
+			if got != tt.want {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", got, tt.want, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Errorf("stdout %q\nstderr %q\nwant %q and %q in them", out.String(), errb.String(), tt.stdout, tt.stderr)
+			}
+			if strings.Contains(out.String()+errb.String(), "4111111111111111") {
+				t.Error("a full card number was printed")
+			}
+			if tt.ext != "" {
+				p, err := l.Get(ctx, "b", tt.ext)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if p.State != tt.state || p.OrderID != tt.order || p.ResolvedBy != tt.by {
+					t.Errorf("%s is %s order %q by %q, want %s %q %q", tt.ext, p.State, p.OrderID, p.ResolvedBy, tt.state, tt.order, tt.by)
+				}
+			}
+			insp := asynq.NewInspectorFromRedisClient(l.Redis())
+			// A status task is due within the second (asynq keeps whole
+			// seconds): pending or scheduled.
+			queued := func() int {
+				pending, _ := insp.ListPendingTasks(jobs.Queue)
+				scheduled, _ := insp.ListScheduledTasks(jobs.Queue)
+				return len(pending) + len(scheduled)
+			}
+			if tt.statusSeq == 0 {
+				if n := queued(); n != 0 {
+					t.Errorf("%d tasks enqueued, want none", n)
+				}
+				return
+			}
+			info, err := insp.GetTaskInfo(jobs.Queue, jobs.StatusTaskID(tt.ext, tt.statusSeq))
+			if err != nil {
+				t.Fatalf("status task %d: %v", tt.statusSeq, err)
+			}
+			p, err := jobs.DecodeStatus(info.Payload)
+			if err != nil || info.Type != jobs.TypeWithdrawalStatus || p.Seq != tt.statusSeq || p.Batch != "b" || p.ExternalID != tt.ext {
+				t.Fatalf("task %s %+v %v", info.Type, p, err)
+			}
+			if n := queued(); n != 1 {
+				t.Errorf("%d tasks enqueued, want the one status check", n)
+			}
+		})
+	}
+}
