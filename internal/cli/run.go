@@ -49,6 +49,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		ff       fileFlags
 		ef       enqueueFlags
 		pf       pspFlags
+		pspCA    string
+		pspCert  string
+		pspKey   string
 		wf       workerFlags
 		useSbx   bool
 		out      string
@@ -63,6 +66,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	ff.register(fs)
 	ef.register(fs)
 	pf.register(fs)
+	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
+	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
+	fs.StringVar(&pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
 	wf.register(fs)
 	fs.BoolVar(&useSbx, "sandbox", false, "start the PSP simulator in-process and send payouts to it")
 	sbx := addSandboxFlags(fs)
@@ -148,6 +154,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	client, err := psp.New(psp.Config{
 		BaseURL: pf.url, Token: tokens, Timeout: pf.timeout, AmountAsNumber: pf.amountAsNumber,
 		StatusIDByExternalID: pf.statusByExtID, MaxConnsPerHost: wcfg.Concurrency,
+		CAFile: pspCA, ClientCertFile: pspCert, ClientKeyFile: pspKey,
 		Logger: log.With().Str("component", "psp").Logger(),
 	})
 	if err != nil {

@@ -29,6 +29,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		rf          redisFlags
 		kf          keyFlags
 		pf          pspFlags
+		pspCA       string
+		pspCert     string
+		pspKey      string
 		wf          workerFlags
 		pl          pipelineFlag
 		metricsAddr string
@@ -38,6 +41,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	rf.register(fs)
 	kf.register(fs)
 	pf.register(fs)
+	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
+	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
+	fs.StringVar(&pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
 	wf.register(fs)
 	pl.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
@@ -65,6 +71,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	client, err := psp.New(psp.Config{
 		BaseURL: pf.url, Token: tokens, Timeout: pf.timeout, AmountAsNumber: pf.amountAsNumber,
 		StatusIDByExternalID: pf.statusByExtID, MaxConnsPerHost: cfg.Concurrency,
+		CAFile: pspCA, ClientCertFile: pspCert, ClientKeyFile: pspKey,
 		Logger: log.With().Str("component", "psp").Logger(), Observe: m.ObservePSP,
 	})
 	if err != nil {
