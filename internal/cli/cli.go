@@ -67,6 +67,7 @@ func commands() []command {
 		{"report", "write the result file of a batch (BATCH or FILE)", runReport},
 		{"status", "show the progress of batches", runStatus},
 		{"ui", "serve the Asynq web UI and the batches page", runUI},
+		{"reconcile", "restore the lost tasks of open payouts once (workers do it periodically)", runReconcile},
 		{"resolve", "decide about a payout that needs review (recheck, created, rejected)", runResolve},
 		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},
 		{"resume", "resume the payout queue", runResume},

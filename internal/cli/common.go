@@ -12,6 +12,7 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/internal/redisconn"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
@@ -195,6 +196,8 @@ type workerFlags struct {
 	maxStatusChecks int
 	maxRetries      int
 	trustExtLookup  bool
+	reconcileEvery  time.Duration
+	reconcileGrace  time.Duration
 }
 
 func (w *workerFlags) register(fs *flag.FlagSet) {
@@ -207,6 +210,8 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.maxCreates, "max-creates", d.Policy.MaxCreates, "create requests per payout in all, after confirmed absences (M)")
 	fs.IntVar(&w.maxStatusChecks, "max-status-checks", d.Policy.MaxFaults, "status checks without an answer before a payout needs review (N)")
 	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "creates of a payout that provably did not reach the PSP (dial errors, 429) before it needs review")
+	fs.DurationVar(&w.reconcileEvery, "reconcile-interval", reconcile.DefaultInterval, "how often one worker sweeps for open payouts whose task was lost (deleted, archived, or dropped after a lost Redis reply) and restores it; 0: this process never sweeps")
+	fs.DurationVar(&w.reconcileGrace, "reconcile-grace", reconcile.DefaultGrace, "a payout changed more recently than this is left to the worker acting on it")
 	fs.BoolVar(&w.trustExtLookup, "trust-status-by-external-id", false, "count a 404 to a status query by externalId as a miss at once, without first seeing the PSP find a known order by its externalId")
 }
 
@@ -232,5 +237,14 @@ func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
 	c.MaxCreateRetries = w.maxRetries
 	c.TrustStatusByExternal = w.trustExtLookup
 	c.ShutdownTimeout = p.timeout + 5*time.Second
+	if w.reconcileEvery < 0 || w.reconcileGrace < 0 {
+		return worker.Config{}, usageErr("--reconcile-interval and --reconcile-grace must not be negative")
+	}
+	c.Reconcile = reconcile.Config{Interval: w.reconcileEvery, Grace: w.reconcileGrace}
+	c.ReconcileOff = w.reconcileEvery == 0
+	// A create in flight must never look abandoned to the sweep.
+	if !c.ReconcileOff && w.reconcileGrace < c.ShutdownTimeout {
+		return worker.Config{}, usageErr("--reconcile-grace %s must be at least --psp-timeout + 5s (%s): a create still in flight must not look abandoned", w.reconcileGrace, c.ShutdownTimeout)
+	}
 	return c, nil
 }

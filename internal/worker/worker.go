@@ -19,6 +19,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -53,6 +54,17 @@ type Config struct {
 	// PollInterval is how often Asynq moves due scheduled and retry tasks
 	// to pending (default 1s).
 	PollInterval time.Duration
+	// Reconcile tunes the sweep that restores lost tasks (package
+	// reconcile); ReconcileOff turns it off in this process.
+	Reconcile    reconcile.Config
+	ReconcileOff bool
+	// WaitReplicas > 0 makes every create wait, after the submitting mark
+	// and before the POST, until that many replicas acknowledged the mark
+	// (Redis WAIT, at most WaitTimeout). Without the acknowledgement the
+	// payout goes back to queued and nothing is sent. Default 0: set it
+	// when the Redis master has replicas (the CLI does so by itself).
+	WaitReplicas int
+	WaitTimeout  time.Duration
 }
 
 // DefaultConfig returns the documented defaults.
@@ -66,6 +78,7 @@ func DefaultConfig() Config {
 		BreakerCooldown:  5 * time.Second,
 		PauseRetry:       10 * time.Second,
 		PollInterval:     time.Second,
+		WaitTimeout:      time.Second,
 	}
 }
 
@@ -103,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = d.PollInterval
+	}
+	if c.WaitTimeout <= 0 {
+		c.WaitTimeout = d.WaitTimeout
 	}
 	return c
 }
@@ -148,11 +164,27 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: start asynq server: %w", err)
 	}
 	w.log.Info().Int("concurrency", w.cfg.Concurrency).Str("queue", jobs.Queue).Msg("worker started")
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		if !w.cfg.ReconcileOff {
+			w.Sweeper().Run(ctx)
+		}
+	}()
 	<-ctx.Done()
+	<-sweepDone
 	w.log.Info().Dur("grace", w.cfg.ShutdownTimeout).Msg("worker stopping; in-flight requests may finish")
 	srv.Shutdown()
 	w.log.Info().Msg("worker stopped")
 	return nil
+}
+
+// Sweeper returns the reconciler this worker runs, counting its repairs in
+// the worker's metrics.
+func (w *Worker) Sweeper() *reconcile.Sweeper {
+	s := reconcile.New(w.rdb, w.ledger, w.cfg.Reconcile, w.log.With().Str("component", "reconciler").Logger())
+	s.OnRepair = func(reconcile.Repair) { w.metrics.repairs.WithLabelValues("reconciler").Inc() }
+	return s
 }
 
 // Mux returns the task handlers.

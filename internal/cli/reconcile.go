@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/reconcile"
+)
+
+// runReconcile runs the reconciler's sweep once, the same sweep every
+// worker runs periodically (--reconcile-interval), and prints what it
+// restored or, with --dry-run, what it would restore.
+func runReconcile(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "reconcile", "[flags]")
+	var (
+		lf     logFlags
+		rf     redisFlags
+		dryRun bool
+		cfg    reconcile.Config
+	)
+	lf.register(fs)
+	rf.register(fs)
+	fs.BoolVar(&dryRun, "dry-run", false, "only list the open payouts whose task is missing, archived or completed; change nothing")
+	fs.DurationVar(&cfg.Grace, "reconcile-grace", reconcile.DefaultGrace, "leave alone a payout changed more recently than this (a worker may be acting on it)")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	log, err := lf.logger(e)
+	if err != nil {
+		return err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	rep, err := reconcile.New(rdb, ledger.New(rdb), cfg, log).Sweep(ctx, dryRun)
+	if err != nil {
+		return infraErr(err)
+	}
+	verb := "restored"
+	if dryRun {
+		verb = "would restore"
+	}
+	for _, r := range rep.Repairs {
+		fmt.Fprintf(e.stdout, "%s %s %s: found %s, %s task %s\n", verb, r.Batch, r.ExternalID, r.Found, verb, r.Task)
+	}
+	fmt.Fprintf(e.stdout, "swept %d batch(es), %d open payout(s); %s %d task(s)\n", rep.Batches, rep.Open, verb, len(rep.Repairs))
+	return nil
+}
