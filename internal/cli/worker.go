@@ -34,6 +34,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		pspKey      string
 		wf          workerFlags
 		pl          pipelineFlag
+		df          durabilityFlags
 		metricsAddr string
 		check       bool
 	)
@@ -46,6 +47,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
 	wf.register(fs)
 	pl.register(fs)
+	df.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.BoolVar(&check, "check", false, "send one harmless authenticated request (status of a random id) and report whether the PSP accepts the token; touch no payout")
 	if err := parse(e, fs, args); err != nil {
@@ -90,6 +92,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
+	if err := df.apply(ctx, rdb, &cfg, log); err != nil {
+		return err
+	}
 
 	ledgerConn, err := pl.conn(rdb)
 	if err != nil {

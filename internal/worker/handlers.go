@@ -32,7 +32,7 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	if err := w.gate.hold(ctx); err != nil {
 		return err
 	}
-	b, err := w.ledger.BeginCreate(ctx, p.Batch, p.ExternalID, p.Attempt)
+	b, acked, err := w.beginCreate(ctx, p)
 	if errors.Is(err, ledger.ErrNotFound) {
 		log.Error().Msg("create task for a payout the ledger does not know; archived")
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
@@ -67,6 +67,22 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	// The payout is submitting: from here every path records an outcome.
 	wctx, cancel := detached(ctx)
 	defer cancel()
+	if acked < w.cfg.WaitReplicas {
+		// The mark is not on a replica: a failover now would lose it and a
+		// redelivery would send again. Send nothing; try later.
+		reason := fmt.Sprintf("%d of %d replicas acknowledged the submitting mark within %s; nothing sent", acked, w.cfg.WaitReplicas, w.cfg.WaitTimeout)
+		w.metrics.deferred.WithLabelValues("replica_ack").Inc()
+		log.Warn().Str("reason", reason).Msg("create held back")
+		fin, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt,
+			ledger.CreateResult{To: ledger.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries})
+		if ferr != nil {
+			return settled(ferr)
+		}
+		if fin.State == ledger.NeedsReview {
+			return needsReview(p.ExternalID, reason)
+		}
+		return &retryAfter{err: errors.New(reason), after: w.cfg.PauseRetry}
+	}
 	req, err := w.request(b.Payout)
 	if err != nil {
 		return w.unsendable(wctx, p, err)
@@ -82,6 +98,17 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	res := w.psp.CreateWithdrawal(ctx, req)
 	done(res)
 	return w.finishCreate(wctx, p, res)
+}
+
+// beginCreate runs the ledger's begin-create transition, with a WAIT for
+// replicas when the configuration asks for one. acked is WaitReplicas when
+// no wait was asked for.
+func (w *Worker) beginCreate(ctx context.Context, p jobs.CreatePayload) (ledger.Begin, int, error) {
+	if w.cfg.WaitReplicas <= 0 {
+		b, err := w.ledger.BeginCreate(ctx, p.Batch, p.ExternalID, p.Attempt)
+		return b, 0, err
+	}
+	return w.ledger.BeginCreateAcked(ctx, w.rdb, p.Batch, p.ExternalID, p.Attempt, w.cfg.WaitReplicas, w.cfg.WaitTimeout)
 }
 
 // unsendable handles a payout whose request cannot be built. A missing or
@@ -224,6 +251,15 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	done(res)
 	ctx, cancel := detached(ctx)
 	defer cancel()
+	// A 200 is proof only when it is about our order (psp.Expect): another
+	// externalId, order id or amount, or no order id, counts as a check
+	// without an answer, and a person is alerted.
+	res = w.expect(pay).Check(res)
+	if res.Mismatch != nil {
+		w.metrics.mismatch.WithLabelValues(string(res.Mismatch.Reasons[0])).Inc()
+		log.Error().Str("alert", "psp_status_mismatch").Str("reason", res.Message).
+			Msg("PSP status answer does not match our payout; not taken as proof")
+	}
 
 	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message}
 	switch res.Outcome {
@@ -347,6 +383,15 @@ func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
 			Msg("payout needs review; a task does not change that: use `payout resolve`")
 	}
 	return nil
+}
+
+// expect is what a status answer must show to be about pay.
+func (w *Worker) expect(pay ledger.Payout) psp.Expect {
+	want := psp.Expect{ExternalID: pay.ExternalID, OrderID: pay.OrderID}
+	if a, err := money.Parse(pay.Amount, 18); err == nil {
+		want.Amount = a
+	}
+	return want
 }
 
 // request rebuilds the PSP request from the ledger entry.

@@ -14,6 +14,7 @@ type Metrics struct {
 	checks    *prometheus.CounterVec
 	deferred  *prometheus.CounterVec
 	repairs   *prometheus.CounterVec
+	mismatch  *prometheus.CounterVec
 	pauses    prometheus.Counter
 	breaker   prometheus.Gauge
 	latency   *prometheus.HistogramVec
@@ -38,6 +39,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payout_repairs_total", Help: "Payout reminders (tasks) restored because a due step had no live task, by who found it (handler, reconciler).",
 		}, []string{"by"}),
+		mismatch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payout_psp_mismatches_total", Help: "PSP 200 answers not taken as proof because they did not match our payout, by first reason.",
+		}, []string{"reason"}),
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payout_queue_pauses_total", Help: "Times a worker paused the payout queue after a configuration fault.",
 		}),
@@ -51,7 +55,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"op", "code"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.pauses, m.breaker, m.latency)
+		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.breaker, m.latency)
 	}
 	return m
 }

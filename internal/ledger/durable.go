@@ -1,0 +1,96 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// BeginCreateAcked is BeginCreate followed, on the same connection, by
+// WAIT replicas timeout: Redis acknowledges a write to replicas per
+// connection, so the two go in one pipeline on a plain client (for a
+// cluster, the master of the payout's slot). It returns the decision and
+// how many replicas acknowledged the submitting mark. conn must not be an
+// autopipeliner, whose commands may travel on different connections.
+//
+// A caller that gets Proceed with fewer acknowledgements than it asked for
+// must not send: a failover now could bring up a replica without the mark,
+// and a redelivered task would send the create again. It hands the payout
+// back to queued (FinishCreate, nothing sent).
+func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClient, batch, ext string, attempt, replicas int, timeout time.Duration) (Begin, int, error) {
+	key := l.payoutKey(batch, ext)
+	var c redis.Cmdable = conn
+	if cc, ok := conn.(*redis.ClusterClient); ok {
+		m, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return Begin{}, 0, fmt.Errorf("ledger: master of %s: %w", ext, err)
+		}
+		c = m
+	}
+	pipe := c.Pipeline()
+	begin := beginCreateScript.Eval(ctx, pipe, []string{key, l.countsKey(batch)}, attempt, l.newOp())
+	wait := pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Begin{}, 0, fmt.Errorf("ledger: begin create of %s with WAIT: %w", ext, err)
+	}
+	res, err := begin.StringSlice()
+	if err != nil {
+		return Begin{}, 0, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
+	}
+	if res[0] == "missing" {
+		return Begin{}, 0, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	}
+	acked, err := wait.Int()
+	if err != nil {
+		return Begin{}, 0, fmt.Errorf("ledger: WAIT after begin create of %s: %w", ext, err)
+	}
+	seq, _ := strconv.Atoi(res[1])
+	return Begin{Action: BeginAction(res[0]), Seq: seq, Payout: parsePayout(batch, pairs(res[2:]))}, acked, nil
+}
+
+// Durability is what Redis says of how it keeps the ledger.
+type Durability struct {
+	Replicas    int    // replicas connected to the master now
+	AppendOnly  string // "yes", "no", or "" when CONFIG GET is refused
+	AppendFsync string // "always", "everysec", "no", or ""
+}
+
+// Durable reports whether a write acknowledged by this Redis survives a
+// crash of its process: AOF on with fsync always or everysec (losing at
+// most a second), or a replica to fail over to.
+func (d Durability) Durable() bool {
+	return d.Replicas > 0 || (d.AppendOnly == "yes" && (d.AppendFsync == "always" || d.AppendFsync == "everysec"))
+}
+
+// Known reports whether CONFIG GET answered.
+func (d Durability) Known() bool { return d.AppendOnly != "" }
+
+// ReadDurability asks Redis how it keeps data: INFO replication, and
+// CONFIG GET appendonly/appendfsync where the server allows it (managed
+// Redis services often refuse CONFIG: then AppendOnly is "").
+func ReadDurability(ctx context.Context, conn redis.UniversalClient) (Durability, error) {
+	var d Durability
+	info, err := conn.Info(ctx, "replication").Result()
+	if err != nil {
+		return d, fmt.Errorf("ledger: INFO replication: %w", err)
+	}
+	d.Replicas = infoInt(info, "connected_slaves")
+	if m, err := conn.ConfigGet(ctx, "append*").Result(); err == nil {
+		d.AppendOnly, d.AppendFsync = m["appendonly"], m["appendfsync"]
+	}
+	return d, nil
+}
+
+func infoInt(info, field string) int {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return 0
+}
