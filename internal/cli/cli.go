@@ -1,6 +1,6 @@
 // Package cli implements the payout command: its subcommands, their flags
 // (each with a PAYOUT_* environment variable), logging setup and the exit
-// codes of DESIGN.md.
+// codes of docs/design.md.
 package cli
 
 import (

@@ -1,7 +1,7 @@
 // Package ledger keeps the state of batches and payouts in Redis and moves
 // payouts between states with compare-and-set Lua scripts.
 //
-// States (DESIGN.md): queued -> submitting -> created | rejected | checking |
+// States (docs/design.md): queued -> submitting -> created | rejected | checking |
 // queued; checking -> created | queued (absence confirmed) | needs_review.
 // Every transition is one script that checks the current state (and the
 // create attempt or status-check sequence the caller acts on) before it
@@ -38,7 +38,7 @@ import (
 // State of a payout.
 type State string
 
-// The states of DESIGN.md.
+// The states of docs/design.md.
 const (
 	Queued      State = "queued"
 	Submitting  State = "submitting"

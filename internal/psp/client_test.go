@@ -85,7 +85,7 @@ func closedPort(t testing.TB) string {
 }
 
 // TestCreateOutcomes covers every row of the create outcome table of
-// DESIGN.md against the real simulator.
+// docs/design.md against the real simulator.
 func TestCreateOutcomes(t *testing.T) {
 	type row struct {
 		name       string

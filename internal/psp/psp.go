@@ -2,7 +2,7 @@
 // withdrawal orders, querying their status and creating deposit orders, and
 // the one place where every PSP answer is classified into an Outcome.
 //
-// The classification follows the outcome tables of DESIGN.md. Its central
+// The classification follows the outcome tables of docs/design.md. Its central
 // distinction is between answers that say what happened (Created, Rejected,
 // NotFound), faults where provably nothing reached the PSP (RetryLater), and
 // answers that do not tell whether the order exists (Ambiguous): after an

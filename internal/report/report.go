@@ -12,7 +12,7 @@ import (
 	"github.com/shopspring/decimal"
 )
 
-// The states of a payout in the ledger (see DESIGN.md).
+// The states of a payout in the ledger (see docs/design.md).
 const (
 	StateQueued      = "queued"
 	StateSubmitting  = "submitting"

@@ -13,7 +13,7 @@ import (
 
 const visa = "4111111111111111"
 
-// TestCreateOutcomes covers every row of DESIGN.md's "Outcome of a create"
+// TestCreateOutcomes covers every row of docs/design.md's "Outcome of a create"
 // table: the ledger state reached, the creates the PSP received and the
 // orders it stored.
 func TestCreateOutcomes(t *testing.T) {
@@ -133,7 +133,7 @@ func TestAuthFaultPausesWithoutBurningRetries(t *testing.T) {
 	}
 }
 
-// TestStatusOutcomes covers DESIGN.md's "Outcome of a status check" table.
+// TestStatusOutcomes covers docs/design.md's "Outcome of a status check" table.
 func TestStatusOutcomes(t *testing.T) {
 	t.Run("404 K times confirms absence; at most M creates, then needs_review", func(t *testing.T) {
 		t.Parallel()
