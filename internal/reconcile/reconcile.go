@@ -117,11 +117,13 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 		return rep, err
 	}
 	for _, b := range batches {
-		// A batch still loading belongs to its loader, which enqueues
-		// what it registered (a rerun of the load resumes it).
-		if b.Counts.Open() == 0 || b.Phase != ledger.PhaseLoaded {
+		if b.Counts.Open() == 0 {
 			continue
 		}
+		// The queued payouts of a batch still loading belong to its
+		// loader, which enqueues what it registered (a rerun of the load
+		// resumes it); what workers have begun is swept like any other.
+		loading := b.Phase != ledger.PhaseLoaded
 		rep.Batches++
 		var buf []ledger.OpenPayout
 		flush := func() error {
@@ -130,6 +132,9 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 			return err
 		}
 		err := s.ledger.EachOpen(ctx, b.ID, func(p ledger.OpenPayout) error {
+			if loading && p.State == ledger.Queued {
+				return nil
+			}
 			rep.Open++
 			buf = append(buf, p)
 			if len(buf) == chunk {

@@ -183,3 +183,20 @@ func TestLeaseLetsOneSweeperRun(t *testing.T) {
 		t.Fatal("lease not free after its ttl")
 	}
 }
+
+// TestLoadingBatchQueuedLeftToTheLoader: in a batch still loading, queued
+// payouts are the loader's to enqueue; a begun one is swept.
+func TestLoadingBatchQueuedLeftToTheLoader(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 2)
+	f.rdb.HSet(ctx, "payout:{b}:meta", "phase", ledger.PhaseLoading)
+	f.ledger.BeginCreate(ctx, "b", "E2", 1)
+	f.advance(2 * time.Minute)
+	rep, err := New(f.rdb, f.ledger, Config{Grace: time.Minute}, zerolog.Nop()).Sweep(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := found(rep); got != "E2:submitting:status:E2:1" {
+		t.Fatalf("repaired %q", got)
+	}
+}
