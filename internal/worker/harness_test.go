@@ -39,6 +39,10 @@ type harness struct {
 	added   int // payouts added so far: externalIds stay unique across batches
 	stopped chan struct{}
 	cancel  context.CancelFunc
+
+	// workerRDB, when set, is the worker's Redis client instead of rdb (a
+	// client through a fault proxy); the harness's own calls keep rdb.
+	workerRDB redis.UniversalClient
 }
 
 // fastConfig shrinks every delay so that a resolution takes a second or so.
@@ -140,11 +144,15 @@ func (h *harness) start() {
 	h.t.Helper()
 	// The worker's ledger transitions go through autopipelining, as
 	// payout worker's do by default (--redis-pipeline).
-	ap, err := h.rdb.AutoPipeline()
+	rdb := h.rdb
+	if h.workerRDB != nil {
+		rdb = h.workerRDB
+	}
+	ap, err := rdb.AutoPipeline()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	w := New(h.rdb, ledger.New(ap), h.psp, h.ring, h.cfg, nil, testLogger(h))
+	w := New(rdb, ledger.New(ap), h.psp, h.ring, h.cfg, nil, testLogger(h))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.stopped = make(chan struct{})
