@@ -32,6 +32,9 @@ func addSandboxFlags(fs *flag.FlagSet) *sandbox.Config {
 	cfg := sandbox.RegisterFlags(own)
 	own.VisitAll(func(f *flag.Flag) {
 		name := f.Name
+		if strings.HasPrefix(name, "tls-") || name == "p-h2-reset" {
+			return // the in-process simulator is reached over plain HTTP
+		}
 		if fs.Lookup(name) != nil || name == "token" {
 			name = "sandbox-" + name
 		}

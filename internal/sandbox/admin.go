@@ -17,12 +17,16 @@ const (
 	FaultHang       = "hang"       // no answer until Faults.HangFor passes or the client goes away
 	FaultDrop       = "drop"       // the connection is closed after the request was read
 	FaultGarbage200 = "garbage200" // 200 with a body that is not JSON
+	// FaultH2Reset resets the HTTP/2 stream with PROTOCOL_ERROR after the
+	// request was read (over TLS, see Config.TLSCertFile; otherwise the
+	// connection is dropped as with FaultDrop).
+	FaultH2Reset = "h2reset"
 )
 
 // Force forces the next Count answers of the simulator.
 type Force struct {
 	Status     int    `json:"status,omitempty"`     // HTTP status to answer (201..599)
-	Fault      string `json:"fault,omitempty"`      // or one of FaultHang, FaultDrop, FaultGarbage200
+	Fault      string `json:"fault,omitempty"`      // or one of FaultHang, FaultDrop, FaultGarbage200, FaultH2Reset
 	Count      int    `json:"count,omitempty"`      // how many answers; default 1
 	RetryAfter string `json:"retryAfter,omitempty"` // Retry-After header to send with Status
 	// Store makes a create store the order before the bad answer, as an
@@ -47,12 +51,12 @@ func (f Force) validate() error {
 		if f.Status < 201 || f.Status > 599 {
 			return fmt.Errorf("force: status must be within 201..599 (use fault garbage200 for a bad 200), or give a fault")
 		}
-	case FaultHang, FaultDrop, FaultGarbage200:
+	case FaultHang, FaultDrop, FaultGarbage200, FaultH2Reset:
 		if f.Status != 0 {
 			return fmt.Errorf("force: give a status or a fault, not both")
 		}
 	default:
-		return fmt.Errorf("force: unknown fault %q (want hang, drop or garbage200)", f.Fault)
+		return fmt.Errorf("force: unknown fault %q (want hang, drop, garbage200 or h2reset)", f.Fault)
 	}
 	switch f.Op {
 	case "", OpWithdrawalCreate, OpWithdrawalStatus, OpDepositCreate:
@@ -125,6 +129,7 @@ type FaultsJSON struct {
 	LatencyJitter string  `json:"latencyJitter"`
 	PRefuse       float64 `json:"pRefuse"`
 	PAmbiguous    float64 `json:"pAmbiguous"`
+	PH2Reset      float64 `json:"pH2Reset"`
 	StatusLag     string  `json:"statusLag"`
 	Outage        string  `json:"outage"`
 	HangFor       string  `json:"hangFor"`
@@ -137,6 +142,7 @@ func faultsToJSON(f Faults) FaultsJSON {
 		LatencyJitter: f.LatencyJitter.String(),
 		PRefuse:       f.PRefuse,
 		PAmbiguous:    f.PAmbiguous,
+		PH2Reset:      f.PH2Reset,
 		StatusLag:     f.StatusLag.String(),
 		Outage:        f.Outage.String(),
 		HangFor:       f.HangFor.String(),
@@ -150,7 +156,7 @@ func faultsToJSON(f Faults) FaultsJSON {
 func (j FaultsJSON) faults() (Faults, error) {
 	var f Faults
 	var err error
-	f.Forbid, f.PRefuse, f.PAmbiguous = j.Forbid, j.PRefuse, j.PAmbiguous
+	f.Forbid, f.PRefuse, f.PAmbiguous, f.PH2Reset = j.Forbid, j.PRefuse, j.PAmbiguous, j.PH2Reset
 	dur := func(name, s string) time.Duration {
 		if err != nil || strings.TrimSpace(s) == "" {
 			return 0

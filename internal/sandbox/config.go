@@ -17,7 +17,9 @@
 // The knobs of [Faults] (and [Config]) inject answers a real PSP gives on a
 // bad day: latency, 423 before storing (PRefuse), an order stored and then a
 // bad answer (PAmbiguous: 500, 502, 503, 423, a hang or a dropped
-// connection, picked uniformly), a status lag (new orders answer 404 to
+// connection, picked uniformly), an order stored and then its HTTP/2 stream
+// reset with PROTOCOL_ERROR (PH2Reset, over TLS: see Config.TLSCertFile), a
+// status lag (new orders answer 404 to
 // status queries for a while), an outage window (every PSP request answers
 // 503), a forbidden account (403). All randomness comes from one source
 // seeded with Config.Seed and guarded by a mutex, so a sequential run is
@@ -36,7 +38,7 @@
 //	GET    /sandbox/force    pending forced answers
 //	POST   /sandbox/force    force the next answers, e.g.
 //	                         {"status":429,"count":1,"retryAfter":"2"}
-//	                         {"fault":"hang"|"drop"|"garbage200","count":1,"store":true}
+//	                         {"fault":"hang"|"drop"|"garbage200"|"h2reset","count":1,"store":true}
 //	                         optional "op": withdrawal_create, withdrawal_status,
 //	                         deposit_create (default: any PSP request)
 //	DELETE /sandbox/force    drop pending forced answers
@@ -121,6 +123,7 @@ type Faults struct {
 	LatencyJitter time.Duration // plus a uniform random part in [0, LatencyJitter]
 	PRefuse       float64       // probability of a 423 before storing anything
 	PAmbiguous    float64       // probability of storing, then answering badly
+	PH2Reset      float64       // probability of storing a create, then resetting its HTTP/2 stream (PROTOCOL_ERROR) instead of answering
 	StatusLag     time.Duration // a new order answers 404 to status queries for that long
 	Outage        Window        // every PSP request answers 503 in this window
 	HangFor       time.Duration // how long a hang lasts (or until the client goes away)
@@ -135,6 +138,9 @@ func (f Faults) Validate() error {
 	if f.PAmbiguous < 0 || f.PAmbiguous > 1 {
 		errs = append(errs, errors.New("p-ambiguous must be within [0,1]"))
 	}
+	if f.PH2Reset < 0 || f.PH2Reset > 1 {
+		errs = append(errs, errors.New("p-h2-reset must be within [0,1]"))
+	}
 	if f.Latency < 0 || f.LatencyJitter < 0 || f.StatusLag < 0 || f.HangFor < 0 || f.Outage.From < 0 || f.Outage.For < 0 {
 		errs = append(errs, errors.New("durations must not be negative"))
 	}
@@ -145,6 +151,15 @@ func (f Faults) Validate() error {
 type Config struct {
 	Token string // accepted bearer token; default DefaultToken
 	Seed  int64  // seed of all randomness; 0 picks one (logged and shown in Stats)
+	// TLSCertFile and TLSKeyFile make Serve speak TLS (1.2 at least) with
+	// this PEM certificate and key, HTTP/2 or HTTP/1.1 as the client
+	// chooses by ALPN. Both or neither.
+	TLSCertFile string
+	TLSKeyFile  string
+	// TLSGenerate makes Serve first write a new self-signed certificate
+	// and key to TLSCertFile and TLSKeyFile (see WriteSelfSigned); a
+	// client trusts it with TLSCertFile as CA file.
+	TLSGenerate bool
 	Faults
 }
 
@@ -157,6 +172,12 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if strings.TrimSpace(c.Token) == "" {
 		return errors.New("token must not be empty")
+	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errTLSHalf
+	}
+	if c.TLSGenerate && c.TLSCertFile == "" {
+		return errors.New("--tls-generate needs --tls-cert and --tls-key: the files to write")
 	}
 	return c.Faults.Validate()
 }
@@ -173,10 +194,14 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&cfg.LatencyJitter, "latency-jitter", 0, "random extra latency, uniform in [0, jitter]")
 	fs.Var((*probFlag)(&cfg.PRefuse), "p-refuse", "probability of answering 423 before storing anything (0..1)")
 	fs.Var((*probFlag)(&cfg.PAmbiguous), "p-ambiguous", "probability of storing the order, then answering 500/502/503/423/hang/drop (0..1)")
+	fs.Var((*probFlag)(&cfg.PH2Reset), "p-h2-reset", "probability of storing a create, then resetting its HTTP/2 stream with PROTOCOL_ERROR instead of answering (0..1; needs --tls-cert; over HTTP/1.1 the connection is dropped)")
 	fs.DurationVar(&cfg.StatusLag, "status-lag", 0, "a new order answers 404 to status queries for this long")
 	fs.Var((*windowFlag)(&cfg.Outage), "outage", "FROM:FOR relative to start (e.g. 10s:30s): every PSP request answers 503 in that window")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of all randomness (0: pick one and log it)")
 	fs.DurationVar(&cfg.HangFor, "hang-for", cfg.HangFor, "how long a hang lasts, unless the client goes away first")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "serve HTTPS (HTTP/2 and HTTP/1.1) with this PEM certificate (with --tls-key)")
+	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fs.BoolVar(&cfg.TLSGenerate, "tls-generate", false, "first write a new self-signed certificate and key to --tls-cert and --tls-key; clients trust --tls-cert as CA (payout --psp-ca-file)")
 	return cfg
 }
 

@@ -375,6 +375,8 @@ func (s *Server) decideAndStore(op string, o *Order, amt money.Amount) (fault *F
 		fault = &fc
 	} else if fc, ok := s.takeForcedLocked(op, true); ok {
 		fault = &fc
+	} else if f.PH2Reset > 0 && s.rng.Float64() < f.PH2Reset {
+		fault = &Force{Fault: FaultH2Reset}
 	}
 	prefix := "WD-"
 	if o.Kind == "deposit" {
@@ -547,6 +549,20 @@ func (s *Server) applyFault(w *recorder, r *http.Request, f Force) {
 		w.fault = FaultDrop
 		// The body was read by the middleware: the request was fully
 		// received. Close the connection without a word.
+		abort(w)
+	case FaultH2Reset:
+		// The body was read by the middleware and the order stored.
+		// Over HTTP/2 (served with TLS by Serve) the handler's abort
+		// resets the stream, and the connection turns its code into
+		// PROTOCOL_ERROR (tlsConn); anything else is dropped.
+		if tc := connOf(r); tc != nil && r.ProtoMajor == 2 && tc.resetNext() {
+			w.fault = FaultH2Reset
+			s.mu.Lock()
+			s.stats.H2Resets++
+			s.mu.Unlock()
+			panic(http.ErrAbortHandler)
+		}
+		w.fault = FaultDrop
 		abort(w)
 	case FaultGarbage200:
 		w.Header().Set("Content-Type", "text/html")

@@ -64,6 +64,9 @@ type Stats struct {
 	DepositsReceived    int            `json:"depositsReceived"`
 	DepositsStored      int            `json:"depositsStored"`
 	StatusQueries       int            `json:"statusQueries"`
+	// H2Resets counts creates whose order was stored and whose HTTP/2
+	// stream was then reset (PROTOCOL_ERROR) instead of answered.
+	H2Resets int `json:"h2_resets"`
 	// Answers counts PSP answers by HTTP status code ("200", "503", ...),
 	// or "hang" / "drop" for those faults.
 	Answers  map[string]int `json:"answers"`
@@ -76,6 +79,7 @@ type Server struct {
 	log   zerolog.Logger
 	token string
 	start time.Time
+	cfg   Config // for the TLS settings of Serve
 
 	stopOnce sync.Once
 	stop     chan struct{} // closed on shutdown: ends hangs
@@ -117,6 +121,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		stop:   make(chan struct{}),
 		seed:   cfg.Seed,
 		faults: clamp(cfg.Faults),
+		cfg:    cfg,
 	}
 	s.resetLocked()
 	return s
@@ -125,6 +130,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 func clamp(f Faults) Faults {
 	f.PRefuse = min(max(f.PRefuse, 0), 1)
 	f.PAmbiguous = min(max(f.PAmbiguous, 0), 1)
+	f.PH2Reset = min(max(f.PH2Reset, 0), 1)
 	f.Latency = max(f.Latency, 0)
 	f.LatencyJitter = max(f.LatencyJitter, 0)
 	f.StatusLag = max(f.StatusLag, 0)
@@ -229,14 +235,32 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: hangs
-// end at once, requests in progress get 5 seconds.
+// end at once, requests in progress get 5 seconds. With Config.TLSCertFile
+// it speaks TLS on ln, HTTP/2 or HTTP/1.1 as the client chooses by ALPN.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          stdlog.New(s.log.With().Str("component", "http").Logger(), "", 0),
 	}
-	s.log.Info().Str("addr", ln.Addr().String()).Int64("seed", s.seed).
+	scheme := "http"
+	if s.cfg.TLSCertFile != "" {
+		tcfg, err := serverTLS(s.cfg, ln.Addr())
+		if err != nil {
+			return err
+		}
+		// The simulator does the TLS itself (tlsListener), so the HTTP
+		// server sees plain connections: HTTP/1.1, or HTTP/2 after its
+		// preface.
+		ln = tlsListener{Listener: ln, cfg: tcfg}
+		srv.Handler = withTLSState(srv.Handler)
+		srv.ConnContext = connContext
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+		scheme = "https"
+	}
+	s.log.Info().Str("addr", ln.Addr().String()).Str("scheme", scheme).Int64("seed", s.seed).
 		Interface("faults", faultsToJSON(s.Faults())).Msg("psp sandbox listening")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
