@@ -476,7 +476,10 @@ func transportMessage(err error) string {
 	case errors.As(err, &dnsErr):
 		return "dns: " + dnsErr.Error()
 	case errors.As(err, &certEr), errors.As(err, &tlsErr):
-		return "tls: " + err.Error()
+		if msg := err.Error(); !strings.HasPrefix(msg, "tls: ") {
+			return "tls: " + msg
+		}
+		return err.Error()
 	case errors.As(err, &opErr) && opErr.Op == "dial":
 		return "dial: " + opErr.Error()
 	case errors.As(err, &netErr) && netErr.Timeout():
