@@ -31,11 +31,22 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 		}
 		c = m
 	}
-	pipe := c.Pipeline()
-	begin := beginCreateScript.Eval(ctx, pipe, []string{key, l.countsKey(batch)}, attempt, l.newOp())
-	wait := pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
-	if _, err := pipe.Exec(ctx); err != nil {
-		return Begin{}, 0, fmt.Errorf("ledger: begin create of %s with WAIT: %w", ext, err)
+	// One operation id for every try: a transport fault is retried like
+	// transition does, and a run that happened answers its first decision.
+	op := l.newOp()
+	var begin, wait *redis.Cmd
+	for try := 1; ; try++ {
+		pipe := c.Pipeline()
+		begin = beginCreateScript.Eval(ctx, pipe, []string{key, l.countsKey(batch)}, attempt, op)
+		wait = pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
+		_, err := pipe.Exec(ctx)
+		if err == nil {
+			break
+		}
+		if !transportFault(ctx, err) || try == transitionTries {
+			return Begin{}, 0, fmt.Errorf("ledger: begin create of %s with WAIT: %w", ext, err)
+		}
+		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
 	}
 	res, err := begin.StringSlice()
 	if err != nil {

@@ -96,9 +96,9 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 	if strings.TrimSpace(r.By) == "" || strings.TrimSpace(r.Note) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
-	res, err := resolveScript.Run(ctx, l.rdb,
+	res, err := l.transition(ctx, resolveScript,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		string(to), orderID, pspStatus, r.By, r.Note, l.newOp()).StringSlice()
+		string(to), orderID, pspStatus, r.By, r.Note).StringSlice()
 	if err != nil {
 		return Resolved{}, fmt.Errorf("ledger: resolve %s: %w", ext, err)
 	}

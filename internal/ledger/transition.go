@@ -30,8 +30,8 @@ type Begin struct {
 // same attempt is moved to checking instead: that request may have reached
 // the PSP, so it must never be sent again.
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
-	res, err := beginCreateScript.Run(ctx, l.rdb,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, attempt, l.newOp()).StringSlice()
+	res, err := l.transition(ctx, beginCreateScript,
+		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, attempt).StringSlice()
 	if err != nil {
 		return Begin{}, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
 	}
@@ -63,9 +63,9 @@ type Finished struct {
 // FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
-	res, err := finishCreateScript.Run(ctx, l.rdb,
+	res, err := l.transition(ctx, finishCreateScript,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		attempt, string(r.To), "", r.OrderID, r.PSPStatus, r.Error, r.MaxTries, l.newOp()).StringSlice()
+		attempt, string(r.To), "", r.OrderID, r.PSPStatus, r.Error, r.MaxTries).StringSlice()
 	if err != nil {
 		return Finished{}, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
 	}
@@ -130,10 +130,10 @@ type CheckAnswer struct {
 // RecordCheck records the answer to status check seq and decides what
 // follows, under policy p.
 func (l *Ledger) RecordCheck(ctx context.Context, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
-	res, err := recordCheckScript.Run(ctx, l.rdb,
+	res, err := l.transition(ctx, recordCheckScript,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
 		seq, string(a.Outcome), "", a.OrderID, a.PSPStatus,
-		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message, l.newOp()).StringSlice()
+		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message).StringSlice()
 	if err != nil {
 		return CheckStep{}, fmt.Errorf("ledger: record status check of %s: %w", ext, err)
 	}

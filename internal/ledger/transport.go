@@ -1,0 +1,53 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// transitionTries bounds how often transition sends one transition call.
+const transitionTries = 5
+
+// transition runs a transition script with a fresh operation id appended
+// to args. When the call fails in transport (connection cut, timeout: the
+// script may have run and its reply been lost), it is sent again with the
+// SAME id, after a jittered backoff, up to transitionTries times in all: a
+// run that did happen answers with its first decision (luaReplay), so the
+// caller gets that decision instead of an error that would make its task
+// retry and judge the payout afresh (for a lost begin-create reply: a
+// status check for a create that was never sent). An error reply of Redis
+// itself, or the caller's context ending, is returned at once.
+func (l *Ledger) transition(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
+	args = append(args, l.newOp())
+	var cmd *redis.Cmd
+	wait := 20 * time.Millisecond
+	for try := 1; ; try++ {
+		cmd = s.Run(ctx, l.rdb, keys, args...)
+		err := cmd.Err()
+		if err == nil || err == redis.Nil || !transportFault(ctx, err) || try == transitionTries {
+			return cmd
+		}
+		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		select {
+		case <-ctx.Done():
+			return cmd
+		case <-time.After(d):
+		}
+		wait *= 2
+	}
+}
+
+// transportFault tells a fault on the way to or from Redis (the command
+// may or may not have run) from an answer of Redis and from the caller's
+// own cancellation.
+func transportFault(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var rerr redis.Error
+	return !errors.As(err, &rerr)
+}
