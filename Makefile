@@ -42,6 +42,7 @@ fuzz:
 	@set -e; for spec in \
 		./internal/payfile:FuzzCheck \
 		./internal/money:FuzzParse \
+		./internal/money:FuzzParseComma \
 		./internal/card:FuzzMaskNeverShowsTheWhole \
 		./internal/psp:FuzzClassify \
 		./internal/vault:FuzzOpen \

@@ -74,19 +74,26 @@ func (k *keyFlags) keyring(e *env) (*vault.Keyring, error) {
 
 // fileFlags are the validation rules of payout files.
 type fileFlags struct {
-	scale     int
-	maxAmount string
-	maxIDLen  int
+	scale        int
+	maxAmount    string
+	maxIDLen     int
+	amountFormat string
 }
 
 func (f *fileFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.scale, "decimals", money.DefaultScale, "decimal places an amount may have")
 	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: no limit)")
 	fs.IntVar(&f.maxIDLen, "max-external-id-len", payfile.DefaultMaxExternalIDLen, "longest externalId accepted")
+	fs.StringVar(&f.amountFormat, "amount-format", money.Plain.String(), "how the file writes amounts: plain (1500.50), comma (1500,50 or 1 500,50: space or no-break space groups thousands), comma-dot (1.500,50) or dot-comma (1,500.50); declared, never guessed")
 }
 
 func (f *fileFlags) options() (payfile.Options, error) {
 	o := payfile.Options{Scale: f.scale, MaxExternalIDLen: f.maxIDLen}
+	af, err := money.ParseFormat(f.amountFormat)
+	if err != nil {
+		return o, usageErr("--amount-format: %v", err)
+	}
+	o.AmountFormat = af
 	if f.scale < 0 || f.scale > 8 {
 		return o, usageErr("--decimals %d: want 0 to 8", f.scale)
 	}

@@ -93,6 +93,10 @@ type Options struct {
 	// MaxLineBytes bounds a physical line, and a record spanning several
 	// lines, in bytes; 0 means DefaultMaxLineBytes.
 	MaxLineBytes int
+	// AmountFormat is how the file writes its amounts (decimal and
+	// thousands separators); the zero value is money.Plain (1500.50). It is
+	// declared by the caller, never guessed from the file.
+	AmountFormat money.Format
 }
 
 // Kind classifies an Error. A Kind is itself an error, so that
@@ -455,6 +459,7 @@ func mergeLines(a, b []int) []int {
 // config is Options with defaults applied and column names resolved.
 type config struct {
 	scale   int
+	amounts money.Format
 	max     money.Amount
 	hasMax  bool
 	maxID   int
@@ -466,7 +471,10 @@ type config struct {
 
 func (o Options) config() (*config, error) {
 	c := &config{scale: o.Scale, max: o.MaxAmount, hasMax: !o.MaxAmount.IsZero(),
-		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes}
+		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat}
+	if o.AmountFormat.Example() == "" {
+		return nil, fmt.Errorf("%w: amount format %v", ErrBadOptions, o.AmountFormat)
+	}
 	switch {
 	case c.scale == 0:
 		c.scale = money.DefaultScale

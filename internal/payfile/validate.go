@@ -34,8 +34,8 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		row.ExternalID, idOK = rec.ExternalID, true
 	}
 
-	if a, err := money.Parse(rec.Amount, c.scale); err != nil {
-		bad(ColAmount, amountMessage(rec.Amount, err))
+	if a, err := money.ParseIn(rec.Amount, c.scale, c.amounts); err != nil {
+		bad(ColAmount, c.amountMessage(rec.Amount, err))
 	} else if c.hasMax && a.Cmp(c.max) > 0 {
 		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
 	} else {
@@ -120,15 +120,46 @@ func textProblem(s string, formula bool) string {
 	return ""
 }
 
-func amountMessage(s string, err error) string {
+func (c *config) amountMessage(s string, err error) string {
 	var pe *money.ParseError
 	switch {
 	case s == "":
 		return "is empty"
+	case errors.As(err, &pe) && c.amounts == money.Plain && looksLocale(s):
+		// A locale's amount under the default format: say how to declare it.
+		return fmt.Sprintf("%q %s, or declare the file's amount format with --amount-format %s", pe.Input, pe.Reason, localeFormats())
 	case errors.As(err, &pe):
 		return fmt.Sprintf("%q %s", pe.Input, pe.Reason)
 	}
 	return fmt.Sprintf("%q is not a valid amount", s)
+}
+
+// looksLocale reports whether s is digits grouped or split by a comma or a
+// space of some kind, as another locale writes amounts.
+func looksLocale(s string) bool {
+	if !strings.ContainsAny(s, ", \u00A0\u202F") {
+		return false
+	}
+	digits := strings.Map(func(r rune) rune {
+		switch r {
+		case ',', '.', ' ', '\u00A0', '\u202F':
+			return -1
+		}
+		return r
+	}, s)
+	return digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// localeFormats lists the amount formats other than plain, for a message:
+// "comma (1 500,50), comma-dot (1.500,50) or dot-comma (1,500.50)".
+func localeFormats() string {
+	var parts []string
+	for _, f := range money.Formats {
+		if f != money.Plain {
+			parts = append(parts, fmt.Sprintf("%s (%s)", f, f.Example()))
+		}
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
 }
 
 func cardMessage(err error) string {
