@@ -78,6 +78,8 @@ type fileFlags struct {
 	maxAmount    string
 	maxIDLen     int
 	amountFormat string
+	operators    string
+	banks        string
 }
 
 func (f *fileFlags) register(fs *flag.FlagSet) {
@@ -85,6 +87,8 @@ func (f *fileFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: no limit)")
 	fs.IntVar(&f.maxIDLen, "max-external-id-len", payfile.DefaultMaxExternalIDLen, "longest externalId accepted")
 	fs.StringVar(&f.amountFormat, "amount-format", money.Plain.String(), "how the file writes amounts: plain (1500.50), comma (1500,50 or 1 500,50: space or no-break space groups thousands), comma-dot (1.500,50) or dot-comma (1,500.50); declared, never guessed")
+	fs.StringVar(&f.operators, "telecom-operators", "", "file of the PSP's telecom operator names, one a line: refuse a telecomOperator not in it, exactly (with a \"did you mean\"); empty: not checked, with a warning per file")
+	fs.StringVar(&f.banks, "bank-names", "", "file of the PSP's bank names, one a line: allow a bankName column and refuse a name not in it, exactly")
 }
 
 func (f *fileFlags) options() (payfile.Options, error) {
@@ -94,6 +98,16 @@ func (f *fileFlags) options() (payfile.Options, error) {
 		return o, usageErr("--amount-format: %v", err)
 	}
 	o.AmountFormat = af
+	if f.operators != "" {
+		if o.TelecomOperators, err = payfile.ReadDictionary(f.operators); err != nil {
+			return o, usageErr("--telecom-operators: %v", err)
+		}
+	}
+	if f.banks != "" {
+		if o.BankNames, err = payfile.ReadDictionary(f.banks); err != nil {
+			return o, usageErr("--bank-names: %v", err)
+		}
+	}
 	if f.scale < 0 || f.scale > 8 {
 		return o, usageErr("--decimals %d: want 0 to 8", f.scale)
 	}

@@ -120,6 +120,9 @@ func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loa
 
 // printResult prints a file's errors compiler style, then one summary line.
 func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
+	for _, w := range r.Warnings {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", r.File, w)
+	}
 	for i, err := range r.Errors {
 		if i == maxPrintedErrors {
 			fmt.Fprintf(stderr, "%s: ... and %d more errors\n", r.File, len(r.Errors)-maxPrintedErrors)

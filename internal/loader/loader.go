@@ -87,11 +87,12 @@ type Result struct {
 	Valid       int          // rows without error
 	Total       money.Amount // sum of the valid rows
 	Errors      []payfile.Error
-	Registered  int  // ledger entries written by this run
-	Enqueued    int  // create tasks enqueued by this run
-	Loaded      bool // rows were loaded (or would be, in a dry run)
-	Resumed     bool // an interrupted load of the same content was completed
-	Busy        bool // another loader is loading the same content right now; nothing done
+	Warnings    []string // said once for the file; refuse nothing (payfile.Summary.Warnings)
+	Registered  int      // ledger entries written by this run
+	Enqueued    int      // create tasks enqueued by this run
+	Loaded      bool     // rows were loaded (or would be, in a dry run)
+	Resumed     bool     // an interrupted load of the same content was completed
+	Busy        bool     // another loader is loading the same content right now; nothing done
 	DuplicateOf *ledger.Batch
 }
 
@@ -186,7 +187,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
-	res.Rows, res.Valid, res.Total = sum.Rows, sum.ValidRows, sum.Total
+	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
 	bad := badLines(sum.BadLines)
 	partialOK := opts.Partial && !sum.Aborted && !hasStructural(errs)
 

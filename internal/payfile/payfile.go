@@ -97,6 +97,14 @@ type Options struct {
 	// thousands separators); the zero value is money.Plain (1500.50). It is
 	// declared by the caller, never guessed from the file.
 	AmountFormat money.Format
+	// TelecomOperators, when set, refuses a telecomOperator that is not
+	// one of its names (matched exactly once trimmed; a near miss gets a
+	// "did you mean"). When nil, operators are not checked and Summary
+	// has a warning saying so for a file that has any.
+	TelecomOperators *Dictionary
+	// BankNames, when set, allows a bankName column (an extra destination
+	// property) and refuses a bankName that is not one of its names.
+	BankNames *Dictionary
 }
 
 // Kind classifies an Error. A Kind is itself an error, so that
@@ -232,7 +240,14 @@ type Summary struct {
 	Errors    int      // number of errors reported
 	Delimiter rune     // ',' or ';'
 	Columns   []string // canonical names of the file's columns, in file order
+	// Warnings are said once per file and refuse nothing: a check that
+	// could not be made (no operator dictionary given, say).
+	Warnings []string
 }
+
+// WarnNoOperatorDictionary is the warning of a file with telecom operators
+// checked without an operator dictionary.
+const WarnNoOperatorDictionary = ColTelecomOperator + ": the operators are not checked against the PSP's dictionary (give it with --telecom-operators FILE): a misspelt one (Mts, MTS-Russia) is refused only by the PSP, at payout time"
 
 // IsBad reports whether line is in BadLines; it suits Each's skip.
 func (s Summary) IsBad(line int) bool {
@@ -330,8 +345,8 @@ func finish(name string, e Error) Error {
 
 // check is Check with the externalId hash given, so that tests can force
 // collisions.
-func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error, hash func(string) uint64) (Summary, error) {
-	sum := Summary{Total: money.Zero}
+func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error, hash func(string) uint64) (sum Summary, err error) {
+	sum = Summary{Total: money.Zero}
 	cfg, err := opts.config()
 	if err != nil {
 		return sum, err
@@ -351,8 +366,15 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 	// Pass 1: validate every row, remember the hash of every well-formed
 	// externalId (8 bytes a row).
 	var hashes []uint64
+	sawTelecom := false
+	defer func() {
+		if sawTelecom && cfg.telecom == nil {
+			sum.Warnings = append(sum.Warnings, WarnNoOperatorDictionary)
+		}
+	}()
 	res, err := scan(ctx, r, cfg, emit, func(rec *record) error {
 		sum.Rows++
+		sawTelecom = sawTelecom || rec.Telecom != ""
 		row, ok, idOK := cfg.validate(rec, emit)
 		if idOK {
 			hashes = append(hashes, hash(row.ExternalID))
@@ -464,6 +486,8 @@ type config struct {
 	hasMax  bool
 	maxID   int
 	maxLine int
+	telecom *Dictionary
+	banks   *Dictionary
 	extras  []string          // canonical names of the extra columns
 	allowed []string          // every allowed column, canonical names, in display order
 	byCanon map[string]string // folded name -> canonical name
@@ -471,7 +495,8 @@ type config struct {
 
 func (o Options) config() (*config, error) {
 	c := &config{scale: o.Scale, max: o.MaxAmount, hasMax: !o.MaxAmount.IsZero(),
-		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat}
+		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat,
+		telecom: o.TelecomOperators, banks: o.BankNames}
 	if o.AmountFormat.Example() == "" {
 		return nil, fmt.Errorf("%w: amount format %v", ErrBadOptions, o.AmountFormat)
 	}
@@ -493,6 +518,9 @@ func (o Options) config() (*config, error) {
 	extras := o.ExtraColumns
 	if extras == nil {
 		extras = DefaultExtraColumns
+	}
+	if c.banks != nil && !slices.ContainsFunc(extras, func(n string) bool { return fold(n) == fold(ColBankName) }) {
+		extras = append(slices.Clip(extras), ColBankName)
 	}
 	c.allowed = []string{ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator}
 	c.byCanon = make(map[string]string, len(c.allowed)+len(extras))

@@ -59,6 +59,8 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	if hasTel {
 		if msg := textProblem(rec.Telecom, true); msg != "" {
 			bad(ColTelecomOperator, msg)
+		} else if msg := c.telecom.check(rec.Telecom); msg != "" {
+			bad(ColTelecomOperator, msg)
 		} else {
 			row.TelecomOperator = rec.Telecom
 		}
@@ -74,6 +76,12 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		if msg := textProblem(val, false); msg != "" {
 			bad(name, msg)
 			continue
+		}
+		if fold(name) == fold(ColBankName) {
+			if msg := c.banks.check(val); msg != "" {
+				bad(name, msg)
+				continue
+			}
 		}
 		row.Extra = append(row.Extra, psp.Property{Key: name, Value: val})
 	}
