@@ -131,7 +131,7 @@ func NewStatusTask(p StatusPayload, delay time.Duration) (*asynq.Task, error) {
 		asynq.Queue(Queue),
 		asynq.MaxRetry(MaxRetry),
 		asynq.Retention(Retention),
-		asynq.ProcessAt(NotBefore(time.Now(), delay)),
+		asynq.ProcessAt(NotBefore(now(), delay)),
 	), nil
 }
 
