@@ -138,6 +138,28 @@ func BatchID(r io.Reader) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
+// fileBatchID is the batch id of the file at path, opened as f: the hash
+// of its bytes, or for an XLSX workbook the hash of its sheet's cells, so
+// that the same data saved again (other metadata, other formats) is the
+// same batch.
+func fileBatchID(ctx context.Context, f io.ReadSeeker, name string, opts payfile.Options) (string, error) {
+	if !payfile.IsWorkbook(name) {
+		return BatchID(f)
+	}
+	d, err := payfile.WorkbookDigest(ctx, f, opts.Sheet)
+	if errors.Is(err, payfile.ErrNotWorkbook) {
+		// Refused by validation with the reason; its bytes name the batch.
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return "", err
+		}
+		return BatchID(f)
+	}
+	if err != nil {
+		return "", fmt.Errorf("hash payout workbook: %w", err)
+	}
+	return hex.EncodeToString(d)[:20], nil
+}
+
 // LoadFile validates and loads one file. The returned error is for
 // infrastructure faults and unreadable files; refusals are in Result.
 func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Result, error) {
@@ -149,7 +171,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, fmt.Errorf("open %s: %w", path, err)
 	}
 	defer f.Close()
-	if res.Batch, err = BatchID(f); err != nil {
+	if res.Batch, err = fileBatchID(ctx, f, name, opts.File); err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	log := ld.log.With().Str("file", name).Str("batch", res.Batch).Logger()

@@ -32,6 +32,7 @@ import (
 	"hash/maphash"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/acme/payout/internal/card"
@@ -105,6 +106,8 @@ type Options struct {
 	// BankNames, when set, allows a bankName column (an extra destination
 	// property) and refuses a bankName that is not one of its names.
 	BankNames *Dictionary
+	// Sheet is the sheet read from an XLSX workbook; "" means the first.
+	Sheet string
 }
 
 // Kind classifies an Error. A Kind is itself an error, so that
@@ -156,14 +159,26 @@ func (k Kind) Error() string { return "payfile: " + k.String() + " problem" }
 // Error is one problem found in a payout file.
 type Error struct {
 	File    string // as given to Check or Each (callers usually pass the base name)
-	Line    int    // physical line in the file, from 1
+	Line    int    // physical line in the file, from 1; a workbook's row number
+	Sheet   string // a workbook's sheet, quoted as a spreadsheet does if need be; "" for CSV
+	Cell    string // a workbook's cell ("C14") when the error is of one cell
 	Column  string // canonical column name, or ColumnHeader, ColumnRow, ColumnFile
 	Kind    Kind
 	Message string // card numbers masked
 }
 
-// String formats the error compiler style: "FILE:LINE: column: message".
+// String formats the error compiler style: "FILE:LINE: column: message",
+// or for a workbook "FILE:SHEET!CELL: column: message", CELL being the
+// row number alone when no single cell is at fault
+// ("payouts.xlsx:Sheet1!C14: amount: ..." and "payouts.xlsx:Sheet1!14: row: ...").
 func (e Error) String() string {
+	if e.Sheet != "" {
+		pos := e.Cell
+		if pos == "" {
+			pos = strconv.Itoa(e.Line)
+		}
+		return fmt.Sprintf("%s:%s!%s: %s: %s", e.File, e.Sheet, pos, e.Column, e.Message)
+	}
 	return fmt.Sprintf("%s:%d: %s: %s", e.File, e.Line, e.Column, e.Message)
 }
 
@@ -240,6 +255,7 @@ type Summary struct {
 	Errors    int      // number of errors reported
 	Delimiter rune     // ',' or ';'
 	Columns   []string // canonical names of the file's columns, in file order
+	Sheet     string   // the sheet read, for a workbook
 	// Warnings are said once per file and refuse nothing: a check that
 	// could not be made (no operator dictionary given, say).
 	Warnings []string
@@ -300,7 +316,7 @@ func CollectEach(ctx context.Context, name string, r io.ReadSeeker, opts Options
 // first Error as the error; so does a file-level problem. An error from fn
 // stops Each and is returned as is.
 func Each(ctx context.Context, name string, r io.Reader, opts Options, skip func(line int) bool, fn func(Row) error) error {
-	cfg, err := opts.config()
+	cfg, err := opts.configFor(name)
 	if err != nil {
 		return err
 	}
@@ -347,7 +363,7 @@ func finish(name string, e Error) Error {
 // collisions.
 func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error, hash func(string) uint64) (sum Summary, err error) {
 	sum = Summary{Total: money.Zero}
-	cfg, err := opts.config()
+	cfg, err := opts.configFor(name)
 	if err != nil {
 		return sum, err
 	}
@@ -390,7 +406,7 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 		}
 		return nil
 	})
-	sum.Aborted, sum.Delimiter, sum.Columns = res.aborted, res.delim, res.columns
+	sum.Aborted, sum.Delimiter, sum.Columns, sum.Sheet = res.aborted, res.delim, res.columns, res.sheet
 	if err != nil {
 		return sum, fmt.Errorf("payfile: %s: %w", name, err)
 	}
@@ -430,8 +446,8 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 		if idOK {
 			if _, c := collided[hash(row.ExternalID)]; c {
 				if first, seen := firstLine[row.ExternalID]; seen {
-					emit(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate,
-						Message: fmt.Sprintf("%q already appears on line %d", row.ExternalID, first)})
+					emit(rec.at(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate,
+						Message: fmt.Sprintf("%q already appears on %s %d", row.ExternalID, lineWord(rec), first)}))
 					dupLines = append(dupLines, rec.Line)
 					ok = false
 				} else {
@@ -480,17 +496,38 @@ func mergeLines(a, b []int) []int {
 
 // config is Options with defaults applied and column names resolved.
 type config struct {
-	scale   int
-	amounts money.Format
-	max     money.Amount
-	hasMax  bool
-	maxID   int
-	maxLine int
-	telecom *Dictionary
-	banks   *Dictionary
-	extras  []string          // canonical names of the extra columns
-	allowed []string          // every allowed column, canonical names, in display order
-	byCanon map[string]string // folded name -> canonical name
+	scale    int
+	amounts  money.Format
+	max      money.Amount
+	hasMax   bool
+	maxID    int
+	maxLine  int
+	workbook bool   // read as an XLSX workbook
+	sheet    string // its sheet, "" for the first
+	telecom  *Dictionary
+	banks    *Dictionary
+	extras   []string          // canonical names of the extra columns
+	allowed  []string          // every allowed column, canonical names, in display order
+	byCanon  map[string]string // folded name -> canonical name
+}
+
+// configFor is config for the file name: a workbook if it ends .xlsx.
+func (o Options) configFor(name string) (*config, error) {
+	c, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	c.workbook, c.sheet = IsWorkbook(name), o.Sheet
+	return c, nil
+}
+
+// lineWord is how a position in the file is called: a line, or a
+// workbook's row.
+func lineWord(rec *record) string {
+	if rec.sheet != "" {
+		return "row"
+	}
+	return "line"
 }
 
 func (o Options) config() (*config, error) {

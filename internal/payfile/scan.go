@@ -45,6 +45,35 @@ type record struct {
 	Amount     string `csv:"amount"`
 	CardNumber string `csv:"cardNumber"`
 	Telecom    string `csv:"telecomOperator"`
+
+	// Set for the records of a workbook only (gocsv skips unexported
+	// fields).
+	sheet       string            // sheetRef of the sheet
+	letters     map[string]string // canonical column name -> column letter
+	cellErrs    []Error           // cells that could not be taken as text; their fields are empty
+	amountPlain bool              // Amount came from a number cell: plain form
+}
+
+// at completes an error of this record with its sheet and cell, for a
+// workbook.
+func (rec *record) at(e Error) Error {
+	if rec.sheet != "" {
+		e.Sheet = rec.sheet
+		if l, ok := rec.letters[e.Column]; ok {
+			e.Cell = l + strconv.Itoa(e.Line)
+		}
+	}
+	return e
+}
+
+// cellBad reports whether the record's cell of column col was refused.
+func (rec *record) cellBad(col string) bool {
+	for _, e := range rec.cellErrs {
+		if e.Column == col {
+			return true
+		}
+	}
+	return false
 }
 
 const (
@@ -60,6 +89,7 @@ type scanResult struct {
 	aborted bool
 	delim   rune
 	columns []string
+	sheet   string // a workbook's sheet
 }
 
 // scan reads the header (reporting its problems to emit) and then hands
@@ -70,6 +100,9 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 	var res scanResult
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if cfg.workbook {
+		return scanWorkbook(ctx, r, cfg, emit, fn)
 	}
 	lr := newLineReader(r, cfg.maxLine)
 	res.delim = lr.detectDelimiter()

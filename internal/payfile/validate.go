@@ -19,22 +19,34 @@ import (
 func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool) {
 	row.Line = rec.Line
 	if rec.Problem != "" {
-		emit(Error{Line: rec.Line, Column: ColumnRow, Kind: KindStructure, Message: rec.Problem})
+		emit(rec.at(Error{Line: rec.Line, Column: ColumnRow, Kind: KindStructure, Message: rec.Problem}))
 		return row, false, false
 	}
 	ok = true
 	bad := func(col, msg string) {
 		ok = false
-		emit(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg})
+		emit(rec.at(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg}))
+	}
+	// A workbook's cells that could not be taken as text are reported in
+	// column order, and their columns not checked further.
+	for _, e := range rec.cellErrs {
+		ok = false
+		emit(rec.at(e))
 	}
 
-	if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
+	amounts := c.amounts
+	if rec.amountPlain {
+		amounts = money.Plain
+	}
+	if rec.cellBad(ColExternalID) {
+	} else if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
 		bad(ColExternalID, msg)
 	} else {
 		row.ExternalID, idOK = rec.ExternalID, true
 	}
 
-	if a, err := money.ParseIn(rec.Amount, c.scale, c.amounts); err != nil {
+	if rec.cellBad(ColAmount) {
+	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
 		bad(ColAmount, c.amountMessage(rec.Amount, err))
 	} else if c.hasMax && a.Cmp(c.max) > 0 {
 		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
@@ -42,21 +54,21 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		row.Amount = a
 	}
 
-	hasCard, hasTel := rec.CardNumber != "", rec.Telecom != ""
+	hasCard, hasTel := rec.CardNumber != "" || rec.cellBad(ColCardNumber), rec.Telecom != "" || rec.cellBad(ColTelecomOperator)
 	switch {
 	case hasCard && hasTel:
 		bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
 	case !hasCard && !hasTel:
 		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
-	if hasCard {
+	if hasCard && !rec.cellBad(ColCardNumber) {
 		if digits, err := card.Normalize(rec.CardNumber); err != nil {
 			bad(ColCardNumber, cardMessage(err))
 		} else {
 			row.CardNumber = digits
 		}
 	}
-	if hasTel {
+	if hasTel && !rec.cellBad(ColTelecomOperator) {
 		if msg := textProblem(rec.Telecom, true); msg != "" {
 			bad(ColTelecomOperator, msg)
 		} else if msg := c.telecom.check(rec.Telecom); msg != "" {
