@@ -60,16 +60,21 @@ bench:
 	$(GO) run ./cmd/bench --go $(GO) --out bench/results
 
 ## chaos: the proof of safety: 10,000 rows through real Redis (AOF), the PSP
-## sandbox with faults and three workers, with workers SIGKILLed, Redis
-## restarted and the PSP token rotated; fails on any duplicate, lost payout,
-## leak or mismatch. BROKEN=1 runs a small run on the unsafe worker build,
-## which passes only if the duplicates it makes are caught.
-chaos:
-	$(GO) run ./cmd/chaos $(if $(BROKEN),--broken)
+## sandbox with faults behind HTTP/2 stream resets and three workers (one
+## with its clock off), with workers SIGKILLed, Redis restarted, Redis
+## replies lost, tasks deleted in the web UI and the PSP token rotated;
+## fails on any duplicate, lost payout, leak or mismatch. BROKEN=1 runs a small run on the unsafe worker build
+## (POSTs again on redelivery), BROKEN=2 one on the worker whose HTTP/2
+## transport may replay a create after a stream reset; each passes only if
+## the duplicates it makes are caught.
+CHAOS_BROKEN = $(if $(filter 2,$(BROKEN)),--broken-replay,$(if $(BROKEN),--broken))
 
-## chaos-short: the same with 1,000 rows, under two minutes.
+chaos:
+	$(GO) run ./cmd/chaos $(CHAOS_BROKEN)
+
+## chaos-short: the same with 1,000 rows, in about two minutes.
 chaos-short:
-	$(GO) run ./cmd/chaos --short $(if $(BROKEN),--broken)
+	$(GO) run ./cmd/chaos --short $(CHAOS_BROKEN)
 
 clean:
 	rm -rf $(BIN)

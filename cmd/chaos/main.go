@@ -7,6 +7,7 @@
 //	go run ./cmd/chaos            # 10,000 rows (make chaos)
 //	go run ./cmd/chaos --short    # 1,000 rows (make chaos-short)
 //	go run ./cmd/chaos --broken   # 200 rows on the unsafe worker build: passes only if duplicates are found
+//	go run ./cmd/chaos --broken-replay  # 200 rows on the worker whose transport may replay creates, same
 //
 // Every flag also reads PAYOUT_CHAOS_<FLAG> (upper case, dashes as
 // underscores); a flag on the command line wins. The last line printed is
@@ -43,6 +44,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	switch {
 	case boolArg(args, lookup, "broken"):
 		cfg = chaos.BrokenConfig()
+	case boolArg(args, lookup, "broken-replay"):
+		cfg = chaos.BrokenReplayConfig()
 	case boolArg(args, lookup, "short"):
 		cfg = chaos.ShortConfig()
 	}
@@ -73,14 +76,15 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return 2
 	}
 	fig, err := chaos.Run(ctx, cfg, stdout)
+	broken := cfg.Broken || cfg.BrokenReplay
 	switch {
 	case errors.Is(err, chaos.ErrHarness), errors.Is(err, context.Canceled):
 		fmt.Fprintf(stderr, "chaos: %v\n", err)
 		return 3
-	case cfg.Broken && fig.Duplicates > 0:
+	case broken && fig.Duplicates > 0:
 		fmt.Fprintf(stdout, "chaos: the unsafe worker build was caught: %d duplicate orders detected\n", fig.Duplicates)
 		return 0
-	case cfg.Broken:
+	case broken:
 		fmt.Fprintln(stderr, "chaos: the unsafe worker build was NOT caught: no duplicates detected")
 		return 1
 	case err != nil:

@@ -14,8 +14,21 @@ import (
 // ModulePath is the module whose binaries the suite builds.
 const ModulePath = "github.com/acme/payout"
 
-// UnsafeTag is the build tag of the deliberately broken worker.
+// UnsafeTag is the build tag of the deliberately broken worker that POSTs
+// again when a redelivered create finds its payout in submitting.
 const UnsafeTag = "payout_unsafe_skip_submitting_check"
+
+// ReplayTag is the build tag of the deliberately broken worker whose HTTP
+// transport may replay a create after a stream reset (internal/psp).
+const ReplayTag = "payout_unsafe_replayable_create"
+
+// ClockTag is the build tag of the worker whose task clock is off by
+// PAYOUT_TEST_CLOCK_OFFSET (jobs/clock_testclock.go).
+const ClockTag = "payout_test_clock"
+
+// ClockEnv is the environment variable a ClockTag build reads its offset
+// from.
+const ClockEnv = "PAYOUT_TEST_CLOCK_OFFSET"
 
 // FindModule returns the root of the payout module: dir or its nearest
 // parent holding a go.mod that declares ModulePath.
@@ -51,31 +64,57 @@ func isModuleRoot(gomod string) bool {
 	return false
 }
 
-// build compiles cmd/payout (with the unsafe tag when broken) and
-// cmd/psp-sandbox into binDir, logging the compiler's output to logPath.
-func build(ctx context.Context, moduleDir, binDir string, broken bool, logPath string) (payout, psp string, err error) {
+// buildSpec is one program to build: its output name, package and tags.
+type buildSpec struct {
+	name, pkg string
+	tags      []string
+}
+
+// build compiles each binary into binDir, logging the compiler's output to
+// logPath, and returns the path of each by name.
+func build(ctx context.Context, moduleDir, binDir string, bins []buildSpec, logPath string) (map[string]string, error) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return "", "", errors.New("the go command is not in PATH")
+		return nil, errors.New("the go command is not in PATH")
 	}
-	payout, psp = filepath.Join(binDir, "payout"), filepath.Join(binDir, "psp-sandbox")
-	builds := [][]string{{"build", "-o", payout}, {"build", "-o", psp, "./cmd/psp-sandbox"}}
-	if broken {
-		builds[0] = append(builds[0], "-tags", UnsafeTag)
-	}
-	builds[0] = append(builds[0], "./cmd/payout")
-	for _, args := range builds {
+	paths := map[string]string{}
+	for _, b := range bins {
+		out := filepath.Join(binDir, b.name)
+		args := []string{"build", "-o", out}
+		if len(b.tags) > 0 {
+			args = append(args, "-tags", strings.Join(b.tags, ","))
+		}
+		args = append(args, b.pkg)
 		cmd := exec.CommandContext(ctx, goBin, args...)
 		cmd.Dir = moduleDir
-		out, err := cmd.CombinedOutput()
-		if werr := appendFile(logPath, append([]byte("$ go "+strings.Join(args, " ")+"\n"), out...)); werr != nil {
-			return "", "", werr
+		text, err := cmd.CombinedOutput()
+		if werr := appendFile(logPath, append([]byte("$ go "+strings.Join(args, " ")+"\n"), text...)); werr != nil {
+			return nil, werr
 		}
 		if err != nil {
-			return "", "", fmt.Errorf("go %s: %w (see %s)", strings.Join(args, " "), err, logPath)
+			return nil, fmt.Errorf("go %s: %w (see %s)", strings.Join(args, " "), err, logPath)
 		}
+		paths[b.name] = out
 	}
-	return payout, psp, nil
+	return paths, nil
+}
+
+// binaries lists what a run with c builds: payout (with the broken tags
+// asked for), payout-clock (the same with ClockTag) when one worker's clock
+// is off, and psp-sandbox.
+func binaries(c Config) []buildSpec {
+	var tags []string
+	if c.Broken {
+		tags = append(tags, UnsafeTag)
+	}
+	if c.BrokenReplay {
+		tags = append(tags, ReplayTag)
+	}
+	bins := []buildSpec{{name: "payout", pkg: "./cmd/payout", tags: tags}}
+	if c.ClockOffset != 0 {
+		bins = append(bins, buildSpec{name: "payout-clock", pkg: "./cmd/payout", tags: append(append([]string(nil), tags...), ClockTag)})
+	}
+	return append(bins, buildSpec{name: "psp-sandbox", pkg: "./cmd/psp-sandbox"})
 }
 
 func appendFile(path string, b []byte) error {

@@ -59,6 +59,10 @@ func TestChaosShort(t *testing.T) {
 		{"workers killed", fig.WorkerKills > 0},
 		{"one Redis restart", fig.RedisRestarts == 1},
 		{"one token rotation", fig.TokenRotations == 1},
+		{"HTTP/2 streams reset", fig.H2Resets > 0},
+		{"Redis replies lost", fig.RedisReplyDrops > 0},
+		{"tasks deleted in the web UI", fig.TasksDeleted > 0},
+		{"lost steps restored", fig.Repaired > 0},
 		{"every payout final", fig.Created+fig.Rejected+fig.NeedsReview == cfg.Rows},
 	}
 	for _, c := range checks {
@@ -80,5 +84,19 @@ func TestChaosCatchesBrokenWorker(t *testing.T) {
 	}
 	if !errors.Is(err, ErrUnsafe) || fig.Duplicates == 0 {
 		t.Fatalf("the broken worker build went undetected: err %v, %s", err, fig)
+	}
+}
+
+// TestChaosCatchesReplayingWorker proves the suite catches a worker whose
+// HTTP transport replays a create after an HTTP/2 stream reset.
+func TestChaosCatchesReplayingWorker(t *testing.T) {
+	needTools(t)
+	fig, err := Run(context.Background(), BrokenReplayConfig(), &logWriter{t: t})
+	t.Logf("figures: %s", fig)
+	if errors.Is(err, ErrHarness) {
+		t.Fatalf("chaos run: %v", err)
+	}
+	if !errors.Is(err, ErrUnsafe) || fig.Duplicates == 0 || fig.H2Resets == 0 {
+		t.Fatalf("the replaying worker build went undetected: err %v, %s", err, fig)
 	}
 }

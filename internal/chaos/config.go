@@ -47,6 +47,40 @@ type Config struct {
 	MaxCreates      int
 	MaxStatusChecks int
 
+	// The reconciler's sweep in every worker: how often, and how old a
+	// payout's last transition must be (at least PSPTimeout + 5s, which
+	// the worker enforces too).
+	ReconcileInterval time.Duration
+	ReconcileGrace    time.Duration
+
+	// RedisReplyDrop is the share of EVAL/EVALSHA replies (ledger
+	// transitions and Asynq's scripts) that a redisfault proxy in front of
+	// the workers' Redis loses after Redis ran the script (0: the workers
+	// talk to Redis directly).
+	RedisReplyDrop float64
+
+	// TaskDeleteEvery is how often, until ChaosFor, the suite lists the
+	// pending, scheduled and retry tasks of the payout queue through the
+	// web UI's API (asynqmon) and deletes or archives up to TaskDeletes of
+	// them at random, as a careless operator would (0: never). The
+	// reconciler must restore every step so lost.
+	TaskDeleteEvery time.Duration
+	TaskDeletes     int
+
+	// ClockOffset runs one worker (the first, and whoever replaces it)
+	// built with the payout_test_clock tag and its task clock this far off
+	// (0: none).
+	ClockOffset time.Duration
+
+	// H2 makes the token gateway speak HTTP/2 over TLS to the workers
+	// (they trust its CA with --psp-ca-file); H2Reset is the probability
+	// that the gateway, after the sandbox answered a create 200 (the
+	// order is stored), resets the worker's stream instead of answering,
+	// with REFUSED_STREAM or PROTOCOL_ERROR: the codes after which Go's
+	// HTTP/2 client replays a request it can rewind.
+	H2      bool
+	H2Reset float64
+
 	// Deadline bounds the wait for every payout to be final.
 	Deadline time.Duration
 
@@ -54,6 +88,10 @@ type Config struct {
 	// tag: a redelivered create POSTs again. The run must then report
 	// duplicates.
 	Broken bool
+	// BrokenReplay builds the worker with the
+	// payout_unsafe_replayable_create tag: its HTTP transport may replay a
+	// create after a stream reset. The run must then report duplicates.
+	BrokenReplay bool
 
 	Seed      int64  // seed of the generated rows, the kill order and the sandbox (0: random)
 	WorkDir   string // where the run lives ("": a new temporary directory)
@@ -72,12 +110,15 @@ func DefaultConfig() Config {
 		StatusLag: 3 * time.Second, Latency: 5 * time.Millisecond, HangFor: 3 * time.Second,
 		PSPTimeout: 2 * time.Second, StatusDelay: time.Second, AbsentSpacing: 4 * time.Second,
 		AbsentChecks: 2, MaxCreates: 5, MaxStatusChecks: 10,
+		ReconcileInterval: 5 * time.Second, ReconcileGrace: 7 * time.Second,
+		RedisReplyDrop: 0.01, TaskDeleteEvery: 2 * time.Second, TaskDeletes: 3,
+		ClockOffset: -5 * time.Minute, H2: true, H2Reset: 0.05,
 		Deadline: 13 * time.Minute,
 	}
 }
 
 // ShortConfig is the run of `make chaos-short` and of the integration test:
-// 1,000 rows, every kind of fault, well under two minutes on two cores.
+// 1,000 rows, every kind of fault, in about two minutes on two cores.
 func ShortConfig() Config {
 	c := DefaultConfig()
 	c.Rows, c.Files = 1000, 4
@@ -85,6 +126,7 @@ func ShortConfig() Config {
 	c.KillEvery, c.ChaosFor = 3*time.Second, 12*time.Second
 	c.RedisRestartAt, c.RotateAt = 7*time.Second, 10*time.Second
 	c.Outage = "4s:6s"
+	c.TaskDeleteEvery = time.Second
 	c.Deadline = 4 * time.Minute
 	return c
 }
@@ -101,11 +143,30 @@ func BrokenConfig() Config {
 	c.PAmbiguous, c.PRefuse = 0.3, 0
 	c.ForceHangs = 60
 	c.HangFor, c.PSPTimeout, c.AbsentSpacing = 10*time.Second, 10*time.Second, 10*time.Second
+	c.ReconcileGrace = c.PSPTimeout + 5*time.Second
+	// Only the fault the broken build is about.
+	c.RedisReplyDrop, c.TaskDeleteEvery, c.ClockOffset, c.H2Reset = 0, 0, 0, 0
 	c.Broken = true
 	// Redelivered creates come back once asynq recovers the tasks of the
 	// killed workers (about a minute); the broken build then leaves some
 	// payouts in checking for good, so do not wait for them all.
 	c.Deadline = 100 * time.Second
+	return c
+}
+
+// BrokenReplayConfig is a small run tuned to catch the worker built with a
+// transport that may replay creates: HTTP/2 with many stream resets after
+// the sandbox stored and answered the order, and no other fault.
+func BrokenReplayConfig() Config {
+	c := ShortConfig()
+	c.Rows, c.Files = 200, 1
+	c.KillEvery, c.ChaosFor = 0, 0
+	c.RedisRestartAt, c.RotateAt, c.Outage = 0, 0, ""
+	c.PAmbiguous, c.PRefuse = 0, 0
+	c.RedisReplyDrop, c.TaskDeleteEvery, c.ClockOffset = 0, 0, 0
+	c.H2, c.H2Reset = true, 0.3
+	c.BrokenReplay = true
+	c.Deadline = 60 * time.Second
 	return c
 }
 
@@ -134,6 +195,26 @@ func (c Config) Validate() error {
 	if c.PSPTimeout <= 0 || c.StatusDelay <= 0 || c.AbsentSpacing < 0 || c.HangFor <= 0 ||
 		c.AbsentChecks < 1 || c.MaxCreates < 1 || c.MaxStatusChecks < 1 {
 		errs = append(errs, errors.New("worker timings must be > 0 and counts >= 1"))
+	}
+	if c.ReconcileInterval < 0 || c.ReconcileGrace < 0 || c.TaskDeleteEvery < 0 || c.TaskDeletes < 0 {
+		errs = append(errs, errors.New("reconcile times, task-delete-every and task-deletes must not be negative"))
+	}
+	if c.ReconcileInterval > 0 && c.ReconcileGrace < c.PSPTimeout+5*time.Second {
+		// The worker refuses this too: a create in flight must not look
+		// abandoned to the sweep.
+		errs = append(errs, errors.New("reconcile-grace must be at least psp-timeout + 5s"))
+	}
+	if c.TaskDeleteEvery > 0 && c.ReconcileInterval == 0 {
+		errs = append(errs, errors.New("tasks deleted through the web UI need the reconciler (reconcile-interval > 0)"))
+	}
+	if c.RedisReplyDrop < 0 || c.RedisReplyDrop > 0.5 || c.H2Reset < 0 || c.H2Reset > 1 {
+		errs = append(errs, errors.New("redis-reply-drop must be within [0,0.5] and h2-reset within [0,1]"))
+	}
+	if c.H2Reset > 0 && !c.H2 {
+		errs = append(errs, errors.New("h2-reset needs h2"))
+	}
+	if c.Broken && c.BrokenReplay {
+		errs = append(errs, errors.New("broken and broken-replay exclude each other"))
 	}
 	if c.AbsentSpacing < c.PSPTimeout {
 		// The worker refuses this too: a timed-out create may still be
@@ -173,8 +254,17 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.AbsentChecks, "absent-checks", c.AbsentChecks, "worker: 404s that confirm absence")
 	fs.IntVar(&c.MaxCreates, "max-creates", c.MaxCreates, "worker: creates per payout in all")
 	fs.IntVar(&c.MaxStatusChecks, "max-status-checks", c.MaxStatusChecks, "worker: status checks without an answer before needs_review")
+	fs.DurationVar(&c.ReconcileInterval, "reconcile-interval", c.ReconcileInterval, "worker: how often the reconciler sweeps (0: never)")
+	fs.DurationVar(&c.ReconcileGrace, "reconcile-grace", c.ReconcileGrace, "worker: the reconciler leaves alone a payout changed more recently (>= psp-timeout + 5s)")
+	fs.Float64Var(&c.RedisReplyDrop, "redis-reply-drop", c.RedisReplyDrop, "share of the workers' EVAL/EVALSHA replies a proxy loses after Redis ran them (0: no proxy)")
+	fs.DurationVar(&c.TaskDeleteEvery, "task-delete-every", c.TaskDeleteEvery, "delete or archive random tasks through the web UI this often, until chaos-for (0: never)")
+	fs.IntVar(&c.TaskDeletes, "task-deletes", c.TaskDeletes, "tasks deleted or archived each time at most")
+	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "one worker (payout_test_clock build) schedules its tasks with its clock this far off (0: none)")
+	fs.BoolVar(&c.H2, "h2", c.H2, "the token gateway speaks HTTP/2 over TLS to the workers")
+	fs.Float64Var(&c.H2Reset, "h2-reset", c.H2Reset, "gateway: probability of resetting the stream of a create the sandbox stored and answered 200")
 	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "fail when payouts are still open this long after the start")
-	fs.BoolVar(&c.Broken, "broken", c.Broken, "build the deliberately unsafe worker; the run then passes only if duplicates are detected")
+	fs.BoolVar(&c.Broken, "broken", c.Broken, "build the deliberately unsafe worker (POSTs again on redelivery); the run then passes only if duplicates are detected")
+	fs.BoolVar(&c.BrokenReplay, "broken-replay", c.BrokenReplay, "build the deliberately unsafe worker whose transport may replay creates; the run then passes only if duplicates are detected")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of rows, kills and sandbox (0: random)")
 	fs.StringVar(&c.WorkDir, "work-dir", c.WorkDir, "work directory (empty: a new temporary one)")
 	fs.BoolVar(&c.KeepWork, "keep", c.KeepWork, "keep the work directory after a passing run")

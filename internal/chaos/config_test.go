@@ -9,13 +9,16 @@ import (
 )
 
 func TestConfigsAreValid(t *testing.T) {
-	for name, c := range map[string]Config{"default": DefaultConfig(), "short": ShortConfig(), "broken": BrokenConfig()} {
+	for name, c := range map[string]Config{"default": DefaultConfig(), "short": ShortConfig(), "broken": BrokenConfig(), "broken-replay": BrokenReplayConfig()} {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 	if c := BrokenConfig(); !c.Broken || c.Rows > 500 {
 		t.Errorf("broken config: broken=%t rows=%d", c.Broken, c.Rows)
+	}
+	if c := BrokenReplayConfig(); !c.BrokenReplay || c.Broken || !c.H2 || c.H2Reset == 0 || c.Rows > 500 {
+		t.Errorf("broken-replay config: %+v", c)
 	}
 	if c := DefaultConfig(); c.Rows != 10000 || c.Workers != 3 || c.PAmbiguous != 0.25 || c.PRefuse != 0.1 {
 		t.Errorf("default config drifted from the issue: %+v", c)
@@ -37,6 +40,11 @@ func TestValidateRefuses(t *testing.T) {
 		{"no PSP timeout", func(c *Config) { c.PSPTimeout = 0 }},
 		{"no deadline", func(c *Config) { c.Deadline = 0 }},
 		{"absence counted before a create times out", func(c *Config) { c.AbsentSpacing = c.PSPTimeout / 2 }},
+		{"reconciler grace shorter than a create", func(c *Config) { c.ReconcileGrace = c.PSPTimeout }},
+		{"deletes without the reconciler", func(c *Config) { c.ReconcileInterval = 0 }},
+		{"reply drop above one half", func(c *Config) { c.RedisReplyDrop = 0.9 }},
+		{"resets without HTTP/2", func(c *Config) { c.H2 = false }},
+		{"both broken builds", func(c *Config) { c.Broken, c.BrokenReplay = true, true }},
 	}
 	for _, tt := range tests {
 		c := ShortConfig()
@@ -75,7 +83,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 func TestFigures(t *testing.T) {
 	f := Figures{Payouts: 10000, Created: 9900, Rejected: 100, Ambiguous: 3000, WorkerKills: 12,
 		RedisRestarts: 1, TokenRotations: 1, Elapsed: 161234 * time.Millisecond}
-	want := "payouts=10000 created=9900 rejected=100 needs_review=0 ambiguous=3000 worker_kills=12 redis_restarts=1 token_rotations=1 duplicates=0 lost=0 leaks=0 mismatches=0 elapsed=2m41.2s"
+	want := "payouts=10000 created=9900 rejected=100 needs_review=0 ambiguous=3000 worker_kills=12 redis_restarts=1 token_rotations=1 h2_resets=0 redis_reply_drops=0 tasks_deleted=0 repaired=0 duplicates=0 lost=0 leaks=0 mismatches=0 elapsed=2m41.2s"
 	if f.String() != want {
 		t.Errorf("got  %s\nwant %s", f, want)
 	}

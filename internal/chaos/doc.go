@@ -6,18 +6,29 @@
 // One run ([Run], `make chaos`, `make chaos-short`):
 //
 //  1. builds cmd/payout (with the payout_unsafe_skip_submitting_check tag
-//     when [Config.Broken]) and cmd/psp-sandbox into the work directory;
+//     when [Config.Broken], payout_unsafe_replayable_create when
+//     [Config.BrokenReplay]), the same with payout_test_clock when
+//     [Config.ClockOffset] is set, and cmd/psp-sandbox into the work
+//     directory;
 //  2. starts redis-server with AOF (appendfsync always) on a free loopback
-//     port, the sandbox with the fault knobs of [Config], a token gateway
-//     in front of it (see below), [Config.Workers] `payout worker`
-//     processes (data key from `payout keygen`, PSP token in a file) and
-//     `payout ui` with basic auth;
+//     port, a redisfault proxy in front of it for the workers that loses a
+//     share of their EVAL/EVALSHA replies after Redis ran the script
+//     ([Config.RedisReplyDrop]), the sandbox with the fault knobs of
+//     [Config], a token gateway in front of it (see below) speaking HTTP/2
+//     over TLS to the workers, [Config.Workers] `payout worker` processes
+//     (data key from `payout keygen`, PSP token in a file, a short
+//     reconciler interval; the first one, and whoever replaces it, built
+//     with payout_test_clock and its task clock [Config.ClockOffset] off),
+//     `payout ui --read-only` with basic auth and a read-write `payout ui`
+//     for the operator's deletes;
 //  3. drops the generated payout files ([Generate]) into the spool inbox
 //     one by one and runs `payout load --spool` every [Config.LoaderEvery]
 //     like cron would;
 //  4. meanwhile SIGKILLs a random worker every [Config.KillEvery] (and
-//     starts another), kills Redis with SIGKILL once and starts it again on
-//     the same AOF, and rotates the PSP token once;
+//     starts another), deletes or archives random pending, scheduled and
+//     retry tasks through the web UI's API (asynqmon) every
+//     [Config.TaskDeleteEvery], kills Redis with SIGKILL once and starts it
+//     again on the same AOF, and rotates the PSP token once;
 //  5. when every payout is final (or the deadline passed), writes the last
 //     result files, stops the workers and checks the books ([Verify])
 //     against the sandbox's stored orders and `payout report --format json`;
@@ -38,6 +49,18 @@
 // sandbox with the sandbox's own token. A rotation accepts the old and the
 // new token, writes the new one into the workers' token file, and revokes
 // the old one once no request has carried it for a second.
+//
+// # HTTP/2 stream resets
+//
+// The gateway also does the HTTP/2 faults ([Gateway.StartH2]): it serves
+// HTTP/2 over TLS with a certificate from a CA made for the run, and after
+// the sandbox stored a create and answered it 200 it resets the worker's
+// stream instead of answering, with probability [Config.H2Reset], with
+// REFUSED_STREAM or PROTOCOL_ERROR: the resets after which Go's HTTP/2
+// client replays a request it can rewind. The safe worker never can (a
+// create has no GetBody) and resolves the payout by a status check; the
+// payout_unsafe_replayable_create build replays, and the run must show the
+// second orders as duplicates (`make chaos BROKEN=2`).
 //
 // # Work directory
 //

@@ -18,6 +18,15 @@ type Figures struct {
 	WorkerKills    int
 	RedisRestarts  int
 	TokenRotations int
+	// H2Resets counts create streams reset after the sandbox stored the
+	// order; RedisReplyDrops replies of the workers' Redis scripts lost
+	// after they ran; TasksDeleted tasks deleted or archived through the
+	// web UI; Repaired steps the workers restored (reconciler sweeps and
+	// handlers finding a due step without a live task), from their logs.
+	H2Resets        int
+	RedisReplyDrops int
+	TasksDeleted    int
+	Repaired        int
 
 	// Duplicates counts orders beyond one per created payout, plus every
 	// order of a payout that is not created, plus orders of unknown
@@ -39,9 +48,9 @@ type Figures struct {
 
 // String is the figures line.
 func (f Figures) String() string {
-	return fmt.Sprintf("payouts=%d created=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d duplicates=%d lost=%d leaks=%d mismatches=%d elapsed=%s",
+	return fmt.Sprintf("payouts=%d created=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d repaired=%d duplicates=%d lost=%d leaks=%d mismatches=%d elapsed=%s",
 		f.Payouts, f.Created, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
-		f.Duplicates, f.Lost, f.Leaks, f.Mismatches, f.Elapsed.Round(100*time.Millisecond))
+		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.Repaired, f.Duplicates, f.Lost, f.Leaks, f.Mismatches, f.Elapsed.Round(100*time.Millisecond))
 }
 
 // ErrUnsafe is matched (errors.Is) by the error of a run that found

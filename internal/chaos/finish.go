@@ -1,12 +1,14 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -65,13 +67,24 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	if err := os.WriteFile(h.path("redis-contents.txt"), []byte(dump), 0o600); err != nil {
 		return Figures{}, err
 	}
-	if h.ui != nil {
-		h.ui.stop(5 * time.Second)
+	for _, u := range []*proc{h.ui, h.ops} {
+		if u != nil {
+			u.stop(5 * time.Second)
+		}
 	}
 	h.sandbox.stop(10 * time.Second)
 	_ = h.rdb.Close()
 	h.redis.p.stop(10 * time.Second)
 	h.gw.Close()
+	var drops int
+	if h.rfault != nil {
+		drops = int(h.rfault.Drops())
+		_ = h.rfault.Close()
+	}
+	repaired, err := h.countRepairs()
+	if err != nil {
+		return Figures{}, err
+	}
 
 	leaks, scanned, err := h.scan()
 	if err != nil {
@@ -81,6 +94,7 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	fig := Figures{
 		Payouts: len(books.Rows), Created: v.Created, Rejected: v.Rejected, NeedsReview: v.NeedsReview,
 		Ambiguous: v.Ambiguous, WorkerKills: h.kills, RedisRestarts: h.restarts, TokenRotations: h.rotations,
+		H2Resets: h.gw.H2Resets(), RedisReplyDrops: drops, TasksDeleted: h.tasksDeleted + h.tasksArchived, Repaired: repaired,
 		Duplicates: v.Duplicates, Lost: v.Lost, Leaks: len(leaks), Mismatches: v.Mismatches,
 		Elapsed: time.Since(h.start),
 	}
@@ -88,6 +102,8 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		stats.CreatesReceived, stats.OrdersStored, stats.StatusQueries, stats.Answers)
 	h.logf("harness: %d loader runs (%d while Redis was away), %d workers exited on their own, %d queue pauses, %d requests refused by the token gateway, %d files scanned for leaks",
 		h.loaderRuns, h.loaderInfra, h.workerExits, h.pauses, h.gw.Refused(), scanned)
+	h.logf("operator through the web UI: %d tasks deleted, %d archived; the workers restored %d steps",
+		h.tasksDeleted, h.tasksArchived, repaired)
 	var lines []string
 	lines = append(lines, v.Findings...)
 	for i, l := range leaks {
@@ -105,6 +121,34 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	}
 	fmt.Fprintln(h.out, fig.String())
 	return fig, nil
+}
+
+// repairMessages are the log messages of a worker that restored a lost
+// step: its reconciler's sweep, or a handler that found a due step's task
+// completed or archived.
+var repairMessages = [][]byte{
+	[]byte(`"reconciler restored a lost task"`),
+	[]byte(`was due again; restored it"`),
+}
+
+// countRepairs counts the repairs in the workers' logs (a SIGKILLed
+// worker's metrics die with it; its log stays).
+func (h *harness) countRepairs() (int, error) {
+	logs, err := filepath.Glob(h.path(dirLogs, "worker-*.log"))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			return 0, err
+		}
+		for _, m := range repairMessages {
+			n += bytes.Count(b, m)
+		}
+	}
+	return n, nil
 }
 
 func (h *harness) rows() []Row {

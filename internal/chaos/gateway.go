@@ -34,6 +34,7 @@ type Gateway struct {
 	ln            net.Listener
 
 	mu       sync.Mutex
+	h2       *h2Front // the HTTP/2-over-TLS front, once started
 	accepted []string
 	used     map[string]int       // requests per token (in memory only)
 	lastUse  map[string]time.Time // latest request per token
@@ -85,11 +86,26 @@ func abortConn(w http.ResponseWriter, _ *http.Request, _ error) {
 	_ = conn.Close()
 }
 
-// URL is the base URL the workers use.
-func (g *Gateway) URL() string { return "http://" + g.ln.Addr().String() }
+// URL is the base URL the workers use: the HTTP/2-over-TLS front once
+// started (StartH2), else the plain HTTP listener.
+func (g *Gateway) URL() string {
+	g.mu.Lock()
+	f := g.h2
+	g.mu.Unlock()
+	if f != nil {
+		return f.url()
+	}
+	return "http://" + g.ln.Addr().String()
+}
 
 // Close stops the gateway.
 func (g *Gateway) Close() {
+	g.mu.Lock()
+	f := g.h2
+	g.mu.Unlock()
+	if f != nil {
+		f.close()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := g.srv.Shutdown(ctx); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/redisfault"
 	"github.com/acme/payout/internal/sandbox"
 )
 
@@ -57,12 +58,14 @@ type harness struct {
 	start  time.Time
 
 	payoutBin, sandboxBin string
+	clockBin              string   // payout built with ClockTag ("" when no worker's clock is off)
 	env                   []string // base environment of the subprocesses
 
-	redis *redisServer
-	rdb   *redis.Client
-	led   *ledger.Ledger
-	insp  *asynq.Inspector
+	redis  *redisServer
+	rfault *redisfault.Proxy // in front of Redis for the workers (nil: none)
+	rdb    *redis.Client
+	led    *ledger.Ledger
+	insp   *asynq.Inspector
 
 	sandbox      *proc
 	sandboxURL   string
@@ -72,16 +75,21 @@ type harness struct {
 	tokenFile    string
 	keyFile      string
 	dataKey      string
+	caFile       string // the gateway's CA certificate, trusted by the workers (HTTP/2 over TLS)
 
-	ui             *proc
+	ui             *proc // read-only: the pages fetched for the leak scan
 	uiURL          string
+	ops            *proc // read-write: the API the suite deletes and archives tasks through
+	opsURL         string
 	uiUser, uiPass string
 
 	workers []*proc
-	procs   []*proc // every long-running process, killed at the end
+	skewed  map[*proc]bool // workers whose task clock is off
+	procs   []*proc        // every long-running process, killed at the end
 	nProcs  map[string]int
 
 	kills, restarts, rotations     int
+	tasksDeleted, tasksArchived    int
 	pauses, workerExits            int
 	loaderRuns, loaderInfra        int
 	problems                       []string
@@ -107,7 +115,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (fig Figures, err error
 	defer func() {
 		// A broken build's run that caught its duplicates went as it
 		// should: its work directory goes too.
-		caught := cfg.Broken && fig.Duplicates > 0 && errors.Is(err, ErrUnsafe)
+		caught := (cfg.Broken || cfg.BrokenReplay) && fig.Duplicates > 0 && errors.Is(err, ErrUnsafe)
 		h.close(err == nil || caught)
 	}()
 
@@ -174,7 +182,7 @@ func newHarness(cfg Config, out io.Writer) (*harness, error) {
 	h := &harness{
 		cfg: cfg, out: io.MultiWriter(out, own), ownLog: own, dir: dir,
 		rng:    mrand.New(mrand.NewPCG(uint64(seed), 0xc4a05)),
-		nProcs: map[string]int{},
+		nProcs: map[string]int{}, skewed: map[*proc]bool{},
 	}
 	h.runID = fmt.Sprintf("%06x", h.rng.Uint32()&0xffffff)
 	h.files = Generate(h.rng, h.runID, cfg.Rows, cfg.Files)
@@ -209,15 +217,23 @@ func randomHex(n int) string {
 // the workers and the UI. The run's clock starts with the sandbox.
 func (h *harness) setUp(ctx context.Context) error {
 	c := h.cfg
-	h.logf("work directory %s, seed %d, run %s: %d rows in %d files, %d workers x %d, broken=%t",
-		h.dir, c.Seed, h.runID, c.Rows, c.Files, c.Workers, c.Concurrency, c.Broken)
+	h.logf("work directory %s, seed %d, run %s: %d rows in %d files, %d workers x %d, broken=%t, broken-replay=%t",
+		h.dir, c.Seed, h.runID, c.Rows, c.Files, c.Workers, c.Concurrency, c.Broken, c.BrokenReplay)
 	t := time.Now()
-	var err error
-	h.payoutBin, h.sandboxBin, err = build(ctx, c.ModuleDir, h.path(dirBin), c.Broken, h.path(dirLogs, "build.log"))
+	bins := binaries(c)
+	paths, err := build(ctx, c.ModuleDir, h.path(dirBin), bins, h.path(dirLogs, "build.log"))
 	if err != nil {
 		return err
 	}
-	h.logf("built payout and psp-sandbox in %s", time.Since(t).Round(100*time.Millisecond))
+	h.payoutBin, h.sandboxBin, h.clockBin = paths["payout"], paths["psp-sandbox"], paths["payout-clock"]
+	names := make([]string, len(bins))
+	for i, b := range bins {
+		names[i] = b.name
+		if len(b.tags) > 0 {
+			names[i] += " (" + strings.Join(b.tags, ",") + ")"
+		}
+	}
+	h.logf("built %s in %s", strings.Join(names, ", "), time.Since(t).Round(100*time.Millisecond))
 	for _, f := range h.files {
 		if err := os.WriteFile(h.path(dirStaging, f.Name), f.CSV(), 0o600); err != nil {
 			return err
@@ -236,6 +252,18 @@ func (h *harness) setUp(ctx context.Context) error {
 	h.rdb = redis.NewClient(&redis.Options{Addr: h.redis.addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	h.led = ledger.New(h.rdb)
 	h.insp = asynq.NewInspectorFromRedisClient(h.rdb)
+	if c.RedisReplyDrop > 0 {
+		// A new upstream connection per client connection: the proxy
+		// outlives the Redis restart.
+		h.rfault, err = redisfault.Start(redisfault.Config{
+			Upstream: h.redis.addr, Seed: c.Seed,
+			Rules: []redisfault.Rule{{Commands: []string{"EVAL", "EVALSHA"}, Probability: c.RedisReplyDrop}},
+		})
+		if err != nil {
+			return err
+		}
+		h.logf("the workers reach Redis through a proxy that loses %.1f%% of their script replies", 100*c.RedisReplyDrop)
+	}
 
 	code, key, err := runOnce(ctx, h.payoutBin, []string{"keygen"}, h.env, h.path(dirLogs, "keygen.log"), true)
 	if err != nil || code != 0 {
@@ -260,18 +288,44 @@ func (h *harness) setUp(ctx context.Context) error {
 	if h.gw, err = NewGateway(h.sandboxURL, h.sandboxToken, h.tokens[0]); err != nil {
 		return err
 	}
+	if c.H2 {
+		ca, err := h.gw.StartH2(H2Config{ResetP: c.H2Reset, Seed: c.Seed})
+		if err != nil {
+			return err
+		}
+		h.caFile = h.path(dirSecrets, "gateway-ca.pem")
+		if err := os.WriteFile(h.caFile, ca, 0o600); err != nil {
+			return err
+		}
+		h.logf("the workers reach the PSP over HTTP/2 with TLS; %.0f%% of the creates the sandbox answers 200 get their stream reset", 100*c.H2Reset)
+	}
 	for i := 0; i < c.Workers; i++ {
-		if err := h.startWorker(); err != nil {
+		if err := h.startWorker(i == 0 && c.ClockOffset != 0); err != nil {
 			return err
 		}
 	}
-	if err := h.startUI(ctx); err != nil {
+	if h.ui, h.uiURL, err = h.startUI(ctx, "ui", true); err != nil {
 		// The run goes on without the UI (its pages are then not
 		// scanned), and fails as a harness failure at the end.
 		h.problem("web UI: %v", err)
 		h.ui = nil
 	}
+	if c.TaskDeleteEvery > 0 {
+		if h.ops, h.opsURL, err = h.startUI(ctx, "ui-ops", false); err != nil {
+			h.problem("web UI (read-write): %v", err)
+			h.ops = nil
+		}
+	}
 	return nil
+}
+
+// workerRedis is the Redis URL of the workers: the fault proxy when there
+// is one.
+func (h *harness) workerRedis() string {
+	if h.rfault != nil {
+		return "redis://" + h.rfault.Addr() + "/0"
+	}
+	return h.redis.URL()
 }
 
 func (h *harness) startSandbox(ctx context.Context) error {
@@ -313,48 +367,65 @@ func (h *harness) startSandbox(ctx context.Context) error {
 	return postJSON(ctx, h.sandboxURL+"/sandbox/force", force)
 }
 
-func (h *harness) startWorker() error {
+// startWorker starts a worker; skewed runs the ClockTag build with its
+// task clock ClockOffset off.
+func (h *harness) startWorker(skewed bool) error {
 	c := h.cfg
 	h.nProcs["worker"]++
 	n := h.nProcs["worker"]
 	args := []string{
-		"worker", "--redis", h.redis.URL(), "--psp-url", h.gw.URL(), "--psp-token-file", h.tokenFile,
+		"worker", "--redis", h.workerRedis(), "--psp-url", h.gw.URL(), "--psp-token-file", h.tokenFile,
 		"--data-key-file", h.keyFile, "--concurrency", strconv.Itoa(c.Concurrency),
 		"--status-delay", c.StatusDelay.String(), "--absent-spacing", c.AbsentSpacing.String(),
 		"--absent-checks", strconv.Itoa(c.AbsentChecks), "--max-creates", strconv.Itoa(c.MaxCreates),
 		"--max-status-checks", strconv.Itoa(c.MaxStatusChecks), "--psp-timeout", c.PSPTimeout.String(),
+		"--reconcile-interval", c.ReconcileInterval.String(), "--reconcile-grace", c.ReconcileGrace.String(),
 		"--metrics-addr=", "--log-format", "json", "--log-level", "info",
 	}
+	if h.caFile != "" {
+		args = append(args, "--psp-ca-file", h.caFile)
+	}
 	name := fmt.Sprintf("worker-%03d", n)
-	p, err := startProc(name, h.payoutBin, args, h.env, h.path(dirLogs, name+".log"))
+	bin, env := h.payoutBin, h.env
+	if skewed {
+		name += "-clock"
+		bin = h.clockBin
+		env = append(append([]string(nil), h.env...), ClockEnv+"="+c.ClockOffset.String())
+	}
+	p, err := startProc(name, bin, args, env, h.path(dirLogs, name+".log"))
 	if err != nil {
 		return err
 	}
+	h.skewed[p] = skewed
 	h.workers = append(h.workers, p)
 	h.procs = append(h.procs, p)
 	return nil
 }
 
-func (h *harness) startUI(ctx context.Context) error {
+// startUI starts `payout ui` named name (its log is logs/NAME.log) with
+// basic auth, read-only or not, and returns it with its base URL.
+func (h *harness) startUI(ctx context.Context, name string, readOnly bool) (*proc, string, error) {
 	port, err := freePort()
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	env := append(append([]string(nil), h.env...), "PAYOUT_UI_USER="+h.uiUser, "PAYOUT_UI_PASSWORD="+h.uiPass)
-	p, err := startProc("ui", h.payoutBin, []string{"ui", "--addr", addr, "--redis", h.redis.URL(), "--read-only", "--log-format", "json"},
-		env, h.path(dirLogs, "ui.log"))
-	if err != nil {
-		return err
+	args := []string{"ui", "--addr", addr, "--redis", h.redis.URL(), "--log-format", "json"}
+	if readOnly {
+		args = append(args, "--read-only")
 	}
-	h.ui = p
+	p, err := startProc(name, h.payoutBin, args, env, h.path(dirLogs, name+".log"))
+	if err != nil {
+		return nil, "", err
+	}
 	h.procs = append(h.procs, p)
-	h.uiURL = "http://" + addr
-	return poll(ctx, 15*time.Second, 50*time.Millisecond, func() (bool, error) {
+	url := "http://" + addr
+	return p, url, poll(ctx, 15*time.Second, 50*time.Millisecond, func() (bool, error) {
 		if p.exited() {
-			return false, fmt.Errorf("payout ui exited (code %d, see logs/ui.log)", p.exitCode())
+			return false, fmt.Errorf("payout ui exited (code %d, see logs/%s.log)", p.exitCode(), name)
 		}
-		return httpGet(ctx, h.uiURL+"/healthz", "", "", nil) == nil, nil
+		return httpGet(ctx, url+"/healthz", "", "", nil) == nil, nil
 	})
 }
 
@@ -390,6 +461,9 @@ func (h *harness) close(passed bool) {
 	}
 	if h.redis != nil {
 		h.redis.kill()
+	}
+	if h.rfault != nil {
+		_ = h.rfault.Close()
 	}
 	if h.gw != nil {
 		h.gw.Close()

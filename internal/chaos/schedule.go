@@ -26,6 +26,7 @@ func (h *harness) drive(ctx context.Context) error {
 		loader     <-chan loaderResult
 		lastLoad   time.Time
 		nextKill   = c.KillEvery
+		nextDelete = c.TaskDeleteEvery
 		restarted  = c.RedisRestartAt == 0
 		rot        rotation
 		uiMidAt    = c.ChaosFor * 2 / 3
@@ -81,6 +82,10 @@ func (h *harness) drive(ctx context.Context) error {
 			if err := h.killWorker(); err != nil {
 				return err
 			}
+		}
+		if c.TaskDeleteEvery > 0 && el < c.ChaosFor && el >= nextDelete {
+			nextDelete += c.TaskDeleteEvery
+			h.deleteTasks(ctx)
 		}
 		if !restarted && el >= c.RedisRestartAt {
 			restarted = true
@@ -174,7 +179,7 @@ func (h *harness) superviseWorkers() error {
 		h.logf("%s exited on its own (code %d); starting another", p.name, p.exitCode())
 		h.workers = append(h.workers[:i], h.workers[i+1:]...)
 		i--
-		if err := h.startWorker(); err != nil {
+		if err := h.startWorker(h.skewed[p]); err != nil {
 			return err
 		}
 	}
@@ -191,7 +196,7 @@ func (h *harness) killWorker() error {
 	p.kill()
 	h.kills++
 	h.workers = append(h.workers[:i], h.workers[i+1:]...)
-	if err := h.startWorker(); err != nil {
+	if err := h.startWorker(h.skewed[p]); err != nil {
 		return err
 	}
 	h.logf("killed %s with SIGKILL; started %s", p.name, h.workers[len(h.workers)-1].name)
