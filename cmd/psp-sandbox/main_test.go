@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--tls-generate"}, nil, 2, "--tls-cert"},
 		{nil, map[string]string{"PAYOUT_SANDBOX_P_REFUSE": "lots"}, 2, "PAYOUT_SANDBOX_P_REFUSE"},
 		{nil, map[string]string{"PAYOUT_SANDBOX_TOKEN": "  "}, 2, "token"},
+		{[]string{"--p-fail", "0.2"}, nil, 2, "p-fail needs settle-after"},
+		{[]string{"--settle-after", "1s", "--callback-url", "http://127.0.0.1:1/cb"}, nil, 2, "callback-secret"},
+		{[]string{"--settle-after", "1s", "--paid-status", "Created"}, nil, 2, "must not be"},
+		{nil, map[string]string{"PAYOUT_SANDBOX_P_CALLBACK_DUP": "2"}, 2, "PAYOUT_SANDBOX_P_CALLBACK_DUP"},
 		{[]string{"-h"}, nil, 0, "Usage"},
 	} {
 		var stderr bytes.Buffer
@@ -124,4 +129,61 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// TestCallbackSecretFromEnv: the callback secret comes from
+// PAYOUT_SANDBOX_CALLBACK_SECRET, is sent in X-Callback-Secret, and is
+// never logged, even at debug level.
+func TestCallbackSecretFromEnv(t *testing.T) {
+	const secret = "env-CALLBACK-secret-77"
+	got := make(chan string, 4)
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("X-Callback-Secret"):
+		default:
+		}
+	}))
+	defer rs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan int, 1)
+	var stdout bytes.Buffer
+	out := &syncWriter{w: &stdout}
+	e := env(map[string]string{"PAYOUT_SANDBOX_CALLBACK_SECRET": secret, "PAYOUT_SANDBOX_CALLBACK_URL": rs.URL})
+	go func() {
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--settle-after", "20ms", "--log-level", "debug"}, e, out, io.Discard, false, ready)
+	}()
+	var addr string
+	select {
+	case addr = <-ready:
+	case code := <-done:
+		t.Fatalf("exited %d", code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("not ready")
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/integration/bridge/withdrawal-order",
+		strings.NewReader(`{"externalId":"E1","amount":"1.00","properties":[{"key":"cardNumber","value":"4111111111111111"}]}`))
+	req.Header.Set("Authorization", "Bearer sandbox-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	select {
+	case h := <-got:
+		if h != secret {
+			t.Errorf("X-Callback-Secret %q", h)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no callback")
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	if strings.Contains(stdout.String(), secret) || !strings.Contains(stdout.String(), `"lifecycle"`) {
+		t.Errorf("logs: %s", stdout.String())
+	}
 }

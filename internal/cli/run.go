@@ -35,6 +35,9 @@ func addSandboxFlags(fs *flag.FlagSet) *sandbox.Config {
 		if strings.HasPrefix(name, "tls-") || name == "p-h2-reset" {
 			return // the in-process simulator is reached over plain HTTP
 		}
+		if strings.HasPrefix(name, "callback-") || name == "p-callback-dup" {
+			return // callbacks are for the standalone simulator (payout sandbox)
+		}
 		if fs.Lookup(name) != nil || name == "token" {
 			name = "sandbox-" + name
 		}
@@ -134,6 +137,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	// PSP: the simulator in-process, or the configured one.
 	var tokens psp.TokenSource
 	if useSbx {
+		if err := sbx.Validate(); err != nil {
+			return usageErr("%v", err)
+		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return infraErr(err)
@@ -144,8 +150,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		go func() { _ = srv.Serve(sctx, ln) }()
 		pf.url = "http://" + ln.Addr().String()
 		tokens = psp.StaticToken(sbx.Token)
-		fmt.Fprintf(e.stderr, "payout run: PSP simulator at %s (p-ambiguous %.2f, p-refuse %.2f, status-lag %s)\n",
-			pf.url, sbx.PAmbiguous, sbx.PRefuse, sbx.StatusLag)
+		fmt.Fprintf(e.stderr, "payout run: PSP simulator at %s (p-ambiguous %.2f, p-refuse %.2f, status-lag %s, settle-after %s, p-fail %.2f)\n",
+			pf.url, sbx.PAmbiguous, sbx.PRefuse, sbx.StatusLag, sbx.SettleAfter, sbx.PFail)
 	} else {
 		if pf.url == "" {
 			return usageErr("--psp-url (PAYOUT_PSP_URL) is required, or --sandbox for the simulator")

@@ -198,6 +198,9 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sandbox/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, s.Stats())
 	})
+	mux.HandleFunc("GET /sandbox/lifecycle", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.Lifecycle())
+	})
 	mux.HandleFunc("POST /sandbox/reset", func(w http.ResponseWriter, r *http.Request) {
 		s.Reset()
 		writeJSON(w, http.StatusOK, map[string]string{"status": "reset"})

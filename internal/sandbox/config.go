@@ -25,13 +25,37 @@
 // seeded with Config.Seed and guarded by a mutex, so a sequential run is
 // reproducible.
 //
+// # Lifecycle
+//
+// With Config.SettleAfter D > 0 a stored withdrawal order, whatever answer
+// its create got (200, an ambiguous failure, a reset stream), answers
+// status "Created" at first, "Processing" from D/2 after its creation,
+// and its final word from D: Config.PaidStatus ("Paid"), or for a share
+// Config.PFail of orders drawn at creation (from a seeded source of its
+// own) Config.FailedStatus ("Failed") with a "statusReason" (one of
+// FailReasons). The status is computed from the simulator's clock
+// (Config.Clock) when read. With D = 0 orders stay "Created".
+//
+// # Callbacks
+//
+// With Config.CallbackURL, each status change (Processing, final) is
+// POSTed there as {"externalId","pspDepositOrderID","status"} plus
+// "statusReason" for a failure, with the header X-Callback-Secret. A share
+// PCallbackDup is sent twice, each delivery waits a random
+// 0..CallbackDelay (so they may arrive out of order), a failed delivery is
+// retried CallbackRetries times with doubling backoff and then dropped.
+// RunCallbacks (started by Serve) sends them, at most CallbackConcurrency
+// at a time.
+//
 // # Admin API
 //
 // Outside the PSP paths, without auth (bind the simulator to loopback):
 //
 //	GET    /sandbox/health   "ok"
-//	GET    /sandbox/orders   stored orders, card numbers masked
+//	GET    /sandbox/orders   stored orders, card numbers masked, with their
+//	                         status now and their final status (see Order)
 //	GET    /sandbox/stats    counters (see Stats)
+//	GET    /sandbox/lifecycle the lifecycle settings (see LifecycleJSON)
 //	POST   /sandbox/reset    forget orders, counters and forced answers; re-seed
 //	GET    /sandbox/faults   the fault knobs (see FaultsJSON)
 //	PUT    /sandbox/faults   change some knobs: fields absent keep their value
@@ -49,6 +73,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -161,11 +186,60 @@ type Config struct {
 	// client trusts it with TLSCertFile as CA file.
 	TLSGenerate bool
 	Faults
+
+	// Lifecycle of a withdrawal order (see the package documentation).
+	// SettleAfter zero keeps every order "Created" forever.
+	SettleAfter  time.Duration // Created -> Processing at SettleAfter/2 -> final at SettleAfter
+	PFail        float64       // share of orders, drawn at creation, that end failed with a reason
+	PaidStatus   string        // final word of a paid order; "" means DefaultPaidStatus
+	FailedStatus string        // final word of a failed order; "" means DefaultFailedStatus
+
+	// Callbacks: with CallbackURL set, every status change of a withdrawal
+	// order (Processing, final) is POSTed there with the header
+	// "X-Callback-Secret: CallbackSecret".
+	CallbackURL    string
+	CallbackSecret string        // never logged
+	PCallbackDup   float64       // probability of sending a callback twice
+	CallbackDelay  time.Duration // each delivery waits a random 0..CallbackDelay (so they may arrive reordered)
+	// CallbackRetries is how many times a failed delivery is retried
+	// (0: DefaultCallbackRetries; negative: none), waiting CallbackBackoff
+	// (0: DefaultCallbackBackoff) then twice as long each time.
+	CallbackRetries int
+	CallbackBackoff time.Duration
+	// CallbackConcurrency bounds the deliveries in progress (0:
+	// DefaultCallbackConcurrency).
+	CallbackConcurrency int
+
+	// Clock is the simulator's clock for order times, the lifecycle, the
+	// status lag and the outage window; nil means the system clock. Waits
+	// (latency, hang, callback delay ticks, retry backoff) use real time.
+	Clock Clock
 }
+
+// Clock tells the time (an interface, so that Config stays comparable).
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Defaults of the lifecycle and the callbacks.
+const (
+	DefaultPaidStatus          = "Paid"
+	DefaultFailedStatus        = "Failed"
+	StatusCreated              = "Created"
+	StatusProcessing           = "Processing"
+	DefaultCallbackRetries     = 3
+	DefaultCallbackBackoff     = 200 * time.Millisecond
+	DefaultCallbackConcurrency = 16
+	// CallbackSecretHeader carries Config.CallbackSecret on every callback.
+	CallbackSecretHeader = "X-Callback-Secret"
+)
 
 // DefaultConfig is the configuration without faults.
 func DefaultConfig() Config {
-	return Config{Token: DefaultToken, Faults: Faults{HangFor: DefaultHangFor}}
+	return Config{Token: DefaultToken, Faults: Faults{HangFor: DefaultHangFor},
+		PaidStatus: DefaultPaidStatus, FailedStatus: DefaultFailedStatus}
 }
 
 // Validate checks the configuration.
@@ -179,7 +253,44 @@ func (c Config) Validate() error {
 	if c.TLSGenerate && c.TLSCertFile == "" {
 		return errors.New("--tls-generate needs --tls-cert and --tls-key: the files to write")
 	}
-	return c.Faults.Validate()
+	return errors.Join(c.Faults.Validate(), c.validateLifecycle())
+}
+
+func (c Config) validateLifecycle() error {
+	var errs []error
+	if c.SettleAfter < 0 || c.CallbackDelay < 0 || c.CallbackBackoff < 0 {
+		errs = append(errs, errors.New("settle-after and callback-delay must not be negative"))
+	}
+	if c.PFail < 0 || c.PFail > 1 {
+		errs = append(errs, errors.New("p-fail must be within [0,1]"))
+	}
+	if c.PCallbackDup < 0 || c.PCallbackDup > 1 {
+		errs = append(errs, errors.New("p-callback-dup must be within [0,1]"))
+	}
+	paid, failed := orDefault(strings.TrimSpace(c.PaidStatus), DefaultPaidStatus), orDefault(strings.TrimSpace(c.FailedStatus), DefaultFailedStatus)
+	switch {
+	case paid == failed:
+		errs = append(errs, fmt.Errorf("paid-status and failed-status must differ (both %q)", paid))
+	case paid == StatusCreated || paid == StatusProcessing || failed == StatusCreated || failed == StatusProcessing:
+		errs = append(errs, fmt.Errorf("paid-status and failed-status must not be %q or %q", StatusCreated, StatusProcessing))
+	}
+	if c.SettleAfter == 0 && c.PFail > 0 {
+		errs = append(errs, errors.New("p-fail needs settle-after: without it orders stay Created"))
+	}
+	if c.CallbackURL != "" {
+		u, err := url.Parse(c.CallbackURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			errs = append(errs, errors.New("callback-url must be an absolute http or https URL"))
+		case strings.TrimSpace(c.CallbackSecret) == "":
+			errs = append(errs, errors.New("callback-url needs callback-secret"))
+		case c.SettleAfter == 0:
+			errs = append(errs, errors.New("callback-url needs settle-after: without it no order changes status"))
+		}
+	} else if c.PCallbackDup > 0 || c.CallbackDelay > 0 {
+		errs = append(errs, errors.New("p-callback-dup and callback-delay need callback-url"))
+	}
+	return errors.Join(errs...)
 }
 
 // RegisterFlags registers the simulator's flags on fs and returns the
@@ -201,6 +312,14 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.DurationVar(&cfg.HangFor, "hang-for", cfg.HangFor, "how long a hang lasts, unless the client goes away first")
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert", "", "serve HTTPS (HTTP/2 and HTTP/1.1) with this PEM certificate (with --tls-key)")
 	fs.StringVar(&cfg.TLSKeyFile, "tls-key", "", "PEM key of --tls-cert")
+	fs.DurationVar(&cfg.SettleAfter, "settle-after", 0, "a withdrawal order turns Processing after half this, then paid or failed after this (0: orders stay Created)")
+	fs.Var((*probFlag)(&cfg.PFail), "p-fail", "share of orders, drawn at creation, that end failed with a reason (0..1; needs --settle-after)")
+	fs.StringVar(&cfg.PaidStatus, "paid-status", cfg.PaidStatus, "status word of a paid order")
+	fs.StringVar(&cfg.FailedStatus, "failed-status", cfg.FailedStatus, "status word of a failed order")
+	fs.StringVar(&cfg.CallbackURL, "callback-url", "", "POST every status change of a withdrawal order to this URL (needs --settle-after and --callback-secret)")
+	fs.StringVar(&cfg.CallbackSecret, "callback-secret", "", "secret sent in the X-Callback-Secret header of every callback (prefer the environment variable)")
+	fs.Var((*probFlag)(&cfg.PCallbackDup), "p-callback-dup", "probability of sending a callback twice (0..1)")
+	fs.DurationVar(&cfg.CallbackDelay, "callback-delay", 0, "delay each callback by a random 0..this, so callbacks may arrive reordered")
 	fs.BoolVar(&cfg.TLSGenerate, "tls-generate", false, "first write a new self-signed certificate and key to --tls-cert and --tls-key; clients trust --tls-cert as CA (payout --psp-ca-file)")
 	return cfg
 }

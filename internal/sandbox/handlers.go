@@ -67,7 +67,7 @@ func (s *Server) pspMiddleware(next http.Handler) http.Handler {
 			s.stats.StatusQueries++
 		}
 		f := s.faults
-		outage := f.Outage.Contains(time.Since(s.start))
+		outage := f.Outage.Contains(s.clock.Now().Sub(s.start))
 		var delay time.Duration
 		if !outage {
 			delay = f.Latency
@@ -308,10 +308,11 @@ func amountText(a money.Amount) string {
 }
 
 type withdrawalOut struct {
-	Amount     string `json:"amount"`
-	Status     string `json:"status"`
-	ExternalID string `json:"externalId"`
-	OrderID    string `json:"pspDepositOrderID"`
+	Amount       string `json:"amount"`
+	Status       string `json:"status"`
+	ExternalID   string `json:"externalId"`
+	OrderID      string `json:"pspDepositOrderID"`
+	StatusReason string `json:"statusReason,omitempty"` // with the failed word only
 }
 
 func (s *Server) handleCreateWithdrawal(w http.ResponseWriter, r *http.Request) {
@@ -333,7 +334,7 @@ func (s *Server) handleCreateWithdrawal(w http.ResponseWriter, r *http.Request) 
 		ExternalID: in.externalID,
 		Amount:     in.amountText,
 		Properties: in.props,
-		Status:     "Created",
+		Status:     StatusCreated,
 	}
 	fault, tooMuch := s.decideAndStore(OpWithdrawalCreate, &order, in.amount)
 	if tooMuch {
@@ -383,16 +384,22 @@ func (s *Server) decideAndStore(op string, o *Order, amt money.Amount) (fault *F
 		prefix = "DP-"
 	}
 	o.PSPOrderID = prefix + s.uuidLocked()
-	o.CreatedAt = time.Now().UTC()
+	o.CreatedAt = s.clock.Now().UTC()
 	o.Answer = "200"
 	if fault != nil {
 		o.Answer = fault.label()
+	}
+	if o.Kind == "withdrawal" {
+		// Whatever answer the client gets, a stored order lives its
+		// lifecycle.
+		s.decideFateLocked(o)
 	}
 	s.orders = append(s.orders, *o)
 	s.byID[o.PSPOrderID] = len(s.orders) - 1
 	if o.Kind == "withdrawal" {
 		s.byExt[o.ExternalID] = append(s.byExt[o.ExternalID], len(s.orders)-1)
 		s.stats.OrdersStored++
+		s.cb.scheduleLocked(*o, len(s.orders)-1)
 	} else {
 		s.stats.DepositsStored++
 	}
@@ -416,8 +423,9 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	s.mu.Lock()
+	now := s.clock.Now()
 	visible := func(i int) bool {
-		return s.orders[i].Kind == "withdrawal" && time.Since(s.orders[i].CreatedAt) >= s.faults.StatusLag
+		return s.orders[i].Kind == "withdrawal" && now.Sub(s.orders[i].CreatedAt) >= s.faults.StatusLag
 	}
 	var o Order
 	i, ok := s.byID[id]
@@ -431,14 +439,14 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if ok {
-		o = s.orders[i]
+		o = s.orders[i].at(now)
 	}
 	s.mu.Unlock()
 	if !ok {
 		writeError(w, http.StatusNotFound, "order not found")
 		return
 	}
-	writeJSON(w, http.StatusOK, withdrawalOut{Amount: o.Amount, Status: o.Status, ExternalID: o.ExternalID, OrderID: o.PSPOrderID})
+	writeJSON(w, http.StatusOK, withdrawalOut{Amount: o.Amount, Status: o.Status, ExternalID: o.ExternalID, OrderID: o.PSPOrderID, StatusReason: o.StatusReason})
 }
 
 func (s *Server) handleCreateDeposit(w http.ResponseWriter, r *http.Request) {

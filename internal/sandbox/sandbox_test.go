@@ -538,12 +538,16 @@ func TestRegisterFlags(t *testing.T) {
 	fs := flagSet()
 	cfg := sandbox.RegisterFlags(fs)
 	err := fs.Parse([]string{"--token", "t1", "--forbid", "--max-amount", "500.00", "--latency", "10ms", "--latency-jitter", "5ms",
-		"--p-refuse", "0.1", "--p-ambiguous", "0.3", "--status-lag", "2s", "--outage", "10s:30s", "--seed", "9", "--hang-for", "1m"})
+		"--p-refuse", "0.1", "--p-ambiguous", "0.3", "--status-lag", "2s", "--outage", "10s:30s", "--seed", "9", "--hang-for", "1m",
+		"--settle-after", "2s", "--p-fail", "0.2", "--paid-status", "SUCCESS", "--failed-status", "DECLINED",
+		"--callback-url", "http://127.0.0.1:9/cb", "--callback-secret", "s3", "--p-callback-dup", "0.5", "--callback-delay", "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := sandbox.Config{Token: "t1", Seed: 9, Faults: sandbox.Faults{Forbid: true, MaxAmount: money.MustParse("500.00"), Latency: 10 * time.Millisecond,
-		LatencyJitter: 5 * time.Millisecond, PRefuse: 0.1, PAmbiguous: 0.3, StatusLag: 2 * time.Second, Outage: sandbox.Window{From: 10 * time.Second, For: 30 * time.Second}, HangFor: time.Minute}}
+		LatencyJitter: 5 * time.Millisecond, PRefuse: 0.1, PAmbiguous: 0.3, StatusLag: 2 * time.Second, Outage: sandbox.Window{From: 10 * time.Second, For: 30 * time.Second}, HangFor: time.Minute},
+		SettleAfter: 2 * time.Second, PFail: 0.2, PaidStatus: "SUCCESS", FailedStatus: "DECLINED",
+		CallbackURL: "http://127.0.0.1:9/cb", CallbackSecret: "s3", PCallbackDup: 0.5, CallbackDelay: time.Second}
 	got := *cfg
 	if got.MaxAmount.Cmp(want.MaxAmount) != 0 {
 		t.Errorf("max amount %s", got.MaxAmount)

@@ -49,8 +49,18 @@ type Order struct {
 	Amount     string     `json:"amount"`
 	Currency   string     `json:"currency,omitempty"`
 	Properties []Property `json:"properties"`
-	Status     string     `json:"status"`
-	CreatedAt  time.Time  `json:"createdAt"`
+	// Status is the order's status now ("Created", "Processing", then the
+	// paid or failed word), StatusReason why it failed, once it has.
+	Status       string    `json:"status"`
+	StatusReason string    `json:"statusReason,omitempty"`
+	CreatedAt    time.Time `json:"createdAt"`
+	// FinalStatus, FinalReason and FinalAt are the truth decided at
+	// creation: the status the order ends with, and when. Without a
+	// lifecycle (Config.SettleAfter 0) a withdrawal stays "Created": FinalAt
+	// is zero (omitted) and FinalStatus "Created". Deposits have none.
+	FinalStatus string    `json:"finalStatus,omitempty"`
+	FinalReason string    `json:"finalReason,omitempty"`
+	FinalAt     time.Time `json:"finalAt,omitzero"`
 	// Answer is what the client was told when the order was created: "200",
 	// or the bad answer of an ambiguous failure ("500", "hang", "drop"...).
 	Answer string `json:"answer"`
@@ -72,6 +82,14 @@ type Stats struct {
 	Answers  map[string]int `json:"answers"`
 	InFlight int            `json:"inFlight"` // PSP requests being handled now
 	Seed     int64          `json:"seed"`
+	// Paid and Failed count the withdrawal orders whose status is now the
+	// paid or the failed word.
+	Paid   int `json:"paid"`
+	Failed int `json:"failed"`
+	// CallbacksSent counts deliveries answered 2xx (a duplicate counts
+	// twice), CallbacksFailed deliveries dropped after their retries.
+	CallbacksSent   int `json:"callbacksSent"`
+	CallbacksFailed int `json:"callbacksFailed"`
 }
 
 // Server is the PSP simulator. Its methods are safe for concurrent use.
@@ -95,6 +113,10 @@ type Server struct {
 	byExt  map[string][]int // externalId -> indexes of its withdrawal orders, oldest first
 	forced []Force
 	stats  Stats
+
+	clock   Clock
+	lifeRng *mrand.Rand // failure draws and reasons, apart from the faults' source
+	cb      callbacks
 }
 
 // New builds a simulator. Invalid knobs are clamped into range (callers
@@ -114,14 +136,17 @@ func New(cfg Config, log zerolog.Logger) *Server {
 			cfg.Seed = 1
 		}
 	}
+	cfg = lifecycleDefaults(cfg)
 	s := &Server{
 		log:    log,
 		token:  strings.TrimSpace(cfg.Token),
-		start:  time.Now(),
+		clock:  cfg.Clock,
+		start:  cfg.Clock.Now(),
 		stop:   make(chan struct{}),
 		seed:   cfg.Seed,
 		faults: clamp(cfg.Faults),
 		cfg:    cfg,
+		cb:     callbacks{enabled: cfg.CallbackURL != ""},
 	}
 	s.resetLocked()
 	return s
@@ -142,6 +167,8 @@ func clamp(f Faults) Faults {
 
 func (s *Server) resetLocked() {
 	s.rng = mrand.New(mrand.NewPCG(uint64(s.seed), 0x5eed))
+	s.lifeRng = mrand.New(mrand.NewPCG(uint64(s.seed), 0x11fe))
+	s.cb.resetLocked(s.seed)
 	s.orders = nil
 	s.byID = map[string]int{}
 	s.byExt = map[string][]int{}
@@ -165,10 +192,11 @@ func (s *Server) Reset() {
 func (s *Server) Orders() []Order {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.clock.Now()
 	out := make([]Order, len(s.orders))
 	for i, o := range s.orders {
 		o.Properties = append([]Property(nil), o.Properties...)
-		out[i] = o
+		out[i] = o.at(now)
 	}
 	return out
 }
@@ -188,6 +216,15 @@ func (s *Server) Stats() Stats {
 	}
 	st.InFlight = int(s.inflight.Load())
 	st.Seed = s.seed
+	now := s.clock.Now()
+	for _, o := range s.orders {
+		switch o.at(now).Status {
+		case s.cfg.PaidStatus:
+			st.Paid++
+		case s.cfg.FailedStatus:
+			st.Failed++
+		}
+	}
 	return st
 }
 
@@ -261,7 +298,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		scheme = "https"
 	}
 	s.log.Info().Str("addr", ln.Addr().String()).Str("scheme", scheme).Int64("seed", s.seed).
-		Interface("faults", faultsToJSON(s.Faults())).Msg("psp sandbox listening")
+		Interface("faults", faultsToJSON(s.Faults())).Interface("lifecycle", s.Lifecycle()).Msg("psp sandbox listening")
+	cctx, stopCallbacks := context.WithCancel(ctx)
+	cbDone := make(chan struct{})
+	go func() { defer close(cbDone); s.RunCallbacks(cctx) }()
+	defer func() { stopCallbacks(); <-cbDone }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
