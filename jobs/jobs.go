@@ -49,8 +49,9 @@ import (
 
 // Task type names.
 const (
-	TypeWithdrawalCreate = "withdrawal:create"
-	TypeWithdrawalStatus = "withdrawal:status"
+	TypeWithdrawalCreate  = "withdrawal:create"
+	TypeWithdrawalStatus  = "withdrawal:status"
+	TypeWithdrawalOutcome = "withdrawal:outcome"
 )
 
 // Queue is the Asynq queue that holds every payout task. Pausing it (web UI,
@@ -86,6 +87,53 @@ type StatusPayload struct {
 	Seq         int    `json:"seq"`
 	Amount      string `json:"amount"`
 	Destination string `json:"destination"`
+}
+
+// OutcomePayload is the payload of a withdrawal:outcome task: outcome
+// check Seq of a created order, which asks the PSP whether the money was
+// sent (paid) or will not be (failed).
+type OutcomePayload struct {
+	Batch       string `json:"batch"`
+	ExternalID  string `json:"externalId"`
+	Seq         int    `json:"seq"`
+	Amount      string `json:"amount"`
+	Destination string `json:"destination"`
+}
+
+// OutcomeTaskID is the task ID of the seq-th outcome check of a payout.
+func OutcomeTaskID(externalID string, seq int) string {
+	return fmt.Sprintf("outcome:%s:%d", externalID, seq)
+}
+
+// NewOutcomeTask builds an outcome check task with its ID, queue,
+// retention and retry count set, to run no sooner than delay from now.
+func NewOutcomeTask(p OutcomePayload, delay time.Duration) (*asynq.Task, error) {
+	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
+		return nil, fmt.Errorf("jobs: outcome payload needs batch, externalId and seq >= 1")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: encode outcome payload: %w", err)
+	}
+	return asynq.NewTask(TypeWithdrawalOutcome, b,
+		asynq.TaskID(OutcomeTaskID(p.ExternalID, p.Seq)),
+		asynq.Queue(Queue),
+		asynq.MaxRetry(MaxRetry),
+		asynq.Retention(Retention),
+		asynq.ProcessAt(NotBefore(now(), delay)),
+	), nil
+}
+
+// DecodeOutcome reads an outcome payload.
+func DecodeOutcome(b []byte) (OutcomePayload, error) {
+	var p OutcomePayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("jobs: decode outcome payload: %w", err)
+	}
+	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
+		return p, fmt.Errorf("jobs: outcome payload lacks batch, externalId or seq")
+	}
+	return p, nil
 }
 
 // CreateTaskID is the task ID of the attempt-th create of a payout.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
@@ -221,6 +222,11 @@ type workerFlags struct {
 	trustExtLookup  bool
 	reconcileEvery  time.Duration
 	reconcileGrace  time.Duration
+	trackOutcome    bool
+	outcomeWindow   time.Duration
+	outcomeEvery    string
+	paidStatuses    string
+	failedStatuses  string
 }
 
 func (w *workerFlags) register(fs *flag.FlagSet) {
@@ -235,6 +241,11 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "creates of a payout that provably did not reach the PSP (dial errors, 429) before it needs review")
 	fs.DurationVar(&w.reconcileEvery, "reconcile-interval", reconcile.DefaultInterval, "how often one worker sweeps for open payouts whose task was lost (deleted, archived, or dropped after a lost Redis reply) and restores it; 0: this process never sweeps")
 	fs.DurationVar(&w.reconcileGrace, "reconcile-grace", reconcile.DefaultGrace, "a payout changed more recently than this is left to the worker acting on it")
+	fs.BoolVar(&w.trackOutcome, "track-outcome", true, "follow every created order to paid or failed by status queries (false: created is final, for a PSP that reports nothing after creation)")
+	fs.DurationVar(&w.outcomeWindow, "outcome-window", d.Outcome.Window, "a created payout without a final status after this long needs review")
+	fs.StringVar(&w.outcomeEvery, "outcome-intervals", joinDurations(d.Outcome.Intervals), "waits between the outcome status queries of a created order, comma-separated; the last repeats")
+	fs.StringVar(&w.paidStatuses, "psp-paid-statuses", strings.Join(psp.DefaultPaidStatuses, ","), "PSP status words that mean the money was sent (comma-separated, any case; an assumption: the reference shows only Created)")
+	fs.StringVar(&w.failedStatuses, "psp-failed-statuses", strings.Join(psp.DefaultFailedStatuses, ","), "PSP status words that mean the order will not be paid (comma-separated, any case); any other word is still pending")
 	fs.BoolVar(&w.trustExtLookup, "trust-status-by-external-id", false, "count a 404 to a status query by externalId as a miss at once, without first seeing the PSP find a known order by its externalId")
 }
 
@@ -263,6 +274,9 @@ func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
 	if w.reconcileEvery < 0 || w.reconcileGrace < 0 {
 		return worker.Config{}, usageErr("--reconcile-interval and --reconcile-grace must not be negative")
 	}
+	if err := w.outcome(&c); err != nil {
+		return worker.Config{}, err
+	}
 	c.Reconcile = reconcile.Config{Interval: w.reconcileEvery, Grace: w.reconcileGrace}
 	c.ReconcileOff = w.reconcileEvery == 0
 	// A create in flight must never look abandoned to the sweep.
@@ -270,4 +284,43 @@ func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
 		return worker.Config{}, usageErr("--reconcile-grace %s must be at least --psp-timeout + 5s (%s): a create still in flight must not look abandoned", w.reconcileGrace, c.ShutdownTimeout)
 	}
 	return c, nil
+}
+
+// outcome sets how created orders are followed to paid or failed.
+func (w *workerFlags) outcome(c *worker.Config) error {
+	words, err := psp.NewStatusWords(splitList(w.paidStatuses), splitList(w.failedStatuses))
+	if err != nil {
+		return usageErr("--psp-paid-statuses/--psp-failed-statuses: %v", err)
+	}
+	var every []time.Duration
+	for _, f := range splitList(w.outcomeEvery) {
+		d, err := time.ParseDuration(f)
+		if err != nil || d <= 0 {
+			return usageErr("--outcome-intervals %q: %q is not a positive duration", w.outcomeEvery, f)
+		}
+		every = append(every, d)
+	}
+	if len(every) == 0 || w.outcomeWindow <= 0 {
+		return usageErr("--outcome-intervals needs at least one duration and --outcome-window must be positive")
+	}
+	c.Outcome = worker.OutcomePolicy{Track: w.trackOutcome, Window: w.outcomeWindow, Intervals: every, Words: words}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func joinDurations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.String()
+	}
+	return strings.Join(parts, ",")
 }

@@ -103,6 +103,11 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if useSbx && sbx.SettleAfter == 0 && wcfg.Outcome.Track {
+		// The simulator would keep every order "Created": nothing to follow.
+		wcfg.Outcome.Track = false
+		fmt.Fprintln(e.stderr, "note: the simulator settles no orders (--settle-after 0): created is final; give --settle-after to see paid and failed")
+	}
 	if format != batchreport.CSV && format != batchreport.JSON {
 		return usageErr("--format %q: want csv or json", format)
 	}
@@ -286,8 +291,12 @@ func progressLine(c ledger.Counts) string {
 	}
 	const width = 30
 	filled := int(pct / 100 * width)
-	return fmt.Sprintf("[%s%s] %5.1f%%  created %d  rejected %d  needs_review %d  checking %d  queued %d  submitting %d",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), pct,
+	outcomes := ""
+	if c.Rows[ledger.Paid]+c.Rows[ledger.Failed]+c.Awaiting > 0 {
+		outcomes = fmt.Sprintf("paid %d  failed %d  awaiting outcome %d  ", c.Rows[ledger.Paid], c.Rows[ledger.Failed], c.Awaiting)
+	}
+	return fmt.Sprintf("[%s%s] %5.1f%%  %screated %d  rejected %d  needs_review %d  checking %d  queued %d  submitting %d",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), pct, outcomes,
 		c.Rows[ledger.Created], c.Rows[ledger.Rejected], c.Rows[ledger.NeedsReview],
 		c.Rows[ledger.Checking], c.Rows[ledger.Queued], c.Rows[ledger.Submitting])
 }

@@ -35,6 +35,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		wf          workerFlags
 		pl          pipelineFlag
 		df          durabilityFlags
+		cf          callbackFlags
 		metricsAddr string
 		check       bool
 	)
@@ -48,6 +49,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	wf.register(fs)
 	pl.register(fs)
 	df.register(fs)
+	cf.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.BoolVar(&check, "check", false, "send one harmless authenticated request (status of a random id) and report whether the PSP accepts the token; touch no payout")
 	if err := parse(e, fs, args); err != nil {
@@ -101,6 +103,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	w := worker.New(rdb, ledger.New(ledgerConn), client, ring, cfg, m, log)
+	if err := cf.start(ctx, e, w, reg, log); err != nil {
+		return err
+	}
 	if metricsAddr != "" {
 		stop, err := serveMetrics(ctx, metricsAddr, rdb, reg, log)
 		if err != nil {

@@ -303,7 +303,7 @@ func (c *CLI) Load(t testing.TB, files ...string) {
 func (c *CLI) StartWorker(t testing.TB, name, pspURL string, extra ...string) *Proc {
 	t.Helper()
 	args := append([]string{"worker", "--redis", c.Redis, "--data-key-file", c.KeyFile,
-		"--psp-url", pspURL, "--metrics-addr", ""}, extra...)
+		"--psp-url", pspURL, "--metrics-addr", "", "--track-outcome=false"}, extra...)
 	return StartProc(t, name, append(append([]string{}, c.Env...), "PAYOUT_PSP_TOKEN=sandbox-token"), c.Bin, args...)
 }
 

@@ -89,6 +89,10 @@ func (l *Ledger) BatchIDs(ctx context.Context) ([]string, error) {
 type Counts struct {
 	Rows  map[State]int64
 	Units map[State]int64 // amounts in 10^-scale units
+	// Awaiting and AwaitingUnits count the created payouts whose outcome
+	// (paid or failed) the workers still follow: part of Rows[Created].
+	Awaiting      int64
+	AwaitingUnits int64
 }
 
 // Amount returns the amount in state s.
@@ -103,9 +107,10 @@ func (c Counts) Total() int64 {
 	return n
 }
 
-// Open returns the number of rows not in a final state.
+// Open returns the number of rows for which an automatic step is still
+// due: not in a final state, or created and awaiting their outcome.
 func (c Counts) Open() int64 {
-	return c.Rows[Queued] + c.Rows[Submitting] + c.Rows[Checking]
+	return c.Rows[Queued] + c.Rows[Submitting] + c.Rows[Checking] + c.Awaiting
 }
 
 // Counts returns the per-state counters of a batch.
@@ -171,6 +176,7 @@ func parseCounts(m map[string]string) Counts {
 		c.Rows[s] = atoi64(m["n:"+string(s)])
 		c.Units[s] = atoi64(m["u:"+string(s)])
 	}
+	c.Awaiting, c.AwaitingUnits = atoi64(m["n:awaiting"]), atoi64(m["u:awaiting"])
 	return c
 }
 

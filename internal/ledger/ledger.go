@@ -46,13 +46,22 @@ const (
 	Created     State = "created"
 	Rejected    State = "rejected"
 	NeedsReview State = "needs_review"
+	// Paid and Failed are the outcomes the PSP reports for a created order
+	// when the worker follows orders to their outcome (--track-outcome):
+	// until then a created payout is awaiting its outcome.
+	Paid   State = "paid"
+	Failed State = "failed"
 )
 
 // States lists every state, final ones first, in the order reports show them.
-var States = []State{Created, Rejected, NeedsReview, Checking, Submitting, Queued}
+var States = []State{Paid, Failed, Created, Rejected, NeedsReview, Checking, Submitting, Queued}
 
-// Final reports whether no automatic step follows the state.
-func (s State) Final() bool { return s == Created || s == Rejected || s == NeedsReview }
+// Final reports whether no automatic step of the create path follows the
+// state. A created payout whose outcome is followed is not done yet: see
+// Counts.Awaiting and Payout.Awaiting.
+func (s State) Final() bool {
+	return s == Paid || s == Failed || s == Created || s == Rejected || s == NeedsReview
+}
 
 // ErrNotFound is returned for an unknown batch or payout.
 var ErrNotFound = errors.New("ledger: not found")

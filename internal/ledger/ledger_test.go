@@ -231,13 +231,13 @@ func TestStatusChecks(t *testing.T) {
 		if s.Action != CheckAgain || s.Seq != 2 || s.Wait != time.Minute {
 			t.Fatalf("first miss: %+v", s)
 		}
-		clk.add(10 * time.Second) // too soon: does not count
+		clk.add(10 * time.Second) // too soon (Redis time): records nothing
 		s, _ = l.RecordCheck(ctx, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
-		if s.Action != CheckAgain || s.Wait != 50*time.Second {
+		if s.Action != CheckEarly || s.Seq != 2 || s.Wait != 50*time.Second {
 			t.Fatalf("early miss: %+v", s)
 		}
 		clk.add(50 * time.Second)
-		s, _ = l.RecordCheck(ctx, "b", "E1", 3, CheckAnswer{Outcome: Missing}, policy)
+		s, _ = l.RecordCheck(ctx, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckRecreate || s.Attempt != 2 {
 			t.Fatalf("second miss: %+v", s)
 		}
@@ -263,13 +263,18 @@ func TestStatusChecks(t *testing.T) {
 		mustState(t, l, "b", "E1", NeedsReview)
 	})
 	t.Run("faults end in review after N", func(t *testing.T) {
-		l, _ := toChecking(t)
+		l, clk := toChecking(t)
 		seq := 1
 		for i := 1; i < policy.MaxFaults; i++ {
 			s, _ := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
-			if s.Action != CheckAgain || s.Faults != i {
+			if s.Action != CheckAgain || s.Faults != i || s.Wait != time.Second<<(i-1) {
 				t.Fatalf("fault %d: %+v", i, s)
 			}
+			// Early (Redis time): counts nothing.
+			if e, _ := l.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: NoAnswer}, policy); e.Action != CheckEarly {
+				t.Fatalf("early check after fault %d: %+v", i, e)
+			}
+			clk.add(s.Wait)
 			seq = s.Seq
 		}
 		s, _ := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)

@@ -46,6 +46,14 @@ type Payout struct {
 	PSPStatus   string
 	Error       string
 	UpdatedAt   time.Time
+	// Awaiting: created, and the workers follow the order to its outcome
+	// (status query OutcomeSeq is due; needs review after OutcomeDue).
+	Awaiting   bool
+	OutcomeSeq int
+	OutcomeDue time.Time
+	// CheckDue is when status check Seq is due on Redis's clock (zero: at
+	// once); an earlier run records nothing.
+	CheckDue time.Time
 	// Set by the last operator resolution of a needs_review payout
 	// (resolve.go); empty otherwise.
 	ResolvedBy     string
@@ -62,6 +70,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
+		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
 	}
 }
 

@@ -21,6 +21,16 @@ local function reply(head, key)
   for i = 1, #all do head[#head + 1] = all[i] end
   return head
 end
+-- await marks a payout just created as awaiting its outcome when windowms
+-- (the outcome window) is positive: outcome check 1 is due, and after
+-- now + windowms without a final status the payout needs review.
+local function await(key, counts, units, windowms, now)
+  if (tonumber(windowms) or 0) <= 0 then return end
+  redis.call('HSET', key, 'track', 1, 'oseq', 1, 'opolls', 0,
+    'odue', string.format('%.0f', tonumber(now) + tonumber(windowms)))
+  redis.call('HINCRBY', counts, 'n:awaiting', 1)
+  redis.call('HINCRBY', counts, 'u:awaiting', units)
+end
 -- nowms is the Redis server's clock in milliseconds, as decimal text (Lua
 -- turns it into a number in arithmetic): every timestamp a decision depends
 -- on comes from here, never from a worker's clock.
@@ -118,8 +128,8 @@ return reply({'skip', '0'}, KEYS[1])
 `)
 
 // finishCreateScript records the classified answer of a create.
-// KEYS: payout, counts; ARGV: attempt, to, (unused), orderId, pspStatus, error,
-// maxTries, op. With to = queued and maxTries > 0 the request provably did not
+// KEYS: payout, counts; ARGV: attempt, to, outcome window ms (0: created is
+// final), orderId, pspStatus, error, maxTries, op. With to = queued and maxTries > 0 the request provably did not
 // reach the PSP and counts against the payout's budget of such tries: past
 // maxTries the payout goes to needs_review instead.
 // Allowed: submitting -> any of created, rejected, checking, queued,
@@ -149,9 +159,11 @@ if to == 'queued' and maxTries > 0 then
     msg = 'PSP did not take the request after ' .. tries .. ' tries (nothing was sent): ' .. msg
   end
 end
-redis.call('HSET', KEYS[1], 'state', to, 'updated', nowms(), 'error', msg)
+local now = nowms()
+redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'error', msg)
 if to == 'created' then
   redis.call('HSET', KEYS[1], 'order', ARGV[4], 'pspstatus', ARGV[5])
+  await(KEYS[1], KEYS[2], units, ARGV[3], now)
 end
 local seq = 0
 if to == 'checking' then
@@ -166,35 +178,46 @@ return remember(KEYS[1], {'ok', tostring(seq), to})
 `)
 
 // recordCheckScript records the answer of status check seq.
-// KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), (unused),
-// orderId, pspStatus, absentChecks K, absentSpacing D (ms), maxCreates M,
-// maxFaults N, message, op. The spacing of counted misses is measured on the
-// Redis clock.
-// Replies {action, value, extra}:
+// KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), outcome
+// window ms (0: created is final), orderId, pspStatus, absentChecks K,
+// absentSpacing D (ms), maxCreates M, maxFaults N, message, fault backoff
+// base ms, fault backoff cap ms, op. All times are Redis's: counted misses
+// are D apart, and a check that runs before the due time the previous one
+// set (a worker whose clock is behind schedules too early) counts nothing.
+// Replies {action, value, extra, wait}:
 //
 //	done     -> created
-//	again    next check seq = value, wait extra ms (missing) or faults = extra (noanswer)
+//	again    next check seq = value, due in wait ms; extra: faults so far
 //	recreate absence confirmed -> queued; create attempt = value
 //	review   -> needs_review
+//	early    check seq = value is not due for wait ms: nothing recorded
 //	stale    payout is checking under another seq = value: ensure that one exists
 //	skip     payout is not checking
 var recordCheckScript = redis.NewScript(luaMove + luaReplay + `
 local memo = replayed(KEYS[1])
 if memo then return memo end
-local h = redis.call('HMGET', KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates')
+local h = redis.call('HMGET', KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates', 'due')
 local st = h[1]
-if not st then return {'missing', '0', '0'} end
+if not st then return {'missing', '0', '0', '0'} end
 local cur = num(h[2])
-if st ~= 'checking' then return {'skip', tostring(cur), '0'} end
-if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
+if st ~= 'checking' then return {'skip', tostring(cur), '0', '0'} end
+if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0', '0'} end
 local nowtxt = nowms()
 local now = tonumber(nowtxt)
+local due = num(h[7])
+if ARGV[2] ~= 'found' and now < due then
+  return {'early', tostring(cur), '0', string.format('%.0f', due - now)}
+end
+local function later(wait)
+  redis.call('HSET', KEYS[1], 'due', string.format('%.0f', now + wait))
+end
 local units = h[3]
 local outcome = ARGV[2]
 if outcome == 'found' then
   redis.call('HSET', KEYS[1], 'state', 'created', 'order', ARGV[4], 'pspstatus', ARGV[5], 'error', '', 'updated', nowtxt)
   move(KEYS[2], st, 'created', units)
-  return remember(KEYS[1], {'done', '0', '0'})
+  await(KEYS[1], KEYS[2], units, ARGV[3], nowtxt)
+  return remember(KEYS[1], {'done', '0', '0', '0'})
 end
 if outcome == 'missing' then
   local misses = num(h[4])
@@ -211,27 +234,35 @@ if outcome == 'missing' then
       redis.call('HSET', KEYS[1], 'state', 'queued', 'updated', nowtxt,
         'error', 'PSP confirmed it has no order after ' .. misses .. ' status checks; creating again')
       move(KEYS[2], st, 'queued', units)
-      return remember(KEYS[1], {'recreate', tostring(creates + 1), '0'})
+      return remember(KEYS[1], {'recreate', tostring(creates + 1), '0', '0'})
     end
     redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', nowtxt,
       'error', 'PSP has no order after ' .. creates .. ' creates; a person must decide')
     move(KEYS[2], st, 'needs_review', units)
-    return remember(KEYS[1], {'review', '0', '0'})
+    return remember(KEYS[1], {'review', '0', '0', '0'})
   end
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  local wait = spacing - (now - last)
   redis.call('HSET', KEYS[1], 'updated', nowtxt)
-  return remember(KEYS[1], {'again', tostring(seq), tostring(spacing - (now - last))})
+  later(wait)
+  return remember(KEYS[1], {'again', tostring(seq), '0', string.format('%.0f', wait)})
 end
 local faults = redis.call('HINCRBY', KEYS[1], 'faults', 1)
 if faults >= tonumber(ARGV[9]) then
   redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', nowtxt,
     'error', 'status unknown after ' .. faults .. ' status checks without an answer: ' .. ARGV[10])
   move(KEYS[2], st, 'needs_review', units)
-  return remember(KEYS[1], {'review', '0', '0'})
+  return remember(KEYS[1], {'review', '0', '0', '0'})
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+local wait = tonumber(ARGV[11])
+for i = 2, faults do
+  wait = wait * 2
+  if wait >= tonumber(ARGV[12]) then wait = tonumber(ARGV[12]) break end
+end
 redis.call('HSET', KEYS[1], 'updated', nowtxt, 'error', ARGV[10])
-return remember(KEYS[1], {'again', tostring(seq), tostring(faults)})
+later(wait)
+return remember(KEYS[1], {'again', tostring(seq), tostring(faults), string.format('%.0f', wait)})
 `)
 
 // releaseScript deletes an externalId claim only if this batch holds it.
@@ -260,4 +291,54 @@ return r
 var refreshLockScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
+`)
+
+// recordOutcomeScript records the answer of outcome check oseq of a created
+// payout that awaits its outcome.
+// KEYS: payout, counts; ARGV: oseq, verdict (paid|failed|pending|noanswer),
+// pspStatus, reason, op.
+// Replies {action, value, extra}:
+//
+//	done   -> paid or failed (value)
+//	again  next outcome check = value; extra = checks so far (for the interval)
+//	review the outcome window ended without a final status -> needs_review
+//	stale  another check (value) is current
+//	skip   the payout does not await an outcome (value: its state)
+var recordOutcomeScript = redis.NewScript(luaMove + luaReplay + `
+local memo = replayed(KEYS[1])
+if memo then return memo end
+local h = redis.call('HMGET', KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'pspstatus')
+local st = h[1]
+if not st then return {'missing', '0', '0'} end
+if st ~= 'created' or h[2] ~= '1' then return {'skip', st, '0'} end
+local cur = num(h[3])
+if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
+local now = nowms()
+local units = h[4]
+local verdict = ARGV[2]
+local last = h[6] or ''
+if ARGV[3] ~= '' then
+  last = ARGV[3]
+  redis.call('HSET', KEYS[1], 'pspstatus', last)
+end
+local function leave(to, msg)
+  redis.call('HSET', KEYS[1], 'state', to, 'track', 0, 'updated', now, 'error', msg)
+  move(KEYS[2], 'created', to, units)
+  redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
+  redis.call('HINCRBY', KEYS[2], 'u:awaiting', '-' .. units)
+end
+if verdict == 'paid' or verdict == 'failed' then
+  leave(verdict, ARGV[4])
+  return remember(KEYS[1], {'done', verdict, '0'})
+end
+if tonumber(now) >= num(h[5]) then
+  if last == '' then last = '(none)' end
+  leave('needs_review', 'no final status from the PSP within the outcome window; last status ' .. last ..
+    '; ask the PSP whether the money was sent')
+  return remember(KEYS[1], {'review', '0', '0'})
+end
+local polls = redis.call('HINCRBY', KEYS[1], 'opolls', 1)
+local seq = redis.call('HINCRBY', KEYS[1], 'oseq', 1)
+redis.call('HSET', KEYS[1], 'updated', now)
+return remember(KEYS[1], {'again', tostring(seq), tostring(polls)})
 `)

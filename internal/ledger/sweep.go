@@ -13,16 +13,17 @@ import (
 type OpenPayout struct {
 	Batch       string
 	ExternalID  string
-	State       State // queued, submitting or checking
+	State       State // queued, submitting, checking, or created awaiting its outcome
 	Creates     int
 	Seq         int
+	OutcomeSeq  int // created: the outcome check due
 	Amount      string
 	Destination string
 	UpdatedAt   time.Time // Redis time of the last transition (registration: loader time)
 }
 
 // EachOpen calls fn for every payout of batch in an open state (queued,
-// submitting, checking), reading eachChunk payouts per pipelined round trip
+// submitting, checking, or created and awaiting its outcome), reading eachChunk payouts per pipelined round trip
 // and only the fields a sweep needs.
 func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout) error) error {
 	for start := int64(0); ; start += eachChunk {
@@ -36,7 +37,7 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 		pipe := l.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HMGet(ctx, l.payoutKey(batch, id), "state", "creates", "seq", "amount", "dest", "updated")
+			cmds[i] = pipe.HMGet(ctx, l.payoutKey(batch, id), "state", "creates", "seq", "amount", "dest", "updated", "track", "oseq")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
@@ -44,12 +45,14 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 		for i, c := range cmds {
 			v := c.Val()
 			st := State(str(v[0]))
-			if st != Queued && st != Submitting && st != Checking {
+			awaiting := st == Created && str(v[6]) == "1"
+			if st != Queued && st != Submitting && st != Checking && !awaiting {
 				continue
 			}
 			creates, _ := strconv.Atoi(str(v[1]))
 			seq, _ := strconv.Atoi(str(v[2]))
-			op := OpenPayout{Batch: batch, ExternalID: ids[i], State: st, Creates: creates, Seq: seq,
+			oseq, _ := strconv.Atoi(str(v[7]))
+			op := OpenPayout{Batch: batch, ExternalID: ids[i], State: st, Creates: creates, Seq: seq, OutcomeSeq: oseq,
 				Amount: str(v[3]), Destination: str(v[4]), UpdatedAt: msTime(str(v[5]))}
 			if err := fn(op); err != nil {
 				return err

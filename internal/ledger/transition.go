@@ -52,6 +52,9 @@ type CreateResult struct {
 	// reach the PSP; past MaxTries such tries the payout goes to
 	// needs_review instead. 0: not counted (paused queue, breaker).
 	MaxTries int
+	// OutcomeWindow, with To created, makes the payout await its outcome
+	// (paid or failed) for that long; 0: created is final.
+	OutcomeWindow time.Duration
 }
 
 // Finished is what FinishCreate did.
@@ -65,7 +68,7 @@ type Finished struct {
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
 	res, err := l.transition(ctx, finishCreateScript,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		attempt, string(r.To), "", r.OrderID, r.PSPStatus, r.Error, r.MaxTries).StringSlice()
+		attempt, string(r.To), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries).StringSlice()
 	if err != nil {
 		return Finished{}, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
 	}
@@ -95,6 +98,14 @@ type CheckPolicy struct {
 	AbsentSpacing time.Duration // D: minimum time between counted 404s
 	MaxCreates    int           // M: creates in all, the first included
 	MaxFaults     int           // N: status checks without an answer before needs_review
+	// OutcomeWindow: a payout found created awaits its outcome for that
+	// long (0: created is final).
+	OutcomeWindow time.Duration
+	// FaultDelay and FaultDelayMax space the checks after a check without
+	// an answer: FaultDelay doubling per fault, at most FaultDelayMax
+	// (defaults 1s and 5m), on Redis's clock.
+	FaultDelay    time.Duration
+	FaultDelayMax time.Duration
 }
 
 // CheckAction is what follows a recorded status check.
@@ -106,6 +117,7 @@ const (
 	CheckAgain    CheckAction = "again"    // enqueue status check Seq after Wait (misses) or a backoff for Faults
 	CheckRecreate CheckAction = "recreate" // absence confirmed: enqueue create Attempt
 	CheckReview   CheckAction = "review"   // needs_review
+	CheckEarly    CheckAction = "early"    // check Seq is not due yet (Wait): nothing recorded
 	CheckStale    CheckAction = "stale"    // another check (Seq) is current: ensure it is enqueued
 	CheckSkip     CheckAction = "skip"     // the payout is not checking any more
 )
@@ -115,7 +127,7 @@ type CheckStep struct {
 	Action  CheckAction
 	Seq     int
 	Attempt int
-	Wait    time.Duration
+	Wait    time.Duration // again, early: until the check is due (Redis time)
 	Faults  int
 }
 
@@ -130,30 +142,96 @@ type CheckAnswer struct {
 // RecordCheck records the answer to status check seq and decides what
 // follows, under policy p.
 func (l *Ledger) RecordCheck(ctx context.Context, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
+	base, max := p.FaultDelay, p.FaultDelayMax
+	if base <= 0 {
+		base = time.Second
+	}
+	if max < base {
+		max = 5 * time.Minute
+	}
 	res, err := l.transition(ctx, recordCheckScript,
 		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		seq, string(a.Outcome), "", a.OrderID, a.PSPStatus,
-		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message).StringSlice()
+		seq, string(a.Outcome), p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus,
+		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message,
+		base.Milliseconds(), max.Milliseconds()).StringSlice()
 	if err != nil {
 		return CheckStep{}, fmt.Errorf("ledger: record status check of %s: %w", ext, err)
 	}
 	v, _ := strconv.Atoi(res[1])
-	x, _ := strconv.ParseInt(res[2], 10, 64)
+	faults, _ := strconv.Atoi(res[2])
+	wait, _ := strconv.ParseInt(res[3], 10, 64)
 	step := CheckStep{Action: CheckAction(res[0])}
 	switch step.Action {
 	case "missing":
 		return CheckStep{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case CheckAgain:
-		step.Seq = v
-		if a.Outcome == Missing {
-			step.Wait = time.Duration(x) * time.Millisecond
-		} else {
-			step.Faults = int(x)
-		}
+		step.Seq, step.Faults, step.Wait = v, faults, time.Duration(wait)*time.Millisecond
+	case CheckEarly:
+		step.Seq, step.Wait = v, time.Duration(wait)*time.Millisecond
 	case CheckRecreate:
 		step.Attempt = v
 	case CheckStale, CheckSkip:
 		step.Seq = v
+	}
+	return step, nil
+}
+
+// Verdict is what a status answer says of a created order's outcome.
+type Verdict string
+
+// The verdicts of an outcome check.
+const (
+	VerdictPaid     Verdict = "paid"     // the PSP reports the money sent
+	VerdictFailed   Verdict = "failed"   // the PSP reports it will not be paid
+	VerdictPending  Verdict = "pending"  // any other status: not final yet
+	VerdictNoAnswer Verdict = "noanswer" // a fault: nothing learned
+)
+
+// OutcomeAction is what follows a recorded outcome check.
+type OutcomeAction string
+
+// The answers of RecordOutcome.
+const (
+	OutcomeDone   OutcomeAction = "done"   // paid or failed (Step.State)
+	OutcomeAgain  OutcomeAction = "again"  // enqueue outcome check Seq; Polls checks so far
+	OutcomeReview OutcomeAction = "review" // window over: needs_review
+	OutcomeStale  OutcomeAction = "stale"  // another check (Seq) is current: ensure it
+	OutcomeSkip   OutcomeAction = "skip"   // the payout does not await an outcome (State)
+)
+
+// OutcomeStep is RecordOutcome's decision.
+type OutcomeStep struct {
+	Action OutcomeAction
+	State  State
+	Seq    int
+	Polls  int
+}
+
+// RecordOutcome records outcome check oseq of a created payout that awaits
+// its outcome: the verdict, the PSP's status word and, for a failure, its
+// reason. Past the payout's outcome window (Redis time) without a final
+// status, the payout needs review.
+func (l *Ledger) RecordOutcome(ctx context.Context, batch, ext string, oseq int, v Verdict, pspStatus, reason string) (OutcomeStep, error) {
+	res, err := l.transition(ctx, recordOutcomeScript,
+		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, oseq, string(v), pspStatus, reason).StringSlice()
+	if err != nil {
+		return OutcomeStep{}, fmt.Errorf("ledger: record outcome of %s: %w", ext, err)
+	}
+	step := OutcomeStep{Action: OutcomeAction(res[0])}
+	switch step.Action {
+	case "missing":
+		return OutcomeStep{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	case OutcomeDone:
+		step.State = State(res[1])
+	case OutcomeReview:
+		step.State = NeedsReview
+	case OutcomeAgain:
+		step.Seq, _ = strconv.Atoi(res[1])
+		step.Polls, _ = strconv.Atoi(res[2])
+	case OutcomeStale:
+		step.Seq, _ = strconv.Atoi(res[1])
+	case OutcomeSkip:
+		step.State = State(res[1])
 	}
 	return step, nil
 }

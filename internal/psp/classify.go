@@ -60,6 +60,11 @@ type withdrawalBody struct {
 	Status     flexString `json:"status"`
 	ExternalID flexString `json:"externalId"`
 	OrderID    flexString `json:"pspDepositOrderID"`
+	// Not in the reference: where a PSP explains a failure. Read when
+	// present, for the result file; never decisive.
+	StatusReason  flexString `json:"statusReason"`
+	FailureReason flexString `json:"failureReason"`
+	Reason        flexString `json:"reason"`
 }
 
 // depositBody is the 200 body of a deposit create.
@@ -184,7 +189,14 @@ func classifyOK(op Operation, res Result, body []byte) (Result, *depositBody) {
 			return res, nil
 		}
 		res.Outcome = Created
-		res.Order = Order{OrderID: id, ExternalID: ext, Amount: amount, Status: finish(string(b.Status))}
+		reason := b.StatusReason
+		if reason == "" {
+			reason = b.FailureReason
+		}
+		if reason == "" {
+			reason = b.Reason
+		}
+		res.Order = Order{OrderID: id, ExternalID: ext, Amount: amount, Status: finish(string(b.Status)), Reason: finish(string(reason))}
 		return res, nil
 	case OpDepositCreate:
 		var b depositBody

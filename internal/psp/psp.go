@@ -107,6 +107,9 @@ type Order struct {
 	ExternalID string
 	Amount     string
 	Status     string
+	// Reason is why an order failed, when the answer says (statusReason,
+	// failureReason or reason: the reference shows no such field).
+	Reason string
 }
 
 // Result is the classified answer to one PSP call.

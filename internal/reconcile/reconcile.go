@@ -9,6 +9,7 @@
 //	checking    -> the current status check
 //	submitting  -> moved to checking (the create may have been sent), then
 //	               its status check: never a create
+//	created     -> (awaiting its outcome) the current outcome check
 //
 // A payout whose last transition is younger than the grace period is left
 // to the handler that is acting on it. Every repair is a compare-and-set in
@@ -159,6 +160,8 @@ func due(p ledger.OpenPayout) string {
 		return jobs.CreateTaskID(p.ExternalID, p.Creates+1)
 	case ledger.Submitting:
 		return jobs.CreateTaskID(p.ExternalID, p.Creates)
+	case ledger.Created:
+		return jobs.OutcomeTaskID(p.ExternalID, p.OutcomeSeq)
 	}
 	return jobs.StatusTaskID(p.ExternalID, p.Seq)
 }
@@ -215,6 +218,9 @@ func (s *Sweeper) repair(ctx context.Context, p ledger.OpenPayout, r *Repair) (b
 		}
 		r.Task = jobs.StatusTaskID(p.ExternalID, seq)
 		t, err = jobs.NewStatusTask(jobs.StatusPayload{Batch: p.Batch, ExternalID: p.ExternalID, Seq: seq,
+			Amount: p.Amount, Destination: p.Destination}, 0)
+	case ledger.Created: // awaiting its outcome
+		t, err = jobs.NewOutcomeTask(jobs.OutcomePayload{Batch: p.Batch, ExternalID: p.ExternalID, Seq: p.OutcomeSeq,
 			Amount: p.Amount, Destination: p.Destination}, 0)
 	default:
 		t, err = jobs.NewStatusTask(jobs.StatusPayload{Batch: p.Batch, ExternalID: p.ExternalID, Seq: p.Seq,

@@ -84,7 +84,7 @@ func (f *fixture) state(ext string) ledger.Payout {
 // reconciler, every one of these payouts stayed open forever.
 func TestSweepRestoresLostReminders(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, 7)
+	f := newFixture(t, 8)
 	// E1 queued, its create task deleted in the UI (never enqueued here).
 	// E2 queued with a live create task.
 	f.enqueueCreate("E2", 1)
@@ -103,6 +103,9 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	// E5 created: final, nothing to do.
 	f.ledger.BeginCreate(ctx, "b", "E5", 1)
 	f.ledger.FinishCreate(ctx, "b", "E5", 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-5"})
+	// E8 created, awaiting its outcome: its outcome check was deleted.
+	f.ledger.BeginCreate(ctx, "b", "E8", 1)
+	f.ledger.FinishCreate(ctx, "b", "E8", 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-8", OutcomeWindow: time.Hour})
 	f.advance(2 * time.Minute)
 	// E6 submitting only just now: within the grace period, its handler acts.
 	f.ledger.BeginCreate(ctx, "b", "E6", 1)
@@ -117,7 +120,7 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := found(dry); got != "E1:queued:create:E1:1 E3:checking:status:E3:1 E4:submitting:create:E4:1 E7:queued:create:E7:1" {
+	if got := found(dry); got != "E1:queued:create:E1:1 E3:checking:status:E3:1 E4:submitting:create:E4:1 E7:queued:create:E7:1 E8:created:outcome:E8:1" {
 		t.Fatalf("dry run found %s", got)
 	}
 	if p := f.state("E4"); p.State != ledger.Submitting {
@@ -128,12 +131,12 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := found(rep); got != "E1:queued:create:E1:1 E3:checking:status:E3:1 E4:submitting:status:E4:1 E7:queued:create:E7:1" {
+	if got := found(rep); got != "E1:queued:create:E1:1 E3:checking:status:E3:1 E4:submitting:status:E4:1 E7:queued:create:E7:1 E8:created:outcome:E8:1" {
 		t.Fatalf("sweep repaired %s", got)
 	}
 	for id, want := range map[string]string{
 		"create:E1:1": "live", "create:E2:1": "live", "status:E3:1": "live",
-		"status:E4:1": "live", "create:E4:1": "none", "create:E7:1": "live", "create:E6:1": "none",
+		"status:E4:1": "live", "create:E4:1": "none", "create:E7:1": "live", "create:E6:1": "none", "outcome:E8:1": "live",
 	} {
 		got := f.taskState(id)
 		if got == "pending" || got == "scheduled" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
@@ -152,12 +153,13 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 	}
 	switch res.Outcome {
 	case psp.Created:
-		if _, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status}); err != nil {
+		if _, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
+			OutcomeWindow: w.cfg.Outcome.window()}); err != nil {
 			return settled(err)
 		}
 		log.Info().Str("order", res.Order.OrderID).Msg("payout created")
 		w.lookup.sample(ctx, p.ExternalID)
-		return nil
+		return w.followOutcome(ctx, p.Batch, p.ExternalID)
 	case psp.Rejected:
 		_, err := finish(ledger.CreateResult{To: ledger.Rejected, Error: res.Message})
 		log.Info().Str("reason", res.Message).Msg("payout rejected by the PSP")
@@ -234,6 +236,14 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	case pay.Seq != p.Seq:
 		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
 	}
+	if wait, err := w.notDue(ctx, pay.CheckDue); err != nil || wait > 0 {
+		// Scheduled early by a worker whose clock is behind: the ledger's
+		// due time is on Redis's clock. Nothing is asked, nothing counted.
+		if err != nil {
+			return err
+		}
+		return &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", p.Seq, wait), after: wait}
+	}
 	if err := w.gate.hold(ctx); err != nil {
 		return err
 	}
@@ -292,14 +302,17 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	case ledger.CheckDone:
 		w.metrics.outcomes.WithLabelValues(string(ledger.Created)).Inc()
 		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
+		return w.followOutcome(ctx, p.Batch, p.ExternalID)
 	case ledger.CheckAgain:
-		delay := step.Wait
-		if answer.Outcome == ledger.NoAnswer {
-			delay = backoff(w.cfg.StatusDelay, step.Faults-1, 5*time.Minute)
-		}
+		// Due after Wait on Redis's clock; a little jitter on top spreads
+		// the checks of payouts that failed together.
+		delay := step.Wait + jitterUpTo(step.Wait/5)
 		log.Debug().Str("answer", string(answer.Outcome)).Dur("next", delay).Msg("status still unknown")
 		pay.Seq = step.Seq
 		return w.enqueueStatus(ctx, pay, step.Seq, delay)
+	case ledger.CheckEarly:
+		w.metrics.deferred.WithLabelValues("status_not_due").Inc()
+		return &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", p.Seq, step.Wait), after: step.Wait}
 	case ledger.CheckRecreate:
 		log.Warn().Int("attempt", step.Attempt).Msg("PSP confirmed the order is absent; creating again")
 		return w.enqueueCreate(ctx, pay, step.Attempt)
@@ -378,11 +391,38 @@ func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
 		return w.enqueueCreate(ctx, pay, pay.Creates+1)
 	case ledger.Checking:
 		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
+	case ledger.Created:
+		if pay.Awaiting {
+			return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
+		}
 	case ledger.NeedsReview:
 		w.log.Warn().Str("batch", batch).Str("externalId", ext).
 			Msg("payout needs review; a task does not change that: use `payout resolve`")
 	}
 	return nil
+}
+
+// notDue returns how long until due on Redis's clock (0: due now).
+func (w *Worker) notDue(ctx context.Context, due time.Time) (time.Duration, error) {
+	if due.IsZero() {
+		return 0, nil
+	}
+	now, err := w.ledger.Time(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if d := due.Sub(now); d > 0 {
+		return d, nil
+	}
+	return 0, nil
+}
+
+// jitterUpTo returns a random duration in [0, d].
+func jitterUpTo(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
 // expect is what a status answer must show to be about pay.

@@ -65,6 +65,45 @@ type Config struct {
 	// when the Redis master has replicas (the CLI does so by itself).
 	WaitReplicas int
 	WaitTimeout  time.Duration
+	// Outcome follows created orders to paid or failed.
+	Outcome OutcomePolicy
+}
+
+// OutcomePolicy says whether and how a created order is followed to its
+// outcome. The zero value (Track false) keeps created final.
+type OutcomePolicy struct {
+	Track bool
+	// Window: a created payout without a final status after this long
+	// needs review. Default 72h.
+	Window time.Duration
+	// Intervals between outcome checks: the n-th check waits Intervals[n-1],
+	// the last one repeating. Default 30s, 1m, 2m, 5m, 15m.
+	Intervals []time.Duration
+	// Words classifies the PSP's status words (psp.NewStatusWords); the
+	// zero value counts nothing as final.
+	Words psp.StatusWords
+}
+
+// DefaultOutcomeIntervals are the waits between outcome checks.
+var DefaultOutcomeIntervals = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute}
+
+// interval is the wait before outcome check number polls+1.
+func (o OutcomePolicy) interval(polls int) time.Duration {
+	if polls < 1 {
+		polls = 1
+	}
+	if polls > len(o.Intervals) {
+		polls = len(o.Intervals)
+	}
+	return o.Intervals[polls-1]
+}
+
+// window is the outcome window a created payout gets (0: not tracked).
+func (o OutcomePolicy) window() time.Duration {
+	if !o.Track {
+		return 0
+	}
+	return o.Window
 }
 
 // DefaultConfig returns the documented defaults.
@@ -79,6 +118,7 @@ func DefaultConfig() Config {
 		PauseRetry:       10 * time.Second,
 		PollInterval:     time.Second,
 		WaitTimeout:      time.Second,
+		Outcome:          OutcomePolicy{Window: 72 * time.Hour, Intervals: DefaultOutcomeIntervals},
 	}
 }
 
@@ -120,6 +160,14 @@ func (c Config) withDefaults() Config {
 	if c.WaitTimeout <= 0 {
 		c.WaitTimeout = d.WaitTimeout
 	}
+	if c.Outcome.Window <= 0 {
+		c.Outcome.Window = d.Outcome.Window
+	}
+	if len(c.Outcome.Intervals) == 0 {
+		c.Outcome.Intervals = d.Outcome.Intervals
+	}
+	c.Policy.OutcomeWindow = c.Outcome.window()
+	c.Policy.FaultDelay, c.Policy.FaultDelayMax = c.StatusDelay, 5*time.Minute
 	return c
 }
 
@@ -192,6 +240,7 @@ func (w *Worker) Mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeWithdrawalCreate, w.HandleCreate)
 	mux.HandleFunc(jobs.TypeWithdrawalStatus, w.HandleStatus)
+	mux.HandleFunc(jobs.TypeWithdrawalOutcome, w.HandleOutcome)
 	return mux
 }
 

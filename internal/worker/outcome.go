@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/acme/payout/internal/callback"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+)
+
+// followOutcome queues the first outcome check of a payout just created,
+// when the worker follows orders to their outcome.
+func (w *Worker) followOutcome(ctx context.Context, batch, ext string) error {
+	if !w.cfg.Outcome.Track {
+		return nil
+	}
+	pay, err := w.ledger.Get(ctx, batch, ext)
+	if err != nil {
+		return err
+	}
+	if !pay.Awaiting {
+		return nil // another delivery moved it on
+	}
+	return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
+}
+
+// HandleOutcome processes a withdrawal:outcome task: it asks the PSP for
+// the status of a created order and records paid, failed or (still
+// pending) the next check. A callback only moves such a check to now; the
+// status answer is the proof.
+func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
+	p, err := jobs.DecodeOutcome(t.Payload())
+	if err != nil {
+		w.log.Error().Err(err).Msg("malformed outcome task archived")
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("oseq", p.Seq).Logger()
+	pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		log.Error().Msg("outcome task for a payout the ledger does not know; archived")
+		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case pay.State == ledger.NeedsReview:
+		log.Warn().Msg("outcome task of a payout that needs review does nothing: use `payout resolve`")
+		return nil
+	case !pay.Awaiting:
+		return nil
+	case pay.OutcomeSeq != p.Seq:
+		return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
+	}
+	if err := w.gate.hold(ctx); err != nil {
+		return err
+	}
+	id := pay.OrderID
+	if w.cfg.StatusByExternal || id == "" {
+		id = pay.ExternalID
+	}
+	done, err := w.gate.allow()
+	if err != nil {
+		return err
+	}
+	res := w.psp.WithdrawalStatus(ctx, id)
+	done(res)
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	res = w.expect(pay).Check(res)
+
+	verdict, reason := ledger.VerdictNoAnswer, ""
+	switch res.Outcome {
+	case psp.Created:
+		switch w.cfg.Outcome.Words.Outcome(res.Order.Status) {
+		case psp.OrderPaid:
+			verdict = ledger.VerdictPaid
+		case psp.OrderFailed:
+			verdict, reason = ledger.VerdictFailed, "PSP status "+res.Order.Status
+			if res.Order.Reason != "" {
+				reason += ": " + res.Order.Reason
+			}
+		default:
+			verdict = ledger.VerdictPending
+		}
+	case psp.AuthFault:
+		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+	case psp.RetryLater:
+		w.metrics.deferred.WithLabelValues("status_not_processed").Inc()
+		return &deferral{reason: "outcome query not processed: " + res.Message, after: w.cfg.Outcome.interval(1)}
+	case psp.NotFound:
+		log.Error().Str("alert", "psp_order_vanished").Str("order", pay.OrderID).
+			Msg("PSP no longer finds an order it created; still waiting for its outcome")
+	}
+	if res.Mismatch != nil {
+		w.metrics.mismatch.WithLabelValues(string(res.Mismatch.Reasons[0])).Inc()
+		log.Error().Str("alert", "psp_status_mismatch").Str("reason", res.Message).
+			Msg("PSP status answer does not match our payout; not taken as proof")
+	}
+	w.metrics.checks.WithLabelValues("outcome_" + string(verdict)).Inc()
+	step, err := w.ledger.RecordOutcome(ctx, p.Batch, p.ExternalID, p.Seq, verdict, res.Order.Status, reason)
+	if err != nil {
+		return err
+	}
+	switch step.Action {
+	case ledger.OutcomeDone:
+		w.metrics.outcomes.WithLabelValues(string(step.State)).Inc()
+		ev := log.Info()
+		if step.State == ledger.Failed {
+			ev = log.Warn().Str("reason", reason)
+		}
+		ev.Str("order", pay.OrderID).Str("psp_status", res.Order.Status).Msg("payout " + string(step.State))
+	case ledger.OutcomeAgain:
+		pay.OutcomeSeq = step.Seq
+		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(step.Polls+1))
+	case ledger.OutcomeReview:
+		w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
+		after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+		log.Error().Str("reason", after.Error).Msg("payout needs review")
+		return needsReview(p.ExternalID, after.Error)
+	case ledger.OutcomeStale:
+		pay.OutcomeSeq = step.Seq
+		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(1))
+	}
+	return nil
+}
+
+// enqueueOutcome makes sure outcome check seq of pay is a live task, as
+// enqueueStatus does for status checks.
+func (w *Worker) enqueueOutcome(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
+	id := jobs.OutcomeTaskID(pay.ExternalID, seq)
+	if running(ctx, id) {
+		return &deferral{reason: "outcome check " + id + " is due again", after: delay}
+	}
+	t, err := jobs.NewOutcomeTask(jobs.OutcomePayload{
+		Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
+	}, delay)
+	if err != nil {
+		return err
+	}
+	return w.ensure(ctx, t, id)
+}
+
+// Hint moves the next status query of the payout a PSP callback names to
+// now: the outcome check of a created payout awaiting its outcome, or the
+// status check of one whose create answer was unknown. Nothing else
+// changes; the query's answer decides (package callback). It reports
+// whether such a query was waiting.
+func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
+	if h.ExternalID == "" {
+		return false, nil // the order id alone leads to no payout here
+	}
+	owners, err := w.ledger.Owners(ctx, "", []string{h.ExternalID})
+	if err != nil {
+		return false, err
+	}
+	batch, ok := owners[h.ExternalID]
+	if !ok {
+		return false, nil
+	}
+	pay, err := w.ledger.Get(ctx, batch, h.ExternalID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	var id string
+	switch {
+	case pay.Awaiting:
+		id = jobs.OutcomeTaskID(pay.ExternalID, pay.OutcomeSeq)
+	case pay.State == ledger.Checking:
+		id = jobs.StatusTaskID(pay.ExternalID, pay.Seq)
+	default:
+		return false, nil
+	}
+	info, err := w.insp.GetTaskInfo(jobs.Queue, id)
+	if errors.Is(err, asynq.ErrTaskNotFound) {
+		return false, nil // the reconciler restores a missing one
+	}
+	if err != nil {
+		return false, err
+	}
+	if info.State != asynq.TaskStateScheduled && info.State != asynq.TaskStateRetry {
+		return false, nil // already due or running
+	}
+	if err := w.insp.RunTask(jobs.Queue, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
+		return false, err
+	}
+	return true, nil
+}
