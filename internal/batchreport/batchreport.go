@@ -39,6 +39,7 @@ func Row(p ledger.Payout) (report.Row, error) {
 		Line: p.Line, ExternalID: p.ExternalID, Amount: amount, Destination: p.Destination,
 		State: string(p.State), PSPOrderID: p.OrderID, PSPStatus: p.PSPStatus, Attempts: p.Creates,
 		Error: p.Error, UpdatedAt: p.UpdatedAt, ResolvedBy: p.ResolvedBy, ResolutionNote: p.ResolutionNote,
+		Awaiting: p.Awaiting,
 	}, nil
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Header is the first line of a result CSV.
-var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt", "resolvedBy", "resolutionNote"}
+var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt", "resolvedBy", "resolutionNote", "outcome"}
 
 // ErrorsHeader is the first line of an error listing.
 var ErrorsHeader = []string{"file", "line", "column", "message"}
@@ -102,6 +102,7 @@ func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error)
 			formatTime(r.UpdatedAt),
 			scrub(r.ResolvedBy),
 			scrub(r.ResolutionNote),
+			GroupOf(r),
 		)
 		if err != nil {
 			return Summary{}, err
@@ -133,6 +134,14 @@ func writeTrailer(out *csvOut, b Batch, s Summary) error {
 	}
 	lines = append(lines,
 		[]string{"# summary", "total", strconv.Itoa(s.Rows), formatAmount(s.Total, s.Scale)},
+		[]string{"# summary", "created awaiting outcome", strconv.Itoa(s.Awaiting.Rows), formatAmount(s.Awaiting.Amount, s.Scale)},
+		[]string{"# outcome", "group", "rows", "amount", "meaning"},
+	)
+	for _, g := range s.ByGroup {
+		lines = append(lines, []string{"# outcome", g.Group, strconv.Itoa(g.Rows), formatAmount(g.Amount, s.Scale), GroupMeaning[g.Group]})
+	}
+	lines = append(lines,
+		[]string{"# outcome", "total", strconv.Itoa(s.Rows), formatAmount(s.GroupsTotal, s.Scale)},
 		[]string{"# reconciliation",
 			"total of states", formatAmount(s.Total, s.Scale),
 			"file total", formatAmount(s.FileTotal, s.Scale),

@@ -14,23 +14,49 @@
 // # States and summary
 //
 // Every row is in one of the ledger states. [Summarize] (and every writer)
-// totals rows and amounts per state, always listing the six known states in
-// the fixed order [States] (created, rejected, needs_review, checking,
-// submitting, queued), with zero rows when none is in a state, followed by
-// any unknown state found (sorted by name), so that a reader sees the full
-// picture. Amounts are summed exactly ([money.Amount], never float64).
-// A summary is reconciled when both the sum of the rows equals the file's
-// total as loaded and the number of rows equals the file's row count. It is
-// final when every row is in a final state (created, rejected,
-// needs_review).
+// totals rows and amounts per state, always listing the known states in
+// the fixed order [States] (paid, failed, created, rejected, needs_review,
+// cancelled, checking, submitting, queued), with zero rows when none is in
+// a state, followed by any unknown state found (sorted by name), so that a
+// reader sees the full picture, and the created rows still awaiting their
+// outcome ([Row.Awaiting]). Amounts are summed exactly ([money.Amount],
+// never float64). A summary is final when every row is in a final state
+// (paid, failed, created, rejected, needs_review, cancelled) and no created
+// row awaits its outcome.
+//
+// # Outcome groups
+//
+// Every row is also in exactly one outcome group ([GroupOf]), what finance
+// reads:
+//
+//   - paid: the PSP reported the money sent (state paid).
+//   - failed: the PSP failed the order; it will not be paid (state failed;
+//     pspStatus holds the PSP's word, error the reason).
+//   - pending: the workers are still on it: queued, submitting, checking,
+//     and created rows awaiting their outcome.
+//   - not_sent: no money left and none will without a new file: rejected,
+//     cancelled, and needs_review rows without a PSP order whose error
+//     proves nothing reached the PSP (create retries used up, absence
+//     confirmed after the last create, request never built).
+//   - unknown: the money may have left; ask the PSP: needs_review rows with
+//     a PSP order id (the outcome window ended) or whose status checks never
+//     got an answer, created rows whose outcome is not followed
+//     (--track-outcome=false), and rows in an unknown state.
+//
+// A summary is reconciled when the number of rows equals the file's row
+// count and both the sum of the states and the sum of the five groups
+// equal the file's total as loaded, exactly.
 //
 // # Result CSV layout
 //
 // The first line is the header
 //
-//	line,externalId,amount,destination,state,pspOrderId,pspStatus,attempts,error,updatedAt,resolvedBy,resolutionNote
+//	line,externalId,amount,destination,state,pspOrderId,pspStatus,attempts,error,updatedAt,resolvedBy,resolutionNote,outcome
 //
-// then one line per row, in line order. Amounts are written exactly with the
+// then one line per row, in line order. state is the ledger state, pspStatus
+// the PSP's last status word, error the failure or review reason, and
+// outcome the row's outcome group (a created row is pending while it awaits
+// its outcome, unknown when its outcome is not followed). Amounts are written exactly with the
 // batch's Scale decimal places ("10.50"); an amount with more decimals than
 // Scale is written with all its decimals, never rounded. updatedAt is RFC 3339
 // in UTC to the second ("2026-01-02T03:04:05Z"), empty when unknown.
@@ -43,17 +69,22 @@
 // with a cell "# name" (a program that wants only the rows stops at the blank
 // line or drops records whose first cell starts with '#'; a data line's
 // first cell is always a number), and every trailer line is padded with
-// empty cells to the header's 12 columns, so the whole file is one
+// empty cells to the header's 13 columns, so the whole file is one
 // rectangular table that encoding/csv's default Reader and any spreadsheet
 // read without options:
 //
-//	# batch,id,file,loadedAt,final,,,,,,,
-//	# batch,<batch id>,<file>,<loadedAt>,yes|no,,,,,,,
-//	# summary,state,rows,amount,,,,,,,,
-//	# summary,created,<rows>,<amount>,,,,,,,,
+//	# batch,id,file,loadedAt,final,,,,,,,,
+//	# batch,<batch id>,<file>,<loadedAt>,yes|no,,,,,,,,
+//	# summary,state,rows,amount,,,,,,,,,
+//	# summary,paid,<rows>,<amount>,,,,,,,,,
 //	... one line per state, in the order above ...
-//	# summary,total,<rows>,<amount>,,,,,,,,
-//	# reconciliation,total of states,<amount>,file total,<amount>,rows,<n>,file rows,<n>,OK|MISMATCH,,
+//	# summary,total,<rows>,<amount>,,,,,,,,,
+//	# summary,created awaiting outcome,<rows>,<amount>,,,,,,,,,
+//	# outcome,group,rows,amount,meaning,,,,,,,,
+//	# outcome,paid,<rows>,<amount>,<meaning>,,,,,,,,
+//	... one line per group: paid, failed, pending, not_sent, unknown ...
+//	# outcome,total,<rows>,<amount>,,,,,,,,,
+//	# reconciliation,total of states,<amount>,file total,<amount>,rows,<n>,file rows,<n>,OK|MISMATCH,,,
 //
 // # CSV injection
 //

@@ -144,3 +144,41 @@ func errorRows() []ErrorRow {
 		{File: "-payouts.csv", Line: 11, Column: "amount", Message: "@SUM(A1:A9) is not a plain decimal number"},
 	}
 }
+
+// outcomeRows has a row in every state and every outcome group, with the
+// PSP's status words and failure reasons, and amounts whose float64 sum is
+// inexact.
+func outcomeRows() []Row {
+	return []Row{
+		{Line: 2, ExternalID: "OUT-1", Amount: amt("100.10"), Destination: "411111******1111", State: StatePaid,
+			PSPOrderID: "ord-1", PSPStatus: "Paid", Attempts: 1, UpdatedAt: updatedAt},
+		{Line: 3, ExternalID: "OUT-2", Amount: amt("0.20"), Destination: "555555******4444", State: StatePaid,
+			PSPOrderID: "ord-2", PSPStatus: "Completed", Attempts: 2, UpdatedAt: updatedAt},
+		{Line: 4, ExternalID: "OUT-3", Amount: amt("250.50"), Destination: "411111******1111", State: StateFailed,
+			PSPOrderID: "ord-3", PSPStatus: "Declined", Attempts: 1, Error: "card 4111111111111111 is closed by the issuer", UpdatedAt: updatedAt},
+		{Line: 5, ExternalID: "OUT-4", Amount: amt("75"), Destination: "telecom MTS", State: StateFailed,
+			PSPOrderID: "ord-4", PSPStatus: "-Error", Attempts: 1, Error: "=subscriber unknown", UpdatedAt: updatedAt},
+		{Line: 6, ExternalID: "OUT-5", Amount: amt("12.34"), Destination: "411111******1111", State: StateCreated,
+			PSPOrderID: "ord-5", PSPStatus: "Processing", Attempts: 1, UpdatedAt: updatedAt, Awaiting: true},
+		{Line: 7, ExternalID: "OUT-6", Amount: amt("9.99"), Destination: "411111******1111", State: StateCreated,
+			PSPOrderID: "ord-6", PSPStatus: "Created", Attempts: 1, UpdatedAt: updatedAt},
+		{Line: 8, ExternalID: "OUT-7", Amount: amt("33.33"), Destination: "411111******1111", State: StateRejected,
+			Attempts: 1, Error: "amount exceeds daily limit", UpdatedAt: updatedAt},
+		{Line: 9, ExternalID: "OUT-8", Amount: amt("44.44"), Destination: "411111******1111", State: StateNeedsReview,
+			PSPOrderID: "ord-8", PSPStatus: "Processing", Attempts: 1, UpdatedAt: updatedAt,
+			Error: "no final status from the PSP within the outcome window; last status Processing; ask the PSP whether the money was sent"},
+		{Line: 10, ExternalID: "OUT-9", Amount: amt("55.55"), Destination: "411111******1111", State: StateNeedsReview,
+			Attempts: 3, Error: "PSP has no order after 3 creates; a person must decide", UpdatedAt: updatedAt},
+		{Line: 11, ExternalID: "OUT-10", Amount: amt("66.66"), Destination: "411111******1111", State: StateNeedsReview,
+			Attempts: 1, Error: "PSP did not take the request after 6 tries (nothing was sent): HTTP 429", UpdatedAt: updatedAt},
+		{Line: 12, ExternalID: "OUT-11", Amount: amt("77.77"), Destination: "411111******1111", State: StateNeedsReview,
+			Attempts: 1, Error: "status unknown after 10 status checks without an answer: nothing was sent? HTTP 502", UpdatedAt: updatedAt},
+		{Line: 13, ExternalID: "OUT-12", Amount: amt("8.88"), Destination: "411111******1111", State: StateCancelled,
+			Error: "stopped by finance", UpdatedAt: updatedAt},
+		{Line: 14, ExternalID: "OUT-13", Amount: amt("0.30"), Destination: "411111******1111", State: StateChecking,
+			Attempts: 1, Error: "create answer unknown: timeout", UpdatedAt: updatedAt},
+		{Line: 15, ExternalID: "OUT-14", Amount: amt("1.01"), Destination: "411111******1111", State: StateSubmitting,
+			Attempts: 1, UpdatedAt: updatedAt},
+		{Line: 16, ExternalID: "OUT-15", Amount: amt("2.02"), Destination: "411111******1111", State: StateQueued},
+	}
+}

@@ -30,6 +30,7 @@ type jsonRow struct {
 	UpdatedAt   *string `json:"updatedAt"`
 	ResolvedBy  string  `json:"resolvedBy"`
 	Resolution  string  `json:"resolutionNote"`
+	Outcome     string  `json:"outcome"`
 }
 
 type jsonStateTotal struct {
@@ -38,14 +39,29 @@ type jsonStateTotal struct {
 	Amount string `json:"amount"`
 }
 
+type jsonGroupTotal struct {
+	Group   string `json:"group"`
+	Rows    int    `json:"rows"`
+	Amount  string `json:"amount"`
+	Meaning string `json:"meaning"`
+}
+
+type jsonRowsAmount struct {
+	Rows   int    `json:"rows"`
+	Amount string `json:"amount"`
+}
+
 type jsonSummary struct {
-	ByState    []jsonStateTotal `json:"byState"`
-	Rows       int              `json:"rows"`
-	Total      string           `json:"total"`
-	FileRows   int              `json:"fileRows"`
-	FileTotal  string           `json:"fileTotal"`
-	Reconciled bool             `json:"reconciled"`
-	Final      bool             `json:"final"`
+	ByState     []jsonStateTotal `json:"byState"`
+	Awaiting    jsonRowsAmount   `json:"awaitingOutcome"`
+	ByGroup     []jsonGroupTotal `json:"byOutcome"`
+	GroupsTotal string           `json:"outcomesTotal"`
+	Rows        int              `json:"rows"`
+	Total       string           `json:"total"`
+	FileRows    int              `json:"fileRows"`
+	FileTotal   string           `json:"fileTotal"`
+	Reconciled  bool             `json:"reconciled"`
+	Final       bool             `json:"final"`
 }
 
 // jsonTime is formatTime, with null for the zero time.
@@ -71,16 +87,22 @@ func (b Batch) MarshalJSON() ([]byte, error) {
 // amounts are JSON strings, exact.
 func (s Summary) MarshalJSON() ([]byte, error) {
 	js := jsonSummary{
-		ByState:    make([]jsonStateTotal, len(s.ByState)),
-		Rows:       s.Rows,
-		Total:      formatAmount(s.Total, s.Scale),
-		FileRows:   s.FileRows,
-		FileTotal:  formatAmount(s.FileTotal, s.Scale),
-		Reconciled: s.Reconciled,
-		Final:      s.Final,
+		ByState:     make([]jsonStateTotal, len(s.ByState)),
+		Awaiting:    jsonRowsAmount{Rows: s.Awaiting.Rows, Amount: formatAmount(s.Awaiting.Amount, s.Scale)},
+		ByGroup:     make([]jsonGroupTotal, len(s.ByGroup)),
+		GroupsTotal: formatAmount(s.GroupsTotal, s.Scale),
+		Rows:        s.Rows,
+		Total:       formatAmount(s.Total, s.Scale),
+		FileRows:    s.FileRows,
+		FileTotal:   formatAmount(s.FileTotal, s.Scale),
+		Reconciled:  s.Reconciled,
+		Final:       s.Final,
 	}
 	for i, st := range s.ByState {
 		js.ByState[i] = jsonStateTotal{State: st.State, Rows: st.Rows, Amount: formatAmount(st.Amount, s.Scale)}
+	}
+	for i, g := range s.ByGroup {
+		js.ByGroup[i] = jsonGroupTotal{Group: g.Group, Rows: g.Rows, Amount: formatAmount(g.Amount, s.Scale), Meaning: GroupMeaning[g.Group]}
 	}
 	return marshal(js)
 }
@@ -181,6 +203,7 @@ func WriteJSON(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error
 			UpdatedAt:   jsonTime(formatTime(r.UpdatedAt)),
 			ResolvedBy:  scrub(r.ResolvedBy),
 			Resolution:  scrub(r.ResolutionNote),
+			Outcome:     GroupOf(r),
 		})
 		if err != nil {
 			return Summary{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/card"
@@ -20,16 +21,92 @@ const (
 	StateCreated     = "created"
 	StateRejected    = "rejected"
 	StateNeedsReview = "needs_review"
+	// StatePaid and StateFailed are the outcomes the PSP reported for a
+	// created order that the workers followed (--track-outcome).
+	StatePaid   = "paid"
+	StateFailed = "failed"
+	// StateCancelled: an operator stopped the payout before it was sent.
+	StateCancelled = "cancelled"
 )
 
 // States lists the known states in the order summaries show them: final
 // states first, then the ones still in progress.
-var States = []string{StateCreated, StateRejected, StateNeedsReview, StateChecking, StateSubmitting, StateQueued}
+var States = []string{StatePaid, StateFailed, StateCreated, StateRejected, StateNeedsReview, StateCancelled,
+	StateChecking, StateSubmitting, StateQueued}
 
 // IsFinal reports whether a payout in this state needs no more automatic
-// processing.
+// processing of its create. A created payout awaiting its outcome
+// (Row.Awaiting) is in a final state but not done: see Summary.Final.
 func IsFinal(state string) bool {
-	return state == StateCreated || state == StateRejected || state == StateNeedsReview
+	switch state {
+	case StatePaid, StateFailed, StateCreated, StateRejected, StateNeedsReview, StateCancelled:
+		return true
+	}
+	return false
+}
+
+// The outcome groups finance reads (package documentation, "Outcome
+// groups"): every row is in exactly one, so that their amounts add up to
+// the file's total.
+const (
+	GroupPaid    = "paid"     // the PSP reported the money sent
+	GroupFailed  = "failed"   // the PSP failed the order: will not be paid
+	GroupPending = "pending"  // in flight, or created and awaiting its outcome
+	GroupNotSent = "not_sent" // never became an order: rejected, cancelled, or provably never sent
+	GroupUnknown = "unknown"  // may have been sent, the outcome is not known: ask the PSP
+)
+
+// Groups lists the outcome groups in the order summaries show them.
+var Groups = []string{GroupPaid, GroupFailed, GroupPending, GroupNotSent, GroupUnknown}
+
+// GroupMeaning says in a few words what each group means to finance.
+var GroupMeaning = map[string]string{
+	GroupPaid:    "money sent",
+	GroupFailed:  "will not be paid: the PSP failed the order",
+	GroupPending: "in progress or awaiting the PSP's outcome",
+	GroupNotSent: "never sent: rejected, cancelled or no order at the PSP",
+	GroupUnknown: "may have been sent: ask the PSP",
+}
+
+// notSentReasons start the error of a payout the workers moved to
+// needs_review after proving that no order exists at the PSP (the create
+// never reached it, or the PSP confirmed the absence after every create).
+// A needs_review payout with any other error, or with a PSP order id, may
+// have been paid and is in GroupUnknown.
+var notSentReasons = []string{
+	"PSP did not take the request after ",             // retries exhausted; nothing was sent
+	"PSP has no order after ",                         // absence confirmed after the last create
+	"cannot build the PSP request (nothing was sent)", // request never built
+}
+
+// GroupOf returns the outcome group of a row.
+func GroupOf(r Row) string {
+	switch r.State {
+	case StatePaid:
+		return GroupPaid
+	case StateFailed:
+		return GroupFailed
+	case StateQueued, StateSubmitting, StateChecking:
+		return GroupPending
+	case StateCreated:
+		if r.Awaiting {
+			return GroupPending
+		}
+		// Accepted by the PSP, outcome not followed (--track-outcome=false).
+		return GroupUnknown
+	case StateRejected, StateCancelled:
+		return GroupNotSent
+	case StateNeedsReview:
+		if r.PSPOrderID == "" {
+			for _, p := range notSentReasons {
+				if strings.HasPrefix(r.Error, p) {
+					return GroupNotSent
+				}
+			}
+		}
+		return GroupUnknown
+	}
+	return GroupUnknown
 }
 
 // noState labels, in summaries, the rows whose state is empty.
@@ -51,6 +128,9 @@ type Row struct {
 	// payout out of needs_review, and why; empty when none did.
 	ResolvedBy     string
 	ResolutionNote string
+	// Awaiting: created, and the workers follow the order to paid or
+	// failed; the outcome is pending.
+	Awaiting bool
 }
 
 // Batch describes the payout file a batch was loaded from.
@@ -73,16 +153,31 @@ type StateTotal struct {
 	Amount money.Amount
 }
 
+// GroupTotal is the number of rows in an outcome group and the sum of their
+// amounts.
+type GroupTotal struct {
+	Group  string
+	Rows   int
+	Amount money.Amount
+}
+
 // Summary totals a batch by state and reconciles it with the file.
 type Summary struct {
-	ByState    []StateTotal // the known states in the order of States, then unknown states by name
-	Rows       int          // rows reported
-	Total      money.Amount // sum of the amounts of the rows reported
-	FileRows   int          // rows in the file as loaded (Batch.Rows)
-	FileTotal  money.Amount // total of the file as loaded (Batch.Total)
-	Reconciled bool         // Rows == FileRows and Total == FileTotal, exactly
-	Final      bool         // every row is in a final state (no queued, submitting, checking or unknown state)
-	Scale      int          // decimal places of amounts (Batch.Scale)
+	ByState []StateTotal // the known states in the order of States, then unknown states by name
+	// Awaiting are the created rows awaiting their outcome (part of the
+	// created state and of GroupPending).
+	Awaiting StateTotal
+	// ByGroup are the outcome groups in the order of Groups; GroupsTotal
+	// is the sum of their amounts.
+	ByGroup     []GroupTotal
+	GroupsTotal money.Amount
+	Rows        int          // rows reported
+	Total       money.Amount // sum of the amounts of the rows reported
+	FileRows    int          // rows in the file as loaded (Batch.Rows)
+	FileTotal   money.Amount // total of the file as loaded (Batch.Total)
+	Reconciled  bool         // Rows == FileRows and Total == GroupsTotal == FileTotal, exactly
+	Final       bool         // every row is in a final state and none awaits its outcome
+	Scale       int          // decimal places of amounts (Batch.Scale)
 }
 
 // ErrOrder is matched, via errors.Is, by every OrderError.
@@ -121,17 +216,23 @@ func FromSlice(rows []Row) iter.Seq2[Row, error] {
 // Tally accumulates a Summary one row at a time. Its memory does not grow
 // with the number of rows. The zero value is not usable; use NewTally.
 type Tally struct {
-	batch Batch
-	known []StateTotal
-	other map[string]*StateTotal
-	rows  int
+	batch    Batch
+	known    []StateTotal
+	other    map[string]*StateTotal
+	groups   []GroupTotal
+	awaiting StateTotal
+	rows     int
 }
 
 // NewTally starts an empty summary of batch b.
 func NewTally(b Batch) *Tally {
-	t := &Tally{batch: b, known: make([]StateTotal, len(States))}
+	t := &Tally{batch: b, known: make([]StateTotal, len(States)), groups: make([]GroupTotal, len(Groups)),
+		awaiting: StateTotal{State: StateCreated, Amount: money.Zero}}
 	for i, s := range States {
 		t.known[i] = StateTotal{State: s, Amount: money.Zero}
+	}
+	for i, g := range Groups {
+		t.groups[i] = GroupTotal{Group: g, Amount: money.Zero}
 	}
 	return t
 }
@@ -139,6 +240,17 @@ func NewTally(b Batch) *Tally {
 // Add counts a row.
 func (t *Tally) Add(r Row) {
 	t.rows++
+	g := GroupOf(r)
+	for i := range t.groups {
+		if t.groups[i].Group == g {
+			t.groups[i].Rows++
+			t.groups[i].Amount = t.groups[i].Amount.Add(r.Amount)
+		}
+	}
+	if r.State == StateCreated && r.Awaiting {
+		t.awaiting.Rows++
+		t.awaiting.Amount = t.awaiting.Amount.Add(r.Amount)
+	}
 	for i := range t.known {
 		if t.known[i].State == r.State {
 			t.known[i].Rows++
@@ -170,8 +282,10 @@ func (t *Tally) Summary() Summary {
 		Total:     money.Zero,
 		FileRows:  t.batch.Rows,
 		FileTotal: t.batch.Total,
-		Final:     len(t.other) == 0,
+		Final:     len(t.other) == 0 && t.awaiting.Rows == 0,
 		Scale:     t.batch.Scale,
+		Awaiting:  t.awaiting,
+		ByGroup:   slices.Clone(t.groups),
 	}
 	s.ByState = append(s.ByState, t.known...)
 	for _, st := range t.known {
@@ -196,7 +310,11 @@ func (t *Tally) Summary() Summary {
 	for _, st := range s.ByState {
 		s.Total = s.Total.Add(st.Amount)
 	}
-	s.Reconciled = s.Rows == s.FileRows && s.Total.Cmp(s.FileTotal) == 0
+	s.GroupsTotal = money.Zero
+	for _, g := range s.ByGroup {
+		s.GroupsTotal = s.GroupsTotal.Add(g.Amount)
+	}
+	s.Reconciled = s.Rows == s.FileRows && s.Total.Cmp(s.FileTotal) == 0 && s.GroupsTotal.Cmp(s.FileTotal) == 0
 	return s
 }
 

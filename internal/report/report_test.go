@@ -57,6 +57,7 @@ func TestGolden(t *testing.T) {
 		{"mixed", batchOf("b-7f3a9c", "payouts-2026-01-15.csv", mixedRows()), mixedRows()},
 		{"cents", batchOf("b-cents", "cents.csv", centsRows()), centsRows()},
 		{"mismatch", mb, mismatch},
+		{"outcomes", batchOf("b-outcomes", "payouts-2026-02-01.csv", outcomeRows()), outcomeRows()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,7 +188,7 @@ func TestExactCents(t *testing.T) {
 	if !s.Reconciled || s.Total.StringFixed(2) != want {
 		t.Errorf("total %s reconciled %v, want %s reconciled (float64 gives %v)", s.Total, s.Reconciled, want, f)
 	}
-	wantLine := "# reconciliation,total of states," + want + ",file total," + want + ",rows,100000,file rows,100000,OK,,\n" // padded to the header's 12 columns
+	wantLine := "# reconciliation,total of states," + want + ",file total," + want + ",rows,100000,file rows,100000,OK,,,\n" // padded to the header's 13 columns
 	if !bytes.HasSuffix(buf.Bytes(), []byte(wantLine)) {
 		t.Errorf("output does not end with %q", wantLine)
 	}
@@ -204,6 +205,7 @@ func TestCSVParsesBack(t *testing.T) {
 		b    Batch
 	}{
 		{"mixed", mixedRows(), batchOf("b-1", "=evil.csv", mixedRows())},
+		{"outcomes", outcomeRows(), batchOf("b-2", "outcomes.csv", outcomeRows())},
 		{"mismatch", func() []Row { r, _ := mismatchRows(); return r }(), func() Batch { _, b := mismatchRows(); return b }()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -226,7 +228,7 @@ func TestCSVParsesBack(t *testing.T) {
 			for i, r := range tc.rows {
 				want := []string{strconv.Itoa(r.Line), r.ExternalID, r.Amount.StringFixed(2), maskedFull(r.Destination), r.State,
 					r.PSPOrderID, r.PSPStatus, strconv.Itoa(r.Attempts), maskedFull(r.Error), formatTime(r.UpdatedAt),
-					r.ResolvedBy, maskedFull(r.ResolutionNote)}
+					r.ResolvedBy, maskedFull(r.ResolutionNote), GroupOf(r)}
 				for j, cell := range data[i] {
 					orig := cell
 					if strings.HasPrefix(cell, "'") && want[j] != "" && strings.ContainsRune("=+-@\t\r", rune(want[j][0])) {
@@ -238,7 +240,9 @@ func TestCSVParsesBack(t *testing.T) {
 				}
 			}
 			trailer := recs[1+len(tc.rows):]
-			if want := 3 + len(s.ByState) + 2; len(trailer) != want {
+			// batch (2), states (header, states, total, awaiting), outcome
+			// groups (header, groups, total), reconciliation.
+			if want := 2 + (1 + len(s.ByState) + 2) + (1 + len(s.ByGroup) + 1) + 1; len(trailer) != want {
 				t.Fatalf("trailer has %d lines, want %d", len(trailer), want)
 			}
 			for _, rec := range trailer {
@@ -584,4 +588,57 @@ func BenchmarkWriteCSV(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+}
+
+// TestOutcomeGroups: every row is in one group, the groups add up to the
+// file's total to the cent, and each row lands where docs/operations.md
+// says.
+func TestOutcomeGroups(t *testing.T) {
+	rows := outcomeRows()
+	want := map[string]string{
+		"OUT-1": GroupPaid, "OUT-2": GroupPaid, "OUT-3": GroupFailed, "OUT-4": GroupFailed,
+		"OUT-5": GroupPending, "OUT-6": GroupUnknown, "OUT-7": GroupNotSent, "OUT-8": GroupUnknown,
+		"OUT-9": GroupNotSent, "OUT-10": GroupNotSent, "OUT-11": GroupUnknown, "OUT-12": GroupNotSent,
+		"OUT-13": GroupPending, "OUT-14": GroupPending, "OUT-15": GroupPending,
+	}
+	cents := map[string]int64{}
+	for _, r := range rows {
+		g := GroupOf(r)
+		if g != want[r.ExternalID] {
+			t.Errorf("%s (%s, order %q): group %s, want %s", r.ExternalID, r.State, r.PSPOrderID, g, want[r.ExternalID])
+		}
+		cents[g] += r.Amount.Minor(2)
+	}
+	b := batchOf("b", "f", rows)
+	s, err := Summarize(b, FromSlice(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var sum int64
+	for _, g := range s.ByGroup {
+		names = append(names, g.Group)
+		if g.Amount.Minor(2) != cents[g.Group] {
+			t.Errorf("group %s: %s, want %d cents", g.Group, g.Amount, cents[g.Group])
+		}
+		sum += g.Amount.Minor(2)
+	}
+	if !slices.Equal(names, Groups) {
+		t.Errorf("groups %v, want %v", names, Groups)
+	}
+	if sum != b.Total.Minor(2) || s.GroupsTotal.Cmp(b.Total) != 0 || !s.Reconciled {
+		t.Errorf("groups add up to %d cents (%s), file total %s, reconciled %v", sum, s.GroupsTotal, b.Total, s.Reconciled)
+	}
+	if s.Final || s.Awaiting.Rows != 1 || s.Awaiting.Amount.StringFixed(2) != "12.34" {
+		t.Errorf("final %v, awaiting %+v", s.Final, s.Awaiting)
+	}
+	// Only the awaiting row left open: still not final; settled: final.
+	open := []Row{rows[0], rows[4]}
+	if s, _ := Summarize(batchOf("b", "f", open), FromSlice(open)); s.Final {
+		t.Error("a batch with a created row awaiting its outcome is final")
+	}
+	open[1].Awaiting = false
+	if s, _ := Summarize(batchOf("b", "f", open), FromSlice(open)); !s.Final {
+		t.Error("a batch of paid and created (not followed) rows is not final")
+	}
 }

@@ -11,15 +11,16 @@ import (
 )
 
 // WriteSummaryText writes s as a table for a terminal: one line per state
-// with its rows and amount right-aligned, a total line, whether the batch is
-// final, and the reconciliation line, either
+// with its rows and amount right-aligned, a total line, the created rows
+// awaiting their outcome, then one line per outcome group and their total,
+// whether the batch is final, and the reconciliation line, either
 //
 //	reconciled: 1234.56 = 1234.56 (12 rows)
 //
-// or a line starting with "*** MISMATCH ***" that gives both totals, their
+// or a line starting with "*** MISMATCH ***" that gives the totals, their
 // difference and both row counts.
 func WriteSummaryText(w io.Writer, s Summary) error {
-	type line struct{ state, rows, amount string }
+	type line struct{ name, rows, amount string }
 	lines := []line{{"state", "rows", "amount"}}
 	pending := 0
 	for _, st := range s.ByState {
@@ -28,31 +29,46 @@ func WriteSummaryText(w io.Writer, s Summary) error {
 			pending += st.Rows
 		}
 	}
-	lines = append(lines, line{"total", strconv.Itoa(s.Rows), formatAmount(s.Total, s.Scale)})
+	pending += s.Awaiting.Rows
+	lines = append(lines,
+		line{"total", strconv.Itoa(s.Rows), formatAmount(s.Total, s.Scale)},
+		line{"created awaiting outcome", strconv.Itoa(s.Awaiting.Rows), formatAmount(s.Awaiting.Amount, s.Scale)},
+		line{},
+		line{"outcome", "rows", "amount"},
+	)
+	for _, g := range s.ByGroup {
+		lines = append(lines, line{g.Group, strconv.Itoa(g.Rows), formatAmount(g.Amount, s.Scale)})
+	}
+	lines = append(lines, line{"total", strconv.Itoa(s.Rows), formatAmount(s.GroupsTotal, s.Scale)})
 	var ws, wr, wa int
 	for _, l := range lines {
-		ws = max(ws, utf8.RuneCountInString(l.state))
+		ws = max(ws, utf8.RuneCountInString(l.name))
 		wr = max(wr, len(l.rows))
 		wa = max(wa, len(l.amount))
 	}
 
 	bw := bufio.NewWriter(w)
 	for _, l := range lines {
-		fmt.Fprintf(bw, "%s%s  %*s  %*s\n", l.state, strings.Repeat(" ", ws-utf8.RuneCountInString(l.state)), wr, l.rows, wa, l.amount)
+		if l == (line{}) {
+			fmt.Fprintln(bw)
+			continue
+		}
+		fmt.Fprintf(bw, "%s%s  %*s  %*s\n", l.name, strings.Repeat(" ", ws-utf8.RuneCountInString(l.name)), wr, l.rows, wa, l.amount)
 	}
 	if s.Final {
-		fmt.Fprintln(bw, "final: yes, every row is created, rejected or needs_review")
+		fmt.Fprintln(bw, "final: yes, no row is in progress or awaiting its outcome")
 	} else {
-		fmt.Fprintf(bw, "final: no, %d %s still in progress\n", pending, plural(pending, "row", "rows"))
+		fmt.Fprintf(bw, "final: no, %d %s still in progress or awaiting the outcome\n", pending, plural(pending, "row", "rows"))
 	}
 	total, fileTotal := formatAmount(s.Total, s.Scale), formatAmount(s.FileTotal, s.Scale)
 	if s.Reconciled {
-		fmt.Fprintf(bw, "reconciled: %s = %s (%d %s)\n", total, fileTotal, s.Rows, plural(s.Rows, "row", "rows"))
+		fmt.Fprintf(bw, "reconciled: %s = %s (%d %s); paid + failed + pending + not_sent + unknown = %s\n",
+			total, fileTotal, s.Rows, plural(s.Rows, "row", "rows"), formatAmount(s.GroupsTotal, s.Scale))
 	} else {
 		diff := s.Total.Decimal().Sub(s.FileTotal.Decimal())
-		fmt.Fprintf(bw, "*** MISMATCH *** total of states %s %s file total %s (difference %s), rows %d %s file rows %d\n",
+		fmt.Fprintf(bw, "*** MISMATCH *** total of states %s %s file total %s (difference %s), outcomes %s, rows %d %s file rows %d\n",
 			total, relation(s.Total.Cmp(s.FileTotal) == 0), fileTotal, formatDecimal(diff, s.Scale),
-			s.Rows, relation(s.Rows == s.FileRows), s.FileRows)
+			formatAmount(s.GroupsTotal, s.Scale), s.Rows, relation(s.Rows == s.FileRows), s.FileRows)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("report: writing summary: %w", err)
