@@ -67,6 +67,9 @@ func commands() []command {
 		{"report", "write the result file of a batch (BATCH or FILE)", runReport},
 		{"status", "show the progress of batches", runStatus},
 		{"ui", "serve the Asynq web UI and the batches page", runUI},
+		{"approve", "let a batch that awaits approval go to the workers", runApprove},
+		{"discard", "refuse a batch that awaits approval: every payout cancelled", runDiscard},
+		{"cancel", "cancel payouts not sent yet (BATCH [EXTERNALID...])", runCancel},
 		{"reconcile", "restore the lost tasks of open payouts once (workers do it periodically)", runReconcile},
 		{"resolve", "decide about a payout that needs review (recheck, created, rejected)", runResolve},
 		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},
@@ -161,7 +164,7 @@ var envOverrides = map[string]string{
 	"redis":        "PAYOUT_REDIS_URL",
 	"ui/addr":      "PAYOUT_UI_ADDR",
 	"sandbox/addr": "PAYOUT_SANDBOX_ADDR",
-	"resolve/by":   "PAYOUT_OPERATOR",
+	"by":           "PAYOUT_OPERATOR",
 }
 
 func envName(command, flagName string) string {

@@ -23,6 +23,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		kf      keyFlags
 		ff      fileFlags
 		ef      enqueueFlags
+		af      approvalFlags
 		spool   string
 		settle  time.Duration
 		purge   time.Duration
@@ -34,6 +35,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	kf.register(fs)
 	ff.register(fs)
 	ef.register(fs)
+	af.register(fs)
 	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file is taken once unchanged this long")
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
@@ -54,7 +56,11 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency}
+	approval, err := af.options()
+	if err != nil {
+		return err
+	}
+	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency, Approval: approval}
 	var sealer loader.Sealer = noSealer{}
 	if !dryRun {
 		ring, err := kf.keyring(e)
@@ -151,6 +157,9 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 			resumed = " (resumed an interrupted load)"
 		}
 		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s\n", r.File, r.Valid, r.Total, r.Batch, skipped, resumed)
+		if r.Held != "" {
+			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s --by NAME`\n", r.File, r.Batch, r.Held, r.Batch)
+		}
 	}
 }
 

@@ -54,6 +54,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		kf       keyFlags
 		ff       fileFlags
 		ef       enqueueFlags
+		af       approvalFlags
 		pf       pspFlags
 		pspCA    string
 		pspCert  string
@@ -71,6 +72,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	kf.register(fs)
 	ff.register(fs)
 	ef.register(fs)
+	af.register(fs)
 	pf.register(fs)
 	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
 	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
@@ -186,13 +188,26 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	ld := loader.New(led, enq, ring, log)
-	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, EnqueueWorkers: ef.concurrency})
+	approval, err := af.options()
+	if err != nil {
+		return err
+	}
+	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, EnqueueWorkers: ef.concurrency, Approval: approval})
 	if err != nil {
 		return infraErr(err)
 	}
 	printResult(e.stdout, e.stderr, res, false)
 	if !res.Loaded {
 		return errRejected
+	}
+	if res.Held != "" {
+		embedded := !(set["redis"] || e.getenv("PAYOUT_REDIS_URL") != "")
+		fmt.Fprintf(e.stdout, "batch %s awaits approval (%s): approve it with `payout approve %s --by NAME`\n", res.Batch, res.Held, res.Batch)
+		if embedded {
+			fmt.Fprintln(e.stdout, "the embedded Redis ends with this command: nothing was paid; load it into a real Redis to approve it")
+			return errRejected
+		}
+		fmt.Fprintln(e.stdout, "waiting for the approval...")
 	}
 	batch := res.Batch
 	if res.DuplicateOf != nil {

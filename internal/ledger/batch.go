@@ -12,8 +12,10 @@ import (
 
 // Batch phases.
 const (
-	PhaseLoading = "loading" // rows are being registered; a rerun resumes
-	PhaseLoaded  = "loaded"  // every row registered and enqueued
+	PhaseLoading   = "loading"           // rows are being registered; a rerun resumes
+	PhaseLoaded    = "loaded"            // every row registered and handed to the workers
+	PhaseAwaiting  = "awaiting_approval" // every row registered; no task until payout approve
+	PhaseDiscarded = "discarded"         // refused at approval: every payout cancelled
 )
 
 // Batch is the metadata of one loaded file.
@@ -26,6 +28,13 @@ type Batch struct {
 	Scale    int
 	Phase    string
 	Reported bool // the final result file was written (spool mode)
+	// Approval: who loaded the batch, why it waits (PhaseAwaiting), and
+	// who approved or discarded it, when, with what note.
+	LoadedBy   string
+	WaitReason string
+	DecidedBy  string
+	DecidedAt  time.Time
+	Note       string
 }
 
 // BeginBatch registers a batch in phase loading unless it exists. It returns
@@ -33,7 +42,7 @@ type Batch struct {
 func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 	args := []any{
 		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
-		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading,
+		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading, "by", b.LoadedBy,
 	}
 	res, err := beginBatchScript.Run(ctx, l.rdb, []string{l.metaKey(b.ID)}, args...).StringSlice()
 	if err != nil {
@@ -167,6 +176,7 @@ func parseBatch(m map[string]string) Batch {
 	return Batch{
 		ID: m["id"], File: m["file"], LoadedAt: msTime(m["loaded"]), Rows: atoi64(m["rows"]),
 		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1",
+		LoadedBy: m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
 	}
 }
 

@@ -51,16 +51,19 @@ const (
 	// until then a created payout is awaiting its outcome.
 	Paid   State = "paid"
 	Failed State = "failed"
+	// Cancelled: an operator stopped the payout before it was sent
+	// (payout cancel, or payout discard of a batch awaiting approval).
+	Cancelled State = "cancelled"
 )
 
 // States lists every state, final ones first, in the order reports show them.
-var States = []State{Paid, Failed, Created, Rejected, NeedsReview, Checking, Submitting, Queued}
+var States = []State{Paid, Failed, Created, Rejected, NeedsReview, Cancelled, Checking, Submitting, Queued}
 
 // Final reports whether no automatic step of the create path follows the
 // state. A created payout whose outcome is followed is not done yet: see
 // Counts.Awaiting and Payout.Awaiting.
 func (s State) Final() bool {
-	return s == Paid || s == Failed || s == Created || s == Rejected || s == NeedsReview
+	return s == Paid || s == Failed || s == Created || s == Rejected || s == NeedsReview || s == Cancelled
 }
 
 // ErrNotFound is returned for an unknown batch or payout.

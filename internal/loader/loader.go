@@ -56,6 +56,40 @@ type Options struct {
 	ChunkSize      int  // rows per ledger round trip (default 500)
 	EnqueueWorkers int  // concurrent enqueues (default DefaultEnqueueWorkers)
 	Progress       time.Duration
+	Approval       Approval
+}
+
+// Approval decides whether a loaded batch goes to the workers at once or
+// waits, registered but without a single task, for payout approve.
+type Approval struct {
+	Required bool   // every batch waits (unless below AutoBelow)
+	By       string // who loads; recorded, and compared by --four-eyes
+	// AutoBelow, with Required, lets a batch whose total is below it go at
+	// once (zero: none does).
+	AutoBelow money.Amount
+	// MaxBatchTotal: a batch above it always waits (zero: no limit).
+	MaxBatchTotal money.Amount
+	// DailyLimit: a batch that would take the sum let go today (UTC) over
+	// it waits (zero: no limit). Checked and counted atomically in Redis.
+	DailyLimit money.Amount
+}
+
+// hold decides, before anything is registered, whether the batch must
+// wait for approval and why; when it may go, the day's sum is reserved.
+func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount) (reason string, err error) {
+	switch {
+	case a.Required && !(a.AutoBelow.Cmp(money.Zero) > 0 && total.Cmp(a.AutoBelow) < 0):
+		return "approval required", nil
+	case a.MaxBatchTotal.Cmp(money.Zero) > 0 && total.Cmp(a.MaxBatchTotal) > 0:
+		return fmt.Sprintf("total %s is above the batch limit %s", total, a.MaxBatchTotal), nil
+	}
+	if _, _, err := ld.ledger.ReserveDaily(ctx, total, a.DailyLimit); err != nil {
+		if errors.Is(err, ledger.ErrDailyLimit) {
+			return err.Error(), nil
+		}
+		return "", err
+	}
+	return "", nil
 }
 
 func (o Options) withDefaults() Options {
@@ -90,6 +124,7 @@ type Result struct {
 	Warnings    []string // said once for the file; refuse nothing (payfile.Summary.Warnings)
 	Registered  int      // ledger entries written by this run
 	Enqueued    int      // create tasks enqueued by this run
+	Held        string   // why the batch awaits approval ("" when it went to the workers)
 	Loaded      bool     // rows were loaded (or would be, in a dry run)
 	Resumed     bool     // an interrupted load of the same content was completed
 	Busy        bool     // another loader is loading the same content right now; nothing done
@@ -178,7 +213,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 
 	existing, err := ld.ledger.Batch(ctx, res.Batch)
 	switch {
-	case err == nil && existing.Phase == ledger.PhaseLoaded:
+	case err == nil && existing.Phase != ledger.PhaseLoading:
 		res.DuplicateOf = &existing
 		return res, nil
 	case err == nil:
@@ -456,12 +491,17 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
 		}
 	}()
+	if res.Held, err = ld.hold(ctx, opts.Approval, total); err != nil {
+		return res, err
+	}
 	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
+		LoadedBy: opts.Approval.By,
 	})
 	if err != nil {
 		return res, err
 	}
+	enqueue := res.Held == "" // a batch that waits gets no task before approval
 
 	// Three stages, each overlapping the others: this goroutine reads and
 	// seals chunk by chunk; one registrar writes each chunk to the ledger;
@@ -497,6 +537,9 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 				return err
 			}
 			registered.Add(int64(n))
+			if !enqueue {
+				continue
+			}
 			for _, p := range ps {
 				select {
 				case pending <- p:
@@ -548,10 +591,43 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	if err != nil {
 		return res, err
 	}
+	if !enqueue {
+		if err := ld.ledger.HoldBatch(ctx, res.Batch, res.Held); err != nil {
+			return res, err
+		}
+		log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")
+		return res, nil
+	}
 	if err := ld.ledger.FinishBatch(ctx, res.Batch); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// EnqueueApproved enqueues the create task of every queued payout of an
+// approved batch (payout approve, after ledger.Approve). It may be run
+// again: a live task is left as it is.
+func (ld *Loader) EnqueueApproved(ctx context.Context, insp *asynq.Inspector, batch string) (int, error) {
+	var queued []ledger.OpenPayout
+	if err := ld.ledger.EachOpen(ctx, batch, func(p ledger.OpenPayout) error {
+		if p.State == ledger.Queued {
+			queued = append(queued, p)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	for _, p := range queued {
+		t, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: batch, ExternalID: p.ExternalID, Attempt: p.Creates + 1,
+			Amount: p.Amount, Destination: p.Destination})
+		if err != nil {
+			return 0, err
+		}
+		if _, err := jobs.Ensure(ctx, ld.client, insp, t, jobs.CreateTaskID(p.ExternalID, p.Creates+1)); err != nil {
+			return 0, err
+		}
+	}
+	return len(queued), nil
 }
 
 func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, error) {

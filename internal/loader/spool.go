@@ -106,7 +106,12 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 
 func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOptions) (Result, error) {
 	path := filepath.Join(dir, Processing, name)
-	res, err := ld.LoadFile(ctx, path, o.Load)
+	opts := o.Load
+	if opts.Approval.By == "" {
+		// Who loaded a dropped file is whoever owns it (--four-eyes).
+		opts.Approval.By = fileOwner(path)
+	}
+	res, err := ld.LoadFile(ctx, path, opts)
 	if err != nil || res.Busy {
 		return res, err // stays in processing/: the next run resumes it
 	}
@@ -162,7 +167,8 @@ func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, 
 	}
 	var written []string
 	for _, s := range statuses {
-		if s.Reported || s.Phase != ledger.PhaseLoaded || s.Counts.Open() > 0 {
+		final := s.Phase == ledger.PhaseLoaded || s.Phase == ledger.PhaseDiscarded
+		if s.Reported || !final || s.Counts.Open() > 0 {
 			continue
 		}
 		path := filepath.Join(dir, Outbox, s.File+".result.csv")

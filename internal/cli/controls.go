@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
+	"github.com/hibiken/asynq"
+)
+
+// approvalFlags decide, on load and run, whether a batch waits for
+// payout approve before any payment is sent.
+type approvalFlags struct {
+	mode      string
+	by        string
+	autoBelow string
+	maxBatch  string
+	daily     string
+}
+
+func (a *approvalFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.mode, "approval", "none", "none: a valid batch goes to the workers at once; required: it is registered and waits for payout approve (no payment before)")
+	fs.StringVar(&a.by, "by", "", "who loads (recorded; --four-eyes on approve refuses the same name); in spool mode default: the file's owner")
+	fs.StringVar(&a.autoBelow, "auto-approve-below", "", "with --approval required: a batch whose total is below this amount goes at once")
+	fs.StringVar(&a.maxBatch, "max-batch-total", "", "a batch whose total is above this amount always waits for approval")
+	fs.StringVar(&a.daily, "daily-limit", "", "a batch that would take the sum let go today (UTC) above this amount waits for approval; checked atomically across loaders")
+}
+
+func parseLimit(flagName, v string) (money.Amount, error) {
+	if v == "" {
+		return money.Zero, nil
+	}
+	a, err := money.Parse(v, 18)
+	if err != nil || a.Cmp(money.Zero) <= 0 {
+		return money.Zero, usageErr("--%s %q: want a positive amount such as 10000.00", flagName, v)
+	}
+	return a, nil
+}
+
+func (a *approvalFlags) options() (loader.Approval, error) {
+	var o loader.Approval
+	switch a.mode {
+	case "none":
+	case "required":
+		o.Required = true
+	default:
+		return o, usageErr("--approval %q: want none or required", a.mode)
+	}
+	o.By = strings.TrimSpace(a.by)
+	var err error
+	if o.AutoBelow, err = parseLimit("auto-approve-below", a.autoBelow); err != nil {
+		return o, err
+	}
+	if o.MaxBatchTotal, err = parseLimit("max-batch-total", a.maxBatch); err != nil {
+		return o, err
+	}
+	if o.DailyLimit, err = parseLimit("daily-limit", a.daily); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// operator returns the mandatory --by of an operator action.
+func operator(by string) (string, error) {
+	by = strings.TrimSpace(by)
+	if by == "" {
+		return "", usageErr("--by NAME (or PAYOUT_OPERATOR) is required: every operator action records who took it")
+	}
+	return by, nil
+}
+
+// runApprove lets a batch that awaits approval go to the workers.
+func runApprove(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "approve", "[flags] BATCH-or-FILE")
+	var (
+		lf       logFlags
+		rf       redisFlags
+		by       string
+		fourEyes bool
+		daily    string
+	)
+	lf.register(fs)
+	rf.register(fs)
+	fs.StringVar(&by, "by", "", "who approves (required; recorded)")
+	fs.BoolVar(&fourEyes, "four-eyes", false, "refuse when the approver is the person who loaded the batch")
+	fs.StringVar(&daily, "daily-limit", "", "refuse when the approval would take the sum let go today (UTC) above this amount")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("approve takes one BATCH or FILE")
+	}
+	who, err := operator(by)
+	if err != nil {
+		return err
+	}
+	limit, err := parseLimit("daily-limit", daily)
+	if err != nil {
+		return err
+	}
+	log, err := lf.logger(e)
+	if err != nil {
+		return err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	id, err := resolveBatch(ctx, l, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	b, err := l.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit})
+	switch {
+	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit):
+		fmt.Fprintf(e.stderr, "not approved: %v\n", err)
+		return errRejected
+	case err != nil:
+		return infraErr(err)
+	}
+	ld := loader.New(l, asynq.NewClientFromRedisClient(rdb), noSealer{}, log)
+	n, err := ld.EnqueueApproved(ctx, asynq.NewInspectorFromRedisClient(rdb), id)
+	if err != nil {
+		return infraErr(fmt.Errorf("approved, but the creates were not all enqueued (the workers' reconciler will): %w", err))
+	}
+	fmt.Fprintf(e.stdout, "batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers\n", b.ID, b.File, who, n, b.Total.StringFixed(b.Scale))
+	return nil
+}
+
+// runDiscard refuses a batch that awaits approval: every payout cancelled.
+func runDiscard(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "discard", "[flags] BATCH-or-FILE")
+	var (
+		rf   redisFlags
+		by   string
+		note string
+	)
+	rf.register(fs)
+	fs.StringVar(&by, "by", "", "who discards (required; recorded)")
+	fs.StringVar(&note, "note", "", "why (required; recorded)")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("discard takes one BATCH or FILE")
+	}
+	who, err := operator(by)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(note) == "" {
+		return usageErr("--note TEXT is required: say why the batch is discarded")
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	id, err := resolveBatch(ctx, l, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	n, err := l.Discard(ctx, id, who, note)
+	if errors.Is(err, ledger.ErrNotAwaiting) {
+		fmt.Fprintf(e.stderr, "not discarded: %v\n", err)
+		return errRejected
+	}
+	if err != nil {
+		return infraErr(err)
+	}
+	fmt.Fprintf(e.stdout, "batch %s discarded by %s: %d payouts cancelled\n", id, who, n)
+	return nil
+}
+
+// runCancel cancels payouts that have not been sent yet.
+func runCancel(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "cancel", "[flags] BATCH-or-FILE [EXTERNALID...]")
+	var (
+		rf   redisFlags
+		by   string
+		note string
+	)
+	rf.register(fs)
+	fs.StringVar(&by, "by", "", "who cancels (required; recorded)")
+	fs.StringVar(&note, "note", "", "why (required; recorded)")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
+		return usageErr("cancel takes a BATCH or FILE and, optionally, the externalIds to cancel (default: every payout not sent yet)")
+	}
+	who, err := operator(by)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(note) == "" {
+		return usageErr("--note TEXT is required: say why")
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	id, err := resolveBatch(ctx, l, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ids := fs.Args()[1:]
+	if len(ids) == 0 {
+		if err := l.EachOpen(ctx, id, func(p ledger.OpenPayout) error {
+			if p.State == ledger.Queued {
+				ids = append(ids, p.ExternalID)
+			}
+			return nil
+		}); err != nil {
+			return infraErr(err)
+		}
+	}
+	cancelled, refused := 0, 0
+	for _, ext := range ids {
+		was, err := l.Cancel(ctx, id, ext, who, note)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			fmt.Fprintf(e.stderr, "%s: no such payout in batch %s\n", ext, id)
+			refused++
+		case err != nil:
+			return infraErr(err)
+		case was == ledger.Queued:
+			cancelled++
+		default:
+			refused++
+			fmt.Fprintf(e.stderr, "%s: not cancellable: it is %s%s\n", ext, was, map[bool]string{true: " (a request may have reached the PSP; it is left to finish)", false: ""}[was == ledger.Submitting || was == ledger.Checking])
+		}
+	}
+	fmt.Fprintf(e.stdout, "batch %s: %d payouts cancelled by %s, %d not cancellable\n", id, cancelled, who, refused)
+	if refused > 0 {
+		return errRejected
+	}
+	return nil
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/jobs"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// awaitingFixture is batch "b" of three payouts loaded by alice, awaiting
+// approval, on an embedded Redis.
+func awaitingFixture(t *testing.T) (*ledger.Ledger, *redis.Client, string) {
+	t.Helper()
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	l := ledger.New(rdb)
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 3, Total: money.MustParse("30.00"), Scale: 2, LoadedBy: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []ledger.NewPayout
+	for i, ext := range []string{"P1", "P2", "P3"} {
+		ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("10.00"), Telecom: "MTS", Destination: "telecom MTS"})
+	}
+	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.HoldBatch(ctx, "b", "approval required"); err != nil {
+		t.Fatal(err)
+	}
+	return l, rdb, "redis://" + mr.Addr()
+}
+
+func runMain(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), args, nil, &out, &errb, func(k string) string { return env[k] })
+	return code, out.String(), errb.String()
+}
+
+func TestApproveDiscardCancel(t *testing.T) {
+	ctx := context.Background()
+	t.Run("approve needs an operator, honours four eyes, then hands the batch over", func(t *testing.T) {
+		l, rdb, url := awaitingFixture(t)
+		if code, _, errs := runMain(t, nil, "approve", "--redis", url, "b"); code != ExitUsage || !strings.Contains(errs, "--by") {
+			t.Fatalf("without --by: %d %s", code, errs)
+		}
+		if code, _, errs := runMain(t, map[string]string{"PAYOUT_OPERATOR": "alice"}, "approve", "--redis", url, "--four-eyes", "b"); code != ExitRejected || !strings.Contains(errs, "four-eyes") {
+			t.Fatalf("the loader approves with --four-eyes: %d %s", code, errs)
+		}
+		code, out, errs := runMain(t, nil, "approve", "--redis", url, "--four-eyes", "--by", "bob", "b")
+		if code != ExitOK || !strings.Contains(out, "approved by bob: 3 payouts") {
+			t.Fatalf("approve: %d %s %s", code, out, errs)
+		}
+		info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(jobs.Queue)
+		if err != nil || info.Pending != 3 {
+			t.Fatalf("pending creates after approval: %+v %v", info, err)
+		}
+		if b, _ := l.Batch(ctx, "b"); b.Phase != ledger.PhaseLoaded || b.DecidedBy != "bob" {
+			t.Fatalf("batch %+v", b)
+		}
+	})
+	t.Run("discard cancels everything", func(t *testing.T) {
+		l, _, url := awaitingFixture(t)
+		if code, _, _ := runMain(t, nil, "discard", "--redis", url, "--by", "carol", "b"); code != ExitUsage {
+			t.Fatalf("discard without --note: %d", code)
+		}
+		code, out, _ := runMain(t, nil, "discard", "--redis", url, "--by", "carol", "--note", "wrong month", "b")
+		if code != ExitOK || !strings.Contains(out, "3 payouts cancelled") {
+			t.Fatalf("discard: %d %s", code, out)
+		}
+		if c, _ := l.Counts(ctx, "b"); c.Rows[ledger.Cancelled] != 3 {
+			t.Fatalf("counts %+v", c.Rows)
+		}
+		if code, _, _ := runMain(t, nil, "approve", "--redis", url, "--by", "bob", "b"); code != ExitRejected {
+			t.Fatalf("approve after discard: %d", code)
+		}
+	})
+	t.Run("cancel some; one already sent is reported", func(t *testing.T) {
+		l, _, url := awaitingFixture(t)
+		if _, err := l.Approve(ctx, "b", ledger.Approval{By: "bob"}); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := l.BeginCreate(ctx, "b", "P3", 1); b.Action != ledger.Proceed {
+			t.Fatal("begin P3")
+		}
+		code, out, errs := runMain(t, nil, "cancel", "--redis", url, "--by", "carol", "--note", "duplicate", "b", "P1", "P3")
+		if code != ExitRejected || !strings.Contains(out, "1 payouts cancelled") || !strings.Contains(errs, "P3: not cancellable: it is submitting") {
+			t.Fatalf("cancel: %d %q %q", code, out, errs)
+		}
+		p, _ := l.Get(ctx, "b", "P1")
+		if p.State != ledger.Cancelled || p.ResolvedBy != "carol" {
+			t.Fatalf("P1 %+v", p)
+		}
+	})
+}

@@ -1,0 +1,240 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+	"github.com/redis/go-redis/v9"
+)
+
+// Typed refusals of the financial controls.
+var (
+	// ErrNotAwaiting: the batch is not awaiting approval (its Phase says
+	// what it is).
+	ErrNotAwaiting = errors.New("ledger: batch is not awaiting approval")
+	// ErrFourEyes: the approver is the person who loaded the batch.
+	ErrFourEyes = errors.New("ledger: four-eyes rule: the approver loaded the batch")
+	// ErrDailyLimit: approving would take the day's approved sum over the
+	// daily limit.
+	ErrDailyLimit = errors.New("ledger: daily limit")
+)
+
+// HoldBatch ends a load under approval: the batch goes from loading to
+// awaiting_approval with the reason it waits, and no task exists for it.
+func (l *Ledger) HoldBatch(ctx context.Context, id, reason string) error {
+	err := holdScript.Run(ctx, l.rdb, []string{l.metaKey(id)}, reason).Err()
+	if err != nil {
+		return fmt.Errorf("ledger: hold batch %s for approval: %w", id, err)
+	}
+	return nil
+}
+
+var holdScript = redis.NewScript(`
+local ph = redis.call('HGET', KEYS[1], 'phase')
+if ph == 'loading' or ph == 'awaiting_approval' then
+  redis.call('HSET', KEYS[1], 'phase', 'awaiting_approval', 'wait', ARGV[1])
+end
+return 1
+`)
+
+// dailyScale is the scale the approved sums of a day are kept at: exact for
+// amounts with up to 4 decimals, and far from the int64 limit.
+const dailyScale = 4
+
+// dailyUnits is a at dailyScale, rounded up (never under-counted).
+func dailyUnits(a money.Amount) int64 {
+	d := a.Decimal().Shift(dailyScale).Ceil()
+	return d.IntPart()
+}
+
+// reserveScript adds a batch's units to the day's approved sum unless that
+// would pass the limit (limit < 0: no limit, always added).
+// KEYS: day; ARGV: units, limit, ttl seconds. Replies {ok (1|0), sum}.
+var reserveScript = redis.NewScript(`
+local sum = tonumber(redis.call('GET', KEYS[1]) or '0')
+local units = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+if limit >= 0 and sum + units > limit then return {0, tostring(sum)} end
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return {1, tostring(n)}
+`)
+
+// ReserveDaily adds amount to the sum approved today (UTC, on Redis's
+// clock) unless that would take it over limit (zero: no limit, always
+// added), in one atomic step: two loaders or approvers at once cannot both
+// pass. Over the limit it returns an error matching ErrDailyLimit that names
+// the figures. day and units let a caller that does not go on give the
+// amount back (UnreserveDaily).
+func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount) (day string, units int64, err error) {
+	now, err := l.Time(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	day = l.prefix + ":daily:" + now.UTC().Format("2006-01-02")
+	max := int64(-1)
+	if !limit.IsZero() {
+		max = dailyUnits(limit)
+	}
+	units = dailyUnits(amount)
+	res, err := reserveScript.Run(ctx, l.rdb, []string{day}, units, max, int64((48 * time.Hour).Seconds())).Slice()
+	if err != nil {
+		return "", 0, fmt.Errorf("ledger: daily sum: %w", err)
+	}
+	if ok, _ := res[0].(int64); ok != 1 {
+		sum, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		return "", 0, fmt.Errorf("%s more would take today's approved sum from %s to %s, over the daily limit %s: %w",
+			amount, money.FromMinor(sum, dailyScale), money.FromMinor(sum+units, dailyScale), limit, ErrDailyLimit)
+	}
+	return day, units, nil
+}
+
+// UnreserveDaily gives back what ReserveDaily added.
+func (l *Ledger) UnreserveDaily(ctx context.Context, day string, units int64) error {
+	if day == "" {
+		return nil
+	}
+	return l.rdb.DecrBy(context.WithoutCancel(ctx), day, units).Err()
+}
+
+// Approval is one decision to let a batch's payouts go to the workers.
+type Approval struct {
+	By       string
+	FourEyes bool // refuse when By loaded the batch
+	// DailyLimit, when positive, refuses the approval if the sum approved
+	// today (UTC, Redis's clock) would pass it; the check and the addition
+	// are one atomic step, so two approvals at once cannot both pass.
+	// Approvals without a limit still add to the day's sum.
+	DailyLimit money.Amount
+}
+
+// Approve moves a batch from awaiting_approval to loaded and records who
+// approved it; the caller then enqueues the creates of its queued payouts
+// (ApprovedQueued; the reconciler does it too if the caller dies).
+func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, error) {
+	b, err := l.Batch(ctx, id)
+	if err != nil {
+		return b, err
+	}
+	if b.Phase != PhaseAwaiting {
+		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
+	}
+	if a.FourEyes && b.LoadedBy != "" && b.LoadedBy == a.By {
+		return b, fmt.Errorf("batch %s was loaded by %s: %w", id, a.By, ErrFourEyes)
+	}
+	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit)
+	if err != nil {
+		return b, err
+	}
+	moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id)}, PhaseLoaded, a.By, "").Int()
+	if err != nil || moved != 1 {
+		// Not approved after all: give the day's sum back.
+		_ = l.UnreserveDaily(ctx, day, units)
+		if err != nil {
+			return b, fmt.Errorf("ledger: approve %s: %w", id, err)
+		}
+		b, _ = l.Batch(ctx, id)
+		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
+	}
+	return l.Batch(ctx, id)
+}
+
+// MarkApproved records on a batch loaded without waiting who let it go
+// (for example "auto: below 1000.00").
+func (l *Ledger) MarkApproved(ctx context.Context, id, by string) error {
+	if err := l.rdb.HSet(ctx, l.metaKey(id), "dby", by).Err(); err != nil {
+		return fmt.Errorf("ledger: record approval of %s: %w", id, err)
+	}
+	return nil
+}
+
+// decideScript moves a batch awaiting approval to ARGV[1] (loaded or
+// discarded), recording who and when (Redis time). KEYS: meta; ARGV:
+// phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
+var decideScript = redis.NewScript(luaMove + `
+if redis.call('HGET', KEYS[1], 'phase') ~= 'awaiting_approval' then return 0 end
+redis.call('HSET', KEYS[1], 'phase', ARGV[1], 'dby', ARGV[2], 'dat', nowms(), 'note', ARGV[3])
+return 1
+`)
+
+// Discard refuses a batch awaiting approval: its phase becomes discarded
+// and every payout still queued becomes cancelled. A rerun after a crash
+// goes on cancelling.
+func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) {
+	if by == "" || note == "" {
+		return 0, fmt.Errorf("discard %s: operator name and note are required: %w", id, ErrBadResolution)
+	}
+	b, err := l.Batch(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	if b.Phase != PhaseDiscarded {
+		moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id)}, PhaseDiscarded, by, note).Int()
+		if err != nil {
+			return 0, fmt.Errorf("ledger: discard %s: %w", id, err)
+		}
+		if moved != 1 {
+			return 0, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
+		}
+	}
+	var ids []string
+	if err := l.EachOpen(ctx, id, func(p OpenPayout) error {
+		if p.State == Queued {
+			ids = append(ids, p.ExternalID)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ext := range ids {
+		found, err := l.Cancel(ctx, id, ext, by, "batch discarded: "+note)
+		if err != nil {
+			return n, err
+		}
+		if found == Queued {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// cancelScript moves a queued payout to cancelled. KEYS: payout, counts;
+// ARGV: by, note, op. Replies {'ok', 'queued'} or {'no', state}.
+var cancelScript = redis.NewScript(luaMove + luaReplay + `
+local memo = replayed(KEYS[1])
+if memo then return memo end
+local h = redis.call('HMGET', KEYS[1], 'state', 'units')
+if not h[1] then return {'missing', ''} end
+if h[1] ~= 'queued' then return {'no', h[1]} end
+local now = nowms()
+redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1], 'rnote', ARGV[2], 'rat', now,
+  'error', 'cancelled by ' .. ARGV[1] .. ': ' .. ARGV[2])
+move(KEYS[2], 'queued', 'cancelled', h[2])
+return remember(KEYS[1], {'ok', 'queued'})
+`)
+
+// Cancel moves a payout that is still queued (nothing sent) to cancelled,
+// by compare-and-set: a worker that begins its create at the same moment
+// either wins (the payout is submitting, and Cancel reports that) or finds
+// it cancelled and sends nothing. It returns the state the payout was in.
+func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State, error) {
+	if by == "" || note == "" {
+		return "", fmt.Errorf("cancel %s: operator name and note are required: %w", ext, ErrBadResolution)
+	}
+	res, err := l.transition(ctx, cancelScript, []string{l.payoutKey(batch, ext), l.countsKey(batch)}, by, note).StringSlice()
+	if err != nil {
+		return "", fmt.Errorf("ledger: cancel %s: %w", ext, err)
+	}
+	switch res[0] {
+	case "missing":
+		return "", fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	case "ok":
+		return Queued, nil
+	}
+	return State(res[1]), nil
+}

@@ -1,0 +1,125 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+)
+
+func awaitingBatch(t *testing.T, l *Ledger, id, by string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, Batch{ID: id, File: id + ".csv", LoadedAt: time.Now(), Rows: int64(n), Total: money.MustParse("100.00"), Scale: 2, LoadedBy: by}); err != nil {
+		t.Fatal(err)
+	}
+	seedRows(t, l, id, n)
+	if err := l.HoldBatch(ctx, id, "approval required"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seedRows(t *testing.T, l *Ledger, batch string, n int) {
+	t.Helper()
+	var ps []NewPayout
+	for i := 1; i <= n; i++ {
+		ps = append(ps, NewPayout{Line: i + 1, ExternalID: batch + "-" + string(rune('A'+i-1)), Amount: money.MustParse("10.00"), Destination: "card 411111******1111"})
+	}
+	if _, err := l.Register(context.Background(), batch, ps, 2); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestApproval(t *testing.T) {
+	ctx := context.Background()
+	t.Run("four eyes", func(t *testing.T) {
+		l, _ := newTestLedger(t)
+		awaitingBatch(t, l, "b", "alice", 2)
+		if _, err := l.Approve(ctx, "b", Approval{By: "alice", FourEyes: true}); !errors.Is(err, ErrFourEyes) {
+			t.Fatalf("approval by the loader: %v", err)
+		}
+		b, err := l.Approve(ctx, "b", Approval{By: "bob", FourEyes: true})
+		if err != nil || b.Phase != PhaseLoaded || b.DecidedBy != "bob" {
+			t.Fatalf("approval by another: %+v %v", b, err)
+		}
+		if _, err := l.Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
+			t.Fatalf("second approval: %v", err)
+		}
+	})
+	t.Run("discard cancels every queued payout and nothing can approve it after", func(t *testing.T) {
+		l, _ := newTestLedger(t)
+		awaitingBatch(t, l, "b", "alice", 3)
+		n, err := l.Discard(ctx, "b", "carol", "wrong file")
+		if err != nil || n != 3 {
+			t.Fatalf("discard: %d %v", n, err)
+		}
+		c, _ := l.Counts(ctx, "b")
+		if c.Rows[Cancelled] != 3 || c.Units[Cancelled] != 3000 || c.Open() != 0 {
+			t.Fatalf("counts %+v", c)
+		}
+		if _, err := l.Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
+			t.Fatalf("approve after discard: %v", err)
+		}
+	})
+	t.Run("daily limit is atomic across approvers", func(t *testing.T) {
+		l, _ := newTestLedger(t)
+		// Ten batches of 100.00 against a limit of 550.00: exactly five pass.
+		ids := []string{"b0", "b1", "b2", "b3", "b4", "b5", "b6", "b7", "b8", "b9"}
+		for _, id := range ids {
+			awaitingBatch(t, l, id, "alice", 1)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		passed, limited := 0, 0
+		for _, id := range ids {
+			wg.Add(1)
+			go func(id string) {
+				defer wg.Done()
+				_, err := l.Approve(ctx, id, Approval{By: "bob", DailyLimit: money.MustParse("550.00")})
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					passed++
+				case errors.Is(err, ErrDailyLimit):
+					limited++
+				default:
+					t.Error(err)
+				}
+			}(id)
+		}
+		wg.Wait()
+		if passed != 5 || limited != 5 {
+			t.Fatalf("passed %d, limited %d; want 5 and 5", passed, limited)
+		}
+	})
+}
+
+// TestCancelRacesTheWorker: cancel and begin-create are both
+// compare-and-set from queued: whichever comes first wins, and a cancelled
+// payout is never sent.
+func TestCancelRacesTheWorker(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	seed(t, l, "b", 2)
+	if was, err := l.Cancel(ctx, "b", "E1", "carol", "duplicate row"); err != nil || was != Queued {
+		t.Fatalf("cancel: %s %v", was, err)
+	}
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+		t.Fatalf("worker after cancel: %v", b.Action)
+	}
+	mustState(t, l, "b", "E1", Cancelled)
+	if b, _ := l.BeginCreate(ctx, "b", "E2", 1); b.Action != Proceed {
+		t.Fatalf("begin: %v", b.Action)
+	}
+	if was, err := l.Cancel(ctx, "b", "E2", "carol", "too late"); err != nil || was != Submitting {
+		t.Fatalf("cancel of a submitting payout: %s %v", was, err)
+	}
+	mustState(t, l, "b", "E2", Submitting)
+	if _, err := l.Cancel(ctx, "b", "E2", "", ""); !errors.Is(err, ErrBadResolution) {
+		t.Fatalf("cancel without operator: %v", err)
+	}
+}
