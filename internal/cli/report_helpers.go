@@ -11,15 +11,19 @@ func reportSummary(w io.Writer, s report.Summary) error { return report.WriteSum
 
 func hasProblems(states []report.StateTotal) bool {
 	for _, s := range states {
-		if (s.State == string(ledger.Rejected) || s.State == string(ledger.NeedsReview)) && s.Rows > 0 {
-			return true
+		switch ledger.State(s.State) {
+		case ledger.Rejected, ledger.NeedsReview, ledger.Failed:
+			if s.Rows > 0 {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// summaryExit: 1 when the batch is not final, does not reconcile, or has
-// rejected or needs_review rows.
+// summaryExit: 1 when the batch is not final (rows in progress or awaiting
+// their outcome), does not reconcile, or has rejected, failed or
+// needs_review rows.
 func summaryExit(final, reconciled, problems bool) error {
 	if !final || !reconciled || problems {
 		return errRejected

@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/ui"
 )
 
@@ -28,8 +29,12 @@ func batchViews(sts []ledger.BatchStatus) []ui.BatchView {
 		}
 		out = append(out, ui.BatchView{
 			ID: s.ID, File: s.File, LoadedAt: s.LoadedAt, Counts: counts, Rows: s.Counts.Total(),
-			AmountCreated: s.Counts.Amount(ledger.Created, s.Scale).StringFixed(s.Scale),
-			AmountTotal:   s.Total.StringFixed(s.Scale),
+			Awaiting:       s.Counts.Awaiting,
+			AmountCreated:  s.Counts.Amount(ledger.Created, s.Scale).StringFixed(s.Scale),
+			AmountPaid:     s.Counts.Amount(ledger.Paid, s.Scale).StringFixed(s.Scale),
+			AmountFailed:   s.Counts.Amount(ledger.Failed, s.Scale).StringFixed(s.Scale),
+			AmountAwaiting: money.FromMinor(s.Counts.AwaitingUnits, s.Scale).StringFixed(s.Scale),
+			AmountTotal:    s.Total.StringFixed(s.Scale),
 		})
 	}
 	return out
@@ -111,8 +116,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 }
 
+// open counts the payouts with an automatic step still due, created ones
+// awaiting their outcome included (ledger.Counts.Open).
 func open(v ui.BatchView) int64 {
-	return v.Counts[string(ledger.Queued)] + v.Counts[string(ledger.Submitting)] + v.Counts[string(ledger.Checking)]
+	return v.Counts[string(ledger.Queued)] + v.Counts[string(ledger.Submitting)] + v.Counts[string(ledger.Checking)] + v.Awaiting
 }
 
 func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.BatchView, error) {
@@ -144,17 +151,22 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 		fmt.Fprintln(tw, "state\trows\t")
 		for _, s := range ledger.States {
 			fmt.Fprintf(tw, "%s\t%d\t\n", s, v.Counts[string(s)])
+			if s == ledger.Created {
+				fmt.Fprintf(tw, "created, awaiting outcome\t%d\t\n", v.Awaiting)
+			}
 		}
 		tw.Flush()
-		fmt.Fprintf(w, "amount created %s of %s\n", v.AmountCreated, v.AmountTotal)
+		fmt.Fprintf(w, "amount paid %s, failed %s, awaiting outcome %s, created %s, of %s\n",
+			v.AmountPaid, v.AmountFailed, v.AmountAwaiting, v.AmountCreated, v.AmountTotal)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tROWS\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT CREATED / TOTAL")
+	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
 	for _, v := range views {
 		c := v.Counts
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s\n", v.ID, v.File, v.LoadedAt.Local().Format("2006-01-02 15:04"),
-			v.Rows, c["created"], c["rejected"], c["needs_review"], c["checking"], c["queued"], c["submitting"], v.AmountCreated, v.AmountTotal)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, v.File, v.LoadedAt.Local().Format("2006-01-02 15:04"),
+			v.Rows, c["paid"], c["failed"], v.Awaiting, c["created"], c["rejected"], c["needs_review"], c["checking"], c["queued"], c["submitting"],
+			v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
 	tw.Flush()
 }
@@ -198,15 +210,22 @@ func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 func runReport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "report", "[flags] BATCH-or-FILE")
 	var (
-		lf     logFlags
-		rf     redisFlags
-		format string
-		out    string
+		lf         logFlags
+		rf         redisFlags
+		kf         keyFlags
+		format     string
+		out        string
+		failedOnly bool
+		force      bool
 	)
 	lf.register(fs)
 	rf.register(fs)
 	fs.StringVar(&format, "format", "csv", "csv or json")
-	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout)")
+	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout); with --failed-only the default is NAME.failed.csv after the loaded file")
+	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), card numbers in clear (needs the data key), mode 0600")
+	fs.BoolVar(&force, "force", false, "with --failed-only: replace an existing --out file")
+	fs.StringVar(&kf.keyFile, "data-key-file", "", "with --failed-only: file holding the base64 data key that opens the card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
+	fs.BoolVar(&kf.plaintext, "insecure-plaintext", false, "with --failed-only: also read card numbers stored unencrypted by an --insecure-plaintext load (never in production)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -217,6 +236,23 @@ func runReport(ctx context.Context, e *env, args []string) error {
 	if format != batchreport.CSV && format != batchreport.JSON {
 		return usageErr("--format %q: want csv or json", format)
 	}
+	var keys opener
+	if failedOnly {
+		if format != batchreport.CSV {
+			return usageErr("--failed-only writes a payout file (CSV): drop --format %s", format)
+		}
+		ring, err := kf.keyring(e)
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return &exitError{ee.code, fmt.Errorf("--failed-only writes the card numbers and needs the data key: %w", ee.err)}
+		}
+		if err != nil {
+			return err
+		}
+		keys = ring
+	} else if force {
+		return usageErr("--force goes with --failed-only (a result file is always replaced)")
+	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
 		return err
@@ -226,6 +262,9 @@ func runReport(ctx context.Context, e *env, args []string) error {
 	batch, err := resolveBatch(ctx, l, fs.Arg(0))
 	if err != nil {
 		return err
+	}
+	if failedOnly {
+		return runReportFailed(ctx, e, l, batch, keys, out, force)
 	}
 	if out == "" {
 		sum, err := batchreport.Write(ctx, l, batch, format, e.stdout)

@@ -28,18 +28,29 @@ type BatchView struct {
 	File     string    `json:"file"`
 	LoadedAt time.Time `json:"loadedAt"`
 	// Counts holds the number of payouts per state: queued, submitting,
-	// checking, created, rejected, needs_review.
-	Counts        map[string]int64 `json:"counts"`
-	Rows          int64            `json:"rows"`
-	AmountCreated string           `json:"amountCreated"`
-	AmountTotal   string           `json:"amountTotal"`
+	// checking, created, paid, failed, rejected, needs_review (and any
+	// other state the ledger reports).
+	Counts map[string]int64 `json:"counts"`
+	// Awaiting is the number of created payouts whose outcome (paid or
+	// failed) the workers still follow: part of Counts["created"], not
+	// finished.
+	Awaiting      int64  `json:"awaitingOutcome"`
+	Rows          int64  `json:"rows"`
+	AmountCreated string `json:"amountCreated"`
+	// AmountPaid, AmountFailed and AmountAwaiting are the amounts of the
+	// paid, failed and awaiting payouts, exact decimals.
+	AmountPaid     string `json:"amountPaid"`
+	AmountFailed   string `json:"amountFailed"`
+	AmountAwaiting string `json:"amountAwaiting"`
+	AmountTotal    string `json:"amountTotal"`
 }
 
 // States in the order the page shows them; finalStates end a payout's
-// automatic processing and count as progress.
+// automatic processing and count as progress (a created payout awaiting
+// its outcome excepted: see BatchView.Awaiting).
 var (
-	knownStates = []string{"queued", "submitting", "checking", "created", "rejected", "needs_review"}
-	finalStates = map[string]bool{"created": true, "rejected": true, "needs_review": true}
+	knownStates = []string{"queued", "submitting", "checking", "created", "paid", "failed", "rejected", "needs_review"}
+	finalStates = map[string]bool{"created": true, "paid": true, "failed": true, "rejected": true, "needs_review": true, "cancelled": true}
 )
 
 // errNoBatchSource answers the batch pages when Config.Batches is nil.
@@ -138,6 +149,7 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 				row.Finished += n
 			}
 		}
+		row.Finished -= min(b.Awaiting, b.Counts["created"])
 		p.Batches = append(p.Batches, row)
 	}
 	return p

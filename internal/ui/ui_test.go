@@ -448,8 +448,8 @@ func (f fakeBatches) Batches(context.Context) ([]BatchView, error) {
 		},
 		{
 			ID: "b-new", File: "payouts <march>.csv", LoadedAt: time.Date(2025, 3, 1, 8, 0, 0, 0, time.UTC),
-			Counts: map[string]int64{"queued": 2, "submitting": 1, "checking": 1, "created": 4, "rejected": 1, "needs_review": 1},
-			Rows:   10, AmountCreated: "1234.50", AmountTotal: "5000.00",
+			Counts:   map[string]int64{"queued": 2, "submitting": 1, "checking": 1, "created": 4, "paid": 2, "failed": 1, "rejected": 1, "needs_review": 1},
+			Awaiting: 3, Rows: 13, AmountCreated: "1234.50", AmountPaid: "700.00", AmountFailed: "65.50", AmountAwaiting: "934.50", AmountTotal: "5000.00",
 		},
 	}, nil
 }
@@ -478,7 +478,8 @@ func TestBatchesJSONGolden(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil {
 		t.Fatal(err)
 	}
-	if len(v.Batches) != 2 || v.Batches[0].ID != "b-new" || v.Batches[0].Counts["needs_review"] != 1 {
+	if len(v.Batches) != 2 || v.Batches[0].ID != "b-new" || v.Batches[0].Counts["needs_review"] != 1 ||
+		v.Batches[0].Counts["paid"] != 2 || v.Batches[0].Counts["failed"] != 1 || v.Batches[0].Awaiting != 3 || v.Batches[0].AmountPaid != "700.00" {
 		t.Fatalf("unexpected batches: %+v", v.Batches)
 	}
 	golden(t, "batches.golden.json", w.Body.String())

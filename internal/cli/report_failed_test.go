@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/vault"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// outcomeRow is one payout of the outcome fixture and where the ledger
+// takes it.
+type outcomeRow struct {
+	ext, amount, pan, telecom, extra string
+	to                               ledger.State // queued, created (awaiting), paid, failed, rejected
+}
+
+var outcomeFixture = []outcomeRow{
+	{ext: "PO-1", amount: "100.10", pan: "4111111111111111", to: ledger.Paid},
+	{ext: "PO-2", amount: "250.50", pan: "5555555555554444", to: ledger.Failed},
+	{ext: "PO-3", amount: "75", telecom: "MTS", extra: `[{"key":"phoneNumber","value":"+79001234567"}]`, to: ledger.Failed},
+	{ext: "PO-4-R2", amount: "0.20", pan: "4012888888881881", to: ledger.Failed},
+	{ext: "PO-5", amount: "12.34", pan: "4111111111111111", to: ledger.Created},
+	{ext: "PO-6", amount: "33.33", pan: "4111111111111111", to: ledger.Rejected},
+	{ext: "PO-7", amount: "2.02", telecom: "Beeline", to: ledger.Queued},
+}
+
+// outcomeLedger loads outcomeFixture as batch "b-out" into a fresh
+// miniredis and moves each payout through the ledger's own transitions.
+func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *ledger.Ledger) {
+	t.Helper()
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	l := ledger.New(rdb)
+	const batch = "b-out"
+	var ps []ledger.NewPayout
+	total := money.Zero
+	for i, r := range outcomeFixture {
+		a := money.MustParse(r.amount)
+		total = total.Add(a)
+		p := ledger.NewPayout{Line: i + 2, ExternalID: r.ext, Amount: a, Telecom: r.telecom, Extra: r.extra, Destination: "telecom " + r.telecom}
+		if r.pan != "" {
+			sealed, err := ring.Seal(r.pan, ledger.SealAD(batch, r.ext))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Sealed, p.Destination = sealed, "card "+r.pan[:6]+"******"+r.pan[12:]
+		}
+		ps = append(ps, p)
+	}
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: "payouts-2026-02.xlsx", LoadedAt: time.Now(), Rows: int64(len(ps)), Total: total, Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Register(ctx, batch, ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range outcomeFixture {
+		if r.to == ledger.Queued {
+			continue
+		}
+		if _, err := l.BeginCreate(ctx, batch, r.ext, 1); err != nil {
+			t.Fatal(err)
+		}
+		res := ledger.CreateResult{To: ledger.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
+		if r.to == ledger.Rejected {
+			res = ledger.CreateResult{To: ledger.Rejected, Error: "amount exceeds daily limit"}
+		}
+		if _, err := l.FinishCreate(ctx, batch, r.ext, 1, res); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		switch r.to {
+		case ledger.Paid:
+			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictPaid, "Paid", "")
+		case ledger.Failed:
+			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictFailed, "Declined", "card closed by the issuer")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return mr, l
+}
+
+func newRing(t *testing.T) (*vault.Keyring, string) {
+	t.Helper()
+	key, err := vault.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := vault.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ring, key
+}
+
+func TestRetryID(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"PO-1", "PO-1-R1"},
+		{"PO-1-R1", "PO-1-R2"},
+		{"PO-1-R9", "PO-1-R10"},
+		{"PO-1-R", "PO-1-R-R1"},
+		{"R1", "R1-R1"},
+		{"-R3", "-R4"},
+		{"PO-r1", "PO-r1-R1"},
+		{"PO-1-R1x", "PO-1-R1x-R1"},
+	} {
+		if got := retryID(tt.in); got != tt.want {
+			t.Errorf("retryID(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestReportFailedOnly: the failed payouts, and only they, come out as a
+// payout file that payfile accepts: new externalIds, exact amounts, card
+// numbers in clear, mode 0600; no key is exit 2; an existing file is kept
+// unless --force.
+func TestReportFailedOnly(t *testing.T) {
+	ring, key := newRing(t)
+	mr, _ := outcomeLedger(t, ring)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "retry.csv")
+	run := func(vars map[string]string, args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), append([]string{"report", "--redis", "redis://" + mr.Addr()}, args...), nil, &stdout, &stderr,
+			func(k string) string { return vars[k] })
+		return code, stdout.String(), stderr.String()
+	}
+	withKey := map[string]string{"PAYOUT_DATA_KEY": key}
+
+	code, stdout, stderr := run(nil, "--failed-only", "--out", out, "b-out")
+	if code != ExitUsage || !strings.Contains(stderr, "needs the data key") || !strings.Contains(stderr, "PAYOUT_DATA_KEY") {
+		t.Fatalf("without a key: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a file was written without a key: %v", err)
+	}
+
+	code, stdout, stderr = run(withKey, "--failed-only", "--out", out, "b-out")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "3 failed payouts, total 325.70") {
+		t.Errorf("stdout %q does not give the rows and the total", stdout)
+	}
+	if strings.Contains(stdout+stderr, "4111111111111111") || strings.Contains(stdout+stderr, "5555555555554444") {
+		t.Error("a card number was printed")
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600", st.Mode().Perm())
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "externalId,amount,cardNumber,telecomOperator,phoneNumber\n" +
+		"PO-2-R1,250.50,5555555555554444,,\n" +
+		"PO-3-R1,75.00,,MTS,+79001234567\n" +
+		"PO-4-R3,0.20,4012888888881881,,\n"
+	if string(got) != want {
+		t.Fatalf("file:\n%s\nwant:\n%s", got, want)
+	}
+
+	// The loader's checker takes the file as it is: same rows, same total.
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var rows []payfile.Row
+	sum, errs, err := payfile.CollectEach(context.Background(), "retry.csv", f, payfile.Options{}, func(r payfile.Row) error {
+		rows = append(rows, r)
+		return nil
+	})
+	if err != nil || len(errs) > 0 || sum.ValidRows != 3 || sum.Total.StringFixed(2) != "325.70" {
+		t.Fatalf("payfile: %v %v, %d valid rows, total %s", err, errs, sum.ValidRows, sum.Total)
+	}
+	if rows[0].CardNumber != "5555555555554444" || rows[1].TelecomOperator != "MTS" ||
+		len(rows[1].Extra) != 1 || rows[1].Extra[0] != (psp.Property{Key: "phoneNumber", Value: "+79001234567"}) {
+		t.Errorf("rows read back: %+v", rows)
+	}
+
+	// An existing file is kept without --force, replaced with it.
+	if err := os.WriteFile(out, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = run(withKey, "--failed-only", "--out", out, "b-out")
+	if b, _ := os.ReadFile(out); code != ExitUsage || string(b) != "keep me" || !strings.Contains(stderr, "--force") {
+		t.Fatalf("existing file: exit %d, content %q, stderr %s", code, b, stderr)
+	}
+	if code, stdout, stderr = run(withKey, "--failed-only", "--force", "--out", out, "b-out"); code != ExitOK {
+		t.Fatalf("--force: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != want {
+		t.Fatalf("--force wrote:\n%s", b)
+	}
+	if st, _ := os.Stat(out); st.Mode().Perm() != 0o600 {
+		t.Errorf("mode after --force %v, want 0600", st.Mode().Perm())
+	}
+
+	// Another key does not open the card numbers: exit 2, no file left.
+	_, other := newRing(t)
+	out2 := filepath.Join(dir, "other.csv")
+	code, _, stderr = run(map[string]string{"PAYOUT_DATA_KEY": other}, "--failed-only", "--out", out2, "b-out")
+	if _, err := os.Stat(out2); code != ExitUsage || !os.IsNotExist(err) || !strings.Contains(stderr, "data key") {
+		t.Fatalf("wrong key: exit %d, stat %v, stderr %s", code, err, stderr)
+	}
+}
+
+// TestStatusShowsOutcomes: `payout status` (table, detail and --json) and
+// the result file show paid, failed and awaiting outcome.
+func TestStatusShowsOutcomes(t *testing.T) {
+	ring, _ := newRing(t)
+	mr, _ := outcomeLedger(t, ring)
+	run := func(args ...string) (int, string) {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), append([]string{args[0], "--redis", "redis://" + mr.Addr()}, args[1:]...), nil, &stdout, &stderr,
+			func(string) string { return "" })
+		return code, stdout.String() + stderr.String()
+	}
+	code, out := run("status", "--json", "b-out")
+	if code != ExitOK {
+		t.Fatalf("status --json: exit %d\n%s", code, out)
+	}
+	var v struct {
+		Counts         map[string]int64 `json:"counts"`
+		Awaiting       int64            `json:"awaitingOutcome"`
+		AmountPaid     string           `json:"amountPaid"`
+		AmountFailed   string           `json:"amountFailed"`
+		AmountAwaiting string           `json:"amountAwaiting"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if v.Counts["paid"] != 1 || v.Counts["failed"] != 3 || v.Counts["created"] != 1 || v.Awaiting != 1 ||
+		v.AmountPaid != "100.10" || v.AmountFailed != "325.70" || v.AmountAwaiting != "12.34" {
+		t.Errorf("status --json: %+v", v)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"status", "b-out"}, []string{"paid", "failed", "awaiting outcome", "amount paid 100.10, failed 325.70, awaiting outcome 12.34"}},
+		{[]string{"status"}, []string{"PAID", "FAILED", "AWAITING", "100.10 / 12.34 / 473.49"}},
+	} {
+		code, out := run(tc.args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d\n%s", tc.args, code, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: no %q in\n%s", tc.args, w, out)
+			}
+		}
+	}
+	// The result file: exit 1 (failed rows, one awaiting), every row with
+	// its outcome group, the groups adding up to the file's total.
+	code, out = run("report", "b-out")
+	if code != ExitRejected {
+		t.Errorf("report: exit %d, want %d", code, ExitRejected)
+	}
+	for _, w := range []string{
+		",paid,WD-PO-1,Paid,1,,", ",failed,WD-PO-2,Declined,1,card closed by the issuer,", ",created,WD-PO-5,Created,1,,",
+		",pending\n", "# outcome,paid,1,100.10", "# outcome,failed,3,325.70", "# outcome,pending,2,14.36",
+		"# outcome,not_sent,1,33.33", "# outcome,unknown,0,0.00", "# outcome,total,7,473.49", ",OK,",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("result file has no %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "4111111111111111") {
+		t.Error("the result file holds a card number")
+	}
+}
