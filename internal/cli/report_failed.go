@@ -229,6 +229,14 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 	if err != nil {
 		return infraErr(err)
 	}
+	c, err := l.Counts(ctx, batch)
+	if err != nil {
+		return infraErr(err)
+	}
+	if c.Rows[ledger.Failed] == 0 {
+		fmt.Fprintf(e.stdout, "batch %s has no failed payouts; no file written\n", batch)
+		return nil
+	}
 	if out == "" {
 		out = failedFileName(b)
 	}
@@ -245,11 +253,6 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 		return configErr(fmt.Errorf("the data key does not open the card numbers of batch %s: %w", batch, err))
 	case err != nil:
 		return infraErr(err)
-	}
-	if res.Rows == 0 {
-		os.Remove(out)
-		fmt.Fprintf(e.stdout, "batch %s has no failed payouts; no file written\n", batch)
-		return nil
 	}
 	fmt.Fprintf(e.stdout, "%s: %d failed %s, total %s, new externalIds ending -R<n> (mode 0600: it holds card numbers; delete it once loaded)\n",
 		out, res.Rows, plural(res.Rows, "payout", "payouts"), res.Total.StringFixed(res.Scale))

@@ -131,7 +131,7 @@ func TestRetryID(t *testing.T) {
 // unless --force.
 func TestReportFailedOnly(t *testing.T) {
 	ring, key := newRing(t)
-	mr, _ := outcomeLedger(t, ring)
+	mr, l := outcomeLedger(t, ring)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "retry.csv")
 	run := func(vars map[string]string, args ...string) (int, string, string) {
@@ -214,6 +214,20 @@ func TestReportFailedOnly(t *testing.T) {
 	}
 	if st, _ := os.Stat(out); st.Mode().Perm() != 0o600 {
 		t.Errorf("mode after --force %v, want 0600", st.Mode().Perm())
+	}
+
+	// A batch without failed payouts: nothing written, an existing file
+	// left alone even with --force.
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b-none", File: "none.csv", LoadedAt: time.Now(), Rows: 1, Total: money.MustParse("1"), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Register(ctx, "b-none", []ledger.NewPayout{{Line: 2, ExternalID: "N-1", Amount: money.MustParse("1"), Telecom: "MTS"}}, 2); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = run(withKey, "--failed-only", "--force", "--out", out, "b-none")
+	if b, _ := os.ReadFile(out); code != ExitOK || string(b) != want || !strings.Contains(stdout, "no failed payouts") {
+		t.Fatalf("no failed rows: exit %d, stdout %q, file now %q", code, stdout, b)
 	}
 
 	// Another key does not open the card numbers: exit 2, no file left.
