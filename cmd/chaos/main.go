@@ -1,8 +1,10 @@
 // Command chaos runs the proof-of-safety chaos suite (package
 // internal/chaos): real Redis with AOF, the PSP sandbox with faults, three
 // payout workers killed at random, a Redis restart and a PSP token
-// rotation, then checks that no payout was created twice or lost, that the
-// books reconcile, and that no card number or secret leaked.
+// rotation, every order settling paid or failed with callbacks duplicated,
+// reordered and forged, then checks that no payout was created twice or
+// lost, that every outcome is the simulator's, that the books reconcile,
+// and that no card number or secret leaked.
 //
 //	go run ./cmd/chaos            # 10,000 rows (make chaos)
 //	go run ./cmd/chaos --short    # 1,000 rows (make chaos-short)
@@ -51,7 +53,7 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Bool("short", false, "the short run: 1,000 rows, under two minutes (the defaults of the other flags change)")
+	fs.Bool("short", false, "the short run: 1,000 rows, about three minutes (the defaults of the other flags change)")
 	chaos.RegisterFlags(fs, &cfg)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: chaos [--short] [flags]\n\nflags (environment variable %s<FLAG>):\n", chaos.EnvPrefix)

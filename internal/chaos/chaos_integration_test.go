@@ -37,8 +37,9 @@ func needTools(t *testing.T) {
 }
 
 // TestChaosShort is `make chaos-short`: 1,000 rows through real processes
-// with workers killed, Redis restarted and the PSP token rotated. Every
-// promise must hold.
+// with workers killed, Redis restarted and the PSP token rotated, every
+// order settling paid or failed and callbacks forged. Every promise must
+// hold.
 func TestChaosShort(t *testing.T) {
 	needTools(t)
 	cfg := ShortConfig()
@@ -63,6 +64,10 @@ func TestChaosShort(t *testing.T) {
 		{"Redis replies lost", fig.RedisReplyDrops > 0},
 		{"tasks deleted in the web UI", fig.TasksDeleted > 0},
 		{"lost steps restored", fig.Repaired > 0},
+		{"orders paid", fig.Paid > 0},
+		{"orders failed", fig.Failed > 0},
+		{"every created payout has its outcome", fig.Paid+fig.Failed == fig.Created},
+		{"callbacks forged", fig.ForgedCallbacks > 0},
 		{"every payout final", fig.Created+fig.Rejected+fig.NeedsReview == cfg.Rows},
 	}
 	for _, c := range checks {

@@ -3,6 +3,8 @@ package chaos
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/flagenv"
@@ -81,6 +83,32 @@ type Config struct {
 	H2      bool
 	H2Reset float64
 
+	// The order lifecycle. With SettleAfter > 0 every order the sandbox
+	// stores ends, SettleAfter after its creation, paid or (a seeded share
+	// PFail) failed with a reason, and the workers follow each created
+	// payout to that outcome (--track-outcome) by status queries every
+	// OutcomeIntervals, for at most OutcomeWindow; 0 keeps every order
+	// Created and the workers run with --track-outcome=false (created is
+	// final).
+	SettleAfter      time.Duration
+	PFail            float64
+	OutcomeIntervals string // comma-separated worker --outcome-intervals
+	OutcomeWindow    time.Duration
+
+	// Callbacks makes the sandbox POST every status change (needs
+	// SettleAfter) to a forwarder run by the suite, which passes each one
+	// on to a live worker's callback listener (--callback-addr); a share
+	// PCallbackDup is sent twice and each waits a random 0..CallbackDelay
+	// (so they arrive reordered). Every ForgeEvery the suite itself sends
+	// a forged callback straight to a live worker: a wrong or missing
+	// secret (must be refused 401), an unknown order, or a known order
+	// with a status it does not have (both answered 200 and changing
+	// nothing: the outcomes must still match the sandbox's truth).
+	Callbacks     bool
+	PCallbackDup  float64
+	CallbackDelay time.Duration
+	ForgeEvery    time.Duration
+
 	// Deadline bounds the wait for every payout to be final.
 	Deadline time.Duration
 
@@ -113,12 +141,14 @@ func DefaultConfig() Config {
 		ReconcileInterval: 5 * time.Second, ReconcileGrace: 7 * time.Second,
 		RedisReplyDrop: 0.01, TaskDeleteEvery: 2 * time.Second, TaskDeletes: 3,
 		ClockOffset: -5 * time.Minute, H2: true, H2Reset: 0.05,
+		SettleAfter: 6 * time.Second, PFail: 0.1, OutcomeIntervals: "1s,2s", OutcomeWindow: 10 * time.Minute,
+		Callbacks: true, PCallbackDup: 0.2, CallbackDelay: 2 * time.Second, ForgeEvery: 250 * time.Millisecond,
 		Deadline: 13 * time.Minute,
 	}
 }
 
 // ShortConfig is the run of `make chaos-short` and of the integration test:
-// 1,000 rows, every kind of fault, in about two minutes on two cores.
+// 1,000 rows, every kind of fault, in about three minutes on two cores.
 func ShortConfig() Config {
 	c := DefaultConfig()
 	c.Rows, c.Files = 1000, 4
@@ -127,7 +157,12 @@ func ShortConfig() Config {
 	c.RedisRestartAt, c.RotateAt = 7*time.Second, 10*time.Second
 	c.Outage = "4s:6s"
 	c.TaskDeleteEvery = time.Second
-	c.Deadline = 4 * time.Minute
+	c.SettleAfter, c.OutcomeWindow = 4*time.Second, 4*time.Minute
+	c.ForgeEvery = 100 * time.Millisecond
+	// Tasks whose dequeue reply the Redis proxy lost wait for asynq's
+	// lease recovery (a minute or more); following every order to its
+	// outcome makes more of them.
+	c.Deadline = 6 * time.Minute
 	return c
 }
 
@@ -146,6 +181,7 @@ func BrokenConfig() Config {
 	c.ReconcileGrace = c.PSPTimeout + 5*time.Second
 	// Only the fault the broken build is about.
 	c.RedisReplyDrop, c.TaskDeleteEvery, c.ClockOffset, c.H2Reset = 0, 0, 0, 0
+	noLifecycle(&c)
 	c.Broken = true
 	// Redelivered creates come back once asynq recovers the tasks of the
 	// killed workers (about a minute); the broken build then leaves some
@@ -165,10 +201,23 @@ func BrokenReplayConfig() Config {
 	c.PAmbiguous, c.PRefuse = 0, 0
 	c.RedisReplyDrop, c.TaskDeleteEvery, c.ClockOffset = 0, 0, 0
 	c.H2, c.H2Reset = true, 0.3
+	noLifecycle(&c)
 	c.BrokenReplay = true
 	c.Deadline = 60 * time.Second
 	return c
 }
+
+// noLifecycle switches the order lifecycle and the callbacks off: orders
+// stay Created and the workers run with --track-outcome=false. The broken
+// runs are about duplicate creates only.
+func noLifecycle(c *Config) {
+	c.SettleAfter, c.PFail = 0, 0
+	c.Callbacks, c.PCallbackDup, c.CallbackDelay, c.ForgeEvery = false, 0, 0, 0
+}
+
+// Tracking reports whether the workers follow created orders to their
+// outcome: whenever the sandbox settles orders.
+func (c Config) Tracking() bool { return c.SettleAfter > 0 }
 
 // Validate checks the ranges.
 func (c Config) Validate() error {
@@ -221,6 +270,29 @@ func (c Config) Validate() error {
 		// in progress at the PSP when its absence is counted.
 		errs = append(errs, errors.New("absent-spacing must not be shorter than psp-timeout"))
 	}
+	if c.SettleAfter < 0 || c.OutcomeWindow < 0 || c.CallbackDelay < 0 || c.ForgeEvery < 0 {
+		errs = append(errs, errors.New("settle-after, outcome-window, callback-delay and forge-every must not be negative"))
+	}
+	if c.PFail < 0 || c.PFail > 1 || c.PCallbackDup < 0 || c.PCallbackDup > 1 {
+		errs = append(errs, errors.New("p-fail and p-callback-dup must be within [0,1]"))
+	}
+	if c.Tracking() {
+		if c.OutcomeWindow <= 0 || strings.TrimSpace(c.OutcomeIntervals) == "" {
+			errs = append(errs, errors.New("settle-after needs outcome-intervals and a positive outcome-window"))
+		}
+		for _, f := range strings.Split(c.OutcomeIntervals, ",") {
+			if d, err := time.ParseDuration(strings.TrimSpace(f)); err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("outcome-intervals %q: %q is not a positive duration", c.OutcomeIntervals, f))
+				break
+			}
+		}
+	}
+	if c.Callbacks && !c.Tracking() {
+		errs = append(errs, errors.New("callbacks need settle-after: without it no order changes status"))
+	}
+	if !c.Callbacks && (c.PCallbackDup > 0 || c.CallbackDelay > 0 || c.ForgeEvery > 0) {
+		errs = append(errs, errors.New("p-callback-dup, callback-delay and forge-every need callbacks"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -262,6 +334,14 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "one worker (payout_test_clock build) schedules its tasks with its clock this far off (0: none)")
 	fs.BoolVar(&c.H2, "h2", c.H2, "the token gateway speaks HTTP/2 over TLS to the workers")
 	fs.Float64Var(&c.H2Reset, "h2-reset", c.H2Reset, "gateway: probability of resetting the stream of a create the sandbox stored and answered 200")
+	fs.DurationVar(&c.SettleAfter, "settle-after", c.SettleAfter, "sandbox: an order ends paid or failed this long after its creation; the workers follow it (0: orders stay Created, --track-outcome=false)")
+	fs.Float64Var(&c.PFail, "p-fail", c.PFail, "sandbox: share of orders that end failed, with a reason")
+	fs.StringVar(&c.OutcomeIntervals, "outcome-intervals", c.OutcomeIntervals, "worker: waits between the outcome status queries of a created order")
+	fs.DurationVar(&c.OutcomeWindow, "outcome-window", c.OutcomeWindow, "worker: a created payout without an outcome after this long needs review (a healthy run never reaches it)")
+	fs.BoolVar(&c.Callbacks, "callbacks", c.Callbacks, "sandbox callbacks through a forwarder to the workers' listeners, and forged callbacks from the suite (needs settle-after)")
+	fs.Float64Var(&c.PCallbackDup, "p-callback-dup", c.PCallbackDup, "sandbox: probability of sending a callback twice")
+	fs.DurationVar(&c.CallbackDelay, "callback-delay", c.CallbackDelay, "sandbox: delay each callback by a random 0..this (reordered)")
+	fs.DurationVar(&c.ForgeEvery, "forge-every", c.ForgeEvery, "the suite sends a forged callback (wrong secret, unknown order, false status) to a live worker this often (0: never)")
 	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "fail when payouts are still open this long after the start")
 	fs.BoolVar(&c.Broken, "broken", c.Broken, "build the deliberately unsafe worker (POSTs again on redelivery); the run then passes only if duplicates are detected")
 	fs.BoolVar(&c.BrokenReplay, "broken-replay", c.BrokenReplay, "build the deliberately unsafe worker whose transport may replay creates; the run then passes only if duplicates are detected")

@@ -81,16 +81,16 @@ func TestFlagsAndEnvironment(t *testing.T) {
 }
 
 func TestFigures(t *testing.T) {
-	f := Figures{Payouts: 10000, Created: 9900, Rejected: 100, Ambiguous: 3000, WorkerKills: 12,
-		RedisRestarts: 1, TokenRotations: 1, Elapsed: 161234 * time.Millisecond}
-	want := "payouts=10000 created=9900 rejected=100 needs_review=0 ambiguous=3000 worker_kills=12 redis_restarts=1 token_rotations=1 h2_resets=0 redis_reply_drops=0 tasks_deleted=0 repaired=0 duplicates=0 lost=0 leaks=0 mismatches=0 elapsed=2m41.2s"
+	f := Figures{Payouts: 10000, Created: 9900, Paid: 8900, Failed: 1000, Rejected: 100, Ambiguous: 3000, WorkerKills: 12,
+		RedisRestarts: 1, TokenRotations: 1, ForgedCallbacks: 600, Elapsed: 161234 * time.Millisecond}
+	want := "payouts=10000 created=9900 paid=8900 failed=1000 rejected=100 needs_review=0 ambiguous=3000 worker_kills=12 redis_restarts=1 token_rotations=1 h2_resets=0 redis_reply_drops=0 tasks_deleted=0 repaired=0 forged_callbacks=600 duplicates=0 lost=0 outcome_mismatches=0 leaks=0 mismatches=0 elapsed=2m41.2s"
 	if f.String() != want {
 		t.Errorf("got  %s\nwant %s", f, want)
 	}
 	if err := f.Err(); err != nil {
 		t.Errorf("clean figures: %v", err)
 	}
-	for _, bad := range []Figures{{Duplicates: 1}, {Lost: 2}, {Leaks: 3}, {Mismatches: 4}} {
+	for _, bad := range []Figures{{Duplicates: 1}, {Lost: 2}, {Leaks: 3}, {Mismatches: 4}, {OutcomeMismatches: 5}} {
 		err := bad.Err()
 		if !errors.Is(err, ErrUnsafe) {
 			t.Errorf("%+v: got %v, want ErrUnsafe", bad, err)

@@ -1,7 +1,8 @@
 // Package chaos is the proof-of-safety suite of payout: it runs the real
 // binaries against a real Redis and the PSP sandbox while breaking things,
-// then checks that no payout was created twice or lost, that the books
-// reconcile to the cent and that no card number or secret leaked.
+// then checks that no payout was created twice or lost, that every created
+// payout ended paid or failed exactly as the simulator decided, that the
+// books reconcile to the cent and that no card number or secret leaked.
 //
 // One run ([Run], `make chaos`, `make chaos-short`):
 //
@@ -17,10 +18,11 @@
 //     [Config], a token gateway in front of it (see below) speaking HTTP/2
 //     over TLS to the workers, [Config.Workers] `payout worker` processes
 //     (data key from `payout keygen`, PSP token in a file, a short
-//     reconciler interval; the first one, and whoever replaces it, built
-//     with payout_test_clock and its task clock [Config.ClockOffset] off),
-//     `payout ui --read-only` with basic auth and a read-write `payout ui`
-//     for the operator's deletes;
+//     reconciler interval, --track-outcome with short
+//     [Config.OutcomeIntervals], a callback listener of its own; the first
+//     one, and whoever replaces it, built with payout_test_clock and its
+//     task clock [Config.ClockOffset] off), `payout ui --read-only` with
+//     basic auth and a read-write `payout ui` for the operator's deletes;
 //  3. drops the generated payout files ([Generate]) into the spool inbox
 //     one by one and runs `payout load --spool` every [Config.LoaderEvery]
 //     like cron would;
@@ -28,17 +30,39 @@
 //     starts another), deletes or archives random pending, scheduled and
 //     retry tasks through the web UI's API (asynqmon) every
 //     [Config.TaskDeleteEvery], kills Redis with SIGKILL once and starts it
-//     again on the same AOF, and rotates the PSP token once;
-//  5. when every payout is final (or the deadline passed), writes the last
-//     result files, stops the workers and checks the books ([Verify])
-//     against the sandbox's stored orders and `payout report --format json`;
+//     again on the same AOF, rotates the PSP token once, and every
+//     [Config.ForgeEvery] sends a worker a forged callback (see below);
+//  5. when every payout is final, outcomes included (or the deadline
+//     passed), writes the last result files, stops the workers and checks
+//     the books ([Verify]) against the sandbox's stored orders and their
+//     truth (finalStatus, finalReason) and `payout report --format json`;
 //  6. scans every file the run wrote (logs of every process, outbox,
 //     reports, web UI pages fetched mid-run and at the end, a dump of every
 //     Redis key and the AOF itself) for every full card number and every
 //     secret ([Scanner]), after proving on the payout files that the
 //     scanner finds what it looks for;
 //  7. prints one line of [Figures] and fails when duplicates, lost payouts,
-//     leaks or mismatches are not zero.
+//     outcome mismatches, leaks or mismatches are not zero.
+//
+// # Outcomes and callbacks
+//
+// The sandbox settles every order it stores [Config.SettleAfter] after its
+// creation: paid, or failed with a reason for a seeded share
+// [Config.PFail]. The workers follow each created payout to that outcome by
+// status queries, and the sandbox POSTs every status change (Processing,
+// then final) as a callback, a share of them twice, each delayed at random
+// (so they arrive reordered). Workers are killed and replaced all the time,
+// so the sandbox is given one stable address: a [Forwarder] run by the
+// suite, which passes each callback unchanged to the listener of a live
+// worker (503 when none answers, and the sandbox retries). The suite also
+// forges callbacks and sends them straight to a live worker: a wrong,
+// truncated or missing secret (each must be refused 401; one that is not
+// counts as a mismatch), an unknown order, and a real payout with a status
+// it may not have (both answered 200, and changing nothing). A callback is
+// only a hint to query now; the outcome of every created payout must be its
+// order's finalStatus at the sandbox (and a failure keep its reason), or
+// it counts in outcome_mismatches. The broken runs go without the
+// lifecycle: their orders stay Created and created is final.
 //
 // # Token rotation
 //
@@ -69,6 +93,8 @@
 //	logs/       stdout+stderr of every process
 //	reports/    payout report output     ui/        web UI pages
 //	redis/      the AOF                  redis-contents.txt, findings.txt
+//
+// The callback secret is one of the secrets the leak scan looks for.
 //
 // It is removed after a passing run unless [Config.KeepWork], and kept (its
 // path printed) after a failing one.

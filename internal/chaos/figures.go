@@ -9,8 +9,12 @@ import (
 
 // Figures are the one-line result of a run.
 type Figures struct {
-	Payouts     int // rows generated and loaded
+	Payouts int // rows generated and loaded
+	// Created counts the payouts whose order the PSP created (whatever
+	// its outcome); Paid and Failed those that reached that outcome.
 	Created     int
+	Paid        int
+	Failed      int
 	Rejected    int
 	NeedsReview int
 	Ambiguous   int // payouts that went through checking (ledger seq > 0)
@@ -27,6 +31,10 @@ type Figures struct {
 	RedisReplyDrops int
 	TasksDeleted    int
 	Repaired        int
+	// ForgedCallbacks counts the callbacks the suite forged and a worker
+	// answered: a wrong or missing secret (refused 401, or a mismatch),
+	// an unknown order, a false status for a real payout.
+	ForgedCallbacks int
 
 	// Duplicates counts orders beyond one per created payout, plus every
 	// order of a payout that is not created, plus orders of unknown
@@ -35,6 +43,11 @@ type Figures struct {
 	// Lost counts rows missing from the ledger, payouts not final at the
 	// end, and created payouts without an order at the PSP.
 	Lost int
+	// OutcomeMismatches counts created payouts whose end state is not
+	// their order's final status at the PSP (paid, failed with its
+	// reason, or created without a lifecycle), and created payouts sent
+	// to review by the outcome window.
+	OutcomeMismatches int
 	// Leaks counts places where a full card number or a secret appeared.
 	Leaks int
 	// Mismatches counts disagreements of the books: an order with another
@@ -48,13 +61,13 @@ type Figures struct {
 
 // String is the figures line.
 func (f Figures) String() string {
-	return fmt.Sprintf("payouts=%d created=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d repaired=%d duplicates=%d lost=%d leaks=%d mismatches=%d elapsed=%s",
-		f.Payouts, f.Created, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
-		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.Repaired, f.Duplicates, f.Lost, f.Leaks, f.Mismatches, f.Elapsed.Round(100*time.Millisecond))
+	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d repaired=%d forged_callbacks=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d elapsed=%s",
+		f.Payouts, f.Created, f.Paid, f.Failed, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
+		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.Repaired, f.ForgedCallbacks, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.Elapsed.Round(100*time.Millisecond))
 }
 
 // ErrUnsafe is matched (errors.Is) by the error of a run that found
-// duplicates, lost payouts, leaks or mismatches.
+// duplicates, lost payouts, outcome mismatches, leaks or mismatches.
 var ErrUnsafe = errors.New("chaos: the run broke a promise")
 
 // ErrHarness is matched by the error of a run that could not be carried
@@ -68,7 +81,7 @@ func (f Figures) Err() error {
 	for _, c := range []struct {
 		name string
 		n    int
-	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}} {
+	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"outcome_mismatches", f.OutcomeMismatches}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}} {
 		if c.n != 0 {
 			bad = append(bad, fmt.Sprintf("%s=%d", c.name, c.n))
 		}

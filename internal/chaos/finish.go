@@ -40,6 +40,9 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		return Figures{}, err
 	}
 	h.snapshotUI(ctx, "end")
+	if h.forge != nil {
+		h.forge.wait()
+	}
 	for _, w := range h.workers {
 		_ = w.cmd.Process.Signal(syscall.SIGTERM) // all at once, then wait for each
 	}
@@ -56,6 +59,11 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	if err := getJSON(ctx, h.sandboxURL+"/sandbox/stats", &stats); err != nil {
 		return Figures{}, fmt.Errorf("sandbox stats: %w", err)
 	}
+	var life sandbox.LifecycleJSON
+	if err := getJSON(ctx, h.sandboxURL+"/sandbox/lifecycle", &life); err != nil {
+		return Figures{}, fmt.Errorf("sandbox lifecycle: %w", err)
+	}
+	books.PaidStatus, books.FailedStatus = life.PaidStatus, life.FailedStatus
 	var err error
 	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
 		return Figures{}, err
@@ -91,15 +99,36 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		return Figures{}, err
 	}
 	v := Verify(books)
+	var forged int
+	if h.forge != nil {
+		forged = h.forge.total()
+		// A callback with a wrong secret that a worker did not refuse is
+		// a broken promise of its own.
+		for _, b := range h.forge.breaches() {
+			v.Mismatches++
+			v.Findings = append(v.Findings, "mismatch: forged callback not refused: "+b)
+		}
+	}
 	fig := Figures{
-		Payouts: len(books.Rows), Created: v.Created, Rejected: v.Rejected, NeedsReview: v.NeedsReview,
+		Payouts: len(books.Rows), Created: v.Created, Paid: v.Paid, Failed: v.Failed, Rejected: v.Rejected, NeedsReview: v.NeedsReview,
 		Ambiguous: v.Ambiguous, WorkerKills: h.kills, RedisRestarts: h.restarts, TokenRotations: h.rotations,
 		H2Resets: h.gw.H2Resets(), RedisReplyDrops: drops, TasksDeleted: h.tasksDeleted + h.tasksArchived, Repaired: repaired,
-		Duplicates: v.Duplicates, Lost: v.Lost, Leaks: len(leaks), Mismatches: v.Mismatches,
+		ForgedCallbacks: forged,
+		Duplicates:      v.Duplicates, Lost: v.Lost, OutcomeMismatches: v.OutcomeMismatches, Leaks: len(leaks), Mismatches: v.Mismatches,
 		Elapsed: time.Since(h.start),
 	}
 	h.logf("sandbox: %d creates received, %d orders stored, %d status queries, answers %v",
 		stats.CreatesReceived, stats.OrdersStored, stats.StatusQueries, stats.Answers)
+	if h.cfg.Tracking() {
+		h.logf("sandbox lifecycle: orders settle after %s as %q or %q; %d paid, %d failed; callbacks: %d delivered, %d dropped after retries",
+			life.SettleAfter, life.PaidStatus, life.FailedStatus, stats.Paid, stats.Failed, stats.CallbacksSent, stats.CallbacksFailed)
+	}
+	if h.fwd != nil {
+		recv, answers, undelivered := h.fwd.Stats()
+		h.logf("callback forwarder: %d received from the sandbox, worker answers %v, %d found no live worker (the sandbox retried them)",
+			recv, answers, undelivered)
+		h.logf("forged callbacks sent to the workers: %s", h.forge.summary())
+	}
 	h.logf("harness: %d loader runs (%d while Redis was away), %d workers exited on their own, %d queue pauses, %d requests refused by the token gateway, %d files scanned for leaks",
 		h.loaderRuns, h.loaderInfra, h.workerExits, h.pauses, h.gw.Refused(), scanned)
 	h.logf("operator through the web UI: %d tasks deleted, %d archived; the workers restored %d steps",
@@ -257,6 +286,9 @@ func (h *harness) scan() ([]Leak, int, error) {
 		"sandbox token":               h.sandboxToken,
 		"web UI password":             h.uiPass,
 		"data key":                    h.dataKey,
+	}
+	if h.callbackSecret != "" {
+		secrets["callback secret"] = h.callbackSecret
 	}
 	s := NewScanner(slices.Collect(maps.Keys(cards)), secrets)
 

@@ -84,9 +84,14 @@ type harness struct {
 	uiUser, uiPass string
 
 	workers []*proc
-	skewed  map[*proc]bool // workers whose task clock is off
-	procs   []*proc        // every long-running process, killed at the end
-	nProcs  map[string]int
+	skewed  map[*proc]bool   // workers whose task clock is off
+	cbAddr  map[*proc]string // each worker's callback listener (Config.Callbacks)
+
+	callbackSecret string     // shared by the sandbox and the workers (Config.Callbacks)
+	fwd            *Forwarder // the sandbox's callbacks go through it to live workers
+	forge          *forger    // the suite's own forged callbacks
+	procs          []*proc    // every long-running process, killed at the end
+	nProcs         map[string]int
 
 	kills, restarts, rotations     int
 	tasksDeleted, tasksArchived    int
@@ -182,7 +187,7 @@ func newHarness(cfg Config, out io.Writer) (*harness, error) {
 	h := &harness{
 		cfg: cfg, out: io.MultiWriter(out, own), ownLog: own, dir: dir,
 		rng:    mrand.New(mrand.NewPCG(uint64(seed), 0xc4a05)),
-		nProcs: map[string]int{}, skewed: map[*proc]bool{},
+		nProcs: map[string]int{}, skewed: map[*proc]bool{}, cbAddr: map[*proc]string{},
 	}
 	h.runID = fmt.Sprintf("%06x", h.rng.Uint32()&0xffffff)
 	h.files = Generate(h.rng, h.runID, cfg.Rows, cfg.Files)
@@ -281,6 +286,15 @@ func (h *harness) setUp(ctx context.Context) error {
 		return err
 	}
 	h.uiUser, h.uiPass = "chaos", randomHex(16)
+	if c.Callbacks {
+		h.callbackSecret = randomHex(20)
+		h.forge = newForger(h.callbackSecret)
+		if h.fwd, err = NewForwarder(c.Seed); err != nil {
+			return err
+		}
+		h.logf("the sandbox settles orders after %s (%.0f%% fail) and sends its callbacks (%.0f%% twice, delayed up to %s) through a forwarder to the live workers",
+			c.SettleAfter, 100*c.PFail, 100*c.PCallbackDup, c.CallbackDelay)
+	}
 
 	if err := h.startSandbox(ctx); err != nil {
 		return err
@@ -345,7 +359,15 @@ func (h *harness) startSandbox(ctx context.Context) error {
 	if c.Outage != "" {
 		args = append(args, "--outage", c.Outage)
 	}
+	if c.SettleAfter > 0 {
+		args = append(args, "--settle-after", c.SettleAfter.String(), "--p-fail", strconv.FormatFloat(c.PFail, 'g', -1, 64))
+	}
 	env := append(append([]string(nil), h.env...), "PAYOUT_SANDBOX_TOKEN="+h.sandboxToken)
+	if h.fwd != nil {
+		args = append(args, "--callback-url", h.fwd.URL(),
+			"--p-callback-dup", strconv.FormatFloat(c.PCallbackDup, 'g', -1, 64), "--callback-delay", c.CallbackDelay.String())
+		env = append(env, "PAYOUT_SANDBOX_CALLBACK_SECRET="+h.callbackSecret)
+	}
 	p, err := startProc("psp-sandbox", h.sandboxBin, args, env, h.path(dirLogs, "psp-sandbox.log"))
 	if err != nil {
 		return err
@@ -381,27 +403,66 @@ func (h *harness) startWorker(skewed bool) error {
 		"--max-status-checks", strconv.Itoa(c.MaxStatusChecks), "--psp-timeout", c.PSPTimeout.String(),
 		"--reconcile-interval", c.ReconcileInterval.String(), "--reconcile-grace", c.ReconcileGrace.String(),
 		"--metrics-addr=", "--log-format", "json", "--log-level", "info",
-		// The simulator here keeps every order Created: created is final.
-		"--track-outcome=false",
+	}
+	if c.Tracking() {
+		args = append(args, "--outcome-intervals", c.OutcomeIntervals, "--outcome-window", c.OutcomeWindow.String())
+	} else {
+		// The simulator keeps every order Created: created is final.
+		args = append(args, "--track-outcome=false")
 	}
 	if h.caFile != "" {
 		args = append(args, "--psp-ca-file", h.caFile)
 	}
 	name := fmt.Sprintf("worker-%03d", n)
-	bin, env := h.payoutBin, h.env
+	bin, env := h.payoutBin, append([]string(nil), h.env...)
 	if skewed {
 		name += "-clock"
 		bin = h.clockBin
-		env = append(append([]string(nil), h.env...), ClockEnv+"="+c.ClockOffset.String())
+		env = append(env, ClockEnv+"="+c.ClockOffset.String())
+	}
+	var cbAddr string
+	if h.fwd != nil {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		cbAddr = "127.0.0.1:" + strconv.Itoa(port)
+		// Every callback comes from 127.0.0.1 (the forwarder, the suite):
+		// no per-source limit worth the name.
+		args = append(args, "--callback-addr", cbAddr, "--callback-rate", "10000")
+		env = append(env, "PAYOUT_CALLBACK_SECRET="+h.callbackSecret)
 	}
 	p, err := startProc(name, bin, args, env, h.path(dirLogs, name+".log"))
 	if err != nil {
 		return err
 	}
 	h.skewed[p] = skewed
+	if cbAddr != "" {
+		h.cbAddr[p] = cbAddr
+	}
 	h.workers = append(h.workers, p)
 	h.procs = append(h.procs, p)
+	h.publishCallbackAddrs()
 	return nil
+}
+
+// publishCallbackAddrs tells the forwarder the callback listeners of the
+// workers running now.
+func (h *harness) publishCallbackAddrs() {
+	if h.fwd == nil {
+		return
+	}
+	h.fwd.SetTargets(h.liveCallbackAddrs())
+}
+
+func (h *harness) liveCallbackAddrs() []string {
+	var addrs []string
+	for _, w := range h.workers {
+		if a := h.cbAddr[w]; a != "" && !w.exited() {
+			addrs = append(addrs, a)
+		}
+	}
+	return addrs
 }
 
 // startUI starts `payout ui` named name (its log is logs/NAME.log) with
@@ -469,6 +530,12 @@ func (h *harness) close(passed bool) {
 	}
 	if h.gw != nil {
 		h.gw.Close()
+	}
+	if h.forge != nil {
+		h.forge.wait()
+	}
+	if h.fwd != nil {
+		h.fwd.Close()
 	}
 	if h.rdb != nil {
 		_ = h.rdb.Close()

@@ -27,6 +27,7 @@ func (h *harness) drive(ctx context.Context) error {
 		lastLoad   time.Time
 		nextKill   = c.KillEvery
 		nextDelete = c.TaskDeleteEvery
+		nextForge  = c.ForgeEvery
 		restarted  = c.RedisRestartAt == 0
 		rot        rotation
 		uiMidAt    = c.ChaosFor * 2 / 3
@@ -87,6 +88,10 @@ func (h *harness) drive(ctx context.Context) error {
 			nextDelete += c.TaskDeleteEvery
 			h.deleteTasks(ctx)
 		}
+		if h.forge != nil && c.ForgeEvery > 0 && dropped > 0 && el >= nextForge {
+			nextForge += c.ForgeEvery
+			h.forgeCallback(ctx, dropped)
+		}
 		if !restarted && el >= c.RedisRestartAt {
 			restarted = true
 			before, _ := h.registeredNow(ctx)
@@ -140,6 +145,18 @@ func (h *harness) drive(ctx context.Context) error {
 			return ErrDeadline
 		}
 	}
+}
+
+// forgeCallback sends one forged callback to a random live worker, about a
+// random row of the files dropped so far (or an unknown order).
+func (h *harness) forgeCallback(ctx context.Context, dropped int) {
+	addrs := h.liveCallbackAddrs()
+	if len(addrs) == 0 {
+		return
+	}
+	f := h.files[h.rng.IntN(dropped)]
+	row := f.Rows[h.rng.IntN(len(f.Rows))]
+	h.forge.send(ctx, h.rng, addrs[h.rng.IntN(len(addrs))], row.ExternalID)
 }
 
 // loaderDone accounts for a finished loader run. Exit 0 and 1 are normal

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
@@ -15,6 +16,9 @@ type Books struct {
 	Payouts map[string]ledger.Payout // the ledger, by externalId, all batches
 	Orders  []sandbox.Order          // the orders the PSP sandbox stored
 	Files   []FileCheck              // one per generated file
+	// PaidStatus and FailedStatus are the sandbox's final status words
+	// ("" means sandbox.DefaultPaidStatus and DefaultFailedStatus).
+	PaidStatus, FailedStatus string
 }
 
 // FileCheck is what the end of the run learned about one input file.
@@ -29,8 +33,15 @@ type FileCheck struct {
 
 // Verdict is Verify's count of what the books say.
 type Verdict struct {
-	Created, Rejected, NeedsReview, Ambiguous int
-	Duplicates, Lost, Mismatches              int
+	// Created counts the payouts whose order the PSP created, whatever
+	// became of it; Paid and Failed those of them that reached that
+	// outcome.
+	Created, Paid, Failed, Rejected, NeedsReview, Ambiguous int
+	Duplicates, Lost, Mismatches                            int
+	// OutcomeMismatches counts created payouts whose end state is not
+	// what the sandbox's truth (the order's finalStatus) says: paid,
+	// failed with the sandbox's reason, or, without a lifecycle, created.
+	OutcomeMismatches int
 	// Findings explain each count that must be zero, a few examples per
 	// kind; they name externalIds and order ids, never a card number.
 	Findings []string
@@ -70,11 +81,19 @@ func (f *findings) result() []string {
 }
 
 // Verify checks the books: exactly one order at the PSP per created
-// payout, with the row's amount and destination and the ledger's order id;
-// no order for any other payout; every row in the ledger and final; the
-// outcome each row can have; every file's report reconciled and its
-// result file written.
+// payout (created, paid or failed), with the row's amount and destination
+// and the ledger's order id; the outcome of every created payout is the
+// order's final status at the PSP; no order for any other payout; every
+// row in the ledger and final; the outcome each row can have; every file's
+// report reconciled and its result file written.
 func Verify(b Books) Verdict {
+	paidWord, failedWord := b.PaidStatus, b.FailedStatus
+	if paidWord == "" {
+		paidWord = sandbox.DefaultPaidStatus
+	}
+	if failedWord == "" {
+		failedWord = sandbox.DefaultFailedStatus
+	}
 	var v Verdict
 	var f findings
 	orders := map[string][]sandbox.Order{}
@@ -106,10 +125,29 @@ func Verify(b Books) Verdict {
 			f.add("mismatch", "%s: ledger amount %q, file amount %s", r.ExternalID, p.Amount, r.AmountText)
 		}
 		switch p.State {
-		case ledger.Created:
+		case ledger.Created, ledger.Paid, ledger.Failed:
 			v.Created++
-			v.checkCreated(&f, r, p, ords)
-		case ledger.Rejected, ledger.NeedsReview:
+			switch p.State {
+			case ledger.Paid:
+				v.Paid++
+			case ledger.Failed:
+				v.Failed++
+			}
+			if v.checkCreated(&f, r, p, ords) {
+				v.checkOutcome(&f, r, p, ords, paidWord, failedWord)
+			}
+		case ledger.NeedsReview:
+			if p.OrderID != "" && len(ords) == 1 && ords[0].PSPOrderID == p.OrderID {
+				// Created, then no outcome within the outcome window:
+				// the order is rightful, the missing outcome is not.
+				v.NeedsReview++
+				v.OutcomeMismatches++
+				f.add("outcome", "%s: order %s ends %q at the PSP but the payout needs review: %s",
+					r.ExternalID, p.OrderID, ords[0].FinalStatus, p.Error)
+				continue
+			}
+			fallthrough
+		case ledger.Rejected:
 			if p.State == ledger.Rejected {
 				v.Rejected++
 				if r.Magic == NotMagic {
@@ -167,8 +205,52 @@ func Verify(b Books) Verdict {
 	return v
 }
 
-// checkCreated checks the orders of a created payout.
-func (v *Verdict) checkCreated(f *findings, r Row, p ledger.Payout, ords []sandbox.Order) {
+// checkOutcome compares the end state of a payout the PSP created with the
+// final status of its order (the ledger's order, else the only one).
+func (v *Verdict) checkOutcome(f *findings, r Row, p ledger.Payout, ords []sandbox.Order, paidWord, failedWord string) {
+	o := ords[0]
+	for _, x := range ords {
+		if x.PSPOrderID == p.OrderID {
+			o = x
+		}
+	}
+	if p.Awaiting {
+		v.Lost++
+		f.add("lost", "%s is still created, awaiting the outcome of order %s (%q at the PSP)", r.ExternalID, o.PSPOrderID, o.FinalStatus)
+		return
+	}
+	var want ledger.State
+	switch o.FinalStatus {
+	case paidWord:
+		want = ledger.Paid
+	case failedWord:
+		want = ledger.Failed
+	case "", sandbox.StatusCreated:
+		want = ledger.Created // no lifecycle: created is final
+	default:
+		v.OutcomeMismatches++
+		f.add("outcome", "%s: order %s ends with status %q, neither %q nor %q", r.ExternalID, o.PSPOrderID, o.FinalStatus, paidWord, failedWord)
+		return
+	}
+	if p.State != want {
+		v.OutcomeMismatches++
+		f.add("outcome", "%s is %s, but its order %s ends %q at the PSP", r.ExternalID, p.State, o.PSPOrderID, o.FinalStatus)
+		return
+	}
+	if want == ledger.Failed && (!strings.EqualFold(p.PSPStatus, o.FinalStatus) || !strings.Contains(p.Error, o.FinalReason)) {
+		v.OutcomeMismatches++
+		f.add("outcome", "%s failed with status %q and reason %q, but its order %s failed %q with reason %q",
+			r.ExternalID, p.PSPStatus, p.Error, o.PSPOrderID, o.FinalStatus, o.FinalReason)
+	}
+	if want == ledger.Paid && !strings.EqualFold(p.PSPStatus, o.FinalStatus) {
+		v.OutcomeMismatches++
+		f.add("outcome", "%s is paid with status %q, but its order %s ends %q", r.ExternalID, p.PSPStatus, o.PSPOrderID, o.FinalStatus)
+	}
+}
+
+// checkCreated checks the orders of a created payout; it reports whether
+// there is an order to compare the outcome with.
+func (v *Verdict) checkCreated(f *findings, r Row, p ledger.Payout, ords []sandbox.Order) bool {
 	if r.Magic != NotMagic {
 		v.Mismatches++
 		f.add("mismatch", "%s: a %s row was created", r.ExternalID, r.Magic)
@@ -176,8 +258,8 @@ func (v *Verdict) checkCreated(f *findings, r Row, p ledger.Payout, ords []sandb
 	switch {
 	case len(ords) == 0:
 		v.Lost++
-		f.add("lost", "%s is created in the ledger (order %s) but the PSP has no order", r.ExternalID, p.OrderID)
-		return
+		f.add("lost", "%s is %s in the ledger (order %s) but the PSP has no order", r.ExternalID, p.State, p.OrderID)
+		return false
 	case len(ords) > 1:
 		v.Duplicates += len(ords) - 1
 		f.add("duplicate", "%s has %d orders %s", r.ExternalID, len(ords), orderIDs(ords))
@@ -197,6 +279,7 @@ func (v *Verdict) checkCreated(f *findings, r Row, p ledger.Payout, ords []sandb
 			f.add("mismatch", "%s: order %s %s %q, want %q", r.ExternalID, o.PSPOrderID, key, got, want)
 		}
 	}
+	return true
 }
 
 func hasOrder(ords []sandbox.Order, id string) bool {

@@ -163,3 +163,85 @@ func TestVerifyBoundsFindings(t *testing.T) {
 		t.Errorf("want %d examples and a total, got %d: last %q", maxExamples, len(v.Findings), v.Findings[len(v.Findings)-1])
 	}
 }
+
+// lifecycleBooks are the books of a run with the order lifecycle: A paid,
+// B failed with the sandbox's reason, C declined at creation.
+func lifecycleBooks() Books {
+	b := cleanBooks()
+	a, bb := b.Payouts["A"], b.Payouts["B"]
+	a.State, a.PSPStatus = ledger.Paid, "Paid"
+	bb.State, bb.PSPStatus, bb.Error = ledger.Failed, "Failed", "PSP status Failed: card expired"
+	b.Payouts["A"], b.Payouts["B"] = a, bb
+	b.Orders[0].FinalStatus = "Paid"
+	b.Orders[1].FinalStatus, b.Orders[1].FinalReason = "Failed", "card expired"
+	b.PaidStatus, b.FailedStatus = "Paid", "Failed"
+	return b
+}
+
+func TestVerifyOutcomes(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*Books)
+		want    Verdict // counts only, beyond the clean books'
+		finding string
+	}{
+		{name: "clean", change: func(*Books) {}},
+		{name: "paid, but the PSP failed it", change: func(b *Books) {
+			b.Orders[0].FinalStatus, b.Orders[0].FinalReason = "Failed", "account closed"
+		}, want: Verdict{OutcomeMismatches: 1}, finding: `A is paid, but its order WD-1 ends "Failed"`},
+		{name: "failed, but the PSP paid it", change: func(b *Books) {
+			b.Orders[1].FinalStatus, b.Orders[1].FinalReason = "Paid", ""
+		}, want: Verdict{OutcomeMismatches: 1}, finding: `B is failed, but its order WD-2 ends "Paid"`},
+		{name: "failed with another reason", change: func(b *Books) {
+			b.Orders[1].FinalReason = "account closed"
+		}, want: Verdict{OutcomeMismatches: 1}, finding: `reason "account closed"`},
+		{name: "created is not an outcome once orders settle", change: func(b *Books) {
+			p := b.Payouts["A"]
+			p.State = ledger.Created
+			b.Payouts["A"] = p
+		}, want: Verdict{Paid: -1, OutcomeMismatches: 1}, finding: "A is created, but"},
+		{name: "still awaiting its outcome", change: func(b *Books) {
+			p := b.Payouts["A"]
+			p.State, p.Awaiting = ledger.Created, true
+			b.Payouts["A"] = p
+		}, want: Verdict{Paid: -1, Lost: 1}, finding: "awaiting the outcome"},
+		{name: "the outcome window ran out", change: func(b *Books) {
+			p := b.Payouts["A"]
+			p.State, p.Error = ledger.NeedsReview, "no final status from the PSP within the outcome window"
+			b.Payouts["A"] = p
+		}, want: Verdict{Created: -1, Paid: -1, NeedsReview: 1, OutcomeMismatches: 1}, finding: "outcome window"},
+		{name: "paid without an order", change: func(b *Books) {
+			b.Orders = b.Orders[1:]
+		}, want: Verdict{Lost: 1}, finding: "A is paid in the ledger (order WD-1) but the PSP has no order"},
+		{name: "paid twice", change: func(b *Books) {
+			o := order("A", "WD-9", "10.50", "cardNumber", card.Mask(cardA))
+			o.FinalStatus = "Paid"
+			b.Orders = append(b.Orders, o)
+		}, want: Verdict{Duplicates: 1}, finding: "A has 2 orders"},
+	}
+	base := Verdict{Created: 2, Paid: 1, Failed: 1, Rejected: 1, Ambiguous: 1}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := lifecycleBooks()
+			tt.change(&b)
+			got := Verify(b)
+			want := Verdict{
+				Created: base.Created + tt.want.Created, Paid: base.Paid + tt.want.Paid, Failed: base.Failed + tt.want.Failed,
+				Rejected: base.Rejected + tt.want.Rejected, NeedsReview: tt.want.NeedsReview, Ambiguous: base.Ambiguous + tt.want.Ambiguous,
+				Duplicates: tt.want.Duplicates, Lost: tt.want.Lost, Mismatches: tt.want.Mismatches, OutcomeMismatches: tt.want.OutcomeMismatches,
+			}
+			findings := got.Findings
+			got.Findings = nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got  %+v\nwant %+v\nfindings %q", got, want, findings)
+			}
+			joined := strings.Join(findings, "\n")
+			if tt.finding == "" && len(findings) > 0 {
+				t.Errorf("clean books gave findings %q", findings)
+			}
+			if tt.finding != "" && !strings.Contains(joined, tt.finding) {
+				t.Errorf("no finding mentions %q: %q", tt.finding, findings)
+			}
+		})
+	}
+}
