@@ -24,6 +24,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		ff      fileFlags
 		ef      enqueueFlags
 		af      approvalFlags
+		nf      notifyFlags
 		spool   string
 		settle  time.Duration
 		purge   time.Duration
@@ -36,6 +37,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	ff.register(fs)
 	ef.register(fs)
 	af.register(fs)
+	nf.register(fs)
 	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file is taken once unchanged this long")
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
@@ -60,6 +62,9 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := nf.check(e); err != nil {
+		return err
+	}
 	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency, Approval: approval}
 	var sealer loader.Sealer = noSealer{}
 	if !dryRun {
@@ -79,6 +84,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	ld := loader.New(ledger.New(rdb), client, sealer, log)
+	ld.Notify = nf.emitter(rdb)
 
 	if spool != "" {
 		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Settle: settle, PurgeAfter: purge}, log)

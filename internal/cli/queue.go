@@ -21,10 +21,15 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	var (
 		lf logFlags
 		rf redisFlags
+		nf notifyFlags
 	)
 	lf.register(fs)
 	rf.register(fs)
+	nf.register(fs)
 	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if err := nf.check(e); err != nil {
 		return err
 	}
 	rdb, err := rf.open(ctx)
@@ -49,6 +54,7 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err != nil {
 		return infraErr(err)
 	}
+	notifyQueue(ctx, e.stderr, nf.emitter(rdb), name, pause)
 	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
 	return nil
 }

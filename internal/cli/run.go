@@ -55,6 +55,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		ff       fileFlags
 		ef       enqueueFlags
 		af       approvalFlags
+		nf       notifyFlags
 		pf       pspFlags
 		pspCA    string
 		pspCert  string
@@ -73,6 +74,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	ff.register(fs)
 	ef.register(fs)
 	af.register(fs)
+	nf.register(fs)
 	pf.register(fs)
 	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
 	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
@@ -103,6 +105,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	}
 	wcfg, err := wf.config(&pf)
 	if err != nil {
+		return err
+	}
+	if err := nf.check(e); err != nil {
 		return err
 	}
 	if useSbx && sbx.SettleAfter == 0 && wcfg.Outcome.Track {
@@ -188,6 +193,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	ld := loader.New(led, enq, ring, log)
+	ld.Notify = nf.emitter(rdb)
 	approval, err := af.options()
 	if err != nil {
 		return err
@@ -220,6 +226,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if wlog.GetLevel() < zerolog.WarnLevel {
 		wlog = wlog.Level(zerolog.WarnLevel) // the progress line says enough
 	}
+	wcfg.Notify = worker.NotifyConfig{Emitter: ld.Notify, Deliverer: deliverer(e, log)}
 	w := worker.New(rdb, ledger.New(hot), client, ring, wcfg, nil, wlog.With().Str("component", "worker").Logger())
 	go func() { done <- w.Run(wctx) }()
 
@@ -235,6 +242,9 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	sum, err := writeReportFile(ctx, led, batch, format, out)
 	if err != nil {
 		return infraErr(err)
+	}
+	if waitErr == nil {
+		nf.finish(ctx, e, rdb, batch, sum, log)
 	}
 	if counts.Total() <= int64(showRows) {
 		if err := printRows(ctx, e.stdout, led, batch); err != nil {

@@ -36,6 +36,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		pl          pipelineFlag
 		df          durabilityFlags
 		cf          callbackFlags
+		nf          notifyFlags
 		metricsAddr string
 		check       bool
 	)
@@ -50,6 +51,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	pl.register(fs)
 	df.register(fs)
 	cf.register(fs)
+	nf.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.BoolVar(&check, "check", false, "send one harmless authenticated request (status of a random id) and report whether the PSP accepts the token; touch no payout")
 	if err := parse(e, fs, args); err != nil {
@@ -95,6 +97,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	}
 	defer rdb.Close()
 	if err := df.apply(ctx, rdb, &cfg, log); err != nil {
+		return err
+	}
+	if err := nf.configure(e, rdb, &cfg, log); err != nil {
 		return err
 	}
 

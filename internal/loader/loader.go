@@ -36,6 +36,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -157,6 +158,7 @@ type Loader struct {
 	client *asynq.Client
 	sealer Sealer
 	log    zerolog.Logger
+	Notify *notify.Emitter // held and final batches are notified to it (nil: none)
 }
 
 // New returns a Loader writing to l and enqueuing with c.
@@ -596,6 +598,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 			return res, err
 		}
 		log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")
+		ld.notifyHeld(ctx, res, log)
 		return res, nil
 	}
 	if err := ld.ledger.FinishBatch(ctx, res.Batch); err != nil {

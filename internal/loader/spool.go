@@ -175,13 +175,15 @@ func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, 
 		if _, err := os.Stat(path); err == nil {
 			path = filepath.Join(dir, Outbox, s.File+"."+s.ID+".result.csv")
 		}
-		err := writeAtomic(path, func(f *os.File) error {
-			_, err := batchreport.Write(ctx, ld.ledger, s.ID, batchreport.CSV, f)
+		var sum report.Summary
+		err := writeAtomic(path, func(f *os.File) (err error) {
+			sum, err = batchreport.Write(ctx, ld.ledger, s.ID, batchreport.CSV, f)
 			return err
 		})
 		if err != nil {
 			return written, err
 		}
+		ld.notifyFinal(ctx, s.ID, sum)
 		if err := ld.ledger.MarkReported(ctx, s.ID); err != nil {
 			return written, err
 		}

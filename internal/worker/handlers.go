@@ -19,7 +19,7 @@ import (
 // needsReview archives the task (visible in the web UI's Archived tab with
 // the reason) after the ledger moved the payout to needs_review.
 func needsReview(ext, reason string) error {
-	return fmt.Errorf("payout %s needs review: %s: %w", ext, reason, asynq.SkipRetry)
+	return &reviewError{ext, reason, fmt.Errorf("payout %s needs review: %s: %w", ext, reason, asynq.SkipRetry)}
 }
 
 // HandleCreate processes a withdrawal:create task.
@@ -469,6 +469,7 @@ func (w *Worker) pause(ctx context.Context, reason string) error {
 	switch {
 	case err == nil:
 		w.metrics.pauses.Inc()
+		w.notifyPause(ctx, reason)
 		w.log.Error().Str("alert", "psp_configuration").Str("queue", jobs.Queue).Str("reason", reason).
 			Msg("PAYOUT QUEUE PAUSED: fix the PSP token, URL or data key, then resume it (web UI or `payout resume`)")
 	case w.queuePaused():

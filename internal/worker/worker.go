@@ -67,6 +67,7 @@ type Config struct {
 	WaitTimeout  time.Duration
 	// Outcome follows created orders to paid or failed.
 	Outcome OutcomePolicy
+	Notify  NotifyConfig // notifications emitted and delivered (notify.go)
 }
 
 // OutcomePolicy says whether and how a created order is followed to its
@@ -212,6 +213,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: start asynq server: %w", err)
 	}
 	w.log.Info().Int("concurrency", w.cfg.Concurrency).Str("queue", jobs.Queue).Msg("worker started")
+	defer w.serveNotifications(ctx)()
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
@@ -238,6 +240,7 @@ func (w *Worker) Sweeper() *reconcile.Sweeper {
 // Mux returns the task handlers.
 func (w *Worker) Mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
+	mux.Use(w.notifyReview)
 	mux.HandleFunc(jobs.TypeWithdrawalCreate, w.HandleCreate)
 	mux.HandleFunc(jobs.TypeWithdrawalStatus, w.HandleStatus)
 	mux.HandleFunc(jobs.TypeWithdrawalOutcome, w.HandleOutcome)

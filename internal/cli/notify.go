@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/worker"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// notifyFlags say where notifications go (package notify).
+type notifyFlags struct {
+	urls urlList
+}
+
+func (n *notifyFlags) register(fs *flag.FlagSet) {
+	fs.Var(&n.urls, "notify-url", "send signed JSON notifications (batch awaiting approval, batch final, payout needs review, queue paused/resumed) to this URL; "+
+		"repeatable, comma-separated in the environment; needs "+notify.SecretEnv+" (HMAC-SHA256 key of the X-Payout-Signature header)")
+}
+
+// check refuses URLs without a secret: the workers sign every delivery
+// and refuse to send unsigned ones. It runs before anything is done.
+func (n *notifyFlags) check(e *env) error {
+	if len(n.urls) > 0 && e.getenv(notify.SecretEnv) == "" {
+		return usageErr("--notify-url needs %s (the key that signs notifications)", notify.SecretEnv)
+	}
+	return nil
+}
+
+// emitter returns the Emitter of the URLs (nil without any).
+func (n *notifyFlags) emitter(rdb redis.UniversalClient) *notify.Emitter {
+	if len(n.urls) == 0 {
+		return nil
+	}
+	return notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), n.urls)
+}
+
+// deliverer is the worker's delivery handler, when PAYOUT_NOTIFY_SECRET
+// is set: a worker delivers what any process enqueued, with or without
+// --notify-url of its own.
+func deliverer(e *env, log zerolog.Logger) *notify.Deliverer {
+	d, err := notify.NewDeliverer(e.getenv(notify.SecretEnv), log.With().Str("component", "notify").Logger())
+	if err != nil {
+		return nil
+	}
+	return d
+}
+
+// notifyQueue emits queue_paused or queue_resumed after payout pause or
+// resume; a failure is said on stderr, the queue's state stands.
+func notifyQueue(ctx context.Context, stderr io.Writer, em *notify.Emitter, name string, pause bool) {
+	reason, episode := name+"d with payout "+name, strconv.FormatInt(time.Now().UnixNano(), 10)
+	ev := notify.Resumed(jobs.Queue, reason, episode)
+	if pause {
+		ev = notify.Paused(jobs.Queue, reason, episode)
+	}
+	if err := em.Emit(ctx, ev); err != nil {
+		fmt.Fprintf(stderr, "queue %sd, but its notification could not be queued: %v\n", name, err)
+	}
+}
+
+// configure sets the worker's notifications: what it emits, and the
+// deliveries it makes when PAYOUT_NOTIFY_SECRET is set.
+func (n *notifyFlags) configure(e *env, rdb redis.UniversalClient, c *worker.Config, log zerolog.Logger) error {
+	if err := n.check(e); err != nil {
+		return err
+	}
+	c.Notify = worker.NotifyConfig{Emitter: n.emitter(rdb), Deliverer: deliverer(e, log)}
+	return nil
+}
+
+// finish ends payout run: it emits batch_final, then, when the run has
+// URLs, delivers what is still queued for up to drainFor (an embedded
+// Redis ends with the command; with a real one a worker delivers the
+// rest).
+func (n *notifyFlags) finish(ctx context.Context, e *env, rdb redis.UniversalClient, batch string, sum report.Summary, log zerolog.Logger) {
+	em := n.emitter(rdb)
+	if em == nil {
+		return
+	}
+	if err := em.Emit(ctx, notify.Final(batch, sum)); err != nil {
+		fmt.Fprintf(e.stderr, "notification of the final batch not queued: %v\n", err)
+	}
+	d := deliverer(e, log)
+	if d == nil {
+		return
+	}
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency: 2, Queues: map[string]int{notify.Queue: 1}, RetryDelayFunc: notify.RetryDelay,
+		ShutdownTimeout: notify.Timeout, DelayedTaskCheckInterval: 200 * time.Millisecond, TaskCheckInterval: 200 * time.Millisecond,
+		LogLevel: asynq.FatalLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.Handle(notify.TypeDeliver, d)
+	if err := srv.Start(mux); err != nil {
+		return
+	}
+	defer srv.Shutdown()
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	deadline := time.Now().Add(drainFor)
+	for {
+		info, err := insp.GetQueueInfo(notify.Queue)
+		left := 0
+		if err == nil {
+			left = info.Pending + info.Active + info.Scheduled + info.Retry
+		}
+		if err != nil || left == 0 {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			fmt.Fprintf(e.stderr, "%d notifications not delivered yet (receiver down?); a worker with %s delivers them from this Redis\n", left, notify.SecretEnv)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// drainFor bounds how long payout run waits for its notifications.
+const drainFor = 15 * time.Second
+
+// urlList is a repeatable flag of URLs; one value may hold several,
+// comma-separated (as PAYOUT_NOTIFY_URL does).
+type urlList []string
+
+func (u *urlList) String() string { return strings.Join(*u, ",") }
+
+func (u *urlList) Set(v string) error {
+	for _, s := range splitList(v) {
+		if err := notify.CheckURL(s); err != nil {
+			return err
+		}
+		*u = append(*u, s)
+	}
+	return nil
+}

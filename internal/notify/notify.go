@@ -1,0 +1,324 @@
+// Package notify tells other systems what happened to payouts: a JSON POST
+// to each configured URL (--notify-url), signed with HMAC-SHA256 under
+// PAYOUT_NOTIFY_SECRET, on a batch that awaits approval, a batch that became
+// final (with its summary and reconciliation), a payout that needs review,
+// and the payout queue paused or resumed.
+//
+// Delivery never stands in the way of a payout. Emit only enqueues one
+// Asynq task per URL on the queue [Queue], separate from the payout queue;
+// the workers deliver them on a small server of their own (internal/worker)
+// with a short timeout, and a receiver that is down only makes its tasks
+// retry with backoff, up to [MaxRetry] times (two to three hours), then
+// archive (visible in the web UI, where they can be run again).
+//
+// Delivery is at least once: a POST whose answer was lost is sent again,
+// and a fact recorded twice (a redelivered task) is emitted twice. Every
+// event carries an id derived from the fact alone (type, batch, externalId
+// and a discriminator), in the body and in [EventIDHeader], so a receiver
+// drops what it has seen. Within [Retention] a second Emit of the same
+// event to the same URL is refused by Asynq (same task ID) and never sent.
+package notify
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/hibiken/asynq"
+	"github.com/rs/zerolog"
+)
+
+// The queue contract of notifications.
+const (
+	Queue       = "notifications"  // Asynq queue of the deliveries
+	TypeDeliver = "notify:deliver" // task type of one delivery to one URL
+	// SecretEnv holds the HMAC key. It is read by the worker, which
+	// signs when it delivers (a rotated secret applies to retries too).
+	SecretEnv = "PAYOUT_NOTIFY_SECRET"
+	// SignatureHeader carries "sha256=" + hex HMAC-SHA256(secret, body).
+	SignatureHeader = "X-Payout-Signature"
+	// EventIDHeader repeats the event's id for receivers that dedupe
+	// before they parse.
+	EventIDHeader   = "X-Payout-Event-Id"
+	EventTypeHeader = "X-Payout-Event-Type"
+	// Timeout bounds one delivery attempt (connect, send, answer).
+	Timeout = 10 * time.Second
+	// MaxRetry is how often a failed delivery is tried again; with
+	// RetryDelay that rides out two to three hours of receiver outage.
+	MaxRetry = 20
+	// Retention keeps a delivered task, so that emitting the same event
+	// again within it is refused by its task ID instead of sent again.
+	Retention = 24 * time.Hour
+)
+
+// Type is the kind of an event.
+type Type string
+
+// Event types.
+const (
+	BatchAwaitingApproval Type = "batch_awaiting_approval"
+	BatchFinal            Type = "batch_final"
+	PayoutNeedsReview     Type = "payout_needs_review"
+	QueuePaused           Type = "queue_paused"
+	QueueResumed          Type = "queue_resumed"
+)
+
+// Event is the JSON body of a notification.
+type Event struct {
+	// ID is the same for every emission of the same fact (see NewID):
+	// a receiver keeps the ids it has seen and drops repeats.
+	ID         string    `json:"id"`
+	Type       Type      `json:"type"`
+	Time       time.Time `json:"time"` // when it was emitted
+	Batch      string    `json:"batch,omitempty"`
+	ExternalID string    `json:"externalId,omitempty"`
+	Queue      string    `json:"queue,omitempty"` // queue events: the queue
+	Reason     string    `json:"reason,omitempty"`
+	// Summary of a batch_final event: the batch's totals by state and
+	// outcome and its reconciliation with the file (report.Summary).
+	Summary any `json:"summary,omitempty"`
+}
+
+// NewID derives an event id from the fact: its type, batch, externalId
+// and a discriminator that tells apart two facts of the same kind about
+// the same thing (a payout that needs review a second time after a
+// resolution, a second pause).
+func NewID(t Type, batch, externalID, discriminator string) string {
+	h := sha256.New()
+	for _, s := range []string{string(t), batch, externalID, discriminator} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// AwaitingApproval is the event of a batch held for approval. A batch is
+// held once, so the batch id is the fact.
+func AwaitingApproval(batch, reason string) Event {
+	return Event{ID: NewID(BatchAwaitingApproval, batch, "", ""), Type: BatchAwaitingApproval, Batch: batch, Reason: reason}
+}
+
+// Final is the event of a batch whose every payout is final; summary is
+// its report summary. A batch becomes final once.
+func Final(batch string, summary any) Event {
+	return Event{ID: NewID(BatchFinal, batch, "", ""), Type: BatchFinal, Batch: batch, Summary: summary}
+}
+
+// NeedsReview is the event of a payout moved to needs_review; episode
+// tells this move from a later one (the ledger's update time of the
+// transition).
+func NeedsReview(batch, externalID, reason, episode string) Event {
+	return Event{ID: NewID(PayoutNeedsReview, batch, externalID, episode), Type: PayoutNeedsReview,
+		Batch: batch, ExternalID: externalID, Reason: reason}
+}
+
+// Paused is the event of a queue paused; episode tells pauses apart (the
+// time of the pause).
+func Paused(queue, reason, episode string) Event {
+	return Event{ID: NewID(QueuePaused, queue, "", episode), Type: QueuePaused, Queue: queue, Reason: reason}
+}
+
+// Resumed is the event of a queue resumed.
+func Resumed(queue, reason, episode string) Event {
+	return Event{ID: NewID(QueueResumed, queue, "", episode), Type: QueueResumed, Queue: queue, Reason: reason}
+}
+
+// Emitter enqueues the deliveries of events. A nil Emitter, or one without
+// URLs, emits nothing.
+type Emitter struct {
+	client *asynq.Client
+	urls   []string
+}
+
+// NewEmitter returns an Emitter enqueuing with c to urls; nil when urls is
+// empty.
+func NewEmitter(c *asynq.Client, urls []string) *Emitter {
+	if len(urls) == 0 {
+		return nil
+	}
+	return &Emitter{client: c, urls: append([]string(nil), urls...)}
+}
+
+// CheckURL tells whether u is an absolute http or https URL.
+func CheckURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return fmt.Errorf("notify URL %q: want http:// or https://HOST/...", Redact(u))
+	}
+	return nil
+}
+
+// Redact returns the scheme and host of a URL: what logs and errors show,
+// since a receiver's path or query may hold a token.
+func Redact(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return "(unparsable URL)"
+	}
+	return p.Scheme + "://" + p.Host + "/..."
+}
+
+// payload is the task payload of one delivery: the body is fixed when the
+// event is emitted, so every retry sends the same bytes.
+type payload struct {
+	URL  string          `json:"url"`
+	ID   string          `json:"id"`
+	Type Type            `json:"type"`
+	Body json.RawMessage `json:"body"`
+}
+
+// TaskID is the Asynq task ID of the delivery of event id to u.
+func TaskID(id, u string) string {
+	h := sha256.Sum256([]byte(u))
+	return "notify:" + id + ":" + hex.EncodeToString(h[:])[:12]
+}
+
+// Emit enqueues ev's delivery to every URL. ev.Time defaults to now, and
+// card numbers in ev.Reason are masked. An event already enqueued for a
+// URL (same id) counts as done. It returns the enqueue errors, for the
+// caller to log: the fact it reports is recorded already, and must not be
+// undone because a notification could not be queued.
+func (e *Emitter) Emit(ctx context.Context, ev Event) error {
+	if e == nil || len(e.urls) == 0 {
+		return nil
+	}
+	if ev.ID == "" {
+		return errors.New("notify: event without id")
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	ev.Reason = card.Scrub(ev.Reason)
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("notify: encode %s event: %w", ev.Type, err)
+	}
+	var errs []error
+	for _, u := range e.urls {
+		p, err := json.Marshal(payload{URL: u, ID: ev.ID, Type: ev.Type, Body: body})
+		if err != nil {
+			return err
+		}
+		t := asynq.NewTask(TypeDeliver, p, asynq.Queue(Queue), asynq.TaskID(TaskID(ev.ID, u)),
+			asynq.MaxRetry(MaxRetry), asynq.Retention(Retention), asynq.Timeout(Timeout+5*time.Second))
+		_, err = e.client.EnqueueContext(ctx, t)
+		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+			errs = append(errs, fmt.Errorf("notify: enqueue %s event %s for %s: %w", ev.Type, ev.ID, Redact(u), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Sign returns the value of SignatureHeader for body.
+func Sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify tells whether header (the value of SignatureHeader) is the
+// signature of body under secret. Receivers check it on the raw body,
+// before parsing it, in constant time.
+func Verify(secret string, body []byte, header string) bool {
+	got, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")
+	if !ok || secret == "" {
+		return false
+	}
+	sig, err := hex.DecodeString(got)
+	if err != nil {
+		return false
+	}
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return hmac.Equal(sig, m.Sum(nil))
+}
+
+// Deliverer is the Asynq handler of TypeDeliver: one POST, 2xx or retry.
+type Deliverer struct {
+	secret string
+	client *http.Client
+	log    zerolog.Logger
+}
+
+// ErrNoSecret is returned by NewDeliverer without a secret: nothing is
+// ever sent unsigned.
+var ErrNoSecret = errors.New("notify: no signing secret (set " + SecretEnv + ")")
+
+// NewDeliverer returns the delivery handler signing with secret.
+func NewDeliverer(secret string, log zerolog.Logger) (*Deliverer, error) {
+	if secret == "" {
+		return nil, ErrNoSecret
+	}
+	return &Deliverer{
+		secret: secret,
+		client: &http.Client{
+			Timeout: Timeout,
+			// A redirect is an answer that is not 2xx: retried, never
+			// followed (a POST must not turn into a GET elsewhere).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		log: log,
+	}, nil
+}
+
+// ProcessTask delivers one event to one URL.
+func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var p payload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.URL == "" {
+		d.log.Error().Msg("malformed notification task archived")
+		return fmt.Errorf("notify: malformed task: %w", asynq.SkipRetry)
+	}
+	log := d.log.With().Str("event", p.ID).Str("type", string(p.Type)).Str("url", Redact(p.URL)).Logger()
+	ctx, cancel := context.WithTimeout(ctx, Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, strings.NewReader(string(p.Body)))
+	if err != nil {
+		log.Error().Msg("notification URL unusable; archived")
+		return fmt.Errorf("notify: %s: %w", Redact(p.URL), asynq.SkipRetry)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "payout-notify/1")
+	req.Header.Set(SignatureHeader, Sign(d.secret, p.Body))
+	req.Header.Set(EventIDHeader, p.ID)
+	req.Header.Set(EventTypeHeader, string(p.Type))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		// A *url.Error names the whole URL: keep its cause only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		log.Warn().Err(err).Msg("notification not delivered; will retry")
+		return fmt.Errorf("notify: POST %s: %w", Redact(p.URL), err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		log.Warn().Int("http", resp.StatusCode).Msg("notification refused by the receiver; will retry")
+		return fmt.Errorf("notify: POST %s: HTTP %d", Redact(p.URL), resp.StatusCode)
+	}
+	log.Debug().Int("http", resp.StatusCode).Msg("notification delivered")
+	return nil
+}
+
+// RetryDelay backs off from 2s, doubling, up to 15 minutes, jittered in
+// the upper half; MaxRetry retries span two to three hours.
+func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
+	d := 2 * time.Second
+	for i := 0; i < n && d < 15*time.Minute; i++ {
+		d *= 2
+	}
+	d = min(d, 15*time.Minute)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
