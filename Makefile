@@ -15,11 +15,14 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/psp-sandbox ./cmd/psp-sandbox
 
 ## demo: the main job on an embedded Redis and the in-process PSP simulator,
-## with faults switched on so ambiguous answers get resolved before your eyes.
+## with faults switched on so ambiguous answers get resolved before your eyes,
+## and every created order followed to its outcome: the simulator settles each
+## one 2s after creation (10% of them fail), and the rows end paid or failed.
 demo:
 	@mkdir -p $(BIN)
 	$(GO) run ./cmd/payout run --sandbox --seed 42 \
 		--p-ambiguous 0.3 --p-refuse 0.1 --status-lag 1s --latency 20ms --latency-jitter 30ms --hang-for 3s \
+		--settle-after 2s --p-fail 0.1 --outcome-intervals 500ms,1s \
 		--psp-timeout 1s --status-delay 500ms --absent-spacing 1500ms --log-level error \
 		--out $(BIN)/demo.result.csv samples/payouts-good.csv
 
@@ -62,17 +65,20 @@ bench:
 ## chaos: the proof of safety: 10,000 rows through real Redis (AOF), the PSP
 ## sandbox with faults behind HTTP/2 stream resets and three workers (one
 ## with its clock off), with workers SIGKILLed, Redis restarted, Redis
-## replies lost, tasks deleted in the web UI and the PSP token rotated;
-## fails on any duplicate, lost payout, leak or mismatch. BROKEN=1 runs a small run on the unsafe worker build
+## replies lost, tasks deleted in the web UI and the PSP token rotated; every
+## order settles paid or failed, with callbacks duplicated, reordered and
+## forged; fails on any duplicate, lost payout, outcome that differs from the
+## simulator's, leak or mismatch. BROKEN=1 runs a small run on the unsafe worker build
 ## (POSTs again on redelivery), BROKEN=2 one on the worker whose HTTP/2
 ## transport may replay a create after a stream reset; each passes only if
-## the duplicates it makes are caught.
+## the duplicates it makes are caught (both without the order lifecycle:
+## their orders stay Created and created is final).
 CHAOS_BROKEN = $(if $(filter 2,$(BROKEN)),--broken-replay,$(if $(BROKEN),--broken))
 
 chaos:
 	$(GO) run ./cmd/chaos $(CHAOS_BROKEN)
 
-## chaos-short: the same with 1,000 rows, in about two minutes.
+## chaos-short: the same with 1,000 rows, in about three minutes.
 chaos-short:
 	$(GO) run ./cmd/chaos --short $(CHAOS_BROKEN)
 
