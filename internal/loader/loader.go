@@ -223,6 +223,14 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		log.Warn().Msg("resuming an interrupted load of this file")
 	case !errors.Is(err, ledger.ErrNotFound):
 		return res, err
+	default: // an archived batch (package archive) keeps its content refused
+		if a, err := ld.ledger.Archived(ctx, res.Batch); err == nil {
+			b := a.AsBatch()
+			res.DuplicateOf = &b
+			return res, nil
+		} else if !errors.Is(err, ledger.ErrNotFound) {
+			return res, err
+		}
 	}
 
 	// Passes 2 and 3, in one read: validate every row and, as each row

@@ -1,0 +1,676 @@
+// Package archive moves finished batches out of Redis into files, so that
+// Redis holds only the batches still in flight (payout archive, and the
+// same step at the end of every spool run).
+//
+// A batch is archived when it is final — no payout with an automatic step
+// due (ledger.Counts.Open() == 0) and phase loaded or discarded — and its
+// last change is older than Options.OlderThan. Its last change, on Redis's
+// clock, is the latest of its load time, its approval decision, the last
+// entry of its audit trail and the 'updated' time of each of its payouts
+// (the audit trail gives a cheap first answer; the payouts, read anyway to
+// write the archive, confirm it).
+//
+// For a batch FILE with id B the archive folder receives, each written to a
+// temporary file, fsynced and renamed into place, then read back:
+//
+//	FILE.B.archive.jsonl.gz  a header line {"batch": meta, "counts": counters},
+//	                         one line {"payout": fields} per payout with every
+//	                         ledger field but the sealed card number (the
+//	                         destination is the masked form), and a last line
+//	                         {"end": {"payouts": N}}
+//	FILE.B.result.csv        the result file, as payout report writes it
+//	FILE.B.audit.jsonl       the audit trail, when the batch has one
+//
+// Then, in this order (see ledger/archive.go for the keys):
+//
+//  1. the files above are written and fsynced, the folder too;
+//  2. the archive is read back: its payouts per state and their amounts
+//     must equal the batch's counters, to the unit;
+//  3. the summary hash PREFIX:{B}:archived is written and the batch's
+//     externalId claims get an expiry of Options.IDWindow;
+//  4. the payout hashes are deleted in chunks, each only if unchanged since
+//     step 1 (else the run stops: the next one rewrites the archive);
+//  5. lines, counts, the audit stream, loadlock and meta go, meta last.
+//
+// A run killed anywhere leaves the keys, or the files plus the keys (and
+// perhaps the summary and part of the payouts): never neither. A batch with
+// both a summary and meta is finished by the next run, which rebuilds the
+// archive from the payouts still in Redis and, for those already deleted,
+// from the archive it wrote before.
+//
+// The batch's Asynq tasks are not touched: they are all completed (the
+// batch is final) and expire by Asynq's retention.
+package archive
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/batchreport"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/report"
+)
+
+// Defaults of the flags.
+const (
+	DefaultOlderThan = 30 * 24 * time.Hour
+	DefaultIDWindow  = 90 * 24 * time.Hour
+)
+
+// Steps after which Options.Hook is called.
+const (
+	StepWritten  = "written"  // archive files written, fsynced and renamed
+	StepVerified = "verified" // read back and matched with the counters
+	StepSummary  = "summary"  // summary hash and claim expiries written
+	StepChunk    = "chunk"    // one chunk of payout hashes deleted
+	StepDeleted  = "deleted"  // every payout hash deleted
+	StepDropped  = "dropped"  // meta and the other keys deleted: done
+)
+
+// Options tune a run.
+type Options struct {
+	OlderThan time.Duration // archive batches whose last change is older (Redis time)
+	Dir       string        // the archive folder
+	IDWindow  time.Duration // claims of an archived batch's externalIds expire after this
+	DryRun    bool          // list what would be archived; write nothing
+	Chunk     int           // payout hashes deleted per script call (default 500)
+	// Hook, if set, runs after each step of each batch; an error stops
+	// the run there (tests inject interruptions with it).
+	Hook func(batch, step string) error
+}
+
+// Outcome is what a run did with one batch.
+type Outcome struct {
+	Batch      string
+	File       string
+	Rows       int64
+	Archive    string // path of the archive
+	LastChange time.Time
+	Resumed    bool   // an interrupted archive of the batch was finished
+	DryRun     bool   // would be archived
+	Skipped    string // why the batch was left alone ("" when archived)
+	Claims     int    // claims given an expiry by this run
+}
+
+// ErrMismatch is returned when an archive read back does not match the
+// ledger: nothing was deleted.
+var ErrMismatch = errors.New("archive does not match the ledger")
+
+// Run archives every batch that is final and older than o.OlderThan, and
+// finishes every interrupted archive. A batch whose archive fails is left
+// in Redis; the run goes on with the others and returns the first error.
+func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
+	if o.Dir == "" {
+		return nil, errors.New("archive: no archive folder")
+	}
+	now, err := l.Time(ctx)
+	if err != nil {
+		return nil, err
+	}
+	summaries, err := l.ArchivedBatches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prev := map[string]ledger.ArchivedBatch{}
+	for _, a := range summaries {
+		prev[a.ID] = a
+	}
+	sts, err := l.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Outcome
+	var first error
+	for _, s := range sts {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		p, resume := prev[s.ID]
+		if !resume {
+			if !Final(s.Batch, s.Counts) {
+				continue
+			}
+			last, err := lastChangeHint(ctx, l, s.Batch)
+			if err != nil {
+				return out, err
+			}
+			if now.Sub(last) < o.OlderThan {
+				continue
+			}
+		}
+		if o.DryRun {
+			out = append(out, Outcome{Batch: s.ID, File: s.File, Rows: s.Counts.Total(), Resumed: resume, DryRun: true})
+			continue
+		}
+		var pp *ledger.ArchivedBatch
+		if resume {
+			pp = &p
+		}
+		oc, err := one(ctx, l, o, s.ID, pp)
+		out = append(out, oc)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				return out, err
+			}
+			if first == nil {
+				first = fmt.Errorf("archive batch %s: %w", s.ID, err)
+			}
+		}
+	}
+	return out, first
+}
+
+// Final reports whether a batch may be archived: no payout has an
+// automatic step due and it is loaded or discarded (not loading, not
+// awaiting approval).
+func Final(b ledger.Batch, c ledger.Counts) bool {
+	return (b.Phase == ledger.PhaseLoaded || b.Phase == ledger.PhaseDiscarded) && c.Open() == 0
+}
+
+// lastChangeHint is the latest of the batch's load, decision and audit
+// trail times; without an audit trail (batches loaded before it existed),
+// the latest 'updated' of its payouts.
+func lastChangeHint(ctx context.Context, l *ledger.Ledger, b ledger.Batch) (time.Time, error) {
+	last := later(b.LoadedAt, b.DecidedAt)
+	t, ok, err := l.LastAudit(ctx, b.ID)
+	if err != nil {
+		return last, err
+	}
+	if ok {
+		return later(last, t), nil
+	}
+	err = l.EachRaw(ctx, b.ID, func(p ledger.RawPayout) error {
+		if p.Fields != nil {
+			last = later(last, ledger.PayoutFromFields(b.ID, p.Fields).UpdatedAt)
+		}
+		return nil
+	})
+	return last, err
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Paths are the files of one archived batch.
+type Paths struct{ Archive, Result, Audit string }
+
+// PathsFor names the files of batch b in dir.
+func PathsFor(dir string, b ledger.Batch) Paths {
+	name := strings.NewReplacer("/", "_", "\\", "_").Replace(b.File)
+	if name == "" || name[0] == '.' {
+		name = "batch" + name
+	}
+	base := filepath.Join(dir, name+"."+b.ID)
+	return Paths{Archive: base + ".archive.jsonl.gz", Result: base + ".result.csv", Audit: base + ".audit.jsonl"}
+}
+
+// record is one line of an archive.
+type record struct {
+	Batch  map[string]string `json:"batch,omitempty"`
+	Counts map[string]string `json:"counts,omitempty"`
+	Payout map[string]string `json:"payout,omitempty"`
+	End    map[string]string `json:"end,omitempty"`
+}
+
+// one archives (or finishes archiving) one batch.
+func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledger.ArchivedBatch) (Outcome, error) {
+	oc := Outcome{Batch: id, Resumed: prev != nil}
+	hook := func(step string) error {
+		if o.Hook == nil {
+			return nil
+		}
+		return o.Hook(id, step)
+	}
+	var tok [8]byte
+	_, _ = rand.Read(tok[:])
+	owner := "archive:" + hex.EncodeToString(tok[:])
+	const lockTTL = 15 * time.Minute
+	ok, err := l.LockLoad(ctx, id, owner, lockTTL)
+	if err != nil {
+		return oc, err
+	}
+	if !ok {
+		oc.Skipped = "a loader or another archive run holds the batch's load lock"
+		return oc, nil
+	}
+	defer l.UnlockLoad(context.WithoutCancel(ctx), id, owner)
+
+	meta, counts, err := l.RawBatch(ctx, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		oc.Skipped = "archived meanwhile"
+		return oc, nil
+	}
+	if err != nil {
+		return oc, err
+	}
+	b, c := ledger.BatchFromFields(meta), ledger.CountsFromFields(counts)
+	oc.File, oc.Rows = b.File, c.Total()
+	if !Final(b, c) {
+		if prev != nil {
+			return oc, fmt.Errorf("batch is partly archived but has %d open payouts (phase %s): resolve them, then run the archive again", c.Open(), b.Phase)
+		}
+		oc.Skipped = "not final any more"
+		return oc, nil
+	}
+	dir := o.Dir
+	if prev != nil && prev.Archive != "" {
+		dir = filepath.Dir(prev.Archive) // finish where it began
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return oc, fmt.Errorf("archive folder: %w", err)
+	}
+	paths := PathsFor(dir, b)
+	oc.Archive = paths.Archive
+
+	// Payouts a run before deleted come from the archive it wrote.
+	var kept map[string]map[string]string
+	if prev != nil {
+		kept = map[string]map[string]string{}
+		if _, err := readArchive(paths.Archive, func(f map[string]string) error {
+			kept[f["ext"]] = f
+			return nil
+		}); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return oc, err
+		}
+	}
+
+	// 1. Write the archive.
+	now, err := l.Time(ctx)
+	if err != nil {
+		return oc, err
+	}
+	last := later(b.LoadedAt, b.DecidedAt)
+	if t, ok, err := l.LastAudit(ctx, id); err != nil {
+		return oc, err
+	} else if ok {
+		last = later(last, t)
+	}
+	n := 0
+	err = writeFile(paths.Archive, func(w io.Writer) error {
+		zw := gzip.NewWriter(w)
+		enc := json.NewEncoder(zw)
+		if err := enc.Encode(record{Batch: meta, Counts: counts}); err != nil {
+			return err
+		}
+		err := l.EachRaw(ctx, id, func(p ledger.RawPayout) error {
+			f := p.Fields
+			if f == nil {
+				if f = kept[p.ExternalID]; f == nil {
+					return fmt.Errorf("payout %s is neither in Redis nor in %s", p.ExternalID, paths.Archive)
+				}
+			}
+			f = withoutSealed(f)
+			last = later(last, ledger.PayoutFromFields(id, f).UpdatedAt)
+			n++
+			return enc.Encode(record{Payout: f})
+		})
+		if err != nil {
+			return err
+		}
+		if prev == nil && now.Sub(last) < o.OlderThan {
+			return errTooRecent
+		}
+		if err := enc.Encode(record{End: map[string]string{"payouts": strconv.Itoa(n)}}); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
+	if errors.Is(err, errTooRecent) {
+		oc.Skipped = "changed since " + last.Format(time.RFC3339)
+		return oc, nil
+	}
+	if err != nil {
+		return oc, err
+	}
+	oc.LastChange = last
+	if err := hook(StepWritten); err != nil {
+		return oc, err
+	}
+
+	// 2. Read it back, match it with the counters, and write the result
+	// file from it.
+	rows := map[ledger.State]int64{}
+	units := map[ledger.State]int64{}
+	var fps []ledger.Fingerprint
+	var ids []string
+	got, err := readArchive(paths.Archive, func(f map[string]string) error {
+		st := ledger.State(f["state"])
+		rows[st]++
+		u, err := strconv.ParseInt(f["units"], 10, 64)
+		if err != nil {
+			return fmt.Errorf("payout %s: units %q: %w", f["ext"], f["units"], err)
+		}
+		units[st] += u
+		fps = append(fps, ledger.FingerprintOf(f["ext"], f))
+		ids = append(ids, f["ext"])
+		return nil
+	})
+	if err != nil {
+		return oc, fmt.Errorf("read back %s: %w", paths.Archive, err)
+	}
+	if got != n {
+		return oc, fmt.Errorf("%s: %d payouts read back, %d written: %w", paths.Archive, got, n, ErrMismatch)
+	}
+	var total int64
+	for _, s := range ledger.States {
+		if rows[s] != c.Rows[s] || units[s] != c.Units[s] {
+			return oc, fmt.Errorf("%s: %s: %d payouts of %d units, the ledger counts %d of %d: %w",
+				paths.Archive, s, rows[s], units[s], c.Rows[s], c.Units[s], ErrMismatch)
+		}
+		total += rows[s]
+	}
+	if int64(n) != total {
+		return oc, fmt.Errorf("%s: %d payouts, the ledger counts %d: %w", paths.Archive, n, total, ErrMismatch)
+	}
+	var sum report.Summary
+	if err := writeFile(paths.Result, func(w io.Writer) error {
+		sum, err = report.WriteCSV(w, batchreport.Batch(b), Rows(paths.Archive))
+		return err
+	}); err != nil {
+		return oc, err
+	}
+	if sum.Rows != n {
+		return oc, fmt.Errorf("%s: %d rows, the archive has %d: %w", paths.Result, sum.Rows, n, ErrMismatch)
+	}
+	auditPath, err := writeAudit(ctx, l, id, paths.Audit)
+	if err != nil {
+		return oc, err
+	}
+	if err := syncDir(dir); err != nil {
+		return oc, err
+	}
+	if err := hook(StepVerified); err != nil {
+		return oc, err
+	}
+
+	// 3. The summary, then the claims' expiry.
+	a := ledger.ArchivedBatch{Batch: b, Counts: c, Archive: paths.Archive, Result: paths.Result, Audit: auditPath,
+		ArchivedAt: now, LastChange: last, ClaimsTill: now.Add(o.IDWindow)}
+	if prev != nil {
+		a.ArchivedAt, a.ClaimsTill = prev.ArchivedAt, prev.ClaimsTill
+	}
+	if err := l.SaveArchived(ctx, a); err != nil {
+		return oc, err
+	}
+	if oc.Claims, err = l.ExpireClaims(ctx, id, ids, o.IDWindow); err != nil {
+		return oc, err
+	}
+	if err := hook(StepSummary); err != nil {
+		return oc, err
+	}
+
+	// 4. The payouts, chunk by chunk, each only if unchanged.
+	if ok, err := l.RefreshLoad(ctx, id, owner, lockTTL); err != nil {
+		return oc, err
+	} else if !ok {
+		return oc, fmt.Errorf("lost the batch's load lock: nothing deleted")
+	}
+	if _, err := l.DeleteArchivedPayouts(ctx, id, fps, o.Chunk, func(int) error { return hook(StepChunk) }); err != nil {
+		return oc, err
+	}
+	if err := hook(StepDeleted); err != nil {
+		return oc, err
+	}
+
+	// 5. The rest, meta last.
+	if err := l.DropBatch(ctx, id); err != nil {
+		return oc, err
+	}
+	return oc, hook(StepDropped)
+}
+
+var errTooRecent = errors.New("changed too recently")
+
+func withoutSealed(f map[string]string) map[string]string {
+	if _, ok := f["sealed"]; !ok {
+		return f
+	}
+	c := make(map[string]string, len(f))
+	for k, v := range f {
+		if k != "sealed" {
+			c[k] = v
+		}
+	}
+	return c
+}
+
+// auditLine is one line of the audit trail file, as payout history and
+// the spool's audit files write it.
+type auditLine struct {
+	ID         string            `json:"id"`
+	Time       time.Time         `json:"time"`
+	Actor      string            `json:"actor"`
+	ExternalID string            `json:"externalId,omitempty"`
+	From       string            `json:"from,omitempty"`
+	To         string            `json:"to"`
+	Context    map[string]string `json:"context,omitempty"`
+}
+
+// writeAudit writes the batch's audit trail to path and reads it back; it
+// returns "" and writes nothing when the batch has no audit trail.
+func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (string, error) {
+	want, err := l.AuditLen(ctx, batch)
+	if err != nil || want == 0 {
+		return "", err
+	}
+	err = writeFile(path, func(w io.Writer) error {
+		enc := json.NewEncoder(w)
+		return l.EachAuditRaw(ctx, batch, func(e ledger.RawAudit) error {
+			a := auditLine{ID: e.ID, Time: e.Time(), Context: map[string]string{}}
+			for k, v := range e.Fields {
+				switch k {
+				case "t":
+				case "actor":
+					a.Actor = v
+				case "ext":
+					a.ExternalID = v
+				case "from":
+					a.From = v
+				case "to":
+					a.To = v
+				default:
+					a.Context[k] = v
+				}
+			}
+			if len(a.Context) == 0 {
+				a.Context = nil
+			}
+			return enc.Encode(a)
+		})
+	})
+	if err != nil {
+		return "", err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	var got int64
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		var a auditLine
+		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
+			return "", fmt.Errorf("read back %s: %w", path, err)
+		}
+		got++
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read back %s: %w", path, err)
+	}
+	if got < want {
+		return "", fmt.Errorf("%s: %d audit entries read back, the stream had %d: %w", path, got, want, ErrMismatch)
+	}
+	return path, nil
+}
+
+// writeFile writes path through path.tmp: written, fsynced, renamed.
+func writeFile(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 256<<10)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// readArchive calls fn with the fields of every payout of the archive at
+// path and returns how many there were. It fails on a damaged or
+// truncated archive (no end line, or one that disagrees).
+func readArchive(path string, fn func(map[string]string) error) (int, error) {
+	_, n, err := scan(path, fn)
+	return n, err
+}
+
+// Header returns the batch metadata and counters an archive was written
+// with.
+func Header(path string) (ledger.Batch, ledger.Counts, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ledger.Batch{}, ledger.Counts{}, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return ledger.Batch{}, ledger.Counts{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var r record
+	if err := json.NewDecoder(zr).Decode(&r); err != nil || r.Batch == nil {
+		return ledger.Batch{}, ledger.Counts{}, fmt.Errorf("%s: no header line: %v", path, err)
+	}
+	return ledger.BatchFromFields(r.Batch), ledger.CountsFromFields(r.Counts), nil
+}
+
+func scan(path string, fn func(map[string]string) error) (map[string]string, int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	dec := json.NewDecoder(zr)
+	var header map[string]string
+	n := 0
+	for {
+		var r record
+		if err := dec.Decode(&r); err != nil {
+			if errors.Is(err, io.EOF) {
+				return header, n, fmt.Errorf("%s: truncated (no end line): %w", path, ErrMismatch)
+			}
+			return header, n, fmt.Errorf("%s: %w", path, err)
+		}
+		switch {
+		case r.Batch != nil:
+			header = r.Batch
+		case r.Payout != nil:
+			n++
+			if fn != nil {
+				if err := fn(r.Payout); err != nil {
+					return header, n, err
+				}
+			}
+		case r.End != nil:
+			if r.End["payouts"] != strconv.Itoa(n) {
+				return header, n, fmt.Errorf("%s: end line says %s payouts, %d read: %w", path, r.End["payouts"], n, ErrMismatch)
+			}
+			if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+				return header, n, fmt.Errorf("%s: data after the end line: %w", path, ErrMismatch)
+			}
+			return header, n, nil
+		}
+	}
+}
+
+// Rows iterates the payouts of an archive as result file rows, in file
+// order (the order they were archived in).
+func Rows(path string) iter.Seq2[report.Row, error] {
+	return func(yield func(report.Row, error) bool) {
+		stop := errors.New("stop")
+		_, err := readArchive(path, func(f map[string]string) error {
+			r, err := batchreport.Row(ledger.PayoutFromFields("", f))
+			if err != nil {
+				return err
+			}
+			if !yield(r, nil) {
+				return stop
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, stop) {
+			yield(report.Row{}, err)
+		}
+	}
+}
+
+// Report writes the result file of an archived batch, read from its
+// archive, in format (csv or json).
+func Report(path, format string, w io.Writer) (report.Summary, error) {
+	b, _, err := Header(path)
+	if err != nil {
+		return report.Summary{}, err
+	}
+	switch format {
+	case batchreport.CSV, "":
+		return report.WriteCSV(w, batchreport.Batch(b), Rows(path))
+	case batchreport.JSON:
+		return report.WriteJSON(w, batchreport.Batch(b), Rows(path))
+	}
+	return report.Summary{}, fmt.Errorf("%q: %w", format, batchreport.ErrFormat)
+}
+
+// EachPayout calls fn with the stored fields of every payout of the
+// archive at path, in order. It fails on a damaged or truncated archive.
+func EachPayout(path string, fn func(map[string]string) error) error {
+	_, err := readArchive(path, fn)
+	return err
+}

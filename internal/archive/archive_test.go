@@ -1,0 +1,342 @@
+package archive_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/archive"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/vault"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+const day = 24 * time.Hour
+
+type fixture struct {
+	t   *testing.T
+	m   *miniredis.Miniredis
+	rdb *redis.Client
+	led *ledger.Ledger
+	ld  *loader.Loader
+	dir string // archive folder
+	in  string // payout files
+	now time.Time
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	m := miniredis.RunT(t)
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	m.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	led := ledger.New(rdb)
+	return &fixture{t: t, m: m, rdb: rdb, led: led, now: now,
+		ld:  loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), zerolog.Nop()),
+		dir: filepath.Join(t.TempDir(), "archive"), in: t.TempDir()}
+}
+
+// load loads a file of n rows PREFIX-1..n (card numbers), then makes every
+// payout final: created, but the last one rejected.
+func (f *fixture) load(name, prefix string, n int) string {
+	f.t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	b.WriteString("externalId,amount,cardNumber\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "%s-%d,%d.25,4111111111111111\n", prefix, i, i)
+	}
+	path := filepath.Join(f.in, name)
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		f.t.Fatal(err)
+	}
+	res, err := f.ld.LoadFile(ctx, path, loader.Options{})
+	if err != nil || !res.Loaded {
+		f.t.Fatalf("load %s: %+v %v", name, res, err)
+	}
+	for i := 1; i <= n; i++ {
+		ext := fmt.Sprintf("%s-%d", prefix, i)
+		if _, err := f.led.BeginCreate(ctx, res.Batch, ext, 1); err != nil {
+			f.t.Fatal(err)
+		}
+		r := ledger.CreateResult{To: ledger.Created, OrderID: "o-" + ext, PSPStatus: "accepted"}
+		if i == n {
+			r = ledger.CreateResult{To: ledger.Rejected, Error: "card blocked", PSPStatus: "rejected"}
+		}
+		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, r); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return res.Batch
+}
+
+func (f *fixture) opts() archive.Options {
+	return archive.Options{OlderThan: archive.DefaultOlderThan, IDWindow: archive.DefaultIDWindow, Dir: f.dir, Chunk: 3}
+}
+
+// batchKeys lists the keys of batch left in Redis, the summary excepted.
+func (f *fixture) batchKeys(batch string) []string {
+	f.t.Helper()
+	var out []string
+	for _, k := range f.m.Keys() {
+		if strings.HasPrefix(k, "payout:{"+batch+"}:") && k != "payout:{"+batch+"}:archived" {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (f *fixture) age(d time.Duration) { f.m.SetTime(f.now.Add(d)) }
+
+func TestArchiveThenReloadRefused(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	batch := f.load("a.csv", "A", 4)
+	hadAudit, _ := f.led.AuditLen(ctx, batch)
+
+	// Too recent: nothing.
+	if out, err := archive.Run(ctx, f.led, f.opts()); err != nil || len(out) != 0 {
+		t.Fatalf("recent batch: %+v %v", out, err)
+	}
+	f.age(31 * day)
+	o := f.opts()
+	o.DryRun = true
+	out, err := archive.Run(ctx, f.led, o)
+	if err != nil || len(out) != 1 || !out[0].DryRun || out[0].Batch != batch || out[0].Rows != 4 {
+		t.Fatalf("dry run: %+v %v", out, err)
+	}
+	if len(f.batchKeys(batch)) == 0 || fileExists(archive.PathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"}).Archive) {
+		t.Fatal("the dry run wrote something")
+	}
+
+	out, err = archive.Run(ctx, f.led, f.opts())
+	if err != nil || len(out) != 1 || out[0].Skipped != "" || out[0].Claims != 4 {
+		t.Fatalf("archive: %+v %v", out, err)
+	}
+	if left := f.batchKeys(batch); len(left) != 0 {
+		t.Fatalf("keys left: %v", left)
+	}
+	a, err := f.led.Archived(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Counts.Rows[ledger.Created] != 3 || a.Counts.Rows[ledger.Rejected] != 1 || a.File != "a.csv" || a.Archive != out[0].Archive {
+		t.Fatalf("summary: %+v", a)
+	}
+	if (hadAudit > 0) != (a.Audit != "") || (a.Audit != "" && !fileExists(a.Audit)) {
+		t.Fatalf("audit trail: stream had %d entries, summary names %q", hadAudit, a.Audit)
+	}
+	if ttl := f.m.TTL("payout:x:A-1"); ttl != archive.DefaultIDWindow {
+		t.Fatalf("claim TTL %v", ttl)
+	}
+	checkArchive(t, a.Archive, 4)
+
+	// The result file is the archive's, exactly as written before.
+	var regen bytes.Buffer
+	sum, err := archive.Report(a.Archive, "csv", &regen)
+	if err != nil || sum.Rows != 4 || !sum.Reconciled {
+		t.Fatalf("report: %+v %v", sum, err)
+	}
+	saved, _ := os.ReadFile(a.Result)
+	if !bytes.Equal(saved, regen.Bytes()) {
+		t.Fatalf("result file differs from the archive's report:\n%s\n%s", saved, regen.Bytes())
+	}
+
+	// The same content again: refused, naming the archived batch.
+	res, err := f.ld.LoadFile(ctx, filepath.Join(f.in, "a.csv"), loader.Options{})
+	if err != nil || res.Loaded || res.DuplicateOf == nil || res.DuplicateOf.ID != batch || res.DuplicateOf.Phase != ledger.PhaseArchived {
+		t.Fatalf("reload: %+v %v", res, err)
+	}
+	// Another file reusing an archived externalId: refused within the window.
+	other := filepath.Join(f.in, "b.csv")
+	if err := os.WriteFile(other, []byte("externalId,amount,cardNumber\nA-2,9,4111111111111111\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err = f.ld.LoadFile(ctx, other, loader.Options{})
+	if err != nil || res.Loaded || len(res.Errors) != 1 || !strings.Contains(res.Errors[0].Message, batch) {
+		t.Fatalf("reused id within the window: %+v %v", res, err)
+	}
+	// After the window the claims are gone: the id may be paid again.
+	f.m.FastForward(archive.DefaultIDWindow + time.Second)
+	if f.m.Exists("payout:x:A-1") {
+		t.Fatal("claim outlived the window")
+	}
+	res, err = f.ld.LoadFile(ctx, other, loader.Options{})
+	if err != nil || !res.Loaded {
+		t.Fatalf("reused id after the window: %+v %v", res, err)
+	}
+	// The summary stays (no expiry): the very same file stays refused.
+	res, err = f.ld.LoadFile(ctx, filepath.Join(f.in, "a.csv"), loader.Options{})
+	if err != nil || res.DuplicateOf == nil || res.DuplicateOf.ID != batch {
+		t.Fatalf("reload after the window: %+v %v", res, err)
+	}
+}
+
+func TestArchiveLeavesOpenBatchesAlone(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	final := f.load("done.csv", "D", 2)
+	path := filepath.Join(f.in, "open.csv")
+	os.WriteFile(path, []byte("externalId,amount,cardNumber\nO-1,1,4111111111111111\nO-2,2,4111111111111111\n"), 0o600)
+	res, err := f.ld.LoadFile(ctx, path, loader.Options{})
+	if err != nil || !res.Loaded {
+		t.Fatal(res, err)
+	}
+	// One payout final, one still queued.
+	f.led.BeginCreate(ctx, res.Batch, "O-1", 1)
+	f.led.FinishCreate(ctx, res.Batch, "O-1", 1, ledger.CreateResult{To: ledger.Created, OrderID: "o"})
+	f.age(365 * day)
+	out, err := archive.Run(ctx, f.led, f.opts())
+	if err != nil || len(out) != 1 || out[0].Batch != final {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if len(f.batchKeys(res.Batch)) == 0 {
+		t.Fatal("the open batch was archived")
+	}
+	if _, err := f.led.Archived(ctx, res.Batch); !errors.Is(err, ledger.ErrNotFound) {
+		t.Fatal("the open batch has a summary", err)
+	}
+}
+
+// TestArchiveInterrupted stops a run after each step, then checks that
+// nothing is lost and that a second run finishes the archive.
+func TestArchiveInterrupted(t *testing.T) {
+	steps := []string{archive.StepWritten, archive.StepVerified, archive.StepSummary, archive.StepChunk, archive.StepDeleted, archive.StepDropped}
+	for _, step := range steps {
+		t.Run(step, func(t *testing.T) {
+			ctx := context.Background()
+			f := newFixture(t)
+			batch := f.load("a.csv", "A", 7)
+			f.age(31 * day)
+			boom := errors.New("killed")
+			o := f.opts()
+			o.Hook = func(_, s string) error {
+				if s == step {
+					return boom
+				}
+				return nil
+			}
+			if _, err := archive.Run(ctx, f.led, o); !errors.Is(err, boom) {
+				t.Fatalf("run: %v", err)
+			}
+			paths := archive.PathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"})
+			_, metaErr := f.led.Batch(ctx, batch)
+			if metaErr != nil {
+				// The keys are gone: the archive must be complete.
+				checkArchive(t, paths.Archive, 7)
+			}
+			if _, err := f.led.Archived(ctx, batch); err == nil {
+				checkArchive(t, paths.Archive, 7)
+			} else if n := len(f.batchKeys(batch)); n < 7+3 {
+				t.Fatalf("no summary and only %d keys", n)
+			}
+			out, err := archive.Run(ctx, f.led, f.opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step != archive.StepDropped && (len(out) != 1 || out[0].Skipped != "") {
+				t.Fatalf("re-run: %+v", out)
+			}
+			if left := f.batchKeys(batch); len(left) != 0 {
+				t.Fatalf("keys left after the re-run: %v", left)
+			}
+			checkArchive(t, paths.Archive, 7)
+			if ttl := f.m.TTL("payout:x:A-7"); ttl <= 0 || ttl > archive.DefaultIDWindow {
+				t.Fatalf("claim TTL %v", ttl)
+			}
+			if tmp, _ := filepath.Glob(filepath.Join(f.dir, "*.tmp")); len(tmp) != 0 {
+				t.Fatalf("temporary files left: %v", tmp)
+			}
+		})
+	}
+}
+
+// TestArchiveChangedUnderneath: a payout changed between the archive and
+// the deletion stops the deletion; the next run archives the new state.
+func TestArchiveChangedUnderneath(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	batch := f.load("a.csv", "A", 7)
+	f.age(31 * day)
+	o := f.opts()
+	o.Hook = func(_, s string) error {
+		if s == archive.StepChunk { // the first chunk is gone; touch a later payout
+			return f.rdb.HSet(ctx, "payout:{"+batch+"}:p:A-6", "updated", f.now.Add(32*day).UnixMilli(), "error", "late").Err()
+		}
+		return nil
+	}
+	_, err := archive.Run(ctx, f.led, o)
+	var ce *ledger.ChangedError
+	if !errors.As(err, &ce) || ce.ExternalID != "A-6" {
+		t.Fatalf("run: %v", err)
+	}
+	if _, err := archive.Run(ctx, f.led, f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	paths := archive.PathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"})
+	found := false
+	checkArchiveFn(t, paths.Archive, 7, func(p map[string]string) {
+		if p["ext"] == "A-6" && p["error"] == "late" {
+			found = true
+		}
+	})
+	if !found {
+		t.Fatal("the archive lacks the later change of A-6")
+	}
+}
+
+func checkArchive(t *testing.T, path string, want int) {
+	t.Helper()
+	checkArchiveFn(t, path, want, nil)
+}
+
+func checkArchiveFn(t *testing.T, path string, want int, fn func(map[string]string)) {
+	t.Helper()
+	n := 0
+	var buf bytes.Buffer
+	_, err := archive.Report(path, "json", &buf)
+	if err != nil {
+		t.Fatalf("archive %s: %v", path, err)
+	}
+	fh, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("4111111111111111")) || bytes.Contains(raw, []byte(`"sealed"`)) {
+		t.Fatal("the archive holds a card number")
+	}
+	err = archive.EachPayout(path, func(p map[string]string) error {
+		n++
+		if fn != nil {
+			fn(p)
+		}
+		return nil
+	})
+	if err != nil || n != want {
+		t.Fatalf("archive %s: %d payouts, %v", path, n, err)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -1,0 +1,407 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Archiving (package archive) moves a final batch out of Redis into files
+// and keeps only:
+//
+//	PREFIX:{B}:archived    hash   summary of an archived batch (ArchivedBatch)
+//	PREFIX:x:EXTID         string the claims of its payouts, now expiring (id window)
+//	PREFIX:batches         zset   the batch's entry, so status still lists it
+//
+// Every other key of the batch (meta, lines, counts, the payout hashes, the
+// audit stream, loadlock) is deleted: the payouts first, in chunks, each
+// chunk only if its payouts are unchanged since they were archived
+// (DeleteArchivedPayouts), then the rest with meta last (DropBatch). A batch
+// with both a summary and a meta hash is being archived: a re-run finishes
+// it. The summary hash has no expiry: a few hundred bytes per batch.
+//
+// The claims keep their per-id form (PREFIX:x:EXTID) with an expiry; a
+// compact bucketed form for long id windows is a later step.
+
+// PhaseArchived is the phase an archived batch reports (ArchivedBatch.Batch):
+// its keys are gone, its files are in the archive folder.
+const PhaseArchived = "archived"
+
+// ErrArchived is matched, via errors.Is, by every *ArchivedError.
+var ErrArchived = errors.New("ledger: batch archived")
+
+// ArchivedError tells that a batch was archived: nothing of it can change
+// any more (no payout resolved, cancelled, approved or discarded).
+type ArchivedError struct{ Archived ArchivedBatch }
+
+func (e *ArchivedError) Error() string {
+	a := e.Archived
+	return fmt.Sprintf("batch %s (%s) was archived at %s to %s: its payouts can no longer be resolved, cancelled, approved or discarded; the archive holds its result file and audit trail",
+		a.ID, a.File, a.ArchivedAt.Format(time.RFC3339), a.Archive)
+}
+
+// Is makes errors.Is(err, ErrArchived) match.
+func (e *ArchivedError) Is(target error) bool { return target == ErrArchived }
+
+// ArchivedBatch is the summary kept in Redis for an archived batch.
+type ArchivedBatch struct {
+	Batch                // metadata as it was when archived (Phase: loaded or discarded)
+	Counts     Counts    // rows and amounts per state when archived
+	Archive    string    // path of NAME.archive.jsonl.gz
+	Result     string    // path of the result file in the archive folder
+	Audit      string    // path of the audit trail file ("" when the batch had none)
+	ArchivedAt time.Time // Redis time the summary was first written
+	LastChange time.Time // last change of the batch (Redis time) when it was archived
+	ClaimsTill time.Time // the batch's externalId claims expire then (ArchivedAt + id window)
+}
+
+// AsBatch returns the batch metadata in phase PhaseArchived.
+func (a ArchivedBatch) AsBatch() Batch {
+	b := a.Batch
+	b.Phase = PhaseArchived
+	return b
+}
+
+func (l *Ledger) archivedKey(batch string) string { return l.tag(batch) + ":archived" }
+
+// archiveAuditKey is the batch's audit stream (PREFIX:{B}:audit).
+func (l *Ledger) archiveAuditKey(batch string) string { return l.tag(batch) + ":audit" }
+
+// SaveArchived writes (or rewrites) the summary of an archived batch.
+func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
+	f := []any{
+		"id", a.ID, "file", a.File, "loaded", a.LoadedAt.UnixMilli(), "rows", a.Rows, "total", a.Total.String(),
+		"scale", a.Scale, "phase", a.Phase, "by", a.LoadedBy, "dby", a.DecidedBy, "dat", a.DecidedAt.UnixMilli(),
+		"archive", a.Archive, "result", a.Result, "audit", a.Audit,
+		"archivedAt", a.ArchivedAt.UnixMilli(), "lastChange", a.LastChange.UnixMilli(), "claimsTill", a.ClaimsTill.UnixMilli(),
+		"n:awaiting", a.Counts.Awaiting, "u:awaiting", a.Counts.AwaitingUnits,
+	}
+	for _, s := range States {
+		f = append(f, "n:"+string(s), a.Counts.Rows[s], "u:"+string(s), a.Counts.Units[s])
+	}
+	if err := l.rdb.HSet(ctx, l.archivedKey(a.ID), f...).Err(); err != nil {
+		return fmt.Errorf("ledger: save archive summary of %s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// Archived returns the summary of an archived batch (or of one being
+// archived: its meta may still exist), or ErrNotFound.
+func (l *Ledger) Archived(ctx context.Context, id string) (ArchivedBatch, error) {
+	m, err := l.rdb.HGetAll(ctx, l.archivedKey(id)).Result()
+	if err != nil {
+		return ArchivedBatch{}, fmt.Errorf("ledger: read archive summary of %s: %w", id, err)
+	}
+	if len(m) == 0 {
+		return ArchivedBatch{}, fmt.Errorf("archived batch %s: %w", id, ErrNotFound)
+	}
+	return parseArchived(m), nil
+}
+
+// ArchivedBatches returns the summaries of every archived batch (including
+// those still being archived), newest first, in two round trips.
+func (l *Ledger) ArchivedBatches(ctx context.Context) ([]ArchivedBatch, error) {
+	ids, err := l.BatchIDs(ctx)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, l.archivedKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ledger: read archive summaries: %w", err)
+	}
+	var out []ArchivedBatch
+	for _, c := range cmds {
+		if m := c.Val(); len(m) > 0 {
+			out = append(out, parseArchived(m))
+		}
+	}
+	return out, nil
+}
+
+func parseArchived(m map[string]string) ArchivedBatch {
+	return ArchivedBatch{
+		Batch: parseBatch(m), Counts: parseCounts(m),
+		Archive: m["archive"], Result: m["result"], Audit: m["audit"],
+		ArchivedAt: msTime(m["archivedAt"]), LastChange: msTime(m["lastChange"]), ClaimsTill: msTime(m["claimsTill"]),
+	}
+}
+
+// CheckNotArchived returns an *ArchivedError when batch has an archive
+// summary (archived, or being archived), nil when it has none.
+func (l *Ledger) CheckNotArchived(ctx context.Context, batch string) error {
+	a, err := l.Archived(ctx, batch)
+	switch {
+	case err == nil:
+		return &ArchivedError{Archived: a}
+	case errors.Is(err, ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// RawPayout is one payout hash as stored. Fields is nil when the lines
+// index names the payout but its hash is gone (deleted by an archive run).
+type RawPayout struct {
+	ExternalID string
+	Fields     map[string]string
+}
+
+// PayoutFromFields reads a payout from its stored fields (a RawPayout's, or
+// an archive's).
+func PayoutFromFields(batch string, fields map[string]string) Payout {
+	return parsePayout(batch, fields)
+}
+
+// EachRaw calls fn for every payout of batch in file line order with all of
+// its stored fields, eachChunk per pipelined round trip.
+func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) error) error {
+	for start := int64(0); ; start += eachChunk {
+		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
+		if err != nil {
+			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.MapStringStringCmd, len(ids))
+		for i, id := range ids {
+			cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+		}
+		for i, c := range cmds {
+			p := RawPayout{ExternalID: ids[i]}
+			if m := c.Val(); len(m) > 0 {
+				p.Fields = m
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		if len(ids) < eachChunk {
+			return nil
+		}
+	}
+}
+
+// RawAudit is one entry of a batch's audit stream as stored.
+type RawAudit struct {
+	ID     string            `json:"id"`
+	Fields map[string]string `json:"fields"`
+}
+
+// Time is when the entry was written (Redis time).
+func (e RawAudit) Time() time.Time { return msTime(e.Fields["t"]) }
+
+// EachAuditRaw calls fn for every entry of batch's audit stream in order,
+// 1,000 per round trip.
+func (l *Ledger) EachAuditRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
+	start := "-"
+	for {
+		msgs, err := l.rdb.XRangeN(ctx, l.archiveAuditKey(batch), start, "+", 1000).Result()
+		if err != nil {
+			return fmt.Errorf("ledger: read audit trail of %s: %w", batch, err)
+		}
+		for _, m := range msgs {
+			e := RawAudit{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
+			for k, v := range m.Values {
+				e.Fields[k], _ = v.(string)
+			}
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if len(msgs) < 1000 {
+			return nil
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+}
+
+// AuditLen returns the number of entries of batch's audit stream.
+func (l *Ledger) AuditLen(ctx context.Context, batch string) (int64, error) {
+	n, err := l.rdb.XLen(ctx, l.archiveAuditKey(batch)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
+	}
+	return n, nil
+}
+
+// LastAudit returns the Redis time of the last entry of batch's audit
+// stream; ok is false when the batch has no audit trail.
+func (l *Ledger) LastAudit(ctx context.Context, batch string) (t time.Time, ok bool, err error) {
+	msgs, err := l.rdb.XRevRangeN(ctx, l.archiveAuditKey(batch), "+", "-", 1).Result()
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
+	}
+	if len(msgs) == 0 {
+		return time.Time{}, false, nil
+	}
+	ms, _, _ := cutDash(msgs[0].ID)
+	return time.UnixMilli(ms).UTC(), true, nil
+}
+
+func cutDash(id string) (int64, string, bool) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '-' {
+			n, err := strconv.ParseInt(id[:i], 10, 64)
+			return n, id[i+1:], err == nil
+		}
+	}
+	n, err := strconv.ParseInt(id, 10, 64)
+	return n, "", err == nil
+}
+
+// expireClaimScript gives a claim an expiry if batch owns it and it has
+// none yet (a re-run does not push the expiry further).
+// KEYS: claim; ARGV: batch, ttl ms.
+var expireClaimScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('PTTL', KEYS[1]) ~= -1 then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+`)
+
+// ExpireClaims makes batch's claims on ids expire after ttl (claims of
+// other batches, and claims that expire already, are left alone). It
+// returns how many claims it gave an expiry.
+func (l *Ledger) ExpireClaims(ctx context.Context, batch string, ids []string, ttl time.Duration) (int, error) {
+	n := 0
+	for start := 0; start < len(ids); start += eachChunk {
+		end := min(start+eachChunk, len(ids))
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, 0, end-start)
+		for _, id := range ids[start:end] {
+			cmds = append(cmds, expireClaimScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch, ttl.Milliseconds()))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return n, fmt.Errorf("ledger: expire claims of %s: %w", batch, err)
+		}
+		for _, c := range cmds {
+			if v, _ := c.Int(); v == 1 {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// Fingerprint is what DeleteArchivedPayouts compares before it deletes a
+// payout: the fields every transition changes.
+type Fingerprint struct {
+	ExternalID                         string
+	State, Updated, Creates, Seq, OSeq string
+}
+
+// FingerprintOf returns the fingerprint of stored payout fields.
+func FingerprintOf(ext string, f map[string]string) Fingerprint {
+	return Fingerprint{ExternalID: ext, State: f["state"], Updated: f["updated"], Creates: f["creates"], Seq: f["seq"], OSeq: f["oseq"]}
+}
+
+// deleteArchivedScript deletes the payouts of a chunk if each one is gone
+// already or still has its archived fingerprint; otherwise it deletes
+// nothing and replies {0, i} for the first payout that changed.
+// KEYS: payouts; ARGV: state, updated, creates, seq, oseq per key.
+var deleteArchivedScript = redis.NewScript(`
+for i, k in ipairs(KEYS) do
+  local h = redis.call('HMGET', k, 'state', 'updated', 'creates', 'seq', 'oseq')
+  if h[1] then
+    local b = (i - 1) * 5
+    for j = 1, 5 do
+      if (h[j] or '') ~= ARGV[b + j] then return {0, i} end
+    end
+  end
+end
+local n = 0
+for _, k in ipairs(KEYS) do n = n + redis.call('DEL', k) end
+return {1, n}
+`)
+
+// ChangedError tells that a payout changed after it was archived: its
+// hash (and the rest of the batch) was left in Redis.
+type ChangedError struct{ Batch, ExternalID string }
+
+func (e *ChangedError) Error() string {
+	return fmt.Sprintf("ledger: payout %s of batch %s changed after it was archived; it was not deleted (run the archive again: it rewrites the archive)", e.ExternalID, e.Batch)
+}
+
+// DeleteArchivedPayouts deletes the payout hashes of batch in chunks of
+// chunk, each chunk in one script call and only if none of its payouts
+// changed since fp was taken (a *ChangedError otherwise). after, if not
+// nil, runs after each chunk. It returns how many hashes it deleted.
+func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []Fingerprint, chunk int, after func(deleted int) error) (int, error) {
+	if chunk <= 0 {
+		chunk = 500
+	}
+	n := 0
+	for start := 0; start < len(fp); start += chunk {
+		part := fp[start:min(start+chunk, len(fp))]
+		keys := make([]string, len(part))
+		args := make([]any, 0, 5*len(part))
+		for i, f := range part {
+			keys[i] = l.payoutKey(batch, f.ExternalID)
+			args = append(args, f.State, f.Updated, f.Creates, f.Seq, f.OSeq)
+		}
+		res, err := deleteArchivedScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		if err != nil {
+			return n, fmt.Errorf("ledger: delete archived payouts of %s: %w", batch, err)
+		}
+		if res[0] == 0 {
+			return n, &ChangedError{Batch: batch, ExternalID: part[res[1]-1].ExternalID}
+		}
+		n += int(res[1])
+		if after != nil {
+			if err := after(n); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// BatchKeys returns the keys of a batch other than its payout hashes and
+// its archive summary, meta last: the order DropBatch deletes them in.
+func (l *Ledger) BatchKeys(batch string) []string {
+	return []string{l.linesKey(batch), l.countsKey(batch), l.archiveAuditKey(batch), l.loadLockKey(batch), l.metaKey(batch)}
+}
+
+// DropBatch deletes the keys of BatchKeys in one command (they share the
+// batch's slot). Call it after DeleteArchivedPayouts: without its lines
+// index a batch's remaining payout hashes can no longer be found.
+func (l *Ledger) DropBatch(ctx context.Context, batch string) error {
+	if err := l.rdb.Del(ctx, l.BatchKeys(batch)...).Err(); err != nil {
+		return fmt.Errorf("ledger: drop keys of %s: %w", batch, err)
+	}
+	return nil
+}
+
+// BatchFromFields reads batch metadata from its stored fields (a meta
+// hash, or an archive's header).
+func BatchFromFields(m map[string]string) Batch { return parseBatch(m) }
+
+// CountsFromFields reads per-state counters from their stored fields.
+func CountsFromFields(m map[string]string) Counts { return parseCounts(m) }
+
+// RawBatch returns a batch's meta and counts hashes as stored, or
+// ErrNotFound.
+func (l *Ledger) RawBatch(ctx context.Context, id string) (meta, counts map[string]string, err error) {
+	pipe := l.rdb.Pipeline()
+	mc := pipe.HGetAll(ctx, l.metaKey(id))
+	cc := pipe.HGetAll(ctx, l.countsKey(id))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, nil, fmt.Errorf("ledger: read batch %s: %w", id, err)
+	}
+	if len(mc.Val()) == 0 {
+		return nil, nil, fmt.Errorf("batch %s: %w", id, ErrNotFound)
+	}
+	return mc.Val(), cc.Val(), nil
+}

@@ -1,0 +1,78 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestArchiveKeys(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	seed(t, l, "b", 5)
+	if _, err := l.Claim(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(ctx, "other", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	var fps []Fingerprint
+	if err := l.EachRaw(ctx, "b", func(p RawPayout) error {
+		fps = append(fps, FingerprintOf(p.ExternalID, p.Fields))
+		return nil
+	}); err != nil || len(fps) != 5 {
+		t.Fatal(len(fps), err)
+	}
+
+	// Claims: only the batch's, only once.
+	n, err := l.ExpireClaims(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5", "X"}, time.Hour)
+	if err != nil || n != 5 {
+		t.Fatalf("ExpireClaims = %d, %v", n, err)
+	}
+	if n, _ := l.ExpireClaims(ctx, "b", []string{"E1"}, 2*time.Hour); n != 0 {
+		t.Fatal("a re-run pushed the expiry further")
+	}
+	if ttl := l.rdb.TTL(ctx, l.ownerKey("X")).Val(); ttl != -1 {
+		t.Fatalf("another batch's claim got TTL %v", ttl)
+	}
+
+	// A changed payout stops the deletion of its chunk.
+	clk.add(time.Second)
+	l.rdb.HSet(ctx, l.payoutKey("b", "E4"), "updated", clk.t.UnixMilli())
+	deleted, err := l.DeleteArchivedPayouts(ctx, "b", fps, 2, nil)
+	var ce *ChangedError
+	if !errors.As(err, &ce) || ce.ExternalID != "E4" || deleted != 2 {
+		t.Fatalf("DeleteArchivedPayouts = %d, %v", deleted, err)
+	}
+	if l.rdb.Exists(ctx, l.payoutKey("b", "E3")).Val() != 1 {
+		t.Fatal("the changed payout's chunk was partly deleted")
+	}
+	fps[3] = FingerprintOf("E4", l.rdb.HGetAll(ctx, l.payoutKey("b", "E4")).Val())
+	if deleted, err = l.DeleteArchivedPayouts(ctx, "b", fps, 2, nil); err != nil || deleted != 3 {
+		t.Fatalf("second DeleteArchivedPayouts = %d, %v", deleted, err)
+	}
+
+	if err := l.SaveArchived(ctx, ArchivedBatch{Batch: Batch{ID: "b", File: "f.csv", Phase: PhaseLoaded}, ArchivedAt: clk.t}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.DropBatch(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range l.BatchKeys("b") {
+		if l.rdb.Exists(ctx, k).Val() != 0 {
+			t.Fatalf("%s left", k)
+		}
+	}
+	if _, err := l.Batch(ctx, "b"); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	err = l.CheckNotArchived(ctx, "b")
+	if !errors.Is(err, ErrArchived) {
+		t.Fatalf("CheckNotArchived = %v", err)
+	}
+	all, err := l.ArchivedBatches(ctx)
+	if err != nil || len(all) != 1 || all[0].AsBatch().Phase != PhaseArchived {
+		t.Fatalf("ArchivedBatches = %+v, %v", all, err)
+	}
+}
