@@ -3,6 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os/user"
+
+	"github.com/acme/payout/internal/ledger"
 
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -19,13 +22,17 @@ func runResume(ctx context.Context, e *env, args []string) error {
 func setPaused(ctx context.Context, e *env, name string, args []string, pause bool) error {
 	fs := newFlags(e, name, "[flags]")
 	var (
-		lf logFlags
-		rf redisFlags
-		nf notifyFlags
+		lf   logFlags
+		rf   redisFlags
+		by   string
+		note string
+		nf   notifyFlags
 	)
 	lf.register(fs)
 	rf.register(fs)
 	nf.register(fs)
+	fs.StringVar(&by, "by", "", "who "+name+"s the queue (recorded in the audit trail; default: the system user)")
+	fs.StringVar(&note, "note", "", "why (recorded in the audit trail)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -54,7 +61,21 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err != nil {
 		return infraErr(err)
 	}
+	if by == "" {
+		by = systemUser()
+	}
+	if err := ledger.New(rdb).AuditQueue(ctx, by, name+"d", note); err != nil {
+		fmt.Fprintf(e.stderr, "queue %sd, but the audit trail could not record it: %v\n", name, err)
+	}
 	notifyQueue(ctx, e.stderr, nf.emitter(rdb), name, pause)
 	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
 	return nil
+}
+
+// systemUser names the person at the terminal when no --by is given.
+func systemUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return "unknown"
 }

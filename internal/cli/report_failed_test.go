@@ -84,9 +84,9 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		var err error
 		switch r.to {
 		case ledger.Paid:
-			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictPaid, "Paid", "")
+			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictPaid, "Paid", "", 200)
 		case ledger.Failed:
-			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictFailed, "Declined", "card closed by the issuer")
+			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictFailed, "Declined", "card closed by the issuer", 200)
 		}
 		if err != nil {
 			t.Fatal(err)

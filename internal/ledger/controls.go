@@ -26,17 +26,19 @@ var (
 // HoldBatch ends a load under approval: the batch goes from loading to
 // awaiting_approval with the reason it waits, and no task exists for it.
 func (l *Ledger) HoldBatch(ctx context.Context, id, reason string) error {
-	err := holdScript.Run(ctx, l.rdb, []string{l.metaKey(id)}, reason).Err()
+	err := holdScript.Run(ctx, l.rdb, []string{l.metaKey(id), l.auditKey(id)}, reason, l.actor).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: hold batch %s for approval: %w", id, err)
 	}
 	return nil
 }
 
-var holdScript = redis.NewScript(`
+var holdScript = redis.NewScript(luaMove + `
 local ph = redis.call('HGET', KEYS[1], 'phase')
-if ph == 'loading' or ph == 'awaiting_approval' then
+if ph == 'loading' then
   redis.call('HSET', KEYS[1], 'phase', 'awaiting_approval', 'wait', ARGV[1])
+  redis.call('XADD', KEYS[2], '*', 't', nowms(), 'actor', ARGV[2], 'ext', '', 'from', 'loading',
+    'to', 'awaiting_approval', 'note', ARGV[1])
 end
 return 1
 `)
@@ -130,7 +132,7 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if err != nil {
 		return b, err
 	}
-	moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id)}, PhaseLoaded, a.By, "").Int()
+	moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id), l.auditKey(id)}, PhaseLoaded, a.By, "approved").Int()
 	if err != nil || moved != 1 {
 		// Not approved after all: give the day's sum back.
 		_ = l.UnreserveDaily(ctx, day, units)
@@ -153,11 +155,14 @@ func (l *Ledger) MarkApproved(ctx context.Context, id, by string) error {
 }
 
 // decideScript moves a batch awaiting approval to ARGV[1] (loaded or
-// discarded), recording who and when (Redis time). KEYS: meta; ARGV:
-// phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
+// discarded), recording who and when (Redis time) in the batch and its
+// audit trail. KEYS: meta, audit; ARGV: phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
 var decideScript = redis.NewScript(luaMove + `
 if redis.call('HGET', KEYS[1], 'phase') ~= 'awaiting_approval' then return 0 end
-redis.call('HSET', KEYS[1], 'phase', ARGV[1], 'dby', ARGV[2], 'dat', nowms(), 'note', ARGV[3])
+local now = nowms()
+redis.call('HSET', KEYS[1], 'phase', ARGV[1], 'dby', ARGV[2], 'dat', now, 'note', ARGV[3])
+redis.call('XADD', KEYS[2], '*', 't', now, 'actor', ARGV[2], 'ext', '', 'from', 'awaiting_approval',
+  'to', ARGV[1], 'note', ARGV[3])
 return 1
 `)
 
@@ -173,7 +178,7 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 		return 0, err
 	}
 	if b.Phase != PhaseDiscarded {
-		moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id)}, PhaseDiscarded, by, note).Int()
+		moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id), l.auditKey(id)}, PhaseDiscarded, by, note).Int()
 		if err != nil {
 			return 0, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}
@@ -203,8 +208,8 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 	return n, nil
 }
 
-// cancelScript moves a queued payout to cancelled. KEYS: payout, counts;
-// ARGV: by, note, op. Replies {'ok', 'queued'} or {'no', state}.
+// cancelScript moves a queued payout to cancelled. KEYS: payout, counts,
+// audit; ARGV: by, note, actor, op. Replies {'ok', 'queued'} or {'no', state}.
 var cancelScript = redis.NewScript(luaMove + luaReplay + `
 local memo = replayed(KEYS[1])
 if memo then return memo end
@@ -212,6 +217,7 @@ local h = redis.call('HMGET', KEYS[1], 'state', 'units')
 if not h[1] then return {'missing', ''} end
 if h[1] ~= 'queued' then return {'no', h[1]} end
 local now = nowms()
+AUD.extra = {'note', 'cancelled: ' .. ARGV[2]}
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1], 'rnote', ARGV[2], 'rat', now,
   'error', 'cancelled by ' .. ARGV[1] .. ': ' .. ARGV[2])
 move(KEYS[2], 'queued', 'cancelled', h[2])
@@ -226,7 +232,7 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 	if by == "" || note == "" {
 		return "", fmt.Errorf("cancel %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
-	res, err := l.transition(ctx, cancelScript, []string{l.payoutKey(batch, ext), l.countsKey(batch)}, by, note).StringSlice()
+	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, by, note).StringSlice()
 	if err != nil {
 		return "", fmt.Errorf("ledger: cancel %s: %w", ext, err)
 	}

@@ -37,7 +37,7 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 	var begin, wait *redis.Cmd
 	for try := 1; ; try++ {
 		pipe := c.Pipeline()
-		begin = beginCreateScript.Eval(ctx, pipe, []string{key, l.countsKey(batch)}, attempt, op)
+		begin = beginCreateScript.Eval(ctx, pipe, []string{key, l.countsKey(batch), l.auditKey(batch)}, attempt, l.actor, op)
 		wait = pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
 		_, err := pipe.Exec(ctx)
 		if err == nil {

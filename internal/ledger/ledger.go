@@ -19,6 +19,7 @@
 //	PREFIX:{B}:lines       zset   externalIds scored by file line, for reports in file order
 //	PREFIX:{B}:counts      hash   rows and minor units per state
 //	PREFIX:{B}:loadlock    string the loader registering the batch now (expires)
+//	PREFIX:{B}:audit       stream one entry per state change: time, actor, from, to, context
 //	PREFIX:x:EXTID         string batch that owns an externalId (global uniqueness)
 //	PREFIX:batches         zset   batch ids scored by load time
 package ledger
@@ -29,6 +30,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"time"
 
@@ -92,6 +94,7 @@ type Ledger struct {
 	prefix string
 	now    func() time.Time
 	newOp  func() string
+	actor  string // who the transitions are recorded as (audit trail)
 }
 
 // Option configures a Ledger.
@@ -111,7 +114,7 @@ func withOpIDs(next func() string) Option { return func(l *Ledger) { l.newOp = n
 
 // New returns a ledger on rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
-	l := &Ledger{rdb: rdb, prefix: "payout", now: time.Now, newOp: randomOp}
+	l := &Ledger{rdb: rdb, prefix: "payout", now: time.Now, newOp: randomOp, actor: defaultActor()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -133,8 +136,25 @@ func (l *Ledger) loadLockKey(batch string) string {
 	return l.tag(batch) + ":loadlock"
 }
 func (l *Ledger) batchesKey() string { return l.prefix + ":batches" }
+func (l *Ledger) auditKey(batch string) string {
+	return l.tag(batch) + ":audit"
+}
+
+// As returns a ledger that records its transitions in the audit trail as
+// done by actor: a worker's host:pid, an operator's name.
+func (l *Ledger) As(actor string) *Ledger {
+	c := *l
+	c.actor = actor
+	return &c
+}
 
 func (l *Ledger) nowMillis() int64 { return l.now().UnixMilli() }
+
+// defaultActor is this process: host:pid.
+func defaultActor() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
+}
 
 // randomOp returns a fresh operation id: every transition call carries one,
 // so that a replay of the same call (after a lost reply) is told apart from

@@ -36,6 +36,7 @@ if to ~= 'checking' and to ~= 'created' and to ~= 'rejected' then
   return redis.error_reply('resolve: bad target state ' .. to)
 end
 local now = nowms()
+AUD.extra = {'order', ARGV[2], 'note', 'resolved: ' .. ARGV[5]}
 redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'rby', ARGV[4], 'rnote', ARGV[5], 'rat', now)
 local seq = 0
 if to == 'checking' then
@@ -96,8 +97,7 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 	if strings.TrimSpace(r.By) == "" || strings.TrimSpace(r.Note) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
-	res, err := l.transition(ctx, resolveScript,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
+	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext,
 		string(to), orderID, pspStatus, r.By, r.Note).StringSlice()
 	if err != nil {
 		return Resolved{}, fmt.Errorf("ledger: resolve %s: %w", ext, err)

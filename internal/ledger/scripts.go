@@ -6,7 +6,21 @@ import "github.com/redis/go-redis/v9"
 // moves one row and its minor units between the per-state counters.
 // Units travel as strings so that Redis parses them as int64 (Lua numbers
 // are doubles and would lose cents above 2^53).
+//
+// When the script names an audit stream (AUD.key, set by luaReplay from
+// KEYS[3]), every move also appends one entry to it: Redis time, actor,
+// externalId, from, to, and the context the script put in AUD.extra
+// (attempt, status sequence, HTTP status, note). A replayed call returns
+// before it moves anything, so a transition is audited once.
 const luaMove = `
+local AUD = {extra = {}}
+-- nowms is the Redis server's clock in milliseconds, as decimal text (Lua
+-- turns it into a number in arithmetic): every timestamp a decision depends
+-- on comes from here, never from a worker's clock.
+local function nowms()
+  local t = redis.call('TIME')
+  return string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+end
 local function move(counts, from, to, units)
   if from then
     redis.call('HINCRBY', counts, 'n:' .. from, -1)
@@ -14,6 +28,17 @@ local function move(counts, from, to, units)
   end
   redis.call('HINCRBY', counts, 'n:' .. to, 1)
   redis.call('HINCRBY', counts, 'u:' .. to, units)
+  if AUD.key then
+    local f = {'t', nowms(), 'actor', AUD.actor, 'ext', AUD.ext, 'from', from or '', 'to', to}
+    for i = 1, #AUD.extra, 2 do
+      local v = AUD.extra[i + 1]
+      if v ~= nil and v ~= '' and v ~= '0' then
+        f[#f + 1] = AUD.extra[i]
+        f[#f + 1] = tostring(v)
+      end
+    end
+    redis.call('XADD', AUD.key, '*', unpack(f))
+  end
 end
 local function num(v) return tonumber(v) or 0 end
 local function reply(head, key)
@@ -31,13 +56,6 @@ local function await(key, counts, units, windowms, now)
   redis.call('HINCRBY', counts, 'n:awaiting', 1)
   redis.call('HINCRBY', counts, 'u:awaiting', units)
 end
--- nowms is the Redis server's clock in milliseconds, as decimal text (Lua
--- turns it into a number in arithmetic): every timestamp a decision depends
--- on comes from here, never from a worker's clock.
-local function nowms()
-  local t = redis.call('TIME')
-  return string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-end
 `
 
 // luaReplay is prepended to every transition script. Each call carries a
@@ -47,8 +65,17 @@ end
 // (go-redis or the autopipeliner sent it again after the first reply was
 // lost) and gets the first run's decision back, so the caller still does the
 // follow-up step it decided (enqueue the status check, return the retry).
+//
+// The argument before the operation id is the actor (a worker's host:pid,
+// or an operator's name), and KEYS[3], when given, the batch's audit
+// stream.
 const luaReplay = `
 local OP = ARGV[#ARGV]
+if KEYS[3] then
+  AUD.key = KEYS[3]
+  AUD.actor = ARGV[#ARGV - 1]
+  AUD.ext = string.match(KEYS[1], ':p:(.*)$') or ''
+end
 local function replayed(key)
   local m = redis.call('HMGET', key, 'op', 'opr')
   if m[1] == OP and m[2] then return cjson.decode(m[2]) end
@@ -109,6 +136,7 @@ local attempt = tonumber(ARGV[1])
 local creates = num(h[2])
 local units = h[3]
 local now = nowms()
+AUD.extra = {'attempt', attempt}
 if st == 'queued' and attempt == creates + 1 then
   redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', now)
   move(KEYS[2], st, 'submitting', units)
@@ -116,6 +144,7 @@ if st == 'queued' and attempt == creates + 1 then
 end
 if st == 'submitting' and attempt == creates then
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  AUD.extra = {'attempt', attempt, 'seq', seq, 'note', 'create interrupted before its answer was recorded'}
   redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
     'error', 'create interrupted before its answer was recorded; checking status', 'updated', now)
   move(KEYS[2], st, 'checking', units)
@@ -128,8 +157,9 @@ return reply({'skip', '0'}, KEYS[1])
 `)
 
 // finishCreateScript records the classified answer of a create.
-// KEYS: payout, counts; ARGV: attempt, to, outcome window ms (0: created is
-// final), orderId, pspStatus, error, maxTries, op. With to = queued and maxTries > 0 the request provably did not
+// KEYS: payout, counts, audit; ARGV: attempt, to, outcome window ms (0:
+// created is final), orderId, pspStatus, error, maxTries, HTTP status,
+// actor, op. With to = queued and maxTries > 0 the request provably did not
 // reach the PSP and counts against the payout's budget of such tries: past
 // maxTries the payout goes to needs_review instead.
 // Allowed: submitting -> any of created, rejected, checking, queued,
@@ -160,6 +190,7 @@ if to == 'queued' and maxTries > 0 then
   end
 end
 local now = nowms()
+AUD.extra = {'attempt', attempt, 'http', ARGV[8], 'order', ARGV[4], 'note', msg}
 redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'error', msg)
 if to == 'created' then
   redis.call('HSET', KEYS[1], 'order', ARGV[4], 'pspstatus', ARGV[5])
@@ -181,7 +212,7 @@ return remember(KEYS[1], {'ok', tostring(seq), to})
 // KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), outcome
 // window ms (0: created is final), orderId, pspStatus, absentChecks K,
 // absentSpacing D (ms), maxCreates M, maxFaults N, message, fault backoff
-// base ms, fault backoff cap ms, op. All times are Redis's: counted misses
+// base ms, fault backoff cap ms, HTTP status, actor, op. All times are Redis's: counted misses
 // are D apart, and a check that runs before the due time the previous one
 // set (a worker whose clock is behind schedules too early) counts nothing.
 // Replies {action, value, extra, wait}:
@@ -208,6 +239,7 @@ local due = num(h[7])
 if ARGV[2] ~= 'found' and now < due then
   return {'early', tostring(cur), '0', string.format('%.0f', due - now)}
 end
+AUD.extra = {'seq', ARGV[1], 'http', ARGV[13], 'order', ARGV[4], 'note', ARGV[10]}
 local function later(wait)
   redis.call('HSET', KEYS[1], 'due', string.format('%.0f', now + wait))
 end
@@ -295,8 +327,8 @@ return 0
 
 // recordOutcomeScript records the answer of outcome check oseq of a created
 // payout that awaits its outcome.
-// KEYS: payout, counts; ARGV: oseq, verdict (paid|failed|pending|noanswer),
-// pspStatus, reason, op.
+// KEYS: payout, counts, audit; ARGV: oseq, verdict
+// (paid|failed|pending|noanswer), pspStatus, reason, HTTP status, actor, op.
 // Replies {action, value, extra}:
 //
 //	done   -> paid or failed (value)
@@ -316,6 +348,7 @@ if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
 local now = nowms()
 local units = h[4]
 local verdict = ARGV[2]
+AUD.extra = {'oseq', ARGV[1], 'http', ARGV[5], 'psp', ARGV[3], 'note', ARGV[4]}
 local last = h[6] or ''
 if ARGV[3] ~= '' then
   last = ARGV[3]

@@ -82,7 +82,7 @@ func (l *Ledger) Time(ctx context.Context) (time.Time, error) {
 // attempt, untouched for at least minAge ms of Redis time, to checking: a
 // worker began that create and its task is gone, so the request may have
 // been sent and must never be sent again. Nothing else is moved.
-// KEYS: payout, counts; ARGV: attempt, minAge ms, op.
+// KEYS: payout, counts, audit; ARGV: attempt, minAge ms, actor, op.
 // Replies {'check', seq} or {'current', state}.
 var interruptScript = redis.NewScript(luaMove + luaReplay + `
 local memo = replayed(KEYS[1])
@@ -95,6 +95,7 @@ if st ~= 'submitting' or num(h[2]) ~= tonumber(ARGV[1]) or tonumber(now) - num(h
   return {'current', st}
 end
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+AUD.extra = {'attempt', ARGV[1], 'seq', seq, 'note', 'create task lost while submitting (reconciler)'}
 redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
   'error', 'create task lost while submitting; checking status', 'updated', now)
 move(KEYS[2], st, 'checking', h[3])
@@ -106,8 +107,7 @@ return remember(KEYS[1], {'check', tostring(seq)})
 // returns the status check to enqueue. ok is false when the payout is in
 // another state or attempt, or was touched more recently: nothing changed.
 func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, attempt int, minAge time.Duration) (seq int, ok bool, err error) {
-	res, err := l.transition(ctx, interruptScript, []string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		attempt, minAge.Milliseconds()).StringSlice()
+	res, err := l.transition(ctx, interruptScript, batch, ext, attempt, minAge.Milliseconds()).StringSlice()
 	if err != nil {
 		return 0, false, fmt.Errorf("ledger: interrupt submitting %s: %w", ext, err)
 	}

@@ -30,8 +30,7 @@ type Begin struct {
 // same attempt is moved to checking instead: that request may have reached
 // the PSP, so it must never be sent again.
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
-	res, err := l.transition(ctx, beginCreateScript,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, attempt).StringSlice()
+	res, err := l.transition(ctx, beginCreateScript, batch, ext, attempt).StringSlice()
 	if err != nil {
 		return Begin{}, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
 	}
@@ -55,6 +54,7 @@ type CreateResult struct {
 	// OutcomeWindow, with To created, makes the payout await its outcome
 	// (paid or failed) for that long; 0: created is final.
 	OutcomeWindow time.Duration
+	HTTPStatus    int // of the answer, for the audit trail (0: none)
 }
 
 // Finished is what FinishCreate did.
@@ -66,9 +66,8 @@ type Finished struct {
 // FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
-	res, err := l.transition(ctx, finishCreateScript,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
-		attempt, string(r.To), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries).StringSlice()
+	res, err := l.transition(ctx, finishCreateScript, batch, ext,
+		attempt, string(r.To), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries, r.HTTPStatus).StringSlice()
 	if err != nil {
 		return Finished{}, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
 	}
@@ -133,10 +132,11 @@ type CheckStep struct {
 
 // CheckAnswer is the result of a status query.
 type CheckAnswer struct {
-	Outcome   CheckOutcome
-	OrderID   string
-	PSPStatus string
-	Message   string
+	Outcome    CheckOutcome
+	OrderID    string
+	PSPStatus  string
+	Message    string
+	HTTPStatus int // for the audit trail (0: no answer)
 }
 
 // RecordCheck records the answer to status check seq and decides what
@@ -149,11 +149,10 @@ func (l *Ledger) RecordCheck(ctx context.Context, batch, ext string, seq int, a 
 	if max < base {
 		max = 5 * time.Minute
 	}
-	res, err := l.transition(ctx, recordCheckScript,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)},
+	res, err := l.transition(ctx, recordCheckScript, batch, ext,
 		seq, string(a.Outcome), p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus,
 		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message,
-		base.Milliseconds(), max.Milliseconds()).StringSlice()
+		base.Milliseconds(), max.Milliseconds(), a.HTTPStatus).StringSlice()
 	if err != nil {
 		return CheckStep{}, fmt.Errorf("ledger: record status check of %s: %w", ext, err)
 	}
@@ -211,9 +210,8 @@ type OutcomeStep struct {
 // its outcome: the verdict, the PSP's status word and, for a failure, its
 // reason. Past the payout's outcome window (Redis time) without a final
 // status, the payout needs review.
-func (l *Ledger) RecordOutcome(ctx context.Context, batch, ext string, oseq int, v Verdict, pspStatus, reason string) (OutcomeStep, error) {
-	res, err := l.transition(ctx, recordOutcomeScript,
-		[]string{l.payoutKey(batch, ext), l.countsKey(batch)}, oseq, string(v), pspStatus, reason).StringSlice()
+func (l *Ledger) RecordOutcome(ctx context.Context, batch, ext string, oseq int, v Verdict, pspStatus, reason string, httpStatus int) (OutcomeStep, error) {
+	res, err := l.transition(ctx, recordOutcomeScript, batch, ext, oseq, string(v), pspStatus, reason, httpStatus).StringSlice()
 	if err != nil {
 		return OutcomeStep{}, fmt.Errorf("ledger: record outcome of %s: %w", ext, err)
 	}

@@ -12,8 +12,9 @@ import (
 // transitionTries bounds how often transition sends one transition call.
 const transitionTries = 5
 
-// transition runs a transition script with a fresh operation id appended
-// to args. When the call fails in transport (connection cut, timeout: the
+// transition runs a transition script on one payout (KEYS: payout,
+// counts, audit stream) with the actor and a fresh operation id appended to
+// args. When the call fails in transport (connection cut, timeout: the
 // script may have run and its reply been lost), it is sent again with the
 // SAME id, after a jittered backoff, up to transitionTries times in all: a
 // run that did happen answers with its first decision (luaReplay), so the
@@ -21,8 +22,9 @@ const transitionTries = 5
 // retry and judge the payout afresh (for a lost begin-create reply: a
 // status check for a create that was never sent). An error reply of Redis
 // itself, or the caller's context ending, is returned at once.
-func (l *Ledger) transition(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	args = append(args, l.newOp())
+func (l *Ledger) transition(ctx context.Context, s *redis.Script, batch, ext string, args ...any) *redis.Cmd {
+	keys := []string{l.payoutKey(batch, ext), l.countsKey(batch), l.auditKey(batch)}
+	args = append(args, l.actor, l.newOp())
 	var cmd *redis.Cmd
 	wait := 20 * time.Millisecond
 	for try := 1; ; try++ {

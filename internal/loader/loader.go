@@ -602,7 +602,11 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		return res, err
 	}
 	if !enqueue {
-		if err := ld.ledger.HoldBatch(ctx, res.Batch, res.Held); err != nil {
+		led := ld.ledger
+		if opts.Approval.By != "" {
+			led = led.As(opts.Approval.By) // the audit trail names who loaded it
+		}
+		if err := led.HoldBatch(ctx, res.Batch, res.Held); err != nil {
 			return res, err
 		}
 		log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")

@@ -183,6 +183,10 @@ func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, 
 		if err != nil {
 			return written, err
 		}
+		audit := strings.TrimSuffix(path, ".result.csv") + ".audit.jsonl"
+		if err := ld.writeAuditFile(ctx, audit, s.ID); err != nil {
+			return written, err
+		}
 		ld.notifyFinal(ctx, s.ID, sum)
 		if err := ld.ledger.MarkReported(ctx, s.ID); err != nil {
 			return written, err

@@ -138,6 +138,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("attempt", p.Attempt).
 		Int("http", res.HTTPStatus).Str("outcome", res.Outcome.String()).Logger()
 	finish := func(r ledger.CreateResult) (ledger.Finished, error) {
+		r.HTTPStatus = res.HTTPStatus
 		fin, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, r)
 		if errors.Is(err, ledger.ErrConflict) {
 			log.Warn().Err(err).Msg("another delivery already recorded this create; making sure its next step is queued")
@@ -271,10 +272,10 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 			Msg("PSP status answer does not match our payout; not taken as proof")
 	}
 
-	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message}
+	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message, HTTPStatus: res.HTTPStatus}
 	switch res.Outcome {
 	case psp.Created:
-		answer = ledger.CheckAnswer{Outcome: ledger.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status}
+		answer = ledger.CheckAnswer{Outcome: ledger.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status, HTTPStatus: res.HTTPStatus}
 	case psp.NotFound:
 		if trusted {
 			answer.Outcome = ledger.Missing
@@ -470,6 +471,9 @@ func (w *Worker) pause(ctx context.Context, reason string) error {
 	case err == nil:
 		w.metrics.pauses.Inc()
 		w.notifyPause(ctx, reason)
+		if aerr := w.ledger.AuditQueue(ctx, w.ledger.Actor(), "paused", reason); aerr != nil {
+			w.log.Warn().Err(aerr).Msg("queue paused, but the audit trail could not record it")
+		}
 		w.log.Error().Str("alert", "psp_configuration").Str("queue", jobs.Queue).Str("reason", reason).
 			Msg("PAYOUT QUEUE PAUSED: fix the PSP token, URL or data key, then resume it (web UI or `payout resume`)")
 	case w.queuePaused():

@@ -103,7 +103,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 			Msg("PSP status answer does not match our payout; not taken as proof")
 	}
 	w.metrics.checks.WithLabelValues("outcome_" + string(verdict)).Inc()
-	step, err := w.ledger.RecordOutcome(ctx, p.Batch, p.ExternalID, p.Seq, verdict, res.Order.Status, reason)
+	step, err := w.ledger.RecordOutcome(ctx, p.Batch, p.ExternalID, p.Seq, verdict, res.Order.Status, reason, res.HTTPStatus)
 	if err != nil {
 		return err
 	}

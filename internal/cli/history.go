@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/acme/payout/internal/ledger"
+)
+
+// runHistory prints the audit trail of a batch (every state change, who
+// caused it, with what answer), of one payout, or, without a batch, the
+// operator actions on the queue.
+func runHistory(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "history", "[flags] [BATCH-or-FILE [EXTERNALID]]")
+	var (
+		rf     redisFlags
+		asJSON bool
+	)
+	rf.register(fs)
+	fs.BoolVar(&asJSON, "json", false, "one JSON object a line")
+	if err := parse(e, fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 2 {
+		return usageErr("history takes at most a BATCH (or FILE) and an EXTERNALID")
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	var batch, ext string
+	if fs.NArg() >= 1 {
+		if batch, err = resolveBatch(ctx, l, fs.Arg(0)); err != nil {
+			return err
+		}
+	}
+	if fs.NArg() == 2 {
+		ext = fs.Arg(1)
+	}
+	enc := json.NewEncoder(e.stdout)
+	n := 0
+	err = l.EachAudit(ctx, batch, ext, func(a ledger.AuditEntry) error {
+		n++
+		if asJSON {
+			return enc.Encode(a)
+		}
+		_, err := fmt.Fprintln(e.stdout, auditLine(a))
+		return err
+	})
+	if err != nil {
+		return infraErr(err)
+	}
+	if n == 0 && !asJSON {
+		fmt.Fprintln(e.stdout, "no entries")
+	}
+	return nil
+}
+
+// auditLine is one entry as text: time, actor, payout, from -> to, context.
+func auditLine(a ledger.AuditEntry) string {
+	var ctx []string
+	keys := make([]string, 0, len(a.Context))
+	for k := range a.Context {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ctx = append(ctx, k+"="+a.Context[k])
+	}
+	what := a.To
+	if a.From != "" {
+		what = a.From + " -> " + a.To
+	}
+	who := a.ExternalID
+	if who == "" {
+		who = "-"
+	}
+	return strings.TrimRight(fmt.Sprintf("%s  %-24s  %-16s  %-28s  %s", a.Time.Format("2006-01-02T15:04:05.000Z"), a.Actor, who, what, strings.Join(ctx, " ")), " ")
+}
