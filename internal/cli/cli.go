@@ -71,6 +71,7 @@ func commands() []command {
 		{"discard", "refuse a batch that awaits approval: every payout cancelled", runDiscard},
 		{"cancel", "cancel payouts not sent yet (BATCH [EXTERNALID...])", runCancel},
 		{"history", "print the audit trail of a batch or payout (or of the queue)", runHistory},
+		{"archive", "move final batches older than --older-than out of Redis into archive files", runArchive},
 		{"reconcile", "restore the lost tasks of open payouts once (workers do it periodically)", runReconcile},
 		{"resolve", "decide about a payout that needs review (recheck, created, rejected)", runResolve},
 		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},

@@ -24,6 +24,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		ff      fileFlags
 		ef      enqueueFlags
 		af      approvalFlags
+		arf     archiveFlags
 		nf      notifyFlags
 		spool   string
 		settle  time.Duration
@@ -37,6 +38,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	ff.register(fs)
 	ef.register(fs)
 	af.register(fs)
+	arf.register(fs, true)
 	nf.register(fs)
 	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file is taken once unchanged this long")
@@ -83,11 +85,13 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	ld := loader.New(ledger.New(rdb), client, sealer, log)
+	led := ledger.New(rdb)
+	ld := loader.New(led, client, sealer, log)
 	ld.Notify = nf.emitter(rdb)
 
 	if spool != "" {
-		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Settle: settle, PurgeAfter: purge}, log)
+		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Settle: settle, PurgeAfter: purge,
+			Archive: spoolArchive(e, led, spool, arf)}, log)
 	}
 	refused := false
 	for _, path := range fs.Args() {

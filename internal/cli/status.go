@@ -78,8 +78,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	defer rdb.Close()
 	l := ledger.New(rdb)
 	batch := ""
+	var arch *ledger.ArchivedBatch
 	if fs.NArg() == 1 {
-		if batch, err = resolveBatch(ctx, l, fs.Arg(0)); err != nil {
+		if batch, arch, err = resolveAny(ctx, l, fs.Arg(0)); err != nil {
 			return err
 		}
 	}
@@ -104,6 +105,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 			}
 		} else {
 			printStatus(e.stdout, views, batch != "")
+			if arch != nil {
+				printArchivedStatus(e.stdout, arch)
+			}
 		}
 		if !watch || (batch != "" && len(views) == 1 && open(views[0]) == 0) {
 			return nil
@@ -127,15 +131,19 @@ func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.Bat
 	if err != nil {
 		return nil, err
 	}
+	views, err := withArchived(ctx, l, sts)
+	if err != nil {
+		return nil, err
+	}
 	if batch != "" {
-		for _, s := range sts {
-			if s.ID == batch {
-				return batchViews([]ledger.BatchStatus{s}), nil
+		for _, v := range views {
+			if v.ID == batch {
+				return []ui.BatchView{v}, nil
 			}
 		}
 		return nil, fmt.Errorf("batch %s: %w", batch, ledger.ErrNotFound)
 	}
-	return batchViews(sts), nil
+	return views, nil
 }
 
 func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
@@ -164,7 +172,11 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
 	for _, v := range views {
 		c := v.Counts
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, v.File, v.LoadedAt.Local().Format("2006-01-02 15:04"),
+		file := v.File
+		if v.Archive != "" {
+			file += " (archived)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
 			v.Rows, c["paid"], c["failed"], v.Awaiting, c["created"], c["rejected"], c["needs_review"], c["checking"], c["queued"], c["submitting"],
 			v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
@@ -190,6 +202,9 @@ func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 		if err != nil {
 			return "", usageErr("%v", err)
 		}
+		if err := refuseArchived(ctx, l, id); err != nil {
+			return "", err
+		}
 		if _, err := l.Batch(ctx, id); err != nil {
 			if errors.Is(err, ledger.ErrNotFound) {
 				return "", usageErr("%s has not been loaded (no batch %s)", arg, id)
@@ -197,6 +212,9 @@ func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 			return "", infraErr(err)
 		}
 		return id, nil
+	}
+	if err := refuseArchived(ctx, l, arg); err != nil {
+		return "", err
 	}
 	if _, err := l.Batch(ctx, arg); err != nil {
 		if errors.Is(err, ledger.ErrNotFound) {
@@ -259,9 +277,12 @@ func runReport(ctx context.Context, e *env, args []string) error {
 	}
 	defer rdb.Close()
 	l := ledger.New(rdb)
-	batch, err := resolveBatch(ctx, l, fs.Arg(0))
+	batch, arch, err := resolveAny(ctx, l, fs.Arg(0))
 	if err != nil {
 		return err
+	}
+	if arch != nil {
+		return reportArchived(e, arch, format, out, failedOnly)
 	}
 	if failedOnly {
 		return runReportFailed(ctx, e, l, batch, keys, out, force)

@@ -31,6 +31,9 @@ type SpoolOptions struct {
 	Load       Options
 	Settle     time.Duration // a file must be unchanged this long before it is taken
 	PurgeAfter time.Duration // delete done/failed files older than this; 0 keeps them
+	// Archive, if set, runs after the result files are written, under the
+	// spool lock (payout load --archive-after: package archive).
+	Archive func(context.Context) error
 }
 
 // SpoolResult sums up one spool run.
@@ -97,6 +100,11 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	out.Reports, err = ld.writeFinalReports(ctx, dir)
 	if err != nil {
 		return out, err
+	}
+	if o.Archive != nil && !o.Load.DryRun {
+		if err := o.Archive(ctx); err != nil {
+			return out, err
+		}
 	}
 	if o.PurgeAfter > 0 {
 		out.Purged, err = purge(dir, o.PurgeAfter)

@@ -43,6 +43,9 @@ type BatchView struct {
 	AmountFailed   string `json:"amountFailed"`
 	AmountAwaiting string `json:"amountAwaiting"`
 	AmountTotal    string `json:"amountTotal"`
+	// Archive is the archive of an archived batch (payout archive): its
+	// figures are the summary kept in Redis.
+	Archive string `json:"archive,omitempty"`
 }
 
 // States in the order the page shows them; finalStates end a payout's

@@ -1,0 +1,115 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestArchivedBatchStatusReport archives a final batch through payout
+// archive, then asks status and report about it, and tries to change it.
+func TestArchivedBatchStatusReport(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	now := time.Now().UTC()
+	mr.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	url := "redis://" + mr.Addr()
+	l := ledger.New(rdb)
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: now, Rows: 3, Total: money.MustParse("30.00"), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []ledger.NewPayout
+	for i, ext := range []string{"P1", "P2", "P3"} {
+		ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("10.00"), Destination: "card 411111******1111", Sealed: "x"})
+	}
+	if _, err := l.Claim(ctx, "b", []string{"P1", "P2", "P3"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FinishBatch(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{"P1", "P2", "P3"} {
+		l.BeginCreate(ctx, "b", ext, 1)
+		to := ledger.CreateResult{To: ledger.Created, OrderID: "o-" + ext}
+		if ext == "P3" {
+			to = ledger.CreateResult{To: ledger.NeedsReview, Error: "no answer"}
+		}
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, before, _ := runMain(t, nil, "report", "--redis", url, "b")
+	dir := filepath.Join(t.TempDir(), "arch")
+
+	code, out, errs := runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir)
+	if code != ExitOK || out != "" {
+		t.Fatalf("recent batch: %d %q %s", code, out, errs)
+	}
+	mr.SetTime(now.Add(31 * 24 * time.Hour))
+	code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--dry-run")
+	if code != ExitOK || !strings.Contains(out, "would be archived") {
+		t.Fatalf("dry run: %d %q %s", code, out, errs)
+	}
+	code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--older-than", "30d", "--id-window", "10d")
+	if code != ExitOK || !strings.Contains(out, "3 payouts archived to "+dir) {
+		t.Fatalf("archive: %d %q %s", code, out, errs)
+	}
+	if ttl := mr.TTL("payout:x:P1"); ttl != 10*24*time.Hour {
+		t.Fatalf("claim TTL %v", ttl)
+	}
+
+	code, out, _ = runMain(t, nil, "status", "--redis", url)
+	if code != ExitOK || !strings.Contains(out, "f.csv (archived)") {
+		t.Fatalf("status: %d\n%s", code, out)
+	}
+	code, out, _ = runMain(t, nil, "status", "--redis", url, "b")
+	if code != ExitOK || !strings.Contains(out, "archived  ") || !strings.Contains(out, "needs_review") {
+		t.Fatalf("status b: %d\n%s", code, out)
+	}
+	code, out, _ = runMain(t, nil, "status", "--redis", url, "--json", "b")
+	var v struct {
+		Archive string
+		Counts  map[string]int64
+	}
+	if err := json.Unmarshal([]byte(out), &v); code != ExitOK || err != nil || v.Archive == "" || v.Counts["created"] != 2 {
+		t.Fatalf("status --json b: %d %v\n%s", code, err, out)
+	}
+
+	// The report is the one written before the archive, to the byte.
+	code, out, errs = runMain(t, nil, "report", "--redis", url, "b")
+	if code != ExitRejected || out != before || !strings.Contains(errs, "archived") {
+		t.Fatalf("report: %d %s\n%s\nwant\n%s", code, errs, out, before)
+	}
+	outFile := filepath.Join(t.TempDir(), "r.json")
+	code, out, _ = runMain(t, nil, "report", "--redis", url, "--format", "json", "--out", outFile, "b")
+	if b, err := os.ReadFile(outFile); code != ExitRejected || err != nil || !strings.Contains(string(b), "o-P1") || !strings.Contains(out, "reconciled") {
+		t.Fatalf("report --out: %d %v\n%s", code, err, out)
+	}
+	if code, _, errs = runMain(t, nil, "report", "--redis", url, "--failed-only", "--insecure-plaintext", "b"); code != ExitUsage || !strings.Contains(errs, "archived") {
+		t.Fatalf("report --failed-only: %d %s", code, errs)
+	}
+
+	// Nothing of it can change any more.
+	code, _, errs = runMain(t, nil, "resolve", "--redis", url, "--by", "alice", "--note", "checked", "--as", "rejected", "b", "P3")
+	if code != ExitUsage || !strings.Contains(errs, "was archived") || !strings.Contains(errs, "can no longer be resolved") {
+		t.Fatalf("resolve: %d %s", code, errs)
+	}
+	code, _, errs = runMain(t, nil, "cancel", "--redis", url, "--by", "alice", "--note", "late", "b", "P1")
+	if code != ExitUsage || !strings.Contains(errs, "was archived") {
+		t.Fatalf("cancel: %d %s", code, errs)
+	}
+}
