@@ -340,3 +340,36 @@ func checkArchiveFn(t *testing.T, path string, want int, fn func(map[string]stri
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestSpoolArchives: the archive step at the end of a spool run archives
+// the batches final for long enough, into the spool's archive folder.
+func TestSpoolArchives(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	batch := f.load("a.csv", "A", 3)
+	spool := t.TempDir()
+	o := f.opts()
+	o.Dir = filepath.Join(spool, "archive")
+	so := loader.SpoolOptions{Archive: func(ctx context.Context) error {
+		_, err := archive.Run(ctx, f.led, o)
+		return err
+	}}
+	if _, err := f.ld.Spool(ctx, spool, so); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.batchKeys(batch)) == 0 {
+		t.Fatal("a recent batch was archived")
+	}
+	f.age(31 * day)
+	if _, err := f.ld.Spool(ctx, spool, so); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.batchKeys(batch)) != 0 {
+		t.Fatal("the spool run did not archive the batch")
+	}
+	a, err := f.led.Archived(ctx, batch)
+	if err != nil || filepath.Dir(a.Archive) != o.Dir {
+		t.Fatalf("%+v %v", a, err)
+	}
+	checkArchive(t, a.Archive, 3)
+}
