@@ -3,7 +3,8 @@
 // same step at the end of every spool run).
 //
 // A batch is archived when it is final — no payout with an automatic step
-// due (ledger.Counts.Open() == 0) and phase loaded or discarded — and its
+// due (ledger.Counts.Open() == 0), none in needs_review, and phase loaded
+// or discarded — and its
 // last change is older than Options.OlderThan. Its last change, on Redis's
 // clock, is the latest of its load time, its approval decision, the last
 // entry of its audit trail and the 'updated' time of each of its payouts
@@ -174,10 +175,12 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 }
 
 // Final reports whether a batch may be archived: no payout has an
-// automatic step due and it is loaded or discarded (not loading, not
-// awaiting approval).
+// automatic step due, none waits for a person (needs_review: archived, it
+// could never be resolved), and it is loaded or discarded (not loading,
+// not awaiting approval).
 func Final(b ledger.Batch, c ledger.Counts) bool {
-	return (b.Phase == ledger.PhaseLoaded || b.Phase == ledger.PhaseDiscarded) && c.Open() == 0
+	return (b.Phase == ledger.PhaseLoaded || b.Phase == ledger.PhaseDiscarded) && c.Open() == 0 &&
+		c.Rows[ledger.NeedsReview] == 0
 }
 
 // lastChangeHint is the latest of the batch's load, decision and audit
