@@ -2,12 +2,16 @@ package cli
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
 	"github.com/rs/zerolog"
 )
 
@@ -26,6 +30,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		af      approvalFlags
 		arf     archiveFlags
 		nf      notifyFlags
+		cf      controlFlags
 		spool   string
 		settle  time.Duration
 		purge   time.Duration
@@ -40,6 +45,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	af.register(fs)
 	arf.register(fs, true)
 	nf.register(fs)
+	cf.register(fs, true)
 	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file is taken once unchanged this long")
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
@@ -67,7 +73,25 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err := nf.check(e); err != nil {
 		return err
 	}
-	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency, Approval: approval}
+	// A control file named among the files (a glob) is not one of them:
+	// it is read beside its payout file.
+	var files []string
+	for _, path := range fs.Args() {
+		if loader.IsControlFile(path) {
+			fmt.Fprintf(e.stderr, "%s: a control file (read beside %s), not a payout file: skipped\n", path, strings.TrimSuffix(filepath.Base(path), loader.ControlExt))
+			continue
+		}
+		files = append(files, path)
+	}
+	if spool == "" && len(files) == 0 {
+		return usageErr("give payout files, not only control files")
+	}
+	expect, err := cf.expect(len(files), spool != "")
+	if err != nil {
+		return err
+	}
+	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency, Approval: approval,
+		Expect: expect, RequireControl: cf.require}
 	var sealer loader.Sealer = noSealer{}
 	if !dryRun {
 		ring, err := kf.keyring(e)
@@ -94,7 +118,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 			Archive: spoolArchive(e, led, spool, arf)}, log)
 	}
 	refused := false
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		res, err := ld.LoadFile(ctx, path, opts)
 		if err != nil {
 			return infraErr(err)
@@ -156,7 +180,7 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 	case !r.Loaded:
 		fmt.Fprintf(stdout, "%s: refused: %d errors in %d rows; nothing loaded\n", r.File, len(r.Errors), r.Rows)
 	case dryRun:
-		fmt.Fprintf(stdout, "%s: valid: %d rows, total %s (dry run: nothing loaded)\n", r.File, r.Valid, r.Total)
+		fmt.Fprintf(stdout, "%s: valid: %d rows, total %s%s (dry run: nothing loaded)\n", r.File, r.Valid, r.Total, matching(r))
 	default:
 		skipped := ""
 		if len(r.Errors) > 0 {
@@ -166,11 +190,67 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 		if r.Resumed {
 			resumed = " (resumed an interrupted load)"
 		}
-		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s\n", r.File, r.Valid, r.Total, r.Batch, skipped, resumed)
+		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", r.File, r.Valid, r.Total, r.Batch, skipped, resumed, matching(r))
 		if r.Held != "" {
 			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s --by NAME`\n", r.File, r.Batch, r.Held, r.Batch)
 		}
 	}
+}
+
+// matching says which declarations of what the file holds it matched.
+func matching(r loader.Result) string {
+	if len(r.Control) == 0 {
+		return ""
+	}
+	sources := make([]string, len(r.Control))
+	for i, c := range r.Control {
+		sources[i] = c.Source
+	}
+	return "; the file matches " + strings.Join(sources, " and ")
+}
+
+// controlFlags declare what a file holds (control totals; see
+// loader/control.go), on load and run.
+type controlFlags struct {
+	rows    int
+	total   string
+	require bool
+}
+
+func (c *controlFlags) register(fs *flag.FlagSet, spool bool) {
+	one, wait := "", ""
+	if spool {
+		one, wait = "one FILE, not --spool; ", "; in spool mode a settled file waits up to --settle more for its NAME.ctl"
+	}
+	fs.IntVar(&c.rows, "expect-rows", 0, "refuse the file unless it has exactly this many data rows, valid or not ("+one+"0: not checked); a NAME.ctl next to the file is checked besides")
+	fs.StringVar(&c.total, "expect-total", "", "refuse the file unless the amounts of all its rows add up to exactly this, written plain: 98350.50 ("+one+"empty: not checked)")
+	fs.BoolVar(&c.require, "require-control", false, "refuse a file that does not declare what it holds: NAME.ctl next to it (rows=N, total=AMOUNT) or --expect-rows/--expect-total"+wait)
+}
+
+// expect returns the command line's declaration, given the number of
+// payout files named (or a spool).
+func (c *controlFlags) expect(files int, spool bool) (loader.Control, error) {
+	d := loader.Control{Source: loader.ExpectFlags}
+	if c.rows == 0 && c.total == "" {
+		return d, nil
+	}
+	switch {
+	case spool:
+		return d, usageErr("--expect-rows and --expect-total declare one file's figures: not with --spool (put NAME.ctl next to each file)")
+	case files != 1:
+		return d, usageErr("--expect-rows and --expect-total declare one file's figures: give one FILE (or NAME.ctl next to each)")
+	case c.rows < 0:
+		return d, usageErr("--expect-rows %d: want the number of data rows", c.rows)
+	}
+	d.Rows = c.rows
+	if c.total != "" {
+		a, err := money.Parse(c.total, 8)
+		if err != nil {
+			return d, usageErr("--expect-total: %v (write it plain, as 98350.50)", err)
+		}
+		d.Total = a
+	}
+	return d, nil
 }
 
 // noSealer is used by dry runs, which never write a card number.

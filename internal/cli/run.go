@@ -56,6 +56,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		ef       enqueueFlags
 		af       approvalFlags
 		nf       notifyFlags
+		cf       controlFlags
 		pf       pspFlags
 		pspCA    string
 		pspCert  string
@@ -75,6 +76,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	ef.register(fs)
 	af.register(fs)
 	nf.register(fs)
+	cf.register(fs, false)
 	pf.register(fs)
 	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
 	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
@@ -100,6 +102,10 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	fopts, err := ff.options()
+	if err != nil {
+		return err
+	}
+	expect, err := cf.expect(1, false)
 	if err != nil {
 		return err
 	}
@@ -198,7 +204,8 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, EnqueueWorkers: ef.concurrency, Approval: approval})
+	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, EnqueueWorkers: ef.concurrency, Approval: approval,
+		Expect: expect, RequireControl: cf.require})
 	if err != nil {
 		return infraErr(err)
 	}

@@ -58,6 +58,12 @@ type Options struct {
 	EnqueueWorkers int  // concurrent enqueues (default DefaultEnqueueWorkers)
 	Progress       time.Duration
 	Approval       Approval
+	// Expect is what the command line declares the file holds
+	// (--expect-rows, --expect-total); a sidecar NAME.ctl is read besides
+	// (control.go). A file at odds with a declaration is refused.
+	Expect         Control
+	RequireControl bool          // refuse a file that declares nothing
+	controlWait    time.Duration // spool: how long a missing NAME.ctl was waited for
 }
 
 // Approval decides whether a loaded batch goes to the workers at once or
@@ -130,6 +136,8 @@ type Result struct {
 	Resumed     bool     // an interrupted load of the same content was completed
 	Busy        bool     // another loader is loading the same content right now; nothing done
 	DuplicateOf *ledger.Batch
+	// Control: the declarations the file was checked against.
+	Control []Control
 }
 
 // stageDepth is how many chunks may wait between two stages of a load:
@@ -233,6 +241,18 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		}
 	}
 
+	// What the file declares it holds: a broken declaration, or none
+	// where one is required, refuses it before anything is claimed.
+	decls, problems, err := declarations(path, name, opts)
+	if err != nil {
+		return res, err
+	}
+	if len(problems) > 0 {
+		res.Errors = problems
+		return res, nil
+	}
+	res.Control = decls
+
 	// Passes 2 and 3, in one read: validate every row and, as each row
 	// found valid goes by, claim its externalId for the batch (SET NX; in
 	// a dry run only look it up), several chunks at once in the background.
@@ -244,7 +264,9 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	}
 	claim := !opts.DryRun
 	owners := ld.newOwnerCheck(ctx, name, res.Batch, opts.ChunkSize, claim)
+	var counted tally // the whole file's figures, for its declarations
 	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
+		counted.add(r)
 		return owners.add(r.ExternalID, r.Line)
 	})
 	known, took, werr := owners.wait()
@@ -277,9 +299,13 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 			res.Total = money.Zero // recomputed while loading
 		}
 	}
+	// A file at odds with what it declares is refused whole, --partial or
+	// not; the claims taken above are released below.
+	mismatch := checkControl(name, decls, sum, counted, opts.Partial, opts.File.Scale)
+	errs = mergeSorted(errs, mismatch)
 	res.Errors = errs
 
-	acceptable := len(errs) == 0 || (partialOK && res.Valid > 0)
+	acceptable := len(mismatch) == 0 && (len(errs) == 0 || (partialOK && res.Valid > 0))
 	if !acceptable || res.Valid == 0 {
 		if claim {
 			if err := ld.release(ctx, f, res, opts, took, log); err != nil {

@@ -74,16 +74,30 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	if err != nil {
 		return out, err
 	}
+	if err := ld.tidyControls(dir, left, o.Settle); err != nil {
+		return out, err
+	}
 	fresh, err := listFiles(filepath.Join(dir, Inbox), o.Settle)
 	if err != nil {
 		return out, err
 	}
+	now := time.Now()
 	for _, name := range fresh {
+		// A file waits for its control file (control.go).
+		take, withCtl := controlState(filepath.Join(dir, Inbox), name, o.Settle, o.Load.RequireControl, now)
+		if !take {
+			continue
+		}
 		if err := os.Rename(filepath.Join(dir, Inbox, name), filepath.Join(dir, Processing, name)); err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // taken by someone else
 			}
 			return out, fmt.Errorf("spool: claim %s: %w", name, err)
+		}
+		if withCtl {
+			if _, err := moveControl(filepath.Join(dir, Inbox, name), filepath.Join(dir, Processing, name)); err != nil {
+				return out, err
+			}
 		}
 		left = append(left, name)
 	}
@@ -119,6 +133,7 @@ func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOption
 		// Who loaded a dropped file is whoever owns it (--four-eyes).
 		opts.Approval.By = fileOwner(path)
 	}
+	opts.controlWait = o.Settle
 	res, err := ld.LoadFile(ctx, path, opts)
 	if err != nil || res.Busy {
 		return res, err // stays in processing/: the next run resumes it
@@ -141,6 +156,11 @@ func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOption
 	// Processed payout files hold card numbers: owner only.
 	if err := os.Chmod(target, 0o600); err != nil {
 		return res, fmt.Errorf("spool: chmod %s: %w", target, err)
+	}
+	// Its control file follows it (after it: a run killed in between
+	// leaves a lone .ctl, never a file without its declaration).
+	if _, err := moveControl(path, target); err != nil {
+		return res, err
 	}
 	return res, nil
 }
@@ -227,7 +247,8 @@ func writeAtomic(path string, write func(*os.File) error) error {
 }
 
 // listFiles returns the regular files of dir that are settled: not hidden,
-// not ending .part or .tmp, and unmodified for at least settle.
+// not ending .part, .tmp or .ctl (a control file), and unmodified for at
+// least settle.
 func listFiles(dir string, settle time.Duration) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -237,7 +258,7 @@ func listFiles(dir string, settle time.Duration) ([]string, error) {
 	now := time.Now()
 	for _, e := range entries {
 		n := e.Name()
-		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".part") || strings.HasSuffix(n, ".tmp") {
+		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".part") || strings.HasSuffix(n, ".tmp") || IsControlFile(n) {
 			continue
 		}
 		info, err := e.Info()
