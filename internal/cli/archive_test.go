@@ -52,14 +52,23 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, before, _ := runMain(t, nil, "report", "--redis", url, "b")
 	dir := filepath.Join(t.TempDir(), "arch")
 
 	code, out, errs := runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir)
 	if code != ExitOK || out != "" {
 		t.Fatalf("recent batch: %d %q %s", code, out, errs)
 	}
+	// Old enough, but P3 waits for a person: archived, it could never be
+	// resolved.
 	mr.SetTime(now.Add(31 * 24 * time.Hour))
+	if code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--dry-run"); code != ExitOK || out != "" {
+		t.Fatalf("batch with a payout in needs_review: %d %q %s", code, out, errs)
+	}
+	if code, _, errs = runMain(t, nil, "resolve", "--redis", url, "--by", "alice", "--note", "checked", "--as", "rejected", "b", "P3"); code != ExitOK {
+		t.Fatalf("resolve before the archive: %d %s", code, errs)
+	}
+	_, before, _ := runMain(t, nil, "report", "--redis", url, "b")
+	mr.SetTime(now.Add(62 * 24 * time.Hour))
 	code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--dry-run")
 	if code != ExitOK || !strings.Contains(out, "would be archived") {
 		t.Fatalf("dry run: %d %q %s", code, out, errs)
@@ -77,7 +86,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 		t.Fatalf("status: %d\n%s", code, out)
 	}
 	code, out, _ = runMain(t, nil, "status", "--redis", url, "b")
-	if code != ExitOK || !strings.Contains(out, "archived  ") || !strings.Contains(out, "needs_review") {
+	if code != ExitOK || !strings.Contains(out, "archived  ") || !strings.Contains(out, "rejected") {
 		t.Fatalf("status b: %d\n%s", code, out)
 	}
 	code, out, _ = runMain(t, nil, "status", "--redis", url, "--json", "b")
