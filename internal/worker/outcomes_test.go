@@ -2,11 +2,14 @@ package worker
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/jobs"
 )
@@ -90,7 +93,7 @@ type flakyPSP struct {
 	failures int
 }
 
-func (f *flakyPSP) CreateWithdrawal(ctx context.Context, r psp_WithdrawalRequest) psp_Result {
+func (f *flakyPSP) CreateWithdrawal(ctx context.Context, r psp.WithdrawalRequest) psp.Result {
 	if f.failures > 0 {
 		f.failures--
 		return f.first.CreateWithdrawal(ctx, r)
@@ -218,8 +221,8 @@ func TestRedeliveredCreateNeverPostsAgain(t *testing.T) {
 		}
 	}
 	h.force(sandbox.Force{Fault: sandbox.FaultHang, Store: true, Op: sandbox.OpWithdrawalCreate})
-	r := h.newClient(h.url, 100*time.Millisecond).CreateWithdrawal(ctx, psp_WithdrawalRequest{ExternalID: ids[1], Amount: mustAmount("10.50"),
-		Properties: []psp_Property{{Key: "cardNumber", Value: visa}}})
+	r := h.newClient(h.url, 100*time.Millisecond).CreateWithdrawal(ctx, psp.WithdrawalRequest{ExternalID: ids[1], Amount: money.MustParse("10.50"),
+		Properties: []psp.Property{{Key: "cardNumber", Value: visa}}})
 	if r.Outcome.String() != "ambiguous" {
 		t.Fatalf("setup create: %v", r.Outcome)
 	}
@@ -255,4 +258,4 @@ func (h *harness) assertArchived(ext string) {
 	})
 }
 
-func http(status int) string { return "HTTP_" + itoa(status) }
+func http(status int) string { return "HTTP_" + strconv.Itoa(status) }
