@@ -94,8 +94,15 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		w.metrics.deferred.WithLabelValues("status_not_processed").Inc()
 		return &deferral{reason: "outcome query not processed: " + res.Message, after: w.cfg.Outcome.interval(1)}
 	case psp.NotFound:
-		log.Error().Str("alert", "psp_order_vanished").Str("order", pay.OrderID).
-			Msg("PSP no longer finds an order it created; still waiting for its outcome")
+		// Right after creation a PSP's status view may lag (the same lag
+		// the absence spacing D covers): a 404 then is no news. Later it is.
+		created := pay.OutcomeDue.Add(-w.cfg.Outcome.Window)
+		if time.Since(created) > w.cfg.Policy.AbsentSpacing {
+			log.Error().Str("alert", "psp_order_vanished").Str("order", pay.OrderID).
+				Msg("PSP no longer finds an order it created; still waiting for its outcome")
+		} else {
+			log.Debug().Str("order", pay.OrderID).Msg("PSP does not show the new order yet (status lag)")
+		}
 	}
 	if res.Mismatch != nil {
 		w.metrics.mismatch.WithLabelValues(string(res.Mismatch.Reasons[0])).Inc()
