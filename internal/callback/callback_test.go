@@ -131,6 +131,9 @@ func TestAllowlistAndRateLimit(t *testing.T) {
 	if code := post(t, url, `{"externalId":"E1"}`, map[string]string{DefaultHeader: secret}); code != 403 {
 		t.Fatalf("source outside the allowlist: HTTP %d", code)
 	}
+	if n := results()[Forbidden]; n != 1 {
+		t.Fatalf("forbidden counted %d, want 1", n)
+	}
 	url, _, _, results = start(t, Config{Secret: secret, Rate: 1})
 	codes := map[int]int{}
 	for i := 0; i < 10; i++ {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,9 +28,10 @@ type Binaries struct {
 // Build compiles cmd/payout and cmd/psp-sandbox into a temporary directory.
 func Build(t testing.TB) Binaries {
 	t.Helper()
+	// go test puts its own GOROOT/bin first on the PATH of the test binary.
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Fatalf("the go command is needed to build the binaries: %v", err)
 	}
 	dir := t.TempDir()
 	b := Binaries{Payout: filepath.Join(dir, "payout"), Sandbox: filepath.Join(dir, "psp-sandbox")}

@@ -1,11 +1,9 @@
 package clustertest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -31,14 +29,6 @@ func (n *Node) Stop() {
 		_ = n.cmd.Wait()
 		n.cmd = nil
 	}
-}
-
-// Pid is the process id of the server (0 once stopped).
-func (n *Node) Pid() int {
-	if n.cmd == nil || n.cmd.Process == nil {
-		return 0
-	}
-	return n.cmd.Process.Pid
 }
 
 // URL is the redis:// URL of database 0 of the node.
@@ -232,30 +222,4 @@ func firstLines(s string, n int) string {
 		lines = lines[:n]
 	}
 	return strings.Join(lines, "; ")
-}
-
-// cpuSeconds is the user+system CPU time of a running process from
-// /proc/PID/stat (Linux); ok is false elsewhere or once it has exited.
-func cpuSeconds(pid int) (float64, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// After the name: state(3) ... utime(14) stime(15), so index 11 and 12.
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseFloat(f[11], 64)
-	st, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	const clkTck = 100 // USER_HZ on every Linux architecture Go supports
-	return (ut + st) / clkTck, true
 }

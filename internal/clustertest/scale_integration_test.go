@@ -3,9 +3,11 @@
 package clustertest
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"sort"
 	"strconv"
@@ -274,4 +276,30 @@ func redisCPU(t *testing.T, rdb *redis.Client) float64 {
 		}
 	}
 	return sum
+}
+
+// cpuSeconds is the user+system CPU time of a running process from
+// /proc/PID/stat (Linux); ok is false elsewhere or once it has exited.
+func cpuSeconds(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// After the name: state(3) ... utime(14) stime(15), so index 11 and 12.
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseFloat(f[11], 64)
+	st, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	const clkTck = 100 // USER_HZ on every Linux architecture Go supports
+	return (ut + st) / clkTck, true
 }

@@ -100,9 +100,6 @@ type Ledger struct {
 // Option configures a Ledger.
 type Option func(*Ledger)
 
-// WithPrefix sets the key prefix (default "payout").
-func WithPrefix(p string) Option { return func(l *Ledger) { l.prefix = p } }
-
 // WithClock replaces time.Now for the timestamps the ledger writes without
 // deciding anything on them (a payout's registration time). Every time a
 // decision depends on is Redis's own clock (TIME inside the scripts).

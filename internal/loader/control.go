@@ -183,16 +183,8 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 	return c, problems, nil
 }
 
-// ParseRows reads a declared row count (--expect-rows, rows=): a positive
-// whole number, digits only.
-func ParseRows(s string) (int, error) {
-	n, msg := parseRows(s)
-	if msg != "" {
-		return 0, errors.New(msg)
-	}
-	return n, nil
-}
-
+// parseRows reads a declared row count (rows= of a NAME.ctl): a positive
+// whole number, digits only; the message says what is wrong, else it is "".
 func parseRows(s string) (int, string) {
 	if s == "" {
 		return 0, "is empty"

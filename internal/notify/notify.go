@@ -154,7 +154,7 @@ func NewEmitter(c *asynq.Client, urls []string) *Emitter {
 func CheckURL(u string) error {
 	p, err := url.Parse(u)
 	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return fmt.Errorf("notify URL %q: want http:// or https://HOST/...", Redact(u))
+		return fmt.Errorf("notify URL %q: want an absolute http:// or https:// URL with a host", Redact(u))
 	}
 	return nil
 }

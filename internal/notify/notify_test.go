@@ -29,9 +29,9 @@ func newRedis(t *testing.T) redis.UniversalClient {
 
 // received is what a test receiver saw of one POST.
 type received struct {
-	id, header, sig string
-	body            []byte
-	verified        bool
+	id, sig  string
+	body     []byte
+	verified bool
 }
 
 // receiver records POSTs; answer decides the status of each (n counts

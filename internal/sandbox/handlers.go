@@ -176,8 +176,6 @@ type badRequest struct {
 	msg    string
 }
 
-func (e *badRequest) Error() string { return e.msg }
-
 func invalid(format string, args ...any) *badRequest {
 	return &badRequest{http.StatusBadRequest, card.Scrub(sprintf(format, args...))}
 }

@@ -176,9 +176,6 @@ func (s *Server) resetLocked() {
 	s.stats = Stats{CreatesByExternalID: map[string]int{}, Answers: map[string]int{}}
 }
 
-// Seed is the seed in use (the one picked when Config.Seed was 0).
-func (s *Server) Seed() int64 { return s.seed }
-
 // Reset forgets orders, counters and forced answers, and re-seeds the
 // random source. The fault knobs and the outage clock are kept.
 func (s *Server) Reset() {
@@ -259,16 +256,6 @@ func (s *Server) Handler() http.Handler {
 	s.registerAdmin(root)
 	root.Handle("/", s.pspMiddleware(psp))
 	return root
-}
-
-// ListenAndServe serves on addr until ctx is done, then shuts down
-// gracefully.
-func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	return s.Serve(ctx, ln)
 }
 
 // Serve serves on ln until ctx is done, then shuts down gracefully: hangs

@@ -27,7 +27,6 @@ type Server struct {
 	Addr string
 	Dir  string
 	cmd  *exec.Cmd
-	args []string
 }
 
 // URL returns the redis:// URL of database db.
@@ -62,7 +61,7 @@ func Start(t testing.TB, extra ...string) *Server {
 			"--save", "", "--appendonly", "no", "--protected-mode", "no",
 			"--logfile", filepath.Join(dir, "redis.log"),
 		}, extra...)
-		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir, args: args}
+		s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Dir: dir}
 		s.cmd = exec.Command(bin, args...)
 		if err := s.cmd.Start(); err != nil {
 			t.Fatalf("start redis-server: %v", err)
@@ -86,21 +85,6 @@ func (s *Server) Stop() {
 		_ = s.cmd.Process.Kill()
 		_ = s.cmd.Wait()
 		s.cmd = nil
-	}
-}
-
-// Restart stops the server and starts it again on the same port and
-// directory (with AOF on, the data survives).
-func (s *Server) Restart(t testing.TB) {
-	t.Helper()
-	s.Stop()
-	bin, _ := exec.LookPath("redis-server")
-	s.cmd = exec.Command(bin, s.args...)
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("restart redis-server: %v", err)
-	}
-	if err := waitReady(s.Addr, 30*time.Second); err != nil {
-		t.Fatalf("redis-server did not come back: %v", err)
 	}
 }
 
