@@ -6,10 +6,22 @@ FUZZTIME  ?= 30s
 TEST_FLAGS ?= -race -count=1
 INTEGRATION_TIMEOUT ?= 30m
 
-.PHONY: all build demo test test-integration lint fuzz bench chaos chaos-short clean
+# The build tags lint checks besides the default build: the integration tests
+# and the deliberately unsafe or test-clock builds the chaos run uses.
+LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
 
+.PHONY: all help build demo test test-integration lint fuzz bench chaos chaos-short clean
+
+## all: lint, test and build.
 all: lint test build
 
+## help: this list of targets.
+help:
+	@awk '/^## [a-z][a-z-]*: / { sub(/^## /, ""); i = index($$0, ": "); \
+		printf "%-18s%s\n", substr($$0, 1, i - 1), substr($$0, i + 2); next } \
+		/^##( |$$)/ { sub(/^## ?/, ""); printf "%-18s%s\n", "", $$0 }' $(MAKEFILE_LIST)
+
+## build: bin/payout and bin/psp-sandbox, static.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/payout ./cmd/payout
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/psp-sandbox ./cmd/psp-sandbox
@@ -35,10 +47,17 @@ test:
 test-integration:
 	$(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) $(PKGS)
 
+## lint: gofmt, go.mod and go.sum tidy, then go vet and staticcheck (the
+## version pinned in go.mod, checks in staticcheck.conf) on the default build
+## and on each of LINT_TAGS; needs only Go.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) vet -tags integration $(PKGS)
+	$(GO) mod tidy -diff
+	@set -e; for tags in "" $(LINT_TAGS); do \
+		echo "== go vet, staticcheck: tags $${tags:-(none)}"; \
+		$(GO) vet -tags "$$tags" $(PKGS); \
+		$(GO) tool staticcheck -tags "$$tags" $(PKGS); \
+	done
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:
@@ -82,5 +101,6 @@ chaos:
 chaos-short:
 	$(GO) run ./cmd/chaos --short $(CHAOS_BROKEN)
 
+## clean: remove bin/.
 clean:
 	rm -rf $(BIN)
