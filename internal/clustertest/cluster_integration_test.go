@@ -238,8 +238,8 @@ func checkSlots(t *testing.T, cl *Cluster, batches []BatchStatus) {
 	}
 	for _, b := range batches {
 		ks := groups["batch "+b.ID]
-		if len(ks) != b.Rows+3 { // a hash per payout, meta, lines, counts
-			t.Errorf("batch %s: %d keys, want %d", b.ID, len(ks), b.Rows+3)
+		if len(ks) != b.Rows+4 { // a hash per payout, meta, lines, counts, audit
+			t.Errorf("batch %s: %d keys, want %d", b.ID, len(ks), b.Rows+4)
 		}
 	}
 	if len(groups["asynq"]) == 0 {
