@@ -68,7 +68,9 @@ func TestChaosShort(t *testing.T) {
 		{"orders failed", fig.Failed > 0},
 		{"every created payout has its outcome", fig.Paid+fig.Failed == fig.Created},
 		{"callbacks forged", fig.ForgedCallbacks > 0},
-		{"every payout final", fig.Created+fig.Rejected+fig.NeedsReview == cfg.Rows},
+		{"batches approved mid-run", fig.Approved > 0},
+		{"payouts cancelled before approval", fig.Cancelled == cfg.Cancels},
+		{"every payout final", fig.Created+fig.Rejected+fig.NeedsReview+fig.Cancelled == cfg.Rows},
 	}
 	for _, c := range checks {
 		if !c.ok {

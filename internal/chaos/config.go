@@ -109,6 +109,19 @@ type Config struct {
 	CallbackDelay time.Duration
 	ForgeEvery    time.Duration
 
+	// Approval makes the loader run with --approval required --by
+	// chaos-loader: every batch waits in awaiting_approval, except, when
+	// there are several files, the one with the smallest total, which goes
+	// at once under --auto-approve-below. The suite approves each waiting
+	// batch ApproveAfter after it first saw it (payout approve --by
+	// chaos-approver --four-eyes), as a person would mid-run; before
+	// approving one of them it cancels Cancels of its payouts (payout
+	// cancel --by chaos-ops). Cancelled payouts are final and must have no
+	// order at the PSP.
+	Approval     bool
+	ApproveAfter time.Duration
+	Cancels      int
+
 	// Deadline bounds the wait for every payout to be final.
 	Deadline time.Duration
 
@@ -143,6 +156,7 @@ func DefaultConfig() Config {
 		ClockOffset: -5 * time.Minute, H2: true, H2Reset: 0.05,
 		SettleAfter: 6 * time.Second, PFail: 0.1, OutcomeIntervals: "1s,2s", OutcomeWindow: 10 * time.Minute,
 		Callbacks: true, PCallbackDup: 0.2, CallbackDelay: 2 * time.Second, ForgeEvery: 250 * time.Millisecond,
+		Approval: true, ApproveAfter: 3 * time.Second, Cancels: 50,
 		Deadline: 13 * time.Minute,
 	}
 }
@@ -159,6 +173,7 @@ func ShortConfig() Config {
 	c.TaskDeleteEvery = time.Second
 	c.SettleAfter, c.OutcomeWindow = 4*time.Second, 4*time.Minute
 	c.ForgeEvery = 100 * time.Millisecond
+	c.Cancels = 20
 	// Tasks whose dequeue reply the Redis proxy lost wait for asynq's
 	// lease recovery (a minute or more); following every order to its
 	// outcome makes more of them.
@@ -211,6 +226,7 @@ func BrokenReplayConfig() Config {
 // stay Created and the workers run with --track-outcome=false. The broken
 // runs are about duplicate creates only.
 func noLifecycle(c *Config) {
+	c.Approval, c.ApproveAfter, c.Cancels = false, 0, 0 // about duplicate creates only
 	c.SettleAfter, c.PFail = 0, 0
 	c.Callbacks, c.PCallbackDup, c.CallbackDelay, c.ForgeEvery = false, 0, 0, 0
 }
@@ -287,6 +303,12 @@ func (c Config) Validate() error {
 			}
 		}
 	}
+	if c.ApproveAfter < 0 || c.Cancels < 0 {
+		errs = append(errs, errors.New("approve-after and cancels must not be negative"))
+	}
+	if c.Cancels > 0 && !c.Approval {
+		errs = append(errs, errors.New("cancels need approval: the payouts are cancelled while their batch waits"))
+	}
 	if c.Callbacks && !c.Tracking() {
 		errs = append(errs, errors.New("callbacks need settle-after: without it no order changes status"))
 	}
@@ -342,6 +364,9 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.Float64Var(&c.PCallbackDup, "p-callback-dup", c.PCallbackDup, "sandbox: probability of sending a callback twice")
 	fs.DurationVar(&c.CallbackDelay, "callback-delay", c.CallbackDelay, "sandbox: delay each callback by a random 0..this (reordered)")
 	fs.DurationVar(&c.ForgeEvery, "forge-every", c.ForgeEvery, "the suite sends a forged callback (wrong secret, unknown order, false status) to a live worker this often (0: never)")
+	fs.BoolVar(&c.Approval, "approval", c.Approval, "load with --approval required (one file under --auto-approve-below) and approve each waiting batch mid-run")
+	fs.DurationVar(&c.ApproveAfter, "approve-after", c.ApproveAfter, "approve a batch this long after it was first seen awaiting approval")
+	fs.IntVar(&c.Cancels, "cancels", c.Cancels, "payouts of one waiting batch cancelled before it is approved (needs approval)")
 	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "fail when payouts are still open this long after the start")
 	fs.BoolVar(&c.Broken, "broken", c.Broken, "build the deliberately unsafe worker (POSTs again on redelivery); the run then passes only if duplicates are detected")
 	fs.BoolVar(&c.BrokenReplay, "broken-replay", c.BrokenReplay, "build the deliberately unsafe worker whose transport may replay creates; the run then passes only if duplicates are detected")

@@ -25,7 +25,11 @@
 //     basic auth and a read-write `payout ui` for the operator's deletes;
 //  3. drops the generated payout files ([Generate]) into the spool inbox
 //     one by one and runs `payout load --spool` every [Config.LoaderEvery]
-//     like cron would;
+//     like cron would, under approval ([Config.Approval]: --approval
+//     required, one file under --auto-approve-below), and approves each
+//     batch awaiting approval [Config.ApproveAfter] after it appears
+//     (`payout approve --four-eyes`), as a person would mid-run, after
+//     cancelling [Config.Cancels] payouts of one of them (`payout cancel`);
 //  4. meanwhile SIGKILLs a random worker every [Config.KillEvery] (and
 //     starts another), deletes or archives random pending, scheduled and
 //     retry tasks through the web UI's API (asynqmon) every
@@ -35,14 +39,18 @@
 //  5. when every payout is final, outcomes included (or the deadline
 //     passed), writes the last result files, stops the workers and checks
 //     the books ([Verify]) against the sandbox's stored orders and their
-//     truth (finalStatus, finalReason) and `payout report --format json`;
+//     truth (finalStatus, finalReason) and `payout report --format json`:
+//     a cancelled payout must have no order, and the count `payout cancel`
+//     reported; every batch's outbox NAME.audit.jsonl must give each
+//     payout an unbroken chain of transitions ending in its ledger state;
 //  6. scans every file the run wrote (logs of every process, outbox,
 //     reports, web UI pages fetched mid-run and at the end, a dump of every
 //     Redis key and the AOF itself) for every full card number and every
 //     secret ([Scanner]), after proving on the payout files that the
 //     scanner finds what it looks for;
 //  7. prints one line of [Figures] and fails when duplicates, lost payouts,
-//     outcome mismatches, leaks or mismatches are not zero.
+//     outcome mismatches, leaks, mismatches or audit mismatches are not
+//     zero.
 //
 // # Outcomes and callbacks
 //

@@ -35,6 +35,10 @@ type Figures struct {
 	// answered: a wrong or missing secret (refused 401, or a mismatch),
 	// an unknown order, a false status for a real payout.
 	ForgedCallbacks int
+	// Approved counts the batches the suite approved mid-run, Cancelled
+	// the payouts an operator cancelled before they were sent.
+	Approved  int
+	Cancelled int
 
 	// Duplicates counts orders beyond one per created payout, plus every
 	// order of a payout that is not created, plus orders of unknown
@@ -55,19 +59,23 @@ type Figures struct {
 	// it cannot have (an ordinary row rejected, a magic row created), a
 	// batch report that does not reconcile, a missing result file.
 	Mismatches int
+	// AuditMismatches counts disagreements of the outbox audit files with
+	// the ledger (see Verdict.AuditMismatches).
+	AuditMismatches int
 
 	Elapsed time.Duration
 }
 
 // String is the figures line.
 func (f Figures) String() string {
-	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d repaired=%d forged_callbacks=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d elapsed=%s",
+	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d repaired=%d forged_callbacks=%d approved=%d cancelled=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d audit_mismatches=%d elapsed=%s",
 		f.Payouts, f.Created, f.Paid, f.Failed, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
-		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.Repaired, f.ForgedCallbacks, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.Elapsed.Round(100*time.Millisecond))
+		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.Repaired, f.ForgedCallbacks, f.Approved, f.Cancelled, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.AuditMismatches, f.Elapsed.Round(100*time.Millisecond))
 }
 
 // ErrUnsafe is matched (errors.Is) by the error of a run that found
-// duplicates, lost payouts, outcome mismatches, leaks or mismatches.
+// duplicates, lost payouts, outcome mismatches, leaks, mismatches or audit
+// mismatches.
 var ErrUnsafe = errors.New("chaos: the run broke a promise")
 
 // ErrHarness is matched by the error of a run that could not be carried
@@ -81,7 +89,7 @@ func (f Figures) Err() error {
 	for _, c := range []struct {
 		name string
 		n    int
-	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"outcome_mismatches", f.OutcomeMismatches}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}} {
+	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"outcome_mismatches", f.OutcomeMismatches}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}, {"audit_mismatches", f.AuditMismatches}} {
 		if c.n != 0 {
 			bad = append(bad, fmt.Sprintf("%s=%d", c.name, c.n))
 		}

@@ -64,10 +64,19 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		return Figures{}, fmt.Errorf("sandbox lifecycle: %w", err)
 	}
 	books.PaidStatus, books.FailedStatus = life.PaidStatus, life.FailedStatus
+	books.CancelAsked, books.CancelReported, books.CheckAudit = h.ctl.asked, h.ctl.reported, true
 	var err error
 	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
 		return Figures{}, err
 	}
+	var audited, entries int
+	for _, fc := range books.Files {
+		if fc.AuditFile {
+			audited++
+			entries += len(fc.Audit)
+		}
+	}
+	h.logf("audit files: %d of %d batches have theirs in the outbox, %d entries in all", audited, len(books.Files), entries)
 	dump, err := redisdump.Text(ctx, h.rdb)
 	if err != nil {
 		return Figures{}, err
@@ -113,8 +122,8 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		Payouts: len(books.Rows), Created: v.Created, Paid: v.Paid, Failed: v.Failed, Rejected: v.Rejected, NeedsReview: v.NeedsReview,
 		Ambiguous: v.Ambiguous, WorkerKills: h.kills, RedisRestarts: h.restarts, TokenRotations: h.rotations,
 		H2Resets: h.gw.H2Resets(), RedisReplyDrops: drops, TasksDeleted: h.tasksDeleted + h.tasksArchived, Repaired: repaired,
-		ForgedCallbacks: forged,
-		Duplicates:      v.Duplicates, Lost: v.Lost, OutcomeMismatches: v.OutcomeMismatches, Leaks: len(leaks), Mismatches: v.Mismatches,
+		ForgedCallbacks: forged, Approved: h.ctl.nApprove, Cancelled: v.Cancelled, AuditMismatches: v.AuditMismatches,
+		Duplicates: v.Duplicates, Lost: v.Lost, OutcomeMismatches: v.OutcomeMismatches, Leaks: len(leaks), Mismatches: v.Mismatches,
 		Elapsed: time.Since(h.start),
 	}
 	h.logf("sandbox: %d creates received, %d orders stored, %d status queries, answers %v",
@@ -227,9 +236,14 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 		if ok {
 			fc.Batch = s.ID
 			h.checkReport(ctx, &fc)
-			for _, name := range []string{f.Name + ".result.csv", f.Name + "." + s.ID + ".result.csv"} {
-				if _, err := os.Stat(h.path(dirSpool, "outbox", name)); err == nil {
+			for _, base := range []string{f.Name, f.Name + "." + s.ID} {
+				if _, err := os.Stat(h.path(dirSpool, "outbox", base+".result.csv")); err == nil {
 					fc.ResultFile = true
+				}
+				if entries, err := readAudit(h.path(dirSpool, "outbox", base+".audit.jsonl")); err == nil {
+					fc.AuditFile, fc.Audit = true, entries
+				} else if !errors.Is(err, os.ErrNotExist) {
+					fc.AuditFile, fc.AuditProblem = true, err.Error()
 				}
 			}
 		}

@@ -100,6 +100,8 @@ type harness struct {
 	problems                       []string
 	lastPoll, lastProgress         time.Time
 	registered, open, batchesReady int64
+
+	ctl controls // approvals and the cancel (Config.Approval)
 }
 
 // Run carries out one chaos run (see the package documentation) and
@@ -191,6 +193,7 @@ func newHarness(cfg Config, out io.Writer) (*harness, error) {
 	}
 	h.runID = fmt.Sprintf("%06x", h.rng.Uint32()&0xffffff)
 	h.files = Generate(h.rng, h.runID, cfg.Rows, cfg.Files)
+	h.planControls()
 	return h, nil
 }
 
@@ -503,6 +506,7 @@ func (h *harness) startLoader(ctx context.Context) <-chan loaderResult {
 	ch := make(chan loaderResult, 1)
 	args := []string{"load", "--spool", h.path(dirSpool), "--settle", "0s", "--redis", h.redis.URL(),
 		"--data-key-file", h.keyFile, "--log-format", "json"}
+	args = append(args, h.loaderApprovalArgs()...)
 	go func() {
 		code, _, err := runOnce(ctx, h.payoutBin, args, h.env, h.path(dirLogs, "loader.log"), false)
 		ch <- loaderResult{code, err}

@@ -119,6 +119,9 @@ func (h *harness) drive(ctx context.Context) error {
 			h.lastPoll = time.Now()
 			h.pollLedger(ctx)
 		}
+		if err := h.approveDue(ctx); err != nil {
+			return err
+		}
 		if time.Since(h.lastProgress) >= 10*time.Second {
 			h.lastProgress = time.Now()
 			h.logf("progress: dropped %d/%d files, %d/%d payouts registered, %d open, %d worker kills",
@@ -256,6 +259,7 @@ func (h *harness) pollLedger(ctx context.Context) {
 	if err != nil {
 		return
 	}
+	h.sawAwaiting(st)
 	var reg, open, ready int64
 	for _, s := range st {
 		reg += s.Counts.Total()

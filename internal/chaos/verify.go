@@ -19,6 +19,13 @@ type Books struct {
 	// PaidStatus and FailedStatus are the sandbox's final status words
 	// ("" means sandbox.DefaultPaidStatus and DefaultFailedStatus).
 	PaidStatus, FailedStatus string
+	// CancelAsked are the externalIds the suite asked payout cancel to
+	// cancel, CancelReported how many it said it cancelled.
+	CancelAsked    map[string]bool
+	CancelReported int
+	// CheckAudit compares every file's audit trail (FileCheck.Audit) with
+	// the ledger.
+	CheckAudit bool
 }
 
 // FileCheck is what the end of the run learned about one input file.
@@ -29,6 +36,11 @@ type FileCheck struct {
 	Reconciled bool   // the batch report's sums reconcile to the cent
 	ResultFile bool   // the spool outbox holds its result file
 	Problem    string // why the report could not be had, if so
+	// AuditFile says the outbox holds the batch's NAME.audit.jsonl;
+	// Audit is what it lists, AuditProblem why it could not be read.
+	AuditFile    bool
+	Audit        []ledger.AuditEntry
+	AuditProblem string
 }
 
 // Verdict is Verify's count of what the books say.
@@ -37,7 +49,15 @@ type Verdict struct {
 	// became of it; Paid and Failed those of them that reached that
 	// outcome.
 	Created, Paid, Failed, Rejected, NeedsReview, Ambiguous int
-	Duplicates, Lost, Mismatches                            int
+	// Cancelled counts the payouts an operator cancelled (final, never
+	// sent).
+	Cancelled                    int
+	Duplicates, Lost, Mismatches int
+	// AuditMismatches counts the disagreements of the audit files with
+	// the ledger: a batch without its audit file, a payout without an
+	// entry, a payout whose last entry's "to" is not its end state, an
+	// entry whose "from" is not the payout's previous "to".
+	AuditMismatches int
 	// OutcomeMismatches counts created payouts whose end state is not
 	// what the sandbox's truth (the order's finalStatus) says: paid,
 	// failed with the sandbox's reason, or, without a lifecycle, created.
@@ -136,6 +156,16 @@ func Verify(b Books) Verdict {
 			if v.checkCreated(&f, r, p, ords) {
 				v.checkOutcome(&f, r, p, ords, paidWord, failedWord)
 			}
+		case ledger.Cancelled:
+			v.Cancelled++
+			if !b.CancelAsked[r.ExternalID] {
+				v.Mismatches++
+				f.add("mismatch", "%s is cancelled, but nobody asked for it", r.ExternalID)
+			}
+			if len(ords) > 0 {
+				v.Duplicates += len(ords)
+				f.add("duplicate", "%s is cancelled but has %d order(s) at the PSP %s", r.ExternalID, len(ords), orderIDs(ords))
+			}
 		case ledger.NeedsReview:
 			if p.OrderID != "" && len(ords) == 1 && ords[0].PSPOrderID == p.OrderID {
 				// Created, then no outcome within the outcome window:
@@ -170,6 +200,10 @@ func Verify(b Books) Verdict {
 			}
 		}
 	}
+	if v.Cancelled != b.CancelReported {
+		v.Mismatches++
+		f.add("mismatch", "%d payouts are cancelled in the ledger, payout cancel reported %d", v.Cancelled, b.CancelReported)
+	}
 	var unknown []string
 	for ext := range orders {
 		if !known[ext] {
@@ -200,9 +234,62 @@ func Verify(b Books) Verdict {
 			v.Mismatches++
 			f.add("mismatch", "file %s (batch %s): no result file in the outbox", fc.File, fc.Batch)
 		}
+		if b.CheckAudit {
+			v.checkAudit(&f, fc, b)
+		}
 	}
 	v.Findings = f.result()
 	return v
+}
+
+// checkAudit compares a file's audit trail with the ledger: every payout
+// of the file has an entry, its entries chain (each "from" is the previous
+// "to", the first "from" is queued) and the "to" of its last entry is its
+// state in the ledger.
+func (v *Verdict) checkAudit(f *findings, fc FileCheck, b Books) {
+	switch {
+	case !fc.AuditFile:
+		v.AuditMismatches++
+		f.add("audit", "file %s (batch %s): no audit file in the outbox", fc.File, fc.Batch)
+		return
+	case fc.AuditProblem != "":
+		v.AuditMismatches++
+		f.add("audit", "file %s (batch %s): %s", fc.File, fc.Batch, fc.AuditProblem)
+		return
+	}
+	last := map[string]string{}
+	for _, e := range fc.Audit {
+		if e.ExternalID == "" {
+			continue // the batch's own entries (held, approved)
+		}
+		prev, ok := last[e.ExternalID]
+		if !ok {
+			prev = string(ledger.Queued)
+		}
+		if e.From != prev {
+			v.AuditMismatches++
+			f.add("audit", "%s: entry %s goes %s -> %s, but the previous entry ended %s", e.ExternalID, e.ID, e.From, e.To, prev)
+		}
+		last[e.ExternalID] = e.To
+	}
+	for _, r := range b.Rows {
+		if r.File != fc.File {
+			continue
+		}
+		p, ok := b.Payouts[r.ExternalID]
+		if !ok {
+			continue // lost already
+		}
+		to, ok := last[r.ExternalID]
+		switch {
+		case !ok:
+			v.AuditMismatches++
+			f.add("audit", "%s (%s) has no entry in the audit file of batch %s", r.ExternalID, p.State, fc.Batch)
+		case to != string(p.State):
+			v.AuditMismatches++
+			f.add("audit", "%s is %s in the ledger, but its last audit entry goes to %s", r.ExternalID, p.State, to)
+		}
+	}
 }
 
 // checkOutcome compares the end state of a payout the PSP created with the

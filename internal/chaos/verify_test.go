@@ -245,3 +245,64 @@ func TestVerifyOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// controlBooks are cleanBooks with a cancelled payout D and the audit
+// trail of every payout.
+func controlBooks() Books {
+	b := cleanBooks()
+	b.Rows = append(b.Rows, row("D", "3", cardB, "", NotMagic))
+	b.Payouts["D"] = payout("D", "3", ledger.Cancelled, "", 0)
+	b.CancelAsked, b.CancelReported, b.CheckAudit = map[string]bool{"D": true}, 1, true
+	e := func(ext, from, to string) ledger.AuditEntry {
+		return ledger.AuditEntry{ExternalID: ext, From: from, To: to}
+	}
+	b.Files[0].AuditFile = true
+	b.Files[0].Audit = []ledger.AuditEntry{
+		{From: "loading", To: "awaiting_approval"}, {From: "awaiting_approval", To: "loaded"},
+		e("D", "queued", "cancelled"),
+		e("A", "queued", "submitting"), e("B", "queued", "submitting"), e("A", "submitting", "checking"),
+		e("C", "queued", "submitting"), e("B", "submitting", "created"), e("A", "checking", "created"),
+		e("C", "submitting", "rejected"),
+	}
+	return b
+}
+
+func TestVerifyControls(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*Books)
+		want    Verdict
+		finding string
+	}{
+		{"clean", func(*Books) {}, Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1}, ""},
+		{"cancelled but sent", func(b *Books) {
+			b.Orders = append(b.Orders, order("D", "WD-7", "3", "cardNumber", card.Mask(cardB)))
+		}, Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, Duplicates: 1}, "D is cancelled but has 1 order"},
+		{"cancelled unasked", func(b *Books) { b.CancelAsked = nil }, Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, Mismatches: 1}, "nobody asked"},
+		{"count differs", func(b *Books) { b.CancelReported = 2 }, Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, Mismatches: 1}, "payout cancel reported 2"},
+		{"no audit file", func(b *Books) { b.Files[0].AuditFile, b.Files[0].Audit = false, nil },
+			Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, AuditMismatches: 1}, "no audit file"},
+		{"payout without entry", func(b *Books) { b.Files[0].Audit = b.Files[0].Audit[:2] },
+			Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, AuditMismatches: 4}, "D (cancelled) has no entry"},
+		{"last entry disagrees", func(b *Books) { b.Payouts["B"] = payout("B", "7", ledger.Paid, "WD-2", 0) },
+			Verdict{Created: 2, Paid: 1, Rejected: 1, Ambiguous: 1, Cancelled: 1, OutcomeMismatches: 1, AuditMismatches: 1}, "B is paid in the ledger, but its last audit entry goes to created"},
+		{"transition missing", func(b *Books) {
+			b.Files[0].Audit = append(b.Files[0].Audit[:5], b.Files[0].Audit[6:]...) // A submitting -> checking
+		}, Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, AuditMismatches: 1}, "previous entry ended submitting"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := controlBooks()
+			tt.change(&b)
+			got := Verify(b)
+			findings := got.Findings
+			got.Findings = nil
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v\nfindings %q", got, tt.want, findings)
+			}
+			if tt.finding != "" && !strings.Contains(strings.Join(findings, "\n"), tt.finding) {
+				t.Errorf("no finding %q in %q", tt.finding, findings)
+			}
+		})
+	}
+}
