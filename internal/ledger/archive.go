@@ -163,35 +163,22 @@ func PayoutFromFields(batch string, fields map[string]string) Payout {
 // EachRaw calls fn for every payout of batch in file line order with all of
 // its stored fields, eachChunk per pipelined round trip.
 func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) error) error {
-	for start := int64(0); ; start += eachChunk {
-		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
+	return l.eachIDs(ctx, batch, func(ids []string) error {
+		hashes, err := l.readPayouts(ctx, batch, ids)
 		if err != nil {
-			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+			return err
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.MapStringStringCmd, len(ids))
-		for i, id := range ids {
-			cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
-		}
-		for i, c := range cmds {
+		for i, m := range hashes {
 			p := RawPayout{ExternalID: ids[i]}
-			if m := c.Val(); len(m) > 0 {
+			if len(m) > 0 {
 				p.Fields = m
 			}
 			if err := fn(p); err != nil {
 				return err
 			}
 		}
-		if len(ids) < eachChunk {
-			return nil
-		}
-	}
+		return nil
+	})
 }
 
 // RawAudit is one entry of a batch's audit stream as stored.

@@ -276,6 +276,23 @@ const eachChunk = 1000
 // Each calls fn for every payout of a batch in file line order, reading
 // eachChunk payouts per pipelined round trip.
 func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) error {
+	return l.eachIDs(ctx, batch, func(ids []string) error {
+		hashes, err := l.readPayouts(ctx, batch, ids)
+		if err != nil {
+			return err
+		}
+		for _, m := range hashes {
+			if err := fn(parsePayout(batch, m)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// eachIDs calls fn with the externalIds of a batch in file line order,
+// eachChunk at a time.
+func (l *Ledger) eachIDs(ctx context.Context, batch string, fn func(ids []string) error) error {
 	for start := int64(0); ; start += eachChunk {
 		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
 		if err != nil {
@@ -284,21 +301,29 @@ func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) 
 		if len(ids) == 0 {
 			return nil
 		}
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.MapStringStringCmd, len(ids))
-		for i, id := range ids {
-			cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
-		}
-		for _, c := range cmds {
-			if err := fn(parsePayout(batch, c.Val())); err != nil {
-				return err
-			}
+		if err := fn(ids); err != nil {
+			return err
 		}
 		if len(ids) < eachChunk {
 			return nil
 		}
 	}
+}
+
+// readPayouts reads the whole hashes of ids in one pipelined round trip
+// (an empty map for a payout that is gone).
+func (l *Ledger) readPayouts(ctx context.Context, batch string, ids []string) ([]map[string]string, error) {
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+	}
+	out := make([]map[string]string, len(cmds))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
 }

@@ -26,14 +26,7 @@ type OpenPayout struct {
 // submitting, checking, or created and awaiting its outcome), reading eachChunk payouts per pipelined round trip
 // and only the fields a sweep needs.
 func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout) error) error {
-	for start := int64(0); ; start += eachChunk {
-		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
-		if err != nil {
-			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
+	return l.eachIDs(ctx, batch, func(ids []string) error {
 		pipe := l.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ids))
 		for i, id := range ids {
@@ -58,10 +51,8 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 				return err
 			}
 		}
-		if len(ids) < eachChunk {
-			return nil
-		}
-	}
+		return nil
+	})
 }
 
 func str(v any) string {
