@@ -11,6 +11,7 @@ import (
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 )
 
 // approvalFlags decide, on load and run, whether a batch waits for
@@ -134,41 +135,62 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// operatorAction is the front shared by discard and cancel: Redis, the
+// mandatory operator and note, and the batch named by the first argument.
+type operatorAction struct {
+	rf    redisFlags
+	by    string
+	note  string
+	who   string
+	l     *ledger.Ledger
+	batch string
+}
+
+func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
+	o.rf.register(fs)
+	fs.StringVar(&o.by, "by", "", "who "+verb+" (required; recorded)")
+	fs.StringVar(&o.note, "note", "", "why (required; recorded)")
+}
+
+// open checks the operator and note, connects and resolves the batch; the
+// caller closes the returned client.
+func (o *operatorAction) open(ctx context.Context, fs *flag.FlagSet) (redis.UniversalClient, error) {
+	var err error
+	if o.who, err = operator(o.by); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(o.note) == "" {
+		return nil, usageErr("--note TEXT is required: say why")
+	}
+	rdb, err := o.rf.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.l = ledger.New(rdb)
+	if o.batch, err = resolveBatch(ctx, o.l, fs.Arg(0)); err != nil {
+		rdb.Close()
+		return nil, err
+	}
+	return rdb, nil
+}
+
 // runDiscard refuses a batch that awaits approval: every payout cancelled.
 func runDiscard(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "discard", "[flags] BATCH-or-FILE")
-	var (
-		rf   redisFlags
-		by   string
-		note string
-	)
-	rf.register(fs)
-	fs.StringVar(&by, "by", "", "who discards (required; recorded)")
-	fs.StringVar(&note, "note", "", "why (required; recorded)")
+	var o operatorAction
+	o.register(fs, "discards")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		return usageErr("discard takes one BATCH or FILE")
 	}
-	who, err := operator(by)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(note) == "" {
-		return usageErr("--note TEXT is required: say why the batch is discarded")
-	}
-	rdb, err := rf.open(ctx)
+	rdb, err := o.open(ctx, fs)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	l := ledger.New(rdb)
-	id, err := resolveBatch(ctx, l, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	n, err := l.Discard(ctx, id, who, note)
+	n, err := o.l.Discard(ctx, o.batch, o.who, o.note)
 	if errors.Is(err, ledger.ErrNotAwaiting) {
 		fmt.Fprintf(e.stderr, "not discarded: %v\n", err)
 		return errRejected
@@ -176,44 +198,27 @@ func runDiscard(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return infraErr(err)
 	}
-	fmt.Fprintf(e.stdout, "batch %s discarded by %s: %d payouts cancelled\n", id, who, n)
+	fmt.Fprintf(e.stdout, "batch %s discarded by %s: %d payouts cancelled\n", o.batch, o.who, n)
 	return nil
 }
 
 // runCancel cancels payouts that have not been sent yet.
 func runCancel(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "cancel", "[flags] BATCH-or-FILE [EXTERNALID...]")
-	var (
-		rf   redisFlags
-		by   string
-		note string
-	)
-	rf.register(fs)
-	fs.StringVar(&by, "by", "", "who cancels (required; recorded)")
-	fs.StringVar(&note, "note", "", "why (required; recorded)")
+	var o operatorAction
+	o.register(fs, "cancels")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() < 1 {
 		return usageErr("cancel takes a BATCH or FILE and, optionally, the externalIds to cancel (default: every payout not sent yet)")
 	}
-	who, err := operator(by)
-	if err != nil {
-		return err
-	}
-	if strings.TrimSpace(note) == "" {
-		return usageErr("--note TEXT is required: say why")
-	}
-	rdb, err := rf.open(ctx)
+	rdb, err := o.open(ctx, fs)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	l := ledger.New(rdb)
-	id, err := resolveBatch(ctx, l, fs.Arg(0))
-	if err != nil {
-		return err
-	}
+	l, id, who, note := o.l, o.batch, o.who, o.note
 	ids := fs.Args()[1:]
 	if len(ids) == 0 {
 		if err := l.EachOpen(ctx, id, func(p ledger.OpenPayout) error {
