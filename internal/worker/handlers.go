@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
+	"github.com/rs/zerolog"
 )
 
 // needsReview archives the task (visible in the web UI's Archived tab with
@@ -208,6 +209,17 @@ func settled(err error) error {
 	return err
 }
 
+// payoutOf reads the payout a status or outcome task is about; a task for
+// a payout the ledger does not know is archived.
+func (w *Worker) payoutOf(ctx context.Context, kind, batch, ext string, log zerolog.Logger) (ledger.Payout, error) {
+	pay, err := w.ledger.Get(ctx, batch, ext)
+	if errors.Is(err, ledger.ErrNotFound) {
+		log.Error().Msg(kind + " task for a payout the ledger does not know; archived")
+		return pay, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+	}
+	return pay, err
+}
+
 // HandleStatus processes a withdrawal:status task.
 func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	p, err := jobs.DecodeStatus(t.Payload())
@@ -216,11 +228,7 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("seq", p.Seq).Logger()
-	pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		log.Error().Msg("status task for a payout the ledger does not know; archived")
-		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
-	}
+	pay, err := w.payoutOf(ctx, "status", p.Batch, p.ExternalID, log)
 	if err != nil {
 		return err
 	}

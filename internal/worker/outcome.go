@@ -40,11 +40,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("oseq", p.Seq).Logger()
-	pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
-	if errors.Is(err, ledger.ErrNotFound) {
-		log.Error().Msg("outcome task for a payout the ledger does not know; archived")
-		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
-	}
+	pay, err := w.payoutOf(ctx, "outcome", p.Batch, p.ExternalID, log)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-func luhnCards(n int) []string {
+// cards returns n Luhn-valid card numbers.
+func cards(n int) []string {
 	out := make([]string, 0, n)
 	for i := 0; len(out) < n; i++ {
 		base := fmt.Sprintf("411111%09d", i)
@@ -75,7 +76,7 @@ func TestOutcomeByPolling(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, trackingConfig(100*time.Millisecond, time.Hour),
 		sandbox.Config{Seed: 7, SettleAfter: 300 * time.Millisecond, PFail: 0.4})
-	ids := h.add(luhnCards(20)...)
+	ids := h.add(cards(20)...)
 	h.start()
 	c := h.waitFinal(20 * time.Second)
 	paid, failed := assertMatchesTruth(t, h, ids)
@@ -145,7 +146,7 @@ func TestOutcomeByCallbacks(t *testing.T) {
 	}
 	go srv.Serve(ctx, ln)
 
-	ids := h.add(luhnCards(10)...)
+	ids := h.add(cards(10)...)
 	if _, err := h.ledger.Claim(ctx, h.batch, ids); err != nil { // as the loader does
 		t.Fatal(err)
 	}

@@ -4,29 +4,12 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/sandbox"
 )
-
-// cards returns n Luhn-valid card numbers.
-func cards(n int) []string {
-	out := make([]string, 0, n)
-	for i := 0; len(out) < n; i++ {
-		base := fmt.Sprintf("411111%09d", i)
-		for d := 0; d <= 9; d++ {
-			if c := base + fmt.Sprint(d); card.Luhn(c) {
-				out = append(out, c)
-				break
-			}
-		}
-	}
-	return out
-}
 
 // checkAgainstPSP asserts the promise: exactly one stored order per
 // created payout, none for any other, nothing open.
