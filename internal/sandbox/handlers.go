@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/h2rst"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -560,8 +561,8 @@ func (s *Server) applyFault(w *recorder, r *http.Request, f Force) {
 		// The body was read by the middleware and the order stored.
 		// Over HTTP/2 (served with TLS by Serve) the handler's abort
 		// resets the stream, and the connection turns its code into
-		// PROTOCOL_ERROR (tlsConn); anything else is dropped.
-		if tc := connOf(r); tc != nil && r.ProtoMajor == 2 && tc.resetNext() {
+		// PROTOCOL_ERROR (h2rst); anything else is dropped.
+		if tc := connOf(r); tc != nil && r.ProtoMajor == 2 && tc.ResetNext(h2rst.ErrCodeProtocol) {
 			w.fault = FaultH2Reset
 			s.mu.Lock()
 			s.stats.H2Resets++

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acme/payout/internal/h2rst"
 	"github.com/rs/zerolog"
 )
 
@@ -273,10 +274,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if err != nil {
 			return err
 		}
-		// The simulator does the TLS itself (tlsListener), so the HTTP
+		// The simulator does the TLS itself (h2rst.Listener), so the HTTP
 		// server sees plain connections: HTTP/1.1, or HTTP/2 after its
 		// preface.
-		ln = tlsListener{Listener: ln, cfg: tcfg}
+		ln = h2rst.Listener{Listener: ln, Config: tcfg}
 		srv.Handler = withTLSState(srv.Handler)
 		srv.ConnContext = connContext
 		srv.Protocols = new(http.Protocols)
