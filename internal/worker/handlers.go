@@ -338,40 +338,37 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 }
 
 // enqueueStatus makes sure status check seq of pay is a live task (see
-// jobs.Ensure: a completed or archived one is replaced). When that task is
-// the one running now, it must not complete: it returns an error, so
-// Asynq runs it again.
+// ensure).
 func (w *Worker) enqueueStatus(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
-	id := jobs.StatusTaskID(pay.ExternalID, seq)
-	if running(ctx, id) {
-		return &deferral{reason: "status check " + id + " is due again", after: delay}
-	}
-	t, err := jobs.NewStatusTask(jobs.StatusPayload{
-		Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
-	}, delay)
-	if err != nil {
-		return err
-	}
-	return w.ensure(ctx, t, id)
+	return w.ensure(ctx, jobs.StatusTaskID(pay.ExternalID, seq), delay, func() (*asynq.Task, error) {
+		return jobs.NewStatusTask(jobs.StatusPayload{
+			Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
+		}, delay)
+	})
 }
 
 // enqueueCreate makes sure create attempt of pay is a live task, as
 // enqueueStatus does for status checks.
 func (w *Worker) enqueueCreate(ctx context.Context, pay ledger.Payout, attempt int) error {
-	id := jobs.CreateTaskID(pay.ExternalID, attempt)
-	if running(ctx, id) {
-		return &deferral{reason: "create " + id + " is due again", after: w.cfg.StatusDelay}
-	}
-	t, err := jobs.NewCreateTask(jobs.CreatePayload{
-		Batch: pay.Batch, ExternalID: pay.ExternalID, Attempt: attempt, Amount: pay.Amount, Destination: pay.Destination,
+	return w.ensure(ctx, jobs.CreateTaskID(pay.ExternalID, attempt), w.cfg.StatusDelay, func() (*asynq.Task, error) {
+		return jobs.NewCreateTask(jobs.CreatePayload{
+			Batch: pay.Batch, ExternalID: pay.ExternalID, Attempt: attempt, Amount: pay.Amount, Destination: pay.Destination,
+		})
 	})
+}
+
+// ensure makes sure the task id (built by build) is live (jobs.Ensure: a
+// completed or archived one is replaced). When that task is the one
+// running now, it must not complete: ensure returns a deferral, so Asynq
+// runs it again after about after.
+func (w *Worker) ensure(ctx context.Context, id string, after time.Duration, build func() (*asynq.Task, error)) error {
+	if running(ctx, id) {
+		return &deferral{reason: "task " + id + " is due again", after: after}
+	}
+	t, err := build()
 	if err != nil {
 		return err
 	}
-	return w.ensure(ctx, t, id)
-}
-
-func (w *Worker) ensure(ctx context.Context, t *asynq.Task, id string) error {
 	got, err := jobs.Ensure(ctx, w.client, w.insp, t, id)
 	if got == jobs.EnsuredReplaced {
 		w.metrics.repairs.WithLabelValues("handler").Inc()

@@ -136,17 +136,11 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 // enqueueOutcome makes sure outcome check seq of pay is a live task, as
 // enqueueStatus does for status checks.
 func (w *Worker) enqueueOutcome(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
-	id := jobs.OutcomeTaskID(pay.ExternalID, seq)
-	if running(ctx, id) {
-		return &deferral{reason: "outcome check " + id + " is due again", after: delay}
-	}
-	t, err := jobs.NewOutcomeTask(jobs.OutcomePayload{
-		Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
-	}, delay)
-	if err != nil {
-		return err
-	}
-	return w.ensure(ctx, t, id)
+	return w.ensure(ctx, jobs.OutcomeTaskID(pay.ExternalID, seq), delay, func() (*asynq.Task, error) {
+		return jobs.NewOutcomeTask(jobs.OutcomePayload{
+			Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
+		}, delay)
+	})
 }
 
 // Hint moves the next status query of the payout a PSP callback names to
