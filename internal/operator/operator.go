@@ -26,7 +26,7 @@ import (
 // the rest).
 var ErrNotEnqueued = errors.New("approved, but the creates were not all enqueued (the workers' reconciler will)")
 
-// ErrMissingOperator: an action without the name of who takes it, or a
+// ErrMissingOperator refuses an action without the name of who takes it, or a
 // discard without a note.
 var ErrMissingOperator = errors.New("every operator action records who took it and, for a discard, why")
 
