@@ -1,6 +1,6 @@
 //go:build integration
 
-package ui_test
+package e2e_test
 
 import (
 	"context"
