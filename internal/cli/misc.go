@@ -81,9 +81,16 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg := uiConfig(e, addr, readOnly, insecure, prometheus, log)
-	// Credentials and address first, before any connection is made.
+	// Credentials, address and the actions' flags first, before any
+	// connection is made.
 	if err := ui.CheckConfig(cfg); err != nil && !errors.Is(err, ui.ErrNoRedis) {
 		return configErr(err)
+	}
+	var actions preparedUI
+	if !readOnly {
+		if actions, err = cf.prepare(e); err != nil {
+			return err
+		}
 	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
@@ -96,9 +103,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	}
 	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb)}
 	if !readOnly {
-		if err := cf.configure(e, &cfg, rdb, log); err != nil {
-			return err
-		}
+		cf.configure(actions, &cfg, rdb, log)
 	}
 	cfg.Registry.MustRegister(metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
 	return ui.Serve(ctx, cfg)

@@ -6,7 +6,9 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/ui"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,41 +59,52 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")
 }
 
-// configure gives cfg the operator's actions and, with --spool, the
-// upload. It runs after the flags are parsed and Redis is open.
-func (u *uiControlFlags) configure(e *env, cfg *ui.Config, rdb redis.UniversalClient, log zerolog.Logger) error {
+// prepared is what the flags give once checked.
+type preparedUI struct {
+	daily    money.Amount
+	approval loader.Approval
+	file     payfile.Options
+	ring     loader.Sealer
+}
+
+// prepare checks the flags before any connection is made.
+func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 	if err := u.nf.check(e); err != nil {
-		return err
+		return p, err
 	}
-	daily, err := parseLimit("daily-limit", u.daily)
-	if err != nil {
-		return err
+	if p.daily, err = parseLimit("daily-limit", u.daily); err != nil {
+		return p, err
 	}
-	acts := operator.New(rdb, u.nf.emitter(rdb), log)
-	cfg.Controls = operator.UIControls{Actions: acts, FourEyes: u.fourEyes, DailyLimit: daily}
 	if u.spool == "" {
-		return nil
+		return p, nil
 	}
 	if u.maxUpload <= 0 {
-		return usageErr("--max-upload-bytes %d: want a positive size", u.maxUpload)
+		return p, usageErr("--max-upload-bytes %d: want a positive size", u.maxUpload)
 	}
 	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily}
-	approval, err := af.options()
-	if err != nil {
-		return err
+	if p.approval, err = af.options(); err != nil {
+		return p, err
 	}
-	fopts, err := u.ff.options()
-	if err != nil {
-		return err
+	if p.file, err = u.ff.options(); err != nil {
+		return p, err
 	}
-	ring, err := u.kf.keyring(e)
-	if err != nil {
-		return err
+	if p.ring, err = u.kf.keyring(e); err != nil {
+		return p, err
 	}
-	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), ring, log)
+	return p, nil
+}
+
+// configure gives cfg the operator's actions and, with --spool, the
+// upload.
+func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.UniversalClient, log zerolog.Logger) {
+	acts := operator.New(rdb, u.nf.emitter(rdb), log)
+	cfg.Controls = operator.UIControls{Actions: acts, FourEyes: u.fourEyes, DailyLimit: p.daily}
+	if u.spool == "" {
+		return
+	}
+	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), p.ring, log)
 	ld.Notify = u.nf.emitter(rdb)
 	cfg.Uploads = operator.UIUploads{Loader: ld, Spool: u.spool, Options: loader.SpoolOptions{
-		Load: loader.Options{File: fopts, Approval: approval, RequireControl: u.require}, Settle: time.Second}}
+		Load: loader.Options{File: p.file, Approval: p.approval, RequireControl: u.require}, Settle: time.Second}}
 	cfg.UploadLimit = u.maxUpload
-	return nil
 }
