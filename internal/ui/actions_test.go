@@ -1,10 +1,10 @@
 package ui_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"html"
-	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -224,6 +224,9 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 			t.Errorf("%s in read-only: %d", path, w.Code)
 		}
 	}
+	if w := e.upload("x", "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden {
+		t.Errorf("upload in read-only: %d", w.Code)
+	}
 	if e.phase(id) != ledger.PhaseAwaiting {
 		t.Fatal("read-only UI changed the batch")
 	}
@@ -255,20 +258,23 @@ func TestQueuePauseIsAudited(t *testing.T) {
 // upload posts a file to the upload form.
 func (e *env) upload(tok, name, content string, fields map[string]string) *httptest.ResponseRecorder {
 	e.t.Helper()
-	pr, pw := io.Pipe()
-	mw := multipart.NewWriter(pw)
-	go func() {
-		if tok != "" {
-			_ = mw.WriteField("csrf", tok)
-		}
-		for k, v := range fields {
-			_ = mw.WriteField(k, v)
-		}
-		fw, _ := mw.CreateFormFile("file", name)
-		_, _ = fw.Write([]byte(content))
-		pw.CloseWithError(mw.Close())
-	}()
-	r := httptest.NewRequest("POST", "/batches/upload", pr)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if tok != "" {
+		_ = mw.WriteField("csrf", tok)
+	}
+	for k, v := range fields {
+		_ = mw.WriteField(k, v)
+	}
+	fw, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte(content))
+	if err := mw.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/batches/upload", &body)
 	r.Header.Set("Content-Type", mw.FormDataContentType())
 	return e.do(r)
 }
@@ -365,7 +371,10 @@ func TestUploadTooLarge(t *testing.T) {
 	}
 	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
 	_, tok := e.page()
-	if w := e.upload(tok, "big.csv", threeRows+strings.Repeat("UI-9,1,,\n", 100), nil); w.Code != http.StatusRequestEntityTooLarge && w.Code != http.StatusBadRequest {
-		t.Fatalf("oversized upload: %d %s", w.Code, w.Body.String())
+	for _, n := range []int{100, 10000} { // within the form's slack, and far over it
+		w := e.upload(tok, "big.csv", threeRows+strings.Repeat("UI-9,1,,\n", n), nil)
+		if (w.Code != http.StatusRequestEntityTooLarge && w.Code != http.StatusBadRequest) || !strings.Contains(w.Body.String(), "too large") {
+			t.Fatalf("oversized upload (%d rows): %d %s", n, w.Code, w.Body.String())
+		}
 	}
 }

@@ -69,6 +69,10 @@ const uploadPath = "/batches/upload"
 var hashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
+	if h.readOnly || h.uploads == nil {
+		h.guardPost(w, r, h.uploads != nil) // refuses without reading the file
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.uploadLimit+64<<10)
 	if err := r.ParseMultipartForm(8 << 20); err != nil {
 		var tooBig *http.MaxBytesError
