@@ -19,6 +19,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
+	"github.com/xuri/excelize/v2"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
@@ -376,5 +377,48 @@ func TestUploadTooLarge(t *testing.T) {
 		if (w.Code != http.StatusRequestEntityTooLarge && w.Code != http.StatusBadRequest) || !strings.Contains(w.Body.String(), "too large") {
 			t.Fatalf("oversized upload (%d rows): %d %s", n, w.Code, w.Body.String())
 		}
+	}
+}
+
+// workbook is an .xlsx of rows (first the header), every cell text.
+func workbook(t *testing.T, rows [][]string) string {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	for i, row := range rows {
+		for j, v := range row {
+			cell, _ := excelize.CoordinatesToCellName(j+1, i+1)
+			if err := f.SetCellStr("Sheet1", cell, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	buf, err := f.WriteToBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestUploadWorkbook(t *testing.T) {
+	spool := t.TempDir()
+	e := newEnv(t, uitest.Options{Spool: spool})
+	_, tok := e.page()
+	head := []string{"externalId", "amount", "telecomOperator"}
+	w := e.upload(tok, "book.xlsx", workbook(t, [][]string{head, {"X-1", "10.50", "MTS"}, {"X-2", "ten", "MTS"}}), nil)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "<td>Sheet1!B3</td><td>amount</td>") || hashRE.MatchString(w.Body.String()) {
+		t.Fatalf("preview of a bad workbook: %d\n%s", w.Code, w.Body.String())
+	}
+	w = e.upload(tok, "book.xlsx", workbook(t, [][]string{head, {"X-1", "10.50", "MTS"}, {"X-2", "10", "MTS"}}), nil)
+	m := hashRE.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no confirm for a good workbook:\n%s", w.Body.String())
+	}
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "Handed to the workers") || e.pending(jobs.Queue) != 2 {
+		t.Fatalf("confirm of a workbook: %d, %d tasks\n%s", w.Code, e.pending(jobs.Queue), w.Body.String())
+	}
+	if _, err := os.Stat(filepath.Join(spool, "done", "book.xlsx")); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,7 +1,11 @@
 // Package ui serves the operator web UI of payout: the Asynq web UI
 // (asynqmon) under /monitoring/, a batch progress page at /batches (JSON at
 // /api/batches), Prometheus metrics at /metrics and a health check at
-// /healthz.
+// /healthz. With Config.Controls, /batches has Approve and Discard for the
+// batches awaiting approval, and pauses and resumes made in asynqmon are
+// audited; with Config.Uploads, it takes a payout file, previews its
+// validation and loads it on confirmation. Every form carries a CSRF token
+// of the signed-in user, who is recorded as who acted.
 //
 // Everything but /healthz is behind HTTP basic auth or a bearer token,
 // compared in constant time; a client IP that fails too often is locked out
