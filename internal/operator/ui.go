@@ -54,9 +54,10 @@ func (u UIControls) Discard(ctx context.Context, batch, by, note string) (string
 	return fmt.Sprintf("batch %s discarded by %s: %d payouts cancelled", batch, by, n), nil
 }
 
-// QueueChanged records a pause or resume made in asynqmon.
+// QueueChanged records a pause or resume made in asynqmon; the note names
+// the queue (asynqmon can pause any, the notifications' too).
 func (u UIControls) QueueChanged(ctx context.Context, queue, by string, paused bool) error {
-	return u.Actions.QueueChanged(ctx, queue, by, "", "the web UI", paused)
+	return u.Actions.QueueChanged(ctx, queue, by, "queue "+queue+", in the web UI", "the web UI", paused)
 }
 
 // UIUploads gives the web UI (ui.Uploads) the upload with a preview: a
