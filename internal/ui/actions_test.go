@@ -247,6 +247,9 @@ func TestQueuePauseIsAudited(t *testing.T) {
 	var got []string
 	for _, a := range e.audit("") {
 		got = append(got, a.Actor+" "+a.To)
+		if !strings.Contains(a.Context["note"], "queue "+jobs.Queue) {
+			t.Errorf("audit note %q does not name the queue", a.Context["note"])
+		}
 	}
 	if fmt.Sprint(got) != "[alice paused alice resumed]" {
 		t.Fatalf("global audit trail: %v", got)
