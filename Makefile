@@ -46,6 +46,7 @@ test:
 ## (PAYOUT_TEST_REDIS_URL, else one started per test), browsers and processes.
 test-integration:
 	$(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) $(PKGS)
+	cd e2e && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
 
 ## lint: gofmt, go.mod and go.sum tidy, then go vet and staticcheck (the
 ## version pinned in go.mod, checks in staticcheck.conf) on the default build
@@ -58,6 +59,8 @@ lint:
 		$(GO) vet -tags "$$tags" $(PKGS); \
 		$(GO) tool staticcheck -tags "$$tags" $(PKGS); \
 	done
+	@echo "== e2e module: go mod tidy, go vet, staticcheck"
+	cd e2e && $(GO) mod tidy -diff && $(GO) vet -tags integration ./... && $(GO) tool staticcheck -tags integration ./...
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 
@@ -89,6 +90,8 @@ func TestExitCodes(t *testing.T) {
 		{"redis unreachable", []string{"status", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitInfra},
 		{"bad redis URL", []string{"status", "--redis", "mysql://x"}, nil, ExitUsage},
 		{"ui without credentials on a public address", []string{"ui", "--addr", "0.0.0.0:0", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitUsage},
+		{"ui upload without data key", []string{"ui", "--spool", "spool", "--redis", "redis://127.0.0.1:1/0"}, map[string]string{"PAYOUT_UI_USER": "u", "PAYOUT_UI_PASSWORD": "p"}, ExitUsage},
+		{"ui upload with a bad approval mode", []string{"ui", "--spool", "spool", "--approval", "maybe", "--insecure-plaintext", "--redis", "redis://127.0.0.1:1/0"}, map[string]string{"PAYOUT_UI_USER": "u", "PAYOUT_UI_PASSWORD": "p"}, ExitUsage},
 		{"sandbox p-fail without settle-after", []string{"sandbox", "--p-fail", "0.2", "--addr", "127.0.0.1:0"}, nil, ExitUsage},
 		{"sandbox callback without secret", []string{"sandbox", "--settle-after", "1s", "--callback-url", "http://127.0.0.1:1/cb", "--addr", "127.0.0.1:0"}, nil, ExitUsage},
 		{"run sandbox p-fail without settle-after", []string{"run", "--sandbox", "--p-fail", "0.2", "../../samples/payouts-good.csv"}, nil, ExitUsage},
@@ -237,7 +240,8 @@ func TestUIServes(t *testing.T) {
 	done := make(chan int, 1)
 	var stderr bytes.Buffer
 	go func() {
-		done <- Main(ctx, []string{"ui", "--addr", addr, "--redis", "redis://" + mr.Addr(), "--log-level", "error"}, nil, &bytes.Buffer{}, &stderr,
+		done <- Main(ctx, []string{"ui", "--addr", addr, "--redis", "redis://" + mr.Addr(), "--log-level", "error",
+			"--spool", t.TempDir(), "--insecure-plaintext", "--approval", "required"}, nil, &bytes.Buffer{}, &stderr,
 			func(k string) string {
 				return map[string]string{"PAYOUT_UI_USER": "ops", "PAYOUT_UI_PASSWORD": "pw-123"}[k]
 			})
@@ -248,9 +252,10 @@ func TestUIServes(t *testing.T) {
 		req.SetBasicAuth("ops", "pw-123")
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("/batches: HTTP %d", resp.StatusCode)
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `action="/batches/upload"`) {
+				t.Fatalf("/batches: HTTP %d without the upload form:\n%s", resp.StatusCode, body)
 			}
 			break
 		}

@@ -10,8 +10,9 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/operator"
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 )
 
 // approvalFlags decide, on load and run, whether a batch waits for
@@ -67,7 +68,7 @@ func (a *approvalFlags) options() (loader.Approval, error) {
 }
 
 // operator returns the mandatory --by of an operator action.
-func operator(by string) (string, error) {
+func operatorName(by string) (string, error) {
 	by = strings.TrimSpace(by)
 	if by == "" {
 		return "", usageErr("--by NAME (or PAYOUT_OPERATOR) is required: every operator action records who took it")
@@ -96,7 +97,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageErr("approve takes one BATCH or FILE")
 	}
-	who, err := operator(by)
+	who, err := operatorName(by)
 	if err != nil {
 		return err
 	}
@@ -113,23 +114,18 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	l := ledger.New(rdb)
-	id, err := resolveBatch(ctx, l, fs.Arg(0))
+	acts := operator.New(rdb, nil, log)
+	id, err := resolveBatch(ctx, acts.Ledger, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	b, err := l.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit})
+	b, n, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit})
 	switch {
 	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit):
 		fmt.Fprintf(e.stderr, "not approved: %v\n", err)
 		return errRejected
 	case err != nil:
 		return infraErr(err)
-	}
-	ld := loader.New(l, asynq.NewClientFromRedisClient(rdb), noSealer{}, log)
-	n, err := ld.EnqueueApproved(ctx, asynq.NewInspectorFromRedisClient(rdb), id)
-	if err != nil {
-		return infraErr(fmt.Errorf("approved, but the creates were not all enqueued (the workers' reconciler will): %w", err))
 	}
 	fmt.Fprintf(e.stdout, "batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers\n", b.ID, b.File, who, n, b.Total.StringFixed(b.Scale))
 	return nil
@@ -156,7 +152,7 @@ func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
 // caller closes the returned client.
 func (o *operatorAction) open(ctx context.Context, fs *flag.FlagSet) (redis.UniversalClient, error) {
 	var err error
-	if o.who, err = operator(o.by); err != nil {
+	if o.who, err = operatorName(o.by); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(o.note) == "" {
@@ -190,7 +186,7 @@ func runDiscard(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	n, err := o.l.Discard(ctx, o.batch, o.who, o.note)
+	n, err := operator.New(rdb, nil, zerolog.Nop()).Discard(ctx, o.batch, o.who, o.note)
 	if errors.Is(err, ledger.ErrNotAwaiting) {
 		fmt.Fprintf(e.stderr, "not discarded: %v\n", err)
 		return errRejected

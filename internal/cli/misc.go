@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
@@ -63,11 +64,13 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		readOnly   bool
 		insecure   bool
 		prometheus string
+		cf         uiControlFlags
 	)
 	lf.register(fs)
 	rf.register(fs)
+	cf.register(fs)
 	fs.StringVar(&addr, "addr", ui.DefaultAddr, "listen address of the web UI")
-	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive from the UI")
+	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive, no Approve, Discard or upload from the UI")
 	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
 	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
 	if err := parse(e, fs, args); err != nil {
@@ -78,9 +81,16 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg := uiConfig(e, addr, readOnly, insecure, prometheus, log)
-	// Credentials and address first, before any connection is made.
+	// Credentials, address and the actions' flags first, before any
+	// connection is made.
 	if err := ui.CheckConfig(cfg); err != nil && !errors.Is(err, ui.ErrNoRedis) {
 		return configErr(err)
+	}
+	var actions preparedUI
+	if !readOnly {
+		if actions, err = cf.prepare(e); err != nil {
+			return err
+		}
 	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
@@ -91,7 +101,10 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if err := ui.CheckConfig(cfg); err != nil {
 		return configErr(err)
 	}
-	cfg.Batches = ledgerBatches{ledger.New(rdb)}
+	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb)}
+	if !readOnly {
+		cf.configure(actions, &cfg, rdb, log)
+	}
 	cfg.Registry.MustRegister(metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
 	return ui.Serve(ctx, cfg)
 }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/worker"
-	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -54,19 +51,6 @@ func deliverer(e *env, log zerolog.Logger) *notify.Deliverer {
 		return nil
 	}
 	return d
-}
-
-// notifyQueue emits queue_paused or queue_resumed after payout pause or
-// resume; a failure is said on stderr, the queue's state stands.
-func notifyQueue(ctx context.Context, stderr io.Writer, em *notify.Emitter, name string, pause bool) {
-	reason, episode := name+"d with payout "+name, strconv.FormatInt(time.Now().UnixNano(), 10)
-	ev := notify.Resumed(jobs.Queue, reason, episode)
-	if pause {
-		ev = notify.Paused(jobs.Queue, reason, episode)
-	}
-	if err := em.Emit(ctx, ev); err != nil {
-		fmt.Fprintf(stderr, "queue %sd, but its notification could not be queued: %v\n", name, err)
-	}
 }
 
 // configure sets the worker's notifications: what it emits, and the

@@ -5,7 +5,8 @@ import (
 	"fmt"
 	"os/user"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/operator"
+	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -64,10 +65,9 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if by == "" {
 		by = systemUser()
 	}
-	if err := ledger.New(rdb).AuditQueue(ctx, by, name+"d", note); err != nil {
-		fmt.Fprintf(e.stderr, "queue %sd, but the audit trail could not record it: %v\n", name, err)
+	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, by, note, "payout "+name, pause); err != nil {
+		fmt.Fprintln(e.stderr, err)
 	}
-	notifyQueue(ctx, e.stderr, nf.emitter(rdb), name, pause)
 	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
 	return nil
 }

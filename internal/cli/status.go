@@ -14,42 +14,13 @@ import (
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
-	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/ui"
 )
 
 // batchViews turns ledger statuses into the figures shown by `payout
 // status`, the UI's batches page and its JSON API.
-func batchViews(sts []ledger.BatchStatus) []ui.BatchView {
-	out := make([]ui.BatchView, 0, len(sts))
-	for _, s := range sts {
-		counts := map[string]int64{}
-		for _, st := range ledger.States {
-			counts[string(st)] = s.Counts.Rows[st]
-		}
-		out = append(out, ui.BatchView{
-			ID: s.ID, File: s.File, LoadedAt: s.LoadedAt, Counts: counts, Rows: s.Counts.Total(),
-			Awaiting:       s.Counts.Awaiting,
-			AmountCreated:  s.Counts.Amount(ledger.Created, s.Scale).StringFixed(s.Scale),
-			AmountPaid:     s.Counts.Amount(ledger.Paid, s.Scale).StringFixed(s.Scale),
-			AmountFailed:   s.Counts.Amount(ledger.Failed, s.Scale).StringFixed(s.Scale),
-			AmountAwaiting: money.FromMinor(s.Counts.AwaitingUnits, s.Scale).StringFixed(s.Scale),
-			AmountTotal:    s.Total.StringFixed(s.Scale),
-		})
-	}
-	return out
-}
-
-// ledgerBatches feeds the web UI from the ledger.
-type ledgerBatches struct{ l *ledger.Ledger }
-
-func (b ledgerBatches) Batches(ctx context.Context) ([]ui.BatchView, error) {
-	sts, err := b.l.Statuses(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return batchViews(sts), nil
-}
+func batchViews(sts []ledger.BatchStatus) []ui.BatchView { return operator.BatchViews(sts) }
 
 func runStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "status", "[flags] [BATCH-or-FILE]")

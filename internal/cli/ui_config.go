@@ -1,9 +1,19 @@
 package cli
 
 import (
+	"flag"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/ui"
+	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -16,4 +26,85 @@ func uiConfig(e *env, addr string, readOnly, insecure bool, prom string, log zer
 		User: e.getenv("PAYOUT_UI_USER"), Password: e.getenv("PAYOUT_UI_PASSWORD"), Token: e.getenv("PAYOUT_UI_TOKEN"),
 		ReadOnly: readOnly, InsecureLocal: insecure, Addr: addr, PrometheusAddr: prom, Logger: log, Registry: reg,
 	}
+}
+
+// uiControlFlags are what the UI's Approve, Discard and upload do: the
+// checks of payout approve, the notifications, and, with --spool, the
+// options a spool run loads uploads with.
+type uiControlFlags struct {
+	nf        notifyFlags
+	ff        fileFlags
+	kf        keyFlags
+	approval  string
+	autoBelow string
+	maxBatch  string
+	daily     string
+	fourEyes  bool
+	require   bool
+	spool     string
+	maxUpload int64
+}
+
+func (u *uiControlFlags) register(fs *flag.FlagSet) {
+	u.nf.register(fs)
+	u.ff.register(fs)
+	u.kf.register(fs)
+	fs.StringVar(&u.approval, "approval", "none", "uploads: none: a confirmed upload goes to the workers at once; required: it waits for Approve")
+	fs.StringVar(&u.autoBelow, "auto-approve-below", "", "uploads, with --approval required: a batch whose total is below this amount goes at once")
+	fs.StringVar(&u.maxBatch, "max-batch-total", "", "uploads: a batch whose total is above this amount always waits for approval")
+	fs.StringVar(&u.daily, "daily-limit", "", "Approve refuses, and an upload waits for approval, when it would take the sum let go today (UTC) above this amount")
+	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch")
+	fs.BoolVar(&u.require, "require-control", false, "uploads: refuse a file whose control totals are not typed in the upload form")
+	fs.StringVar(&u.spool, "spool", "", "spool directory of payout load --spool: enables the upload form; uploads wait in DIR/staging/ for their confirmation, then go to done/ or failed/ with their errors in outbox/")
+	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")
+}
+
+// prepared is what the flags give once checked.
+type preparedUI struct {
+	daily    money.Amount
+	approval loader.Approval
+	file     payfile.Options
+	ring     loader.Sealer
+}
+
+// prepare checks the flags before any connection is made.
+func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
+	if err := u.nf.check(e); err != nil {
+		return p, err
+	}
+	if p.daily, err = parseLimit("daily-limit", u.daily); err != nil {
+		return p, err
+	}
+	if u.spool == "" {
+		return p, nil
+	}
+	if u.maxUpload <= 0 {
+		return p, usageErr("--max-upload-bytes %d: want a positive size", u.maxUpload)
+	}
+	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily}
+	if p.approval, err = af.options(); err != nil {
+		return p, err
+	}
+	if p.file, err = u.ff.options(); err != nil {
+		return p, err
+	}
+	if p.ring, err = u.kf.keyring(e); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// configure gives cfg the operator's actions and, with --spool, the
+// upload.
+func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.UniversalClient, log zerolog.Logger) {
+	acts := operator.New(rdb, u.nf.emitter(rdb), log)
+	cfg.Controls = operator.UIControls{Actions: acts, FourEyes: u.fourEyes, DailyLimit: p.daily}
+	if u.spool == "" {
+		return
+	}
+	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), p.ring, log)
+	ld.Notify = u.nf.emitter(rdb)
+	cfg.Uploads = operator.UIUploads{Loader: ld, Spool: u.spool, Options: loader.SpoolOptions{
+		Load: loader.Options{File: p.file, Approval: p.approval, RequireControl: u.require}, Settle: time.Second}}
+	cfg.UploadLimit = u.maxUpload
 }

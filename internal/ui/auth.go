@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net"
@@ -104,7 +105,7 @@ func (a *authenticator) check(r *http.Request) (res authResult, scheme, user str
 // wrap puts authentication in front of next.
 func (a *authenticator) wrap(next http.Handler) http.Handler {
 	if a.open {
-		return loopbackHostOnly(next)
+		return loopbackHostOnly(withUser(next, localUser))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
@@ -118,7 +119,10 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		switch res {
 		case authOK:
 			a.limiter.succeed(ip)
-			next.ServeHTTP(w, r)
+			if user == "" {
+				user = tokenUser
+			}
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
 			return
 		case authBad:
 			n, lockedNow := a.limiter.fail(ip)

@@ -46,7 +46,16 @@ type BatchView struct {
 	// Archive is the archive of an archived batch (payout archive): its
 	// figures are the summary kept in Redis.
 	Archive string `json:"archive,omitempty"`
+	// Phase is the batch's ledger phase (loading, loaded,
+	// awaiting_approval, discarded); WaitReason says why it awaits
+	// approval and LoadedBy who loaded it.
+	Phase      string `json:"phase,omitempty"`
+	WaitReason string `json:"waitReason,omitempty"`
+	LoadedBy   string `json:"loadedBy,omitempty"`
 }
+
+// PhaseAwaiting is the phase of a batch awaiting approval.
+const PhaseAwaiting = "awaiting_approval"
 
 // States in the order the page shows them; finalStates end a payout's
 // automatic processing and count as progress (a created payout awaiting
@@ -61,6 +70,19 @@ var errNoBatchSource = errors.New("no batch source configured")
 
 //go:embed templates/batches.html.tmpl
 var batchesTemplateText string
+
+//go:embed templates/result.html.tmpl
+var resultTemplateText string
+
+var resultTemplate = template.Must(template.New("result").Parse(resultTemplateText))
+
+// resultPage is the answer to a form: an action's message, or an
+// upload's preview.
+type resultPage struct {
+	Nonce, CSRF, Title, Message string
+	Refused                     bool
+	Preview                     *Preview
+}
 
 var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncMap{
 	"pct": func(n, total int64) string {
@@ -86,6 +108,12 @@ type batchesPage struct {
 	States      []string
 	Batches     []batchRow
 	ReadOnly    bool
+	// Forms: the approval forms (Actions) and the upload form (Upload),
+	// carrying the CSRF token of the signed-in user.
+	CSRF     string
+	Actions  bool
+	Upload   bool
+	Awaiting []batchRow
 }
 
 type batchRow struct {
@@ -154,15 +182,35 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 		}
 		row.Finished -= min(b.Awaiting, b.Counts["created"])
 		p.Batches = append(p.Batches, row)
+		if b.Phase == PhaseAwaiting {
+			p.Awaiting = append(p.Awaiting, row)
+		}
 	}
 	return p
 }
 
 type batchHandlers struct {
-	src      BatchSource
-	log      zerolog.Logger
-	now      func() time.Time
-	readOnly bool
+	src         BatchSource
+	log         zerolog.Logger
+	now         func() time.Time
+	readOnly    bool
+	controls    Controls
+	uploads     Uploads
+	uploadLimit int64
+	csrf        *csrfTokens
+}
+
+// render writes a form's answer page.
+func (h *batchHandlers) render(w http.ResponseWriter, r *http.Request, code int, p resultPage) {
+	p.Nonce, p.CSRF = nonceFrom(r.Context()), h.csrf.token(userFrom(r.Context()))
+	var buf bytes.Buffer
+	if err := resultTemplate.Execute(&buf, p); err != nil {
+		h.fail(w, r, fmt.Errorf("ui: render result: %w", err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
@@ -171,8 +219,15 @@ func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	p := buildBatchesPage(bs, nonceFrom(r.Context()), h.now(), h.readOnly)
+	if !h.readOnly {
+		p.Actions, p.Upload = h.controls != nil, h.uploads != nil
+		if p.Actions || p.Upload {
+			p.CSRF = h.csrf.token(userFrom(r.Context()))
+		}
+	}
 	var buf bytes.Buffer
-	if err := batchesTemplate.Execute(&buf, buildBatchesPage(bs, nonceFrom(r.Context()), h.now(), h.readOnly)); err != nil {
+	if err := batchesTemplate.Execute(&buf, p); err != nil {
 		h.fail(w, r, fmt.Errorf("ui: render batches: %w", err))
 		return
 	}

@@ -48,6 +48,17 @@ type Config struct {
 	// it those answer 503.
 	Batches BatchSource
 
+	// Controls, when set, adds Approve and Discard to the batches awaiting
+	// approval on /batches, and records the pauses and resumes made in
+	// asynqmon in the audit trail (not in read-only mode).
+	Controls Controls
+
+	// Uploads, when set, adds the upload form with its preview to
+	// /batches (not in read-only mode); UploadLimit bounds a file
+	// (DefaultUploadLimit when 0).
+	Uploads     Uploads
+	UploadLimit int64
+
 	// Logger receives access logs (debug), failed logins (warn) and server
 	// events.
 	Logger zerolog.Logger
@@ -158,6 +169,13 @@ func (cfg Config) addr() string {
 		return DefaultAddr
 	}
 	return cfg.Addr
+}
+
+func (cfg Config) uploadLimit() int64 {
+	if cfg.UploadLimit <= 0 {
+		return DefaultUploadLimit
+	}
+	return cfg.UploadLimit
 }
 
 func (cfg Config) now() time.Time {

@@ -1,7 +1,11 @@
 // Package ui serves the operator web UI of payout: the Asynq web UI
 // (asynqmon) under /monitoring/, a batch progress page at /batches (JSON at
 // /api/batches), Prometheus metrics at /metrics and a health check at
-// /healthz.
+// /healthz. With Config.Controls, /batches has Approve and Discard for the
+// batches awaiting approval, and pauses and resumes made in asynqmon are
+// audited; with Config.Uploads, it takes a payout file, previews its
+// validation and loads it on confirmation. Every form carries a CSRF token
+// of the signed-in user, who is recorded as who acted.
 //
 // Everything but /healthz is behind HTTP basic auth or a bearer token,
 // compared in constant time; a client IP that fails too often is locked out
@@ -74,10 +78,11 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Registry != nil {
 		gatherer = cfg.Registry
 	}
-	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly}
+	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
+		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: newCSRFTokens()}
 
 	app := http.NewServeMux()
-	var monitoring http.Handler = rewriteMonitoring(mon)
+	var monitoring http.Handler = watchQueues(rewriteMonitoring(mon), cfg.Controls, bh)
 	if cfg.ReadOnly {
 		monitoring = readOnlyGuard(monitoring, log)
 	}
@@ -85,6 +90,10 @@ func New(cfg Config) (http.Handler, error) {
 	app.Handle("GET /{$}", http.RedirectHandler(monitoringPath+"/", http.StatusFound))
 	app.HandleFunc("GET /batches", bh.page)
 	app.HandleFunc("GET /api/batches", bh.api)
+	app.HandleFunc("POST /batches/{id}/approve", bh.approve)
+	app.HandleFunc("POST /batches/{id}/discard", bh.discard)
+	app.HandleFunc("POST "+uploadPath, bh.upload)
+	app.HandleFunc("POST /batches/confirm", bh.confirm)
 	app.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 
 	// Browsers send credentials automatically once logged in: refuse
@@ -158,8 +167,14 @@ func readOnlyGuard(next http.Handler, log zerolog.Logger) http.Handler {
 	})
 }
 
+// limitBody bounds every request body to maxBody, but the upload's, which
+// has its own limit (Config.UploadLimit).
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == uploadPath {
+			next.ServeHTTP(w, r)
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		next.ServeHTTP(w, r)
 	})

@@ -1,6 +1,6 @@
 //go:build integration
 
-package ui_test
+package e2e_test
 
 import (
 	"context"
@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/jobs"
 )
 
@@ -85,15 +86,20 @@ func freeAddr(t *testing.T) string {
 // startUI serves the UI on a free loopback port until the test ends.
 func startUI(t *testing.T, rc redis.UniversalClient) string {
 	t.Helper()
+	return serveUI(t, ui.Config{
+		Redis: rc, User: browserUser, Password: browserPass, ReadOnly: true, Batches: oneBatch{},
+		Registry: prometheus.NewRegistry(), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+	})
+}
+
+// serveUI serves cfg on a free loopback port until the test ends.
+func serveUI(t *testing.T, cfg ui.Config) string {
+	t.Helper()
 	addr := freeAddr(t)
+	cfg.Addr = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- ui.Serve(ctx, ui.Config{
-			Redis: rc, Addr: addr, User: browserUser, Password: browserPass, ReadOnly: true, Batches: oneBatch{},
-			Registry: prometheus.NewRegistry(), Logger: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
-		})
-	}()
+	go func() { done <- ui.Serve(ctx, cfg) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -175,16 +181,20 @@ document.addEventListener('securitypolicyviolation', function (e) {
   window.__csp.push(e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber);
 });`
 
-func TestBrowserShowsMaskedPayloads(t *testing.T) {
+// browser is a headless Chromium logged in to the UI, with helpers that
+// fail the test with a screenshot.
+type browser struct {
+	t         *testing.T
+	ctx       context.Context
+	artifacts string
+	problems  *pageProblems
+}
+
+// newBrowser starts Chromium for the test, sending basic-auth credentials
+// with every request and recording CSP violations.
+func newBrowser(t *testing.T, artifacts string) *browser {
+	t.Helper()
 	chromium := chromiumPath(t)
-	artifacts := artifactsDir(t)
-
-	mr := miniredis.RunT(t)
-	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rc.Close() })
-	seed(t, rc)
-	base := startUI(t, rc)
-
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromium),
 		chromedp.Headless,
@@ -200,11 +210,11 @@ func TestBrowserShowsMaskedPayloads(t *testing.T) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	)
-	defer cancelAlloc()
+	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-	defer cancelCtx()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelTimeout()
+	t.Cleanup(cancelCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 120*time.Second)
+	t.Cleanup(cancelTimeout)
 
 	// Start the browser with no deadline on this first call (it binds the
 	// browser's life to the context); steps below get their own deadlines.
@@ -238,41 +248,84 @@ func TestBrowserShowsMaskedPayloads(t *testing.T) {
 		t.Fatalf("add CSP recorder: %v", err)
 	}
 
-	shot := func(name string) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
-		if err != nil {
-			t.Fatalf("screenshot %s: %v", name, err)
-		}
-		p := filepath.Join(artifacts, name)
-		if err := os.WriteFile(p, png, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("screenshot: %s", p)
+	return &browser{t: t, ctx: ctx, artifacts: artifacts, problems: problems}
+}
+
+func (b *browser) shot(name string) {
+	t, ctx, artifacts := b.t, b.ctx, b.artifacts
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
 	}
-	// step runs actions with their own deadline, so that a page that never
-	// renders fails fast with the step's name.
-	step := func(name string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		if err := chromedp.Do(sctx, actions...); err != nil {
-			shot("failed-" + strings.ReplaceAll(name, " ", "-") + ".png")
-			t.Fatalf("%s: %v (problems: %v)", name, err, problems.all())
+	p := filepath.Join(artifacts, name)
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}
+
+// step runs actions with their own deadline, so that a page that never
+// renders fails fast with the step's name.
+func (b *browser) step(name string, d time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(b.ctx, d)
+	defer cancel()
+	if err := chromedp.Do(sctx, actions...); err != nil {
+		b.shot("failed-" + strings.ReplaceAll(name, " ", "-") + ".png")
+		b.t.Fatalf("%s: %v (problems: %v)", name, err, b.problems.all())
+	}
+}
+
+func (b *browser) read(name string, a chromedp.Action[string]) string {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(sctx, a)
+	if err != nil {
+		b.t.Fatalf("%s: %v", name, err)
+	}
+	return v
+}
+
+func (b *browser) noViolations(where string) {
+	b.t.Helper()
+	sctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	violations, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](`window.__csp || []`))
+	if err != nil {
+		b.t.Fatalf("read CSP violations: %v", err)
+	}
+	if len(violations) > 0 {
+		b.t.Errorf("CSP violations on %s: %v", where, violations)
+	}
+}
+
+// pageErrors fails on CSP problems or exceptions the console reported.
+func (b *browser) pageErrors() {
+	b.t.Helper()
+	for _, p := range b.problems.all() {
+		if strings.Contains(p, "Content Security Policy") || strings.Contains(p, "exception") {
+			b.t.Errorf("page problem: %s", p)
+		} else {
+			b.t.Logf("page console: %s", p)
 		}
 	}
-	read := func(name string, a chromedp.Action[string]) string {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		v, err := chromedp.Run(sctx, a)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		return v
-	}
+}
+
+func TestBrowserShowsMaskedPayloads(t *testing.T) {
+	artifacts := artifactsDir(t)
+
+	mr := miniredis.RunT(t)
+	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	seed(t, rc)
+	base := startUI(t, rc)
+
+	b := newBrowser(t, artifacts)
+	shot, step, read, noViolations := b.shot, b.step, b.read, b.noViolations
 	checkText := func(where string) {
 		t.Helper()
 		text := read("text of "+where, chromedp.Text(chromedp.CSS("body")))
@@ -282,18 +335,6 @@ func TestBrowserShowsMaskedPayloads(t *testing.T) {
 		}
 		if !strings.Contains(text, maskedPAN) {
 			t.Errorf("%s does not show the masked number %s; text:\n%s", where, maskedPAN, text)
-		}
-	}
-	noViolations := func(where string) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		violations, err := chromedp.Run(sctx, chromedp.Evaluate[[]string](`window.__csp || []`))
-		if err != nil {
-			t.Fatalf("read CSP violations: %v", err)
-		}
-		if len(violations) > 0 {
-			t.Errorf("CSP violations on %s: %v", where, violations)
 		}
 	}
 
@@ -338,11 +379,108 @@ func TestBrowserShowsMaskedPayloads(t *testing.T) {
 
 	shot("04-batches.png")
 	noViolations("/batches")
-	for _, p := range problems.all() {
-		if strings.Contains(p, "Content Security Policy") || strings.Contains(p, "exception") {
-			t.Errorf("page problem: %s", p)
-		} else {
-			t.Logf("page console: %s", p)
+	b.pageErrors()
+}
+
+const (
+	uploadHeader = "externalId,amount,cardNumber,telecomOperator\n"
+	uploadBad    = uploadHeader + "WEB-1,10.50,4111 1111 1111 1111,\nWEB-2,12;5,,MTS\nWEB-3,7.25,,Beeline\n"
+	uploadGood   = uploadHeader + "WEB-1,10.50,4111 1111 1111 1111,\nWEB-2,12.50,,MTS\nWEB-3,7.25,,Beeline\n"
+)
+
+// TestBrowserUploadPreviewApprove uploads a file with an error, sees the
+// preview with the error's line, uploads the corrected file, confirms it,
+// and approves the batch that then awaits approval.
+func TestBrowserUploadPreviewApprove(t *testing.T) {
+	artifacts := artifactsDir(t)
+	mr := miniredis.RunT(t)
+	rc := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rc.Close() })
+	spool := t.TempDir()
+	base := serveUI(t, uitest.Config(t, rc, uitest.Options{User: browserUser, Password: browserPass,
+		Spool: spool, ApprovalRequired: true, FourEyes: false}))
+	files := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(files, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
 		}
+		return p
 	}
+	bad, good := write("payouts-web.csv", uploadBad), filepath.Join(files, "fixed", "payouts-web.csv")
+	if err := os.MkdirAll(filepath.Dir(good), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join("fixed", "payouts-web.csv"), uploadGood)
+
+	b := newBrowser(t, artifacts)
+	upload := func(path string) {
+		b.step("upload "+path, 30*time.Second,
+			chromedp.Navigate(base+"/batches"),
+			chromedp.WaitVisible(chromedp.CSS(`#upload input[type=file]`)),
+			chromedp.SetUploadFiles(chromedp.CSS(`#upload input[type=file]`), []string{path}),
+			chromedp.Click(chromedp.CSS(`#upload button[type=submit]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#summary`)),
+		)
+	}
+
+	// 1. The file with an error: the preview names its line, no confirm.
+	upload(bad)
+	b.shot("10-preview-error.png")
+	errRow := b.read("error row", chromedp.Text(chromedp.CSS(`#errors tbody tr`)))
+	if !strings.Contains(errRow, "3") || !strings.Contains(errRow, "amount") {
+		t.Fatalf("preview error row %q: want line 3, column amount", errRow)
+	}
+	if n := b.read("refusal", chromedp.Text(chromedp.CSS(`#refused`))); !strings.Contains(n, "cannot be loaded") {
+		t.Fatalf("preview of a bad file: %q", n)
+	}
+
+	// 2. The corrected file: confirm, and it awaits approval.
+	upload(good)
+	b.shot("11-preview-ok.png")
+	if got := b.read("rows", chromedp.Text(chromedp.CSS(`#rows`))) + " " + b.read("total", chromedp.Text(chromedp.CSS(`#total`))); got != "3 30.25" {
+		t.Fatalf("preview figures %q, want 3 30.25", got)
+	}
+	b.step("confirm", 30*time.Second,
+		chromedp.Click(chromedp.CSS(`#confirm`)),
+		chromedp.WaitVisible(chromedp.CSS(`#loaded`)),
+	)
+	b.shot("12-loaded.png")
+	if msg := b.read("loaded", chromedp.Text(chromedp.CSS(`#loaded`))); !strings.Contains(msg, "awaits approval") {
+		t.Fatalf("after confirm: %q", msg)
+	}
+
+	// 3. The batch is listed with its rows, awaiting approval: approve it.
+	b.step("open batches", 20*time.Second,
+		chromedp.Navigate(base+"/batches"),
+		chromedp.WaitVisible(`//table[contains(@class,"awaiting")]//td[contains(., "payouts-web.csv")]`),
+		chromedp.WaitVisible(`//table[not(contains(@class,"awaiting"))]//td[contains(., "payouts-web.csv")]`),
+	)
+	b.shot("13-awaiting.png")
+	if q := b.read("queued", chromedp.Text(chromedp.CSS(`#b0 .n-queued`))); q != "3" {
+		t.Fatalf("queued rows of the batch: %q, want 3", q)
+	}
+	b.step("approve", 20*time.Second,
+		chromedp.Click(chromedp.CSS(`button.approve`)),
+		chromedp.WaitVisible(chromedp.CSS(`#message`)),
+	)
+	b.shot("14-approved.png")
+	if msg := b.read("approved", chromedp.Text(chromedp.CSS(`#message`))); !strings.Contains(msg, "approved by "+browserUser+": 3 payouts") {
+		t.Fatalf("after approve: %q", msg)
+	}
+	b.step("batches after approval", 20*time.Second,
+		chromedp.Navigate(base+"/batches"),
+		chromedp.WaitVisible(`//td[contains(., "payouts-web.csv")]`),
+		chromedp.WaitNotPresent(chromedp.CSS(`button.approve`)),
+	)
+	b.shot("15-batches.png")
+	info, err := asynq.NewInspectorFromRedisClient(rc).GetQueueInfo(jobs.Queue)
+	if err != nil || info.Pending != 3 {
+		t.Fatalf("creates enqueued after approval: %+v %v", info, err)
+	}
+	if _, err := os.Stat(filepath.Join(spool, "done", "payouts-web.csv")); err != nil {
+		t.Fatalf("confirmed upload not in done/: %v", err)
+	}
+	b.noViolations("/batches")
+	b.pageErrors()
 }

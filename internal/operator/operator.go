@@ -1,0 +1,106 @@
+// Package operator carries out an operator's decisions: approve or discard
+// a batch awaiting approval, and record a pause or resume of the payout
+// queue. `payout approve`, `payout discard`, `payout pause`/`resume` and
+// the web UI all go through it, so that the ledger checks (four-eyes, the
+// daily limit), the enqueues, the audit trail and the notifications are
+// the same whoever acts and from where.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/notify"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// ErrNotEnqueued wraps the error of an approval that was recorded but
+// whose creates were not all enqueued (the workers' reconciler enqueues
+// the rest).
+var ErrNotEnqueued = errors.New("approved, but the creates were not all enqueued (the workers' reconciler will)")
+
+// ErrMissingOperator refuses an action without the name of who takes it, or a
+// discard without a note.
+var ErrMissingOperator = errors.New("every operator action records who took it and, for a discard, why")
+
+// Actions takes operator decisions against one Redis.
+type Actions struct {
+	Ledger    *ledger.Ledger
+	Client    *asynq.Client
+	Inspector *asynq.Inspector
+	// Notify receives the queue paused/resumed events (nil: none).
+	Notify *notify.Emitter
+	Log    zerolog.Logger
+}
+
+// New returns the Actions of rdb, notifying em (which may be nil).
+func New(rdb redis.UniversalClient, em *notify.Emitter, log zerolog.Logger) *Actions {
+	return &Actions{Ledger: ledger.New(rdb), Client: asynq.NewClientFromRedisClient(rdb),
+		Inspector: asynq.NewInspectorFromRedisClient(rdb), Notify: em, Log: log}
+}
+
+// Approve lets a batch awaiting approval go to the workers: the ledger
+// moves it (refusing with ledger.ErrNotAwaiting, ErrFourEyes or
+// ErrDailyLimit), then every queued payout's create is enqueued, once
+// whatever the number of calls. It returns the batch and the number of
+// payouts handed to the workers.
+func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval) (ledger.Batch, int, error) {
+	if ap.By == "" {
+		return ledger.Batch{}, 0, ErrMissingOperator
+	}
+	b, err := a.Ledger.Approve(ctx, batch, ap)
+	if err != nil {
+		return b, 0, err
+	}
+	ld := loader.New(a.Ledger, a.Client, nil, a.Log)
+	n, err := ld.EnqueueApproved(ctx, a.Inspector, batch)
+	if err != nil {
+		return b, n, fmt.Errorf("%w: %w", ErrNotEnqueued, err)
+	}
+	a.Log.Info().Str("batch", batch).Str("by", ap.By).Int("payouts", n).Msg("batch approved")
+	return b, n, nil
+}
+
+// Discard refuses a batch awaiting approval: every payout is cancelled
+// (ledger.Discard). It returns the number cancelled by this call.
+func (a *Actions) Discard(ctx context.Context, batch, by, note string) (int, error) {
+	if by == "" || note == "" {
+		return 0, ErrMissingOperator
+	}
+	n, err := a.Ledger.Discard(ctx, batch, by, note)
+	if err != nil {
+		return n, err
+	}
+	a.Log.Info().Str("batch", batch).Str("by", by).Int("cancelled", n).Msg("batch discarded")
+	return n, nil
+}
+
+// QueueChanged records that queue was paused (or resumed) by by, after
+// the fact: an entry "paused"/"resumed" in the global audit trail and the
+// queue_paused/queue_resumed notification. how says through what
+// ("payout pause", "the web UI"). Both are tried; the first failure is
+// returned (the queue's state stands either way).
+func (a *Actions) QueueChanged(ctx context.Context, queue, by, note, how string, paused bool) error {
+	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
+	auditErr := a.Ledger.AuditQueue(ctx, by, verb, note)
+	if auditErr != nil {
+		auditErr = fmt.Errorf("queue %s %s, but the audit trail could not record it: %w", queue, verb, auditErr)
+	}
+	reason, episode := verb+" with "+how, strconv.FormatInt(time.Now().UnixNano(), 10)
+	ev := notify.Resumed(queue, reason, episode)
+	if paused {
+		ev = notify.Paused(queue, reason, episode)
+	}
+	notifyErr := a.Notify.Emit(ctx, ev)
+	if notifyErr != nil {
+		notifyErr = fmt.Errorf("queue %s %s, but its notification could not be queued: %w", queue, verb, notifyErr)
+	}
+	return errors.Join(auditErr, notifyErr)
+}

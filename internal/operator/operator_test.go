@@ -1,0 +1,76 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/jobs"
+)
+
+func newActions(t *testing.T, urls ...string) (*Actions, *redis.Client) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var em *notify.Emitter
+	if len(urls) > 0 {
+		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), urls)
+	}
+	return New(rdb, em, zerolog.Nop()), rdb
+}
+
+func TestQueueChangedRecordsAndNotifies(t *testing.T) {
+	tests := []struct {
+		name   string
+		urls   []string
+		paused bool
+		want   string
+		queued int
+	}{
+		{"pause, two receivers", []string{"https://a.example/n", "https://b.example/n"}, true, "paused", 2},
+		{"resume, no receiver", nil, false, "resumed", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, rdb := newActions(t, tt.urls...)
+			if err := a.QueueChanged(context.Background(), jobs.Queue, "carol", "PSP maintenance", "the web UI", tt.paused); err != nil {
+				t.Fatal(err)
+			}
+			var got []ledger.AuditEntry
+			_ = a.Ledger.EachAudit(context.Background(), "", "", func(e ledger.AuditEntry) error {
+				got = append(got, e)
+				return nil
+			})
+			if len(got) != 1 || got[0].Actor != "carol" || got[0].To != tt.want || got[0].Context["note"] != "PSP maintenance" {
+				t.Fatalf("global audit trail: %+v", got)
+			}
+			n := 0
+			if info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(notify.Queue); err == nil {
+				n = info.Pending
+			}
+			if n != tt.queued {
+				t.Fatalf("%d notifications queued, want %d", n, tt.queued)
+			}
+		})
+	}
+}
+
+func TestActionsNeedAnOperator(t *testing.T) {
+	a, _ := newActions(t)
+	if _, _, err := a.Approve(context.Background(), "b1", ledger.Approval{}); !errors.Is(err, ErrMissingOperator) {
+		t.Errorf("approve without --by: %v", err)
+	}
+	if _, err := a.Discard(context.Background(), "b1", "carol", ""); !errors.Is(err, ErrMissingOperator) {
+		t.Errorf("discard without a note: %v", err)
+	}
+	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol"); err == nil || !refused(err) {
+		t.Errorf("approve of an unknown batch in the UI: %v, want a refusal", err)
+	}
+}

@@ -1,0 +1,162 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/ui"
+)
+
+// UIControls gives the web UI (ui.Controls) the operator's actions, with
+// the checks the UI was started with (payout ui --four-eyes,
+// --daily-limit): the same ledger.Approval as payout approve.
+type UIControls struct {
+	Actions    *Actions
+	FourEyes   bool
+	DailyLimit money.Amount
+}
+
+// refused tells the ledger's refusals (shown to the operator) from
+// faults.
+func refused(err error) bool {
+	return errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrFourEyes) ||
+		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator)
+}
+
+// Approve approves the batch as payout approve --by by does.
+func (u UIControls) Approve(ctx context.Context, batch, by string) (string, error) {
+	b, n, err := u.Actions.Approve(ctx, batch, ledger.Approval{By: by, FourEyes: u.FourEyes, DailyLimit: u.DailyLimit})
+	if refused(err) {
+		return "", ui.Refuse(fmt.Errorf("not approved: %w", err))
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers", b.ID, b.File, by, n, b.Total.StringFixed(b.Scale)), nil
+}
+
+// Discard discards the batch as payout discard --by by --note note does.
+func (u UIControls) Discard(ctx context.Context, batch, by, note string) (string, error) {
+	n, err := u.Actions.Discard(ctx, batch, by, note)
+	if refused(err) {
+		return "", ui.Refuse(fmt.Errorf("not discarded: %w", err))
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("batch %s discarded by %s: %d payouts cancelled", batch, by, n), nil
+}
+
+// QueueChanged records a pause or resume made in asynqmon; the note names
+// the queue (asynqmon can pause any, the notifications' too).
+func (u UIControls) QueueChanged(ctx context.Context, queue, by string, paused bool) error {
+	return u.Actions.QueueChanged(ctx, queue, by, "queue "+queue+", in the web UI", "the web UI", paused)
+}
+
+// UIUploads gives the web UI (ui.Uploads) the upload with a preview: a
+// file is staged in the spool (loader.StageUpload), validated with the
+// spool's options as a dry run, and loaded by Confirm exactly as the spool
+// loads a dropped file (loader.LoadStaged).
+type UIUploads struct {
+	Loader *loader.Loader
+	Spool  string
+	// Options are the spool's (payout ui --approval, --amount-format,
+	// --telecom-operators, --require-control, ...).
+	Options loader.SpoolOptions
+}
+
+// stagedFor is how long an upload never confirmed is kept.
+const stagedFor = 24 * time.Hour
+
+// maxShownErrors bounds the errors listed in a preview.
+const maxShownErrors = 5000
+
+// Preview stages and validates an upload.
+func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error) {
+	p := ui.Preview{File: up.Name}
+	if up.By == "" {
+		return p, ErrMissingOperator
+	}
+	decl := loader.Control{Source: "the upload form", Rows: up.ExpectRows}
+	if up.ExpectTotal != "" {
+		a, err := money.Parse(up.ExpectTotal, 8)
+		if err != nil {
+			return p, ui.Refuse(fmt.Errorf("expected total %q: %w (write it plain, as 98350.50)", up.ExpectTotal, err))
+		}
+		decl.Total = a
+	}
+	if _, err := loader.PurgeStaged(u.Spool, stagedFor); err != nil {
+		return p, err
+	}
+	hash, path, err := loader.StageUpload(u.Spool, up.Name, up.Data, decl)
+	if errors.Is(err, loader.ErrUploadName) {
+		return p, ui.Refuse(err)
+	}
+	if err != nil {
+		return p, err
+	}
+	opts := u.Options.Load
+	opts.DryRun, opts.Approval.By = true, up.By
+	res, err := u.Loader.LoadFile(ctx, path, opts)
+	if err != nil {
+		_ = os.RemoveAll(filepath.Dir(path))
+		return p, err
+	}
+	p = previewOf(res)
+	p.Hash = hash
+	p.Acceptable = res.Loaded && len(res.Errors) == 0 && res.DuplicateOf == nil
+	if !p.Acceptable {
+		_ = os.RemoveAll(filepath.Dir(path)) // nothing to confirm
+	}
+	return p, nil
+}
+
+// Confirm loads the staged upload of hash, by by.
+func (u UIUploads) Confirm(ctx context.Context, hash, by string) (ui.Preview, error) {
+	if by == "" {
+		return ui.Preview{}, ErrMissingOperator
+	}
+	res, err := u.Loader.LoadStaged(ctx, u.Spool, hash, by, u.Options)
+	switch {
+	case errors.Is(err, loader.ErrNotStaged):
+		return ui.Preview{}, ui.Refuse(fmt.Errorf("%w: upload the file again", err))
+	case errors.Is(err, loader.ErrLocked):
+		return ui.Preview{}, ui.Refuse(errors.New("a spool run is busy loading: confirm again in a moment"))
+	case err != nil:
+		return previewOf(res), err
+	}
+	p := previewOf(res)
+	p.Hash, p.Loaded, p.Held = hash, res.Loaded, res.Held
+	return p, nil
+}
+
+// previewOf shows a load's result.
+func previewOf(res loader.Result) ui.Preview {
+	p := ui.Preview{File: res.File, Batch: res.Batch, Rows: res.Rows, Valid: res.Valid, Total: res.Total.String(),
+		Warnings: res.Warnings}
+	for i, e := range res.Errors {
+		if i == maxShownErrors {
+			p.Note = fmt.Sprintf("%d more errors not shown", len(res.Errors)-maxShownErrors)
+			break
+		}
+		cell := e.Cell
+		if e.Sheet != "" {
+			cell = e.Sheet + "!" + e.Cell
+		}
+		p.Errors = append(p.Errors, ui.UploadError{Line: e.Line, Cell: cell, Column: e.Column, Message: e.Message})
+	}
+	if d := res.DuplicateOf; d != nil {
+		p.Note = fmt.Sprintf("same content as %s, already loaded as batch %s at %s; nothing to load", d.File, d.ID, d.LoadedAt.UTC().Format(time.RFC3339))
+	}
+	if res.Busy {
+		p.Note = "another loader is loading the same content right now"
+	}
+	return p
+}

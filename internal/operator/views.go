@@ -1,0 +1,44 @@
+package operator
+
+import (
+	"context"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/ui"
+)
+
+// BatchViews turns ledger statuses into the figures shown by `payout
+// status`, the UI's batches page and its JSON API.
+func BatchViews(sts []ledger.BatchStatus) []ui.BatchView {
+	out := make([]ui.BatchView, 0, len(sts))
+	for _, s := range sts {
+		counts := map[string]int64{}
+		for _, st := range ledger.States {
+			counts[string(st)] = s.Counts.Rows[st]
+		}
+		out = append(out, ui.BatchView{
+			ID: s.ID, File: s.File, LoadedAt: s.LoadedAt, Counts: counts, Rows: s.Counts.Total(),
+			Awaiting:       s.Counts.Awaiting,
+			AmountCreated:  s.Counts.Amount(ledger.Created, s.Scale).StringFixed(s.Scale),
+			AmountPaid:     s.Counts.Amount(ledger.Paid, s.Scale).StringFixed(s.Scale),
+			AmountFailed:   s.Counts.Amount(ledger.Failed, s.Scale).StringFixed(s.Scale),
+			AmountAwaiting: money.FromMinor(s.Counts.AwaitingUnits, s.Scale).StringFixed(s.Scale),
+			AmountTotal:    s.Total.StringFixed(s.Scale),
+			Phase:          s.Phase, WaitReason: s.WaitReason, LoadedBy: s.LoadedBy,
+		})
+	}
+	return out
+}
+
+// Batches feeds the web UI (ui.BatchSource) from the ledger.
+type Batches struct{ Ledger *ledger.Ledger }
+
+// Batches lists every batch with its figures.
+func (b Batches) Batches(ctx context.Context) ([]ui.BatchView, error) {
+	sts, err := b.Ledger.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return BatchViews(sts), nil
+}

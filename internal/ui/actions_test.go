@@ -1,0 +1,427 @@
+package ui_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+	"github.com/xuri/excelize/v2"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/jobs"
+)
+
+const (
+	opUser = "alice"
+	opPass = "alice-Pa55word"
+)
+
+const threeRows = "externalId,amount,cardNumber,telecomOperator\n" +
+	"UI-1,10.50,4111 1111 1111 1111,\n" +
+	"UI-2,20,,MTS\n" +
+	"UI-3,0.01,5555-5555-5555-4444,\n"
+
+type env struct {
+	t   *testing.T
+	rdb *redis.Client
+	led *ledger.Ledger
+	h   http.Handler
+}
+
+func newEnv(t *testing.T, o uitest.Options) *env {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	o.User, o.Password = opUser, opPass
+	h, err := ui.New(uitest.Config(t, rdb, o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+}
+
+// hold loads content as a batch awaiting approval, loaded by by.
+func (e *env) hold(name, content, by string) string {
+	e.t.Helper()
+	p := filepath.Join(e.t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	ld := loader.New(e.led, asynq.NewClientFromRedisClient(e.rdb), vault.Ephemeral(), zerolog.Nop())
+	res, err := ld.LoadFile(context.Background(), p, loader.Options{Approval: loader.Approval{Required: true, By: by}})
+	if err != nil || !res.Loaded || res.Held == "" {
+		e.t.Fatalf("load: %v %+v", err, res)
+	}
+	return res.Batch
+}
+
+func (e *env) do(r *http.Request) *httptest.ResponseRecorder {
+	r.SetBasicAuth(opUser, opPass)
+	r.RemoteAddr = "192.0.2.1:40000"
+	w := httptest.NewRecorder()
+	e.h.ServeHTTP(w, r)
+	return w
+}
+
+func (e *env) post(path string, form url.Values) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", path, strings.NewReader(form.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return e.do(r)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// page returns /batches and the CSRF token of its forms ("" if none).
+func (e *env) page() (string, string) {
+	e.t.Helper()
+	w := e.do(httptest.NewRequest("GET", "/batches", nil))
+	if w.Code != 200 {
+		e.t.Fatalf("GET /batches: %d", w.Code)
+	}
+	body := w.Body.String()
+	if m := csrfRE.FindStringSubmatch(body); m != nil {
+		return body, html.UnescapeString(m[1])
+	}
+	return body, ""
+}
+
+func (e *env) phase(id string) string {
+	e.t.Helper()
+	b, err := e.led.Batch(context.Background(), id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return b.Phase
+}
+
+func (e *env) pending(queue string) int {
+	info, err := asynq.NewInspectorFromRedisClient(e.rdb).GetQueueInfo(queue)
+	if err != nil {
+		return 0
+	}
+	return info.Pending
+}
+
+func (e *env) audit(batch string) []ledger.AuditEntry {
+	e.t.Helper()
+	var out []ledger.AuditEntry
+	if err := e.led.EachAudit(context.Background(), batch, "", func(a ledger.AuditEntry) error {
+		out = append(out, a)
+		return nil
+	}); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+func TestApproveFromTheUI(t *testing.T) {
+	e := newEnv(t, uitest.Options{})
+	id := e.hold("approve.csv", threeRows, "bob")
+	body, tok := e.page()
+	if tok == "" || !strings.Contains(body, "/batches/"+id+"/approve") || !strings.Contains(body, "/batches/"+id+"/discard") {
+		t.Fatalf("no approval forms for %s:\n%s", id, body)
+	}
+	for name, form := range map[string]url.Values{"missing": {}, "bad": {"csrf": {tok + "x"}}} {
+		if w := e.post("/batches/"+id+"/approve", form); w.Code != http.StatusForbidden {
+			t.Errorf("%s CSRF token: %d, want 403", name, w.Code)
+		}
+	}
+	if ph := e.phase(id); ph != ledger.PhaseAwaiting || e.pending(jobs.Queue) != 0 {
+		t.Fatalf("refused posts changed the batch: %s, %d tasks", ph, e.pending(jobs.Queue))
+	}
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by "+opUser+": 3 payouts") {
+		t.Fatalf("approve: %d %s", w.Code, w.Body.String())
+	}
+	w = e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "not awaiting approval") {
+		t.Fatalf("second approve: %d %s", w.Code, w.Body.String())
+	}
+	if n := e.pending(jobs.Queue); n != 3 || e.phase(id) != ledger.PhaseLoaded {
+		t.Fatalf("after two approvals: %d creates enqueued (want 3), phase %s", n, e.phase(id))
+	}
+	var approvedBy []string
+	for _, a := range e.audit(id) {
+		if a.From == ledger.PhaseAwaiting {
+			approvedBy = append(approvedBy, a.Actor+" -> "+a.To)
+		}
+	}
+	if fmt.Sprint(approvedBy) != "[alice -> loaded]" {
+		t.Fatalf("audit of the approval: %v", approvedBy)
+	}
+}
+
+func TestDiscardFromTheUI(t *testing.T) {
+	e := newEnv(t, uitest.Options{})
+	id := e.hold("discard.csv", threeRows, "bob")
+	_, tok := e.page()
+	if w := e.post("/batches/"+id+"/discard", url.Values{"csrf": {"nope"}, "note": {"wrong file"}}); w.Code != http.StatusForbidden {
+		t.Fatalf("bad CSRF: %d", w.Code)
+	}
+	if w := e.post("/batches/"+id+"/discard", url.Values{"csrf": {tok}, "note": {"  "}}); w.Code != http.StatusConflict {
+		t.Fatalf("no note: %d", w.Code)
+	}
+	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+		t.Fatalf("refused discards changed the batch: %s", ph)
+	}
+	w := e.post("/batches/"+id+"/discard", url.Values{"csrf": {tok}, "note": {"wrong file"}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "3 payouts cancelled") {
+		t.Fatalf("discard: %d %s", w.Code, w.Body.String())
+	}
+	cancelled := 0
+	for _, a := range e.audit(id) {
+		if a.To == string(ledger.Cancelled) && a.Actor == opUser {
+			cancelled++
+		}
+	}
+	if cancelled != 3 || e.phase(id) != ledger.PhaseDiscarded || e.pending(jobs.Queue) != 0 {
+		t.Fatalf("after discard: %d cancelled by %s, phase %s, %d tasks", cancelled, opUser, e.phase(id), e.pending(jobs.Queue))
+	}
+}
+
+func TestFourEyesInTheUI(t *testing.T) {
+	e := newEnv(t, uitest.Options{FourEyes: true})
+	id := e.hold("mine.csv", threeRows, opUser)
+	_, tok := e.page()
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || e.phase(id) != ledger.PhaseAwaiting {
+		t.Fatalf("approval by the loader: %d %s, phase %s", w.Code, w.Body.String(), e.phase(id))
+	}
+}
+
+func TestReadOnlyHasNoActions(t *testing.T) {
+	e := newEnv(t, uitest.Options{ReadOnly: true, Spool: t.TempDir()})
+	id := e.hold("ro.csv", threeRows, "bob")
+	body, tok := e.page()
+	if tok != "" || strings.Contains(body, "/approve") || strings.Contains(body, "upload") {
+		t.Fatalf("read-only page has forms:\n%s", body)
+	}
+	if !strings.Contains(body, "Awaiting approval") {
+		t.Fatalf("read-only page hides the awaiting batch")
+	}
+	// Even with a token of the same user from a writable UI.
+	for _, path := range []string{"/batches/" + id + "/approve", "/batches/" + id + "/discard", "/batches/confirm"} {
+		if w := e.post(path, url.Values{"csrf": {"x"}, "note": {"n"}}); w.Code != http.StatusForbidden {
+			t.Errorf("%s in read-only: %d", path, w.Code)
+		}
+	}
+	if w := e.upload("x", "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden {
+		t.Errorf("upload in read-only: %d", w.Code)
+	}
+	if e.phase(id) != ledger.PhaseAwaiting {
+		t.Fatal("read-only UI changed the batch")
+	}
+}
+
+func TestQueuePauseIsAudited(t *testing.T) {
+	e := newEnv(t, uitest.Options{NotifyURLs: []string{"https://hooks.example/payout"}})
+	if _, err := asynq.NewClientFromRedisClient(e.rdb).Enqueue(asynq.NewTask("withdrawal:create", []byte(`{}`)), asynq.Queue(jobs.Queue)); err != nil {
+		t.Fatal(err)
+	}
+	for _, action := range []string{"pause", "resume"} {
+		w := e.do(httptest.NewRequest("POST", "/monitoring/api/queues/"+jobs.Queue+":"+action, nil))
+		if w.Code >= 300 {
+			t.Fatalf("%s: %d %s", action, w.Code, w.Body.String())
+		}
+	}
+	var got []string
+	for _, a := range e.audit("") {
+		got = append(got, a.Actor+" "+a.To)
+		if !strings.Contains(a.Context["note"], "queue "+jobs.Queue) {
+			t.Errorf("audit note %q does not name the queue", a.Context["note"])
+		}
+	}
+	if fmt.Sprint(got) != "[alice paused alice resumed]" {
+		t.Fatalf("global audit trail: %v", got)
+	}
+	if n := e.pending(notify.Queue); n != 2 {
+		t.Fatalf("%d notifications queued, want 2 (paused, resumed)", n)
+	}
+}
+
+// upload posts a file to the upload form.
+func (e *env) upload(tok, name, content string, fields map[string]string) *httptest.ResponseRecorder {
+	e.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if tok != "" {
+		_ = mw.WriteField("csrf", tok)
+	}
+	for k, v := range fields {
+		_ = mw.WriteField(k, v)
+	}
+	fw, err := mw.CreateFormFile("file", name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_, _ = fw.Write([]byte(content))
+	if err := mw.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	r := httptest.NewRequest("POST", "/batches/upload", &body)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	return e.do(r)
+}
+
+var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64})"`)
+
+func TestUploadPreviewThenConfirm(t *testing.T) {
+	spool := t.TempDir()
+	e := newEnv(t, uitest.Options{Spool: spool, ApprovalRequired: true})
+	_, tok := e.page()
+	bad := strings.Replace(threeRows, "UI-2,20,", "UI-2,2O,", 1)
+	if w := e.upload("", "pay.csv", bad, nil); w.Code != http.StatusForbidden {
+		t.Fatalf("upload without CSRF token: %d", w.Code)
+	}
+	w := e.upload(tok, "pay.csv", bad, nil)
+	body := w.Body.String()
+	if w.Code != 200 || !strings.Contains(body, `<td class="n">3</td><td></td><td>amount</td>`) || hashRE.MatchString(body) {
+		t.Fatalf("preview of a bad file: %d\n%s", w.Code, body)
+	}
+	w = e.upload(tok, "pay.csv", threeRows, map[string]string{"expect_rows": "3", "expect_total": "30.51"})
+	m := hashRE.FindStringSubmatch(w.Body.String())
+	if w.Code != 200 || m == nil || !strings.Contains(w.Body.String(), `id="total">30.51<`) {
+		t.Fatalf("preview of a good file: %d\n%s", w.Code, w.Body.String())
+	}
+	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
+		t.Fatalf("a preview loaded something: %v", ids)
+	}
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok + "x"}, "hash": {m[1]}}); w.Code != http.StatusForbidden {
+		t.Fatalf("confirm with a bad token: %d", w.Code)
+	}
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
+		t.Fatalf("confirm: %d\n%s", w.Code, w.Body.String())
+	}
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}}); w.Code != http.StatusConflict {
+		t.Fatalf("second confirm: %d", w.Code)
+	}
+	ids, _ := e.led.BatchIDs(context.Background())
+	if len(ids) != 1 {
+		t.Fatalf("batches after confirm: %v", ids)
+	}
+	b, _ := e.led.Batch(context.Background(), ids[0])
+	if b.Phase != ledger.PhaseAwaiting || b.LoadedBy != opUser || b.Rows != 3 {
+		t.Fatalf("confirmed batch: %+v", b)
+	}
+	for _, p := range []string{"done/pay.csv", "done/pay.csv.ctl"} {
+		if _, err := os.Stat(filepath.Join(spool, p)); err != nil {
+			t.Errorf("spool: %v", err)
+		}
+	}
+	if left, _ := os.ReadDir(filepath.Join(spool, loader.Staging)); len(left) != 0 {
+		t.Errorf("staging not emptied: %v", left)
+	}
+}
+
+func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
+	spool := t.TempDir()
+	e := newEnv(t, uitest.Options{Spool: spool})
+	_, tok := e.page()
+	w := e.upload(tok, "ctl.csv", threeRows, map[string]string{"expect_rows": "4"})
+	if w.Code != 200 || hashRE.MatchString(w.Body.String()) || !strings.Contains(w.Body.String(), "control") {
+		t.Fatalf("control mismatch preview: %d\n%s", w.Code, w.Body.String())
+	}
+	if w := e.upload(tok, "notes.txt", threeRows, nil); w.Code != http.StatusConflict {
+		t.Fatalf("a .txt upload: %d", w.Code)
+	}
+	// Loaded meanwhile under another name: the confirm is refused by the
+	// loader and the upload ends in failed/ with its errors in outbox/.
+	w = e.upload(tok, "late.csv", threeRows, nil)
+	m := hashRE.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no confirm form:\n%s", w.Body.String())
+	}
+	e.hold("first.csv", strings.Replace(threeRows, "UI-3,0.01", "UI-3,0.02", 1), "bob")
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "cannot be loaded") {
+		t.Fatalf("confirm of ids taken meanwhile: %d\n%s", w.Code, w.Body.String())
+	}
+	for _, p := range []string{"failed/late.csv", "outbox/late.csv.errors.csv"} {
+		if _, err := os.Stat(filepath.Join(spool, p)); err != nil {
+			t.Errorf("spool: %v", err)
+		}
+	}
+}
+
+func TestUploadTooLarge(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: t.TempDir()})
+	cfg.UploadLimit = 100
+	h, err := ui.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	_, tok := e.page()
+	for _, n := range []int{100, 10000} { // within the form's slack, and far over it
+		w := e.upload(tok, "big.csv", threeRows+strings.Repeat("UI-9,1,,\n", n), nil)
+		if (w.Code != http.StatusRequestEntityTooLarge && w.Code != http.StatusBadRequest) || !strings.Contains(w.Body.String(), "too large") {
+			t.Fatalf("oversized upload (%d rows): %d %s", n, w.Code, w.Body.String())
+		}
+	}
+}
+
+// workbook is an .xlsx of rows (first the header), every cell text.
+func workbook(t *testing.T, rows [][]string) string {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	for i, row := range rows {
+		for j, v := range row {
+			cell, _ := excelize.CoordinatesToCellName(j+1, i+1)
+			if err := f.SetCellStr("Sheet1", cell, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	buf, err := f.WriteToBuffer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+func TestUploadWorkbook(t *testing.T) {
+	spool := t.TempDir()
+	e := newEnv(t, uitest.Options{Spool: spool})
+	_, tok := e.page()
+	head := []string{"externalId", "amount", "telecomOperator"}
+	w := e.upload(tok, "book.xlsx", workbook(t, [][]string{head, {"X-1", "10.50", "MTS"}, {"X-2", "ten", "MTS"}}), nil)
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "<td>Sheet1!B3</td><td>amount</td>") || hashRE.MatchString(w.Body.String()) {
+		t.Fatalf("preview of a bad workbook: %d\n%s", w.Code, w.Body.String())
+	}
+	w = e.upload(tok, "book.xlsx", workbook(t, [][]string{head, {"X-1", "10.50", "MTS"}, {"X-2", "10", "MTS"}}), nil)
+	m := hashRE.FindStringSubmatch(w.Body.String())
+	if m == nil {
+		t.Fatalf("no confirm for a good workbook:\n%s", w.Body.String())
+	}
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "Handed to the workers") || e.pending(jobs.Queue) != 2 {
+		t.Fatalf("confirm of a workbook: %d, %d tasks\n%s", w.Code, e.pending(jobs.Queue), w.Body.String())
+	}
+	if _, err := os.Stat(filepath.Join(spool, "done", "book.xlsx")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,155 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// Controls carries out the operator's decisions taken in the UI, through
+// the same code as the command line (package operator): approve and
+// discard a batch awaiting approval, and record a pause or resume of a
+// queue made in asynqmon. by is the signed-in user, recorded as who acted.
+type Controls interface {
+	// Approve lets the batch go to the workers and says what was done.
+	Approve(ctx context.Context, batch, by string) (string, error)
+	// Discard cancels every payout of the batch and says what was done.
+	Discard(ctx context.Context, batch, by, note string) (string, error)
+	// QueueChanged records in the audit trail, and notifies, that by
+	// paused (or resumed) queue.
+	QueueChanged(ctx context.Context, queue, by string, paused bool) error
+}
+
+// ErrRefused is matched by the errors of Controls and Uploads that refuse
+// what the operator asked (not awaiting approval, four-eyes, daily limit,
+// a bad upload): the UI shows their message with 409. Any other error is
+// logged and answered 503 without detail.
+var ErrRefused = errors.New("refused")
+
+// Refuse marks err as a refusal (it then matches ErrRefused); its message
+// is shown to the operator as it is.
+func Refuse(err error) error { return refusal{err} }
+
+type refusal struct{ err error }
+
+func (r refusal) Error() string        { return r.err.Error() }
+func (r refusal) Unwrap() error        { return r.err }
+func (r refusal) Is(target error) bool { return target == ErrRefused }
+
+// batchIDPattern bounds the batch ids accepted in a path.
+var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// guardPost is the common front of every form the UI accepts: refused in
+// read-only mode, without the feature configured, or without the CSRF
+// token of the signed-in user. It returns false after answering.
+func (h *batchHandlers) guardPost(w http.ResponseWriter, r *http.Request, enabled bool) bool {
+	switch {
+	case h.readOnly:
+		h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a change in read-only mode")
+		http.Error(w, "the UI is read-only", http.StatusForbidden)
+		return false
+	case !enabled:
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return false
+	case !h.csrf.valid(userFrom(r.Context()), r.PostFormValue(csrfField)):
+		h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a form without a valid CSRF token")
+		http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+func (h *batchHandlers) approve(w http.ResponseWriter, r *http.Request) {
+	if !h.guardPost(w, r, h.controls != nil) {
+		return
+	}
+	id, by := r.PathValue("id"), userFrom(r.Context())
+	if !batchIDPattern.MatchString(id) {
+		http.Error(w, "bad batch id", http.StatusBadRequest)
+		return
+	}
+	msg, err := h.controls.Approve(r.Context(), id, by)
+	h.done(w, r, "Approve batch "+id, msg, err)
+}
+
+func (h *batchHandlers) discard(w http.ResponseWriter, r *http.Request) {
+	if !h.guardPost(w, r, h.controls != nil) {
+		return
+	}
+	id, by := r.PathValue("id"), userFrom(r.Context())
+	if !batchIDPattern.MatchString(id) {
+		http.Error(w, "bad batch id", http.StatusBadRequest)
+		return
+	}
+	note := strings.TrimSpace(r.PostFormValue("note"))
+	if note == "" {
+		h.done(w, r, "Discard batch "+id, "", Refuse(errors.New("a discard needs a note saying why")))
+		return
+	}
+	msg, err := h.controls.Discard(r.Context(), id, by, note)
+	h.done(w, r, "Discard batch "+id, msg, err)
+}
+
+// done answers an action: its message (200), its refusal (409) or, for
+// any other error, 503 without detail.
+func (h *batchHandlers) done(w http.ResponseWriter, r *http.Request, title, msg string, err error) {
+	code := http.StatusOK
+	switch {
+	case errors.Is(err, ErrRefused):
+		code, msg = http.StatusConflict, err.Error()
+	case err != nil:
+		h.log.Error().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action failed")
+		code, msg = http.StatusServiceUnavailable, "not done: the ledger is unavailable (see the UI's log)"
+	}
+	h.render(w, r, code, resultPage{Title: title, Message: msg, Refused: err != nil})
+}
+
+// watchQueues records, after asynqmon paused or resumed a queue
+// successfully (POST .../api/queues/{qname}:pause or :resume answered
+// 2xx), the action in the audit trail with the signed-in user and sends
+// the notification, as payout pause and resume do.
+func watchQueues(next http.Handler, c Controls, h *batchHandlers) http.Handler {
+	if c == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queue, paused, ok := queueAction(r)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.code == 0 || sw.code >= 300 {
+			return
+		}
+		by := userFrom(r.Context())
+		if err := c.QueueChanged(context.WithoutCancel(r.Context()), queue, by, paused); err != nil {
+			h.log.Error().Err(err).Str("queue", queue).Str("user", logUser(by)).Msg("ui: queue action not fully recorded")
+		}
+	})
+}
+
+// queueAction recognises asynqmon's pause and resume calls.
+func queueAction(r *http.Request) (queue string, paused, ok bool) {
+	if r.Method != http.MethodPost {
+		return "", false, false
+	}
+	rest, found := strings.CutPrefix(r.URL.Path, monitoringPath+"/api/queues/")
+	if !found {
+		return "", false, false
+	}
+	if q, cut := strings.CutSuffix(rest, ":pause"); cut {
+		queue, paused = q, true
+	} else if q, cut := strings.CutSuffix(rest, ":resume"); cut {
+		queue = q
+	} else {
+		return "", false, false
+	}
+	if queue == "" || strings.Contains(queue, "/") {
+		return "", false, false
+	}
+	return queue, paused, true
+}

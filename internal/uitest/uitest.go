@@ -1,0 +1,59 @@
+// Package uitest wires the web UI to the real ledger, loader and operator
+// actions, as payout ui does, for the UI's handler tests and the browser
+// test of the e2e module.
+package uitest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/vault"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// Options say how the UI under test is configured.
+type Options struct {
+	User, Password string
+	ReadOnly       bool
+	// Spool enables the upload (its directory).
+	Spool string
+	// ApprovalRequired: confirmed uploads wait for approval.
+	ApprovalRequired bool
+	FourEyes         bool
+	DailyLimit       money.Amount
+	// NotifyURLs receive notifications (queued in Redis; nothing is
+	// delivered by the UI itself).
+	NotifyURLs []string
+}
+
+// Config returns a UI configuration on rdb with the operator's actions,
+// the batches of the ledger and, with o.Spool, the upload (card numbers
+// sealed with an ephemeral key).
+func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
+	t.Helper()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	var em *notify.Emitter
+	if len(o.NotifyURLs) > 0 {
+		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), o.NotifyURLs)
+	}
+	led := ledger.New(rdb)
+	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, ReadOnly: o.ReadOnly, Logger: log,
+		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led},
+		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit}}
+	if o.Spool != "" {
+		ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+		ld.Notify = em
+		cfg.Uploads = operator.UIUploads{Loader: ld, Spool: o.Spool, Options: loader.SpoolOptions{
+			Load: loader.Options{Approval: loader.Approval{Required: o.ApprovalRequired}}, Settle: time.Second}}
+	}
+	return cfg
+}
