@@ -112,7 +112,9 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee != errRejected {
-			fmt.Fprintf(stderr, "payout %s: %v\n", name, ee.err)
+			for _, e := range problemLines(ee.err) {
+				fmt.Fprintf(stderr, "payout %s: %v\n", name, e)
+			}
 		}
 		return ee.code
 	}
