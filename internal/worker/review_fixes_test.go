@@ -138,7 +138,7 @@ func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 	h := newHarness(t, fastConfig(), sandbox.Config{})
 	ids := h.add(visa, visa)
 	ctx := context.Background()
-	key := "payout:{" + h.batch + "}:p:" + ids[0]
+	key := ledger.PayoutKey(h.batch, ids[0])
 	sealed, _ := h.rdb.HGet(ctx, key, "sealed").Result()
 	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA")
 	h.start()
