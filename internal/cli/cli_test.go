@@ -90,6 +90,7 @@ func TestExitCodes(t *testing.T) {
 		{"bad redis URL", []string{"status", "--redis", "mysql://x"}, nil, ExitUsage},
 		{"ui without credentials on a public address", []string{"ui", "--addr", "0.0.0.0:0", "--redis", "redis://127.0.0.1:1/0"}, nil, ExitUsage},
 		{"sandbox p-fail without settle-after", []string{"sandbox", "--p-fail", "0.2", "--addr", "127.0.0.1:0"}, nil, ExitUsage},
+		{"sandbox settings from PAYOUT_SANDBOX_*", []string{"sandbox", "--addr", "127.0.0.1:0"}, map[string]string{"PAYOUT_SANDBOX_P_FAIL": "0.2"}, ExitUsage},
 		{"sandbox callback without secret", []string{"sandbox", "--settle-after", "1s", "--callback-url", "http://127.0.0.1:1/cb", "--addr", "127.0.0.1:0"}, nil, ExitUsage},
 		{"run sandbox p-fail without settle-after", []string{"run", "--sandbox", "--p-fail", "0.2", "../../samples/payouts-good.csv"}, nil, ExitUsage},
 		{"run sandbox with the same status words", []string{"run", "--sandbox", "--settle-after", "1s", "--paid-status", "X", "--failed-status", "X", "../../samples/payouts-good.csv"}, nil, ExitUsage},
