@@ -69,6 +69,14 @@ func (p *problems) worker(err error) {
 	}
 }
 
+// workerProblems is the usage error of worker.New's error: each problem
+// on its own line, named by its flag where it has one.
+func workerProblems(err error) error {
+	var p problems
+	p.worker(err)
+	return p.err()
+}
+
 // err is nil without problems, else a usage error (exit 2) listing them.
 func (p *problems) err() error {
 	if len(p.errs) == 0 {

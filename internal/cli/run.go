@@ -360,7 +360,7 @@ func (r *runCmd) newWorker() (*worker.Worker, error) {
 	cfg.Logger = wlog.With().Str("component", "worker").Logger()
 	w, err := worker.New(cfg)
 	if err != nil {
-		return nil, configErr(err)
+		return nil, workerProblems(err)
 	}
 	return w, nil
 }

@@ -111,7 +111,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener, cfg.Metrics, cfg.Logger = rdb, ledger.New(ledgerConn), client, ring, m, log
 	w, err := worker.New(cfg)
 	if err != nil {
-		return configErr(err)
+		return workerProblems(err)
 	}
 	if err := cf.start(ctx, e, w, reg, log); err != nil {
 		return err
