@@ -7,14 +7,45 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-func env(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+// logs collects what the command logs and sends the address it listens on
+// (the "addr" of its first log line that has one) to addr.
+type logs struct {
+	mu   sync.Mutex
+	b    bytes.Buffer
+	addr chan string
+	sent bool
+}
+
+var addrField = regexp.MustCompile(`"addr":"([^"]+)"`)
+
+func newLogs() *logs { return &logs{addr: make(chan string, 1)} }
+
+func (l *logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.Write(p)
+	if m := addrField.FindSubmatch(l.b.Bytes()); m != nil && !l.sent {
+		l.sent = true
+		l.addr <- string(m[1])
+	}
+	return len(p), nil
+}
+
+func (l *logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -27,7 +58,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--nope"}, nil, 2, "flag provided but not defined"},
 		{[]string{"--p-ambiguous", "1.5"}, nil, 2, "p-ambiguous"},
 		{[]string{"extra"}, nil, 2, "unexpected argument"},
-		{[]string{"--log-level", "loud"}, nil, 2, "log level"},
+		{[]string{"--log-level", "loud"}, nil, 2, "--log-level"},
 		{[]string{"--latency", "-1s"}, nil, 2, "negative"},
 		{[]string{"--p-h2-reset", "2"}, nil, 2, "p-h2-reset"},
 		{[]string{"--tls-cert", "x.pem"}, nil, 2, "--tls-key"},
@@ -38,10 +69,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--settle-after", "1s", "--callback-url", "http://127.0.0.1:1/cb"}, nil, 2, "callback-secret"},
 		{[]string{"--settle-after", "1s", "--paid-status", "Created"}, nil, 2, "must not be"},
 		{nil, map[string]string{"PAYOUT_SANDBOX_P_CALLBACK_DUP": "2"}, 2, "PAYOUT_SANDBOX_P_CALLBACK_DUP"},
-		{[]string{"-h"}, nil, 0, "Usage"},
+		{[]string{"--reject-above", "1,5"}, nil, 2, "reject-above"},
+		{[]string{"-h"}, nil, 0, "PAYOUT_SANDBOX_REJECT_ABOVE"},
 	} {
 		var stderr bytes.Buffer
-		code := run(context.Background(), tc.args, env(tc.env), io.Discard, &stderr, false, nil)
+		code := run(context.Background(), tc.args, io.Discard, &stderr, env(tc.env))
 		if code != tc.code || !strings.Contains(stderr.String(), tc.msg) {
 			t.Errorf("%v %v: exit %d, stderr %q; want %d and %q", tc.args, tc.env, code, stderr.String(), tc.code, tc.msg)
 		}
@@ -55,7 +87,7 @@ func TestListenError(t *testing.T) {
 	}
 	defer ln.Close()
 	var stderr bytes.Buffer
-	if code := run(context.Background(), []string{"--addr", ln.Addr().String()}, env(nil), io.Discard, &stderr, false, nil); code != 2 {
+	if code := run(context.Background(), []string{"--addr", ln.Addr().String()}, io.Discard, &stderr, env(nil)); code != 2 {
 		t.Errorf("address in use: exit %d (%s)", code, stderr.String())
 	}
 }
@@ -65,21 +97,19 @@ func TestListenError(t *testing.T) {
 // would (by cancelling its context).
 func TestRunServesAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
 	done := make(chan int, 1)
-	var stdout bytes.Buffer
-	out := &syncWriter{w: &stdout}
+	out := newLogs()
 	e := env(map[string]string{
 		"PAYOUT_SANDBOX_ADDR":  "127.0.0.1:0",
 		"PAYOUT_SANDBOX_TOKEN": "env-token",
 		"PAYOUT_SANDBOX_SEED":  "5",
 	})
 	go func() {
-		done <- run(ctx, []string{"--seed", "6"}, e, out, io.Discard, false, ready)
+		done <- run(ctx, []string{"--seed", "6"}, io.Discard, out, e)
 	}()
 	var addr string
 	select {
-	case addr = <-ready:
+	case addr = <-out.addr:
 	case code := <-done:
 		t.Fatalf("exited %d", code)
 	case <-time.After(5 * time.Second):
@@ -113,22 +143,9 @@ func TestRunServesAndStops(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("did not stop")
 	}
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	if !strings.Contains(stdout.String(), `"message":"psp sandbox listening"`) || strings.Contains(stdout.String(), "env-token") {
-		t.Errorf("logs: %s", stdout.String())
+	if l := out.String(); !strings.Contains(l, `"message":"psp sandbox listening"`) || strings.Contains(l, "env-token") {
+		t.Errorf("logs: %s", l)
 	}
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // TestCallbackSecretFromEnv: the callback secret comes from
@@ -145,17 +162,15 @@ func TestCallbackSecretFromEnv(t *testing.T) {
 	}))
 	defer rs.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
 	done := make(chan int, 1)
-	var stdout bytes.Buffer
-	out := &syncWriter{w: &stdout}
+	out := newLogs()
 	e := env(map[string]string{"PAYOUT_SANDBOX_CALLBACK_SECRET": secret, "PAYOUT_SANDBOX_CALLBACK_URL": rs.URL})
 	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--settle-after", "20ms", "--log-level", "debug"}, e, out, io.Discard, false, ready)
+		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--settle-after", "20ms", "--log-level", "debug"}, io.Discard, out, e)
 	}()
 	var addr string
 	select {
-	case addr = <-ready:
+	case addr = <-out.addr:
 	case code := <-done:
 		t.Fatalf("exited %d", code)
 	case <-time.After(5 * time.Second):
@@ -181,9 +196,7 @@ func TestCallbackSecretFromEnv(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d", code)
 	}
-	out.mu.Lock()
-	defer out.mu.Unlock()
-	if strings.Contains(stdout.String(), secret) || !strings.Contains(stdout.String(), `"lifecycle"`) {
-		t.Errorf("logs: %s", stdout.String())
+	if l := out.String(); strings.Contains(l, secret) || !strings.Contains(l, `"lifecycle"`) {
+		t.Errorf("logs: %s", l)
 	}
 }

@@ -92,7 +92,7 @@ func (f *fixture) batchKeys(batch string) []string {
 	f.t.Helper()
 	var out []string
 	for _, k := range f.m.Keys() {
-		if strings.HasPrefix(k, "payout:{"+batch+"}:") && k != "payout:{"+batch+"}:archived" {
+		if strings.HasPrefix(k, ledger.BatchKeyPrefix(batch)) && k != ledger.ArchivedKey(batch) {
 			out = append(out, k)
 		}
 	}
@@ -139,7 +139,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	if (hadAudit > 0) != (a.Audit != "") || (a.Audit != "" && !fileExists(a.Audit)) {
 		t.Fatalf("audit trail: stream had %d entries, summary names %q", hadAudit, a.Audit)
 	}
-	if ttl := f.m.TTL("payout:x:A-1"); ttl != archive.DefaultIDWindow {
+	if ttl := f.m.TTL(ledger.OwnerKey("A-1")); ttl != archive.DefaultIDWindow {
 		t.Fatalf("claim TTL %v", ttl)
 	}
 	checkArchive(t, a.Archive, 4)
@@ -171,7 +171,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	}
 	// After the window the claims are gone: the id may be paid again.
 	f.m.FastForward(archive.DefaultIDWindow + time.Second)
-	if f.m.Exists("payout:x:A-1") {
+	if f.m.Exists(ledger.OwnerKey("A-1")) {
 		t.Fatal("claim outlived the window")
 	}
 	res, err = f.ld.LoadFile(ctx, other, loader.Options{})
@@ -254,7 +254,7 @@ func TestArchiveInterrupted(t *testing.T) {
 				t.Fatalf("keys left after the re-run: %v", left)
 			}
 			checkArchive(t, paths.Archive, 7)
-			if ttl := f.m.TTL("payout:x:A-7"); ttl <= 0 || ttl > archive.DefaultIDWindow {
+			if ttl := f.m.TTL(ledger.OwnerKey("A-7")); ttl <= 0 || ttl > archive.DefaultIDWindow {
 				t.Fatalf("claim TTL %v", ttl)
 			}
 			if tmp, _ := filepath.Glob(filepath.Join(f.dir, "*.tmp")); len(tmp) != 0 {
@@ -274,7 +274,7 @@ func TestArchiveChangedUnderneath(t *testing.T) {
 	o := f.opts()
 	o.Hook = func(_, s string) error {
 		if s == archive.StepChunk { // the first chunk is gone; touch a later payout
-			return f.rdb.HSet(ctx, "payout:{"+batch+"}:p:A-6", "updated", f.now.Add(32*day).UnixMilli(), "error", "late").Err()
+			return f.rdb.HSet(ctx, ledger.PayoutKey(batch, "A-6"), "updated", f.now.Add(32*day).UnixMilli(), "error", "late").Err()
 		}
 		return nil
 	}

@@ -166,7 +166,11 @@ func (b *runner) profileWorker(ctx context.Context, cfg ProfileConfig, ring *vau
 	if err != nil {
 		return err
 	}
-	w := worker.New(b.rdb, ledger.New(ap), client, ring, wcfg, m, log)
+	wcfg.Redis, wcfg.Ledger, wcfg.PSP, wcfg.Opener, wcfg.Metrics, wcfg.Logger = b.rdb, ledger.New(ap), client, ring, m, log
+	w, err := worker.New(wcfg)
+	if err != nil {
+		return err
+	}
 	d, err := cpuProfile(path, func() error {
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)

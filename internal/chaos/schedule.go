@@ -17,31 +17,36 @@ type rotation struct {
 	written time.Time
 }
 
+// schedule is the state of drive: what has happened so far and when the
+// next event of each kind is due.
+type schedule struct {
+	dropped    int
+	loader     <-chan loaderResult
+	lastLoad   time.Time
+	nextKill   time.Duration
+	nextDelete time.Duration
+	nextForge  time.Duration
+	restarted  bool
+	rot        rotation
+	uiMidAt    time.Duration
+	uiMidDone  bool
+	finalSince time.Time
+}
+
 // drive runs the schedule until every payout is final and every planned
 // event happened, or the deadline passes (ErrDeadline).
 func (h *harness) drive(ctx context.Context) error {
 	c := h.cfg
-	var (
-		dropped    int
-		loader     <-chan loaderResult
-		lastLoad   time.Time
-		nextKill   = c.KillEvery
-		nextDelete = c.TaskDeleteEvery
-		nextForge  = c.ForgeEvery
-		restarted  = c.RedisRestartAt == 0
-		rot        rotation
-		uiMidAt    = c.ChaosFor * 2 / 3
-		uiMidDone  = false
-		finalSince time.Time
-	)
+	s := &schedule{nextKill: c.KillEvery, nextDelete: c.TaskDeleteEvery, nextForge: c.ForgeEvery,
+		restarted: c.RedisRestartAt == 0, uiMidAt: c.ChaosFor * 2 / 3}
 	if c.RotateAt == 0 {
-		rot.phase = 2
+		s.rot.phase = 2
 	}
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	defer func() {
-		if loader != nil {
-			<-loader
+		if s.loader != nil {
+			<-s.loader
 		}
 	}()
 	for {
@@ -51,95 +56,10 @@ func (h *harness) drive(ctx context.Context) error {
 		case <-ticker.C:
 		}
 		el := time.Since(h.start)
-
-		for dropped < len(h.files) && el >= time.Duration(dropped)*c.DropEvery {
-			if err := h.drop(h.files[dropped]); err != nil {
-				return err
-			}
-			h.logf("dropped %s (%d rows) into the inbox", h.files[dropped].Name, len(h.files[dropped].Rows))
-			dropped++
-		}
-
-		if loader != nil {
-			select {
-			case r := <-loader:
-				loader = nil
-				if err := h.loaderDone(r); err != nil {
-					return err
-				}
-			default:
-			}
-		}
-		if loader == nil && time.Since(lastLoad) >= c.LoaderEvery {
-			lastLoad = time.Now()
-			loader = h.startLoader(ctx)
-		}
-
-		if err := h.superviseWorkers(); err != nil {
+		if err := h.step(ctx, s, el); err != nil {
 			return err
 		}
-		if c.KillEvery > 0 && el < c.ChaosFor && el >= nextKill {
-			nextKill += c.KillEvery
-			if err := h.killWorker(); err != nil {
-				return err
-			}
-		}
-		if c.TaskDeleteEvery > 0 && el < c.ChaosFor && el >= nextDelete {
-			nextDelete += c.TaskDeleteEvery
-			h.deleteTasks(ctx)
-		}
-		if h.forge != nil && c.ForgeEvery > 0 && dropped > 0 && el >= nextForge {
-			nextForge += c.ForgeEvery
-			h.forgeCallback(ctx, dropped)
-		}
-		if !restarted && el >= c.RedisRestartAt {
-			restarted = true
-			before, _ := h.registeredNow(ctx)
-			t := time.Now()
-			if err := h.redis.restart(ctx); err != nil {
-				return fmt.Errorf("redis restart: %w", err)
-			}
-			h.restarts++
-			after, err := h.registeredNow(ctx)
-			h.logf("redis killed -9 and started again on the same AOF; answering after %s with %d payouts registered (%d before)",
-				time.Since(t).Round(time.Millisecond), after, before)
-			if err == nil && after < before {
-				h.problem("the Redis restart lost %d registered payouts: the AOF did not keep them", before-after)
-			}
-		}
-		if err := h.rotate(&rot, el); err != nil {
-			return err
-		}
-		if !uiMidDone && el >= uiMidAt {
-			uiMidDone = true
-			h.snapshotUI(ctx, "mid")
-		}
-
-		if time.Since(h.lastPoll) >= time.Second {
-			h.lastPoll = time.Now()
-			h.pollLedger(ctx)
-		}
-		if err := h.approveDue(ctx); err != nil {
-			return err
-		}
-		if time.Since(h.lastProgress) >= 10*time.Second {
-			h.lastProgress = time.Now()
-			h.logf("progress: dropped %d/%d files, %d/%d payouts registered, %d open, %d worker kills",
-				dropped, len(h.files), h.registered, c.Rows, h.open, h.kills)
-		}
-
-		settled := dropped == len(h.files) && h.spoolSettled() && h.batchesReady > 0 &&
-			(h.registered == int64(c.Rows) || h.anyFailed()) &&
-			h.open == 0 && restarted && rot.phase == 2 && uiMidDone
-		switch {
-		case settled && finalSince.IsZero():
-			finalSince = time.Now()
-		case !settled:
-			finalSince = time.Time{}
-		}
-		// Two polls in a row with nothing open: a poll is not fooled by
-		// a batch whose rows are being registered.
-		if settled && time.Since(finalSince) >= 1500*time.Millisecond {
+		if h.finished(s) {
 			h.logf("every payout is final: %d registered", h.registered)
 			return nil
 		}
@@ -148,6 +68,139 @@ func (h *harness) drive(ctx context.Context) error {
 			return ErrDeadline
 		}
 	}
+}
+
+// step does what is due at el: files, loader runs, worker supervision,
+// the chaos events, then the ledger poll and approvals.
+func (h *harness) step(ctx context.Context, s *schedule, el time.Duration) error {
+	if err := h.dropDue(s, el); err != nil {
+		return err
+	}
+	if err := h.tendLoader(ctx, s); err != nil {
+		return err
+	}
+	if err := h.superviseWorkers(); err != nil {
+		return err
+	}
+	if err := h.chaosDue(ctx, s, el); err != nil {
+		return err
+	}
+	if time.Since(h.lastPoll) >= time.Second {
+		h.lastPoll = time.Now()
+		h.pollLedger(ctx)
+	}
+	if err := h.approveDue(ctx); err != nil {
+		return err
+	}
+	if time.Since(h.lastProgress) >= 10*time.Second {
+		h.lastProgress = time.Now()
+		h.logf("progress: dropped %d/%d files, %d/%d payouts registered, %d open, %d worker kills",
+			s.dropped, len(h.files), h.registered, h.cfg.Rows, h.open, h.kills)
+	}
+	return nil
+}
+
+// dropDue drops the files due by el into the inbox.
+func (h *harness) dropDue(s *schedule, el time.Duration) error {
+	for s.dropped < len(h.files) && el >= time.Duration(s.dropped)*h.cfg.DropEvery {
+		f := h.files[s.dropped]
+		if err := h.drop(f); err != nil {
+			return err
+		}
+		h.logf("dropped %s (%d rows) into the inbox", f.Name, len(f.Rows))
+		s.dropped++
+	}
+	return nil
+}
+
+// tendLoader accounts for a finished loader run and starts the next one
+// every LoaderEvery, as cron would.
+func (h *harness) tendLoader(ctx context.Context, s *schedule) error {
+	if s.loader != nil {
+		select {
+		case r := <-s.loader:
+			s.loader = nil
+			if err := h.loaderDone(r); err != nil {
+				return err
+			}
+		default:
+		}
+	}
+	if s.loader == nil && time.Since(s.lastLoad) >= h.cfg.LoaderEvery {
+		s.lastLoad = time.Now()
+		s.loader = h.startLoader(ctx)
+	}
+	return nil
+}
+
+// chaosDue plays the events due at el: worker kills and task deletions
+// (during ChaosFor), forged callbacks, the Redis restart, the token
+// rotation and the mid-run UI snapshot.
+func (h *harness) chaosDue(ctx context.Context, s *schedule, el time.Duration) error {
+	c := h.cfg
+	if c.KillEvery > 0 && el < c.ChaosFor && el >= s.nextKill {
+		s.nextKill += c.KillEvery
+		if err := h.killWorker(); err != nil {
+			return err
+		}
+	}
+	if c.TaskDeleteEvery > 0 && el < c.ChaosFor && el >= s.nextDelete {
+		s.nextDelete += c.TaskDeleteEvery
+		h.deleteTasks(ctx)
+	}
+	if h.forge != nil && c.ForgeEvery > 0 && s.dropped > 0 && el >= s.nextForge {
+		s.nextForge += c.ForgeEvery
+		h.forgeCallback(ctx, s.dropped)
+	}
+	if !s.restarted && el >= c.RedisRestartAt {
+		s.restarted = true
+		if err := h.restartRedis(ctx); err != nil {
+			return err
+		}
+	}
+	if err := h.rotate(&s.rot, el); err != nil {
+		return err
+	}
+	if !s.uiMidDone && el >= s.uiMidAt {
+		s.uiMidDone = true
+		h.snapshotUI(ctx, "mid")
+	}
+	return nil
+}
+
+// restartRedis kills Redis and starts it again on the same AOF, checking
+// that no registered payout was lost.
+func (h *harness) restartRedis(ctx context.Context) error {
+	before, _ := h.registeredNow(ctx)
+	t := time.Now()
+	if err := h.redis.restart(ctx); err != nil {
+		return fmt.Errorf("redis restart: %w", err)
+	}
+	h.restarts++
+	after, err := h.registeredNow(ctx)
+	h.logf("redis killed -9 and started again on the same AOF; answering after %s with %d payouts registered (%d before)",
+		time.Since(t).Round(time.Millisecond), after, before)
+	if err == nil && after < before {
+		h.problem("the Redis restart lost %d registered payouts: the AOF did not keep them", before-after)
+	}
+	return nil
+}
+
+// finished reports whether the run is over: every file dropped and
+// loaded, every payout final and every planned event played, for two
+// polls in a row (a poll is not fooled by a batch whose rows are being
+// registered).
+func (h *harness) finished(s *schedule) bool {
+	settled := s.dropped == len(h.files) && h.spoolSettled() && h.batchesReady > 0 &&
+		(h.registered == int64(h.cfg.Rows) || h.anyFailed()) &&
+		h.open == 0 && s.restarted && s.rot.phase == 2 && s.uiMidDone
+	switch {
+	case settled && s.finalSince.IsZero():
+		s.finalSince = time.Now()
+	case !settled:
+		s.finalSince = time.Time{}
+	}
+	return settled && time.Since(s.finalSince) >= 1500*time.Millisecond
 }
 
 // forgeCallback sends one forged callback to a random live worker, about a

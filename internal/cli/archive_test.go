@@ -77,7 +77,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "3 payouts archived to "+dir) {
 		t.Fatalf("archive: %d %q %s", code, out, errs)
 	}
-	if ttl := mr.TTL("payout:x:P1"); ttl != 10*24*time.Hour {
+	if ttl := mr.TTL(ledger.OwnerKey("P1")); ttl != 10*24*time.Hour {
 		t.Fatalf("claim TTL %v", ttl)
 	}
 

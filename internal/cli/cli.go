@@ -112,7 +112,9 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee != errRejected {
-			fmt.Fprintf(stderr, "payout %s: %v\n", name, ee.err)
+			for _, e := range problemLines(ee.err) {
+				fmt.Fprintf(stderr, "payout %s: %v\n", name, e)
+			}
 		}
 		return ee.code
 	}
@@ -130,7 +132,8 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.usage)
 	}
-	fmt.Fprintln(w, "\nEvery flag can also be set by the environment variable PAYOUT_<FLAG> (upper case, - as _).")
+	fmt.Fprintln(w, "\nEvery flag can also be set by the environment variable PAYOUT_<FLAG> (upper case, - as _);")
+	fmt.Fprintln(w, "those of payout sandbox by PAYOUT_SANDBOX_<FLAG>.")
 	fmt.Fprintln(w, "Run 'payout COMMAND -h' for the flags of a command.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 rows/files refused or needing review, 2 usage/configuration, 3 infrastructure unreachable.")
 }
@@ -159,14 +162,21 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	return fs
 }
 
+// Environment variable prefixes: PAYOUT_<FLAG> for every command but the
+// simulator's, whose flags (payout sandbox, and the psp-sandbox binary,
+// which is the same command) are PAYOUT_SANDBOX_<FLAG>.
+const (
+	envPrefix        = "PAYOUT_"
+	sandboxEnvPrefix = "PAYOUT_SANDBOX_"
+)
+
 // envOverrides name the environment variables that do not follow the
-// PAYOUT_<FLAG> rule.
+// prefix rule.
 // Keys are a flag name, or "command/flag" for one command only.
 var envOverrides = map[string]string{
-	"redis":        "PAYOUT_REDIS_URL",
-	"ui/addr":      "PAYOUT_UI_ADDR",
-	"sandbox/addr": "PAYOUT_SANDBOX_ADDR",
-	"by":           "PAYOUT_OPERATOR",
+	"redis":   "PAYOUT_REDIS_URL",
+	"ui/addr": "PAYOUT_UI_ADDR",
+	"by":      "PAYOUT_OPERATOR",
 }
 
 func envName(command, flagName string) string {
@@ -176,7 +186,10 @@ func envName(command, flagName string) string {
 	if v, ok := envOverrides[flagName]; ok {
 		return v
 	}
-	return flagenv.Name("PAYOUT_", flagName)
+	if command == "sandbox" {
+		return flagenv.Name(sandboxEnvPrefix, flagName)
+	}
+	return flagenv.Name(envPrefix, flagName)
 }
 
 // parse parses args, then sets every flag not given on the command line

@@ -93,6 +93,7 @@ func TestExitCodes(t *testing.T) {
 		{"ui upload without data key", []string{"ui", "--spool", "spool", "--redis", "redis://127.0.0.1:1/0"}, map[string]string{"PAYOUT_UI_USER": "u", "PAYOUT_UI_PASSWORD": "p"}, ExitUsage},
 		{"ui upload with a bad approval mode", []string{"ui", "--spool", "spool", "--approval", "maybe", "--insecure-plaintext", "--redis", "redis://127.0.0.1:1/0"}, map[string]string{"PAYOUT_UI_USER": "u", "PAYOUT_UI_PASSWORD": "p"}, ExitUsage},
 		{"sandbox p-fail without settle-after", []string{"sandbox", "--p-fail", "0.2", "--addr", "127.0.0.1:0"}, nil, ExitUsage},
+		{"sandbox settings from PAYOUT_SANDBOX_*", []string{"sandbox", "--addr", "127.0.0.1:0"}, map[string]string{"PAYOUT_SANDBOX_P_FAIL": "0.2"}, ExitUsage},
 		{"sandbox callback without secret", []string{"sandbox", "--settle-after", "1s", "--callback-url", "http://127.0.0.1:1/cb", "--addr", "127.0.0.1:0"}, nil, ExitUsage},
 		{"run sandbox p-fail without settle-after", []string{"run", "--sandbox", "--p-fail", "0.2", "../../samples/payouts-good.csv"}, nil, ExitUsage},
 		{"run sandbox with the same status words", []string{"run", "--sandbox", "--settle-after", "1s", "--paid-status", "X", "--failed-status", "X", "../../samples/payouts-good.csv"}, nil, ExitUsage},

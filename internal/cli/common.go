@@ -249,18 +249,25 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&w.trustExtLookup, "trust-status-by-external-id", false, "count a 404 to a status query by externalId as a miss at once, without first seeing the PSP find a known order by its externalId")
 }
 
-func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
-	if w.concurrency < 1 || w.maxCreates < 1 || w.maxStatusChecks < 1 || w.maxRetries < 1 || w.rate < 0 {
-		return worker.Config{}, usageErr("--concurrency, --max-creates, --max-status-checks and --max-create-retries must be >= 1, --rate >= 0")
+// config builds the worker's tuning from the flags, adding every problem
+// to probs: the CLI's own rules first, then worker.Config's, named by flag.
+func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"concurrency", w.concurrency}, {"max-creates", w.maxCreates}, {"max-status-checks", w.maxStatusChecks}, {"max-create-retries", w.maxRetries}} {
+		if f.v < 1 {
+			probs.flag(f.name, "--%s %d: must be at least 1", f.name, f.v)
+		}
 	}
 	// A request that timed out may still be processed by the PSP after we
 	// gave up: absence is only believable from two 404s spaced at least a
 	// PSP timeout apart.
 	if w.absentChecks < 2 {
-		return worker.Config{}, usageErr("--absent-checks %d: at least 2 404 answers must confirm an absence", w.absentChecks)
+		probs.flag("absent-checks", "--absent-checks %d: at least 2 404 answers must confirm an absence", w.absentChecks)
 	}
 	if w.absentSpacing < p.timeout {
-		return worker.Config{}, usageErr("--absent-spacing %s is shorter than --psp-timeout %s: a timed-out create may still be in progress at the PSP", w.absentSpacing, p.timeout)
+		probs.flag("absent-spacing", "--absent-spacing %s is shorter than --psp-timeout %s: a timed-out create may still be in progress at the PSP", w.absentSpacing, p.timeout)
 	}
 	c := worker.DefaultConfig()
 	c.Concurrency = w.concurrency
@@ -271,40 +278,39 @@ func (w *workerFlags) config(p *pspFlags) (worker.Config, error) {
 	c.MaxCreateRetries = w.maxRetries
 	c.TrustStatusByExternal = w.trustExtLookup
 	c.ShutdownTimeout = p.timeout + 5*time.Second
-	if w.reconcileEvery < 0 || w.reconcileGrace < 0 {
-		return worker.Config{}, usageErr("--reconcile-interval and --reconcile-grace must not be negative")
-	}
-	if err := w.outcome(&c); err != nil {
-		return worker.Config{}, err
-	}
+	w.outcome(&c, probs)
 	c.Reconcile = reconcile.Config{Interval: w.reconcileEvery, Grace: w.reconcileGrace}
 	c.ReconcileOff = w.reconcileEvery == 0
 	// A create in flight must never look abandoned to the sweep.
-	if !c.ReconcileOff && w.reconcileGrace < c.ShutdownTimeout {
-		return worker.Config{}, usageErr("--reconcile-grace %s must be at least --psp-timeout + 5s (%s): a create still in flight must not look abandoned", w.reconcileGrace, c.ShutdownTimeout)
+	if !c.ReconcileOff && w.reconcileEvery > 0 && w.reconcileGrace >= 0 && w.reconcileGrace < c.ShutdownTimeout {
+		probs.flag("reconcile-grace", "--reconcile-grace %s must be at least --psp-timeout + 5s (%s): a create still in flight must not look abandoned", w.reconcileGrace, c.ShutdownTimeout)
 	}
-	return c, nil
+	probs.worker(c.ValidateSettings())
+	return c
 }
 
 // outcome sets how created orders are followed to paid or failed.
-func (w *workerFlags) outcome(c *worker.Config) error {
+func (w *workerFlags) outcome(c *worker.Config, probs *problems) {
 	words, err := psp.NewStatusWords(splitList(w.paidStatuses), splitList(w.failedStatuses))
 	if err != nil {
-		return usageErr("--psp-paid-statuses/--psp-failed-statuses: %v", err)
+		probs.flag("psp-paid-statuses", "--psp-paid-statuses/--psp-failed-statuses: %v", err)
 	}
 	var every []time.Duration
 	for _, f := range splitList(w.outcomeEvery) {
 		d, err := time.ParseDuration(f)
 		if err != nil || d <= 0 {
-			return usageErr("--outcome-intervals %q: %q is not a positive duration", w.outcomeEvery, f)
+			probs.flag("outcome-intervals", "--outcome-intervals %q: %q is not a positive duration", w.outcomeEvery, f)
+			continue
 		}
 		every = append(every, d)
 	}
-	if len(every) == 0 || w.outcomeWindow <= 0 {
-		return usageErr("--outcome-intervals needs at least one duration and --outcome-window must be positive")
+	if len(every) == 0 && !probs.has("outcome-intervals") {
+		probs.flag("outcome-intervals", "--outcome-intervals needs at least one duration")
+	}
+	if w.outcomeWindow <= 0 {
+		probs.flag("outcome-window", "--outcome-window %s: must be positive", w.outcomeWindow)
 	}
 	c.Outcome = worker.OutcomePolicy{Track: w.trackOutcome, Window: w.outcomeWindow, Intervals: every, Words: words}
-	return nil
 }
 
 func splitList(s string) []string {

@@ -36,9 +36,12 @@ func runSandbox(ctx context.Context, e *env, args []string) error {
 	)
 	lf.register(fs)
 	cfg := sandbox.RegisterFlags(fs)
-	fs.StringVar(&addr, "addr", "127.0.0.1:8090", "listen address")
+	fs.StringVar(&addr, "addr", "127.0.0.1:8090", "listen address (keep it on loopback: the admin API has no auth)")
 	if err := parse(e, fs, args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
 	}
 	log, err := lf.logger(e)
 	if err != nil {

@@ -46,199 +46,283 @@ func addSandboxFlags(fs *flag.FlagSet) *sandbox.Config {
 	return cfg
 }
 
+// runCmd is one `payout run`: its flags, then what each step sets up for
+// the next one.
+type runCmd struct {
+	e *env
+	// flags
+	lf                     logFlags
+	rf                     redisFlags
+	kf                     keyFlags
+	ff                     fileFlags
+	ef                     enqueueFlags
+	af                     approvalFlags
+	nf                     notifyFlags
+	cf                     controlFlags
+	pf                     pspFlags
+	pspCA, pspCert, pspKey string
+	wf                     workerFlags
+	useSbx                 bool
+	sbx                    *sandbox.Config
+	out, format            string
+	partial                bool
+	timeout                time.Duration
+	showRows               int
+	set                    map[string]bool // flags given on the command line
+	path                   string          // the payout file
+
+	// set up by the steps
+	log    zerolog.Logger
+	fopts  loader.Options
+	wcfg   worker.Config
+	rdb    redis.UniversalClient
+	ring   *vault.Keyring
+	tokens psp.TokenSource
+	client *psp.Client
+	led    *ledger.Ledger
+	ld     *loader.Loader
+}
+
+// runRun loads one file, works it off with an in-process worker, waits
+// until every payout is final and writes the result file.
 func runRun(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "run", "[flags] FILE")
-	var (
-		lf       logFlags
-		rf       redisFlags
-		kf       keyFlags
-		ff       fileFlags
-		ef       enqueueFlags
-		af       approvalFlags
-		nf       notifyFlags
-		cf       controlFlags
-		pf       pspFlags
-		pspCA    string
-		pspCert  string
-		pspKey   string
-		wf       workerFlags
-		useSbx   bool
-		out      string
-		format   string
-		partial  bool
-		timeout  time.Duration
-		showRows int
-	)
-	lf.register(fs)
-	rf.register(fs)
-	kf.register(fs)
-	ff.register(fs)
-	ef.register(fs)
-	af.register(fs)
-	nf.register(fs)
-	cf.register(fs, false)
-	pf.register(fs)
-	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
-	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
-	fs.StringVar(&pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
-	wf.register(fs)
-	fs.BoolVar(&useSbx, "sandbox", false, "start the PSP simulator in-process and send payouts to it")
-	sbx := addSandboxFlags(fs)
-	fs.StringVar(&out, "out", "", "result file (default: NAME.result.csv next to the input)")
-	fs.StringVar(&format, "format", "csv", "result file format: csv or json")
-	fs.BoolVar(&partial, "partial", false, "load the valid rows of a file that has invalid ones")
-	fs.DurationVar(&timeout, "timeout", 0, "stop waiting after this long and report what is known (0: wait until every payout is final)")
-	fs.IntVar(&showRows, "show-rows", 50, "print the result rows as a table when the file has at most this many")
-	if err := parse(e, fs, args); err != nil {
+	r := &runCmd{e: e}
+	if err := r.parse(args); err != nil {
+		return err
+	}
+	if err := r.configure(); err != nil {
+		return err
+	}
+	closeRedis, err := r.openRedis(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	closePSP, err := r.openPSP(ctx)
+	if err != nil {
+		return err
+	}
+	defer closePSP()
+	if err := r.beforeLoad(); err != nil {
+		return err
+	}
+	res, err := r.load(ctx)
+	if err != nil {
+		return err
+	}
+	batch := res.Batch
+	if res.DuplicateOf != nil {
+		batch = res.DuplicateOf.ID
+	}
+	return r.work(ctx, batch, len(res.Errors) > 0)
+}
+
+// parse registers and parses the flags of payout run.
+func (r *runCmd) parse(args []string) error {
+	fs := newFlags(r.e, "run", "[flags] FILE")
+	r.lf.register(fs)
+	r.rf.register(fs)
+	r.kf.register(fs)
+	r.ff.register(fs)
+	r.ef.register(fs)
+	r.af.register(fs)
+	r.nf.register(fs)
+	r.cf.register(fs, false)
+	r.pf.register(fs)
+	fs.StringVar(&r.pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
+	fs.StringVar(&r.pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
+	fs.StringVar(&r.pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
+	r.wf.register(fs)
+	fs.BoolVar(&r.useSbx, "sandbox", false, "start the PSP simulator in-process and send payouts to it")
+	r.sbx = addSandboxFlags(fs)
+	fs.StringVar(&r.out, "out", "", "result file (default: NAME.result.csv next to the input)")
+	fs.StringVar(&r.format, "format", "csv", "result file format: csv or json")
+	fs.BoolVar(&r.partial, "partial", false, "load the valid rows of a file that has invalid ones")
+	fs.DurationVar(&r.timeout, "timeout", 0, "stop waiting after this long and report what is known (0: wait until every payout is final)")
+	fs.IntVar(&r.showRows, "show-rows", 50, "print the result rows as a table when the file has at most this many")
+	if err := parse(r.e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return usageErr("give exactly one payout file")
 	}
-	path := fs.Arg(0)
-	log, err := lf.logger(e)
+	r.path = fs.Arg(0)
+	r.set = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { r.set[f.Name] = true })
+	return nil
+}
+
+// configure checks the flags and builds the loader's options and the
+// worker's configuration; every problem of the worker flags, the format
+// and the PSP choice is reported at once.
+func (r *runCmd) configure() error {
+	e := r.e
+	var err error
+	if r.log, err = r.lf.logger(e); err != nil {
+		return err
+	}
+	fopts, err := r.ff.options()
 	if err != nil {
 		return err
 	}
-	fopts, err := ff.options()
+	expect, err := r.cf.expect(1, false)
 	if err != nil {
 		return err
 	}
-	expect, err := cf.expect(1, false)
+	approval, err := r.af.options()
 	if err != nil {
 		return err
 	}
-	wcfg, err := wf.config(&pf)
-	if err != nil {
+	r.fopts = loader.Options{File: fopts, Partial: r.partial, EnqueueWorkers: r.ef.concurrency, Approval: approval,
+		Expect: expect, RequireControl: r.cf.require}
+	var probs problems
+	r.wcfg = r.wf.config(&r.pf, &probs)
+	if r.format != batchreport.CSV && r.format != batchreport.JSON {
+		probs.flag("format", "--format %q: want csv or json", r.format)
+	}
+	if r.useSbx {
+		if err := r.sbx.Validate(); err != nil {
+			probs.add("%v", err)
+		}
+	} else if r.pf.url == "" {
+		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required, or --sandbox for the simulator")
+	}
+	if err := probs.err(); err != nil {
 		return err
 	}
-	if err := nf.check(e); err != nil {
+	if err := r.nf.check(e); err != nil {
 		return err
 	}
-	if useSbx && sbx.SettleAfter == 0 && wcfg.Outcome.Track {
+	if r.useSbx && r.sbx.SettleAfter == 0 && r.wcfg.Outcome.Track {
 		// The simulator would keep every order "Created": nothing to follow.
-		wcfg.Outcome.Track = false
+		r.wcfg.Outcome.Track = false
 		fmt.Fprintln(e.stderr, "note: the simulator settles no orders (--settle-after 0): created is final; give --settle-after to see paid and failed")
 	}
-	if format != batchreport.CSV && format != batchreport.JSON {
-		return usageErr("--format %q: want csv or json", format)
+	if r.out == "" {
+		r.out = strings.TrimSuffix(r.path, ".csv") + ".result." + r.format
 	}
-	if out == "" {
-		out = strings.TrimSuffix(path, ".csv") + ".result." + format
-	}
+	return nil
+}
 
-	// Redis: the configured one, else an embedded one.
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var rdb redis.UniversalClient
-	var ring *vault.Keyring
-	if set["redis"] || e.getenv("PAYOUT_REDIS_URL") != "" {
-		if rdb, err = rf.open(ctx); err != nil {
-			return err
-		}
-		if ring, err = kf.keyring(e); err != nil {
-			return err
-		}
-	} else {
-		mr := miniredis.NewMiniRedis()
-		if err := mr.Start(); err != nil {
-			return infraErr(fmt.Errorf("embedded redis: %w", err))
-		}
-		defer mr.Close()
-		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
-		ring = vault.Ephemeral()
-		fmt.Fprintln(e.stderr, "payout run: no --redis given: using an embedded in-process Redis; all state is lost when this command exits")
-	}
-	defer rdb.Close()
+// embedded reports whether run uses its own in-process Redis.
+func (r *runCmd) embedded() bool {
+	return !(r.set["redis"] || r.e.getenv("PAYOUT_REDIS_URL") != "")
+}
 
-	// PSP: the simulator in-process, or the configured one.
-	var tokens psp.TokenSource
-	if useSbx {
-		if err := sbx.Validate(); err != nil {
-			return usageErr("%v", err)
+// openRedis connects the configured Redis, else starts an embedded one
+// with an ephemeral data key.
+func (r *runCmd) openRedis(ctx context.Context) (closeAll func(), err error) {
+	if !r.embedded() {
+		if r.rdb, err = r.rf.open(ctx); err != nil {
+			return nil, err
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return infraErr(err)
+		if r.ring, err = r.kf.keyring(r.e); err != nil {
+			r.rdb.Close()
+			return nil, err
 		}
-		srv := sandbox.New(*sbx, log.With().Str("component", "sandbox").Logger().Level(zerolog.WarnLevel))
-		sctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go func() { _ = srv.Serve(sctx, ln) }()
-		pf.url = "http://" + ln.Addr().String()
-		tokens = psp.StaticToken(sbx.Token)
-		fmt.Fprintf(e.stderr, "payout run: PSP simulator at %s (p-ambiguous %.2f, p-refuse %.2f, status-lag %s, settle-after %s, p-fail %.2f)\n",
-			pf.url, sbx.PAmbiguous, sbx.PRefuse, sbx.StatusLag, sbx.SettleAfter, sbx.PFail)
-	} else {
-		if pf.url == "" {
-			return usageErr("--psp-url (PAYOUT_PSP_URL) is required, or --sandbox for the simulator")
-		}
-		if tokens, err = pf.tokenSource(e); err != nil {
-			return err
-		}
+		return func() { r.rdb.Close() }, nil
 	}
-	client, err := psp.New(psp.Config{
-		BaseURL: pf.url, Token: tokens, Timeout: pf.timeout, AmountAsNumber: pf.amountAsNumber,
-		StatusIDByExternalID: pf.statusByExtID, MaxConnsPerHost: wcfg.Concurrency,
-		CAFile: pspCA, ClientCertFile: pspCert, ClientKeyFile: pspKey,
-		Logger: log.With().Str("component", "psp").Logger(),
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		return nil, infraErr(fmt.Errorf("embedded redis: %w", err))
+	}
+	r.rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	r.ring = vault.Ephemeral()
+	fmt.Fprintln(r.e.stderr, "payout run: no --redis given: using an embedded in-process Redis; all state is lost when this command exits")
+	return func() { r.rdb.Close(); mr.Close() }, nil
+}
+
+// openPSP starts the simulator in-process when --sandbox is given, then
+// builds the PSP client.
+func (r *runCmd) openPSP(ctx context.Context) (closeAll func(), err error) {
+	stopSandbox := func() {}
+	if r.useSbx {
+		if stopSandbox, err = r.startSandbox(ctx); err != nil {
+			return nil, err
+		}
+	} else if r.tokens, err = r.pf.tokenSource(r.e); err != nil {
+		return nil, err
+	}
+	r.client, err = psp.New(psp.Config{
+		BaseURL: r.pf.url, Token: r.tokens, Timeout: r.pf.timeout, AmountAsNumber: r.pf.amountAsNumber,
+		StatusIDByExternalID: r.pf.statusByExtID, MaxConnsPerHost: r.wcfg.Concurrency,
+		CAFile: r.pspCA, ClientCertFile: r.pspCert, ClientKeyFile: r.pspKey,
+		Logger: r.log.With().Str("component", "psp").Logger(),
 	})
 	if err != nil {
-		return configErr(err)
+		stopSandbox()
+		return nil, configErr(err)
 	}
-	defer client.Close()
+	return func() { r.client.Close(); stopSandbox() }, nil
+}
 
-	led := ledger.New(rdb)
-	enq, err := ef.client(rdb)
+// startSandbox serves the simulator on a loopback port and points the PSP
+// flags at it.
+func (r *runCmd) startSandbox(ctx context.Context) (stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, infraErr(err)
 	}
-	hot, err := ef.conn(rdb) // the worker's ledger transitions
+	srv := sandbox.New(*r.sbx, r.log.With().Str("component", "sandbox").Logger().Level(zerolog.WarnLevel))
+	sctx, stop := context.WithCancel(ctx)
+	go func() { _ = srv.Serve(sctx, ln) }()
+	r.pf.url = "http://" + ln.Addr().String()
+	r.tokens = psp.StaticToken(r.sbx.Token)
+	fmt.Fprintf(r.e.stderr, "payout run: PSP simulator at %s (p-ambiguous %.2f, p-refuse %.2f, status-lag %s, settle-after %s, p-fail %.2f)\n",
+		r.pf.url, r.sbx.PAmbiguous, r.sbx.PRefuse, r.sbx.StatusLag, r.sbx.SettleAfter, r.sbx.PFail)
+	return stop, nil
+}
+
+// beforeLoad runs after Redis and the PSP are ready and before the file
+// is read: the place for checks of the file itself (none yet).
+func (r *runCmd) beforeLoad() error {
+	return nil
+}
+
+// load validates the file and registers its rows, printing the result;
+// a refused file, or one held for an approval nobody can give, ends the
+// command.
+func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
+	e := r.e
+	r.led = ledger.New(r.rdb)
+	enq, err := r.ef.client(r.rdb)
 	if err != nil {
-		return err
+		return loader.Result{}, err
 	}
-	ld := loader.New(led, enq, ring, log)
-	ld.Notify = nf.emitter(rdb)
-	approval, err := af.options()
+	r.ld = loader.New(r.led, enq, r.ring, r.log)
+	r.ld.Notify = r.nf.emitter(r.rdb)
+	res, err := r.ld.LoadFile(ctx, r.path, r.fopts)
 	if err != nil {
-		return err
-	}
-	res, err := ld.LoadFile(ctx, path, loader.Options{File: fopts, Partial: partial, EnqueueWorkers: ef.concurrency, Approval: approval,
-		Expect: expect, RequireControl: cf.require})
-	if err != nil {
-		return infraErr(err)
+		return res, infraErr(err)
 	}
 	printResult(e.stdout, e.stderr, res, false)
 	if !res.Loaded {
-		return errRejected
+		return res, errRejected
 	}
 	if res.Held != "" {
-		embedded := !(set["redis"] || e.getenv("PAYOUT_REDIS_URL") != "")
 		fmt.Fprintf(e.stdout, "batch %s awaits approval (%s): approve it with `payout approve %s --by NAME`\n", res.Batch, res.Held, res.Batch)
-		if embedded {
+		if r.embedded() {
 			fmt.Fprintln(e.stdout, "the embedded Redis ends with this command: nothing was paid; load it into a real Redis to approve it")
-			return errRejected
+			return res, errRejected
 		}
 		fmt.Fprintln(e.stdout, "waiting for the approval...")
 	}
-	batch := res.Batch
-	if res.DuplicateOf != nil {
-		batch = res.DuplicateOf.ID
-	}
+	return res, nil
+}
 
+// work runs a worker until every payout of the batch is final (or
+// --timeout), then reports.
+func (r *runCmd) work(ctx context.Context, batch string, rowErrors bool) error {
+	w, err := r.newWorker()
+	if err != nil {
+		return err
+	}
 	wctx, stopWorker := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	wlog := log
-	if wlog.GetLevel() < zerolog.WarnLevel {
-		wlog = wlog.Level(zerolog.WarnLevel) // the progress line says enough
-	}
-	wcfg.Notify = worker.NotifyConfig{Emitter: ld.Notify, Deliverer: deliverer(e, log)}
-	w := worker.New(rdb, ledger.New(hot), client, ring, wcfg, nil, wlog.With().Str("component", "worker").Logger())
 	go func() { done <- w.Run(wctx) }()
-
 	start := time.Now()
-	counts, waitErr := waitFinal(ctx, e.stderr, led, batch, timeout)
+	counts, waitErr := waitFinal(ctx, r.e.stderr, r.led, batch, r.timeout)
 	stopWorker()
 	if err := <-done; err != nil {
 		return infraErr(err)
@@ -246,15 +330,55 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if waitErr != nil && !errors.Is(waitErr, context.DeadlineExceeded) {
 		return infraErr(waitErr)
 	}
-	sum, err := writeReportFile(ctx, led, batch, format, out)
+	if err := r.report(ctx, batch, counts, start, waitErr == nil); err != nil {
+		return err
+	}
+	if waitErr != nil {
+		fmt.Fprintf(r.e.stdout, "stopped waiting after %s: %d payouts not final yet\n", r.timeout, counts.Open())
+		return errRejected
+	}
+	if counts.Rows[ledger.Rejected] > 0 || counts.Rows[ledger.NeedsReview] > 0 || rowErrors {
+		return errRejected
+	}
+	return nil
+}
+
+// newWorker builds the in-process worker; its ledger transitions go
+// through the enqueue connection (--redis-pipeline).
+func (r *runCmd) newWorker() (*worker.Worker, error) {
+	hot, err := r.ef.conn(r.rdb)
+	if err != nil {
+		return nil, err
+	}
+	wlog := r.log
+	if wlog.GetLevel() < zerolog.WarnLevel {
+		wlog = wlog.Level(zerolog.WarnLevel) // the progress line says enough
+	}
+	cfg := r.wcfg
+	cfg.Notify = worker.NotifyConfig{Emitter: r.ld.Notify, Deliverer: deliverer(r.e, r.log)}
+	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener = r.rdb, ledger.New(hot), r.client, r.ring
+	cfg.Logger = wlog.With().Str("component", "worker").Logger()
+	w, err := worker.New(cfg)
+	if err != nil {
+		return nil, workerProblems(err)
+	}
+	return w, nil
+}
+
+// report writes the result file, sends the batch-finished notification
+// when every payout is final, and prints the rows (small files) and the
+// summary.
+func (r *runCmd) report(ctx context.Context, batch string, counts ledger.Counts, start time.Time, final bool) error {
+	e := r.e
+	sum, err := writeReportFile(ctx, r.led, batch, r.format, r.out)
 	if err != nil {
 		return infraErr(err)
 	}
-	if waitErr == nil {
-		nf.finish(ctx, e, rdb, batch, sum, log)
+	if final {
+		r.nf.finish(ctx, e, r.rdb, batch, sum, r.log)
 	}
-	if counts.Total() <= int64(showRows) {
-		if err := printRows(ctx, e.stdout, led, batch); err != nil {
+	if counts.Total() <= int64(r.showRows) {
+		if err := printRows(ctx, e.stdout, r.led, batch); err != nil {
 			return infraErr(err)
 		}
 	}
@@ -262,14 +386,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	if err := report.WriteSummaryText(e.stdout, sum); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "\nbatch %s: %d payouts in %s; result file: %s\n", batch, counts.Total(), time.Since(start).Round(time.Millisecond), out)
-	if waitErr != nil {
-		fmt.Fprintf(e.stdout, "stopped waiting after %s: %d payouts not final yet\n", timeout, counts.Open())
-		return errRejected
-	}
-	if counts.Rows[ledger.Rejected] > 0 || counts.Rows[ledger.NeedsReview] > 0 || len(res.Errors) > 0 {
-		return errRejected
-	}
+	fmt.Fprintf(e.stdout, "\nbatch %s: %d payouts in %s; result file: %s\n", batch, counts.Total(), time.Since(start).Round(time.Millisecond), r.out)
 	return nil
 }
 

@@ -148,7 +148,8 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 			file += " (archived)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
-			v.Rows, c["paid"], c["failed"], v.Awaiting, c["created"], c["rejected"], c["needs_review"], c["checking"], c["queued"], c["submitting"],
+			v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],
+			c[string(ledger.NeedsReview)], c[string(ledger.Checking)], c[string(ledger.Queued)], c[string(ledger.Submitting)],
 			v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
 	tw.Flush()

@@ -61,11 +61,12 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	var probs problems
 	if pf.url == "" {
-		return usageErr("--psp-url (PAYOUT_PSP_URL) is required")
+		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required")
 	}
-	cfg, err := wf.config(&pf)
-	if err != nil {
+	cfg := wf.config(&pf, &probs)
+	if err := probs.err(); err != nil {
 		return err
 	}
 	tokens, err := pf.tokenSource(e)
@@ -107,7 +108,11 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	w := worker.New(rdb, ledger.New(ledgerConn), client, ring, cfg, m, log)
+	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener, cfg.Metrics, cfg.Logger = rdb, ledger.New(ledgerConn), client, ring, m, log
+	w, err := worker.New(cfg)
+	if err != nil {
+		return workerProblems(err)
+	}
 	if err := cf.start(ctx, e, w, reg, log); err != nil {
 		return err
 	}

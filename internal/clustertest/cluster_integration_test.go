@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -228,10 +229,9 @@ func checkSlots(t *testing.T, cl *Cluster, batches []BatchStatus) {
 			switch {
 			case strings.HasPrefix(k, "asynq:{payouts}:"):
 				groups["asynq"] = append(groups["asynq"], k)
-			case strings.HasPrefix(k, "payout:{"):
-				b := k[len("payout:{"):]
-				if i := strings.IndexByte(b, '}'); i > 0 {
-					groups["batch "+b[:i]] = append(groups["batch "+b[:i]], k)
+			default:
+				if b, ok := ledger.BatchOfKey(k); ok {
+					groups["batch "+b] = append(groups["batch "+b], k)
 				}
 			}
 		}

@@ -488,45 +488,27 @@ func (c *ownerCheck) wait() ([]payfile.Error, *lineBits, error) {
 	return c.known, &c.took, nil
 }
 
-// load is step 3.
+// load is step 3: under the batch's load lock, begin the batch, register
+// and enqueue its valid rows, then finish it (or hold it for approval).
 func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, log zerolog.Logger) (Result, error) {
-	total := res.Total
-	if total.IsZero() { // rows were dropped after validation: sum again
-		if err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
-			for _, r := range rows {
-				total = total.Add(r.Amount)
-			}
-			return nil
-		}); err != nil {
-			return res, err
-		}
-		res.Total = total
+	total, err := ld.validTotal(ctx, f, res, opts, bad)
+	if err != nil {
+		return res, err
 	}
+	res.Total = total
 	scale := opts.File.Scale
 	if scale == 0 {
 		scale = money.DefaultScale
 	}
-	// One loader registers a batch at a time: two loads of the same
-	// content at once (two names, two spools) would otherwise interleave.
-	owner, err := randomToken()
+	owner, unlock, err := ld.lockLoad(ctx, res.Batch, log)
 	if err != nil {
 		return res, err
 	}
-	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
-	if err != nil {
-		return res, err
-	}
-	if !locked {
+	if owner == "" { // another loader is registering this batch
 		res.Loaded, res.Busy = false, true
 		return res, nil
 	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := ld.ledger.UnlockLoad(uctx, res.Batch, owner); err != nil {
-			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
-		}
-	}()
+	defer unlock()
 	if res.Held, err = ld.hold(ctx, opts.Approval, total); err != nil {
 		return res, err
 	}
@@ -537,70 +519,169 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	if err != nil {
 		return res, err
 	}
-	enqueue := res.Held == "" // a batch that waits gets no task before approval
+	run := &loadRun{ld: ld, res: res, owner: owner, fresh: fresh, scale: scale, opts: opts, log: log,
+		enqueue: res.Held == ""} // a batch that waits gets no task before approval
+	err = run.stages(ctx, f, bad)
+	res.Registered, res.Enqueued = int(run.registered.Load()), int(run.enqueued.Load())
+	if err != nil {
+		return res, err
+	}
+	return res, ld.finishLoad(ctx, res, opts, run.enqueue, log)
+}
 
-	// Three stages, each overlapping the others: this goroutine reads and
-	// seals chunk by chunk; one registrar writes each chunk to the ledger;
-	// a pool of enqueuers submits the tasks of registered rows. A row is
-	// always registered before its task is enqueued. The channels bound
-	// what is in flight to a few chunks, whatever the file's size.
-	start := time.Now()
-	lastLog := start
-	var registered, enqueued atomic.Int64
-	g, gctx := errgroup.WithContext(ctx)
-	chunks := make(chan []ledger.NewPayout, stageDepth)
-	pending := make(chan ledger.NewPayout, stageDepth*opts.ChunkSize)
-	g.Go(func() error {
-		defer close(pending)
-		for ps := range chunks {
-			if held, err := ld.ledger.RefreshLoad(gctx, res.Batch, owner, loadLockTTL); err != nil || !held {
-				if err == nil {
-					err = ledger.ErrLoadLockLost
-				}
-				return err
-			}
-			// A batch begun by this run has no rows yet: plain commands in
-			// a transaction do (guarded by the load lock). A resumed one may
-			// have some: the script skips them.
-			n := len(ps)
-			var err error
-			if fresh {
-				err = ld.ledger.RegisterNew(gctx, res.Batch, owner, ps, scale)
-			} else {
-				n, err = ld.ledger.Register(gctx, res.Batch, ps, scale)
-			}
-			if err != nil {
-				return err
-			}
-			registered.Add(int64(n))
-			if !enqueue {
-				continue
-			}
-			for _, p := range ps {
-				select {
-				case pending <- p:
-				case <-gctx.Done():
-					return gctx.Err()
-				}
-			}
+// validTotal is the sum of the valid rows: the file's total, or summed
+// again when rows were dropped after validation.
+func (ld *Loader) validTotal(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet) (money.Amount, error) {
+	total := res.Total
+	if !total.IsZero() {
+		return total, nil
+	}
+	err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+		for _, r := range rows {
+			total = total.Add(r.Amount)
 		}
 		return nil
 	})
-	for i := 0; i < opts.EnqueueWorkers; i++ {
-		g.Go(func() error {
-			for p := range pending {
-				if err := ld.enqueue(gctx, res.Batch, p); err != nil {
-					return err
-				}
-				enqueued.Add(1)
-			}
-			return nil
-		})
+	return total, err
+}
+
+// lockLoad takes the batch's load lock: one loader registers a batch at a
+// time, since two loads of the same content at once (two names, two
+// spools) would otherwise interleave. owner is "" when another loader
+// holds it; unlock releases it.
+func (ld *Loader) lockLoad(ctx context.Context, batch string, log zerolog.Logger) (owner string, unlock func(), err error) {
+	owner, err = randomToken()
+	if err != nil {
+		return "", nil, err
 	}
-	err = ld.eachValid(gctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+	locked, err := ld.ledger.LockLoad(ctx, batch, owner, loadLockTTL)
+	if err != nil || !locked {
+		return "", nil, err
+	}
+	return owner, func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := ld.ledger.UnlockLoad(uctx, batch, owner); err != nil {
+			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
+		}
+	}, nil
+}
+
+// finishLoad ends a registered batch: finished for the workers, or held
+// for approval (with its notification).
+func (ld *Loader) finishLoad(ctx context.Context, res Result, opts Options, enqueued bool, log zerolog.Logger) error {
+	if enqueued {
+		return ld.ledger.FinishBatch(ctx, res.Batch)
+	}
+	led := ld.ledger
+	if opts.Approval.By != "" {
+		led = led.As(opts.Approval.By) // the audit trail names who loaded it
+	}
+	if err := led.HoldBatch(ctx, res.Batch, res.Held); err != nil {
+		return err
+	}
+	log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")
+	ld.notifyHeld(ctx, res, log)
+	return nil
+}
+
+// loadRun registers and enqueues the valid rows of one batch under its
+// load lock.
+type loadRun struct {
+	ld                   *Loader
+	res                  Result
+	owner                string
+	fresh                bool // the batch was begun by this run: it has no rows yet
+	enqueue              bool // enqueue the create tasks (false: the batch awaits approval)
+	scale                int
+	opts                 Options
+	log                  zerolog.Logger
+	registered, enqueued atomic.Int64
+}
+
+// stages runs three stages, each overlapping the others: this goroutine
+// reads and seals chunk by chunk; one registrar writes each chunk to the
+// ledger; a pool of enqueuers submits the tasks of registered rows. A row
+// is always registered before its task is enqueued. The channels bound
+// what is in flight to a few chunks, whatever the file's size.
+func (r *loadRun) stages(ctx context.Context, f *os.File, bad *lineSet) error {
+	g, gctx := errgroup.WithContext(ctx)
+	chunks := make(chan []ledger.NewPayout, stageDepth)
+	pending := make(chan ledger.NewPayout, stageDepth*r.opts.ChunkSize)
+	g.Go(func() error {
+		defer close(pending)
+		return r.registrar(gctx, chunks, pending)
+	})
+	for i := 0; i < r.opts.EnqueueWorkers; i++ {
+		g.Go(func() error { return r.enqueuer(gctx, pending) })
+	}
+	err := r.read(gctx, f, bad, chunks)
+	close(chunks)
+	if werr := g.Wait(); err == nil || errors.Is(err, context.Canceled) && werr != nil {
+		err = werr
+	}
+	return err
+}
+
+// registrar writes each chunk to the ledger, then hands its rows to the
+// enqueuers.
+func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayout, pending chan<- ledger.NewPayout) error {
+	led, batch := r.ld.ledger, r.res.Batch
+	for ps := range chunks {
+		if held, err := led.RefreshLoad(ctx, batch, r.owner, loadLockTTL); err != nil || !held {
+			if err == nil {
+				err = ledger.ErrLoadLockLost
+			}
+			return err
+		}
+		// A batch begun by this run has no rows yet: plain commands in
+		// a transaction do (guarded by the load lock). A resumed one may
+		// have some: the script skips them.
+		n := len(ps)
+		var err error
+		if r.fresh {
+			err = led.RegisterNew(ctx, batch, r.owner, ps, r.scale)
+		} else {
+			n, err = led.Register(ctx, batch, ps, r.scale)
+		}
+		if err != nil {
+			return err
+		}
+		r.registered.Add(int64(n))
+		if !r.enqueue {
+			continue
+		}
+		for _, p := range ps {
+			select {
+			case pending <- p:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	return nil
+}
+
+// enqueuer submits the create task of each registered row.
+func (r *loadRun) enqueuer(ctx context.Context, pending <-chan ledger.NewPayout) error {
+	for p := range pending {
+		if err := r.ld.enqueue(ctx, r.res.Batch, p); err != nil {
+			return err
+		}
+		r.enqueued.Add(1)
+	}
+	return nil
+}
+
+// read seals the valid rows chunk by chunk and sends each chunk to the
+// registrar, logging progress every opts.Progress.
+func (r *loadRun) read(ctx context.Context, f *os.File, bad *lineSet, chunks chan<- []ledger.NewPayout) error {
+	start := time.Now()
+	lastLog := start
+	return r.ld.eachValid(ctx, f, r.res.File, r.opts, bad, func(rows []payfile.Row) error {
 		ps := make([]ledger.NewPayout, len(rows)) // eachValid reuses rows; ps is the registrar's
-		for i, r := range rows {
-			p, err := ld.newPayout(res.Batch, r)
+		for i, row := range rows {
+			p, err := r.ld.newPayout(r.res.Batch, row)
 			if err != nil {
 				return err
 			}
@@ -608,41 +689,17 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		}
 		select {
 		case chunks <- ps:
-		case <-gctx.Done():
-			return gctx.Err()
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		if time.Since(lastLog) >= opts.Progress {
+		if time.Since(lastLog) >= r.opts.Progress {
 			lastLog = time.Now()
-			done := int(enqueued.Load())
-			log.Info().Int("rows", done).Int("of", res.Valid).
+			done := int(r.enqueued.Load())
+			r.log.Info().Int("rows", done).Int("of", r.res.Valid).
 				Float64("rowsPerSec", float64(done)/time.Since(start).Seconds()).Msg("loading")
 		}
 		return nil
 	})
-	close(chunks)
-	if werr := g.Wait(); err == nil || errors.Is(err, context.Canceled) && werr != nil {
-		err = werr
-	}
-	res.Registered, res.Enqueued = int(registered.Load()), int(enqueued.Load())
-	if err != nil {
-		return res, err
-	}
-	if !enqueue {
-		led := ld.ledger
-		if opts.Approval.By != "" {
-			led = led.As(opts.Approval.By) // the audit trail names who loaded it
-		}
-		if err := led.HoldBatch(ctx, res.Batch, res.Held); err != nil {
-			return res, err
-		}
-		log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")
-		ld.notifyHeld(ctx, res, log)
-		return res, nil
-	}
-	if err := ld.ledger.FinishBatch(ctx, res.Batch); err != nil {
-		return res, err
-	}
-	return res, nil
 }
 
 // EnqueueApproved enqueues the create task of every queued payout of an

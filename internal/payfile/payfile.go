@@ -361,61 +361,85 @@ func finish(name string, e Error) Error {
 
 // check is Check with the externalId hash given, so that tests can force
 // collisions.
-func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error, hash func(string) uint64) (sum Summary, err error) {
-	sum = Summary{Total: money.Zero}
-	cfg, err := opts.configFor(name)
-	if err != nil {
-		return sum, err
+func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onError func(Error), onRow func(Row) error, hash func(string) uint64) (Summary, error) {
+	c := &checker{name: name, r: r, hash: hash, sum: Summary{Total: money.Zero}}
+	var err error
+	if c.cfg, err = opts.configFor(name); err != nil {
+		return c.sum, err
 	}
 	start, err := r.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+		return c.sum, fmt.Errorf("payfile: %s: %w", name, err)
 	}
 	if onError == nil {
 		onError = func(Error) {}
 	}
-	emit := func(e Error) {
-		sum.Errors++
+	c.emit = func(e Error) {
+		c.sum.Errors++
 		onError(finish(name, e))
 	}
+	hashes, err := c.validateRows(ctx, onRow)
+	if err != nil || c.sum.Aborted {
+		// After an abort the rows after the failure are unknown:
+		// duplicates are not looked for, the file is refused anyway.
+		return c.sum, err
+	}
+	collided := collisions(hashes)
+	hashes = nil
+	if collided == nil {
+		return c.sum, nil
+	}
+	if _, err := r.Seek(start, io.SeekStart); err != nil {
+		return c.sum, fmt.Errorf("payfile: %s: %w", name, err)
+	}
+	return c.sum, c.findDuplicates(ctx, collided)
+}
 
-	// Pass 1: validate every row, remember the hash of every well-formed
-	// externalId (8 bytes a row).
+// checker is one Check of a file.
+type checker struct {
+	name string
+	r    io.ReadSeeker
+	cfg  *config
+	emit func(Error) // counts and reports an error
+	hash func(string) uint64
+	sum  Summary
+}
+
+// validateRows is pass 1: validate every row, remember the hash of every
+// well-formed externalId (8 bytes a row).
+func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]uint64, error) {
 	var hashes []uint64
 	sawTelecom := false
-	defer func() {
-		if sawTelecom && cfg.telecom == nil {
-			sum.Warnings = append(sum.Warnings, WarnNoOperatorDictionary)
-		}
-	}()
-	res, err := scan(ctx, r, cfg, emit, func(rec *record) error {
-		sum.Rows++
+	res, err := scan(ctx, c.r, c.cfg, c.emit, func(rec *record) error {
+		c.sum.Rows++
 		sawTelecom = sawTelecom || rec.Telecom != ""
-		row, ok, idOK := cfg.validate(rec, emit)
+		row, ok, idOK := c.cfg.validate(rec, c.emit)
 		if idOK {
-			hashes = append(hashes, hash(row.ExternalID))
+			hashes = append(hashes, c.hash(row.ExternalID))
 		}
-		if ok {
-			sum.ValidRows++
-			sum.Total = sum.Total.Add(row.Amount)
-			if onRow != nil {
-				return onRow(row)
-			}
-		} else {
-			sum.BadLines = append(sum.BadLines, rec.Line)
+		if !ok {
+			c.sum.BadLines = append(c.sum.BadLines, rec.Line)
+			return nil
+		}
+		c.sum.ValidRows++
+		c.sum.Total = c.sum.Total.Add(row.Amount)
+		if onRow != nil {
+			return onRow(row)
 		}
 		return nil
 	})
-	sum.Aborted, sum.Delimiter, sum.Columns, sum.Sheet = res.aborted, res.delim, res.columns, res.sheet
+	if sawTelecom && c.cfg.telecom == nil {
+		c.sum.Warnings = append(c.sum.Warnings, WarnNoOperatorDictionary)
+	}
+	c.sum.Aborted, c.sum.Delimiter, c.sum.Columns, c.sum.Sheet = res.aborted, res.delim, res.columns, res.sheet
 	if err != nil {
-		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+		return nil, fmt.Errorf("payfile: %s: %w", c.name, err)
 	}
-	if sum.Aborted {
-		// The rows after the failure are unknown: duplicates are not looked
-		// for, the file is refused anyway.
-		return sum, nil
-	}
+	return hashes, nil
+}
 
+// collisions returns the hashes that occur more than once (nil: none).
+func collisions(hashes []uint64) map[uint64]struct{} {
 	slices.Sort(hashes)
 	var collided map[uint64]struct{}
 	for i := 1; i < len(hashes); i++ {
@@ -426,33 +450,33 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 			collided[hashes[i]] = struct{}{}
 		}
 	}
-	hashes = nil
-	if collided == nil {
-		return sum, nil
-	}
+	return collided
+}
 
-	// Pass 2: read the file again; for the rows whose hash collided, compare
-	// the externalIds themselves. Validity and the total are recomputed.
-	if _, err := r.Seek(start, io.SeekStart); err != nil {
-		return sum, fmt.Errorf("payfile: %s: %w", name, err)
-	}
+func (c *checker) collides(collided map[uint64]struct{}, id string) bool {
+	_, ok := collided[c.hash(id)]
+	return ok
+}
+
+// findDuplicates is pass 2, over the file read again: for the rows whose
+// hash collided, compare the externalIds themselves. Validity and the
+// total are recomputed.
+func (c *checker) findDuplicates(ctx context.Context, collided map[uint64]struct{}) error {
 	firstLine := make(map[string]int)
 	var dupLines []int
 	rows, valid, total := 0, 0, money.Zero
 	discard := func(Error) {}
-	res2, err := scan(ctx, r, cfg, discard, func(rec *record) error {
+	res, err := scan(ctx, c.r, c.cfg, discard, func(rec *record) error {
 		rows++
-		row, ok, idOK := cfg.validate(rec, discard)
-		if idOK {
-			if _, c := collided[hash(row.ExternalID)]; c {
-				if first, seen := firstLine[row.ExternalID]; seen {
-					emit(rec.at(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate,
-						Message: fmt.Sprintf("%q already appears on %s %d", row.ExternalID, lineWord(rec), first)}))
-					dupLines = append(dupLines, rec.Line)
-					ok = false
-				} else {
-					firstLine[row.ExternalID] = rec.Line
-				}
+		row, ok, idOK := c.cfg.validate(rec, discard)
+		if idOK && c.collides(collided, row.ExternalID) {
+			if first, seen := firstLine[row.ExternalID]; seen {
+				c.emit(rec.at(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate,
+					Message: fmt.Sprintf("%q already appears on %s %d", row.ExternalID, lineWord(rec), first)}))
+				dupLines = append(dupLines, rec.Line)
+				ok = false
+			} else {
+				firstLine[row.ExternalID] = rec.Line
 			}
 		}
 		if ok {
@@ -462,14 +486,14 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 		return nil
 	})
 	if err != nil {
-		return sum, fmt.Errorf("payfile: %s: %w", name, err)
+		return fmt.Errorf("payfile: %s: %w", c.name, err)
 	}
-	if res2.aborted || rows != sum.Rows {
-		return sum, fmt.Errorf("%w: %s", ErrFileChanged, name)
+	if res.aborted || rows != c.sum.Rows {
+		return fmt.Errorf("%w: %s", ErrFileChanged, c.name)
 	}
-	sum.ValidRows, sum.Total = valid, total
-	sum.BadLines = mergeLines(sum.BadLines, dupLines)
-	return sum, nil
+	c.sum.ValidRows, c.sum.Total = valid, total
+	c.sum.BadLines = mergeLines(c.sum.BadLines, dupLines)
+	return nil
 }
 
 // mergeLines merges two ascending line lists without repeats.

@@ -2,7 +2,8 @@
 // file of a batch (CSV or JSON), the error listing of a refused file, and a
 // summary table for the terminal.
 //
-// The package knows nothing about Redis or queues: it takes rows (in line
+// The package reads no Redis and no queue (it takes only the state names
+// from the ledger): it takes rows (in line
 // order, from an iterator so that a 1,000,000-row batch is streamed and only
 // the per-state totals are kept in memory) and writes files. Rows that are
 // out of order or repeat a line are refused with an [OrderError]: a line
@@ -15,7 +16,7 @@
 //
 // Every row is in one of the ledger states. [Summarize] (and every writer)
 // totals rows and amounts per state, always listing the known states in
-// the fixed order [States] (paid, failed, created, rejected, needs_review,
+// the fixed order [ledger.States] (paid, failed, created, rejected, needs_review,
 // cancelled, checking, submitting, queued), with zero rows when none is in
 // a state, followed by any unknown state found (sorted by name), so that a
 // reader sees the full picture, and the created rows still awaiting their

@@ -9,41 +9,27 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/shopspring/decimal"
 )
 
-// The states of a payout in the ledger (see docs/design.md).
-const (
-	StateQueued      = "queued"
-	StateSubmitting  = "submitting"
-	StateChecking    = "checking"
-	StateCreated     = "created"
-	StateRejected    = "rejected"
-	StateNeedsReview = "needs_review"
-	// StatePaid and StateFailed are the outcomes the PSP reported for a
-	// created order that the workers followed (--track-outcome).
-	StatePaid   = "paid"
-	StateFailed = "failed"
-	// StateCancelled: an operator stopped the payout before it was sent.
-	StateCancelled = "cancelled"
-)
-
-// States lists the known states in the order summaries show them: final
-// states first, then the ones still in progress.
-var States = []string{StatePaid, StateFailed, StateCreated, StateRejected, StateNeedsReview, StateCancelled,
-	StateChecking, StateSubmitting, StateQueued}
-
-// IsFinal reports whether a payout in this state needs no more automatic
-// processing of its create. A created payout awaiting its outcome
-// (Row.Awaiting) is in a final state but not done: see Summary.Final.
-func IsFinal(state string) bool {
-	switch state {
-	case StatePaid, StateFailed, StateCreated, StateRejected, StateNeedsReview, StateCancelled:
-		return true
+// states lists the ledger's states (ledger.States) as the rows carry them,
+// in the order summaries show them: final states first, then the ones
+// still in progress.
+var states = func() []string {
+	out := make([]string, len(ledger.States))
+	for i, st := range ledger.States {
+		out[i] = string(st)
 	}
-	return false
-}
+	return out
+}()
+
+// isFinal reports whether a payout in this state needs no more automatic
+// processing of its create (ledger.State.Final). A created payout awaiting
+// its outcome (Row.Awaiting) is in a final state but not done: see
+// Summary.Final.
+func isFinal(state string) bool { return ledger.State(state).Final() }
 
 // The outcome groups finance reads (package documentation, "Outcome
 // groups"): every row is in exactly one, so that their amounts add up to
@@ -82,21 +68,21 @@ var notSentReasons = []string{
 // GroupOf returns the outcome group of a row.
 func GroupOf(r Row) string {
 	switch r.State {
-	case StatePaid:
+	case string(ledger.Paid):
 		return GroupPaid
-	case StateFailed:
+	case string(ledger.Failed):
 		return GroupFailed
-	case StateQueued, StateSubmitting, StateChecking:
+	case string(ledger.Queued), string(ledger.Submitting), string(ledger.Checking):
 		return GroupPending
-	case StateCreated:
+	case string(ledger.Created):
 		if r.Awaiting {
 			return GroupPending
 		}
 		// Accepted by the PSP, outcome not followed (--track-outcome=false).
 		return GroupUnknown
-	case StateRejected, StateCancelled:
+	case string(ledger.Rejected), string(ledger.Cancelled):
 		return GroupNotSent
-	case StateNeedsReview:
+	case string(ledger.NeedsReview):
 		if r.PSPOrderID == "" {
 			for _, p := range notSentReasons {
 				if strings.HasPrefix(r.Error, p) {
@@ -163,7 +149,7 @@ type GroupTotal struct {
 
 // Summary totals a batch by state and reconciles it with the file.
 type Summary struct {
-	ByState []StateTotal // the known states in the order of States, then unknown states by name
+	ByState []StateTotal // the known states in the order of states, then unknown states by name
 	// Awaiting are the created rows awaiting their outcome (part of the
 	// created state and of GroupPending).
 	Awaiting StateTotal
@@ -226,9 +212,9 @@ type Tally struct {
 
 // NewTally starts an empty summary of batch b.
 func NewTally(b Batch) *Tally {
-	t := &Tally{batch: b, known: make([]StateTotal, len(States)), groups: make([]GroupTotal, len(Groups)),
-		awaiting: StateTotal{State: StateCreated, Amount: money.Zero}}
-	for i, s := range States {
+	t := &Tally{batch: b, known: make([]StateTotal, len(states)), groups: make([]GroupTotal, len(Groups)),
+		awaiting: StateTotal{State: string(ledger.Created), Amount: money.Zero}}
+	for i, s := range states {
 		t.known[i] = StateTotal{State: s, Amount: money.Zero}
 	}
 	for i, g := range Groups {
@@ -247,7 +233,7 @@ func (t *Tally) Add(r Row) {
 			t.groups[i].Amount = t.groups[i].Amount.Add(r.Amount)
 		}
 	}
-	if r.State == StateCreated && r.Awaiting {
+	if r.State == string(ledger.Created) && r.Awaiting {
 		t.awaiting.Rows++
 		t.awaiting.Amount = t.awaiting.Amount.Add(r.Amount)
 	}
@@ -289,7 +275,7 @@ func (t *Tally) Summary() Summary {
 	}
 	s.ByState = append(s.ByState, t.known...)
 	for _, st := range t.known {
-		if !IsFinal(st.State) && st.Rows > 0 {
+		if !isFinal(st.State) && st.Rows > 0 {
 			s.Final = false
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -108,17 +109,17 @@ func TestSummary(t *testing.T) {
 		wantFinal      bool
 		wantStates     []string
 	}{
-		{"every state", batchOf("b", "f", mixedRows()), mixedRows(), true, false, States},
-		{"all final", batchOf("b", "f", centsRows()), centsRows(), true, true, States},
-		{"sum and count differ", mb, mismatch, false, true, States},
-		{"count differs", Batch{Rows: 4, Total: sumRows(mismatch)}, mismatch, false, true, States},
-		{"sum differs", Batch{Rows: 3, Total: amt("99.71")}, mismatch, false, true, States},
-		{"empty batch", Batch{Total: money.Zero}, nil, true, true, States},
+		{"every state", batchOf("b", "f", mixedRows()), mixedRows(), true, false, states},
+		{"all final", batchOf("b", "f", centsRows()), centsRows(), true, true, states},
+		{"sum and count differ", mb, mismatch, false, true, states},
+		{"count differs", Batch{Rows: 4, Total: sumRows(mismatch)}, mismatch, false, true, states},
+		{"sum differs", Batch{Rows: 3, Total: amt("99.71")}, mismatch, false, true, states},
+		{"empty batch", Batch{Total: money.Zero}, nil, true, true, states},
 		{"unknown states", Batch{Rows: 3, Total: amt("3")}, []Row{
 			{Line: 1, State: "paused", Amount: amt("1")},
 			{Line: 2, State: "", Amount: amt("1")},
-			{Line: 3, State: StateCreated, Amount: amt("1")},
-		}, true, false, append(slices.Clone(States), noState, "paused")},
+			{Line: 3, State: string(ledger.Created), Amount: amt("1")},
+		}, true, false, append(slices.Clone(states), noState, "paused")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,7 +173,7 @@ func TestExactCents(t *testing.T) {
 		if i%2 == 1 {
 			a, fa = "0.20", 0.20
 		}
-		rows[i] = Row{Line: i + 2, Amount: amt(a), State: StateCreated}
+		rows[i] = Row{Line: i + 2, Amount: amt(a), State: string(ledger.Created)}
 		f += fa
 	}
 	const want = "15000.00"
@@ -372,7 +373,7 @@ func TestOrder(t *testing.T) {
 			t.Run(tt.name+"/"+wname, func(t *testing.T) {
 				var rows []Row
 				for _, l := range tt.lines {
-					rows = append(rows, Row{Line: l, State: StateCreated, Amount: amt("1")})
+					rows = append(rows, Row{Line: l, State: string(ledger.Created), Amount: amt("1")})
 				}
 				_, err := write(io.Discard, Batch{ID: "b-order"}, FromSlice(rows))
 				if !tt.wantErr {
@@ -398,7 +399,7 @@ var errSource = errors.New("redis: connection reset")
 func failingSource(after int) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
 		for i := range after {
-			if !yield(Row{Line: i + 1, State: StateQueued, Amount: amt("1")}, nil) {
+			if !yield(Row{Line: i + 1, State: string(ledger.Queued), Amount: amt("1")}, nil) {
 				return
 			}
 		}
@@ -525,7 +526,7 @@ func TestStreamingMemory(t *testing.T) {
 	}
 	var early, late uint64
 	rows := func(yield func(Row, error) bool) {
-		r := Row{ExternalID: "PAY-000000", Amount: amt("12.34"), Destination: "411111******1111", State: StateCreated,
+		r := Row{ExternalID: "PAY-000000", Amount: amt("12.34"), Destination: "411111******1111", State: string(ledger.Created),
 			PSPOrderID: "ord-000000", PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt,
 			Error: "an error message long enough to make retained rows visible in the heap"}
 		for i := range n {
@@ -573,7 +574,7 @@ func BenchmarkWriteCSV(b *testing.B) {
 	rows := make([]Row, n)
 	for i := range rows {
 		rows[i] = Row{Line: i + 2, ExternalID: "PAY-" + strconv.Itoa(i), Amount: money.FromMinor(int64(i%100000+1), 2),
-			Destination: "411111******1111", State: States[i%len(States)], PSPOrderID: "ord-" + strconv.Itoa(i),
+			Destination: "411111******1111", State: states[i%len(states)], PSPOrderID: "ord-" + strconv.Itoa(i),
 			PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt}
 		if i%10 == 0 {
 			rows[i].Error = "PSP said: card 4111111111111111 is blocked"

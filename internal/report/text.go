@@ -25,7 +25,7 @@ func WriteSummaryText(w io.Writer, s Summary) error {
 	pending := 0
 	for _, st := range s.ByState {
 		lines = append(lines, line{printable(st.State), strconv.Itoa(st.Rows), formatAmount(st.Amount, s.Scale)})
-		if !IsFinal(st.State) {
+		if !isFinal(st.State) {
 			pending += st.Rows
 		}
 	}

@@ -300,7 +300,7 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	cfg := &c
 	fs.StringVar(&cfg.Token, "token", cfg.Token, "bearer token the simulator accepts")
 	fs.BoolVar(&cfg.Forbid, "forbid", false, "answer 403 to every authenticated request")
-	fs.Var((*amountFlag)(&cfg.MaxAmount), "max-amount", "largest amount accepted; above it a withdrawal answers 422 (empty: no limit)")
+	fs.Var((*amountFlag)(&cfg.MaxAmount), "reject-above", "answer 422 to a withdrawal with an amount above this (empty: no limit)")
 	fs.DurationVar(&cfg.Latency, "latency", 0, "latency added to every PSP answer")
 	fs.DurationVar(&cfg.LatencyJitter, "latency-jitter", 0, "random extra latency, uniform in [0, jitter]")
 	fs.Var((*probFlag)(&cfg.PRefuse), "p-refuse", "probability of answering 423 before storing anything (0..1)")

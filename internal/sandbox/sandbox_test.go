@@ -537,7 +537,7 @@ func TestAdminAPI(t *testing.T) {
 func TestRegisterFlags(t *testing.T) {
 	fs := flagSet()
 	cfg := sandbox.RegisterFlags(fs)
-	err := fs.Parse([]string{"--token", "t1", "--forbid", "--max-amount", "500.00", "--latency", "10ms", "--latency-jitter", "5ms",
+	err := fs.Parse([]string{"--token", "t1", "--forbid", "--reject-above", "500.00", "--latency", "10ms", "--latency-jitter", "5ms",
 		"--p-refuse", "0.1", "--p-ambiguous", "0.3", "--status-lag", "2s", "--outage", "10s:30s", "--seed", "9", "--hang-for", "1m",
 		"--settle-after", "2s", "--p-fail", "0.2", "--paid-status", "SUCCESS", "--failed-status", "DECLINED",
 		"--callback-url", "http://127.0.0.1:9/cb", "--callback-secret", "s3", "--p-callback-dup", "0.5", "--callback-delay", "1s"})
@@ -563,7 +563,7 @@ func TestRegisterFlags(t *testing.T) {
 	if defaults.Token != sandbox.DefaultToken || defaults.HangFor != sandbox.DefaultHangFor || defaults.Validate() != nil {
 		t.Errorf("defaults %+v", *defaults)
 	}
-	for _, args := range [][]string{{"--p-ambiguous", "1.5"}, {"--p-refuse", "x"}, {"--outage", "10s"}, {"--max-amount", "1,5"}} {
+	for _, args := range [][]string{{"--p-ambiguous", "1.5"}, {"--p-refuse", "x"}, {"--outage", "10s"}, {"--reject-above", "1,5"}} {
 		if err := flagSet().Parse(args); err == nil {
 			t.Errorf("%v accepted", args)
 		}

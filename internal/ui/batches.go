@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/rs/zerolog"
 )
 
@@ -54,16 +55,12 @@ type BatchView struct {
 	LoadedBy   string `json:"loadedBy,omitempty"`
 }
 
-// PhaseAwaiting is the phase of a batch awaiting approval.
-const PhaseAwaiting = "awaiting_approval"
-
-// States in the order the page shows them; finalStates end a payout's
-// automatic processing and count as progress (a created payout awaiting
-// its outcome excepted: see BatchView.Awaiting).
-var (
-	knownStates = []string{"queued", "submitting", "checking", "created", "paid", "failed", "rejected", "needs_review"}
-	finalStates = map[string]bool{"created": true, "paid": true, "failed": true, "rejected": true, "needs_review": true, "cancelled": true}
-)
+// knownStates are the ledger's states in the order the page shows them;
+// final states (ledger.State.Final) end a payout's automatic processing
+// and count as progress (a created payout awaiting its outcome excepted:
+// see BatchView.Awaiting).
+var knownStates = []string{string(ledger.Queued), string(ledger.Submitting), string(ledger.Checking), string(ledger.Created),
+	string(ledger.Paid), string(ledger.Failed), string(ledger.Rejected), string(ledger.NeedsReview)}
 
 // errNoBatchSource answers the batch pages when Config.Batches is nil.
 var errNoBatchSource = errors.New("no batch source configured")
@@ -176,13 +173,13 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 		for _, s := range p.States {
 			n := b.Counts[s]
 			row.Counts = append(row.Counts, stateCount{State: s, N: n})
-			if finalStates[s] {
+			if ledger.State(s).Final() {
 				row.Finished += n
 			}
 		}
-		row.Finished -= min(b.Awaiting, b.Counts["created"])
+		row.Finished -= min(b.Awaiting, b.Counts[string(ledger.Created)])
 		p.Batches = append(p.Batches, row)
-		if b.Phase == PhaseAwaiting {
+		if b.Phase == ledger.PhaseAwaiting {
 			p.Awaiting = append(p.Awaiting, row)
 		}
 	}

@@ -39,7 +39,7 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	w := New(h.rdb, h.ledger, h.psp, h.ring, sweepingConfig(), nil, zerolog.Nop())
+	w := h.worker(h.rdb, h.ledger, sweepingConfig(), zerolog.Nop())
 	rep, err := w.Sweeper().Sweep(ctx, false)
 	if err != nil || len(rep.Repairs) != 0 {
 		t.Fatalf("sweep of a batch awaiting approval restored %d tasks (%v)", len(rep.Repairs), err)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
@@ -27,8 +28,6 @@ type gate struct {
 
 // errSick tells the breaker a request failed in a way that shows a sick PSP.
 var errSick = errors.New("psp answer shows an outage")
-
-const rateKey = "payout:ratelimit:psp"
 
 // breakerWindow is the period over which failures are counted.
 const breakerWindow = 10 * time.Second
@@ -109,7 +108,7 @@ func (g *gate) wait(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		res, err := g.limiter.Allow(ctx, rateKey, g.limit)
+		res, err := g.limiter.Allow(ctx, ledger.RateLimitKey(), g.limit)
 		if err != nil {
 			return err
 		}

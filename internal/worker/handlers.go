@@ -220,7 +220,9 @@ func (w *Worker) payoutOf(ctx context.Context, kind, batch, ext string, log zero
 	return pay, err
 }
 
-// HandleStatus processes a withdrawal:status task.
+// HandleStatus processes a withdrawal:status task: after checking the task
+// is current and due, it asks the PSP about the order, records the answer
+// in the ledger and makes sure of the step the ledger decided.
 func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	p, err := jobs.DecodeStatus(t.Payload())
 	if err != nil {
@@ -232,54 +234,90 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	if handled, err := w.statusNotCurrent(ctx, pay, p.Seq, log); handled {
+		return err
+	}
+	res, trusted, err := w.queryStatus(ctx, pay, log)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	answer, err := w.checkAnswer(ctx, res, trusted)
+	if err != nil {
+		return err
+	}
+	w.metrics.checks.WithLabelValues(string(answer.Outcome)).Inc()
+	step, err := w.ledger.RecordCheck(ctx, p.Batch, p.ExternalID, p.Seq, answer, w.cfg.Policy)
+	if err != nil {
+		return err
+	}
+	return w.afterCheck(ctx, pay, p.Seq, step, answer, res, log)
+}
+
+// statusNotCurrent handles a status task that is not the payout's current,
+// due check (handled true): it makes sure of the payout's actual next step,
+// or defers the task until the check is due on Redis's clock.
+func (w *Worker) statusNotCurrent(ctx context.Context, pay ledger.Payout, seq int, log zerolog.Logger) (handled bool, err error) {
 	switch {
 	case pay.State == ledger.Queued:
 		// Absence was confirmed and a create is due: make sure it exists
 		// (a crash right after the decision may have lost its enqueue).
-		return w.enqueueCreate(ctx, pay, pay.Creates+1)
+		return true, w.enqueueCreate(ctx, pay, pay.Creates+1)
 	case pay.State == ledger.NeedsReview:
 		log.Warn().Msg("status task of a payout that needs review does nothing: use `payout resolve`")
-		return nil
+		return true, nil
 	case pay.State != ledger.Checking:
-		return nil
-	case pay.Seq != p.Seq:
-		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
+		return true, nil
+	case pay.Seq != seq:
+		return true, w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
 	}
-	if wait, err := w.notDue(ctx, pay.CheckDue); err != nil || wait > 0 {
+	wait, err := w.notDue(ctx, pay.CheckDue)
+	if err != nil {
+		return true, err
+	}
+	if wait > 0 {
 		// Scheduled early by a worker whose clock is behind: the ledger's
 		// due time is on Redis's clock. Nothing is asked, nothing counted.
-		if err != nil {
-			return err
-		}
-		return &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", p.Seq, wait), after: wait}
+		return true, &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", seq, wait), after: wait}
 	}
+	return false, nil
+}
+
+// queryStatus asks the PSP about pay's order, through the gate, by order
+// id or by externalId. trusted says whether a 404 may count as a miss. A
+// 200 is proof only when it is about our order (psp.Expect): another
+// externalId, order id or amount, or no order id, counts as a check
+// without an answer, and a person is alerted.
+func (w *Worker) queryStatus(ctx context.Context, pay ledger.Payout, log zerolog.Logger) (res psp.Result, trusted bool, err error) {
 	if err := w.gate.hold(ctx); err != nil {
-		return err
+		return res, false, err
 	}
 	byExternal := pay.OrderID == "" || w.cfg.StatusByExternal
 	id := pay.OrderID
 	if byExternal {
 		id = pay.ExternalID
 	}
-	trusted := !byExternal || w.lookup.trusted(ctx)
+	trusted = !byExternal || w.lookup.trusted(ctx)
 	done, err := w.gate.allow()
 	if err != nil {
-		return err
+		return res, false, err
 	}
-	res := w.psp.WithdrawalStatus(ctx, id)
+	res = w.psp.WithdrawalStatus(ctx, id)
 	done(res)
-	ctx, cancel := detached(ctx)
-	defer cancel()
-	// A 200 is proof only when it is about our order (psp.Expect): another
-	// externalId, order id or amount, or no order id, counts as a check
-	// without an answer, and a person is alerted.
 	res = w.expect(pay).Check(res)
 	if res.Mismatch != nil {
 		w.metrics.mismatch.WithLabelValues(string(res.Mismatch.Reasons[0])).Inc()
 		log.Error().Str("alert", "psp_status_mismatch").Str("reason", res.Message).
 			Msg("PSP status answer does not match our payout; not taken as proof")
 	}
+	return res, trusted, nil
+}
 
+// checkAnswer turns the PSP's answer into what the ledger records. A
+// refused credential pauses the queue, a request not processed defers the
+// task: neither is recorded.
+func (w *Worker) checkAnswer(ctx context.Context, res psp.Result, trusted bool) (ledger.CheckAnswer, error) {
 	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message, HTTPStatus: res.HTTPStatus}
 	switch res.Outcome {
 	case psp.Created:
@@ -291,7 +329,7 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 			answer.Message = "404 by externalId not trusted yet: no order known to exist has been found by its externalId (see --trust-status-by-external-id)"
 		}
 	case psp.AuthFault:
-		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+		return answer, w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
 	case psp.RetryLater:
 		// Not processed (429, nothing sent): no information, and no reason
 		// to spend the payout's budget of unanswered checks.
@@ -300,18 +338,19 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		if after <= 0 {
 			after = w.cfg.StatusDelay
 		}
-		return &deferral{reason: "status query not processed: " + res.Message, after: after}
+		return answer, &deferral{reason: "status query not processed: " + res.Message, after: after}
 	}
-	w.metrics.checks.WithLabelValues(string(answer.Outcome)).Inc()
-	step, err := w.ledger.RecordCheck(ctx, p.Batch, p.ExternalID, p.Seq, answer, w.cfg.Policy)
-	if err != nil {
-		return err
-	}
+	return answer, nil
+}
+
+// afterCheck makes sure of the step the ledger decided after recording
+// status check seq of pay.
+func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, step ledger.CheckStep, answer ledger.CheckAnswer, res psp.Result, log zerolog.Logger) error {
 	switch step.Action {
 	case ledger.CheckDone:
 		w.metrics.outcomes.WithLabelValues(string(ledger.Created)).Inc()
 		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
-		return w.followOutcome(ctx, p.Batch, p.ExternalID)
+		return w.followOutcome(ctx, pay.Batch, pay.ExternalID)
 	case ledger.CheckAgain:
 		// Due after Wait on Redis's clock; a little jitter on top spreads
 		// the checks of payouts that failed together.
@@ -321,15 +360,15 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		return w.enqueueStatus(ctx, pay, step.Seq, delay)
 	case ledger.CheckEarly:
 		w.metrics.deferred.WithLabelValues("status_not_due").Inc()
-		return &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", p.Seq, step.Wait), after: step.Wait}
+		return &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", seq, step.Wait), after: step.Wait}
 	case ledger.CheckRecreate:
 		log.Warn().Int("attempt", step.Attempt).Msg("PSP confirmed the order is absent; creating again")
 		return w.enqueueCreate(ctx, pay, step.Attempt)
 	case ledger.CheckReview:
 		w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
-		after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
+		after, _ := w.ledger.Get(ctx, pay.Batch, pay.ExternalID)
 		log.Error().Str("reason", after.Error).Msg("payout needs review")
-		return needsReview(p.ExternalID, after.Error)
+		return needsReview(pay.ExternalID, after.Error)
 	case ledger.CheckStale:
 		pay.Seq = step.Seq
 		return w.enqueueStatus(ctx, pay, step.Seq, w.cfg.StatusDelay)

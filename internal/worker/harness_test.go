@@ -140,6 +140,17 @@ func (h *harness) add(dests ...string) []string {
 	return ids
 }
 
+// worker builds a Worker on the harness's PSP and keyring.
+func (h *harness) worker(rdb redis.UniversalClient, l *ledger.Ledger, cfg Config, log zerolog.Logger) *Worker {
+	h.t.Helper()
+	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener, cfg.Logger = rdb, l, h.psp, h.ring, log
+	w, err := New(cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
 func (h *harness) start() {
 	h.t.Helper()
 	// The worker's ledger transitions go through autopipelining, as
@@ -152,7 +163,7 @@ func (h *harness) start() {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	w := New(rdb, ledger.New(ap), h.psp, h.ring, h.cfg, nil, testLogger(h))
+	w := h.worker(rdb, ledger.New(ap), h.cfg, testLogger(h))
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.stopped = make(chan struct{})

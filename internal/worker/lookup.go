@@ -5,15 +5,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-)
-
-// Keys of the externalId lookup check, shared by all workers.
-const (
-	lookupSampleKey   = "payout:psp:lookup-sample" // externalId of a payout the PSP created
-	lookupVerifiedKey = "payout:psp:lookup-verified"
 )
 
 // lookupCheck decides whether a 404 to a status query by externalId can be
@@ -49,7 +44,7 @@ func (l *lookupCheck) sample(ctx context.Context, ext string) {
 	if skip {
 		return
 	}
-	if err := l.rdb.SetNX(ctx, lookupSampleKey, ext, 0).Err(); err != nil {
+	if err := l.rdb.SetNX(ctx, ledger.LookupSampleKey(), ext, 0).Err(); err != nil {
 		l.log.Warn().Err(err).Msg("could not record a lookup sample")
 	}
 }
@@ -66,7 +61,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	if l.isVerified() {
 		return true
 	}
-	if n, err := l.rdb.Exists(ctx, lookupVerifiedKey).Result(); err == nil && n == 1 {
+	if n, err := l.rdb.Exists(ctx, ledger.LookupVerifiedKey()).Result(); err == nil && n == 1 {
 		l.mu.Lock()
 		l.verified = true
 		l.mu.Unlock()
@@ -80,7 +75,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	l.lastTry = time.Now()
 	l.mu.Unlock()
 
-	ext, err := l.rdb.Get(ctx, lookupSampleKey).Result()
+	ext, err := l.rdb.Get(ctx, ledger.LookupSampleKey()).Result()
 	if err != nil || ext == "" {
 		return false
 	}
@@ -90,7 +85,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 			Msg("the PSP did not find an order it created by its externalId (yet): 404s by externalId are not trusted")
 		return false
 	}
-	if err := l.rdb.Set(ctx, lookupVerifiedKey, time.Now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
+	if err := l.rdb.Set(ctx, ledger.LookupVerifiedKey(), time.Now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
 		return false
 	}
 	l.mu.Lock()

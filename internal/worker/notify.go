@@ -22,7 +22,7 @@ type NotifyConfig struct {
 	// Deliverer, when set, makes the worker deliver the notifications
 	// every process enqueued (queue notify.Queue), on a server of its own.
 	Deliverer *notify.Deliverer
-	// Concurrency of the delivery server (default 2).
+	// Concurrency of the delivery server; default 2.
 	Concurrency int
 }
 
@@ -44,9 +44,6 @@ func (w *Worker) serveNotifications(ctx context.Context) (wait func()) {
 		return func() {}
 	}
 	n := w.cfg.Notify.Concurrency
-	if n <= 0 {
-		n = 2
-	}
 	srv := asynq.NewServerFromRedisClient(w.rdb, asynq.Config{
 		Concurrency:              n,
 		Queues:                   map[string]int{notify.Queue: 1},

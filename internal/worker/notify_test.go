@@ -82,7 +82,7 @@ func TestNotificationsNeverDelayPayouts(t *testing.T) {
 		}
 	}
 	ids := h.add(visa, visa, visa, visa, visa, visa, visa, visa)
-	key := "payout:{" + h.batch + "}:p:" + ids[0]
+	key := ledger.PayoutKey(h.batch, ids[0])
 	sealed, _ := h.rdb.HGet(ctx, key, "sealed").Result()
 	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA") // this one needs review
 	h.start()

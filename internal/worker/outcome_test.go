@@ -133,7 +133,7 @@ func TestOutcomeByCallbacks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go h.sbx.RunCallbacks(ctx)
-	hinter := New(h.rdb, h.ledger, h.psp, h.ring, cfg, nil, zerolog.Nop())
+	hinter := h.worker(h.rdb, h.ledger, cfg, zerolog.Nop())
 	results := map[callback.Result]int{}
 	var mu = make(chan struct{}, 1)
 	srv, err := callback.New(callback.Config{Secret: cbSecret}, hinter, zerolog.Nop(), func(r callback.Result) {
@@ -186,7 +186,7 @@ func TestCallbackBeforeTheCreateIsRecorded(t *testing.T) {
 	cfg := trackingConfig(100*time.Millisecond, time.Hour)
 	h := newHarness(t, cfg, sandbox.Config{SettleAfter: 200 * time.Millisecond})
 	ids := h.add(visa)
-	w := New(h.rdb, h.ledger, h.psp, h.ring, cfg, nil, zerolog.Nop())
+	w := h.worker(h.rdb, h.ledger, cfg, zerolog.Nop())
 	ctx := context.Background()
 	if _, err := h.ledger.Claim(ctx, h.batch, ids); err != nil {
 		t.Fatal(err)

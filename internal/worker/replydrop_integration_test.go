@@ -52,7 +52,7 @@ func TestReplyDropRunEndsFinal(t *testing.T) {
 	}
 	rules := []redisfault.Rule{
 		// Every ledger transition names the payout's key.
-		{Commands: []string{"EVALSHA", "EVAL"}, Contains: "payout:{" + h.batch + "}:p:", Probability: 0.2},
+		{Commands: []string{"EVALSHA", "EVAL"}, Contains: ledger.PayoutKey(h.batch, "") /* every payout key of the batch */, Probability: 0.2},
 		{Commands: []string{"EVALSHA", "EVAL"}, Contains: asynqEnqueueScript, Probability: 0.2},
 		{Commands: []string{"EVALSHA", "EVAL"}, Contains: asynqScheduleScript, Probability: 0.2},
 	}

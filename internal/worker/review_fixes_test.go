@@ -84,7 +84,7 @@ func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
 	if s, err := h.ledger.RecordCheck(ctx, h.batch, ids[0], 1, ledger.CheckAnswer{Outcome: ledger.Missing}, pol); err != nil || s.Action != ledger.CheckRecreate {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
-	w := New(h.rdb, h.ledger, h.psp, h.ring, h.cfg, nil, testLogger(h))
+	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
 	task, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: h.batch, ExternalID: ids[0], Seq: 1}, 0)
 	if err := w.HandleStatus(ctx, task); err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 	h := newHarness(t, fastConfig(), sandbox.Config{})
 	ids := h.add(visa, visa)
 	ctx := context.Background()
-	key := "payout:{" + h.batch + "}:p:" + ids[0]
+	key := ledger.PayoutKey(h.batch, ids[0])
 	sealed, _ := h.rdb.HGet(ctx, key, "sealed").Result()
 	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA")
 	h.start()

@@ -37,141 +37,6 @@ type Opener interface {
 	Open(sealed, additionalData string) (string, error)
 }
 
-// Config tunes the workers. Zero values take the defaults of DefaultConfig.
-type Config struct {
-	Concurrency      int
-	Rate             int           // PSP requests per second, shared through Redis; 0 = unlimited
-	StatusDelay      time.Duration // first status check after an ambiguous create
-	Policy           ledger.CheckPolicy
-	StatusByExternal bool // always query status by externalId, even when the order id is known
-	// TrustStatusByExternal believes a 404 to a status query by externalId
-	// without first seeing the PSP find a known order that way.
-	TrustStatusByExternal bool
-	MaxCreateRetries      int           // retries of creates that provably did not reach the PSP
-	ShutdownTimeout       time.Duration // how long in-flight requests may finish after SIGTERM
-	BreakerCooldown       time.Duration // how long the breaker stays open before a probe
-	PauseRetry            time.Duration // retry delay of tasks held by a paused queue
-	// PollInterval is how often Asynq moves due scheduled and retry tasks
-	// to pending (default 1s).
-	PollInterval time.Duration
-	// Reconcile tunes the sweep that restores lost tasks (package
-	// reconcile); ReconcileOff turns it off in this process.
-	Reconcile    reconcile.Config
-	ReconcileOff bool
-	// WaitReplicas > 0 makes every create wait, after the submitting mark
-	// and before the POST, until that many replicas acknowledged the mark
-	// (Redis WAIT, at most WaitTimeout). Without the acknowledgement the
-	// payout goes back to queued and nothing is sent. Default 0: set it
-	// when the Redis master has replicas (the CLI does so by itself).
-	WaitReplicas int
-	WaitTimeout  time.Duration
-	// Outcome follows created orders to paid or failed.
-	Outcome OutcomePolicy
-	Notify  NotifyConfig // notifications emitted and delivered (notify.go)
-}
-
-// OutcomePolicy says whether and how a created order is followed to its
-// outcome. The zero value (Track false) keeps created final.
-type OutcomePolicy struct {
-	Track bool
-	// Window: a created payout without a final status after this long
-	// needs review. Default 72h.
-	Window time.Duration
-	// Intervals between outcome checks: the n-th check waits Intervals[n-1],
-	// the last one repeating. Default 30s, 1m, 2m, 5m, 15m.
-	Intervals []time.Duration
-	// Words classifies the PSP's status words (psp.NewStatusWords); the
-	// zero value counts nothing as final.
-	Words psp.StatusWords
-}
-
-// DefaultOutcomeIntervals are the waits between outcome checks.
-var DefaultOutcomeIntervals = []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute, 15 * time.Minute}
-
-// interval is the wait before outcome check number polls+1.
-func (o OutcomePolicy) interval(polls int) time.Duration {
-	if polls < 1 {
-		polls = 1
-	}
-	if polls > len(o.Intervals) {
-		polls = len(o.Intervals)
-	}
-	return o.Intervals[polls-1]
-}
-
-// window is the outcome window a created payout gets (0: not tracked).
-func (o OutcomePolicy) window() time.Duration {
-	if !o.Track {
-		return 0
-	}
-	return o.Window
-}
-
-// DefaultConfig returns the documented defaults.
-func DefaultConfig() Config {
-	return Config{
-		Concurrency:      10,
-		StatusDelay:      10 * time.Second,
-		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
-		MaxCreateRetries: 10,
-		ShutdownTimeout:  35 * time.Second,
-		BreakerCooldown:  5 * time.Second,
-		PauseRetry:       10 * time.Second,
-		PollInterval:     time.Second,
-		WaitTimeout:      time.Second,
-		Outcome:          OutcomePolicy{Window: 72 * time.Hour, Intervals: DefaultOutcomeIntervals},
-	}
-}
-
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	if c.Concurrency <= 0 {
-		c.Concurrency = d.Concurrency
-	}
-	if c.StatusDelay <= 0 {
-		c.StatusDelay = d.StatusDelay
-	}
-	if c.Policy.AbsentChecks <= 0 {
-		c.Policy.AbsentChecks = d.Policy.AbsentChecks
-	}
-	if c.Policy.AbsentSpacing < 0 {
-		c.Policy.AbsentSpacing = d.Policy.AbsentSpacing
-	}
-	if c.Policy.MaxCreates <= 0 {
-		c.Policy.MaxCreates = d.Policy.MaxCreates
-	}
-	if c.Policy.MaxFaults <= 0 {
-		c.Policy.MaxFaults = d.Policy.MaxFaults
-	}
-	if c.MaxCreateRetries <= 0 {
-		c.MaxCreateRetries = d.MaxCreateRetries
-	}
-	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = d.ShutdownTimeout
-	}
-	if c.BreakerCooldown <= 0 {
-		c.BreakerCooldown = d.BreakerCooldown
-	}
-	if c.PauseRetry <= 0 {
-		c.PauseRetry = d.PauseRetry
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = d.PollInterval
-	}
-	if c.WaitTimeout <= 0 {
-		c.WaitTimeout = d.WaitTimeout
-	}
-	if c.Outcome.Window <= 0 {
-		c.Outcome.Window = d.Outcome.Window
-	}
-	if len(c.Outcome.Intervals) == 0 {
-		c.Outcome.Intervals = d.Outcome.Intervals
-	}
-	c.Policy.OutcomeWindow = c.Outcome.window()
-	c.Policy.FaultDelay, c.Policy.FaultDelayMax = c.StatusDelay, 5*time.Minute
-	return c
-}
-
 // Worker holds the handlers and what they share.
 type Worker struct {
 	cfg     Config
@@ -187,21 +52,23 @@ type Worker struct {
 	log     zerolog.Logger
 }
 
-// New builds a Worker. metrics may be nil.
-func New(rdb redis.UniversalClient, l *ledger.Ledger, p PSP, o Opener, cfg Config, m *Metrics, log zerolog.Logger) *Worker {
+// New builds a Worker from cfg: zero values take their defaults (see
+// Config), then cfg must pass Validate; the error lists every problem.
+func New(cfg Config) (*Worker, error) {
 	cfg = cfg.withDefaults()
-	if m == nil {
-		m = NewMetrics(nil)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
+	rdb, m, log := cfg.Redis, cfg.Metrics, cfg.Logger
 	return &Worker{
-		cfg: cfg, rdb: rdb, ledger: l, psp: p, opener: o,
+		cfg: cfg, rdb: rdb, ledger: cfg.Ledger, psp: cfg.PSP, opener: cfg.Opener,
 		client:  asynq.NewClientFromRedisClient(rdb),
 		insp:    asynq.NewInspectorFromRedisClient(rdb),
 		gate:    newGate(rdb, cfg, m, log),
-		lookup:  &lookupCheck{rdb: rdb, psp: p, log: log, always: cfg.TrustStatusByExternal},
+		lookup:  &lookupCheck{rdb: rdb, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
 		metrics: m,
 		log:     log,
-	}
+	}, nil
 }
 
 // Run serves the payout queue until ctx is done, then shuts down gracefully:
