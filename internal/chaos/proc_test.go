@@ -2,16 +2,13 @@ package chaos
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/acme/payout/internal/redisdump"
-
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
@@ -23,10 +20,6 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "":
 		os.Exit(m.Run())
-	case "sleep":
-		fmt.Println("sleeping")
-		time.Sleep(time.Minute)
-		os.Exit(0)
 	case "exit3":
 		fmt.Println("out")
 		fmt.Fprintln(os.Stderr, "err")
@@ -42,35 +35,6 @@ func helper(t *testing.T, mode string) (string, []string) {
 		t.Fatal(err)
 	}
 	return bin, append(os.Environ(), helperEnv+"="+mode)
-}
-
-func TestProcKillAndStop(t *testing.T) {
-	bin, env := helper(t, "sleep")
-	log := filepath.Join(t.TempDir(), "p.log")
-	for _, how := range []string{"kill", "stop"} {
-		p, err := startProc("sleeper", bin, nil, env, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := strings.Repeat("sleeping\n", map[string]int{"kill": 1, "stop": 2}[how])
-		err = poll(context.Background(), 10*time.Second, 5*time.Millisecond, func() (bool, error) {
-			b, _ := os.ReadFile(log)
-			return string(b) == want, nil
-		})
-		if err != nil || p.exited() {
-			t.Fatalf("%s: the helper did not start and stay up: %v", how, err)
-		}
-		start := time.Now()
-		if how == "kill" {
-			p.kill()
-			p.kill() // idempotent
-		} else {
-			p.stop(10 * time.Second)
-		}
-		if !p.exited() || p.exitCode() != -1 || time.Since(start) > 5*time.Second {
-			t.Errorf("%s: exited=%t code=%d after %s", how, p.exited(), p.exitCode(), time.Since(start))
-		}
-	}
 }
 
 func TestRunOnce(t *testing.T) {
@@ -90,27 +54,6 @@ func TestRunOnce(t *testing.T) {
 	}
 	if _, _, err := runOnce(context.Background(), filepath.Join(t.TempDir(), "missing"), nil, env, log, false); err == nil {
 		t.Error("a missing binary gave no error")
-	}
-}
-
-func TestPoll(t *testing.T) {
-	n := 0
-	err := poll(context.Background(), 5*time.Second, time.Millisecond, func() (bool, error) { n++; return n == 3, nil })
-	if err != nil || n != 3 {
-		t.Errorf("got %v after %d calls", err, n)
-	}
-	err = poll(context.Background(), 20*time.Millisecond, time.Millisecond, func() (bool, error) { return false, nil })
-	if !errors.Is(err, ErrDeadline) {
-		t.Errorf("never true: got %v", err)
-	}
-	boom := errors.New("boom")
-	if err := poll(context.Background(), time.Second, time.Millisecond, func() (bool, error) { return false, boom }); !errors.Is(err, boom) {
-		t.Errorf("failing condition: got %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := poll(ctx, time.Minute, time.Millisecond, func() (bool, error) { return false, nil }); !errors.Is(err, context.Canceled) {
-		t.Errorf("cancelled: got %v", err)
 	}
 }
 

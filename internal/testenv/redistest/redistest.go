@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/testenv"
@@ -118,7 +119,8 @@ func (s *Server) Restart(ctx context.Context) error {
 }
 
 // waitPing polls PING until it answers (an error reply such as NOAUTH
-// counts: the server is up), the process dies or within passes.
+// counts: the server is up; LOADING does not: the AOF is still being
+// read), the process dies or within passes.
 func waitPing(ctx context.Context, addr string, p *proc.Proc, within time.Duration) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	defer c.Close()
@@ -130,7 +132,8 @@ func waitPing(ctx context.Context, addr string, p *proc.Proc, within time.Durati
 		defer cancel()
 		err := c.Ping(pctx).Err()
 		var reply redis.Error
-		return err == nil || errors.As(err, &reply), nil
+		up := errors.As(err, &reply) && !strings.HasPrefix(reply.Error(), "LOADING")
+		return err == nil || up, nil
 	})
 }
 
