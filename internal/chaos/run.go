@@ -232,7 +232,7 @@ func (h *harness) setUp(ctx context.Context) error {
 		h.dir, c.Seed, h.runID, c.Rows, c.Files, c.Workers, c.Concurrency, c.Broken, c.BrokenReplay)
 	t := time.Now()
 	bins := binaries(c)
-	paths, err := gobuild.Build(ctx, c.ModuleDir, h.path(dirBin), bins, h.path(dirLogs, "build.log"))
+	paths, err := gobuild.Build(ctx, gobuild.Options{ModuleDir: c.ModuleDir, Log: h.path(dirLogs, "build.log")}, h.path(dirBin), bins)
 	if err != nil {
 		return err
 	}

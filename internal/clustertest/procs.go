@@ -39,12 +39,7 @@ func Build(t testing.TB) Binaries {
 // killed at cleanup if still running.
 func StartProc(t testing.TB, name string, env []string, bin string, args ...string) *proc.Proc {
 	t.Helper()
-	p, err := proc.Start(proc.Spec{Name: name, Bin: bin, Args: args, Env: env, Log: filepath.Join(t.TempDir(), name+".log")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Kill)
-	return p
+	return proc.StartT(t, proc.Spec{Name: name, Bin: bin, Args: args, Env: env, Log: filepath.Join(t.TempDir(), name+".log")})
 }
 
 // Stop stops p (SIGTERM, SIGKILL after grace), fails the test unless it

@@ -29,27 +29,41 @@ type Target struct {
 	Tags []string
 }
 
-// Build compiles each target into binDir, running go in moduleDir ("" for
-// the current directory) and appending the compiler's output to logPath
-// (none when ""), and returns the path of each by name.
-func Build(ctx context.Context, moduleDir, binDir string, targets []Target, logPath string) (map[string]string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, errors.New("the go command is not in PATH")
+// Options say how to run go build.
+type Options struct {
+	ModuleDir string   // where go runs; "": the current directory
+	Go        string   // the go command; "": go from PATH
+	Flags     []string // more build flags, e.g. "-trimpath"
+	Env       []string // added to the environment, e.g. "CGO_ENABLED=0"
+	Log       string   // file the commands and the compiler's output are appended to; "": none
+}
+
+// Build compiles each target into binDir and returns the path of each by
+// name.
+func Build(ctx context.Context, o Options, binDir string, targets []Target) (map[string]string, error) {
+	goBin := o.Go
+	if goBin == "" {
+		var err error
+		if goBin, err = exec.LookPath("go"); err != nil {
+			return nil, errors.New("the go command is not in PATH")
+		}
 	}
 	paths := map[string]string{}
 	for _, b := range targets {
 		out := filepath.Join(binDir, b.Name)
-		args := []string{"build", "-o", out}
+		args := append([]string{"build", "-o", out}, o.Flags...)
 		if len(b.Tags) > 0 {
 			args = append(args, "-tags", strings.Join(b.Tags, ","))
 		}
 		args = append(args, b.Pkg)
 		cmd := exec.CommandContext(ctx, goBin, args...)
-		cmd.Dir = moduleDir
+		cmd.Dir = o.ModuleDir
+		if len(o.Env) > 0 {
+			cmd.Env = append(os.Environ(), o.Env...)
+		}
 		text, err := cmd.CombinedOutput()
-		if logPath != "" {
-			if werr := appendFile(logPath, append([]byte("$ go "+strings.Join(args, " ")+"\n"), text...)); werr != nil {
+		if o.Log != "" {
+			if werr := appendFile(o.Log, append([]byte("$ go "+strings.Join(args, " ")+"\n"), text...)); werr != nil {
 				return nil, werr
 			}
 		}
@@ -136,7 +150,7 @@ func Binary(t testing.TB, pkg string, tags ...string) string {
 		cache.dir, cache.bins = dir, map[string]string{}
 	}
 	name := fmt.Sprintf("%s-%d", filepath.Base(pkg), len(cache.bins))
-	paths, err := Build(context.Background(), "", cache.dir, []Target{{Name: name, Pkg: pkg, Tags: tags}}, "")
+	paths, err := Build(context.Background(), Options{}, cache.dir, []Target{{Name: name, Pkg: pkg, Tags: tags}})
 	if err != nil {
 		t.Fatal(err)
 	}
