@@ -29,6 +29,10 @@ var ErrNoRedis = errors.New("redis-server not found in PATH (apt-get install -y 
 // Config says how to run one redis-server.
 type Config struct {
 	Dir string // working directory: AOF, nodes.conf; required
+	// File, if set, is a redis.conf the server reads first; the launcher
+	// then sets only the port, bind address, directory and foreground on
+	// the command line, so that persistence is as the file says.
+	File string
 	// Log is the file the server's output is appended to; "" is
 	// Dir/redis.log.
 	Log string
@@ -86,15 +90,18 @@ func freePort(cluster bool) (int, error) {
 }
 
 func args(port int, cfg Config) []string {
-	a := []string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", cfg.Dir,
-		"--save", "", "--protected-mode", "no", "--daemonize", "no",
+	var a []string
+	if cfg.File != "" {
+		a = append(a, cfg.File)
 	}
-	if cfg.AOF {
-		a = append(a, "--appendonly", "yes", "--appendfsync", "always",
+	a = append(a, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", cfg.Dir, "--daemonize", "no")
+	switch {
+	case cfg.File != "":
+	case cfg.AOF:
+		a = append(a, "--save", "", "--protected-mode", "no", "--appendonly", "yes", "--appendfsync", "always",
 			"--aof-use-rdb-preamble", "no", "--rdbcompression", "no")
-	} else {
-		a = append(a, "--appendonly", "no")
+	default:
+		a = append(a, "--save", "", "--protected-mode", "no", "--appendonly", "no")
 	}
 	if cfg.Cluster {
 		a = append(a, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
