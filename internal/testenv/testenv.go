@@ -60,6 +60,13 @@ func Port(t testing.TB) int {
 	return p
 }
 
+// ClosedAddr returns a loopback host:port on which nothing listened a
+// moment ago: a dead peer for dial errors, or an address to listen on.
+func ClosedAddr(t testing.TB) string {
+	t.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(Port(t)))
+}
+
 // Missing fails the test under CI=true and skips it elsewhere: on CI every
 // tool a test needs must be installed.
 func Missing(t testing.TB, why string) {
