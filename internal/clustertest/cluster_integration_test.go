@@ -49,7 +49,6 @@ func TestClusterChaos(t *testing.T) {
 		procs = append(procs, cli.StartWorker(t, "worker-"+string(rune('a'+i)), sb.URL,
 			"--concurrency", "20", "--status-delay", "1s", "--absent-spacing", "2s", "--psp-timeout", "2s"))
 	}
-	dumpOnFailure(t, append([]*proc.Proc{sb.Proc}, procs...))
 	watch := func() {
 		for _, p := range procs {
 			if p.Exited() {
@@ -313,16 +312,4 @@ func checkNoCardInLogs(t *testing.T, rows map[string]Row, procs []*proc.Proc) {
 			}
 		}
 	}
-}
-
-// dumpOnFailure prints the tail of each process log if the test failed.
-func dumpOnFailure(t *testing.T, procs []*proc.Proc) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, p := range procs {
-			t.Logf("--- %s (last 4 KiB):\n%s", p.Name(), p.Tail(4096))
-		}
-	})
 }

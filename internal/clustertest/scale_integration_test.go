@@ -124,7 +124,6 @@ func measure(t *testing.T, bins Binaries, sb *Sandbox, s *step) {
 	for i := 0; i < s.workers; i++ {
 		procs = append(procs, cli.StartWorker(t, fmt.Sprintf("worker-%d", i+1), sb.URL, extra...))
 	}
-	dumpOnFailure(t, procs)
 	// Poll the simulator, not the CLI: a status subprocess every tick would
 	// take CPU from the processes measured.
 	expect := len(rows)
