@@ -5,6 +5,8 @@ PKGS      := ./...
 FUZZTIME  ?= 30s
 TEST_FLAGS ?= -race -count=1
 INTEGRATION_TIMEOUT ?= 30m
+# deploy/ is a module of its own (its tests need k8s.io/*, the product does not).
+DEPLOY    := deploy
 
 # The build tags lint checks besides the default build: the integration tests
 # and the deliberately unsafe or test-clock builds the chaos run uses.
@@ -41,16 +43,18 @@ demo:
 ## test: unit tests, seed corpora of the fuzzers; needs only Go.
 test:
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) ./...
 
 ## test-integration: everything, plus tests against a real redis-server
 ## (PAYOUT_TEST_REDIS_URL, else one started per test), browsers and processes.
 test-integration:
 	$(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) $(PKGS)
 	cd e2e && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
+	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
 
 ## lint: gofmt, go.mod and go.sum tidy, then go vet and staticcheck (the
 ## version pinned in go.mod, checks in staticcheck.conf) on the default build
-## and on each of LINT_TAGS; needs only Go.
+## and on each of LINT_TAGS, and likewise for the deploy module; needs only Go.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
@@ -61,6 +65,12 @@ lint:
 	done
 	@echo "== e2e module: go mod tidy, go vet, staticcheck"
 	cd e2e && $(GO) mod tidy -diff && $(GO) vet -tags integration ./... && $(GO) tool staticcheck -tags integration ./...
+	cd $(DEPLOY) && $(GO) mod tidy -diff
+	@set -e; sc=$$($(GO) tool -n staticcheck); cd $(DEPLOY); for tags in "" integration; do \
+		echo "== $(DEPLOY) module: go vet, staticcheck: tags $${tags:-(none)}"; \
+		$(GO) vet -tags "$$tags" ./...; \
+		$$sc -tags "$$tags" ./...; \
+	done
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:

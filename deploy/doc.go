@@ -9,6 +9,10 @@
 // value committed). Kubernetes manifests are decoded strictly into the real
 // k8s.io/api types, so a misspelled field fails the build.
 //
+// deploy/ is a module of its own (github.com/acme/payout/deploy), so that
+// k8s.io/* stays out of the product module; it uses the product's test
+// environment (internal/testenv) through a replace directive.
+//
 // Tests behind the build tag "integration" run the real tools when present:
 // redis-server (required under CI=true), systemd-analyze and docker compose
 // (optional everywhere: they are skipped when missing, even in CI).

@@ -157,6 +157,9 @@ func checkDockerfile(text, repoRoot string) []error {
 				if fi, err := os.Stat(filepath.Join(repoRoot, filepath.FromSlash(pkg))); err != nil || !fi.IsDir() {
 					fail("line %d: go build %s: no such package directory in the build context", in.line, pkg)
 				}
+				if strings.HasPrefix(pkg, "./deploy/") {
+					fail("line %d: go build %s: deploy/ is a module of its own, not the product's", in.line, pkg)
+				}
 			}
 		}
 		if st.name != "" {
@@ -237,7 +240,8 @@ func TestDockerfile(t *testing.T) {
 		{"unknown stage", "COPY --from=build /out/payout /payout", "COPY --from=bulid /out/payout /payout", "--from=bulid"},
 		{"no trimpath", "go build -trimpath -ldflags \"-s -w\" -o /out/payout", "go build -o /out/payout", "-trimpath"},
 		{"sandbox not built", "go build -trimpath -ldflags \"-s -w\" -o /out/psp-sandbox ./cmd/psp-sandbox && \\", "\\", "./cmd/psp-sandbox is not built"},
-		{"missing package", "./deploy/healthcheck", "./deploy/healthcheck-gone", "no such package"},
+		{"missing package", "./cmd/healthcheck", "./cmd/healthcheck-gone", "no such package"},
+		{"package of the deploy module", "./cmd/healthcheck", "./deploy/k8s", "a module of its own"},
 		{"old go", "ARG GO_VERSION=1.26", "ARG GO_VERSION=1.22", "golang:1.26"},
 		{"latest", "busybox:1.37-musl", "busybox:latest", "pin a tag"},
 	} {

@@ -6,107 +6,40 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/acme/payout/internal/testenv/redistest"
 )
 
-// needTool returns the path of a tool. A missing required tool fails the
-// test under CI=true and skips it elsewhere; a missing optional tool skips
-// it everywhere (systemd-analyze and docker compose are not on every CI
-// machine, and the unit tests already check the same files statically).
-func needTool(t *testing.T, name string, required bool) string {
+// optionalTool returns the path of a tool, or skips the test, even in CI:
+// systemd-analyze and docker compose are not on every CI machine, and the
+// unit tests already check the same files statically.
+func optionalTool(t *testing.T, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	if required && os.Getenv("CI") == "true" {
-		t.Fatalf("%s not found and CI=true: install it (%v)", name, err)
-	}
-	t.Skipf("%s not found: %v", name, err)
-	return ""
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("%s not found: %v", name, err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
-type syncBuffer struct {
-	ch chan struct{}
-	b  bytes.Buffer
-}
-
-func newSyncBuffer() *syncBuffer { return &syncBuffer{ch: make(chan struct{}, 1)} }
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.ch <- struct{}{}
-	defer func() { <-s.ch }()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.ch <- struct{}{}
-	defer func() { <-s.ch }()
-	return s.b.String()
+	return p
 }
 
 // TestRedisServerAcceptsConfig starts the real redis-server with
 // deploy/redis.conf and reads the settings back: the file is valid for the
 // server, and the durability settings are in force.
 func TestRedisServerAcceptsConfig(t *testing.T) {
-	bin := needTool(t, "redis-server", true)
 	conf, err := filepath.Abs("redis.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	port := freePort(t)
-	out := newSyncBuffer()
-	cmd := exec.Command(bin, conf, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--dir", dir, "--daemonize", "no", "--logfile", "")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-
+	rdb := redistest.StartConfig(t, redistest.Config{Dir: dir, File: conf}).ClientT(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1})
-	defer rdb.Close()
-	for {
-		if err := rdb.Ping(ctx).Err(); err == nil {
-			break
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("redis-server exited (%v) with deploy/redis.conf:\n%s", err, out.String())
-		case <-ctx.Done():
-			t.Fatalf("redis-server not answering within the deadline:\n%s", out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 	for key, want := range map[string]string{
 		"appendonly":                "yes",
 		"appendfsync":               "always",
@@ -144,7 +77,7 @@ func TestRedisServerAcceptsConfig(t *testing.T) {
 // `systemd-analyze security --offline` to bound their exposure score.
 // Optional: skipped, even in CI, when systemd-analyze is missing.
 func TestSystemdAnalyzeVerify(t *testing.T) {
-	bin := needTool(t, "systemd-analyze", false)
+	bin := optionalTool(t, "systemd-analyze")
 	dir := t.TempDir()
 	stub := filepath.Join(dir, "payout")
 	if err := os.WriteFile(stub, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {

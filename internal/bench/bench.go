@@ -43,6 +43,10 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testenv/gobuild"
+	"github.com/acme/payout/internal/testenv/proc"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -136,11 +140,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := b.keygen(); err != nil {
 		return nil, err
 	}
-	srv, err := StartRedis(ctx, dir)
+	srv, err := startRedis(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.Stop()
+	defer srv.Stop(redisGrace)
 	b.redisURL = srv.URL()
 	b.rdb = adminClient(srv.Addr)
 	defer b.rdb.Close()
@@ -225,21 +229,18 @@ func (b *runner) build(ctx context.Context) error {
 	b.payout = filepath.Join(b.dir, "payout")
 	b.sandbox = filepath.Join(b.dir, "psp-sandbox")
 	b.self = filepath.Join(b.dir, "bench")
-	for _, t := range []struct{ out, pkg string }{{b.payout, "./cmd/payout"}, {b.sandbox, "./cmd/psp-sandbox"}, {b.self, "./cmd/bench"}} {
-		b.logf("go build %s", t.pkg)
-		cmd := exec.CommandContext(ctx, b.cfg.Go, "build", "-trimpath", "-o", t.out, t.pkg)
-		cmd.Dir = b.cfg.Root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("bench: go build %s: %w\n%s", t.pkg, err, out)
-		}
+	b.logf("go build ./cmd/payout ./cmd/psp-sandbox ./cmd/bench")
+	_, err := gobuild.Build(ctx, gobuild.Options{ModuleDir: b.cfg.Root, Go: b.cfg.Go, Flags: []string{"-trimpath"}, Env: []string{"CGO_ENABLED=0"}},
+		b.dir, []gobuild.Target{{Name: "payout", Pkg: "./cmd/payout"}, {Name: "psp-sandbox", Pkg: "./cmd/psp-sandbox"}, {Name: "bench", Pkg: "./cmd/bench"}})
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
 	}
 	return nil
 }
 
 // keygen makes the data key with `payout keygen`.
 func (b *runner) keygen() error {
-	u, p, err := RunProc(Spec{Name: "payout keygen", Bin: b.payout, Args: []string{"keygen"}, Env: CleanEnv()})
+	u, p, err := proc.Run(context.Background(), proc.Spec{Name: "payout keygen", Bin: b.payout, Args: []string{"keygen"}, Env: testenv.CleanEnv()})
 	if err != nil {
 		return err
 	}
@@ -329,11 +330,11 @@ func (b *runner) topCommands(ctx context.Context, k int) string {
 // ---- loader ----
 
 // payoutLoad runs `payout load` on an empty Redis.
-func (b *runner) payoutLoad(ctx context.Context, file string, n int) (Usage, error) {
+func (b *runner) payoutLoad(ctx context.Context, file string, n int) (proc.Usage, error) {
 	if err := b.flush(ctx); err != nil {
-		return Usage{}, err
+		return proc.Usage{}, err
 	}
-	u, p, err := RunProc(Spec{Name: "payout load", Bin: b.payout, Env: CleanEnv(),
+	u, p, err := proc.Run(ctx, proc.Spec{Name: "payout load", Bin: b.payout, Env: testenv.CleanEnv(),
 		Args: []string{"load", "--redis", b.redisURL, "--data-key-file", b.keyFile, file}})
 	if err != nil {
 		return u, err
@@ -347,11 +348,11 @@ func (b *runner) payoutLoad(ctx context.Context, file string, n int) (Usage, err
 
 // bareEnqueue runs the bare enqueue baseline on an empty Redis; pipelined
 // gives it the loader's autopipelining.
-func (b *runner) bareEnqueue(ctx context.Context, batch string, n int, pipelined bool) (Usage, error) {
+func (b *runner) bareEnqueue(ctx context.Context, batch string, n int, pipelined bool) (proc.Usage, error) {
 	if err := b.flush(ctx); err != nil {
-		return Usage{}, err
+		return proc.Usage{}, err
 	}
-	u, p, err := RunProc(Spec{Name: "bare enqueue", Bin: b.self, Env: CleanEnv(),
+	u, p, err := proc.Run(ctx, proc.Spec{Name: "bare enqueue", Bin: b.self, Env: testenv.CleanEnv(),
 		Args: []string{"bare-enqueue", "--redis", b.redisURL, "--batch", batch, "--rows", strconv.Itoa(n),
 			"--concurrency", strconv.Itoa(LoaderEnqueueWorkers), "--pipeline=" + strconv.FormatBool(pipelined)}})
 	if err != nil {
@@ -397,7 +398,7 @@ func (b *runner) loaderFigures(ctx context.Context) []Figure {
 	var oursCmds, baseCmds, pipeCmds string
 	// sample runs one measurement and records its rate, process CPU, Redis
 	// CPU and busiest Redis commands.
-	sample := func(label, unit string, run func() (Usage, error), rates, cpu, redisCPU *[]float64, cmds *string) func() error {
+	sample := func(label, unit string, run func() (proc.Usage, error), rates, cpu, redisCPU *[]float64, cmds *string) func() error {
 		return func() error {
 			r0 := b.redisCPU(ctx)
 			b.resetStats(ctx)
@@ -414,11 +415,11 @@ func (b *runner) loaderFigures(ctx context.Context) []Figure {
 			return nil
 		}
 	}
-	ours := sample("payout load", "rows", func() (Usage, error) { return b.payoutLoad(ctx, file, n) },
+	ours := sample("payout load", "rows", func() (proc.Usage, error) { return b.payoutLoad(ctx, file, n) },
 		&f.OursSamples, &oursCPU, &oursRedis, &oursCmds)
-	bare := sample("bare enqueue", "tasks", func() (Usage, error) { return b.bareEnqueue(ctx, batch, n, false) },
+	bare := sample("bare enqueue", "tasks", func() (proc.Usage, error) { return b.bareEnqueue(ctx, batch, n, false) },
 		&f.BaseSamples, &baseCPU, &baseRedis, &baseCmds)
-	pipe := sample("bare enqueue (autopipelined)", "tasks", func() (Usage, error) { return b.bareEnqueue(ctx, batch, n, true) },
+	pipe := sample("bare enqueue (autopipelined)", "tasks", func() (proc.Usage, error) { return b.bareEnqueue(ctx, batch, n, true) },
 		&fp.BaseSamples, &pipeCPU, &pipeRedis, &pipeCmds)
 	for i := 0; i < max(b.cfg.LoaderRepeat, 1); i++ {
 		round := []func() error{ours, bare, pipe}
@@ -452,7 +453,7 @@ func (b *runner) loaderRSSFigures(ctx context.Context) []Figure {
 	rate := Figure{Name: fmt.Sprintf("loader, %s-row file (context)", thousands(int64(n))), Unit: "rows/s", Target: Target{Kind: Informative}}
 	file, err := b.file(n)
 	if err == nil {
-		var u Usage
+		var u proc.Usage
 		u, err = b.payoutLoad(ctx, file, n)
 		rss.Ours, rss.OursCPU = u.MaxRSSMB(), u.CPU.Seconds()
 		if err == nil {
@@ -472,27 +473,29 @@ func (b *runner) loaderRSSFigures(ctx context.Context) []Figure {
 
 type workerRun struct {
 	rate       float64
-	u          Usage
+	u          proc.Usage
 	sandboxCPU float64
 	redisCPU   float64
 	commands   string // Redis time by command while the worker ran
 }
 
 // startSandbox starts a fresh simulator with the given latency.
-func (b *runner) startSandbox(ctx context.Context, latency time.Duration) (*Proc, string, error) {
+func (b *runner) startSandbox(ctx context.Context, latency time.Duration) (*proc.Proc, string, error) {
 	var lastErr error
 	for try := 0; try < 5; try++ {
-		port, err := freePort()
+		port, err := testenv.FreePort()
 		if err != nil {
 			return nil, "", err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		p, err := StartProc(Spec{Name: "psp-sandbox", Bin: b.sandbox, Env: CleanEnv(),
+		p, err := proc.Start(proc.Spec{Name: "psp-sandbox", Bin: b.sandbox, Env: testenv.CleanEnv(),
 			Args: []string{"--addr", addr, "--latency", latency.String(), "--log-level", "error", "--seed", "1"}})
 		if err != nil {
 			return nil, "", err
 		}
-		if lastErr = waitTCP(ctx, addr, 5*time.Second); lastErr == nil {
+		adm := sandbox.Admin{URL: "http://" + addr}
+		lastErr = testenv.Poll(ctx, 5*time.Second, 20*time.Millisecond, func() (bool, error) { return adm.Health(ctx) == nil, nil })
+		if lastErr == nil {
 			return p, "http://" + addr, nil
 		}
 		_, _ = p.Stop(2 * time.Second)
@@ -500,7 +503,7 @@ func (b *runner) startSandbox(ctx context.Context, latency time.Duration) (*Proc
 	return nil, "", fmt.Errorf("bench: psp-sandbox did not come up: %w", lastErr)
 }
 
-func stopSandbox(p *Proc) float64 {
+func stopSandbox(p *proc.Proc) float64 {
 	u, _ := p.Stop(5 * time.Second)
 	return u.CPU.Seconds()
 }
@@ -527,10 +530,10 @@ func (b *runner) oursWorker(ctx context.Context, n, conc int, latency time.Durat
 	led := ledger.New(b.rdb)
 	r0 := b.redisCPU(ctx)
 	b.resetStats(ctx)
-	w, err := StartProc(Spec{Name: "payout worker", Bin: b.payout, Env: CleanEnv("PAYOUT_PSP_TOKEN=" + SandboxToken),
+	w, err := proc.Start(proc.Spec{Name: "payout worker", Bin: b.payout, Env: testenv.CleanEnv("PAYOUT_PSP_TOKEN=" + SandboxToken),
 		Args: []string{"worker", "--redis", b.redisURL, "--psp-url", url, "--concurrency", strconv.Itoa(conc),
 			"--metrics-addr", "", "--data-key-file", b.keyFile, "--track-outcome=false"},
-		StderrFile: filepath.Join(b.dir, "worker.log")})
+		Log: filepath.Join(b.dir, "worker.log")})
 	if err != nil {
 		return r, err
 	}
@@ -547,7 +550,7 @@ func (b *runner) oursWorker(ctx context.Context, n, conc int, latency time.Durat
 }
 
 // waitFinal polls the ledger counters every 10 ms until n payouts are final.
-func (b *runner) waitFinal(ctx context.Context, w *Proc, led *ledger.Ledger, batch string, n int) (time.Duration, ledger.Counts, error) {
+func (b *runner) waitFinal(ctx context.Context, w *proc.Proc, led *ledger.Ledger, batch string, n int) (time.Duration, ledger.Counts, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PhaseTimeout)
 	defer cancel()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -563,7 +566,7 @@ func (b *runner) waitFinal(ctx context.Context, w *Proc, led *ledger.Ledger, bat
 		select {
 		case <-ctx.Done():
 			return 0, c, fmt.Errorf("bench: %d of %d payouts still open after %s", c.Open(), n, b.cfg.PhaseTimeout)
-		case <-w.Exited():
+		case <-w.Done():
 			u, _ := w.Wait()
 			return 0, c, w.Failure(u, "worker exited early")
 		case <-tick.C:
@@ -588,10 +591,10 @@ func (b *runner) bareWorker(ctx context.Context, n, conc int, latency time.Durat
 	lines := make(chan string, 64)
 	r0 := b.redisCPU(ctx)
 	b.resetStats(ctx)
-	w, err := StartProc(Spec{Name: "bare worker", Bin: b.self, Env: CleanEnv("PAYOUT_PSP_TOKEN=" + SandboxToken), Lines: lines,
+	w, err := proc.Start(proc.Spec{Name: "bare worker", Bin: b.self, Env: testenv.CleanEnv("PAYOUT_PSP_TOKEN=" + SandboxToken), Lines: lines,
 		Args: []string{"bare-worker", "--redis", b.redisURL, "--psp-url", url, "--concurrency", strconv.Itoa(conc),
 			"--expect", strconv.Itoa(n)},
-		StderrFile: filepath.Join(b.dir, "bare-worker.log")})
+		Log: filepath.Join(b.dir, "bare-worker.log")})
 	if err != nil {
 		return r, err
 	}
@@ -607,7 +610,7 @@ wait:
 				elapsed = time.Since(w.Started())
 				break wait
 			}
-		case <-w.Exited():
+		case <-w.Done():
 			u, _ := w.Wait()
 			waitErr = w.Failure(u, "bare worker exited early")
 			break wait
@@ -626,7 +629,7 @@ wait:
 // stopMeasured ends a worker measurement: it records Redis's CPU since r0
 // and its busiest commands, stops the worker and records its usage. The
 // error is waitErr, else the worker's own.
-func (b *runner) stopMeasured(ctx context.Context, w *Proc, r0 float64, waitErr error, r *workerRun) error {
+func (b *runner) stopMeasured(ctx context.Context, w *proc.Proc, r0 float64, waitErr error, r *workerRun) error {
 	r.redisCPU = b.redisCPU(ctx) - r0
 	r.commands = b.topCommands(ctx, 5)
 	u, err := w.Stop(time.Minute)
@@ -733,15 +736,15 @@ func (b *runner) e2eFigure(ctx context.Context) Figure {
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PhaseTimeout)
 	defer cancel()
-	p, err := StartProc(Spec{Name: "payout run", Bin: b.payout, Env: CleanEnv(),
-		Args:       []string{"run", "--sandbox", "--out", filepath.Join(b.dir, "e2e.result.csv"), "--show-rows", "0", file},
-		StderrFile: filepath.Join(b.dir, "run.log")})
+	p, err := proc.Start(proc.Spec{Name: "payout run", Bin: b.payout, Env: testenv.CleanEnv(),
+		Args: []string{"run", "--sandbox", "--out", filepath.Join(b.dir, "e2e.result.csv"), "--show-rows", "0", file},
+		Log:  filepath.Join(b.dir, "run.log")})
 	if err != nil {
 		f.Error = err.Error()
 		return f
 	}
 	select {
-	case <-p.Exited():
+	case <-p.Done():
 	case <-ctx.Done():
 		_ = p.Signal(syscall.SIGTERM)
 	}

@@ -5,23 +5,18 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/testenv"
 )
 
 // A whole bench run at toy sizes: builds the binaries, starts its own
 // redis-server and sandboxes, and every figure comes out measured.
 func TestRunSmall(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not found in PATH (apt-get install -y redis-server)")
-		}
-		t.Skip("redis-server not found in PATH")
-	}
+	testenv.NeedTool(t, "redis-server")
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)

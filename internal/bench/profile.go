@@ -57,11 +57,11 @@ func Profile(ctx context.Context, cfg ProfileConfig) error {
 	if err := b.build(ctx); err != nil {
 		return err
 	}
-	srv, err := StartRedis(ctx, dir)
+	srv, err := startRedis(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer srv.Stop()
+	defer srv.Stop(redisGrace)
 	rdb := adminClient(srv.Addr)
 	defer rdb.Close()
 	b.rdb, b.redisURL = rdb, srv.URL()

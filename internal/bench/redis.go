@@ -2,75 +2,28 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrNoRedis is returned when redis-server is not installed.
-var ErrNoRedis = errors.New("redis-server not found in PATH (apt-get install -y redis-server)")
+// redisGrace is how long a stopping redis-server may take before it is
+// killed.
+const redisGrace = 10 * time.Second
 
-// RedisServer is a redis-server process owned by the bench: no persistence,
-// loopback only, its own port and directory.
-type RedisServer struct {
-	Addr string
-	cmd  *exec.Cmd
-}
-
-// URL returns the redis:// URL of database 0.
-func (s *RedisServer) URL() string { return "redis://" + s.Addr + "/0" }
-
-// StartRedis starts redis-server on a free loopback port with dir as its
-// working directory.
-func StartRedis(ctx context.Context, dir string) (*RedisServer, error) {
-	bin, err := exec.LookPath("redis-server")
+// startRedis starts the bench's redis-server: no persistence, loopback
+// only, its own port and directory dir, warnings only in its log.
+func startRedis(ctx context.Context, dir string) (*redistest.Server, error) {
+	s, err := redistest.Launch(ctx, redistest.Config{Dir: dir, Extra: []string{"--loglevel", "warning"}})
 	if err != nil {
-		return nil, ErrNoRedis
+		return nil, fmt.Errorf("bench: %w", err)
 	}
-	var lastErr error
-	for try := 0; try < 5; try++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning")
-		if err := cmd.Start(); err != nil {
-			return nil, fmt.Errorf("bench: start redis-server: %w", err)
-		}
-		s := &RedisServer{Addr: addr, cmd: cmd}
-		if lastErr = waitTCP(ctx, addr, 5*time.Second); lastErr == nil {
-			return s, nil
-		}
-		s.Stop()
-	}
-	return nil, fmt.Errorf("bench: redis-server did not come up: %w", lastErr)
-}
-
-// Stop terminates the server and waits for it.
-func (s *RedisServer) Stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-	s.cmd = nil
+	return s, nil
 }
 
 // RedisVersion returns redis_version from INFO server.
@@ -147,33 +100,4 @@ func FormatStats(st []CommandStat, k int) string {
 		parts = append(parts, fmt.Sprintf("%s %s x %.1f us", s.Name, thousands(s.Calls), per))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("bench: find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// waitTCP polls addr until it accepts a connection or within passes.
-func waitTCP(ctx context.Context, addr string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: %s not reachable within %s: %w", addr, within, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

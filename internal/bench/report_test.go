@@ -2,14 +2,13 @@ package bench
 
 import (
 	"bytes"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/acme/payout/internal/testenv/golden"
+)
 
 func TestEvaluate(t *testing.T) {
 	yes, no := true, false
@@ -100,19 +99,7 @@ func TestWriteTableGolden(t *testing.T) {
 	if err := sampleReport().WriteTable(&buf); err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "table.golden")
-	if *update {
-		if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("table differs from %s (go test -update rewrites it):\n%s", golden, buf.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "table.golden"), buf.Bytes())
 }
 
 func TestWriteJSONNamesTheFileByStart(t *testing.T) {

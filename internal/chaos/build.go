@@ -1,18 +1,10 @@
 package chaos
 
 import (
-	"bufio"
-	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-)
 
-// ModulePath is the module whose binaries the suite builds.
-const ModulePath = "github.com/acme/payout"
+	"github.com/acme/payout/internal/testenv/gobuild"
+)
 
 // UnsafeTag is the build tag of the deliberately broken worker that POSTs
 // again when a redelivered create finds its payout in submitting.
@@ -30,79 +22,10 @@ const ClockTag = "payout_test_clock"
 // from.
 const ClockEnv = "PAYOUT_TEST_CLOCK_OFFSET"
 
-// FindModule returns the root of the payout module: dir or its nearest
-// parent holding a go.mod that declares ModulePath.
-func FindModule(dir string) (string, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	for {
-		if isModuleRoot(filepath.Join(dir, "go.mod")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of %s above the working directory", ModulePath)
-		}
-		dir = parent
-	}
-}
-
-func isModuleRoot(gomod string) bool {
-	f, err := os.Open(gomod)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); strings.HasPrefix(line, "module ") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "module ")) == ModulePath
-		}
-	}
-	return false
-}
-
-// buildSpec is one program to build: its output name, package and tags.
-type buildSpec struct {
-	name, pkg string
-	tags      []string
-}
-
-// build compiles each binary into binDir, logging the compiler's output to
-// logPath, and returns the path of each by name.
-func build(ctx context.Context, moduleDir, binDir string, bins []buildSpec, logPath string) (map[string]string, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, errors.New("the go command is not in PATH")
-	}
-	paths := map[string]string{}
-	for _, b := range bins {
-		out := filepath.Join(binDir, b.name)
-		args := []string{"build", "-o", out}
-		if len(b.tags) > 0 {
-			args = append(args, "-tags", strings.Join(b.tags, ","))
-		}
-		args = append(args, b.pkg)
-		cmd := exec.CommandContext(ctx, goBin, args...)
-		cmd.Dir = moduleDir
-		text, err := cmd.CombinedOutput()
-		if werr := appendFile(logPath, append([]byte("$ go "+strings.Join(args, " ")+"\n"), text...)); werr != nil {
-			return nil, werr
-		}
-		if err != nil {
-			return nil, fmt.Errorf("go %s: %w (see %s)", strings.Join(args, " "), err, logPath)
-		}
-		paths[b.name] = out
-	}
-	return paths, nil
-}
-
 // binaries lists what a run with c builds: payout (with the broken tags
 // asked for), payout-clock (the same with ClockTag) when one worker's clock
 // is off, and psp-sandbox.
-func binaries(c Config) []buildSpec {
+func binaries(c Config) []gobuild.Target {
 	var tags []string
 	if c.Broken {
 		tags = append(tags, UnsafeTag)
@@ -110,23 +33,11 @@ func binaries(c Config) []buildSpec {
 	if c.BrokenReplay {
 		tags = append(tags, ReplayTag)
 	}
-	bins := []buildSpec{{name: "payout", pkg: "./cmd/payout", tags: tags}}
+	bins := []gobuild.Target{{Name: "payout", Pkg: "./cmd/payout", Tags: tags}}
 	if c.ClockOffset != 0 {
-		bins = append(bins, buildSpec{name: "payout-clock", pkg: "./cmd/payout", tags: append(append([]string(nil), tags...), ClockTag)})
+		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: "./cmd/payout", Tags: append(append([]string(nil), tags...), ClockTag)})
 	}
-	return append(bins, buildSpec{name: "psp-sandbox", pkg: "./cmd/psp-sandbox"})
-}
-
-func appendFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return append(bins, gobuild.Target{Name: "psp-sandbox", Pkg: "./cmd/psp-sandbox"})
 }
 
 // writeSecret writes a file readable by the owner only, through a rename,

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/acme/payout/internal/callback"
+	"github.com/acme/payout/internal/testenv"
+	"github.com/rs/zerolog"
 )
 
 // hints records the hints a callback server passes on.
@@ -58,9 +58,7 @@ func TestForwarder(t *testing.T) {
 	var h hints
 	live := startListener(t, ctx, secret, &h)
 	// A worker just killed: nothing listens there any more.
-	l, _ := net.Listen("tcp", "127.0.0.1:0")
-	dead := l.Addr().String()
-	l.Close()
+	dead := testenv.ClosedAddr(t)
 
 	f, err := NewForwarder(1)
 	if err != nil {

@@ -5,12 +5,11 @@ package chaos
 import (
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/acme/payout/internal/testredis"
+	"github.com/acme/payout/internal/testenv"
 )
 
 // logWriter sends each line the run prints to t.Log.
@@ -28,12 +27,8 @@ func (w *logWriter) Write(p []byte) (int, error) {
 
 func needTools(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		testredis.Missing(t, "redis-server not found in PATH (apt-get install -y redis-server)")
-	}
-	if _, err := exec.LookPath("go"); err != nil {
-		testredis.Missing(t, "the go command is not in PATH (the suite builds the binaries)")
-	}
+	testenv.NeedTool(t, "redis-server")
+	testenv.NeedTool(t, "go")
 }
 
 // TestChaosShort is `make chaos-short`: 1,000 rows through real processes

@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acme/payout/internal/redisdump"
-
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/redisdump"
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testenv/proc"
 )
 
 // finish writes the last result files, stops the workers, gathers the
@@ -30,13 +30,13 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	if h.open > 0 {
 		within = 0 // the deadline passed: one last run, no waiting
 	}
-	if err := poll(ctx, within, 500*time.Millisecond, func() (bool, error) {
+	if err := testenv.Poll(ctx, within, 500*time.Millisecond, func() (bool, error) {
 		r := <-h.startLoader(ctx)
 		if err := h.loaderDone(r); err != nil {
 			return false, err
 		}
 		return h.allResultFiles(), nil
-	}); err != nil && !errors.Is(err, ErrDeadline) {
+	}); err != nil && !errors.Is(err, testenv.ErrDeadline) {
 		return Figures{}, err
 	}
 	h.snapshotUI(ctx, "end")
@@ -44,28 +44,29 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		h.forge.wait()
 	}
 	for _, w := range h.workers {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM) // all at once, then wait for each
+		_ = w.Signal(syscall.SIGTERM) // all at once, then wait for each
 	}
 	for _, w := range h.workers {
-		w.stop(c.PSPTimeout + 10*time.Second)
+		w.Stop(c.PSPTimeout + 10*time.Second)
 	}
 
 	var books Books
 	books.Rows = h.rows()
-	if err := getJSON(ctx, h.sandboxURL+"/sandbox/orders", &books.Orders); err != nil {
-		return Figures{}, fmt.Errorf("sandbox orders: %w", err)
+	adm := h.sandboxAdmin()
+	var err error
+	if books.Orders, err = adm.Orders(ctx); err != nil {
+		return Figures{}, err
 	}
-	var stats sandbox.Stats
-	if err := getJSON(ctx, h.sandboxURL+"/sandbox/stats", &stats); err != nil {
-		return Figures{}, fmt.Errorf("sandbox stats: %w", err)
+	stats, err := adm.Stats(ctx)
+	if err != nil {
+		return Figures{}, err
 	}
-	var life sandbox.LifecycleJSON
-	if err := getJSON(ctx, h.sandboxURL+"/sandbox/lifecycle", &life); err != nil {
-		return Figures{}, fmt.Errorf("sandbox lifecycle: %w", err)
+	life, err := adm.Lifecycle(ctx)
+	if err != nil {
+		return Figures{}, err
 	}
 	books.PaidStatus, books.FailedStatus = life.PaidStatus, life.FailedStatus
 	books.CancelAsked, books.CancelReported, books.CheckAudit = h.ctl.asked, h.ctl.reported, true
-	var err error
 	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
 		return Figures{}, err
 	}
@@ -84,14 +85,14 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	if err := os.WriteFile(h.path("redis-contents.txt"), []byte(dump), 0o600); err != nil {
 		return Figures{}, err
 	}
-	for _, u := range []*proc{h.ui, h.ops} {
+	for _, u := range []*proc.Proc{h.ui, h.ops} {
 		if u != nil {
-			u.stop(5 * time.Second)
+			u.Stop(5 * time.Second)
 		}
 	}
-	h.sandbox.stop(10 * time.Second)
+	h.sandbox.Stop(10 * time.Second)
 	_ = h.rdb.Close()
-	h.redis.p.stop(10 * time.Second)
+	h.redis.Stop(10 * time.Second)
 	h.gw.Close()
 	var drops int
 	if h.rfault != nil {

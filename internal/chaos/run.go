@@ -14,12 +14,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/redisfault"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testenv/gobuild"
+	"github.com/acme/payout/internal/testenv/proc"
+	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 )
 
 // Folders of the work directory. The leak scan reads every file of the
@@ -61,13 +64,13 @@ type harness struct {
 	clockBin              string   // payout built with ClockTag ("" when no worker's clock is off)
 	env                   []string // base environment of the subprocesses
 
-	redis  *redisServer
+	redis  *redistest.Server
 	rfault *redisfault.Proxy // in front of Redis for the workers (nil: none)
 	rdb    *redis.Client
 	led    *ledger.Ledger
 	insp   *asynq.Inspector
 
-	sandbox      *proc
+	sandbox      *proc.Proc
 	sandboxURL   string
 	sandboxToken string
 	gw           *Gateway
@@ -77,20 +80,20 @@ type harness struct {
 	dataKey      string
 	caFile       string // the gateway's CA certificate, trusted by the workers (HTTP/2 over TLS)
 
-	ui             *proc // read-only: the pages fetched for the leak scan
+	ui             *proc.Proc // read-only: the pages fetched for the leak scan
 	uiURL          string
-	ops            *proc // read-write: the API the suite deletes and archives tasks through
+	ops            *proc.Proc // read-write: the API the suite deletes and archives tasks through
 	opsURL         string
 	uiUser, uiPass string
 
-	workers []*proc
-	skewed  map[*proc]bool   // workers whose task clock is off
-	cbAddr  map[*proc]string // each worker's callback listener (Config.Callbacks)
+	workers []*proc.Proc
+	skewed  map[*proc.Proc]bool   // workers whose task clock is off
+	cbAddr  map[*proc.Proc]string // each worker's callback listener (Config.Callbacks)
 
-	callbackSecret string     // shared by the sandbox and the workers (Config.Callbacks)
-	fwd            *Forwarder // the sandbox's callbacks go through it to live workers
-	forge          *forger    // the suite's own forged callbacks
-	procs          []*proc    // every long-running process, killed at the end
+	callbackSecret string       // shared by the sandbox and the workers (Config.Callbacks)
+	fwd            *Forwarder   // the sandbox's callbacks go through it to live workers
+	forge          *forger      // the suite's own forged callbacks
+	procs          []*proc.Proc // every long-running process, killed at the end
 	nProcs         map[string]int
 
 	kills, restarts, rotations     int
@@ -133,7 +136,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (fig Figures, err error
 	if errors.Is(driveErr, context.Canceled) || errors.Is(driveErr, context.DeadlineExceeded) {
 		return fig, driveErr
 	}
-	if driveErr != nil && !errors.Is(driveErr, ErrDeadline) {
+	if driveErr != nil && !errors.Is(driveErr, testenv.ErrDeadline) {
 		h.problem("%v", driveErr)
 	}
 	fig, err = h.finish(ctx)
@@ -163,7 +166,7 @@ func newHarness(cfg Config, out io.Writer) (*harness, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.ModuleDir, err = FindModule(wd); err != nil {
+		if cfg.ModuleDir, err = gobuild.FindModule(wd); err != nil {
 			return nil, err
 		}
 	}
@@ -189,7 +192,7 @@ func newHarness(cfg Config, out io.Writer) (*harness, error) {
 	h := &harness{
 		cfg: cfg, out: io.MultiWriter(out, own), ownLog: own, dir: dir,
 		rng:    mrand.New(mrand.NewPCG(uint64(seed), 0xc4a05)),
-		nProcs: map[string]int{}, skewed: map[*proc]bool{}, cbAddr: map[*proc]string{},
+		nProcs: map[string]int{}, skewed: map[*proc.Proc]bool{}, cbAddr: map[*proc.Proc]string{},
 	}
 	h.runID = fmt.Sprintf("%06x", h.rng.Uint32()&0xffffff)
 	h.files = Generate(h.rng, h.runID, cfg.Rows, cfg.Files)
@@ -229,16 +232,16 @@ func (h *harness) setUp(ctx context.Context) error {
 		h.dir, c.Seed, h.runID, c.Rows, c.Files, c.Workers, c.Concurrency, c.Broken, c.BrokenReplay)
 	t := time.Now()
 	bins := binaries(c)
-	paths, err := build(ctx, c.ModuleDir, h.path(dirBin), bins, h.path(dirLogs, "build.log"))
+	paths, err := gobuild.Build(ctx, gobuild.Options{ModuleDir: c.ModuleDir, Log: h.path(dirLogs, "build.log")}, h.path(dirBin), bins)
 	if err != nil {
 		return err
 	}
 	h.payoutBin, h.sandboxBin, h.clockBin = paths["payout"], paths["psp-sandbox"], paths["payout-clock"]
 	names := make([]string, len(bins))
 	for i, b := range bins {
-		names[i] = b.name
-		if len(b.tags) > 0 {
-			names[i] += " (" + strings.Join(b.tags, ",") + ")"
+		names[i] = b.Name
+		if len(b.Tags) > 0 {
+			names[i] += " (" + strings.Join(b.Tags, ",") + ")"
 		}
 	}
 	h.logf("built %s in %s", strings.Join(names, ", "), time.Since(t).Round(100*time.Millisecond))
@@ -254,17 +257,17 @@ func (h *harness) setUp(ctx context.Context) error {
 		}
 	}
 
-	if h.redis, err = startRedis(ctx, h.path(dirRedis), h.path(dirLogs, "redis.log")); err != nil {
+	if h.redis, err = redistest.Launch(ctx, redistest.Config{Dir: h.path(dirRedis), Log: h.path(dirLogs, "redis.log"), AOF: true}); err != nil {
 		return err
 	}
-	h.rdb = redis.NewClient(&redis.Options{Addr: h.redis.addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+	h.rdb = redis.NewClient(&redis.Options{Addr: h.redis.Addr, DialTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
 	h.led = ledger.New(h.rdb)
 	h.insp = asynq.NewInspectorFromRedisClient(h.rdb)
 	if c.RedisReplyDrop > 0 {
 		// A new upstream connection per client connection: the proxy
 		// outlives the Redis restart.
 		h.rfault, err = redisfault.Start(redisfault.Config{
-			Upstream: h.redis.addr, Seed: c.Seed,
+			Upstream: h.redis.Addr, Seed: c.Seed,
 			Rules: []redisfault.Rule{{Commands: []string{"EVAL", "EVALSHA"}, Probability: c.RedisReplyDrop}},
 		})
 		if err != nil {
@@ -347,7 +350,7 @@ func (h *harness) workerRedis() string {
 
 func (h *harness) startSandbox(ctx context.Context) error {
 	c := h.cfg
-	port, err := freePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -379,18 +382,21 @@ func (h *harness) startSandbox(ctx context.Context) error {
 	h.sandbox = p
 	h.procs = append(h.procs, p)
 	h.sandboxURL = "http://" + addr
-	err = poll(ctx, 15*time.Second, 20*time.Millisecond, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("psp-sandbox exited (code %d, see logs/psp-sandbox.log)", p.exitCode())
+	err = testenv.Poll(ctx, 15*time.Second, 20*time.Millisecond, func() (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("psp-sandbox exited (code %d, see logs/psp-sandbox.log)", p.ExitCode())
 		}
-		return httpGet(ctx, h.sandboxURL+"/sandbox/health", "", "", nil) == nil, nil
+		return h.sandboxAdmin().Health(ctx) == nil, nil
 	})
 	if err != nil || c.ForceHangs == 0 {
 		return err
 	}
 	force := sandbox.Force{Fault: sandbox.FaultHang, Count: c.ForceHangs, Store: true, Op: sandbox.OpWithdrawalCreate}
-	return postJSON(ctx, h.sandboxURL+"/sandbox/force", force)
+	return h.sandboxAdmin().Force(ctx, force)
 }
+
+// sandboxAdmin is the client of the simulator's admin API.
+func (h *harness) sandboxAdmin() sandbox.Admin { return sandbox.Admin{URL: h.sandboxURL} }
 
 // startWorker starts a worker; skewed runs the ClockTag build with its
 // task clock ClockOffset off.
@@ -425,7 +431,7 @@ func (h *harness) startWorker(skewed bool) error {
 	}
 	var cbAddr string
 	if h.fwd != nil {
-		port, err := freePort()
+		port, err := testenv.FreePort()
 		if err != nil {
 			return err
 		}
@@ -461,7 +467,7 @@ func (h *harness) publishCallbackAddrs() {
 func (h *harness) liveCallbackAddrs() []string {
 	var addrs []string
 	for _, w := range h.workers {
-		if a := h.cbAddr[w]; a != "" && !w.exited() {
+		if a := h.cbAddr[w]; a != "" && !w.Exited() {
 			addrs = append(addrs, a)
 		}
 	}
@@ -470,8 +476,8 @@ func (h *harness) liveCallbackAddrs() []string {
 
 // startUI starts `payout ui` named name (its log is logs/NAME.log) with
 // basic auth, read-only or not, and returns it with its base URL.
-func (h *harness) startUI(ctx context.Context, name string, readOnly bool) (*proc, string, error) {
-	port, err := freePort()
+func (h *harness) startUI(ctx context.Context, name string, readOnly bool) (*proc.Proc, string, error) {
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, "", err
 	}
@@ -487,9 +493,9 @@ func (h *harness) startUI(ctx context.Context, name string, readOnly bool) (*pro
 	}
 	h.procs = append(h.procs, p)
 	url := "http://" + addr
-	return p, url, poll(ctx, 15*time.Second, 50*time.Millisecond, func() (bool, error) {
-		if p.exited() {
-			return false, fmt.Errorf("payout ui exited (code %d, see logs/%s.log)", p.exitCode(), name)
+	return p, url, testenv.Poll(ctx, 15*time.Second, 50*time.Millisecond, func() (bool, error) {
+		if p.Exited() {
+			return false, fmt.Errorf("payout ui exited (code %d, see logs/%s.log)", p.ExitCode(), name)
 		}
 		return httpGet(ctx, url+"/healthz", "", "", nil) == nil, nil
 	})
@@ -524,10 +530,10 @@ func (h *harness) drop(f PayoutFile) error {
 // after a passing run (unless asked to keep it).
 func (h *harness) close(passed bool) {
 	for _, p := range h.procs {
-		p.kill()
+		p.Kill()
 	}
 	if h.redis != nil {
-		h.redis.kill()
+		h.redis.Kill()
 	}
 	if h.rfault != nil {
 		_ = h.rfault.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/testenv"
 	"github.com/acme/payout/jobs"
 )
 
@@ -34,7 +35,7 @@ type schedule struct {
 }
 
 // drive runs the schedule until every payout is final and every planned
-// event happened, or the deadline passes (ErrDeadline).
+// event happened, or the deadline passes (testenv.ErrDeadline).
 func (h *harness) drive(ctx context.Context) error {
 	c := h.cfg
 	s := &schedule{nextKill: c.KillEvery, nextDelete: c.TaskDeleteEvery, nextForge: c.ForgeEvery,
@@ -65,7 +66,7 @@ func (h *harness) drive(ctx context.Context) error {
 		}
 		if el >= c.Deadline {
 			h.logf("deadline of %s passed with %d payouts open, %d of %d registered", c.Deadline, h.open, h.registered, c.Rows)
-			return ErrDeadline
+			return testenv.ErrDeadline
 		}
 	}
 }
@@ -173,7 +174,7 @@ func (h *harness) chaosDue(ctx context.Context, s *schedule, el time.Duration) e
 func (h *harness) restartRedis(ctx context.Context) error {
 	before, _ := h.registeredNow(ctx)
 	t := time.Now()
-	if err := h.redis.restart(ctx); err != nil {
+	if err := h.redis.Restart(ctx); err != nil {
 		return fmt.Errorf("redis restart: %w", err)
 	}
 	h.restarts++
@@ -239,17 +240,17 @@ func (h *harness) loaderDone(r loaderResult) error {
 func (h *harness) superviseWorkers() error {
 	for i := 0; i < len(h.workers); i++ {
 		p := h.workers[i]
-		if !p.exited() {
+		if !p.Exited() {
 			continue
 		}
-		if p.exitCode() == 2 {
-			return fmt.Errorf("%s refused its configuration (exit 2, see logs/%s.log)", p.name, p.name)
+		if p.ExitCode() == 2 {
+			return fmt.Errorf("%s refused its configuration (exit 2, see logs/%s.log)", p.Name(), p.Name())
 		}
 		h.workerExits++
 		if h.workerExits > 20*h.cfg.Workers {
 			return fmt.Errorf("workers keep exiting on their own (%d times; see logs/)", h.workerExits)
 		}
-		h.logf("%s exited on its own (code %d); starting another", p.name, p.exitCode())
+		h.logf("%s exited on its own (code %d); starting another", p.Name(), p.ExitCode())
 		h.workers = append(h.workers[:i], h.workers[i+1:]...)
 		i--
 		if err := h.startWorker(h.skewed[p]); err != nil {
@@ -266,13 +267,13 @@ func (h *harness) killWorker() error {
 	}
 	i := h.rng.IntN(len(h.workers))
 	p := h.workers[i]
-	p.kill()
+	p.Kill()
 	h.kills++
 	h.workers = append(h.workers[:i], h.workers[i+1:]...)
 	if err := h.startWorker(h.skewed[p]); err != nil {
 		return err
 	}
-	h.logf("killed %s with SIGKILL; started %s", p.name, h.workers[len(h.workers)-1].name)
+	h.logf("killed %s with SIGKILL; started %s", p.Name(), h.workers[len(h.workers)-1].Name())
 	return nil
 }
 

@@ -1,42 +1,16 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"time"
 
+	"github.com/acme/payout/internal/testenv"
 	"github.com/acme/payout/jobs"
 )
-
-// postJSON POSTs v as JSON and wants a 200.
-func postJSON(ctx context.Context, url string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST %s: HTTP %d: %s", req.URL.Path, resp.StatusCode, body)
-	}
-	return nil
-}
 
 // uiPaths are fetched from the web UI and kept for the leak scan.
 var uiPaths = []string{
@@ -59,7 +33,7 @@ func (h *harness) snapshotUI(ctx context.Context, phase string) {
 	}
 	for i, p := range uiPaths {
 		var body []byte
-		err := poll(ctx, 20*time.Second, 500*time.Millisecond, func() (bool, error) {
+		err := testenv.Poll(ctx, 20*time.Second, 500*time.Millisecond, func() (bool, error) {
 			return httpGet(ctx, h.uiURL+p, h.uiUser, h.uiPass, &body) == nil, nil
 		})
 		if err != nil {
@@ -102,12 +76,4 @@ func httpGet(ctx context.Context, url, user, pass string, body *[]byte) error {
 		*body = b
 	}
 	return nil
-}
-
-func getJSON(ctx context.Context, url string, v any) error {
-	var b []byte
-	if err := httpGet(ctx, url, "", "", &b); err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }

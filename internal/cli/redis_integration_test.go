@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testredis"
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
 )
 
@@ -18,7 +18,7 @@ import (
 // (exit 2) and the password never appears in the output.
 func TestPasswordProtectedRedis(t *testing.T) {
 	const pass = "s3cret-Pa55"
-	srv := testredis.Start(t, "--requirepass", pass)
+	srv := redistest.Start(t, "--requirepass", pass)
 	key, err := vault.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,9 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv/proc"
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -29,8 +32,9 @@ func TestClusterChaos(t *testing.T) {
 		perFile = 500
 		workers = 2
 	)
+	ctx := context.Background()
 	start := time.Now()
-	cl := StartCluster(t, 3)
+	cl := redistest.StartCluster(t, 3)
 	bins := Build(t)
 	t.Logf("cluster %s up and binaries built in %s", cl.URL(), time.Since(start).Round(time.Millisecond))
 
@@ -41,16 +45,15 @@ func TestClusterChaos(t *testing.T) {
 	cli.Load(t, paths...)
 	t.Logf("%d payouts in %d files loaded at %s", len(rows), files, time.Since(start).Round(time.Millisecond))
 
-	var procs []*Proc
+	var procs []*proc.Proc
 	for i := 0; i < workers; i++ {
 		procs = append(procs, cli.StartWorker(t, "worker-"+string(rune('a'+i)), sb.URL,
 			"--concurrency", "20", "--status-delay", "1s", "--absent-spacing", "2s", "--psp-timeout", "2s"))
 	}
-	dumpOnFailure(t, append([]*Proc{sb.Proc}, procs...))
 	watch := func() {
 		for _, p := range procs {
 			if p.Exited() {
-				t.Fatalf("%s exited early:\n%s", p.Name, p.Tail(3000))
+				t.Fatalf("%s exited early:\n%s", p.Name(), p.Tail(3000))
 			}
 		}
 	}
@@ -58,21 +61,25 @@ func TestClusterChaos(t *testing.T) {
 	t.Logf("all payouts final at %s", time.Since(start).Round(time.Millisecond))
 	archived := waitQueueDrained(t, cl, 30*time.Second, watch)
 	for _, p := range procs {
-		cpu, err := p.Stop(40 * time.Second)
-		if err != nil {
-			t.Errorf("%s: exit after SIGTERM: %v\n%s", p.Name, err, p.Tail(2000))
-		}
-		t.Logf("%s: %s CPU", p.Name, cpu.Round(time.Millisecond))
+		cpu := Stop(t, p, 40*time.Second)
+		t.Logf("%s: %s CPU", p.Name(), cpu.Round(time.Millisecond))
 	}
 
 	// The PSP side.
-	orders := map[string][]Order{}
-	for _, o := range sb.Orders(t) {
+	orders := map[string][]sandbox.Order{}
+	all, err := sb.Orders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range all {
 		if o.Kind == "withdrawal" {
 			orders[o.ExternalID] = append(orders[o.ExternalID], o)
 		}
 	}
-	st := sb.Stats(t)
+	st, err := sb.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("sandbox: %d creates received, %d orders stored, %d status queries, answers %v",
 		st.CreatesReceived, st.OrdersStored, st.StatusQueries, st.Answers)
 	faults := 0
@@ -162,7 +169,7 @@ func TestClusterChaos(t *testing.T) {
 	}
 
 	checkSlots(t, cl, batches)
-	checkNoCardInLogs(t, rows, append([]*Proc{sb.Proc}, procs...))
+	checkNoCardInLogs(t, rows, append([]*proc.Proc{sb.Proc}, procs...))
 	t.Logf("total %s", time.Since(start).Round(time.Millisecond))
 }
 
@@ -170,7 +177,7 @@ func TestClusterChaos(t *testing.T) {
 // pending, active, scheduled or waiting for a retry (every status check left
 // over from an ambiguous create has run) and returns the number of archived
 // tasks.
-func waitQueueDrained(t *testing.T, cl *Cluster, within time.Duration, tick func()) int {
+func waitQueueDrained(t *testing.T, cl *redistest.Cluster, within time.Duration, tick func()) int {
 	t.Helper()
 	insp := asynq.NewInspectorFromRedisClient(cl.Client(t))
 	deadline := time.Now().Add(within)
@@ -194,7 +201,7 @@ func waitQueueDrained(t *testing.T, cl *Cluster, within time.Duration, tick func
 
 // checkSlots asserts that the ledger keys of each batch and the Asynq keys
 // each share one slot, and that the keyspace is spread over every master.
-func checkSlots(t *testing.T, cl *Cluster, batches []BatchStatus) {
+func checkSlots(t *testing.T, cl *redistest.Cluster, batches []BatchStatus) {
 	t.Helper()
 	ctx := context.Background()
 	rdb := cl.Client(t)
@@ -289,7 +296,7 @@ var digitRun = regexp.MustCompile(`[0-9]{12,19}`)
 
 // checkNoCardInLogs asserts that no full card number of the files appears in
 // the output of the processes.
-func checkNoCardInLogs(t *testing.T, rows map[string]Row, procs []*Proc) {
+func checkNoCardInLogs(t *testing.T, rows map[string]Row, procs []*proc.Proc) {
 	t.Helper()
 	cards := map[string]bool{}
 	for _, r := range rows {
@@ -300,21 +307,9 @@ func checkNoCardInLogs(t *testing.T, rows map[string]Row, procs []*Proc) {
 	for _, p := range procs {
 		for _, m := range digitRun.FindAllString(p.Tail(1<<30), -1) {
 			if cards[m] {
-				t.Errorf("%s: full card number %s...%s in its log", p.Name, m[:6], m[len(m)-4:])
+				t.Errorf("%s: full card number %s...%s in its log", p.Name(), m[:6], m[len(m)-4:])
 				break
 			}
 		}
 	}
-}
-
-// dumpOnFailure prints the tail of each process log if the test failed.
-func dumpOnFailure(t *testing.T, procs []*Proc) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		for _, p := range procs {
-			t.Logf("--- %s (last 4 KiB):\n%s", p.Name, p.Tail(4096))
-		}
-	})
 }

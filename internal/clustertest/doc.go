@@ -1,8 +1,8 @@
 // Package clustertest proves that payout runs on a Redis Cluster and
-// measures how it scales out. It holds helpers that start real redis-server
-// processes (single nodes and 3-master clusters on loopback), build the
-// payout and psp-sandbox binaries, run them as subprocesses and read their
-// results; the tests that use them carry the build tag integration.
+// measures how it scales out. It runs the payout and psp-sandbox binaries as
+// subprocesses against real redis-server processes (single nodes and
+// 3-master clusters on loopback, from internal/testenv/redistest) and reads
+// their results; the tests carry the build tag integration.
 //
 //	go test -tags integration -run TestCluster ./internal/clustertest/ -v
 //	go test -tags integration -run TestScaleOut ./internal/clustertest/ -v -scale

@@ -6,146 +6,60 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testenv/gobuild"
+	"github.com/acme/payout/internal/testenv/proc"
 )
 
-// Binaries are the payout and psp-sandbox executables built for a test.
+// Binaries are the payout and psp-sandbox executables built for the tests.
 type Binaries struct {
 	Payout  string
 	Sandbox string
 }
 
-// Build compiles cmd/payout and cmd/psp-sandbox into a temporary directory.
+// Build compiles cmd/payout and cmd/psp-sandbox once per test run.
 func Build(t testing.TB) Binaries {
 	t.Helper()
-	// go test puts its own GOROOT/bin first on the PATH of the test binary.
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("the go command is needed to build the binaries: %v", err)
+	return Binaries{
+		Payout:  gobuild.Binary(t, "github.com/acme/payout/cmd/payout"),
+		Sandbox: gobuild.Binary(t, "github.com/acme/payout/cmd/psp-sandbox"),
 	}
-	dir := t.TempDir()
-	b := Binaries{Payout: filepath.Join(dir, "payout"), Sandbox: filepath.Join(dir, "psp-sandbox")}
-	for out, pkg := range map[string]string{
-		b.Payout:  "github.com/acme/payout/cmd/payout",
-		b.Sandbox: "github.com/acme/payout/cmd/psp-sandbox",
-	} {
-		cmd := exec.Command(goBin, "build", "-o", out, pkg)
-		if o, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, o)
-		}
-	}
-	return b
 }
 
-// Env is a clean environment for a subprocess: the current one without any
-// PAYOUT_* variable, plus extra.
-func Env(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "PAYOUT_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
-
-// Proc is a long-running subprocess whose output goes to a log file.
-type Proc struct {
-	Name    string
-	Log     string // path of the combined stdout/stderr
-	cmd     *exec.Cmd
-	done    chan struct{}
-	waitErr error
-}
-
-// StartProc starts bin with args and env; it is killed at cleanup if still
-// running.
-func StartProc(t testing.TB, name string, env []string, bin string, args ...string) *Proc {
+// StartProc starts bin with args and env, its output in a log file; it is
+// killed at cleanup if still running.
+func StartProc(t testing.TB, name string, env []string, bin string, args ...string) *proc.Proc {
 	t.Helper()
-	p := &Proc{Name: name, Log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
-	f, err := os.Create(p.Log)
+	return proc.StartT(t, proc.Spec{Name: name, Bin: bin, Args: args, Env: env, Log: filepath.Join(t.TempDir(), name+".log")})
+}
+
+// Stop stops p (SIGTERM, SIGKILL after grace), fails the test unless it
+// exited cleanly, and returns the CPU time it used.
+func Stop(t testing.TB, p *proc.Proc, grace time.Duration) time.Duration {
+	t.Helper()
+	u, err := p.Stop(grace)
+	if err == nil && u.ExitCode != 0 {
+		err = fmt.Errorf("exit status %d", u.ExitCode)
+	}
 	if err != nil {
-		t.Fatal(err)
+		t.Errorf("%s: exit after SIGTERM: %v\n%s", p.Name(), err, p.Tail(2000))
 	}
-	p.cmd = exec.Command(bin, args...)
-	p.cmd.Env = env
-	p.cmd.Stdout, p.cmd.Stderr = f, f
-	if err := p.cmd.Start(); err != nil {
-		_ = f.Close()
-		t.Fatalf("start %s: %v", name, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		_ = f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.done:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
+	return u.CPU
 }
 
-// Pid is the process id.
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
-
-// Exited reports whether the process has ended.
-func (p *Proc) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Stop sends SIGTERM and waits up to grace for the exit, then kills. It
-// returns the CPU time the process used and its exit error (nil for
-// status 0).
-func (p *Proc) Stop(grace time.Duration) (time.Duration, error) {
-	select {
-	case <-p.done:
-	default:
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(grace):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			return 0, fmt.Errorf("%s: no exit %s after SIGTERM, killed", p.Name, grace)
-		}
-	}
-	st := p.cmd.ProcessState
-	return st.UserTime() + st.SystemTime(), p.waitErr
-}
-
-// Tail returns the last n bytes of the log.
-func (p *Proc) Tail(n int) string {
-	b, _ := os.ReadFile(p.Log)
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return string(b)
-}
-
-// Sandbox is a running psp-sandbox process.
+// Sandbox is a running psp-sandbox process and the client of its admin API.
 type Sandbox struct {
-	*Proc
-	URL string // http://127.0.0.1:PORT
+	*proc.Proc
+	sandbox.Admin
 }
 
 // StartSandbox runs the PSP simulator on a free loopback port with the
@@ -154,91 +68,24 @@ func StartSandbox(t testing.TB, bin string, flags ...string) *Sandbox {
 	t.Helper()
 	var last string
 	for try := 0; try < 5; try++ {
-		port := freePort(t, false)
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.Port(t)))
 		args := append([]string{"-addr", addr, "-log-level", "warn"}, flags...)
-		p := StartProc(t, fmt.Sprintf("psp-sandbox-%d", try), Env(), bin, args...)
-		s := &Sandbox{Proc: p, URL: "http://" + addr}
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) && !p.Exited() {
-			resp, err := http.Get(s.URL + "/sandbox/health")
-			if err == nil {
-				_ = resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					return s
-				}
+		p := StartProc(t, fmt.Sprintf("psp-sandbox-%d", try), testenv.CleanEnv(), bin, args...)
+		s := &Sandbox{Proc: p, Admin: sandbox.Admin{URL: "http://" + addr}}
+		err := testenv.Poll(context.Background(), 10*time.Second, 50*time.Millisecond, func() (bool, error) {
+			if p.Exited() {
+				return false, errors.New("exited")
 			}
-			time.Sleep(50 * time.Millisecond)
+			return s.Health(context.Background()) == nil, nil
+		})
+		if err == nil {
+			return s
 		}
 		last = p.Tail(2000)
 		_, _ = p.Stop(time.Second)
 	}
 	t.Fatalf("psp-sandbox did not start:\n%s", last)
 	return nil
-}
-
-// Order is a withdrawal order as GET /sandbox/orders shows it.
-type Order struct {
-	Kind       string    `json:"kind"`
-	PSPOrderID string    `json:"pspOrderId"`
-	ExternalID string    `json:"externalId"`
-	Amount     string    `json:"amount"`
-	CreatedAt  time.Time `json:"createdAt"`
-	Answer     string    `json:"answer"`
-}
-
-// Stats are the simulator's counters (GET /sandbox/stats).
-type Stats struct {
-	CreatesReceived int            `json:"createsReceived"`
-	OrdersStored    int            `json:"ordersStored"`
-	StatusQueries   int            `json:"statusQueries"`
-	Answers         map[string]int `json:"answers"`
-	Seed            int64          `json:"seed"`
-}
-
-// Orders returns the stored orders.
-func (s *Sandbox) Orders(t testing.TB) []Order {
-	t.Helper()
-	var o []Order
-	s.getJSON(t, "/sandbox/orders", &o)
-	return o
-}
-
-// Stats returns the counters.
-func (s *Sandbox) Stats(t testing.TB) Stats {
-	t.Helper()
-	var st Stats
-	s.getJSON(t, "/sandbox/stats", &st)
-	return st
-}
-
-// Reset forgets orders and counters.
-func (s *Sandbox) Reset(t testing.TB) {
-	t.Helper()
-	resp, err := http.Post(s.URL+"/sandbox/reset", "application/json", nil)
-	if err != nil {
-		t.Fatalf("sandbox reset: %v", err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("sandbox reset: HTTP %d", resp.StatusCode)
-	}
-}
-
-func (s *Sandbox) getJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	resp, err := http.Get(s.URL + path)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: HTTP %d %v", path, resp.StatusCode, err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
 }
 
 // CLI runs the payout binary for one-shot commands against one Redis.
@@ -252,7 +99,7 @@ type CLI struct {
 // NewCLI builds a CLI with a fresh data key (payout keygen).
 func NewCLI(t testing.TB, bin, redisURL string) *CLI {
 	t.Helper()
-	c := &CLI{Bin: bin, Redis: redisURL, Env: Env("PAYOUT_LOG_FORMAT=json")}
+	c := &CLI{Bin: bin, Redis: redisURL, Env: testenv.CleanEnv("PAYOUT_LOG_FORMAT=json")}
 	out, _, err := c.Run(context.Background(), "keygen")
 	if err != nil {
 		t.Fatalf("payout keygen: %v", err)
@@ -300,7 +147,7 @@ func (c *CLI) Load(t testing.TB, files ...string) {
 }
 
 // StartWorker starts `payout worker` with the common flags and extra ones.
-func (c *CLI) StartWorker(t testing.TB, name, pspURL string, extra ...string) *Proc {
+func (c *CLI) StartWorker(t testing.TB, name, pspURL string, extra ...string) *proc.Proc {
 	t.Helper()
 	args := append([]string{"worker", "--redis", c.Redis, "--data-key-file", c.KeyFile,
 		"--psp-url", pspURL, "--metrics-addr", "", "--track-outcome=false"}, extra...)

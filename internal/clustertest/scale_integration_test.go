@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testenv/proc"
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -57,7 +60,7 @@ func TestScaleOut(t *testing.T) {
 	if !*scale {
 		t.Skip("scale-out measurement is opt-in: pass -scale")
 	}
-	NeedTool(t, "redis-server")
+	testenv.NeedTool(t, "redis-server")
 	bins := Build(t)
 	sb := StartSandbox(t, bins.Sandbox, "-seed", "1", "-latency", scaleLatency.String())
 	steps := []step{{workers: 1}, {workers: 2}, {workers: 4}, {workers: 4, rate: *scaleRate}}
@@ -99,9 +102,12 @@ func TestScaleOut(t *testing.T) {
 
 // measure runs one step on a fresh Redis and fills in s.
 func measure(t *testing.T, bins Binaries, sb *Sandbox, s *step) {
-	node := StartNode(t, false)
-	rdb := node.Client(t)
-	sb.Reset(t)
+	node := redistest.Start(t)
+	rdb := node.ClientT(t)
+	ctx := context.Background()
+	if err := sb.Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
 	cli := NewCLI(t, bins.Payout, node.URL())
 	const files = 4
 	paths, rows := WriteFiles(t, t.TempDir(), FileSpec{Files: files, PerFile: *scalePayouts / files, Seed: uint64(s.workers*1000 + s.rate), Prefix: "SC"})
@@ -114,25 +120,26 @@ func measure(t *testing.T, bins Binaries, sb *Sandbox, s *step) {
 		extra = append(extra, "--rate", strconv.Itoa(s.rate))
 	}
 	start := time.Now()
-	var procs []*Proc
+	var procs []*proc.Proc
 	for i := 0; i < s.workers; i++ {
 		procs = append(procs, cli.StartWorker(t, fmt.Sprintf("worker-%d", i+1), sb.URL, extra...))
 	}
-	dumpOnFailure(t, procs)
 	// Poll the simulator, not the CLI: a status subprocess every tick would
 	// take CPU from the processes measured.
 	expect := len(rows)
-	deadline := start.Add(time.Duration(expect/20+60) * time.Second)
-	for sb.Stats(t).OrdersStored < expect {
+	stored := 0
+	err := testenv.Poll(ctx, time.Duration(expect/20+60)*time.Second, 100*time.Millisecond, func() (bool, error) {
 		for _, p := range procs {
 			if p.Exited() {
-				t.Fatalf("%s exited early:\n%s", p.Name, p.Tail(3000))
+				return false, fmt.Errorf("%s exited early:\n%s", p.Name(), p.Tail(3000))
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d orders after %s", sb.Stats(t).OrdersStored, expect, time.Since(start))
-		}
-		time.Sleep(100 * time.Millisecond)
+		st, err := sb.Stats(ctx)
+		stored = st.OrdersStored
+		return err == nil && stored >= expect, err
+	})
+	if err != nil {
+		t.Fatalf("%d of %d orders after %s: %v", stored, expect, time.Since(start), err)
 	}
 	s.wall = time.Since(start)
 	s.redisCPU = redisCPU(t, rdb) - redisBefore
@@ -143,15 +150,14 @@ func measure(t *testing.T, bins Binaries, sb *Sandbox, s *step) {
 	}
 	cli.WaitFinal(t, files, 30*time.Second, nil)
 	for _, p := range procs {
-		cpu, err := p.Stop(30 * time.Second)
-		if err != nil {
-			t.Errorf("%s: %v", p.Name, err)
-		}
-		s.workerCPU += cpu
+		s.workerCPU += Stop(t, p, 30*time.Second)
 	}
 
 	// Exactly one order per payout, all created.
-	orders := sb.Orders(t)
+	orders, err := sb.Orders(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	per := map[string]int{}
 	var at []time.Time
 	for _, o := range orders {

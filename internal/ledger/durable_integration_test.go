@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testredis"
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,7 +17,7 @@ import (
 // must not send) and then with a replica attached (one acknowledgement).
 func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 	ctx := context.Background()
-	master := testredis.Start(t)
+	master := redistest.Start(t)
 	rdb := redis.NewClient(&redis.Options{Addr: master.Addr})
 	t.Cleanup(func() { rdb.Close() })
 	l := New(rdb)
@@ -36,7 +36,7 @@ func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 	}
 
 	host, port, _ := strings.Cut(master.Addr, ":")
-	replica := testredis.Start(t, "--replicaof", host, port)
+	replica := redistest.Start(t, "--replicaof", host, port)
 	rr := redis.NewClient(&redis.Options{Addr: replica.Addr})
 	t.Cleanup(func() { rr.Close() })
 	deadline := time.Now().Add(20 * time.Second)

@@ -20,7 +20,7 @@ var keyLike = regexp.MustCompile(`^(payout:[^\s]|\}:|:[a-z]:$)`)
 // notPayoutKeys are literals that keyLike matches but that name no key of
 // the ledger's layout, each with the reason.
 var notPayoutKeys = map[string]string{
-	"payout:test:":       "test tooling's own counter (testredis)",
+	"payout:test:":       "test tooling's own counter (testenv/redistest)",
 	"payout:deploy-test": "a scratch key the deploy test writes to see it in the AOF",
 }
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/redisfault"
-	"github.com/acme/payout/internal/testredis"
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -207,7 +207,7 @@ var replayCases = []replayCase{
 // first run, and the payout must show exactly one transition.
 func TestLostReplyOfEveryTransition(t *testing.T) {
 	ctx := context.Background()
-	opt, err := redis.ParseURL(testredis.New(t))
+	opt, err := redis.ParseURL(redistest.New(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/testenv/golden"
 )
 
 // fullListing is the golden form of a checked file: its errors, one a
@@ -49,7 +50,7 @@ func TestAmountFormats(t *testing.T) {
 		t.Run(f.String(), func(t *testing.T) {
 			path := filepath.Join("testdata", "amounts", f.String()+".csv")
 			_, got := fullListing(t, path, Options{AmountFormat: f})
-			golden(t, strings.TrimSuffix(path, ".csv")+".golden", got)
+			golden.CheckString(t, strings.TrimSuffix(path, ".csv")+".golden", got)
 		})
 	}
 }
@@ -70,6 +71,6 @@ func TestSampleCommaExport(t *testing.T) {
 	if sum.ValidRows == 0 || sum.ValidRows == sum.Rows || strings.Count(plain, "--amount-format comma") != sum.Rows-sum.ValidRows {
 		t.Errorf("with the default format: every row with a comma must be refused naming --amount-format: %+v\n%s", sum, plain)
 	}
-	golden(t, filepath.Join(samplesDir, "payouts-excel-comma.expected.txt"),
+	golden.CheckString(t, filepath.Join(samplesDir, "payouts-excel-comma.expected.txt"),
 		"== payout load --amount-format comma\n"+comma+"== payout load (the default, --amount-format plain)\n"+plain)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,9 +14,8 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/testenv/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of testdata/bad and samples/")
 
 // corpusOptions are the options the bad-input corpus is checked with: a
 // maximum amount, and a line bound small enough for committed files.
@@ -61,24 +59,6 @@ func listing(t *testing.T, path string, opts Options, deadline time.Duration) (S
 	return res.sum, b.String()
 }
 
-// golden compares got with the golden file, or rewrites it under -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
-
 // TestBadCorpus checks every file of testdata/bad against its golden error
 // listing: none may crash, hang or pass clean.
 func TestBadCorpus(t *testing.T) {
@@ -99,7 +79,7 @@ func TestBadCorpus(t *testing.T) {
 			if sum.Rows != sum.ValidRows+len(sum.BadLines) {
 				t.Errorf("rows %d != valid %d + bad %d", sum.Rows, sum.ValidRows, len(sum.BadLines))
 			}
-			golden(t, strings.TrimSuffix(path, ".csv")+".golden", got)
+			golden.CheckString(t, strings.TrimSuffix(path, ".csv")+".golden", got)
 		})
 	}
 }

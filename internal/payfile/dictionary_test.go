@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acme/payout/internal/testenv/golden"
 )
 
 func readDict(t *testing.T, name string) *Dictionary {
@@ -28,7 +30,7 @@ func TestDictionaries(t *testing.T) {
 	}
 	path := filepath.Join("testdata", "dictionary", "operators.csv")
 	sum, got := fullListing(t, path, Options{TelecomOperators: ops, BankNames: banks})
-	golden(t, filepath.Join("testdata", "dictionary", "operators.golden"), got)
+	golden.CheckString(t, filepath.Join("testdata", "dictionary", "operators.golden"), got)
 	if len(sum.Warnings) != 0 {
 		t.Errorf("warnings with a dictionary: %q", sum.Warnings)
 	}

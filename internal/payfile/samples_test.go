@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/testenv/golden"
 )
 
 // sampleOptions are the options samples/README.md states the samples are
@@ -22,7 +23,7 @@ const samplesDir = "../../samples"
 func TestSampleErrors(t *testing.T) {
 	path := filepath.Join(samplesDir, "payouts-errors.csv")
 	sum, got := listing(t, path, sampleOptions, 5*time.Second)
-	golden(t, filepath.Join(samplesDir, "payouts-errors.expected.txt"), got)
+	golden.CheckString(t, filepath.Join(samplesDir, "payouts-errors.expected.txt"), got)
 	if sum.Aborted {
 		t.Errorf("the sample of row errors is refused as a whole: %+v", sum)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/testenv/golden"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -175,13 +176,13 @@ func dumpCells(t *testing.T, path string) string {
 
 // TestWorkbookGolden checks the typed workbook against its listing.
 func TestWorkbookGolden(t *testing.T) {
-	if *update {
+	if golden.Updating() {
 		if err := writeTypedWorkbook(typedWorkbook); err != nil {
 			t.Fatal(err)
 		}
 	}
 	sum, got := fullListing(t, typedWorkbook, Options{})
-	golden(t, filepath.Join("testdata", "xlsx", "payouts.golden"), got)
+	golden.CheckString(t, filepath.Join("testdata", "xlsx", "payouts.golden"), got)
 	if sum.Sheet != "Sheet1" || sum.Aborted || sum.ValidRows != 5 {
 		t.Errorf("summary %+v", sum)
 	}

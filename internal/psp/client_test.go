@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,13 +13,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testlog"
-
-	"github.com/rs/zerolog"
-
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testlog"
+	"github.com/rs/zerolog"
 )
 
 const (
@@ -72,18 +70,6 @@ func force(t testing.TB, sb *sandbox.Server, f sandbox.Force) {
 	}
 }
 
-// closedPort returns a loopback address on which nothing listens.
-func closedPort(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // TestCreateOutcomes covers every row of the create outcome table of
 // docs/design.md against the real simulator.
 func TestCreateOutcomes(t *testing.T) {
@@ -132,7 +118,7 @@ func TestCreateOutcomes(t *testing.T) {
 		{name: "hang past the timeout", setup: forced(sandbox.Force{Fault: sandbox.FaultHang, Store: true}), timeout: 300 * time.Millisecond, req: ok, outcome: psp.Ambiguous, status: 0, sent: true, stored: 1, msg: "timeout"},
 		{name: "dropped connection", setup: forced(sandbox.Force{Fault: sandbox.FaultDrop, Store: true}), req: ok, outcome: psp.Ambiguous, status: 0, sent: true, stored: 1},
 		{name: "unparsable 200", setup: forced(sandbox.Force{Fault: sandbox.FaultGarbage200, Store: true}), req: ok, outcome: psp.Ambiguous, status: 200, sent: true, stored: 1, msg: "unparsable"},
-		{name: "dial error", base: func(*httptest.Server) string { return "http://" + closedPort(t) }, req: ok, outcome: psp.RetryLater, status: 0, sent: false, msg: "not sent"},
+		{name: "dial error", base: func(*httptest.Server) string { return "http://" + testenv.ClosedAddr(t) }, req: ok, outcome: psp.RetryLater, status: 0, sent: false, msg: "not sent"},
 	}
 	for _, tc := range rows {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,7 +233,7 @@ func TestStatusOutcomes(t *testing.T) {
 			t.Errorf("429: RetryAfter %v", res.RetryAfter)
 		}
 	}
-	dead := newClient(t, "http://"+closedPort(t), nil)
+	dead := newClient(t, "http://"+testenv.ClosedAddr(t), nil)
 	res := dead.WithdrawalStatus(ctx, "x")
 	check("dial error", res, psp.RetryLater, 0)
 	if res.Sent {
@@ -525,7 +511,7 @@ func TestNoSecretsInLogsOrResults(t *testing.T) {
 	mk(echo.URL, time.Second).CreateWithdrawal(ctx, withdrawal("E-echo", "1", testCard))
 	mk(echo200.URL, time.Second).CreateWithdrawal(ctx, withdrawal("E-echo200", "1", testCard))
 	mk(echo500.URL, time.Second).CreateWithdrawal(ctx, withdrawal("E-echo500", "1", testCard))
-	mk("http://"+closedPort(t), time.Second).CreateWithdrawal(ctx, withdrawal("E-dial", "1", testCard))
+	mk("http://"+testenv.ClosedAddr(t), time.Second).CreateWithdrawal(ctx, withdrawal("E-dial", "1", testCard))
 	wrongTok := newClient(t, ts.URL, func(c *psp.Config) { c.Logger = logger; c.Token = psp.StaticToken("tok-WRONG-999") })
 	wrongTok.CreateWithdrawal(ctx, withdrawal("E-401", "1", testCard))
 

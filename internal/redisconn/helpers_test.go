@@ -81,18 +81,6 @@ func newTestPKI(t *testing.T, ips []net.IP, names []string) testPKI {
 	}
 }
 
-// closedPort returns a loopback address on which nothing listens.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // fakeSentinel answers just enough of the Sentinel protocol for go-redis's
 // failover client: it names masterAddr as the master called masterName and
 // requires password (when not empty) from its clients.

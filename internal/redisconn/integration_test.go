@@ -3,64 +3,19 @@
 package redisconn
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/testenv/proc"
+	"github.com/acme/payout/internal/testenv/redistest"
 )
-
-// requireRedisServer returns the path of redis-server; a missing binary
-// fails the test under CI=true and skips it elsewhere.
-func requireRedisServer(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found (CI=true: install the redis-server package): %v", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
-	return p
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startProcess runs bin with args in dir until the test ends; its output is
-// shown if the test fails.
-func startProcess(t *testing.T, dir, bin string, args ...string) {
-	t.Helper()
-	var out bytes.Buffer
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	waited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(waited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-waited
-		if t.Failed() {
-			t.Logf("%s %v output:\n%s", bin, args, out.String())
-		}
-	})
-}
 
 // openWithin retries Open until it succeeds or the deadline passes (the
 // server may still be starting); it returns the last error.
@@ -81,17 +36,13 @@ func openWithin(t *testing.T, opts Options, d time.Duration) error {
 
 // startRedis starts redis-server on a free loopback port, with password pw
 // when not empty, and waits until it answers.
-func startRedis(t *testing.T, bin, pw string) string {
+func startRedis(t *testing.T, pw string) string {
 	t.Helper()
-	dir := t.TempDir()
-	port := freePort(t)
-	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-		"--save", "", "--appendonly", "no", "--daemonize", "no"}
+	var extra []string
 	if pw != "" {
-		args = append(args, "--requirepass", pw)
+		extra = append(extra, "--requirepass", pw)
 	}
-	startProcess(t, dir, bin, args...)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	addr := redistest.Start(t, extra...).Addr
 	if err := openWithin(t, Options{URL: "redis://:" + pw + "@" + addr, PingTimeout: time.Second}, 10*time.Second); err != nil {
 		t.Fatalf("redis-server on %s never answered: %v", addr, err)
 	}
@@ -99,9 +50,8 @@ func startRedis(t *testing.T, bin, pw string) string {
 }
 
 func TestIntegrationRedisServerAuth(t *testing.T) {
-	bin := requireRedisServer(t)
 	const pw = "int-S3cret"
-	addr := startRedis(t, bin, pw)
+	addr := startRedis(t, pw)
 	ctx := context.Background()
 
 	c, err := Open(ctx, Options{URL: "redis://:" + pw + "@" + addr + "/1"})
@@ -139,13 +89,12 @@ func TestIntegrationRedisServerAuth(t *testing.T) {
 }
 
 func TestIntegrationSentinel(t *testing.T) {
-	bin := requireRedisServer(t)
 	const pw, sentinelPW = "master-S3cret", "sentinel-S3cret"
-	master := startRedis(t, bin, pw)
+	master := startRedis(t, pw)
 	mhost, mport, _ := net.SplitHostPort(master)
 
 	dir := t.TempDir()
-	sport := freePort(t)
+	sport := testenv.Port(t)
 	conf := fmt.Sprintf(`port %d
 bind 127.0.0.1
 dir %s
@@ -157,7 +106,7 @@ sentinel auth-pass mymaster %s
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	startProcess(t, dir, bin, confPath, "--sentinel")
+	proc.StartT(t, proc.Spec{Name: "redis-sentinel", Bin: testenv.NeedTool(t, "redis-server"), Args: []string{confPath, "--sentinel"}, Dir: dir})
 
 	url := fmt.Sprintf("redis-sentinel://:%s@127.0.0.1:%d/mymaster?db=2&sentinel_password=%s", pw, sport, sentinelPW)
 	if err := openWithin(t, Options{URL: url, PingTimeout: time.Second}, 15*time.Second); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/testenv"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -373,7 +374,7 @@ func TestOpenSentinel(t *testing.T) {
 	master.RequireAuth(pwDecoded)
 	const sentinelPW = "sentinel-" + pwDecoded
 	s := startFakeSentinel(t, "mymaster", master.Addr(), sentinelPW)
-	dead := closedPort(t)
+	dead := testenv.ClosedAddr(t)
 
 	// A dead sentinel first: the client must move on to the live one.
 	url := "redis-sentinel://:" + pwRaw + "@" + dead + "," + s.Addr() + "/mymaster?db=2&sentinel_password=sentinel-" + pwRaw
@@ -412,7 +413,7 @@ func TestOpenSentinel(t *testing.T) {
 
 func TestOpenUnreachable(t *testing.T) {
 	ctx := context.Background()
-	dead := closedPort(t)
+	dead := testenv.ClosedAddr(t)
 
 	// A server that accepts and never answers: the ping timeout must hold.
 	silent, err := net.Listen("tcp", "127.0.0.1:0")

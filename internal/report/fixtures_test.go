@@ -1,55 +1,11 @@
 package report
 
 import (
-	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites the file with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if bytes.Equal(got, want) {
-		return
-	}
-	gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-	for i := 0; i < max(len(gl), len(wl)); i++ {
-		var g, w string
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if g != w {
-			t.Fatalf("%s differs at line %d:\n got: %q\nwant: %q\n(run go test -update if the change is intended)", path, i+1, g, w)
-		}
-	}
-	t.Fatalf("%s differs", path)
-}
 
 var (
 	loadedAt = time.Date(2026, 1, 15, 9, 30, 0, 0, time.UTC)

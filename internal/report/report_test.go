@@ -8,6 +8,7 @@ import (
 	"flag"
 	"io"
 	"iter"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/testenv/golden"
 )
 
 func writeCSV(t *testing.T, b Batch, rows []Row) ([]byte, Summary) {
@@ -63,10 +65,10 @@ func TestGolden(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, cs := writeCSV(t, tt.b, tt.rows)
-			golden(t, tt.name+".csv", c)
+			golden.Check(t, filepath.Join("testdata", tt.name+".csv"), c)
 			j, js := writeJSON(t, tt.b, tt.rows)
-			golden(t, tt.name+".json", j)
-			golden(t, tt.name+".txt", summaryText(t, cs))
+			golden.Check(t, filepath.Join("testdata", tt.name+".json"), j)
+			golden.Check(t, filepath.Join("testdata", tt.name+".txt"), summaryText(t, cs))
 			assertSameSummary(t, cs, js)
 			ss, err := Summarize(tt.b, FromSlice(tt.rows))
 			if err != nil {
@@ -80,7 +82,7 @@ func TestGolden(t *testing.T) {
 		if err := WriteErrorsCSV(&buf, slices.Values(errorRows())); err != nil {
 			t.Fatal(err)
 		}
-		golden(t, "errors.csv", buf.Bytes())
+		golden.Check(t, filepath.Join("testdata", "errors.csv"), buf.Bytes())
 	})
 }
 

@@ -5,11 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -18,18 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/testenv/golden"
 	"github.com/acme/payout/internal/testlog"
-
+	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-
-	"github.com/acme/payout/jobs"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const (
 	testUser  = "operator"
@@ -465,7 +460,7 @@ func TestBatchesPageGolden(t *testing.T) {
 		t.Fatal("page style not tagged with the response's nonce")
 	}
 	got := strings.ReplaceAll(w.Body.String(), m[1], "NONCE")
-	golden(t, "batches.golden.html", got)
+	golden.CheckString(t, filepath.Join("testdata", "batches.golden.html"), got)
 }
 
 func TestBatchesJSONGolden(t *testing.T) {
@@ -482,7 +477,7 @@ func TestBatchesJSONGolden(t *testing.T) {
 		v.Batches[0].Counts["paid"] != 2 || v.Batches[0].Counts["failed"] != 1 || v.Batches[0].Awaiting != 3 || v.Batches[0].AmountPaid != "700.00" {
 		t.Fatalf("unexpected batches: %+v", v.Batches)
 	}
-	golden(t, "batches.golden.json", w.Body.String())
+	golden.CheckString(t, filepath.Join("testdata", "batches.golden.json"), w.Body.String())
 }
 
 func TestBatchesUnavailable(t *testing.T) {
@@ -510,26 +505,6 @@ func TestEmptyBatchesPage(t *testing.T) {
 type emptyBatches struct{}
 
 func (emptyBatches) Batches(context.Context) ([]BatchView, error) { return nil, nil }
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from the golden file (go test -update to accept):\n--- got ---\n%s", path, got)
-	}
-}
 
 func TestHealthzReportsRedis(t *testing.T) {
 	f := newFixture(t, nil)

@@ -5,8 +5,8 @@ package worker
 import (
 	"testing"
 
-	"github.com/acme/payout/internal/testredis"
+	"github.com/acme/payout/internal/testenv/redistest"
 )
 
 // testRedisURL gives each test its own real Redis database or server.
-func testRedisURL(t *testing.T) string { return testredis.New(t) }
+func testRedisURL(t *testing.T) string { return redistest.New(t) }
