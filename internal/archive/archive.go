@@ -429,7 +429,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 	if err := l.SaveArchived(ctx, a); err != nil {
 		return oc, err
 	}
-	if oc.Claims, err = l.ExpireClaims(ctx, id, ids, o.IDWindow); err != nil {
+	if oc.Claims, err = l.ArchiveClaims(ctx, id, ids, a.ClaimsTill, now); err != nil {
 		return oc, err
 	}
 	if err := hook(StepSummary); err != nil {

@@ -14,7 +14,7 @@ import (
 // and keeps only:
 //
 //	PREFIX:{B}:archived    hash   summary of an archived batch (ArchivedBatch)
-//	PREFIX:x:EXTID         string the claims of its payouts, now expiring (id window)
+//	PREFIX:xa:G:K          hash   the claims of its payouts, bucketed, until the id window ends (claimarchive.go)
 //	PREFIX:batches         zset   the batch's entry, so status still lists it
 //
 // Every other key of the batch (meta, lines, counts, the payout hashes, the
@@ -23,9 +23,6 @@ import (
 // (DeleteArchivedPayouts), then the rest with meta last (DropBatch). A batch
 // with both a summary and a meta hash is being archived: a re-run finishes
 // it. The summary hash has no expiry: a few hundred bytes per batch.
-//
-// The claims keep their per-id form (PREFIX:x:EXTID) with an expiry; a
-// compact bucketed form for long id windows is a later step.
 
 // PhaseArchived is the phase an archived batch reports (ArchivedBatch.Batch):
 // its keys are gone, its files are in the archive folder.
@@ -247,39 +244,6 @@ func cutDash(id string) (int64, string, bool) {
 	}
 	n, err := strconv.ParseInt(id, 10, 64)
 	return n, "", err == nil
-}
-
-// expireClaimScript gives a claim an expiry if batch owns it and it has
-// none yet (a re-run does not push the expiry further).
-// KEYS: claim; ARGV: batch, ttl ms.
-var expireClaimScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if redis.call('PTTL', KEYS[1]) ~= -1 then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-`)
-
-// ExpireClaims makes batch's claims on ids expire after ttl (claims of
-// other batches, and claims that expire already, are left alone). It
-// returns how many claims it gave an expiry.
-func (l *Ledger) ExpireClaims(ctx context.Context, batch string, ids []string, ttl time.Duration) (int, error) {
-	n := 0
-	for start := 0; start < len(ids); start += eachChunk {
-		end := min(start+eachChunk, len(ids))
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, 0, end-start)
-		for _, id := range ids[start:end] {
-			cmds = append(cmds, expireClaimScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch, ttl.Milliseconds()))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return n, fmt.Errorf("ledger: expire claims of %s: %w", batch, err)
-		}
-		for _, c := range cmds {
-			if v, _ := c.Int(); v == 1 {
-				n++
-			}
-		}
-	}
-	return n, nil
 }
 
 // Fingerprint is what DeleteArchivedPayouts compares before it deletes a

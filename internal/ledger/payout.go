@@ -65,7 +65,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 	atoi := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
-		Destination: m["dest"], Sealed: m["sealed"], Telecom: m["tel"], Extra: m["extra"],
+		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"],
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
@@ -75,46 +75,46 @@ func parsePayout(batch string, m map[string]string) Payout {
 }
 
 // Owners returns, for each externalId that some batch other than batch
-// already owns, that batch. It writes nothing (validation, dry runs).
+// already owns (a live claim, or an archived batch's claim within the id
+// window), that batch. It writes nothing (validation, dry runs).
 func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	pipe := l.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
+	live, err := l.liveOwners(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	owned := map[string]string{}
-	for i, c := range cmds {
-		if v, err := c.Result(); err == nil && v != batch {
+	var free []string
+	for i, v := range live {
+		switch {
+		case v == "":
+			free = append(free, ids[i])
+		case v != batch:
 			owned[ids[i]] = v
 		}
 	}
-	return owned, nil
+	return owned, l.addArchivedOwners(ctx, batch, free, owned)
+}
+
+// addArchivedOwners adds to owned the archived owners other than batch of
+// ids.
+func (l *Ledger) addArchivedOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
+	arch, err := l.archivedOwners(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for id, b := range arch {
+		if b != batch {
+			owned[id] = b
+		}
+	}
+	return nil
 }
 
 // Claim makes batch the owner of each externalId not yet owned. It returns
 // the ids owned by another batch (they were not claimed).
 func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	pipe := l.rdb.Pipeline()
-	sets := make([]*redis.BoolCmd, len(ids))
-	for i, id := range ids {
-		sets[i] = pipe.SetNX(ctx, l.ownerKey(id), batch, 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("ledger: claim externalIds: %w", err)
-	}
-	var lost []string
-	for i, c := range sets {
-		if !c.Val() {
-			lost = append(lost, ids[i])
-		}
-	}
-	if len(lost) == 0 {
-		return nil, nil
-	}
-	return l.Owners(ctx, batch, lost)
+	_, owners, err := l.ClaimTaken(ctx, batch, ids)
+	return owners, err
 }
 
 // Release drops batch's claims on ids (used to undo a refused load).
@@ -143,7 +143,7 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 	for _, p := range ps {
 		keys = append(keys, l.payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
-			p.Destination, p.Sealed, p.Telecom, p.Extra)
+			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
 	}
 	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
 	if err != nil {
@@ -237,7 +237,7 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 		fields := []any{"line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units[i],
 			"dest", p.Destination, "state", string(Queued), "updated", now}
 		if p.Sealed != "" {
-			fields = append(fields, "sealed", p.Sealed)
+			fields = append(fields, "sealed", packSealed(p.Sealed))
 		}
 		if p.Telecom != "" {
 			fields = append(fields, "tel", p.Telecom)
