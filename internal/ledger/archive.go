@@ -319,16 +319,31 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 	return n, nil
 }
 
-// BatchKeys returns the keys of a batch other than its payout hashes and
-// its archive summary, meta last: the order DropBatch deletes them in.
+// BatchKeys returns the keys of a batch other than its payout hashes, the
+// chunks of its line index and its archive summary, meta last: the order
+// DropBatch deletes them in.
 func (l *Ledger) BatchKeys(batch string) []string {
-	return []string{l.linesKey(batch), l.countsKey(batch), l.archiveAuditKey(batch), l.loadLockKey(batch), l.metaKey(batch)}
+	return []string{l.linesKey(batch), l.lineChunksKey(batch), l.countsKey(batch), l.archiveAuditKey(batch), l.loadLockKey(batch), l.metaKey(batch)}
 }
 
-// DropBatch deletes the keys of BatchKeys in one command (they share the
-// batch's slot). Call it after DeleteArchivedPayouts: without its lines
-// index a batch's remaining payout hashes can no longer be found.
+// DropBatch deletes the chunks of the line index, then the keys of
+// BatchKeys in one command (they share the batch's slot). Call it after
+// DeleteArchivedPayouts: without its line index a batch's remaining
+// payout hashes can no longer be found.
 func (l *Ledger) DropBatch(ctx context.Context, batch string) error {
+	chunks, err := l.lineChunks(ctx, batch)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(chunks); start += eachChunk {
+		keys := make([]string, 0, eachChunk)
+		for _, c := range chunks[start:min(start+eachChunk, len(chunks))] {
+			keys = append(keys, l.lineChunkKey(batch, c))
+		}
+		if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
+			return fmt.Errorf("ledger: drop line index of %s: %w", batch, err)
+		}
+	}
 	if err := l.rdb.Del(ctx, l.BatchKeys(batch)...).Err(); err != nil {
 		return fmt.Errorf("ledger: drop keys of %s: %w", batch, err)
 	}

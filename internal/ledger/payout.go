@@ -137,7 +137,7 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 		return 0, nil
 	}
 	keys := make([]string, 0, len(ps)+2)
-	keys = append(keys, l.countsKey(batch), l.linesKey(batch))
+	keys = append(keys, l.countsKey(batch), l.lineChunksKey(batch))
 	args := make([]any, 0, 1+8*len(ps))
 	args = append(args, l.nowMillis())
 	for _, p := range ps {
@@ -232,7 +232,7 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewP
 
 // queueNew queues the writes of RegisterNew.
 func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch string, ps []NewPayout, scale int, units []int64, sum int64, exact bool, now int64) {
-	lines := make([]redis.Z, len(ps))
+	lines := map[int64][]redis.Z{}
 	for i, p := range ps {
 		fields := []any{"line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units[i],
 			"dest", p.Destination, "state", string(Queued), "updated", now}
@@ -246,12 +246,18 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 			fields = append(fields, "extra", p.Extra)
 		}
 		pipe.HSet(ctx, l.payoutKey(batch, p.ExternalID), fields...)
-		lines[i] = redis.Z{Score: float64(p.Line), Member: p.ExternalID}
+		c := int64(p.Line) / lineChunk
+		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})
 		if !exact {
 			pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), units[i])
 		}
 	}
-	pipe.ZAdd(ctx, l.linesKey(batch), lines...)
+	chunks := make([]redis.Z, 0, len(lines))
+	for c, zs := range lines {
+		pipe.ZAdd(ctx, l.lineChunkKey(batch, c), zs...)
+		chunks = append(chunks, redis.Z{Score: float64(c), Member: c})
+	}
+	pipe.ZAdd(ctx, l.lineChunksKey(batch), chunks...)
 	pipe.HIncrBy(ctx, l.countsKey(batch), "n:"+string(Queued), int64(len(ps)))
 	if exact {
 		pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), sum)
@@ -291,8 +297,59 @@ func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) 
 }
 
 // eachIDs calls fn with the externalIds of a batch in file line order,
-// eachChunk at a time.
+// about eachChunk at a time.
 func (l *Ledger) eachIDs(ctx context.Context, batch string, fn func(ids []string) error) error {
+	if n, err := l.rdb.Exists(ctx, l.linesKey(batch)).Result(); err != nil {
+		return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+	} else if n == 1 {
+		return l.eachIDsUnchunked(ctx, batch, fn)
+	}
+	chunks, err := l.lineChunks(ctx, batch)
+	if err != nil {
+		return err
+	}
+	const per = eachChunk / lineChunk
+	for start := 0; start < len(chunks); start += per {
+		pipe := l.rdb.Pipeline()
+		var cmds []*redis.StringSliceCmd
+		for _, c := range chunks[start:min(start+per, len(chunks))] {
+			cmds = append(cmds, pipe.ZRange(ctx, l.lineChunkKey(batch, c), 0, -1))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		var ids []string
+		for _, c := range cmds {
+			ids = append(ids, c.Val()...)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if err := fn(ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lineChunks returns the chunk numbers of batch's line index, in order.
+func (l *Ledger) lineChunks(ctx context.Context, batch string) ([]int64, error) {
+	ms, err := l.rdb.ZRange(ctx, l.lineChunksKey(batch), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: list line chunks of %s: %w", batch, err)
+	}
+	out := make([]int64, 0, len(ms))
+	for _, m := range ms {
+		if c, err := strconv.ParseInt(m, 10, 64); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// eachIDsUnchunked is eachIDs over the single line index of a batch
+// registered before the index was chunked.
+func (l *Ledger) eachIDsUnchunked(ctx context.Context, batch string, fn func(ids []string) error) error {
 	for start := int64(0); ; start += eachChunk {
 		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
 		if err != nil {
