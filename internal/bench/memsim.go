@@ -12,10 +12,6 @@ import (
 	"github.com/acme/payout/jobs"
 )
 
-const jobsQueue = jobs.Queue
-
-func jobsRetentionDays() float64 { return jobs.Retention.Hours() / 24 }
-
 // simulate loads and processes one batch of RowsPerDay rows per simulated
 // day; the batch of day d is archived on day d+ArchiveAfter with the
 // archive's clock set to that day (time is faked, not waited for), and
@@ -88,8 +84,8 @@ func (m *memRun) dropTasks(ctx context.Context, d, n int) error {
 	pipe := m.rdb.Pipeline()
 	for i := 1 + d*n; i <= (d+1)*n; i++ {
 		id := jobs.CreateTaskID(RowAt(i).ExternalID, 1)
-		pipe.Del(ctx, "asynq:{"+jobsQueue+"}:t:"+id)
-		pipe.ZRem(ctx, "asynq:{"+jobsQueue+"}:completed", id)
+		pipe.Del(ctx, "asynq:{"+jobs.Queue+"}:t:"+id)
+		pipe.ZRem(ctx, "asynq:{"+jobs.Queue+"}:completed", id)
 	}
 	_, err := pipe.Exec(ctx)
 	return err

@@ -123,9 +123,9 @@ func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
 // Redis returns the client the ledger uses.
 func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
 
-func (l *Ledger) tag(batch string) string       { return l.prefix + ":{" + batch + "}" }
-func (l *Ledger) metaKey(batch string) string   { return l.tag(batch) + ":meta" }
-func (l *Ledger) linesKey(batch string) string  { return l.tag(batch) + ":lines" }
+func (l *Ledger) tag(batch string) string      { return l.prefix + ":{" + batch + "}" }
+func (l *Ledger) metaKey(batch string) string  { return l.tag(batch) + ":meta" }
+func (l *Ledger) linesKey(batch string) string { return l.tag(batch) + ":lines" }
 
 // lineChunk is how many file lines one line-index key covers: at most
 // zset-max-listpack-entries (128 by default), so each stays a listpack.
