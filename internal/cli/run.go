@@ -68,6 +68,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		partial  bool
 		timeout  time.Duration
 		showRows int
+		embMax   int
 	)
 	lf.register(fs)
 	rf.register(fs)
@@ -89,6 +90,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&partial, "partial", false, "load the valid rows of a file that has invalid ones")
 	fs.DurationVar(&timeout, "timeout", 0, "stop waiting after this long and report what is known (0: wait until every payout is final)")
 	fs.IntVar(&showRows, "show-rows", 50, "print the result rows as a table when the file has at most this many")
+	fs.IntVar(&embMax, "embedded-max-rows", DefaultEmbeddedMaxRows, "without --redis, warn before loading a file of more rows than this (0: never) and show the command line for a real Redis")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -149,6 +151,7 @@ func runRun(ctx context.Context, e *env, args []string) error {
 		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 		ring = vault.Ephemeral()
 		fmt.Fprintln(e.stderr, "payout run: no --redis given: using an embedded in-process Redis; all state is lost when this command exits")
+		warnEmbeddedSize(e.stderr, path, embMax)
 	}
 	defer rdb.Close()
 
