@@ -166,19 +166,33 @@ func (m *memRun) logf(format string, args ...any) {
 	fmt.Fprintf(m.cfg.Progress, "[%4.0fs] %s\n", time.Since(m.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// used returns used_memory after a moment for lazy frees to finish.
+// used returns used_memory once it is steady: lazy frees done and the
+// main dictionary resized (Redis shrinks it in its cron, 10 times a
+// second), two readings 300 ms apart within 0.1%, for at most 5 s.
 func (m *memRun) used(ctx context.Context) (int64, error) {
-	for i := 0; i < 50; i++ {
+	read := func() (int64, error) {
 		info, err := m.rdb.Info(ctx, "memory").Result()
 		if err != nil {
 			return 0, fmt.Errorf("bench: INFO memory: %w", err)
 		}
-		if infoField(info, "lazyfree_pending_objects") == "0" || i == 49 {
-			return strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
 	}
-	return 0, nil
+	last, err := read()
+	if err != nil {
+		return 0, err
+	}
+	for i := 0; i < 16; i++ {
+		time.Sleep(300 * time.Millisecond)
+		u, err := read()
+		if err != nil {
+			return 0, err
+		}
+		if d := u - last; d > -u/1000 && d < u/1000 {
+			return u, nil
+		}
+		last = u
+	}
+	return last, nil
 }
 
 func (m *memRun) measure(ctx context.Context, rep *MemoryReport) error {
