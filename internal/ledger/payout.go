@@ -140,10 +140,15 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 	keys = append(keys, l.countsKey(batch), l.lineChunksKey(batch))
 	args := make([]any, 0, 1+8*len(ps))
 	args = append(args, l.nowMillis())
+	chunks := map[int64]bool{}
 	for _, p := range ps {
+		chunks[int64(p.Line)/lineChunk] = true
 		keys = append(keys, l.payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
 			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
+	}
+	for c := range chunks {
+		keys = append(keys, l.lineChunkKey(batch, c))
 	}
 	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
 	if err != nil {

@@ -99,12 +99,14 @@ end
 // missing field as 0 or ""), and the row counter is written once per call.
 // The line index is chunked: PREFIX:{B}:l:K holds the lines of chunk K
 // (line / 128), PREFIX:{B}:lk the chunk numbers.
-// KEYS: counts, lk, payout...; ARGV: now, then 8 fields per payout.
+// KEYS: counts, lk, payout..., then the chunks the payouts' lines fall in
+// (declared for Redis Cluster; the script names them itself);
+// ARGV: now, then 8 fields per payout.
 var registerScript = redis.NewScript(luaMove + `
 local base = string.sub(KEYS[2], 1, -3) .. 'l:'
 local added = 0
 local chunks = {}
-for i = 3, #KEYS do
+for i = 3, 2 + (#ARGV - 1) / 8 do
   local b = 2 + (i - 3) * 8
   local k = KEYS[i]
   if redis.call('EXISTS', k) == 0 then
