@@ -68,6 +68,10 @@ type KeyClass struct {
 type MemoryPhase struct {
 	Name      string
 	UsedBytes int64
+	// Clients and Scripts are the parts of UsedBytes that are no key:
+	// connection buffers (mem_clients_normal) and the script cache
+	// (used_memory_scripts).
+	Clients, Scripts int64
 	PerPayout float64 // (used - empty) / payouts
 	Target    float64
 	Keys      []KeyClass
@@ -218,6 +222,10 @@ func (m *memRun) measure(ctx context.Context, rep *MemoryReport) error {
 			return err
 		}
 		p := MemoryPhase{Name: name, UsedBytes: u, PerPayout: float64(u-rep.EmptyBytes) / float64(payouts), Target: target, Keys: keys}
+		if info, err := m.rdb.Info(ctx, "memory").Result(); err == nil {
+			p.Clients, _ = strconv.ParseInt(infoField(info, "mem_clients_normal"), 10, 64)
+			p.Scripts, _ = strconv.ParseInt(infoField(info, "used_memory_scripts"), 10, 64)
+		}
 		rep.Phases = append(rep.Phases, p)
 		m.logf("memory: %s: used_memory %s B, %.0f B/payout", name, thousands(u), p.PerPayout)
 		return nil
@@ -317,7 +325,12 @@ func keyClass(k string) string {
 	if len(parts) >= 3 && parts[0] == "payout" && !strings.HasPrefix(parts[1], "{") {
 		return strings.Join(parts[:2], ":") + ":*"
 	}
-	return k
+	for i, p := range parts {
+		if _, err := strconv.Atoi(p); err == nil && i > 0 && strings.HasPrefix(k, "payout:") {
+			parts[i] = "*"
+		}
+	}
+	return strings.Join(parts, ":")
 }
 
 // keyClasses scans every key and measures up to 200 of each class.
@@ -372,6 +385,10 @@ func (r *MemoryReport) WriteMemory(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "| %s | %s B | %.0f | %s | %s |\n", p.Name, thousands(p.UsedBytes), p.PerPayout, target, met)
+	}
+	fmt.Fprintf(w, "\nOf used_memory, no key: connection buffers (mem_clients_normal) and the script cache (used_memory_scripts):\n")
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "  %s: clients %s B, scripts %s B\n", p.Name, thousands(p.Clients), thousands(p.Scripts))
 	}
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "\n%s: keys by kind (MEMORY USAGE and OBJECT ENCODING of up to 200 of each)\n", p.Name)
