@@ -201,7 +201,7 @@ func (h *harness) rows() []Row {
 
 // allResultFiles reports whether every batch has its result file.
 func (h *harness) allResultFiles() bool {
-	st, err := h.led.Statuses(context.Background())
+	st, err := h.statuses(context.Background())
 	if err != nil {
 		return false
 	}
