@@ -52,7 +52,7 @@ type MemoryConfig struct {
 
 // DefaultMemoryConfig is `go run ./cmd/bench memory`.
 func DefaultMemoryConfig() MemoryConfig {
-	return MemoryConfig{Rows: 100_000, Concurrency: 50, Days: 90, RowsPerDay: 10_000,
+	return MemoryConfig{Rows: 100_000, Concurrency: 50, Days: 90, RowsPerDay: 5_000,
 		ArchiveAfter: 30, IDWindow: 90, RetentionDays: max(1, int(jobs.Retention.Hours()/24))}
 }
 
@@ -72,9 +72,9 @@ type MemoryPhase struct {
 	// connection buffers (mem_clients_normal) and the script cache
 	// (used_memory_scripts).
 	Clients, Scripts int64
-	PerPayout float64 // (used - empty) / payouts
-	Target    float64
-	Keys      []KeyClass
+	PerPayout        float64 // (used - empty) / payouts
+	Target           float64
+	Keys             []KeyClass
 }
 
 // SimDay is one day of the simulation.
