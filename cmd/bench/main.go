@@ -8,6 +8,7 @@
 //	bench bare-enqueue [flags]    baseline process: enqueue create tasks only
 //	bench bare-worker [flags]     baseline process: one POST per task only
 //	bench profile [flags]         CPU profiles of in-process equivalents
+//	bench memory [flags]          Redis bytes per payout; the 90-day simulation
 //
 // Exit codes: 0 measured (whether or not targets were met; see the table),
 // 1 the bench could not run, 2 usage error.
@@ -51,8 +52,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runBareWorker(ctx, args, stdout, stderr)
 	case "profile":
 		err = runProfile(ctx, args, stdout, stderr)
+	case "memory":
+		err = runMemoryCmd(ctx, args, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "bench: unknown command %q (want bare-enqueue, bare-worker, profile or none)\n", cmd)
+		fmt.Fprintf(stderr, "bench: unknown command %q (want bare-enqueue, bare-worker, profile, memory or none)\n", cmd)
 		return 2
 	}
 	var u usageError
@@ -85,7 +88,7 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	return nil
 }
 
-func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	cfg := bench.DefaultConfig()
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&cfg.Go, "go", cfg.Go, "go command that builds the binaries")
@@ -103,6 +106,8 @@ func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.IntVar(&cfg.E2ERows, "e2e-rows", cfg.E2ERows, "rows of the payout run figure")
 	fs.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of one measurement")
 	only := fs.String("only", "", "comma-separated measurements to run, of "+strings.Join(bench.Parts, ", ")+" (default: all)")
+	mem := bench.DefaultMemoryConfig()
+	memoryFlags(fs, &mem)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -116,6 +121,16 @@ func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	cfg.Progress = stderr
+	if len(cfg.Only) == 0 || slices.Contains(cfg.Only, bench.PartMemory) {
+		if len(cfg.Only) == 1 {
+			return runMemory(ctx, mem, stdout, stderr)
+		}
+		defer func() {
+			if merr := runMemory(ctx, mem, stdout, stderr); err == nil {
+				err = merr
+			}
+		}()
+	}
 	rep, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return err
@@ -202,5 +217,38 @@ func runProfile(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintf(stdout, "profiles in %s (%s); read them with: go tool pprof -top %s/worker.cpu.pprof\n",
 		cfg.Dir, time.Since(start).Round(time.Second), cfg.Dir)
+	return nil
+}
+
+// memoryFlags adds the flags of the memory measurement to fs.
+func memoryFlags(fs *flag.FlagSet, c *bench.MemoryConfig) {
+	fs.IntVar(&c.Rows, "memory-rows", c.Rows, "rows of the memory measurement")
+	fs.IntVar(&c.Concurrency, "memory-concurrency", c.Concurrency, "worker concurrency of the memory measurement")
+	fs.IntVar(&c.Days, "sim-days", c.Days, "days of the simulation (0: none)")
+	fs.IntVar(&c.RowsPerDay, "sim-rows", c.RowsPerDay, "rows a day of the simulation")
+	fs.IntVar(&c.ArchiveAfter, "sim-archive-after", c.ArchiveAfter, "days after which the simulation archives a batch")
+	fs.IntVar(&c.IDWindow, "sim-id-window", c.IDWindow, "id window of the simulation, days")
+}
+
+func runMemoryCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := bench.DefaultMemoryConfig()
+	fs := flag.NewFlagSet("bench memory", flag.ContinueOnError)
+	memoryFlags(fs, &c)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	return runMemory(ctx, c, stdout, stderr)
+}
+
+func runMemory(ctx context.Context, c bench.MemoryConfig, stdout, stderr io.Writer) error {
+	c.Progress = stderr
+	rep, err := bench.Memory(ctx, c)
+	if rep != nil {
+		fmt.Fprintln(stdout)
+		rep.WriteMemory(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("bench: memory: %w", err)
+	}
 	return nil
 }

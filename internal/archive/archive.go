@@ -56,6 +56,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,6 +92,19 @@ type Options struct {
 	// Hook, if set, runs after each step of each batch; an error stops
 	// the run there (tests inject interruptions with it).
 	Hook func(batch, step string) error
+	// Now, if set, replaces Redis's clock for the age check and the claim
+	// window: tests and the bench's 90-day simulation fake time with it.
+	Now func() time.Time
+	// Batches, if not empty, limits the run to these batches.
+	Batches []string
+}
+
+// now returns o.Now() or, by default, Redis's time.
+func (o Options) now(ctx context.Context, l *ledger.Ledger) (time.Time, error) {
+	if o.Now != nil {
+		return o.Now(), nil
+	}
+	return l.Time(ctx)
 }
 
 // Outcome is what a run did with one batch.
@@ -117,7 +131,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if o.Dir == "" {
 		return nil, errors.New("archive: no archive folder")
 	}
-	now, err := l.Time(ctx)
+	now, err := o.now(ctx, l)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +152,9 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	for _, s := range sts {
 		if err := ctx.Err(); err != nil {
 			return out, err
+		}
+		if len(o.Batches) > 0 && !slices.Contains(o.Batches, s.ID) {
+			continue
 		}
 		p, resume := prev[s.ID]
 		if !resume {
@@ -295,7 +312,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 	}
 
 	// 1. Write the archive.
-	now, err := l.Time(ctx)
+	now, err := o.now(ctx, l)
 	if err != nil {
 		return oc, err
 	}
@@ -412,7 +429,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 	if err := l.SaveArchived(ctx, a); err != nil {
 		return oc, err
 	}
-	if oc.Claims, err = l.ExpireClaims(ctx, id, ids, o.IDWindow); err != nil {
+	if oc.Claims, err = l.ArchiveClaims(ctx, id, ids, a.ClaimsTill, now); err != nil {
 		return oc, err
 	}
 	if err := hook(StepSummary); err != nil {

@@ -187,10 +187,11 @@ const (
 	PartOverhead  = "overhead"   // worker against the bare handler, PSP latency 0
 	PartLatency   = "latency"    // worker against c/latency, and its RSS
 	PartE2E       = "e2e"        // payout run --sandbox
+	PartMemory    = "memory"     // Redis bytes per payout and the 90-day simulation (Memory)
 )
 
 // Parts lists the measurements in the order a run makes them.
-var Parts = []string{PartLoader, PartLoaderRSS, PartOverhead, PartLatency, PartE2E}
+var Parts = []string{PartLoader, PartLoaderRSS, PartOverhead, PartLatency, PartE2E, PartMemory}
 
 func (b *runner) wants(part string) bool {
 	return len(b.cfg.Only) == 0 || slices.Contains(b.cfg.Only, part)

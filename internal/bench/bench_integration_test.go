@@ -68,3 +68,34 @@ func TestRunSmall(t *testing.T) {
 		t.Fatalf("--only loader: settings %v, figures %+v", rep.Settings, rep.Figures)
 	}
 }
+
+// The memory measurement and its simulation at toy sizes: every phase is
+// measured, archiving leaves little, the simulation archives and reports.
+func TestMemorySmall(t *testing.T) {
+	testenv.NeedTool(t, "redis-server")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cfg := MemoryConfig{Rows: 3000, Concurrency: 20, Days: 4, RowsPerDay: 300, ArchiveAfter: 1, IDWindow: 3, RetentionDays: 1}
+	rep, err := Memory(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Phases) != 4 || len(rep.Sim) != 4 {
+		t.Fatalf("%d phases, %d simulated days", len(rep.Phases), len(rep.Sim))
+	}
+	queued, archived := rep.Phases[0].PerPayout, rep.Phases[3].PerPayout
+	// (At toy sizes the fixed costs, connections among them, weigh a lot.)
+	if queued < 200 || archived <= 0 || archived > queued/2 {
+		t.Fatalf("bytes a payout: queued %.0f, archived %.0f", queued, archived)
+	}
+	if last := rep.Sim[3]; last.Archived != 3 || last.Live != 1 || rep.SimPeak <= 0 {
+		t.Fatalf("last simulated day: %+v, peak %d", last, rep.SimPeak)
+	}
+	var out bytes.Buffer
+	rep.WriteMemory(&out)
+	for _, want := range []string{"| queued (after the load) |", "peak used_memory", "sizing rule: maxmemory >="} {
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -105,14 +105,17 @@ func luhnDigit(body string) int {
 }
 
 // WriteFile writes a payout file of rows 1..n to path.
-func WriteFile(path string, n int) error {
+func WriteFile(path string, n int) error { return WriteRows(path, 1, n) }
+
+// WriteRows writes a payout file of rows first..first+n-1 to path.
+func WriteRows(path string, first, n int) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("bench: create %s: %w", path, err)
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	fmt.Fprintln(w, Header)
-	for i := 1; i <= n; i++ {
+	for i := first; i < first+n; i++ {
 		r := RowAt(i)
 		fmt.Fprintf(w, "%s,%s,%s,%s\n", r.ExternalID, r.Amount, r.Card, r.Telecom)
 	}

@@ -23,6 +23,10 @@ type Config struct {
 
 	DropEvery   time.Duration // a new file lands in the inbox this often (the first at once)
 	LoaderEvery time.Duration // the loader runs this often, like cron (one run at a time)
+	// ArchiveAfter is the loader's --archive-after: every spool run ends
+	// by archiving the batches final for this long (0: never). Seconds,
+	// so that batches leave Redis while the others are still paid.
+	ArchiveAfter time.Duration
 
 	KillEvery      time.Duration // a random worker is SIGKILLed (and replaced) this often...
 	ChaosFor       time.Duration // ...until this much time has passed
@@ -144,7 +148,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Rows: 10000, Files: 10, Workers: 3, Concurrency: 20,
-		DropEvery: 4 * time.Second, LoaderEvery: 2 * time.Second,
+		DropEvery: 4 * time.Second, LoaderEvery: 2 * time.Second, ArchiveAfter: 3 * time.Second,
 		KillEvery: 5 * time.Second, ChaosFor: 60 * time.Second,
 		RedisRestartAt: 25 * time.Second, RotateAt: 40 * time.Second,
 		Outage: "20s:15s", PAmbiguous: 0.25, PRefuse: 0.1,
@@ -244,7 +248,7 @@ func (c Config) Validate() error {
 	if c.Workers < 1 || c.Concurrency < 1 {
 		errs = append(errs, errors.New("workers and concurrency must be >= 1"))
 	}
-	if c.DropEvery < 0 || c.LoaderEvery <= 0 || c.KillEvery < 0 || c.ChaosFor < 0 ||
+	if c.DropEvery < 0 || c.LoaderEvery <= 0 || c.ArchiveAfter < 0 || c.KillEvery < 0 || c.ChaosFor < 0 ||
 		c.RedisRestartAt < 0 || c.RotateAt < 0 || c.Deadline <= 0 {
 		errs = append(errs, errors.New("times must not be negative (loader-every and deadline > 0)"))
 	}
@@ -331,6 +335,7 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "concurrency of each worker")
 	fs.DurationVar(&c.DropEvery, "drop-every", c.DropEvery, "a new file lands in the spool inbox this often")
 	fs.DurationVar(&c.LoaderEvery, "loader-every", c.LoaderEvery, "the loader runs this often (like cron)")
+	fs.DurationVar(&c.ArchiveAfter, "archive-after", c.ArchiveAfter, "each loader run archives the batches final for this long (0: never)")
 	fs.DurationVar(&c.KillEvery, "kill-every", c.KillEvery, "SIGKILL a random worker this often (0: never)")
 	fs.DurationVar(&c.ChaosFor, "chaos-for", c.ChaosFor, "kill workers until this long after the start")
 	fs.DurationVar(&c.RedisRestartAt, "redis-restart-at", c.RedisRestartAt, "kill -9 and restart Redis at this time (0: never)")

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/redisdump"
@@ -78,6 +79,7 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		}
 	}
 	h.logf("audit files: %d of %d batches have theirs in the outbox, %d entries in all", audited, len(books.Files), entries)
+	h.logf("archive: %d of %d batches archived during the run (--archive-after %s), read back from their archives", h.archived, len(books.Files), c.ArchiveAfter)
 	dump, err := redisdump.Text(ctx, h.rdb)
 	if err != nil {
 		return Figures{}, err
@@ -200,7 +202,7 @@ func (h *harness) rows() []Row {
 
 // allResultFiles reports whether every batch has its result file.
 func (h *harness) allResultFiles() bool {
-	st, err := h.led.Statuses(context.Background())
+	st, err := h.statuses(context.Background())
 	if err != nil {
 		return false
 	}
@@ -221,10 +223,29 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 	}
 	payouts := map[string]ledger.Payout{}
 	byFile := map[string]ledger.BatchStatus{}
+	// Archived batches (the loader's aggressive --archive-after): their
+	// payouts from the archive file, then whatever Redis still holds.
+	arch, err := h.led.ArchivedBatches(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range arch {
+		byFile[a.File] = ledger.BatchStatus{Batch: a.Batch, Counts: a.Counts}
+		if err := archive.EachPayout(a.Archive, func(f map[string]string) error {
+			p := ledger.PayoutFromFields(a.ID, f)
+			payouts[p.ExternalID] = p
+			return nil
+		}); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, nil, fmt.Errorf("archive of %s: %w", a.ID, err)
+		}
+	}
+	h.archived = len(arch)
 	for _, s := range st {
 		byFile[s.File] = s
 		if err := h.led.Each(ctx, s.ID, func(p ledger.Payout) error {
-			payouts[p.ExternalID] = p
+			if p.ExternalID != "" { // "": deleted by an archive run
+				payouts[p.ExternalID] = p
+			}
 			return nil
 		}); err != nil {
 			return nil, nil, err

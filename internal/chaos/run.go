@@ -98,6 +98,7 @@ type harness struct {
 
 	kills, restarts, rotations     int
 	tasksDeleted, tasksArchived    int
+	archived                       int // batches archived by the end (finish)
 	pauses, workerExits            int
 	loaderRuns, loaderInfra        int
 	problems                       []string
@@ -511,7 +512,7 @@ type loaderResult struct {
 func (h *harness) startLoader(ctx context.Context) <-chan loaderResult {
 	ch := make(chan loaderResult, 1)
 	args := []string{"load", "--spool", h.path(dirSpool), "--settle", "0s", "--redis", h.redis.URL(),
-		"--data-key-file", h.keyFile, "--log-format", "json"}
+		"--data-key-file", h.keyFile, "--log-format", "json", "--archive-after", h.cfg.ArchiveAfter.String()}
 	args = append(args, h.loaderApprovalArgs()...)
 	go func() {
 		code, _, err := runOnce(ctx, h.payoutBin, args, h.env, h.path(dirLogs, "loader.log"), false)

@@ -309,7 +309,7 @@ func (h *harness) rotate(r *rotation, el time.Duration) error {
 func (h *harness) pollLedger(ctx context.Context) {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := h.led.Statuses(pctx)
+	st, err := h.statuses(pctx)
 	if err != nil {
 		return
 	}
@@ -335,11 +335,37 @@ func (h *harness) pollLedger(ctx context.Context) {
 	}
 }
 
-// registeredNow counts the payouts of every batch in the ledger.
+// statuses returns every batch in Redis and every archived batch (whose
+// summary counts its payouts: archived, they are all final).
+func (h *harness) statuses(ctx context.Context) ([]ledger.BatchStatus, error) {
+	st, err := h.led.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	arch, err := h.led.ArchivedBatches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]bool{}
+	for _, s := range st {
+		live[s.ID] = true
+	}
+	for _, a := range arch {
+		if !live[a.ID] {
+			b := a.Batch
+			b.Reported = true // the archive wrote its result file
+			st = append(st, ledger.BatchStatus{Batch: b, Counts: a.Counts})
+		}
+	}
+	return st, nil
+}
+
+// registeredNow counts the payouts of every batch in the ledger,
+// archived ones included.
 func (h *harness) registeredNow(ctx context.Context) (int64, error) {
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	st, err := h.led.Statuses(pctx)
+	st, err := h.statuses(pctx)
 	if err != nil {
 		return 0, err
 	}

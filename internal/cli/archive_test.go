@@ -77,8 +77,11 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "3 payouts archived to "+dir) {
 		t.Fatalf("archive: %d %q %s", code, out, errs)
 	}
-	if ttl := mr.TTL(ledger.OwnerKey("P1")); ttl != 10*24*time.Hour {
-		t.Fatalf("claim TTL %v", ttl)
+	if mr.Exists(ledger.OwnerKey("P1")) {
+		t.Fatal("the live claim of P1 was kept")
+	}
+	if own, err := ledger.New(redis.NewClient(&redis.Options{Addr: mr.Addr()})).Owners(context.Background(), "new", []string{"P1"}); err != nil || own["P1"] != "b" {
+		t.Fatalf("archived claim of P1: %v %v", own, err)
 	}
 
 	code, out, _ = runMain(t, nil, "status", "--redis", url)

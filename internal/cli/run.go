@@ -68,6 +68,7 @@ type runCmd struct {
 	partial                bool
 	timeout                time.Duration
 	showRows               int
+	embMax                 int             // --embedded-max-rows
 	set                    map[string]bool // flags given on the command line
 	path                   string          // the payout file
 
@@ -140,6 +141,7 @@ func (r *runCmd) parse(args []string) error {
 	fs.BoolVar(&r.partial, "partial", false, "load the valid rows of a file that has invalid ones")
 	fs.DurationVar(&r.timeout, "timeout", 0, "stop waiting after this long and report what is known (0: wait until every payout is final)")
 	fs.IntVar(&r.showRows, "show-rows", 50, "print the result rows as a table when the file has at most this many")
+	fs.IntVar(&r.embMax, "embedded-max-rows", DefaultEmbeddedMaxRows, "without --redis, warn before loading a file of more rows than this (0: never) and show the command line for a real Redis")
 	if err := parse(r.e, fs, args); err != nil {
 		return err
 	}
@@ -275,8 +277,11 @@ func (r *runCmd) startSandbox(ctx context.Context) (stop func(), err error) {
 }
 
 // beforeLoad runs after Redis and the PSP are ready and before the file
-// is read: the place for checks of the file itself (none yet).
+// is read: the place for checks of the file itself.
 func (r *runCmd) beforeLoad() error {
+	if r.embedded() {
+		warnEmbeddedSize(r.e.stderr, r.path, r.embMax)
+	}
 	return nil
 }
 

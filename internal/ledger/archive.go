@@ -14,7 +14,7 @@ import (
 // and keeps only:
 //
 //	PREFIX:{B}:archived    hash   summary of an archived batch (ArchivedBatch)
-//	PREFIX:x:EXTID         string the claims of its payouts, now expiring (id window)
+//	PREFIX:xa:G:K          hash   the claims of its payouts, bucketed, until the id window ends (claimarchive.go)
 //	PREFIX:batches         zset   the batch's entry, so status still lists it
 //
 // Every other key of the batch (meta, lines, counts, the payout hashes, the
@@ -23,9 +23,6 @@ import (
 // (DeleteArchivedPayouts), then the rest with meta last (DropBatch). A batch
 // with both a summary and a meta hash is being archived: a re-run finishes
 // it. The summary hash has no expiry: a few hundred bytes per batch.
-//
-// The claims keep their per-id form (PREFIX:x:EXTID) with an expiry; a
-// compact bucketed form for long id windows is a later step.
 
 // PhaseArchived is the phase an archived batch reports (ArchivedBatch.Batch):
 // its keys are gone, its files are in the archive folder.
@@ -249,39 +246,6 @@ func cutDash(id string) (int64, string, bool) {
 	return n, "", err == nil
 }
 
-// expireClaimScript gives a claim an expiry if batch owns it and it has
-// none yet (a re-run does not push the expiry further).
-// KEYS: claim; ARGV: batch, ttl ms.
-var expireClaimScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if redis.call('PTTL', KEYS[1]) ~= -1 then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-`)
-
-// ExpireClaims makes batch's claims on ids expire after ttl (claims of
-// other batches, and claims that expire already, are left alone). It
-// returns how many claims it gave an expiry.
-func (l *Ledger) ExpireClaims(ctx context.Context, batch string, ids []string, ttl time.Duration) (int, error) {
-	n := 0
-	for start := 0; start < len(ids); start += eachChunk {
-		end := min(start+eachChunk, len(ids))
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.Cmd, 0, end-start)
-		for _, id := range ids[start:end] {
-			cmds = append(cmds, expireClaimScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch, ttl.Milliseconds()))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return n, fmt.Errorf("ledger: expire claims of %s: %w", batch, err)
-		}
-		for _, c := range cmds {
-			if v, _ := c.Int(); v == 1 {
-				n++
-			}
-		}
-	}
-	return n, nil
-}
-
 // Fingerprint is what DeleteArchivedPayouts compares before it deletes a
 // payout: the fields every transition changes.
 type Fingerprint struct {
@@ -355,16 +319,31 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 	return n, nil
 }
 
-// BatchKeys returns the keys of a batch other than its payout hashes and
-// its archive summary, meta last: the order DropBatch deletes them in.
+// BatchKeys returns the keys of a batch other than its payout hashes, the
+// chunks of its line index and its archive summary, meta last: the order
+// DropBatch deletes them in.
 func (l *Ledger) BatchKeys(batch string) []string {
-	return []string{l.linesKey(batch), l.countsKey(batch), l.archiveAuditKey(batch), l.loadLockKey(batch), l.metaKey(batch)}
+	return []string{l.linesKey(batch), l.lineChunksKey(batch), l.countsKey(batch), l.archiveAuditKey(batch), l.loadLockKey(batch), l.metaKey(batch)}
 }
 
-// DropBatch deletes the keys of BatchKeys in one command (they share the
-// batch's slot). Call it after DeleteArchivedPayouts: without its lines
-// index a batch's remaining payout hashes can no longer be found.
+// DropBatch deletes the chunks of the line index, then the keys of
+// BatchKeys in one command (they share the batch's slot). Call it after
+// DeleteArchivedPayouts: without its line index a batch's remaining
+// payout hashes can no longer be found.
 func (l *Ledger) DropBatch(ctx context.Context, batch string) error {
+	chunks, err := l.lineChunks(ctx, batch)
+	if err != nil {
+		return err
+	}
+	for start := 0; start < len(chunks); start += eachChunk {
+		keys := make([]string, 0, eachChunk)
+		for _, c := range chunks[start:min(start+eachChunk, len(chunks))] {
+			keys = append(keys, l.lineChunkKey(batch, c))
+		}
+		if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
+			return fmt.Errorf("ledger: drop line index of %s: %w", batch, err)
+		}
+	}
 	if err := l.rdb.Del(ctx, l.BatchKeys(batch)...).Err(); err != nil {
 		return fmt.Errorf("ledger: drop keys of %s: %w", batch, err)
 	}

@@ -25,16 +25,19 @@ func TestArchiveKeys(t *testing.T) {
 		t.Fatal(len(fps), err)
 	}
 
-	// Claims: only the batch's, only once.
-	n, err := l.ExpireClaims(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5", "X"}, time.Hour)
+	// Claims: only the batch's, only once; bucketed, the live keys gone.
+	n, err := l.ArchiveClaims(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5", "X"}, clk.t.Add(time.Hour), clk.t)
 	if err != nil || n != 5 {
-		t.Fatalf("ExpireClaims = %d, %v", n, err)
+		t.Fatalf("ArchiveClaims = %d, %v", n, err)
 	}
-	if n, _ := l.ExpireClaims(ctx, "b", []string{"E1"}, 2*time.Hour); n != 0 {
-		t.Fatal("a re-run pushed the expiry further")
+	if n, _ := l.ArchiveClaims(ctx, "b", []string{"E1"}, clk.t.Add(2*time.Hour), clk.t); n != 0 {
+		t.Fatal("a re-run moved a claim again")
 	}
-	if ttl := l.rdb.TTL(ctx, l.ownerKey("X")).Val(); ttl != -1 {
-		t.Fatalf("another batch's claim got TTL %v", ttl)
+	if l.rdb.Exists(ctx, l.ownerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, l.ownerKey("X")).Val() != 1 {
+		t.Fatal("live claim keys: the batch's should be gone, another batch's kept")
+	}
+	if own, err := l.Owners(ctx, "new", []string{"E1", "X", "Z"}); err != nil || own["E1"] != "b" || own["X"] != "other" || len(own) != 2 {
+		t.Fatalf("Owners = %v, %v", own, err)
 	}
 
 	// A changed payout stops the deletion of its chunk.

@@ -22,18 +22,44 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 		return nil, nil, fmt.Errorf("ledger: claim externalIds: %w", err)
 	}
 	taken = make([]bool, len(ids))
-	var lost []string
+	var lost, got []string
 	for i, c := range sets {
 		taken[i] = c.Val()
 		if !taken[i] {
 			lost = append(lost, ids[i])
+		} else {
+			got = append(got, ids[i])
 		}
 	}
-	if len(lost) == 0 {
-		return taken, nil, nil
+	owners = map[string]string{}
+	if len(lost) > 0 {
+		if owners, err = l.Owners(ctx, batch, lost); err != nil {
+			return nil, nil, err
+		}
 	}
-	owners, err = l.Owners(ctx, batch, lost)
-	return taken, owners, err
+	// An id taken just now may belong to an archived batch (its live key
+	// is gone): give it back.
+	arch := map[string]string{}
+	if err := l.addArchivedOwners(ctx, batch, got, arch); err != nil {
+		return nil, nil, err
+	}
+	if len(arch) > 0 {
+		pipe := l.rdb.Pipeline()
+		for i, id := range ids {
+			if other, ok := arch[id]; ok && taken[i] {
+				releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+				taken[i] = false
+				owners[id] = other
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, nil, fmt.Errorf("ledger: give back archived externalIds: %w", err)
+		}
+	}
+	if len(owners) == 0 {
+		owners = nil
+	}
+	return taken, owners, nil
 }
 
 // ReleaseUnregistered drops batch's claims on those of ids that have no

@@ -16,7 +16,9 @@
 //
 //	PREFIX:{B}:meta        hash   batch metadata (file, loadedAt, rows, total, scale, phase)
 //	PREFIX:{B}:p:EXTID     hash   one payout
-//	PREFIX:{B}:lines       zset   externalIds scored by file line, for reports in file order
+//	PREFIX:{B}:l:K         zset   externalIds of file lines 128K..128K+127 scored by line (listpack-sized)
+//	PREFIX:{B}:lk          zset   the chunk numbers K in use, for reports in file order
+//	PREFIX:{B}:lines       zset   the index before the chunks (all externalIds by line); still read
 //	PREFIX:{B}:counts      hash   rows and minor units per state
 //	PREFIX:{B}:loadlock    string the loader registering the batch now (expires)
 //	PREFIX:{B}:audit       stream one entry per state change: time, actor, from, to, context
@@ -121,9 +123,18 @@ func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
 // Redis returns the client the ledger uses.
 func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
 
-func (l *Ledger) tag(batch string) string       { return l.prefix + ":{" + batch + "}" }
-func (l *Ledger) metaKey(batch string) string   { return l.tag(batch) + ":meta" }
-func (l *Ledger) linesKey(batch string) string  { return l.tag(batch) + ":lines" }
+func (l *Ledger) tag(batch string) string      { return l.prefix + ":{" + batch + "}" }
+func (l *Ledger) metaKey(batch string) string  { return l.tag(batch) + ":meta" }
+func (l *Ledger) linesKey(batch string) string { return l.tag(batch) + ":lines" }
+
+// lineChunk is how many file lines one line-index key covers: at most
+// zset-max-listpack-entries (128 by default), so each stays a listpack.
+const lineChunk = 128
+
+func (l *Ledger) lineChunksKey(batch string) string { return l.tag(batch) + ":lk" }
+func (l *Ledger) lineChunkKey(batch string, k int64) string {
+	return l.tag(batch) + ":l:" + strconv.FormatInt(k, 10)
+}
 func (l *Ledger) countsKey(batch string) string { return l.tag(batch) + ":counts" }
 func (l *Ledger) payoutKey(batch, ext string) string {
 	return l.tag(batch) + ":p:" + ext

@@ -65,7 +65,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 	atoi := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
-		Destination: m["dest"], Sealed: m["sealed"], Telecom: m["tel"], Extra: m["extra"],
+		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"],
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
@@ -75,46 +75,46 @@ func parsePayout(batch string, m map[string]string) Payout {
 }
 
 // Owners returns, for each externalId that some batch other than batch
-// already owns, that batch. It writes nothing (validation, dry runs).
+// already owns (a live claim, or an archived batch's claim within the id
+// window), that batch. It writes nothing (validation, dry runs).
 func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	pipe := l.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
+	live, err := l.liveOwners(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	owned := map[string]string{}
-	for i, c := range cmds {
-		if v, err := c.Result(); err == nil && v != batch {
+	var free []string
+	for i, v := range live {
+		switch {
+		case v == "":
+			free = append(free, ids[i])
+		case v != batch:
 			owned[ids[i]] = v
 		}
 	}
-	return owned, nil
+	return owned, l.addArchivedOwners(ctx, batch, free, owned)
+}
+
+// addArchivedOwners adds to owned the archived owners other than batch of
+// ids.
+func (l *Ledger) addArchivedOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
+	arch, err := l.archivedOwners(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for id, b := range arch {
+		if b != batch {
+			owned[id] = b
+		}
+	}
+	return nil
 }
 
 // Claim makes batch the owner of each externalId not yet owned. It returns
 // the ids owned by another batch (they were not claimed).
 func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	pipe := l.rdb.Pipeline()
-	sets := make([]*redis.BoolCmd, len(ids))
-	for i, id := range ids {
-		sets[i] = pipe.SetNX(ctx, l.ownerKey(id), batch, 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("ledger: claim externalIds: %w", err)
-	}
-	var lost []string
-	for i, c := range sets {
-		if !c.Val() {
-			lost = append(lost, ids[i])
-		}
-	}
-	if len(lost) == 0 {
-		return nil, nil
-	}
-	return l.Owners(ctx, batch, lost)
+	_, owners, err := l.ClaimTaken(ctx, batch, ids)
+	return owners, err
 }
 
 // Release drops batch's claims on ids (used to undo a refused load).
@@ -137,13 +137,18 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 		return 0, nil
 	}
 	keys := make([]string, 0, len(ps)+2)
-	keys = append(keys, l.countsKey(batch), l.linesKey(batch))
+	keys = append(keys, l.countsKey(batch), l.lineChunksKey(batch))
 	args := make([]any, 0, 1+8*len(ps))
 	args = append(args, l.nowMillis())
+	chunks := map[int64]bool{}
 	for _, p := range ps {
+		chunks[int64(p.Line)/lineChunk] = true
 		keys = append(keys, l.payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
-			p.Destination, p.Sealed, p.Telecom, p.Extra)
+			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
+	}
+	for c := range chunks {
+		keys = append(keys, l.lineChunkKey(batch, c))
 	}
 	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
 	if err != nil {
@@ -232,12 +237,12 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewP
 
 // queueNew queues the writes of RegisterNew.
 func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch string, ps []NewPayout, scale int, units []int64, sum int64, exact bool, now int64) {
-	lines := make([]redis.Z, len(ps))
+	lines := map[int64][]redis.Z{}
 	for i, p := range ps {
 		fields := []any{"line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units[i],
 			"dest", p.Destination, "state", string(Queued), "updated", now}
 		if p.Sealed != "" {
-			fields = append(fields, "sealed", p.Sealed)
+			fields = append(fields, "sealed", packSealed(p.Sealed))
 		}
 		if p.Telecom != "" {
 			fields = append(fields, "tel", p.Telecom)
@@ -246,12 +251,18 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 			fields = append(fields, "extra", p.Extra)
 		}
 		pipe.HSet(ctx, l.payoutKey(batch, p.ExternalID), fields...)
-		lines[i] = redis.Z{Score: float64(p.Line), Member: p.ExternalID}
+		c := int64(p.Line) / lineChunk
+		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})
 		if !exact {
 			pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), units[i])
 		}
 	}
-	pipe.ZAdd(ctx, l.linesKey(batch), lines...)
+	chunks := make([]redis.Z, 0, len(lines))
+	for c, zs := range lines {
+		pipe.ZAdd(ctx, l.lineChunkKey(batch, c), zs...)
+		chunks = append(chunks, redis.Z{Score: float64(c), Member: c})
+	}
+	pipe.ZAdd(ctx, l.lineChunksKey(batch), chunks...)
 	pipe.HIncrBy(ctx, l.countsKey(batch), "n:"+string(Queued), int64(len(ps)))
 	if exact {
 		pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), sum)
@@ -291,8 +302,59 @@ func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) 
 }
 
 // eachIDs calls fn with the externalIds of a batch in file line order,
-// eachChunk at a time.
+// about eachChunk at a time.
 func (l *Ledger) eachIDs(ctx context.Context, batch string, fn func(ids []string) error) error {
+	if n, err := l.rdb.Exists(ctx, l.linesKey(batch)).Result(); err != nil {
+		return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+	} else if n == 1 {
+		return l.eachIDsUnchunked(ctx, batch, fn)
+	}
+	chunks, err := l.lineChunks(ctx, batch)
+	if err != nil {
+		return err
+	}
+	const per = eachChunk / lineChunk
+	for start := 0; start < len(chunks); start += per {
+		pipe := l.rdb.Pipeline()
+		var cmds []*redis.StringSliceCmd
+		for _, c := range chunks[start:min(start+per, len(chunks))] {
+			cmds = append(cmds, pipe.ZRange(ctx, l.lineChunkKey(batch, c), 0, -1))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		var ids []string
+		for _, c := range cmds {
+			ids = append(ids, c.Val()...)
+		}
+		if len(ids) == 0 {
+			continue
+		}
+		if err := fn(ids); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lineChunks returns the chunk numbers of batch's line index, in order.
+func (l *Ledger) lineChunks(ctx context.Context, batch string) ([]int64, error) {
+	ms, err := l.rdb.ZRange(ctx, l.lineChunksKey(batch), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: list line chunks of %s: %w", batch, err)
+	}
+	out := make([]int64, 0, len(ms))
+	for _, m := range ms {
+		if c, err := strconv.ParseInt(m, 10, 64); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// eachIDsUnchunked is eachIDs over the single line index of a batch
+// registered before the index was chunked.
+func (l *Ledger) eachIDsUnchunked(ctx context.Context, batch string, fn func(ids []string) error) error {
 	for start := int64(0); ; start += eachChunk {
 		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
 		if err != nil {

@@ -1,6 +1,13 @@
 package ledger
 
-import "github.com/redis/go-redis/v9"
+import (
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// lineChunkLua is lineChunk for the scripts.
+var lineChunkLua = strconv.Itoa(lineChunk)
 
 // luaMove is prepended to every script that changes a payout's state: it
 // moves one row and its minor units between the per-state counters.
@@ -89,12 +96,17 @@ end
 
 // registerScript adds payouts that do not exist yet, in state queued. Zero
 // counters and empty fields are not stored (the other scripts read a
-// missing field as 0 or ""), and the line index and row counter are
-// written once per call.
-// KEYS: counts, lines, payout...; ARGV: now, then 8 fields per payout.
+// missing field as 0 or ""), and the row counter is written once per call.
+// The line index is chunked: PREFIX:{B}:l:K holds the lines of chunk K
+// (line / 128), PREFIX:{B}:lk the chunk numbers.
+// KEYS: counts, lk, payout..., then the chunks the payouts' lines fall in
+// (declared for Redis Cluster; the script names them itself);
+// ARGV: now, then 8 fields per payout.
 var registerScript = redis.NewScript(luaMove + `
-local lines = {}
-for i = 3, #KEYS do
+local base = string.sub(KEYS[2], 1, -3) .. 'l:'
+local added = 0
+local chunks = {}
+for i = 3, 2 + (#ARGV - 1) / 8 do
   local b = 2 + (i - 3) * 8
   local k = KEYS[i]
   if redis.call('EXISTS', k) == 0 then
@@ -104,16 +116,18 @@ for i = 3, #KEYS do
     if ARGV[b+6] ~= '' then f[#f+1] = 'tel'; f[#f+1] = ARGV[b+6] end
     if ARGV[b+7] ~= '' then f[#f+1] = 'extra'; f[#f+1] = ARGV[b+7] end
     redis.call('HSET', k, unpack(f))
-    lines[#lines+1] = ARGV[b]
-    lines[#lines+1] = ARGV[b+1]
+    local c = tostring(math.floor(tonumber(ARGV[b]) / ` + lineChunkLua + `))
+    redis.call('ZADD', base .. c, ARGV[b], ARGV[b+1])
+    chunks[c] = true
+    added = added + 1
     redis.call('HINCRBY', KEYS[1], 'u:queued', ARGV[b+3])
   end
 end
-if #lines > 0 then
-  redis.call('ZADD', KEYS[2], unpack(lines))
-  redis.call('HINCRBY', KEYS[1], 'n:queued', #lines / 2)
+for c in pairs(chunks) do redis.call('ZADD', KEYS[2], c, c) end
+if added > 0 then
+  redis.call('HINCRBY', KEYS[1], 'n:queued', added)
 end
-return #lines / 2
+return added
 `)
 
 // beginCreateScript is run by a create task before anything is sent.

@@ -1,0 +1,259 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Claims of archived batches.
+//
+// A live batch's claim on an externalId is one key, PREFIX:x:EXTID (about
+// 100 bytes). When the batch is archived its claims move into bucketed
+// hashes small enough for Redis's listpack encoding (at most 128 entries
+// of at most 64 bytes each by default), about 45 bytes a claim:
+//
+//	PREFIX:xa:gens       hash  per generation g: "n:g" claims written, "t:g" latest expiry (ms)
+//	PREFIX:xa:G:K        hash  generation G, bucket K: field EXTID, value "BATCH:DAY"
+//
+// The bucket of an externalId is FNV-1a(EXTID) mod the generation's bucket
+// count, claimBuckets0 << G. New claims go to the newest generation until
+// it holds claimsPerBucket per bucket on average, then to a new one with
+// twice the buckets, so the buckets stay listpack-sized whatever the
+// volume; a lookup reads one bucket per generation still in use (a few).
+//
+// DAY is the last day (days since 1970-01-01 UTC) of the claim: it holds
+// until the end of the day of the archive time plus the id window (at
+// most a day longer than the window). Every write to a bucket first drops its expired
+// fields, and the bucket key expires (PEXPIREAT) at the end of its latest
+// claim's day; a generation whose latest claim has expired leaves the
+// directory at the next write. A lookup ignores an expired field.
+//
+// Order, not atomicity, keeps an id unique: the bucketed claim is written
+// before the live key is released (compare-and-delete on its owner), and a
+// loader checks the buckets after it took the live key (SETNX). Either the
+// loader's SETNX meets the live key, or its bucket read meets the bucketed
+// claim. (A claim key and a bucket lie in different Redis Cluster slots,
+// so one script cannot do both.)
+
+const (
+	claimBuckets0   = 256 // buckets of generation 0
+	claimsPerBucket = 64  // average fill at which a new generation begins
+	claimGensMax    = 20
+)
+
+func (l *Ledger) claimGensKey() string { return l.prefix + ":xa:gens" }
+func (l *Ledger) claimBucketKey(gen int, ext string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ext))
+	n := uint32(claimBuckets0) << gen
+	return l.prefix + ":xa:" + strconv.Itoa(gen) + ":" + strconv.FormatUint(uint64(h.Sum32()%n), 10)
+}
+
+const dayMs = int64(24 * time.Hour / time.Millisecond)
+
+// claimDay is the day number (UTC) of t: a claim held till t lasts to the
+// end of that day.
+func claimDay(t time.Time) int64 { return t.UnixMilli() / dayMs }
+
+// addArchivedClaimsScript writes claims into one bucket after dropping its
+// expired ones, and makes the bucket expire at the end of its latest day.
+// KEYS: bucket; ARGV: today (day number), then EXTID, "BATCH:DAY" pairs.
+var addArchivedClaimsScript = redis.NewScript(`
+local today = tonumber(ARGV[1])
+local all = redis.call('HGETALL', KEYS[1])
+local last = 0
+for i = 1, #all, 2 do
+  local d = tonumber(string.match(all[i + 1], ':(%d+)$')) or 0
+  if d < today then redis.call('HDEL', KEYS[1], all[i]) elseif d > last then last = d end
+end
+for i = 2, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  local d = tonumber(string.match(ARGV[i + 1], ':(%d+)$')) or 0
+  if d > last then last = d end
+end
+redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', (last + 1) * 86400000))
+return 1
+`)
+
+// raiseScript sets a hash field to ARGV[2] if that is greater.
+// KEYS: hash; ARGV: field, value.
+var raiseScript = redis.NewScript(`
+if (tonumber(redis.call('HGET', KEYS[1], ARGV[1])) or 0) < tonumber(ARGV[2]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1
+`)
+
+type claimGen struct {
+	n    int64 // claims written
+	till int64 // latest day
+}
+
+// claimGens reads the directory of generations, dropping those whose
+// every claim has expired before today.
+func (l *Ledger) claimGens(ctx context.Context, today int64) (map[int]claimGen, error) {
+	m, err := l.rdb.HGetAll(ctx, l.claimGensKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: read claim generations: %w", err)
+	}
+	gens := map[int]claimGen{}
+	for k, v := range m {
+		kind, gs, ok := strings.Cut(k, ":")
+		g, err := strconv.Atoi(gs)
+		if !ok || err != nil || g < 0 || g > claimGensMax {
+			continue
+		}
+		c := gens[g]
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if kind == "n" {
+			c.n = n
+		} else {
+			c.till = n
+		}
+		gens[g] = c
+	}
+	for g, c := range gens {
+		if c.till < today {
+			delete(gens, g)
+			if err := l.rdb.HDel(ctx, l.claimGensKey(), "n:"+strconv.Itoa(g), "t:"+strconv.Itoa(g)).Err(); err != nil {
+				return nil, fmt.Errorf("ledger: drop claim generation %d: %w", g, err)
+			}
+		}
+	}
+	return gens, nil
+}
+
+// ArchiveClaims moves batch's claims on ids into the bucketed form, held
+// until the end of the day of till, and releases their live keys. now is
+// the clock the expiry of older bucketed claims is judged by (the
+// archive's). Claims another batch owns are left alone. It returns how many
+// claims it moved; a re-run moves those still live.
+func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, till, now time.Time) (int, error) {
+	moved := 0
+	today, last := claimDay(now), claimDay(till)
+	value := batch + ":" + strconv.FormatInt(last, 10)
+	for start := 0; start < len(ids); start += eachChunk {
+		part := ids[start:min(start+eachChunk, len(ids))]
+		owners, err := l.liveOwners(ctx, part)
+		if err != nil {
+			return moved, err
+		}
+		var mine []string
+		for i, id := range part {
+			if owners[i] == batch {
+				mine = append(mine, id)
+			}
+		}
+		if len(mine) == 0 {
+			continue
+		}
+		gens, err := l.claimGens(ctx, today)
+		if err != nil {
+			return moved, err
+		}
+		g := 0
+		for k := range gens {
+			g = max(g, k)
+		}
+		if c := gens[g]; c.n+int64(len(mine)) > int64(claimsPerBucket*(claimBuckets0<<g)) && g < claimGensMax {
+			g++
+		}
+		if err := l.writeArchivedClaims(ctx, g, mine, value, today, last); err != nil {
+			return moved, err
+		}
+		// Only now the live keys go: a loader meets one or the other.
+		pipe := l.rdb.Pipeline()
+		for _, id := range mine {
+			releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return moved, fmt.Errorf("ledger: release archived claims of %s: %w", batch, err)
+		}
+		moved += len(mine)
+	}
+	return moved, nil
+}
+
+// writeArchivedClaims writes ids into generation g's buckets, one script
+// call per bucket, and counts them in the directory.
+func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
+	byBucket := map[string][]any{}
+	for _, id := range ids {
+		k := l.claimBucketKey(g, id)
+		if byBucket[k] == nil {
+			byBucket[k] = []any{today}
+		}
+		byBucket[k] = append(byBucket[k], id, value)
+	}
+	pipe := l.rdb.Pipeline()
+	// The directory first: a bucket is never in use without its generation.
+	raiseScript.Eval(ctx, pipe, []string{l.claimGensKey()}, "t:"+strconv.Itoa(g), last)
+	pipe.HIncrBy(ctx, l.claimGensKey(), "n:"+strconv.Itoa(g), int64(len(ids)))
+	for k, args := range byBucket {
+		addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("ledger: write archived claims: %w", err)
+	}
+	return nil
+}
+
+// liveOwners returns the owner of each id's live claim ("" for none).
+func (l *Ledger) liveOwners(ctx context.Context, ids []string) ([]string, error) {
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
+	}
+	out := make([]string, len(ids))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out, nil
+}
+
+// archivedOwners returns, for each of ids with a claim of an archived
+// batch unexpired on Redis's clock, that batch.
+func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]string, error) {
+	owned := map[string]string{}
+	if len(ids) == 0 {
+		return owned, nil
+	}
+	now, err := l.Time(ctx)
+	if err != nil {
+		return nil, err
+	}
+	today := claimDay(now)
+	gens, err := l.claimGens(ctx, today)
+	if err != nil || len(gens) == 0 {
+		return owned, err
+	}
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, 0, len(ids)*len(gens))
+	idOf := make([]string, 0, cap(cmds))
+	for _, id := range ids {
+		for g := range gens {
+			cmds = append(cmds, pipe.HGet(ctx, l.claimBucketKey(g, id), id))
+			idOf = append(idOf, id)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, fmt.Errorf("ledger: look up archived claims: %w", err)
+	}
+	for i, c := range cmds {
+		b, d, ok := strings.Cut(c.Val(), ":")
+		if day, err := strconv.ParseInt(d, 10, 64); ok && err == nil && day >= today {
+			owned[idOf[i]] = b
+		}
+	}
+	return owned, nil
+}
