@@ -63,7 +63,8 @@ func dropCompleted(ctx context.Context, rdb redis.UniversalClient, every time.Du
 
 // DefaultEmbeddedMaxRows is the largest file `payout run` loads into its
 // embedded Redis without a warning: the embedded Redis (miniredis) keeps
-// every payout in the process, about 2 KB of RSS a row.
+// every payout in the process as Go maps and strings: about 9 KB of peak
+// RSS a row (bench/README.md).
 const DefaultEmbeddedMaxRows = 20_000
 
 // warnEmbeddedSize tells, before loading, that a file is larger than the
