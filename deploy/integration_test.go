@@ -46,6 +46,8 @@ func TestRedisServerAcceptsConfig(t *testing.T) {
 		"maxmemory-policy":          "noeviction",
 		"aof-use-rdb-preamble":      "yes",
 		"no-appendfsync-on-rewrite": "no",
+		// Asynq task hashes stay listpacks (redis.conf, memory section).
+		"hash-max-listpack-value": "512",
 	} {
 		got, err := rdb.ConfigGet(ctx, key).Result()
 		if err != nil {

@@ -228,6 +228,8 @@ func memoryFlags(fs *flag.FlagSet, c *bench.MemoryConfig) {
 	fs.IntVar(&c.RowsPerDay, "sim-rows", c.RowsPerDay, "rows a day of the simulation")
 	fs.IntVar(&c.ArchiveAfter, "sim-archive-after", c.ArchiveAfter, "days after which the simulation archives a batch")
 	fs.IntVar(&c.IDWindow, "sim-id-window", c.IDWindow, "id window of the simulation, days")
+	fs.StringVar(&c.RedisConf, "redis-conf", c.RedisConf, "redis.conf the measured redis-server reads first, e.g. deploy/redis.conf (default: Redis's defaults)")
+	fs.IntVar(&c.ListpackValue, "listpack-value", c.ListpackValue, "hash-max-listpack-value to set on the measured redis-server (0: as Redis or --redis-conf has it)")
 }
 
 func runMemoryCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -99,3 +99,38 @@ func TestMemorySmall(t *testing.T) {
 		}
 	}
 }
+
+// With deploy/redis.conf (hash-max-listpack-value 512) the queued Asynq
+// task hashes are listpacks; with Redis's defaults they are hashtables.
+func TestMemoryEncodingLimits(t *testing.T) {
+	testenv.NeedTool(t, "redis-server")
+	for _, tc := range []struct {
+		name, conf, limits, enc string
+		value                   int
+	}{
+		{"defaults", "", "hash-max-listpack-value 64,", "hashtable", 0},
+		{"deploy file", "../../deploy/redis.conf", "hash-max-listpack-value 512,", "listpack", 0},
+		{"flag", "", "hash-max-listpack-value 300,", "listpack", 300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			rep, err := Memory(ctx, MemoryConfig{Rows: 200, Concurrency: 10, RedisConf: tc.conf, ListpackValue: tc.value, IDWindow: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(rep.Limits, tc.limits) {
+				t.Errorf("limits %q, want %q", rep.Limits, tc.limits)
+			}
+			var task *KeyClass
+			for i, k := range rep.Phases[0].Keys {
+				if strings.HasPrefix(k.Class, "asynq task") {
+					task = &rep.Phases[0].Keys[i]
+				}
+			}
+			if task == nil || task.Encodings[tc.enc] == 0 || len(task.Encodings) != 1 {
+				t.Fatalf("queued task hashes: %+v, want all %s", task, tc.enc)
+			}
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
 	"github.com/acme/payout/jobs"
@@ -46,6 +47,13 @@ type MemoryConfig struct {
 	ArchiveAfter  int // days
 	IDWindow      int // days
 	RetentionDays int // completed tasks of a day are deleted this many days later (Asynq's retention, in fake time)
+
+	// RedisConf, if set, is a redis.conf the private redis-server reads
+	// first (e.g. deploy/redis.conf); "" runs it with Redis's defaults.
+	RedisConf string
+	// ListpackValue, if > 0, sets hash-max-listpack-value (CONFIG SET)
+	// after the start, over the file's value.
+	ListpackValue int
 
 	Progress io.Writer
 }
@@ -88,6 +96,7 @@ type SimDay struct {
 // MemoryReport is the result of Memory.
 type MemoryReport struct {
 	Rows       int
+	Limits     string // hash-max-listpack-value/-entries the run had, and where from
 	EmptyBytes int64
 	Phases     []MemoryPhase
 	Config     MemoryConfig
@@ -98,7 +107,8 @@ type MemoryReport struct {
 }
 
 // Memory measures Redis's used_memory per payout on a private
-// redis-server with its default encoding limits: after loading cfg.Rows
+// redis-server (Redis's defaults, or cfg.RedisConf and cfg.ListpackValue;
+// the report names the hash encoding limits in force): after loading cfg.Rows
 // rows, after the in-process worker made every payout final against the
 // in-process simulator (no faults; outcomes not followed, so created is
 // final), and after archiving the batch. Then, if cfg.Days > 0, the
@@ -112,7 +122,7 @@ func Memory(ctx context.Context, cfg MemoryConfig) (*MemoryReport, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startRedis(ctx, dir)
+	srv, err := startMemRedis(ctx, dir, cfg.RedisConf)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +134,9 @@ func Memory(ctx context.Context, cfg MemoryConfig) (*MemoryReport, error) {
 	defer m.close()
 	rep := &MemoryReport{Rows: cfg.Rows, Config: cfg}
 	rep.Redis, _ = RedisVersion(ctx, m.rdb)
+	if rep.Limits, err = m.limits(ctx); err != nil {
+		return nil, err
+	}
 	if err := m.measure(ctx, rep); err != nil {
 		return rep, err
 	}
@@ -159,6 +172,44 @@ func newMemRun(ctx context.Context, cfg MemoryConfig, dir, addr string) (*memRun
 	m := &memRun{cfg: cfg, dir: dir, rdb: adminClient(addr), ring: ring, log: log,
 		pspSv: httptest.NewServer(sbx.Handler()), start: time.Now()}
 	return m, m.rdb.Ping(ctx).Err()
+}
+
+// startMemRedis starts the measured redis-server: Redis's defaults, or
+// conf read first (its persistence as the file says).
+func startMemRedis(ctx context.Context, dir, conf string) (*redistest.Server, error) {
+	if conf == "" {
+		return startRedis(ctx, dir)
+	}
+	abs, err := filepath.Abs(conf)
+	if err != nil {
+		return nil, err
+	}
+	s, err := redistest.Launch(ctx, redistest.Config{Dir: dir, File: abs, Extra: []string{"--loglevel", "warning"}})
+	if err != nil {
+		return nil, fmt.Errorf("bench: redis-server with %s: %w", conf, err)
+	}
+	return s, nil
+}
+
+// limits applies cfg.ListpackValue and describes the hash encoding limits
+// in effect, e.g. "hash-max-listpack-value 64, -entries 128 (Redis defaults)".
+func (m *memRun) limits(ctx context.Context) (string, error) {
+	from := "Redis defaults"
+	if m.cfg.RedisConf != "" {
+		from = m.cfg.RedisConf
+	}
+	if m.cfg.ListpackValue > 0 {
+		if err := m.rdb.ConfigSet(ctx, "hash-max-listpack-value", strconv.Itoa(m.cfg.ListpackValue)).Err(); err != nil {
+			return "", fmt.Errorf("bench: CONFIG SET hash-max-listpack-value: %w", err)
+		}
+		from += ", --listpack-value " + strconv.Itoa(m.cfg.ListpackValue)
+	}
+	get := func(k string) string {
+		v, _ := m.rdb.ConfigGet(ctx, k).Result()
+		return v[k]
+	}
+	return fmt.Sprintf("hash-max-listpack-value %s, hash-max-listpack-entries %s (%s)",
+		get("hash-max-listpack-value"), get("hash-max-listpack-entries"), from), nil
 }
 
 func (m *memRun) close() {
@@ -377,7 +428,7 @@ func (m *memRun) keyClasses(ctx context.Context) ([]KeyClass, error) {
 
 // WriteMemory prints the report.
 func (r *MemoryReport) WriteMemory(w io.Writer) {
-	fmt.Fprintf(w, "Redis %s, default encoding limits; %s rows (bench data: 9 in 10 rows a card, 1 in 10 a telecom operator)\n", r.Redis, thousands(int64(r.Rows)))
+	fmt.Fprintf(w, "Redis %s, %s; %s rows (bench data: 9 in 10 rows a card, 1 in 10 a telecom operator)\n", r.Redis, r.Limits, thousands(int64(r.Rows)))
 	fmt.Fprintf(w, "empty Redis: used_memory %s B\n\n", thousands(r.EmptyBytes))
 	fmt.Fprintf(w, "| phase | used_memory | bytes/payout | target | met |\n|---|---|---|---|---|\n")
 	for _, p := range r.Phases {

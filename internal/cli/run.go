@@ -231,8 +231,9 @@ func (r *runCmd) openRedis(ctx context.Context) (closeAll func(), err error) {
 	}
 	r.rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	r.ring = vault.Ephemeral()
+	restoreGC := tuneEmbeddedGC(r.e.getenv)
 	fmt.Fprintln(r.e.stderr, "payout run: no --redis given: using an embedded in-process Redis; all state is lost when this command exits")
-	return func() { r.rdb.Close(); mr.Close() }, nil
+	return func() { r.rdb.Close(); mr.Close(); restoreGC() }, nil
 }
 
 // openPSP starts the simulator in-process when --sandbox is given, then
@@ -326,6 +327,9 @@ func (r *runCmd) work(ctx context.Context, batch string, rowErrors bool) error {
 	wctx, stopWorker := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(wctx) }()
+	if r.embedded() {
+		go dropCompleted(wctx, r.rdb, dropCompletedEvery, r.log)
+	}
 	start := time.Now()
 	counts, waitErr := waitFinal(ctx, r.e.stderr, r.led, batch, r.timeout)
 	stopWorker()
