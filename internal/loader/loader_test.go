@@ -67,6 +67,20 @@ func (f *fixture) pending() int {
 	return info.Pending
 }
 
+// pendingTasks lists the pending tasks of the payouts queue; a queue
+// nothing was ever enqueued to does not exist, and has none.
+func (f *fixture) pendingTasks() []*asynq.TaskInfo {
+	f.t.Helper()
+	tasks, err := f.insp.ListPendingTasks(jobs.Queue, asynq.PageSize(1000))
+	if errors.Is(err, asynq.ErrQueueNotFound) {
+		return nil
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return tasks
+}
+
 func (f *fixture) keys() int {
 	n, err := f.rdb.DBSize(context.Background()).Result()
 	if err != nil {
@@ -454,52 +468,66 @@ func (s *stealingSealer) Seal(plaintext, ad string) (string, error) {
 // TestLoadStopsWhenTheLockIsLost: the registrar checks the load lock
 // before every chunk; once another loader holds it, nothing more is
 // registered, the load fails with ErrLoadLockLost, and no task was
-// enqueued for a row that is not in the ledger.
+// enqueued for a row that is not in the ledger. The enqueuers stop with
+// the registrar: on a slow machine they may have enqueued nothing, and
+// the queue then does not exist yet.
 func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
-	f := newFixture(t)
-	ctx := context.Background()
-	var b strings.Builder
-	b.WriteString("externalId,amount,cardNumber\n")
 	const rows = 40
-	for i := 0; i < rows; i++ {
-		fmt.Fprintf(&b, "L-%02d,1.00,4111111111111111\n", i)
+	tests := []struct {
+		name     string
+		nth      int // Seal call at which the lock is stolen
+		min, max int // rows registered
+	}{
+		// Sealing runs at most stageDepth+1 chunks ahead of registration
+		// (stageDepth queued, one in the registrar's hands): by the 36th
+		// row, chunks 1-7 were handed over, so the registrar had taken
+		// chunk 3 and registered chunks 1 and 2; the last chunk (rows
+		// 36-40) never is.
+		{name: "lost mid-load", nth: 36, min: 10, max: rows - 5},
+		// Lost before the registrar's first check: nothing registered,
+		// nothing enqueued, no queue.
+		{name: "lost before the first chunk", nth: 1, min: 0, max: 0},
 	}
-	path := writeFile(t, t.TempDir(), "l.csv", b.String())
-	dry, err := f.ld.LoadFile(ctx, path, Options{DryRun: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: ledger.LoadLockKey(dry.Batch), nth: 36}
-	ld := New(f.led, asynq.NewClientFromRedisClient(f.rdb), s, zerolog.Nop())
-	res, err := ld.LoadFile(ctx, path, Options{ChunkSize: 5, EnqueueWorkers: 2})
-	if !errors.Is(err, ledger.ErrLoadLockLost) {
-		t.Fatalf("err = %v, want ErrLoadLockLost (result %+v)", err, res)
-	}
-	// Sealing runs at most stageDepth+1 chunks ahead of registration
-	// (stageDepth queued, one in the registrar's hands): by the 36th row,
-	// chunks 1-7 were handed over, so the registrar had taken chunk 3 and
-	// registered chunks 1 and 2; the last chunk (rows 36-40) never is.
-	if res.Registered < 10 || res.Registered > rows-5 || res.Enqueued > res.Registered {
-		t.Fatalf("registered %d, enqueued %d of %d rows", res.Registered, res.Enqueued, rows)
-	}
-	c, err := f.led.Counts(ctx, dry.Batch)
-	if err != nil || c.Rows[ledger.Queued] != int64(res.Registered) {
-		t.Fatalf("ledger holds %d rows, load reported %d registered (%v)", c.Rows[ledger.Queued], res.Registered, err)
-	}
-	tasks, err := f.insp.ListPendingTasks(jobs.Queue, asynq.PageSize(1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tasks) != res.Enqueued {
-		t.Fatalf("%d pending tasks, load reported %d enqueued", len(tasks), res.Enqueued)
-	}
-	for _, task := range tasks {
-		p, err := jobs.DecodeCreate(task.Payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := f.led.Get(ctx, dry.Batch, p.ExternalID); err != nil {
-			t.Errorf("task for %s, which is not in the ledger: %v", p.ExternalID, err)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			var b strings.Builder
+			b.WriteString("externalId,amount,cardNumber\n")
+			for i := 0; i < rows; i++ {
+				fmt.Fprintf(&b, "L-%02d,1.00,4111111111111111\n", i)
+			}
+			path := writeFile(t, t.TempDir(), "l.csv", b.String())
+			dry, err := f.ld.LoadFile(ctx, path, Options{DryRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: ledger.LoadLockKey(dry.Batch), nth: tt.nth}
+			ld := New(f.led, asynq.NewClientFromRedisClient(f.rdb), s, zerolog.Nop())
+			res, err := ld.LoadFile(ctx, path, Options{ChunkSize: 5, EnqueueWorkers: 2})
+			if !errors.Is(err, ledger.ErrLoadLockLost) {
+				t.Fatalf("err = %v, want ErrLoadLockLost (result %+v)", err, res)
+			}
+			if res.Registered < tt.min || res.Registered > tt.max || res.Enqueued > res.Registered {
+				t.Fatalf("registered %d (want %d-%d), enqueued %d of %d rows", res.Registered, tt.min, tt.max, res.Enqueued, rows)
+			}
+			c, err := f.led.Counts(ctx, dry.Batch)
+			if err != nil || c.Rows[ledger.Queued] != int64(res.Registered) {
+				t.Fatalf("ledger holds %d rows, load reported %d registered (%v)", c.Rows[ledger.Queued], res.Registered, err)
+			}
+			tasks := f.pendingTasks()
+			if len(tasks) != res.Enqueued {
+				t.Fatalf("%d pending tasks, load reported %d enqueued", len(tasks), res.Enqueued)
+			}
+			for _, task := range tasks {
+				p, err := jobs.DecodeCreate(task.Payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := f.led.Get(ctx, dry.Batch, p.ExternalID); err != nil {
+					t.Errorf("task for %s, which is not in the ledger: %v", p.ExternalID, err)
+				}
+			}
+		})
 	}
 }

@@ -23,8 +23,8 @@ func sweepingConfig() Config {
 }
 
 // TestOperatorRemovesTasks deletes or archives a payout's task as an
-// operator would in the web UI. Before the reconciler, each of these
-// payouts stayed open forever.
+// operator would in the web UI, after the reconciler's first sweep. Before
+// the reconciler, each of these payouts stayed open forever.
 func TestOperatorRemovesTasks(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -78,6 +78,12 @@ func TestOperatorRemovesTasks(t *testing.T) {
 			h.waitFor("task "+id+" waiting", 10*time.Second, func() bool {
 				info, err := h.insp.GetTaskInfo(jobs.Queue, id)
 				return err == nil && (info.State.String() == "scheduled" || info.State.String() == "retry")
+			})
+			// Remove it only after a sweep found it live: a later sweep,
+			// not the first, must restore it (the lease of each sweep
+			// expires after one interval).
+			h.waitFor("a sweep while the task is live", 10*time.Second, func() bool {
+				return strings.Contains(h.logs.String(), `"message":"reconciler sweep"`)
 			})
 			if err := tt.remove(h, id); err != nil {
 				t.Fatal(err)
