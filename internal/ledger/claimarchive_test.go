@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestArchivedClaimsRefuseThenExpire: an archived batch's claims refuse
@@ -76,5 +78,79 @@ func TestArchivedClaimsGenerations(t *testing.T) {
 	own, err := l.Owners(ctx, "new", ids)
 	if err != nil || len(own) != n {
 		t.Fatalf("Owners found %d of %d, %v", len(own), n, err)
+	}
+}
+
+// TestArchivedClaimsCheckedForOwnLiveKey: a live key the caller's batch
+// holds (a run that took it and died before the archive check or the
+// give-back) does not hide an archived batch's claim: the rerun is told
+// the archived owner and the live key is given back.
+func TestArchivedClaimsCheckedForOwnLiveKey(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rdb.Set(ctx, l.ownerKey("X"), "new", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	own, err := l.Owners(ctx, "new", []string{"X"})
+	if err != nil || own["X"] != "old" {
+		t.Fatalf("Owners = %v, %v; want X owned by old", own, err)
+	}
+	if v := l.rdb.Get(ctx, l.ownerKey("X")).Val(); v != "new" {
+		t.Fatalf("Owners wrote: live key is %q", v)
+	}
+	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"X"})
+	if err != nil || taken[0] || owners["X"] != "old" {
+		t.Fatalf("ClaimTaken = %v, %v, %v; want not taken, X owned by old", taken, owners, err)
+	}
+	if l.rdb.Exists(ctx, l.ownerKey("X")).Val() != 0 {
+		t.Fatal("the live key of an archived id was kept")
+	}
+}
+
+// beforeGetHook runs fn once, before the first pipeline that GETs key.
+type beforeGetHook struct {
+	key  string
+	fn   func()
+	done bool
+}
+
+func (h *beforeGetHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *beforeGetHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *beforeGetHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if a := c.Args(); !h.done && len(a) == 2 && a[0] == "get" && a[1] == h.key {
+				h.done = true
+				h.fn()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestClaimRetriesVanishedLiveKey: a live key that vanishes between the
+// SETNX that met it and the reading of its owner is claimed again, not
+// taken for batch's own.
+func TestClaimRetriesVanishedLiveKey(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	if _, err := l.Claim(ctx, "other", []string{"V"}); err != nil {
+		t.Fatal(err)
+	}
+	l.rdb.AddHook(&beforeGetHook{key: l.ownerKey("V"), fn: func() { clk.m.Del(l.ownerKey("V")) }})
+	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"V"})
+	if err != nil || !taken[0] || owners != nil {
+		t.Fatalf("ClaimTaken = %v, %v, %v; want taken", taken, owners, err)
+	}
+	if v := l.rdb.Get(ctx, l.ownerKey("V")).Val(); v != "new" {
+		t.Fatalf("live key is %q, want new", v)
 	}
 }
