@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -211,7 +212,7 @@ func (l *Ledger) liveOwners(ctx context.Context, ids []string) ([]string, error)
 	for i, id := range ids {
 		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if err := execLookups(ctx, pipe); err != nil {
 		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
 	}
 	out := make([]string, len(ids))
@@ -246,7 +247,7 @@ func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]s
 			idOf = append(idOf, id)
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if err := execLookups(ctx, pipe); err != nil {
 		return nil, fmt.Errorf("ledger: look up archived claims: %w", err)
 	}
 	for i, c := range cmds {
@@ -256,4 +257,20 @@ func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]s
 		}
 	}
 	return owned, nil
+}
+
+// execLookups runs a pipeline of reads, a missing key (redis.Nil) being no
+// error. Exec reports only the first failed command's error, so every
+// command is checked: a real error after a Nil must not read as "no claim".
+func execLookups(ctx context.Context, pipe redis.Pipeliner) error {
+	cmds, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }

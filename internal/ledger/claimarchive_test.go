@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -152,5 +153,63 @@ func TestClaimRetriesVanishedLiveKey(t *testing.T) {
 	}
 	if v := l.rdb.Get(ctx, l.ownerKey("V")).Val(); v != "new" {
 		t.Fatalf("live key is %q, want new", v)
+	}
+}
+
+// failCmdHook fails, after the pipeline ran, each command match selects:
+// Exec reports only the first failed command's error, here a redis.Nil
+// before it.
+type failCmdHook struct{ match func(args []any) bool }
+
+func (h failCmdHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h failCmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h failCmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if h.match(c.Args()) {
+				if s, ok := c.(*redis.StringCmd); ok {
+					s.SetVal("")
+				}
+				c.SetErr(errors.New("injected fault"))
+			}
+		}
+		return err
+	}
+}
+
+// TestOwnersFailsOnErrorAfterNil: a failed lookup after a missing key in
+// the same pipeline is an error, not "no claim".
+func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		match func(l *Ledger) func(args []any) bool
+	}{
+		{"live", func(l *Ledger) func(args []any) bool {
+			return func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == l.ownerKey("X") }
+		}},
+		{"archived", func(l *Ledger) func(args []any) bool {
+			return func(a []any) bool { return len(a) == 3 && a[0] == "hget" && a[2] == "X" }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l, clk := newTestLedger(t)
+			if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "archived" {
+				if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.rdb.AddHook(failCmdHook{match: tc.match(l)})
+			if own, err := l.Owners(ctx, "new", []string{"M", "X"}); err == nil {
+				t.Fatalf("Owners = %v, nil; want the injected error", own)
+			}
+			if taken, own, err := l.ClaimTaken(ctx, "new", []string{"M", "X"}); err == nil {
+				t.Fatalf("ClaimTaken = %v, %v, nil; want the injected error", taken, own)
+			}
+		})
 	}
 }
