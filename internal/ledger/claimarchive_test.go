@@ -213,3 +213,41 @@ func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimGenerationsDroppedOnlyByArchiver: a lookup skips an expired
+// generation but writes nothing (a reader's stale drop could remove a
+// generation the archiver just reused); the archiver drops it, and keeps
+// one whose day was raised meanwhile.
+func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(48 * time.Hour)
+	before := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	if own, err := l.Owners(ctx, "new", []string{"X"}); err != nil || len(own) != 0 {
+		t.Fatalf("Owners = %v, %v; want none (expired)", own, err)
+	}
+	if _, _, err := l.ClaimTaken(ctx, "new", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := l.rdb.HGetAll(ctx, l.claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a lookup changed the generations: %v, then %v", before, after)
+	}
+	today := claimDay(clk.t)
+	// Generation 0 reused (its day raised) after a stale read: it stays.
+	if err := l.rdb.HSet(ctx, l.claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.dropClaimGens(ctx, today); err != nil {
+		t.Fatal(err)
+	}
+	got := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	if _, ok := got["t:0"]; !ok || len(got) != 2 {
+		t.Fatalf("after dropping: %v, want generation 0 only", got)
+	}
+}
