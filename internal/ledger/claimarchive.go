@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strconv"
@@ -29,10 +30,12 @@ import (
 //
 // DAY is the last day (days since 1970-01-01 UTC) of the claim: it holds
 // until the end of the day of the archive time plus the id window (at
-// most a day longer than the window). Every write to a bucket first drops its expired
-// fields, and the bucket key expires (PEXPIREAT) at the end of its latest
-// claim's day; a generation whose latest claim has expired leaves the
-// directory at the next write. A lookup ignores an expired field.
+// most a day longer than the window). Every write to a bucket first drops
+// its expired fields, and the bucket key expires (PEXPIREAT) at the end of
+// its latest claim's day; a generation whose latest claim has expired
+// leaves the directory at the archiver's next write, in a script that
+// re-reads its day (a lookup only skips it and writes nothing). A lookup
+// ignores an expired field.
 //
 // Order, not atomicity, keeps an id unique: the bucketed claim is written
 // before the live key is released (compare-and-delete on its owner), and a
@@ -95,8 +98,10 @@ type claimGen struct {
 	till int64 // latest day
 }
 
-// claimGens reads the directory of generations, dropping those whose
-// every claim has expired before today.
+// claimGens reads the directory of generations, leaving out those whose
+// every claim has expired before today. It writes nothing: only the
+// archiver drops generations (dropClaimGens), so a reader's stale view can
+// never remove a generation the archiver has just reused.
 func (l *Ledger) claimGens(ctx context.Context, today int64) (map[int]claimGen, error) {
 	m, err := l.rdb.HGetAll(ctx, l.claimGensKey()).Result()
 	if err != nil {
@@ -121,12 +126,37 @@ func (l *Ledger) claimGens(ctx context.Context, today int64) (map[int]claimGen, 
 	for g, c := range gens {
 		if c.till < today {
 			delete(gens, g)
-			if err := l.rdb.HDel(ctx, l.claimGensKey(), "n:"+strconv.Itoa(g), "t:"+strconv.Itoa(g)).Err(); err != nil {
-				return nil, fmt.Errorf("ledger: drop claim generation %d: %w", g, err)
-			}
 		}
 	}
 	return gens, nil
+}
+
+// dropClaimGensScript drops from the directory each generation whose
+// latest day is before today, judged on the t:g it reads itself: a
+// generation raised meanwhile (reused) stays. KEYS: directory; ARGV: today.
+var dropClaimGensScript = redis.NewScript(`
+local today = tonumber(ARGV[1])
+local all = redis.call('HGETALL', KEYS[1])
+local seen = {}
+for i = 1, #all, 2 do
+  local g = string.match(all[i], '^[nt]:(%d+)$')
+  if g and not seen[g] then
+    seen[g] = true
+    if (tonumber(redis.call('HGET', KEYS[1], 't:' .. g)) or 0) < today then
+      redis.call('HDEL', KEYS[1], 'n:' .. g, 't:' .. g)
+    end
+  end
+end
+return 1
+`)
+
+// dropClaimGens drops the generations whose every claim has expired before
+// today from the directory. Only the archiver calls it.
+func (l *Ledger) dropClaimGens(ctx context.Context, today int64) error {
+	if err := dropClaimGensScript.Run(ctx, l.rdb, []string{l.claimGensKey()}, today).Err(); err != nil {
+		return fmt.Errorf("ledger: drop expired claim generations: %w", err)
+	}
+	return nil
 }
 
 // ArchiveClaims moves batch's claims on ids into the bucketed form, held
@@ -135,7 +165,7 @@ func (l *Ledger) claimGens(ctx context.Context, today int64) (map[int]claimGen, 
 // archive's). Claims another batch owns are left alone. It returns how many
 // claims it moved; a re-run moves those still live.
 func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, till, now time.Time) (int, error) {
-	moved := 0
+	moved, dropped := 0, false
 	today, last := claimDay(now), claimDay(till)
 	value := batch + ":" + strconv.FormatInt(last, 10)
 	for start := 0; start < len(ids); start += eachChunk {
@@ -152,6 +182,12 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 		}
 		if len(mine) == 0 {
 			continue
+		}
+		if !dropped {
+			if err := l.dropClaimGens(ctx, today); err != nil {
+				return moved, err
+			}
+			dropped = true
 		}
 		gens, err := l.claimGens(ctx, today)
 		if err != nil {
@@ -211,7 +247,7 @@ func (l *Ledger) liveOwners(ctx context.Context, ids []string) ([]string, error)
 	for i, id := range ids {
 		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if err := execLookups(ctx, pipe); err != nil {
 		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
 	}
 	out := make([]string, len(ids))
@@ -246,7 +282,7 @@ func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]s
 			idOf = append(idOf, id)
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+	if err := execLookups(ctx, pipe); err != nil {
 		return nil, fmt.Errorf("ledger: look up archived claims: %w", err)
 	}
 	for i, c := range cmds {
@@ -256,4 +292,20 @@ func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]s
 		}
 	}
 	return owned, nil
+}
+
+// execLookups runs a pipeline of reads, a missing key (redis.Nil) being no
+// error. Exec reports only the first failed command's error, so every
+// command is checked: a real error after a Nil must not read as "no claim".
+func execLookups(ctx context.Context, pipe redis.Pipeliner) error {
+	cmds, err := pipe.Exec(ctx)
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
 }

@@ -2,9 +2,12 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TestArchivedClaimsRefuseThenExpire: an archived batch's claims refuse
@@ -76,5 +79,175 @@ func TestArchivedClaimsGenerations(t *testing.T) {
 	own, err := l.Owners(ctx, "new", ids)
 	if err != nil || len(own) != n {
 		t.Fatalf("Owners found %d of %d, %v", len(own), n, err)
+	}
+}
+
+// TestArchivedClaimsCheckedForOwnLiveKey: a live key the caller's batch
+// holds (a run that took it and died before the archive check or the
+// give-back) does not hide an archived batch's claim: the rerun is told
+// the archived owner and the live key is given back.
+func TestArchivedClaimsCheckedForOwnLiveKey(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.rdb.Set(ctx, l.ownerKey("X"), "new", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	own, err := l.Owners(ctx, "new", []string{"X"})
+	if err != nil || own["X"] != "old" {
+		t.Fatalf("Owners = %v, %v; want X owned by old", own, err)
+	}
+	if v := l.rdb.Get(ctx, l.ownerKey("X")).Val(); v != "new" {
+		t.Fatalf("Owners wrote: live key is %q", v)
+	}
+	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"X"})
+	if err != nil || taken[0] || owners["X"] != "old" {
+		t.Fatalf("ClaimTaken = %v, %v, %v; want not taken, X owned by old", taken, owners, err)
+	}
+	if l.rdb.Exists(ctx, l.ownerKey("X")).Val() != 0 {
+		t.Fatal("the live key of an archived id was kept")
+	}
+}
+
+// beforeGetHook runs fn once, before the first pipeline that GETs key.
+type beforeGetHook struct {
+	key  string
+	fn   func()
+	done bool
+}
+
+func (h *beforeGetHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *beforeGetHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *beforeGetHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if a := c.Args(); !h.done && len(a) == 2 && a[0] == "get" && a[1] == h.key {
+				h.done = true
+				h.fn()
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestClaimRetriesVanishedLiveKey: a live key that vanishes between the
+// SETNX that met it and the reading of its owner is claimed again, not
+// taken for batch's own.
+func TestClaimRetriesVanishedLiveKey(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	if _, err := l.Claim(ctx, "other", []string{"V"}); err != nil {
+		t.Fatal(err)
+	}
+	l.rdb.AddHook(&beforeGetHook{key: l.ownerKey("V"), fn: func() { clk.m.Del(l.ownerKey("V")) }})
+	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"V"})
+	if err != nil || !taken[0] || owners != nil {
+		t.Fatalf("ClaimTaken = %v, %v, %v; want taken", taken, owners, err)
+	}
+	if v := l.rdb.Get(ctx, l.ownerKey("V")).Val(); v != "new" {
+		t.Fatalf("live key is %q, want new", v)
+	}
+}
+
+// failCmdHook fails, after the pipeline ran, each command match selects:
+// Exec reports only the first failed command's error, here a redis.Nil
+// before it.
+type failCmdHook struct{ match func(args []any) bool }
+
+func (h failCmdHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h failCmdHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h failCmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if h.match(c.Args()) {
+				if s, ok := c.(*redis.StringCmd); ok {
+					s.SetVal("")
+				}
+				c.SetErr(errors.New("injected fault"))
+			}
+		}
+		return err
+	}
+}
+
+// TestOwnersFailsOnErrorAfterNil: a failed lookup after a missing key in
+// the same pipeline is an error, not "no claim".
+func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		match func(l *Ledger) func(args []any) bool
+	}{
+		{"live", func(l *Ledger) func(args []any) bool {
+			return func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == l.ownerKey("X") }
+		}},
+		{"archived", func(l *Ledger) func(args []any) bool {
+			return func(a []any) bool { return len(a) == 3 && a[0] == "hget" && a[2] == "X" }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l, clk := newTestLedger(t)
+			if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "archived" {
+				if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.rdb.AddHook(failCmdHook{match: tc.match(l)})
+			if own, err := l.Owners(ctx, "new", []string{"M", "X"}); err == nil {
+				t.Fatalf("Owners = %v, nil; want the injected error", own)
+			}
+			if taken, own, err := l.ClaimTaken(ctx, "new", []string{"M", "X"}); err == nil {
+				t.Fatalf("ClaimTaken = %v, %v, nil; want the injected error", taken, own)
+			}
+		})
+	}
+}
+
+// TestClaimGenerationsDroppedOnlyByArchiver: a lookup skips an expired
+// generation but writes nothing (a reader's stale drop could remove a
+// generation the archiver just reused); the archiver drops it, and keeps
+// one whose day was raised meanwhile.
+func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(48 * time.Hour)
+	before := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	if own, err := l.Owners(ctx, "new", []string{"X"}); err != nil || len(own) != 0 {
+		t.Fatalf("Owners = %v, %v; want none (expired)", own, err)
+	}
+	if _, _, err := l.ClaimTaken(ctx, "new", []string{"X"}); err != nil {
+		t.Fatal(err)
+	}
+	if after := l.rdb.HGetAll(ctx, l.claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("a lookup changed the generations: %v, then %v", before, after)
+	}
+	today := claimDay(clk.t)
+	// Generation 0 reused (its day raised) after a stale read: it stays.
+	if err := l.rdb.HSet(ctx, l.claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.dropClaimGens(ctx, today); err != nil {
+		t.Fatal(err)
+	}
+	got := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	if _, ok := got["t:0"]; !ok || len(got) != 2 {
+		t.Fatalf("after dropping: %v, want generation 0 only", got)
 	}
 }

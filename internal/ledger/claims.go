@@ -12,41 +12,33 @@ import (
 // id batch owned already (an earlier run of the same content, or another
 // loader of it running now) is neither taken nor in owners, which holds the
 // ids owned by other batches, as Claim's result does.
+//
+// Every id whose live key batch holds afterwards, taken now or earlier, is
+// checked against the archived claims: an earlier run may have taken the
+// live key and died before its own check or give-back. An id an archived
+// batch claims is given back (compare-and-delete on batch) and reported.
 func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (taken []bool, owners map[string]string, err error) {
-	pipe := l.rdb.Pipeline()
-	sets := make([]*redis.BoolCmd, len(ids))
-	for i, id := range ids {
-		sets[i] = pipe.SetNX(ctx, l.ownerKey(id), batch, 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, fmt.Errorf("ledger: claim externalIds: %w", err)
-	}
-	taken = make([]bool, len(ids))
-	var lost, got []string
-	for i, c := range sets {
-		taken[i] = c.Val()
-		if !taken[i] {
-			lost = append(lost, ids[i])
-		} else {
-			got = append(got, ids[i])
-		}
+	taken, live, err := l.claimLive(ctx, batch, ids)
+	if err != nil {
+		return nil, nil, err
 	}
 	owners = map[string]string{}
-	if len(lost) > 0 {
-		if owners, err = l.Owners(ctx, batch, lost); err != nil {
-			return nil, nil, err
+	var mine []string
+	for i, v := range live {
+		if v == batch {
+			mine = append(mine, ids[i])
+		} else {
+			owners[ids[i]] = v
 		}
 	}
-	// An id taken just now may belong to an archived batch (its live key
-	// is gone): give it back.
 	arch := map[string]string{}
-	if err := l.addArchivedOwners(ctx, batch, got, arch); err != nil {
+	if err := l.addArchivedOwners(ctx, batch, mine, arch); err != nil {
 		return nil, nil, err
 	}
 	if len(arch) > 0 {
 		pipe := l.rdb.Pipeline()
 		for i, id := range ids {
-			if other, ok := arch[id]; ok && taken[i] {
+			if other, ok := arch[id]; ok {
 				releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
 				taken[i] = false
 				owners[id] = other
@@ -60,6 +52,62 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 		owners = nil
 	}
 	return taken, owners, nil
+}
+
+// claimRounds bounds how often claimLive tries again an id whose live key
+// vanished between its SETNX and its GET.
+const claimRounds = 5
+
+// claimLive SETNXes the live key of each id and returns whether this call
+// took it and the owner of each live key afterwards. A key that vanished
+// between the SETNX and the reading of its owner is claimed again, never
+// assumed to be batch's.
+func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (taken []bool, live []string, err error) {
+	taken = make([]bool, len(ids))
+	live = make([]string, len(ids))
+	todo := make([]int, len(ids))
+	for i := range ids {
+		todo[i] = i
+	}
+	for round := 0; len(todo) > 0; round++ {
+		if round == claimRounds {
+			return nil, nil, fmt.Errorf("ledger: claim externalIds: %d live keys vanished %d times in a row", len(todo), claimRounds)
+		}
+		pipe := l.rdb.Pipeline()
+		sets := make([]*redis.BoolCmd, len(todo))
+		for j, i := range todo {
+			sets[j] = pipe.SetNX(ctx, l.ownerKey(ids[i]), batch, 0)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, nil, fmt.Errorf("ledger: claim externalIds: %w", err)
+		}
+		var lost []int
+		var lostIDs []string
+		for j, i := range todo {
+			if sets[j].Val() {
+				taken[i], live[i] = true, batch
+			} else {
+				lost = append(lost, i)
+				lostIDs = append(lostIDs, ids[i])
+			}
+		}
+		if len(lost) == 0 {
+			break
+		}
+		got, err := l.liveOwners(ctx, lostIDs)
+		if err != nil {
+			return nil, nil, err
+		}
+		todo = todo[:0]
+		for j, i := range lost {
+			if got[j] == "" {
+				todo = append(todo, i)
+			} else {
+				live[i] = got[j]
+			}
+		}
+	}
+	return taken, live, nil
 }
 
 // ReleaseUnregistered drops batch's claims on those of ids that have no

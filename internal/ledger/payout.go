@@ -83,16 +83,17 @@ func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[st
 		return nil, err
 	}
 	owned := map[string]string{}
-	var free []string
+	var check []string
 	for i, v := range live {
-		switch {
-		case v == "":
-			free = append(free, ids[i])
-		case v != batch:
+		if v == "" || v == batch {
+			// Batch's own live key does not hide an archived claim: a run
+			// may have taken it and died before giving it back.
+			check = append(check, ids[i])
+		} else {
 			owned[ids[i]] = v
 		}
 	}
-	return owned, l.addArchivedOwners(ctx, batch, free, owned)
+	return owned, l.addArchivedOwners(ctx, batch, check, owned)
 }
 
 // addArchivedOwners adds to owned the archived owners other than batch of
