@@ -2,20 +2,23 @@ package loader
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
 )
 
 // Staging is the spool folder where files uploaded in the web UI wait,
-// each in staging/HASH/ (HASH: the SHA-256 of its bytes), for the operator
+// each in staging/HASH-RANDOM/ (HASH: the SHA-256 of its bytes), for the operator
 // to confirm their preview. Spool runs never look into it.
 const Staging = "staging"
 
@@ -24,7 +27,7 @@ var (
 	// ErrUploadName: the file's name is not a payout file's (.csv or
 	// .xlsx, not hidden, printable).
 	ErrUploadName = errors.New("upload: want a .csv or .xlsx file")
-	// ErrNotStaged: no staged upload has that hash (never uploaded,
+	// ErrNotStaged: no staged upload has that ID (never uploaded,
 	// already confirmed, or purged).
 	ErrNotStaged = errors.New("upload: no such upload waiting for confirmation")
 )
@@ -40,27 +43,64 @@ func uploadName(name string) error {
 	return nil
 }
 
-// StageUpload keeps an uploaded file, unloaded, in dir's staging folder
-// under the hash of its bytes, with its declaration (if any) beside it as
-// NAME.ctl, and returns the hash and the file's path (to preview it with
-// LoadFile and Options.DryRun).
-func StageUpload(dir, name string, data []byte, decl Control) (hash, path string, err error) {
+// StageUpload copies an uploaded file, unloaded, from src into a staging
+// directory of its own, staging/ID/ (ID: the SHA-256 of its bytes, a dash
+// and a random part), with its declaration (if any) beside it as NAME.ctl,
+// and returns the ID and the file's path (to preview it with LoadFile and
+// Options.DryRun). Uploads of the same bytes get different directories:
+// none replaces or removes another's file or declaration. An error
+// reading src (a size limit, a broken connection) is returned wrapped and
+// leaves nothing staged.
+func StageUpload(dir, name string, src io.Reader, decl Control) (id, path string, err error) {
 	if err := uploadName(name); err != nil {
 		return "", "", err
 	}
-	sum := sha256.Sum256(data)
-	hash = hex.EncodeToString(sum[:])
-	sub := filepath.Join(dir, Staging, hash)
-	if err := os.RemoveAll(sub); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, Staging), 0o700); err != nil {
 		return "", "", fmt.Errorf("upload: %w", err)
 	}
-	if err := os.MkdirAll(sub, 0o700); err != nil {
+	// Written under a hidden name, renamed to its ID once its hash is known.
+	tmp, err := os.MkdirTemp(filepath.Join(dir, Staging), ".incoming-")
+	if err != nil {
 		return "", "", fmt.Errorf("upload: %w", err)
 	}
-	path = filepath.Join(sub, name)
-	// Payout files hold card numbers: owner only.
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	defer func() {
+		if err != nil {
+			_ = os.RemoveAll(tmp)
+		}
+	}()
+	hash, err := writeStaged(filepath.Join(tmp, name), src, decl)
+	if err != nil {
+		return "", "", err
+	}
+	rnd := make([]byte, 8)
+	if _, err := rand.Read(rnd); err != nil {
 		return "", "", fmt.Errorf("upload: %w", err)
+	}
+	id = hash + "-" + hex.EncodeToString(rnd)
+	sub := filepath.Join(dir, Staging, id)
+	if _, err := os.Lstat(sub); !errors.Is(err, fs.ErrNotExist) {
+		return "", "", fmt.Errorf("upload: staging %s exists already", id)
+	}
+	if err := os.Rename(tmp, sub); err != nil {
+		return "", "", fmt.Errorf("upload: %w", err)
+	}
+	return id, filepath.Join(sub, name), nil
+}
+
+// writeStaged copies src to path (owner only: payout files hold card
+// numbers) and decl to its NAME.ctl, and returns the hash of the bytes.
+func writeStaged(path string, src io.Reader, decl Control) (string, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("upload: %w", err)
+	}
+	h := sha256.New()
+	_, err = io.Copy(io.MultiWriter(f, h), src)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", fmt.Errorf("upload: %w", err)
 	}
 	if decl.Declared() {
 		var b strings.Builder
@@ -72,20 +112,25 @@ func StageUpload(dir, name string, data []byte, decl Control) (hash, path string
 			fmt.Fprintf(&b, "total=%s\n", decl.Total)
 		}
 		if err := os.WriteFile(ControlPath(path), []byte(b.String()), 0o600); err != nil {
-			return "", "", fmt.Errorf("upload: %w", err)
+			return "", fmt.Errorf("upload: %w", err)
 		}
 	}
-	return hash, path, nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// StagedFile returns the path of the staged upload of hash after checking
-// that its bytes still have that hash: what is loaded is exactly what was
-// previewed.
-func StagedFile(dir, hash string) (string, error) {
-	if len(hash) != sha256.Size*2 || strings.Trim(hash, "0123456789abcdef") != "" {
+// stagedID matches an upload's staging ID: HASH-RANDOM.
+var stagedID = regexp.MustCompile(`^([0-9a-f]{64})-[0-9a-f]{16}$`)
+
+// StagedFile returns the path of the staged upload id after checking that
+// its bytes still have the hash the ID names: what is loaded is exactly
+// what was previewed.
+func StagedFile(dir, id string) (string, error) {
+	m := stagedID.FindStringSubmatch(id)
+	if m == nil {
 		return "", ErrNotStaged
 	}
-	sub := filepath.Join(dir, Staging, hash)
+	hash := m[1]
+	sub := filepath.Join(dir, Staging, id)
 	entries, err := os.ReadDir(sub)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", ErrNotStaged
@@ -113,13 +158,13 @@ func StagedFile(dir, hash string) (string, error) {
 // lockWait bounds how long LoadStaged waits for a spool run to finish.
 const lockWait = 20 * time.Second
 
-// LoadStaged loads the staged upload of hash as the spool loads a dropped
+// LoadStaged loads the staged upload id (StageUpload) as the spool loads a dropped
 // file, with by as who loaded it (four-eyes): under the spool lock it
 // moves to processing/, is loaded with o.Load, and ends in done/ or
 // failed/, its errors in outbox/NAME.errors.csv; the next spool run
 // writes its result file. A spool run holding the lock is waited for up
 // to 20 s, then ErrLocked is returned and the upload stays staged.
-func (ld *Loader) LoadStaged(ctx context.Context, dir, hash, by string, o SpoolOptions) (Result, error) {
+func (ld *Loader) LoadStaged(ctx context.Context, dir, id, by string, o SpoolOptions) (Result, error) {
 	for _, sub := range []string{Processing, Done, Failed, Outbox} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
 			return Result{}, fmt.Errorf("spool: %w", err)
@@ -130,7 +175,7 @@ func (ld *Loader) LoadStaged(ctx context.Context, dir, hash, by string, o SpoolO
 		return Result{}, err
 	}
 	defer unlock()
-	src, err := StagedFile(dir, hash)
+	src, err := StagedFile(dir, id)
 	if err != nil {
 		return Result{}, err
 	}

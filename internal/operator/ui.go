@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -95,7 +96,7 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	if _, err := loader.PurgeStaged(u.Spool, stagedFor); err != nil {
 		return p, err
 	}
-	hash, path, err := loader.StageUpload(u.Spool, up.Name, up.Data, decl)
+	id, path, err := loader.StageUpload(u.Spool, up.Name, bytes.NewReader(up.Data), decl)
 	if errors.Is(err, loader.ErrUploadName) {
 		return p, ui.Refuse(err)
 	}
@@ -110,7 +111,7 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 		return p, err
 	}
 	p = previewOf(res)
-	p.Hash = hash
+	p.Hash = id
 	p.Acceptable = res.Loaded && len(res.Errors) == 0 && res.DuplicateOf == nil
 	if !p.Acceptable {
 		_ = os.RemoveAll(filepath.Dir(path)) // nothing to confirm
@@ -118,12 +119,12 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	return p, nil
 }
 
-// Confirm loads the staged upload of hash, by by.
-func (u UIUploads) Confirm(ctx context.Context, hash, by string) (ui.Preview, error) {
+// Confirm loads the staged upload id (the Preview's Hash), by by.
+func (u UIUploads) Confirm(ctx context.Context, id, by string) (ui.Preview, error) {
 	if by == "" {
 		return ui.Preview{}, ErrMissingOperator
 	}
-	res, err := u.Loader.LoadStaged(ctx, u.Spool, hash, by, u.Options)
+	res, err := u.Loader.LoadStaged(ctx, u.Spool, id, by, u.Options)
 	switch {
 	case errors.Is(err, loader.ErrNotStaged):
 		return ui.Preview{}, ui.Refuse(fmt.Errorf("%w: upload the file again", err))
@@ -133,7 +134,7 @@ func (u UIUploads) Confirm(ctx context.Context, hash, by string) (ui.Preview, er
 		return previewOf(res), err
 	}
 	p := previewOf(res)
-	p.Hash, p.Loaded, p.Held = hash, res.Loaded, res.Held
+	p.Hash, p.Loaded, p.Held = id, res.Loaded, res.Held
 	return p, nil
 }
 

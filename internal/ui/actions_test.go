@@ -283,7 +283,7 @@ func (e *env) upload(tok, name, content string, fields map[string]string) *httpt
 	return e.do(r)
 }
 
-var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64})"`)
+var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64}-[0-9a-f]{16})"`)
 
 func TestUploadPreviewThenConfirm(t *testing.T) {
 	spool := t.TempDir()

@@ -13,8 +13,9 @@ import (
 )
 
 // Uploads takes payout files uploaded in the UI: Preview validates one
-// exactly as the spool would and keeps it, unloaded, under its content
-// hash; Confirm loads the kept file of that hash (never a new upload).
+// exactly as the spool would and keeps it, unloaded, in a staging
+// directory of its own named by its content hash and a random part;
+// Confirm loads the kept file of that ID (never a new upload).
 type Uploads interface {
 	Preview(ctx context.Context, u Upload) (Preview, error)
 	Confirm(ctx context.Context, hash, by string) (Preview, error)
@@ -33,7 +34,7 @@ type Upload struct {
 
 // Preview is the validation of an upload (or, from Confirm, its load).
 type Preview struct {
-	Hash   string // content hash: what Confirm takes
+	Hash   string // staging ID, the content hash and a random part: what Confirm takes
 	File   string
 	Batch  string
 	Rows   int // data rows
@@ -66,7 +67,7 @@ const DefaultUploadLimit = 20 << 20
 // uploadPath is exempt from the general body limit; it has its own.
 const uploadPath = "/batches/upload"
 
-var hashPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var hashPattern = regexp.MustCompile(`^[0-9a-f]{64}-[0-9a-f]{16}$`)
 
 func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
 	if h.readOnly || h.uploads == nil {
