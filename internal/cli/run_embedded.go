@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/payfile"
@@ -80,8 +81,25 @@ func warnEmbeddedSize(w io.Writer, path string, maxRows int) {
 	}
 	fmt.Fprintf(w, "payout run: %s has more than %d rows (--embedded-max-rows): the embedded Redis keeps every payout in this process's memory and loses it at exit; for files this large use a real Redis:\n"+
 		"  redis-server --appendonly yes --appendfsync always &\n"+
-		"  payout keygen > data.key\n"+
-		"  payout run --redis redis://127.0.0.1:6379/0 --data-key-file data.key %s\n", path, maxRows, path)
+		"  (umask 077; payout keygen > data.key)\n"+
+		"  payout run --redis redis://127.0.0.1:6379/0 --data-key-file data.key %s\n", path, maxRows, shellQuote(path))
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but
+// letters, digits and ./_-:@%+= (a path with a space or a quote is pasted
+// as one word).
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("./_-:@%+=", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // countRows counts the data lines of a CSV file, stopping past limit.

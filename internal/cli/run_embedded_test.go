@@ -48,8 +48,26 @@ func TestWarnEmbeddedSize(t *testing.T) {
 		if (got != "") != tc.warn {
 			t.Errorf("%d rows, max %d: warning %q, want one: %v", tc.rows, tc.max, got, tc.warn)
 		}
-		if tc.warn && !strings.Contains(got, "payout run --redis redis://127.0.0.1:6379/0 --data-key-file data.key "+p) {
+		if tc.warn && !strings.Contains(got, "payout run --redis redis://127.0.0.1:6379/0 --data-key-file data.key "+shellQuote(p)) {
 			t.Errorf("the warning shows no command line for a real Redis: %q", got)
+		}
+		if tc.warn && !strings.Contains(got, "(umask 077; payout keygen > data.key)") {
+			t.Errorf("the warning does not make the key file private: %q", got)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"/var/spool/payout/nov.csv", "/var/spool/payout/nov.csv"},
+		{"", "''"},
+		{"my payouts.csv", "'my payouts.csv'"},
+		{"it's.csv", `'it'\''s.csv'`},
+		{"a;rm -rf x", "'a;rm -rf x'"},
+		{"$(id).csv", "'$(id).csv'"},
+	} {
+		if got := shellQuote(tc.in); got != tc.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }
