@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/testenv"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/jobs"
@@ -73,16 +75,6 @@ func artifactsDir(t *testing.T) string {
 	return dir
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startUI serves the UI on a free loopback port until the test ends.
 func startUI(t *testing.T, rc redis.UniversalClient) string {
 	t.Helper()
@@ -95,7 +87,11 @@ func startUI(t *testing.T, rc redis.UniversalClient) string {
 // serveUI serves cfg on a free loopback port until the test ends.
 func serveUI(t *testing.T, cfg ui.Config) string {
 	t.Helper()
-	addr := freeAddr(t)
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cfg.Addr = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
