@@ -30,8 +30,12 @@ func newFixture(t *testing.T, n int) *fixture {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	f := &fixture{t: t, m: m, rdb: rdb, ledger: ledger.New(rdb), client: asynq.NewClientFromRedisClient(rdb),
+	f := &fixture{t: t, m: m, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb),
 		insp: asynq.NewInspectorFromRedisClient(rdb), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
+	// The ledger stamps registrations with the process's clock and
+	// transitions with Redis's TIME: both follow the fixture's clock, or
+	// the test depends on the time of day it runs at.
+	f.ledger = ledger.New(rdb, ledger.WithClock(func() time.Time { return f.now }))
 	m.SetTime(f.now)
 	ctx := context.Background()
 	if _, _, err := f.ledger.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: f.now, Rows: int64(n), Total: money.MustParse("1"), Scale: 2}); err != nil {
