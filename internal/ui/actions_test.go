@@ -24,6 +24,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/internal/vault"
@@ -168,6 +169,37 @@ func TestApproveFromTheUI(t *testing.T) {
 	}
 	if fmt.Sprint(approvedBy) != "[alice -> loaded]" {
 		t.Fatalf("audit of the approval: %v", approvedBy)
+	}
+}
+
+// An approval recorded whose creates could not be enqueued is done: the
+// ledger is the truth and the workers' reconciler enqueues the creates.
+func TestApproveNotEnqueuedIsDone(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	down := miniredis.RunT(t)
+	down.SetError("LOADING Redis is loading the dataset in memory")
+	queue := redis.NewClient(&redis.Options{Addr: down.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = queue.Close() })
+	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass})
+	cfg.Controls = operator.UIControls{Actions: &operator.Actions{Ledger: ledger.New(rdb),
+		Client: asynq.NewClientFromRedisClient(queue), Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}}
+	h, err := ui.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	id := e.hold("partly.csv", threeRows, "bob")
+	_, tok := e.page()
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, "approved by "+opUser) || !strings.Contains(body, operator.LeftToReconciler) ||
+		!strings.Contains(body, `class="msg notice"`) || strings.Contains(body, "LOADING") {
+		t.Fatalf("approval whose creates were not enqueued: %d\n%s", w.Code, body)
+	}
+	if ph := e.phase(id); ph != ledger.PhaseLoaded {
+		t.Fatalf("phase after the approval: %s", ph)
 	}
 }
 

@@ -30,13 +30,26 @@ var ErrRefused = errors.New("refused")
 
 // Refuse marks err as a refusal (it then matches ErrRefused); its message
 // is shown to the operator as it is.
-func Refuse(err error) error { return refusal{err} }
+func Refuse(err error) error { return marked{err, ErrRefused} }
 
-type refusal struct{ err error }
+// ErrPartlyDone is matched by the errors Controls return, with the
+// action's message, for an action that was done but left the rest of its
+// work to the system: an approval recorded whose creates were not all
+// enqueued (the workers' reconciler enqueues them). The UI shows the
+// message as done (200, marked as a notice) and logs the error at warn;
+// the error's own text is not shown.
+var ErrPartlyDone = errors.New("done; the rest is left to the system")
 
-func (r refusal) Error() string        { return r.err.Error() }
-func (r refusal) Unwrap() error        { return r.err }
-func (r refusal) Is(target error) bool { return target == ErrRefused }
+// PartlyDone marks err as the rest of an action that was done (it then
+// matches ErrPartlyDone).
+func PartlyDone(err error) error { return marked{err, ErrPartlyDone} }
+
+// marked is an error classified for the UI by kind.
+type marked struct{ err, kind error }
+
+func (m marked) Error() string        { return m.err.Error() }
+func (m marked) Unwrap() error        { return m.err }
+func (m marked) Is(target error) bool { return target == m.kind }
 
 // batchIDPattern bounds the batch ids accepted in a path.
 var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -92,18 +105,23 @@ func (h *batchHandlers) discard(w http.ResponseWriter, r *http.Request) {
 	h.done(w, r, "Discard batch "+id, msg, err)
 }
 
-// done answers an action: its message (200), its refusal (409) or, for
-// any other error, 503 without detail.
+// done answers an action: its message (200; marked as a notice, the
+// error logged at warn, when it was partly done), its refusal (409) or,
+// for any other error, 503 without detail.
 func (h *batchHandlers) done(w http.ResponseWriter, r *http.Request, title, msg string, err error) {
+	page := resultPage{Title: title, Message: msg}
 	code := http.StatusOK
 	switch {
+	case errors.Is(err, ErrPartlyDone):
+		h.log.Warn().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action done, its rest left to the system")
+		page.Notice = true
 	case errors.Is(err, ErrRefused):
-		code, msg = http.StatusConflict, err.Error()
+		code, page.Message, page.Refused = http.StatusConflict, err.Error(), true
 	case err != nil:
 		h.log.Error().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action failed")
-		code, msg = http.StatusServiceUnavailable, "not done: the ledger is unavailable (see the UI's log)"
+		code, page.Message, page.Refused = http.StatusServiceUnavailable, "not done: the ledger is unavailable (see the UI's log)", true
 	}
-	h.render(w, r, code, resultPage{Title: title, Message: msg, Refused: err != nil})
+	h.render(w, r, code, page)
 }
 
 // watchQueues records, after asynqmon paused or resumed a queue
