@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,7 +99,7 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	if _, err := loader.PurgeStaged(u.Spool, stagedFor); err != nil {
 		return p, err
 	}
-	id, path, err := loader.StageUpload(u.Spool, up.Name, bytes.NewReader(up.Data), decl)
+	id, path, err := loader.StageUpload(u.Spool, up.Name, up.File, decl)
 	if errors.Is(err, loader.ErrUploadName) {
 		return p, ui.Refuse(err)
 	}

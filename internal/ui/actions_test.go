@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -396,22 +397,108 @@ func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
 	}
 }
 
-func TestUploadTooLarge(t *testing.T) {
+// uploadEnv is an env whose UI takes uploads into spool, changed by set.
+func uploadEnv(t *testing.T, spool string, set func(*ui.Config)) *env {
+	t.Helper()
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: t.TempDir()})
-	cfg.UploadLimit = 100
+	t.Cleanup(func() { _ = rdb.Close() })
+	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool})
+	set(&cfg)
 	h, err := ui.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	return &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+}
+
+// staged lists what the spool's staging directory holds (its hidden
+// incoming directories included).
+func staged(t *testing.T, spool string) []string {
+	t.Helper()
+	var out []string
+	des, err := os.ReadDir(filepath.Join(spool, loader.Staging))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+func TestUploadTooLarge(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(c *ui.Config) { c.UploadLimit = int64(len(threeRows)) })
 	_, tok := e.page()
 	for _, n := range []int{100, 10000} { // within the form's slack, and far over it
 		w := e.upload(tok, "big.csv", threeRows+strings.Repeat("UI-9,1,,\n", n), nil)
-		if (w.Code != http.StatusRequestEntityTooLarge && w.Code != http.StatusBadRequest) || !strings.Contains(w.Body.String(), "too large") {
+		if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "too large") {
 			t.Fatalf("oversized upload (%d rows): %d %s", n, w.Code, w.Body.String())
 		}
+		if left := staged(t, spool); len(left) != 0 {
+			t.Fatalf("oversized upload (%d rows) left %v staged", n, left)
+		}
+	}
+	if w := e.upload(tok, "exact.csv", threeRows, nil); w.Code != http.StatusOK || len(staged(t, spool)) != 1 {
+		t.Fatalf("upload of exactly the limit: %d, staged %v\n%s", w.Code, staged(t, spool), w.Body.String())
+	}
+}
+
+// The CSRF token is checked before a byte of the file is staged: it must
+// come first, as the form sends it.
+func TestUploadTokenAfterTheFileRefused(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(*ui.Config) {})
+	_, tok := e.page()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "late-token.csv")
+	_, _ = fw.Write([]byte(threeRows))
+	_ = mw.WriteField("csrf", tok)
+	_ = mw.Close()
+	r := httptest.NewRequest("POST", "/batches/upload", &body)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	if w := e.do(r); w.Code != http.StatusForbidden || len(staged(t, spool)) != 0 {
+		t.Fatalf("token after the file: %d, staged %v", w.Code, staged(t, spool))
+	}
+}
+
+func TestUploadsAtOnceAreBounded(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(c *ui.Config) { c.MaxUploads = 1 })
+	_, tok := e.page()
+	// A first upload holds the only slot while its body trickles in.
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", tok)
+	fw, _ := mw.CreateFormFile("file", "slow.csv")
+	_, _ = fw.Write([]byte(threeRows))
+	_ = mw.Close()
+	cut := bytes.Index(body.Bytes(), []byte("UI-2")) // within the file
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest("POST", "/batches/upload", pr)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	first := make(chan *httptest.ResponseRecorder, 1)
+	go func() { first <- e.do(r) }()
+	// The handler takes its slot before it reads the body: once it has
+	// read the start, the slot is held.
+	if _, err := pw.Write(body.Bytes()[:cut]); err != nil {
+		t.Fatal(err)
+	}
+	w := e.upload(tok, "second.csv", threeRows, nil)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("upload while the slot is held: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+	if _, err := pw.Write(body.Bytes()[cut:]); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close()
+	if w := <-first; w.Code != http.StatusOK || !hashRE.MatchString(w.Body.String()) {
+		t.Fatalf("slow upload: %d\n%s", w.Code, w.Body.String())
+	}
+	if w := e.upload(tok, "third.csv", threeRows, nil); w.Code != http.StatusOK {
+		t.Fatalf("upload once the slot is free: %d\n%s", w.Code, w.Body.String())
 	}
 }
 

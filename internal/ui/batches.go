@@ -196,6 +196,7 @@ type batchHandlers struct {
 	controls    Controls
 	uploads     Uploads
 	uploadLimit int64
+	uploadSlots chan struct{} // a semaphore: one element per upload running
 	csrf        *csrfTokens
 }
 

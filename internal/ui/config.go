@@ -63,9 +63,13 @@ type Config struct {
 
 	// Uploads, when set, adds the upload form with its preview to
 	// /batches (not in read-only mode); UploadLimit bounds a file
-	// (DefaultUploadLimit when 0).
+	// (DefaultUploadLimit when 0, checked while the file streams to its
+	// staging directory); MaxUploads bounds the uploads handled at once
+	// (DefaultMaxUploads when 0): one more is answered 503 with
+	// Retry-After.
 	Uploads     Uploads
 	UploadLimit int64
+	MaxUploads  int
 
 	// Logger receives access logs (debug), failed logins (warn) and server
 	// events.
@@ -214,6 +218,13 @@ func (cfg Config) uploadLimit() int64 {
 		return DefaultUploadLimit
 	}
 	return cfg.UploadLimit
+}
+
+func (cfg Config) maxUploads() int {
+	if cfg.MaxUploads <= 0 {
+		return DefaultMaxUploads
+	}
+	return cfg.MaxUploads
 }
 
 func (cfg Config) now() time.Time {

@@ -67,11 +67,16 @@ func (h *batchHandlers) guardPost(w http.ResponseWriter, r *http.Request, enable
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
 		return false
 	case !h.csrf.valid(userFrom(r.Context()), r.PostFormValue(csrfField)):
-		h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a form without a valid CSRF token")
-		http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
+		h.refuseForm(w, r)
 		return false
 	}
 	return true
+}
+
+// refuseForm answers a form without the CSRF token of the signed-in user.
+func (h *batchHandlers) refuseForm(w http.ResponseWriter, r *http.Request) {
+	h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a form without a valid CSRF token")
+	http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
 }
 
 func (h *batchHandlers) approve(w http.ResponseWriter, r *http.Request) {
