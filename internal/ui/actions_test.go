@@ -77,8 +77,11 @@ func (e *env) hold(name, content, by string) string {
 	return res.Batch
 }
 
+// do sends r as the signed-in operator's browser would: with basic auth
+// and Sec-Fetch-Site (the UI's own pages).
 func (e *env) do(r *http.Request) *httptest.ResponseRecorder {
 	r.SetBasicAuth(opUser, opPass)
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
 	r.RemoteAddr = "192.0.2.1:40000"
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
@@ -243,7 +246,21 @@ func TestFourEyesInTheUI(t *testing.T) {
 }
 
 func TestReadOnlyHasNoActions(t *testing.T) {
-	e := newEnv(t, uitest.Options{ReadOnly: true, Spool: t.TempDir()})
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	spool := t.TempDir()
+	rw := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool})
+	ro := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool, ReadOnly: true})
+	ui.ShareCSRFKey(&rw, &ro)
+	handler := func(cfg ui.Config) *env {
+		h, err := ui.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	}
+	writable, e := handler(rw), handler(ro)
 	id := e.hold("ro.csv", threeRows, "bob")
 	body, tok := e.page()
 	if tok != "" || strings.Contains(body, "/approve") || strings.Contains(body, "upload") {
@@ -252,17 +269,23 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 	if !strings.Contains(body, "Awaiting approval") {
 		t.Fatalf("read-only page hides the awaiting batch")
 	}
-	// Even with a token of the same user from a writable UI.
+	// Even with a valid token of the same user, fetched from the page of
+	// a writable UI as a browser would: the refusal is the read-only
+	// mode's, not the CSRF check's.
+	if _, tok = writable.page(); tok == "" {
+		t.Fatal("the writable UI's page has no CSRF token")
+	}
 	for _, path := range []string{"/batches/" + id + "/approve", "/batches/" + id + "/discard", "/batches/confirm"} {
-		if w := e.post(path, url.Values{"csrf": {"x"}, "note": {"n"}}); w.Code != http.StatusForbidden {
-			t.Errorf("%s in read-only: %d", path, w.Code)
+		w := e.post(path, url.Values{"csrf": {tok}, "note": {"n"}, "hash": {strings.Repeat("0", 64) + "-" + strings.Repeat("0", 16)}})
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "read-only") {
+			t.Errorf("%s in read-only with a valid token: %d %s", path, w.Code, w.Body.String())
 		}
 	}
-	if w := e.upload("x", "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden {
-		t.Errorf("upload in read-only: %d", w.Code)
+	if w := e.upload(tok, "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "read-only") {
+		t.Errorf("upload in read-only with a valid token: %d %s", w.Code, w.Body.String())
 	}
-	if e.phase(id) != ledger.PhaseAwaiting {
-		t.Fatal("read-only UI changed the batch")
+	if e.phase(id) != ledger.PhaseAwaiting || len(staged(t, spool)) != 0 {
+		t.Fatalf("read-only UI changed the batch or staged an upload: %s, %v", e.phase(id), staged(t, spool))
 	}
 }
 

@@ -87,6 +87,9 @@ type Config struct {
 
 	// clock replaces time.Now in tests.
 	clock func() time.Time
+	// csrf, when set by a test, is the CSRF key of the UI (several UIs
+	// then share it, as one process would).
+	csrf *csrfTokens
 }
 
 // ErrConfig is matched (errors.Is) by every configuration error returned by
@@ -225,6 +228,13 @@ func (cfg Config) maxUploads() int {
 		return DefaultMaxUploads
 	}
 	return cfg.MaxUploads
+}
+
+func (cfg Config) csrfTokens() *csrfTokens {
+	if cfg.csrf != nil {
+		return cfg.csrf
+	}
+	return newCSRFTokens()
 }
 
 func (cfg Config) now() time.Time {

@@ -79,7 +79,7 @@ func New(cfg Config) (http.Handler, error) {
 		gatherer = cfg.Registry
 	}
 	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
-		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: newCSRFTokens(),
+		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: cfg.csrfTokens(),
 		uploadSlots: make(chan struct{}, cfg.maxUploads())}
 
 	app := http.NewServeMux()
