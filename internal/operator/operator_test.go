@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
@@ -88,10 +89,7 @@ func TestApprovalNotEnqueuedStands(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	down := miniredis.RunT(t)
-	down.SetError("LOADING Redis is loading the dataset in memory")
-	queue := redis.NewClient(&redis.Options{Addr: down.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = queue.Close() })
+	queue := fakeredis.Refusing(t)
 	a := &Actions{Ledger: ledger.New(rdb), Client: asynq.NewClientFromRedisClient(queue),
 		Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}
 	ctx := context.Background()

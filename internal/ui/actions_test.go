@@ -26,6 +26,7 @@ import (
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/internal/vault"
@@ -182,10 +183,7 @@ func TestApproveNotEnqueuedIsDone(t *testing.T) {
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	down := miniredis.RunT(t)
-	down.SetError("LOADING Redis is loading the dataset in memory")
-	queue := redis.NewClient(&redis.Options{Addr: down.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = queue.Close() })
+	queue := fakeredis.Refusing(t)
 	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass})
 	cfg.Controls = operator.UIControls{Actions: &operator.Actions{Ledger: ledger.New(rdb),
 		Client: asynq.NewClientFromRedisClient(queue), Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}}
@@ -232,6 +230,44 @@ func TestDiscardFromTheUI(t *testing.T) {
 	}
 	if cancelled != 3 || e.phase(id) != ledger.PhaseDiscarded || e.pending(jobs.Queue) != 0 {
 		t.Fatalf("after discard: %d cancelled by %s, phase %s, %d tasks", cancelled, opUser, e.phase(id), e.pending(jobs.Queue))
+	}
+}
+
+// Every form acting on a batch or an upload goes through the same guard:
+// its CSRF token, its target's pattern, the feature configured.
+func TestFormsShareTheirGuard(t *testing.T) {
+	e := newEnv(t, uitest.Options{Spool: t.TempDir()})
+	none := uploadEnv(t, t.TempDir(), func(c *ui.Config) { c.Controls, c.Uploads = nil, nil })
+	id := e.hold("guard.csv", threeRows, "bob")
+	_, tok := e.page()
+	_, noneTok := none.page()
+	okHash := strings.Repeat("0", 64) + "-" + strings.Repeat("0", 16)
+	tests := []struct {
+		name string
+		env  *env
+		path string
+		form url.Values
+		want int
+	}{
+		{"approve without token", e, "/batches/" + id + "/approve", url.Values{}, http.StatusForbidden},
+		{"discard with another's token", e, "/batches/" + id + "/discard", url.Values{"csrf": {noneTok}, "note": {"n"}}, http.StatusForbidden},
+		{"confirm without token", e, "/batches/confirm", url.Values{"hash": {okHash}}, http.StatusForbidden},
+		{"approve a bad batch id", e, "/batches/a.b/approve", url.Values{"csrf": {tok}}, http.StatusBadRequest},
+		{"discard a bad batch id", e, "/batches/a.b/discard", url.Values{"csrf": {tok}, "note": {"n"}}, http.StatusBadRequest},
+		{"confirm a bad hash", e, "/batches/confirm", url.Values{"csrf": {tok}, "hash": {"../x"}}, http.StatusBadRequest},
+		{"approve without controls", none, "/batches/" + id + "/approve", url.Values{"csrf": {noneTok}}, http.StatusNotFound},
+		{"discard without controls", none, "/batches/" + id + "/discard", url.Values{"csrf": {noneTok}, "note": {"n"}}, http.StatusNotFound},
+		{"confirm without uploads", none, "/batches/confirm", url.Values{"csrf": {noneTok}, "hash": {okHash}}, http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if w := tt.env.post(tt.path, tt.form); w.Code != tt.want {
+				t.Fatalf("%d, want %d: %s", w.Code, tt.want, w.Body.String())
+			}
+		})
+	}
+	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+		t.Fatalf("refused forms changed the batch: %s", ph)
 	}
 }
 

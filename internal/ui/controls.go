@@ -79,35 +79,46 @@ func (h *batchHandlers) refuseForm(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
 }
 
-func (h *batchHandlers) approve(w http.ResponseWriter, r *http.Request) {
-	if !h.guardPost(w, r, h.controls != nil) {
-		return
+// batchAction is the handler of a form acting on the batch of its path:
+// the guard (read-only, CSRF), the batch id, act with the signed-in user
+// as who acts, and its answer under the title "VERB batch ID".
+func (h *batchHandlers) batchAction(verb string, act func(r *http.Request, id, by string) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := h.formTarget(w, r, h.controls != nil, "batch id", batchIDPattern, func(r *http.Request) string { return r.PathValue("id") })
+		if !ok {
+			return
+		}
+		msg, err := act(r, id, userFrom(r.Context()))
+		h.done(w, r, verb+" batch "+id, msg, err)
 	}
-	id, by := r.PathValue("id"), userFrom(r.Context())
-	if !batchIDPattern.MatchString(id) {
-		http.Error(w, "bad batch id", http.StatusBadRequest)
-		return
-	}
-	msg, err := h.controls.Approve(r.Context(), id, by)
-	h.done(w, r, "Approve batch "+id, msg, err)
 }
 
-func (h *batchHandlers) discard(w http.ResponseWriter, r *http.Request) {
-	if !h.guardPost(w, r, h.controls != nil) {
-		return
+// formTarget guards a form (guardPost) and returns what it acts on, read
+// by value once the guard passed; one that does not match pattern is
+// answered 400 ("bad " + what). It returns false after answering.
+func (h *batchHandlers) formTarget(w http.ResponseWriter, r *http.Request, enabled bool, what string, pattern *regexp.Regexp, value func(*http.Request) string) (string, bool) {
+	if !h.guardPost(w, r, enabled) {
+		return "", false
 	}
-	id, by := r.PathValue("id"), userFrom(r.Context())
-	if !batchIDPattern.MatchString(id) {
-		http.Error(w, "bad batch id", http.StatusBadRequest)
-		return
+	v := value(r)
+	if !pattern.MatchString(v) {
+		http.Error(w, "bad "+what, http.StatusBadRequest)
+		return "", false
 	}
+	return v, true
+}
+
+func (h *batchHandlers) approve(r *http.Request, id, by string) (string, error) {
+	return h.controls.Approve(r.Context(), id, by)
+}
+
+// discard needs the form's note saying why.
+func (h *batchHandlers) discard(r *http.Request, id, by string) (string, error) {
 	note := strings.TrimSpace(r.PostFormValue("note"))
 	if note == "" {
-		h.done(w, r, "Discard batch "+id, "", Refuse(errors.New("a discard needs a note saying why")))
-		return
+		return "", Refuse(errors.New("a discard needs a note saying why"))
 	}
-	msg, err := h.controls.Discard(r.Context(), id, by, note)
-	h.done(w, r, "Discard batch "+id, msg, err)
+	return h.controls.Discard(r.Context(), id, by, note)
 }
 
 // done answers an action: its message (200; marked as a notice, the

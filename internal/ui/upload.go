@@ -214,12 +214,8 @@ func (l *limitedFile) Read(p []byte) (int, error) {
 }
 
 func (h *batchHandlers) confirm(w http.ResponseWriter, r *http.Request) {
-	if !h.guardPost(w, r, h.uploads != nil) {
-		return
-	}
-	hash := r.PostFormValue("hash")
-	if !hashPattern.MatchString(hash) {
-		http.Error(w, "bad upload hash", http.StatusBadRequest)
+	hash, ok := h.formTarget(w, r, h.uploads != nil, "upload hash", hashPattern, func(r *http.Request) string { return r.PostFormValue("hash") })
+	if !ok {
 		return
 	}
 	p, err := h.uploads.Confirm(r.Context(), hash, userFrom(r.Context()))
