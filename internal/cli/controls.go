@@ -124,10 +124,14 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit):
 		fmt.Fprintf(e.stderr, "not approved: %v\n", err)
 		return errRejected
+	case errors.Is(err, operator.ErrNotEnqueued):
+		// The approval stands (the ledger is the truth): exit 0, as the UI
+		// shows it done; approving again would be refused.
+		log.Warn().Err(err).Str("batch", id).Str("by", who).Msg("batch approved; " + operator.LeftToReconciler)
 	case err != nil:
 		return infraErr(err)
 	}
-	fmt.Fprintf(e.stdout, "batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers\n", b.ID, b.File, who, n, b.Total.StringFixed(b.Scale))
+	fmt.Fprintln(e.stdout, operator.Approved(b, who, n, err))
 	return nil
 }
 

@@ -84,6 +84,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	cfg := uiConfig(e, addr, readOnly, insecure, prometheus, log)
+	cfg.FourEyes = cf.fourEyes
 	// Credentials, address and the actions' flags first, before any
 	// connection is made.
 	if err := ui.CheckConfig(cfg); err != nil && !errors.Is(err, ui.ErrNoRedis) {

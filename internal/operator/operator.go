@@ -26,6 +26,10 @@ import (
 // the rest).
 var ErrNotEnqueued = errors.New("approved, but the creates were not all enqueued (the workers' reconciler will)")
 
+// LeftToReconciler is what an operator is told after ErrNotEnqueued: the
+// approval stands (the ledger is the truth) and nothing is to be done.
+const LeftToReconciler = "the reconciler will enqueue the remaining payouts"
+
 // ErrMissingOperator refuses an action without the name of who takes it, or a
 // discard without a note.
 var ErrMissingOperator = errors.New("every operator action records who took it and, for a discard, why")
@@ -66,6 +70,16 @@ func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval)
 	}
 	a.Log.Info().Str("batch", batch).Str("by", ap.By).Int("payouts", n).Msg("batch approved")
 	return b, n, nil
+}
+
+// Approved says what Approve did, as payout approve prints it and the web
+// UI shows it; after ErrNotEnqueued (err), that the approval stands and
+// the reconciler enqueues the rest.
+func Approved(b ledger.Batch, by string, n int, err error) string {
+	if errors.Is(err, ErrNotEnqueued) {
+		return fmt.Sprintf("batch %s (%s) approved by %s: total %s; %s", b.ID, b.File, by, b.Total.StringFixed(b.Scale), LeftToReconciler)
+	}
+	return fmt.Sprintf("batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers", b.ID, b.File, by, n, b.Total.StringFixed(b.Scale))
 }
 
 // Discard refuses a batch awaiting approval: every payout is cancelled

@@ -3,6 +3,9 @@ package operator
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
@@ -11,7 +14,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/testenv/fakeredis"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 )
 
@@ -72,5 +79,42 @@ func TestActionsNeedAnOperator(t *testing.T) {
 	}
 	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol"); err == nil || !refused(err) {
 		t.Errorf("approve of an unknown batch in the UI: %v, want a refusal", err)
+	}
+}
+
+// An approval whose creates cannot be enqueued stands: Approve says so
+// (ErrNotEnqueued), the UI shows it done (ui.ErrPartlyDone, not a
+// refusal) and both tell the operator the reconciler enqueues the rest.
+func TestApprovalNotEnqueuedStands(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	queue := fakeredis.Refusing(t)
+	a := &Actions{Ledger: ledger.New(rdb), Client: asynq.NewClientFromRedisClient(queue),
+		Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}
+	ctx := context.Background()
+	hold := func(name string) string {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), name+".csv")
+		if err := os.WriteFile(p, []byte("externalId,amount,telecomOperator\n"+name+"-1,10.50,MTS\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ld := loader.New(a.Ledger, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), zerolog.Nop())
+		res, err := ld.LoadFile(ctx, p, loader.Options{Approval: loader.Approval{Required: true, By: "bob"}})
+		if err != nil || res.Held == "" {
+			t.Fatalf("load %s: %v %+v", name, err, res)
+		}
+		return res.Batch
+	}
+	b, _, err := a.Approve(ctx, hold("cli"), ledger.Approval{By: "carol"})
+	if !errors.Is(err, ErrNotEnqueued) || b.Phase != ledger.PhaseLoaded {
+		t.Fatalf("approve with the queue down: %v, phase %q", err, b.Phase)
+	}
+	if msg := Approved(b, "carol", 0, err); !strings.Contains(msg, "approved by carol") || !strings.HasSuffix(msg, LeftToReconciler) {
+		t.Fatalf("message: %q", msg)
+	}
+	msg, err := UIControls{Actions: a}.Approve(ctx, hold("ui"), "carol")
+	if !errors.Is(err, ui.ErrPartlyDone) || errors.Is(err, ui.ErrRefused) || !strings.Contains(msg, LeftToReconciler) {
+		t.Fatalf("UI approve with the queue down: %q, %v", msg, err)
 	}
 }

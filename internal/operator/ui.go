@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,16 +30,20 @@ func refused(err error) bool {
 		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator)
 }
 
-// Approve approves the batch as payout approve --by by does.
+// Approve approves the batch as payout approve --by by does. An approval
+// whose creates were not all enqueued is done (ui.PartlyDone): the
+// reconciler enqueues the rest.
 func (u UIControls) Approve(ctx context.Context, batch, by string) (string, error) {
 	b, n, err := u.Actions.Approve(ctx, batch, ledger.Approval{By: by, FourEyes: u.FourEyes, DailyLimit: u.DailyLimit})
-	if refused(err) {
+	switch {
+	case refused(err):
 		return "", ui.Refuse(fmt.Errorf("not approved: %w", err))
-	}
-	if err != nil {
+	case errors.Is(err, ErrNotEnqueued):
+		return Approved(b, by, n, err), ui.PartlyDone(err)
+	case err != nil:
 		return "", err
 	}
-	return fmt.Sprintf("batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers", b.ID, b.File, by, n, b.Total.StringFixed(b.Scale)), nil
+	return Approved(b, by, n, nil), nil
 }
 
 // Discard discards the batch as payout discard --by by --note note does.
@@ -96,7 +99,7 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	if _, err := loader.PurgeStaged(u.Spool, stagedFor); err != nil {
 		return p, err
 	}
-	id, path, err := loader.StageUpload(u.Spool, up.Name, bytes.NewReader(up.Data), decl)
+	id, path, err := loader.StageUpload(u.Spool, up.Name, up.File, decl)
 	if errors.Is(err, loader.ErrUploadName) {
 		return p, ui.Refuse(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"html"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,8 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/internal/vault"
@@ -75,8 +78,11 @@ func (e *env) hold(name, content, by string) string {
 	return res.Batch
 }
 
+// do sends r as the signed-in operator's browser would: with basic auth
+// and Sec-Fetch-Site (the UI's own pages).
 func (e *env) do(r *http.Request) *httptest.ResponseRecorder {
 	r.SetBasicAuth(opUser, opPass)
+	r.Header.Set("Sec-Fetch-Site", "same-origin")
 	r.RemoteAddr = "192.0.2.1:40000"
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, r)
@@ -171,6 +177,34 @@ func TestApproveFromTheUI(t *testing.T) {
 	}
 }
 
+// An approval recorded whose creates could not be enqueued is done: the
+// ledger is the truth and the workers' reconciler enqueues the creates.
+func TestApproveNotEnqueuedIsDone(t *testing.T) {
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	queue := fakeredis.Refusing(t)
+	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass})
+	cfg.Controls = operator.UIControls{Actions: &operator.Actions{Ledger: ledger.New(rdb),
+		Client: asynq.NewClientFromRedisClient(queue), Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}}
+	h, err := ui.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	id := e.hold("partly.csv", threeRows, "bob")
+	_, tok := e.page()
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, "approved by "+opUser) || !strings.Contains(body, operator.LeftToReconciler) ||
+		!strings.Contains(body, `class="msg notice"`) || strings.Contains(body, "LOADING") {
+		t.Fatalf("approval whose creates were not enqueued: %d\n%s", w.Code, body)
+	}
+	if ph := e.phase(id); ph != ledger.PhaseLoaded {
+		t.Fatalf("phase after the approval: %s", ph)
+	}
+}
+
 func TestDiscardFromTheUI(t *testing.T) {
 	e := newEnv(t, uitest.Options{})
 	id := e.hold("discard.csv", threeRows, "bob")
@@ -199,6 +233,44 @@ func TestDiscardFromTheUI(t *testing.T) {
 	}
 }
 
+// Every form acting on a batch or an upload goes through the same guard:
+// its CSRF token, its target's pattern, the feature configured.
+func TestFormsShareTheirGuard(t *testing.T) {
+	e := newEnv(t, uitest.Options{Spool: t.TempDir()})
+	none := uploadEnv(t, t.TempDir(), func(c *ui.Config) { c.Controls, c.Uploads = nil, nil })
+	id := e.hold("guard.csv", threeRows, "bob")
+	_, tok := e.page()
+	_, noneTok := none.page()
+	okHash := strings.Repeat("0", 64) + "-" + strings.Repeat("0", 16)
+	tests := []struct {
+		name string
+		env  *env
+		path string
+		form url.Values
+		want int
+	}{
+		{"approve without token", e, "/batches/" + id + "/approve", url.Values{}, http.StatusForbidden},
+		{"discard with another's token", e, "/batches/" + id + "/discard", url.Values{"csrf": {noneTok}, "note": {"n"}}, http.StatusForbidden},
+		{"confirm without token", e, "/batches/confirm", url.Values{"hash": {okHash}}, http.StatusForbidden},
+		{"approve a bad batch id", e, "/batches/a.b/approve", url.Values{"csrf": {tok}}, http.StatusBadRequest},
+		{"discard a bad batch id", e, "/batches/a.b/discard", url.Values{"csrf": {tok}, "note": {"n"}}, http.StatusBadRequest},
+		{"confirm a bad hash", e, "/batches/confirm", url.Values{"csrf": {tok}, "hash": {"../x"}}, http.StatusBadRequest},
+		{"approve without controls", none, "/batches/" + id + "/approve", url.Values{"csrf": {noneTok}}, http.StatusNotFound},
+		{"discard without controls", none, "/batches/" + id + "/discard", url.Values{"csrf": {noneTok}, "note": {"n"}}, http.StatusNotFound},
+		{"confirm without uploads", none, "/batches/confirm", url.Values{"csrf": {noneTok}, "hash": {okHash}}, http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if w := tt.env.post(tt.path, tt.form); w.Code != tt.want {
+				t.Fatalf("%d, want %d: %s", w.Code, tt.want, w.Body.String())
+			}
+		})
+	}
+	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+		t.Fatalf("refused forms changed the batch: %s", ph)
+	}
+}
+
 func TestFourEyesInTheUI(t *testing.T) {
 	e := newEnv(t, uitest.Options{FourEyes: true})
 	id := e.hold("mine.csv", threeRows, opUser)
@@ -210,7 +282,21 @@ func TestFourEyesInTheUI(t *testing.T) {
 }
 
 func TestReadOnlyHasNoActions(t *testing.T) {
-	e := newEnv(t, uitest.Options{ReadOnly: true, Spool: t.TempDir()})
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	spool := t.TempDir()
+	rw := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool})
+	ro := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool, ReadOnly: true})
+	ui.ShareCSRFKey(&rw, &ro)
+	handler := func(cfg ui.Config) *env {
+		h, err := ui.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	}
+	writable, e := handler(rw), handler(ro)
 	id := e.hold("ro.csv", threeRows, "bob")
 	body, tok := e.page()
 	if tok != "" || strings.Contains(body, "/approve") || strings.Contains(body, "upload") {
@@ -219,17 +305,23 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 	if !strings.Contains(body, "Awaiting approval") {
 		t.Fatalf("read-only page hides the awaiting batch")
 	}
-	// Even with a token of the same user from a writable UI.
+	// Even with a valid token of the same user, fetched from the page of
+	// a writable UI as a browser would: the refusal is the read-only
+	// mode's, not the CSRF check's.
+	if _, tok = writable.page(); tok == "" {
+		t.Fatal("the writable UI's page has no CSRF token")
+	}
 	for _, path := range []string{"/batches/" + id + "/approve", "/batches/" + id + "/discard", "/batches/confirm"} {
-		if w := e.post(path, url.Values{"csrf": {"x"}, "note": {"n"}}); w.Code != http.StatusForbidden {
-			t.Errorf("%s in read-only: %d", path, w.Code)
+		w := e.post(path, url.Values{"csrf": {tok}, "note": {"n"}, "hash": {strings.Repeat("0", 64) + "-" + strings.Repeat("0", 16)}})
+		if w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "read-only") {
+			t.Errorf("%s in read-only with a valid token: %d %s", path, w.Code, w.Body.String())
 		}
 	}
-	if w := e.upload("x", "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden {
-		t.Errorf("upload in read-only: %d", w.Code)
+	if w := e.upload(tok, "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "read-only") {
+		t.Errorf("upload in read-only with a valid token: %d %s", w.Code, w.Body.String())
 	}
-	if e.phase(id) != ledger.PhaseAwaiting {
-		t.Fatal("read-only UI changed the batch")
+	if e.phase(id) != ledger.PhaseAwaiting || len(staged(t, spool)) != 0 {
+		t.Fatalf("read-only UI changed the batch or staged an upload: %s, %v", e.phase(id), staged(t, spool))
 	}
 }
 
@@ -364,22 +456,108 @@ func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
 	}
 }
 
-func TestUploadTooLarge(t *testing.T) {
+// uploadEnv is an env whose UI takes uploads into spool, changed by set.
+func uploadEnv(t *testing.T, spool string, set func(*ui.Config)) *env {
+	t.Helper()
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: t.TempDir()})
-	cfg.UploadLimit = 100
+	t.Cleanup(func() { _ = rdb.Close() })
+	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool})
+	set(&cfg)
 	h, err := ui.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	return &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+}
+
+// staged lists what the spool's staging directory holds (its hidden
+// incoming directories included).
+func staged(t *testing.T, spool string) []string {
+	t.Helper()
+	var out []string
+	des, err := os.ReadDir(filepath.Join(spool, loader.Staging))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, d := range des {
+		out = append(out, d.Name())
+	}
+	return out
+}
+
+func TestUploadTooLarge(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(c *ui.Config) { c.UploadLimit = int64(len(threeRows)) })
 	_, tok := e.page()
 	for _, n := range []int{100, 10000} { // within the form's slack, and far over it
 		w := e.upload(tok, "big.csv", threeRows+strings.Repeat("UI-9,1,,\n", n), nil)
-		if (w.Code != http.StatusRequestEntityTooLarge && w.Code != http.StatusBadRequest) || !strings.Contains(w.Body.String(), "too large") {
+		if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), "too large") {
 			t.Fatalf("oversized upload (%d rows): %d %s", n, w.Code, w.Body.String())
 		}
+		if left := staged(t, spool); len(left) != 0 {
+			t.Fatalf("oversized upload (%d rows) left %v staged", n, left)
+		}
+	}
+	if w := e.upload(tok, "exact.csv", threeRows, nil); w.Code != http.StatusOK || len(staged(t, spool)) != 1 {
+		t.Fatalf("upload of exactly the limit: %d, staged %v\n%s", w.Code, staged(t, spool), w.Body.String())
+	}
+}
+
+// The CSRF token is checked before a byte of the file is staged: it must
+// come first, as the form sends it.
+func TestUploadTokenAfterTheFileRefused(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(*ui.Config) {})
+	_, tok := e.page()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "late-token.csv")
+	_, _ = fw.Write([]byte(threeRows))
+	_ = mw.WriteField("csrf", tok)
+	_ = mw.Close()
+	r := httptest.NewRequest("POST", "/batches/upload", &body)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	if w := e.do(r); w.Code != http.StatusForbidden || len(staged(t, spool)) != 0 {
+		t.Fatalf("token after the file: %d, staged %v", w.Code, staged(t, spool))
+	}
+}
+
+func TestUploadsAtOnceAreBounded(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(c *ui.Config) { c.MaxUploads = 1 })
+	_, tok := e.page()
+	// A first upload holds the only slot while its body trickles in.
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", tok)
+	fw, _ := mw.CreateFormFile("file", "slow.csv")
+	_, _ = fw.Write([]byte(threeRows))
+	_ = mw.Close()
+	cut := bytes.Index(body.Bytes(), []byte("UI-2")) // within the file
+	pr, pw := io.Pipe()
+	r := httptest.NewRequest("POST", "/batches/upload", pr)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	first := make(chan *httptest.ResponseRecorder, 1)
+	go func() { first <- e.do(r) }()
+	// The handler takes its slot before it reads the body: once it has
+	// read the start, the slot is held.
+	if _, err := pw.Write(body.Bytes()[:cut]); err != nil {
+		t.Fatal(err)
+	}
+	w := e.upload(tok, "second.csv", threeRows, nil)
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("upload while the slot is held: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+	if _, err := pw.Write(body.Bytes()[cut:]); err != nil {
+		t.Fatal(err)
+	}
+	_ = pw.Close()
+	if w := <-first; w.Code != http.StatusOK || !hashRE.MatchString(w.Body.String()) {
+		t.Fatalf("slow upload: %d\n%s", w.Code, w.Body.String())
+	}
+	if w := e.upload(tok, "third.csv", threeRows, nil); w.Code != http.StatusOK {
+		t.Fatalf("upload once the slot is free: %d\n%s", w.Code, w.Body.String())
 	}
 }
 

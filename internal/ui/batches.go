@@ -77,8 +77,10 @@ var resultTemplate = template.Must(template.New("result").Parse(resultTemplateTe
 // upload's preview.
 type resultPage struct {
 	Nonce, CSRF, Title, Message string
-	Refused                     bool
-	Preview                     *Preview
+	// Refused: the message says why nothing was done; Notice: it was
+	// done, and the message says what is left to the system.
+	Refused, Notice bool
+	Preview         *Preview
 }
 
 var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncMap{
@@ -194,6 +196,7 @@ type batchHandlers struct {
 	controls    Controls
 	uploads     Uploads
 	uploadLimit int64
+	uploadSlots chan struct{} // a semaphore: one element per upload running
 	csrf        *csrfTokens
 }
 

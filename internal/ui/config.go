@@ -48,6 +48,14 @@ type Config struct {
 	// it those answer 503.
 	Batches BatchSource
 
+	// FourEyes says the Controls refuse an approver who loaded the batch
+	// (payout ui --four-eyes), a check by name: the UI must then tell
+	// people apart, and CheckConfig accepts only basic auth (User and
+	// Password, one login per person), no Token (shared: every holder is
+	// "ui-token") and no InsecureLocal (everyone is "ui-local"). Not
+	// checked in read-only mode, which approves nothing.
+	FourEyes bool
+
 	// Controls, when set, adds Approve and Discard to the batches awaiting
 	// approval on /batches, and records the pauses and resumes made in
 	// asynqmon in the audit trail (not in read-only mode).
@@ -55,9 +63,13 @@ type Config struct {
 
 	// Uploads, when set, adds the upload form with its preview to
 	// /batches (not in read-only mode); UploadLimit bounds a file
-	// (DefaultUploadLimit when 0).
+	// (DefaultUploadLimit when 0, checked while the file streams to its
+	// staging directory); MaxUploads bounds the uploads handled at once
+	// (DefaultMaxUploads when 0): one more is answered 503 with
+	// Retry-After.
 	Uploads     Uploads
 	UploadLimit int64
+	MaxUploads  int
 
 	// Logger receives access logs (debug), failed logins (warn) and server
 	// events.
@@ -75,6 +87,9 @@ type Config struct {
 
 	// clock replaces time.Now in tests.
 	clock func() time.Time
+	// csrf, when set by a test, is the CSRF key of the UI (several UIs
+	// then share it, as one process would).
+	csrf *csrfTokens
 }
 
 // ErrConfig is matched (errors.Is) by every configuration error returned by
@@ -91,6 +106,10 @@ var (
 	// ErrNotLoopback: the insecure local mode was requested on an address
 	// that is not loopback.
 	ErrNotLoopback = errors.New("running the UI without credentials is allowed on a loopback address only")
+	// ErrFourEyesLogin: four-eyes with a login that cannot tell two
+	// people apart (a bearer token, the insecure local mode).
+	ErrFourEyesLogin = errors.New("--four-eyes needs one login per person: sign in with basic auth only " +
+		"(PAYOUT_UI_USER and PAYOUT_UI_PASSWORD, each person's own), without PAYOUT_UI_TOKEN or --insecure-local")
 	// ErrBadAddr: the listen address cannot be parsed.
 	ErrBadAddr = errors.New("bad UI listen address")
 	// ErrNoRedis: Config.Redis is nil.
@@ -123,7 +142,8 @@ func (e *ConfigError) Unwrap() []error { return []error{e.Err, ErrConfig} }
 // CheckConfig refuses a configuration the UI must not start with: no Redis,
 // a user without a password (or the reverse), no credentials at all unless
 // InsecureLocal is set and the address is loopback (127.0.0.0/8, ::1 or
-// localhost), an unparsable address, negative limits.
+// localhost), FourEyes without a login per person, an unparsable address,
+// negative limits.
 func CheckConfig(cfg Config) error {
 	if err := checkAccess(cfg); err != nil {
 		return err
@@ -148,6 +168,9 @@ func checkAccess(cfg Config) error {
 	if err != nil {
 		return &ConfigError{Err: ErrBadAddr, Detail: fmt.Sprintf("%q: %v", addr, err)}
 	}
+	if err := checkFourEyes(cfg); err != nil {
+		return err
+	}
 	if cfg.hasCredentials() {
 		return nil
 	}
@@ -158,6 +181,28 @@ func checkAccess(cfg Config) error {
 		return &ConfigError{Err: ErrNotLoopback, Detail: fmt.Sprintf("address %q", addr)}
 	}
 	return nil
+}
+
+// checkFourEyes refuses FourEyes (outside read-only mode) unless every
+// signed-in request names a person: basic auth, and nothing else that
+// could sign in (a token or the local mode is one name for everyone, so
+// the same person could load under it and approve under their own).
+func checkFourEyes(cfg Config) error {
+	if !cfg.FourEyes || cfg.ReadOnly {
+		return nil
+	}
+	var why string
+	switch {
+	case cfg.Token != "":
+		why = "PAYOUT_UI_TOKEN is set: every holder of the token signs in as " + tokenUser
+	case cfg.InsecureLocal:
+		why = "--insecure-local: everyone is " + localUser
+	case cfg.User == "" || cfg.Password == "":
+		why = "no PAYOUT_UI_USER and PAYOUT_UI_PASSWORD"
+	default:
+		return nil
+	}
+	return &ConfigError{Err: ErrFourEyesLogin, Detail: why}
 }
 
 func (cfg Config) hasCredentials() bool {
@@ -176,6 +221,20 @@ func (cfg Config) uploadLimit() int64 {
 		return DefaultUploadLimit
 	}
 	return cfg.UploadLimit
+}
+
+func (cfg Config) maxUploads() int {
+	if cfg.MaxUploads <= 0 {
+		return DefaultMaxUploads
+	}
+	return cfg.MaxUploads
+}
+
+func (cfg Config) csrfTokens() *csrfTokens {
+	if cfg.csrf != nil {
+		return cfg.csrf
+	}
+	return newCSRFTokens()
 }
 
 func (cfg Config) now() time.Time {

@@ -30,13 +30,26 @@ var ErrRefused = errors.New("refused")
 
 // Refuse marks err as a refusal (it then matches ErrRefused); its message
 // is shown to the operator as it is.
-func Refuse(err error) error { return refusal{err} }
+func Refuse(err error) error { return marked{err, ErrRefused} }
 
-type refusal struct{ err error }
+// ErrPartlyDone is matched by the errors Controls return, with the
+// action's message, for an action that was done but left the rest of its
+// work to the system: an approval recorded whose creates were not all
+// enqueued (the workers' reconciler enqueues them). The UI shows the
+// message as done (200, marked as a notice) and logs the error at warn;
+// the error's own text is not shown.
+var ErrPartlyDone = errors.New("done; the rest is left to the system")
 
-func (r refusal) Error() string        { return r.err.Error() }
-func (r refusal) Unwrap() error        { return r.err }
-func (r refusal) Is(target error) bool { return target == ErrRefused }
+// PartlyDone marks err as the rest of an action that was done (it then
+// matches ErrPartlyDone).
+func PartlyDone(err error) error { return marked{err, ErrPartlyDone} }
+
+// marked is an error classified for the UI by kind.
+type marked struct{ err, kind error }
+
+func (m marked) Error() string        { return m.err.Error() }
+func (m marked) Unwrap() error        { return m.err }
+func (m marked) Is(target error) bool { return target == m.kind }
 
 // batchIDPattern bounds the batch ids accepted in a path.
 var batchIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -54,56 +67,77 @@ func (h *batchHandlers) guardPost(w http.ResponseWriter, r *http.Request, enable
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
 		return false
 	case !h.csrf.valid(userFrom(r.Context()), r.PostFormValue(csrfField)):
-		h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a form without a valid CSRF token")
-		http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
+		h.refuseForm(w, r)
 		return false
 	}
 	return true
 }
 
-func (h *batchHandlers) approve(w http.ResponseWriter, r *http.Request) {
-	if !h.guardPost(w, r, h.controls != nil) {
-		return
-	}
-	id, by := r.PathValue("id"), userFrom(r.Context())
-	if !batchIDPattern.MatchString(id) {
-		http.Error(w, "bad batch id", http.StatusBadRequest)
-		return
-	}
-	msg, err := h.controls.Approve(r.Context(), id, by)
-	h.done(w, r, "Approve batch "+id, msg, err)
+// refuseForm answers a form without the CSRF token of the signed-in user.
+func (h *batchHandlers) refuseForm(w http.ResponseWriter, r *http.Request) {
+	h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a form without a valid CSRF token")
+	http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
 }
 
-func (h *batchHandlers) discard(w http.ResponseWriter, r *http.Request) {
-	if !h.guardPost(w, r, h.controls != nil) {
-		return
+// batchAction is the handler of a form acting on the batch of its path:
+// the guard (read-only, CSRF), the batch id, act with the signed-in user
+// as who acts, and its answer under the title "VERB batch ID".
+func (h *batchHandlers) batchAction(verb string, act func(r *http.Request, id, by string) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, ok := h.formTarget(w, r, h.controls != nil, "batch id", batchIDPattern, func(r *http.Request) string { return r.PathValue("id") })
+		if !ok {
+			return
+		}
+		msg, err := act(r, id, userFrom(r.Context()))
+		h.done(w, r, verb+" batch "+id, msg, err)
 	}
-	id, by := r.PathValue("id"), userFrom(r.Context())
-	if !batchIDPattern.MatchString(id) {
-		http.Error(w, "bad batch id", http.StatusBadRequest)
-		return
+}
+
+// formTarget guards a form (guardPost) and returns what it acts on, read
+// by value once the guard passed; one that does not match pattern is
+// answered 400 ("bad " + what). It returns false after answering.
+func (h *batchHandlers) formTarget(w http.ResponseWriter, r *http.Request, enabled bool, what string, pattern *regexp.Regexp, value func(*http.Request) string) (string, bool) {
+	if !h.guardPost(w, r, enabled) {
+		return "", false
 	}
+	v := value(r)
+	if !pattern.MatchString(v) {
+		http.Error(w, "bad "+what, http.StatusBadRequest)
+		return "", false
+	}
+	return v, true
+}
+
+func (h *batchHandlers) approve(r *http.Request, id, by string) (string, error) {
+	return h.controls.Approve(r.Context(), id, by)
+}
+
+// discard needs the form's note saying why.
+func (h *batchHandlers) discard(r *http.Request, id, by string) (string, error) {
 	note := strings.TrimSpace(r.PostFormValue("note"))
 	if note == "" {
-		h.done(w, r, "Discard batch "+id, "", Refuse(errors.New("a discard needs a note saying why")))
-		return
+		return "", Refuse(errors.New("a discard needs a note saying why"))
 	}
-	msg, err := h.controls.Discard(r.Context(), id, by, note)
-	h.done(w, r, "Discard batch "+id, msg, err)
+	return h.controls.Discard(r.Context(), id, by, note)
 }
 
-// done answers an action: its message (200), its refusal (409) or, for
-// any other error, 503 without detail.
+// done answers an action: its message (200; marked as a notice, the
+// error logged at warn, when it was partly done), its refusal (409) or,
+// for any other error, 503 without detail.
 func (h *batchHandlers) done(w http.ResponseWriter, r *http.Request, title, msg string, err error) {
+	page := resultPage{Title: title, Message: msg}
 	code := http.StatusOK
 	switch {
+	case errors.Is(err, ErrPartlyDone):
+		h.log.Warn().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action done, its rest left to the system")
+		page.Notice = true
 	case errors.Is(err, ErrRefused):
-		code, msg = http.StatusConflict, err.Error()
+		code, page.Message, page.Refused = http.StatusConflict, err.Error(), true
 	case err != nil:
 		h.log.Error().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action failed")
-		code, msg = http.StatusServiceUnavailable, "not done: the ledger is unavailable (see the UI's log)"
+		code, page.Message, page.Refused = http.StatusServiceUnavailable, "not done: the ledger is unavailable (see the UI's log)", true
 	}
-	h.render(w, r, code, resultPage{Title: title, Message: msg, Refused: err != nil})
+	h.render(w, r, code, page)
 }
 
 // watchQueues records, after asynqmon paused or resumed a queue

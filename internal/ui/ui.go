@@ -79,7 +79,8 @@ func New(cfg Config) (http.Handler, error) {
 		gatherer = cfg.Registry
 	}
 	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
-		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: newCSRFTokens()}
+		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: cfg.csrfTokens(),
+		uploadSlots: make(chan struct{}, cfg.maxUploads())}
 
 	app := http.NewServeMux()
 	var monitoring http.Handler = watchQueues(rewriteMonitoring(mon), cfg.Controls, bh)
@@ -90,8 +91,8 @@ func New(cfg Config) (http.Handler, error) {
 	app.Handle("GET /{$}", http.RedirectHandler(monitoringPath+"/", http.StatusFound))
 	app.HandleFunc("GET /batches", bh.page)
 	app.HandleFunc("GET /api/batches", bh.api)
-	app.HandleFunc("POST /batches/{id}/approve", bh.approve)
-	app.HandleFunc("POST /batches/{id}/discard", bh.discard)
+	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
+	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
 	app.HandleFunc("POST "+uploadPath, bh.upload)
 	app.HandleFunc("POST /batches/confirm", bh.confirm)
 	app.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))

@@ -552,6 +552,12 @@ func TestCheckConfig(t *testing.T) {
 		{"bad address", Config{Redis: rc, Addr: "127.0.0.1", Token: "t"}, ErrBadAddr},
 		{"no redis", Config{Addr: "127.0.0.1:8080", Token: "t"}, ErrNoRedis},
 		{"negative limit", Config{Redis: rc, Token: "t", MaxFailures: -1}, ErrBadLimits},
+		{"four-eyes, basic", Config{Redis: rc, User: "u", Password: "p", FourEyes: true}, nil},
+		{"four-eyes, token only", Config{Redis: rc, Token: "t", FourEyes: true}, ErrFourEyesLogin},
+		{"four-eyes, basic and token", Config{Redis: rc, User: "u", Password: "p", Token: "t", FourEyes: true}, ErrFourEyesLogin},
+		{"four-eyes, insecure local", Config{Redis: rc, InsecureLocal: true, FourEyes: true}, ErrFourEyesLogin},
+		{"four-eyes, basic and insecure local", Config{Redis: rc, User: "u", Password: "p", InsecureLocal: true, FourEyes: true}, ErrFourEyesLogin},
+		{"four-eyes, read-only, token", Config{Redis: rc, Token: "t", FourEyes: true, ReadOnly: true}, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -17,6 +19,9 @@ import (
 // directory of its own named by its content hash and a random part;
 // Confirm loads the kept file of that ID (never a new upload).
 type Uploads interface {
+	// Preview streams u.File into the staging directory; an error reading
+	// it (ErrUploadTooLarge) is returned wrapped (%w), with nothing left
+	// staged.
 	Preview(ctx context.Context, u Upload) (Preview, error)
 	Confirm(ctx context.Context, hash, by string) (Preview, error)
 }
@@ -24,7 +29,9 @@ type Uploads interface {
 // Upload is one file sent with the upload form.
 type Upload struct {
 	Name string // base name as sent by the browser
-	Data []byte
+	// File streams the file's bytes from the request: read once, it
+	// fails (ErrUploadTooLarge) past the upload limit.
+	File io.Reader
 	By   string // the signed-in user
 	// ExpectRows and ExpectTotal are the control totals typed in the
 	// form (0 and "": none), checked like a NAME.ctl.
@@ -64,75 +71,151 @@ type UploadError struct {
 // DefaultUploadLimit bounds an uploaded file when Config.UploadLimit is 0.
 const DefaultUploadLimit = 20 << 20
 
+// DefaultMaxUploads bounds the uploads handled at once when
+// Config.MaxUploads is 0.
+const DefaultMaxUploads = 2
+
+// ErrUploadTooLarge is the read error of Upload.File past the limit.
+var ErrUploadTooLarge = errors.New("file too large")
+
 // uploadPath is exempt from the general body limit; it has its own.
 const uploadPath = "/batches/upload"
 
+// The upload form's other fields, each at most maxFieldBytes, come before
+// the file (as the form sends them): the CSRF token is checked and the
+// control totals are known before a byte of the file is staged.
+const (
+	maxFieldBytes = 1 << 10
+	maxFormSlack  = 64 << 10 // the request beyond the file: part headers, fields
+)
+
+// uploadRetryAfter is the Retry-After of an upload refused because the
+// others use every slot.
+const uploadRetryAfter = "5"
+
 var hashPattern = regexp.MustCompile(`^[0-9a-f]{64}-[0-9a-f]{16}$`)
 
+// upload streams the form's file into its staging directory (through
+// Uploads.Preview), never holding it in memory or a temporary file of its
+// own: past the limit it answers 413 and nothing stays staged. At most
+// Config.MaxUploads run at once; one more is answered 503 with
+// Retry-After.
 func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
 	if h.readOnly || h.uploads == nil {
 		h.guardPost(w, r, h.uploads != nil) // refuses without reading the file
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, h.uploadLimit+64<<10)
-	if err := r.ParseMultipartForm(8 << 20); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			http.Error(w, fmt.Sprintf("file too large: at most %d bytes", h.uploadLimit), http.StatusRequestEntityTooLarge)
-			return
-		}
+	select {
+	case h.uploadSlots <- struct{}{}:
+		defer func() { <-h.uploadSlots }()
+	default:
+		h.log.Warn().Str("ip", clientIP(r)).Str("user", logUser(userFrom(r.Context()))).Msg("ui: upload refused, every upload slot is busy")
+		w.Header().Set("Retry-After", uploadRetryAfter)
+		http.Error(w, "too many uploads at once: try again in a moment", http.StatusServiceUnavailable)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, h.uploadLimit+maxFormSlack)
+	u, fields, err := h.readUploadForm(r)
+	switch {
+	case errors.Is(err, errBadForm):
 		http.Error(w, "bad upload form", http.StatusBadRequest)
 		return
-	}
-	defer func() { _ = r.MultipartForm.RemoveAll() }()
-	if !h.guardPost(w, r, h.uploads != nil) {
+	case h.tooLarge(w, err):
 		return
-	}
-	u, err := readUpload(r, h.uploadLimit)
-	if err != nil {
+	case !h.csrf.valid(userFrom(r.Context()), fields.Get(csrfField)):
+		h.refuseForm(w, r) // the token comes before the file: nothing was staged
+		return
+	case err != nil:
 		h.render(w, r, http.StatusBadRequest, resultPage{Title: "Upload", Message: err.Error(), Refused: true})
 		return
 	}
 	p, err := h.uploads.Preview(r.Context(), u)
+	if h.tooLarge(w, err) {
+		return
+	}
 	h.preview(w, r, "Preview of "+p.File, p, err)
 }
 
-// readUpload reads the form's file and control totals.
-func readUpload(r *http.Request, limit int64) (Upload, error) {
-	f, hdr, err := r.FormFile("file")
+// tooLarge answers 413 when err is a file or request past its limit.
+func (h *batchHandlers) tooLarge(w http.ResponseWriter, err error) bool {
+	var tooBig *http.MaxBytesError
+	if !errors.Is(err, ErrUploadTooLarge) && !errors.As(err, &tooBig) {
+		return false
+	}
+	http.Error(w, fmt.Sprintf("file too large: at most %d bytes", h.uploadLimit), http.StatusRequestEntityTooLarge)
+	return true
+}
+
+// errBadForm: the request is not a multipart form of the upload.
+var errBadForm = errors.New("bad upload form")
+
+// readUploadForm reads the form's fields up to its file part and returns
+// the upload streaming that part, with the fields read (the CSRF token
+// among them). A field too long, or none, is errBadForm; a missing file
+// or a bad control total is an error to show.
+func (h *batchHandlers) readUploadForm(r *http.Request) (Upload, url.Values, error) {
+	fields := url.Values{}
+	mr, err := r.MultipartReader()
 	if err != nil {
-		return Upload{}, errors.New("choose a CSV or XLSX file to upload")
+		return Upload{}, fields, errBadForm
 	}
-	defer f.Close()
-	if hdr.Size > limit {
-		return Upload{}, fmt.Errorf("file too large: at most %d bytes", limit)
+	for range 16 {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			return Upload{}, fields, errors.New("choose a CSV or XLSX file to upload")
+		}
+		if err != nil {
+			return Upload{}, fields, errors.Join(errBadForm, err)
+		}
+		if part.FormName() == "file" && part.FileName() != "" {
+			return uploadOf(r, part, fields, h.uploadLimit)
+		}
+		v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
+		if err != nil || len(v) > maxFieldBytes {
+			return Upload{}, fields, errors.Join(errBadForm, err)
+		}
+		fields.Add(part.FormName(), string(v))
 	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return Upload{}, fmt.Errorf("read the upload: %w", err)
-	}
-	if int64(len(data)) > limit {
-		return Upload{}, fmt.Errorf("file too large: at most %d bytes", limit)
-	}
-	u := Upload{Name: filepath.Base(strings.ReplaceAll(hdr.Filename, `\`, "/")), Data: data, By: userFrom(r.Context()),
-		ExpectTotal: strings.TrimSpace(r.PostFormValue("expect_total"))}
-	if s := strings.TrimSpace(r.PostFormValue("expect_rows")); s != "" {
+	return Upload{}, fields, errBadForm
+}
+
+// uploadOf is the upload of the file part, with the control totals of the
+// fields before it.
+func uploadOf(r *http.Request, part *multipart.Part, fields url.Values, limit int64) (Upload, url.Values, error) {
+	u := Upload{Name: filepath.Base(strings.ReplaceAll(part.FileName(), `\`, "/")), By: userFrom(r.Context()),
+		File: &limitedFile{r: part, left: limit}, ExpectTotal: strings.TrimSpace(fields.Get("expect_total"))}
+	if s := strings.TrimSpace(fields.Get("expect_rows")); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return u, fmt.Errorf("expected rows %q: want a positive whole number", s)
+			return u, fields, fmt.Errorf("expected rows %q: want a positive whole number", s)
 		}
 		u.ExpectRows = n
 	}
-	return u, nil
+	return u, fields, nil
+}
+
+// limitedFile reads r and fails with ErrUploadTooLarge once more than
+// left bytes came from it.
+type limitedFile struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *limitedFile) Read(p []byte) (int, error) {
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, ErrUploadTooLarge
+	}
+	return n, err
 }
 
 func (h *batchHandlers) confirm(w http.ResponseWriter, r *http.Request) {
-	if !h.guardPost(w, r, h.uploads != nil) {
-		return
-	}
-	hash := r.PostFormValue("hash")
-	if !hashPattern.MatchString(hash) {
-		http.Error(w, "bad upload hash", http.StatusBadRequest)
+	hash, ok := h.formTarget(w, r, h.uploads != nil, "upload hash", hashPattern, func(r *http.Request) string { return r.PostFormValue("hash") })
+	if !ok {
 		return
 	}
 	p, err := h.uploads.Confirm(r.Context(), hash, userFrom(r.Context()))

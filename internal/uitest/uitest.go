@@ -46,7 +46,7 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), o.NotifyURLs)
 	}
 	led := ledger.New(rdb)
-	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, ReadOnly: o.ReadOnly, Logger: log,
+	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
 		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led},
 		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit}}
 	if o.Spool != "" {
