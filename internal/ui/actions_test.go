@@ -523,6 +523,27 @@ func TestUploadTokenAfterTheFileRefused(t *testing.T) {
 	}
 }
 
+// TestUploadFieldAfterTheFileRefused: a control total sent after the file
+// would go unchecked, so the upload is refused and nothing stays staged.
+func TestUploadFieldAfterTheFileRefused(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(*ui.Config) {})
+	_, tok := e.page()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", tok)
+	fw, _ := mw.CreateFormFile("file", "late-total.csv")
+	_, _ = fw.Write([]byte(threeRows))
+	_ = mw.WriteField("expect_total", "1.00")
+	_ = mw.Close()
+	r := httptest.NewRequest("POST", "/batches/upload", &body)
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	w := e.do(r)
+	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "expect_total") || len(staged(t, spool)) != 0 {
+		t.Fatalf("control total after the file: %d, staged %v\n%s", w.Code, staged(t, spool), w.Body.String())
+	}
+}
+
 func TestUploadsAtOnceAreBounded(t *testing.T) {
 	spool := t.TempDir()
 	e := uploadEnv(t, spool, func(c *ui.Config) { c.MaxUploads = 1 })

@@ -133,6 +133,11 @@ func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
 	if h.tooLarge(w, err) {
 		return
 	}
+	if errors.Is(err, ErrFieldAfterFile) || errors.Is(err, errBadForm) {
+		h.log.Warn().Err(err).Str("user", logUser(userFrom(r.Context()))).Msg("ui: upload refused, nothing staged")
+		h.render(w, r, http.StatusBadRequest, resultPage{Title: "Upload", Message: err.Error(), Refused: true})
+		return
+	}
 	h.preview(w, r, "Preview of "+p.File, p, err)
 }
 
@@ -168,7 +173,7 @@ func (h *batchHandlers) readUploadForm(r *http.Request) (Upload, url.Values, err
 			return Upload{}, fields, errors.Join(errBadForm, err)
 		}
 		if part.FormName() == "file" && part.FileName() != "" {
-			return uploadOf(r, part, fields, h.uploadLimit)
+			return uploadOf(r, part, mr, fields, h.uploadLimit)
 		}
 		v, err := io.ReadAll(io.LimitReader(part, maxFieldBytes+1))
 		if err != nil || len(v) > maxFieldBytes {
@@ -180,10 +185,23 @@ func (h *batchHandlers) readUploadForm(r *http.Request) (Upload, url.Values, err
 }
 
 // uploadOf is the upload of the file part, with the control totals of the
-// fields before it.
-func uploadOf(r *http.Request, part *multipart.Part, fields url.Values, limit int64) (Upload, url.Values, error) {
+// fields before it. The file must be the form's last part: a field after
+// it (a control total a client sent late) would not be checked, so
+// reading the file then fails with ErrFieldAfterFile and nothing stays
+// staged.
+func uploadOf(r *http.Request, part *multipart.Part, mr *multipart.Reader, fields url.Values, limit int64) (Upload, url.Values, error) {
+	last := func() error {
+		next, err := mr.NextPart()
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return errors.Join(errBadForm, err)
+		}
+		return fmt.Errorf("%w: the form's field %q comes after the file; send every field (control totals, token) before it", ErrFieldAfterFile, next.FormName())
+	}
 	u := Upload{Name: filepath.Base(strings.ReplaceAll(part.FileName(), `\`, "/")), By: userFrom(r.Context()),
-		File: &limitedFile{r: part, left: limit}, ExpectTotal: strings.TrimSpace(fields.Get("expect_total"))}
+		File: &limitedFile{r: part, left: limit, end: last}, ExpectTotal: strings.TrimSpace(fields.Get("expect_total"))}
 	if s := strings.TrimSpace(fields.Get("expect_rows")); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -194,11 +212,16 @@ func uploadOf(r *http.Request, part *multipart.Part, fields url.Values, limit in
 	return u, fields, nil
 }
 
+// ErrFieldAfterFile: the upload form had a field after its file part.
+var ErrFieldAfterFile = errors.New("upload form field after the file")
+
 // limitedFile reads r and fails with ErrUploadTooLarge once more than
-// left bytes came from it.
+// left bytes came from it; at r's end it returns end's error, if any,
+// instead of io.EOF.
 type limitedFile struct {
 	r    io.Reader
 	left int64
+	end  func() error
 }
 
 func (l *limitedFile) Read(p []byte) (int, error) {
@@ -209,6 +232,11 @@ func (l *limitedFile) Read(p []byte) (int, error) {
 	l.left -= int64(n)
 	if l.left < 0 {
 		return 0, ErrUploadTooLarge
+	}
+	if errors.Is(err, io.EOF) && l.end != nil {
+		if e := l.end(); e != nil {
+			return n, e
+		}
 	}
 	return n, err
 }
