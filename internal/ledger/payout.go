@@ -302,40 +302,132 @@ func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) 
 	})
 }
 
-// eachIDs calls fn with the externalIds of a batch in file line order,
-// about eachChunk at a time.
+// eachIDs calls fn with the externalIds of a batch in file line order, at
+// most eachChunk at a time. A batch may have both line indexes, the one
+// from before the chunks (linesKey) and the chunks (rows registered by
+// loaders of both versions): eachIDs reads the two side by side, a page at
+// a time, and merges them in ZRANGE's order (by line, then externalId). An
+// externalId in both has the same line in both (a batch is one file, an
+// externalId unique in it), so its two entries meet and it is given once.
 func (l *Ledger) eachIDs(ctx context.Context, batch string, fn func(ids []string) error) error {
-	if n, err := l.rdb.Exists(ctx, l.linesKey(batch)).Result(); err != nil {
-		return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-	} else if n == 1 {
-		return l.eachIDsUnchunked(ctx, batch, fn)
-	}
 	chunks, err := l.lineChunks(ctx, batch)
 	if err != nil {
 		return err
 	}
-	const per = eachChunk / lineChunk
-	for start := 0; start < len(chunks); start += per {
-		pipe := l.rdb.Pipeline()
-		var cmds []*redis.StringSliceCmd
-		for _, c := range chunks[start:min(start+per, len(chunks))] {
-			cmds = append(cmds, pipe.ZRange(ctx, l.lineChunkKey(batch, c), 0, -1))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-		}
-		var ids []string
-		for _, c := range cmds {
-			ids = append(ids, c.Val()...)
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		if err := fn(ids); err != nil {
+	old, chunked := l.unchunkedLines(batch), l.chunkedLines(batch, chunks)
+	ids := make([]string, 0, eachChunk)
+	for {
+		o, inOld, err := old.head(ctx)
+		if err != nil {
 			return err
 		}
+		c, inChunks, err := chunked.head(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !inOld && !inChunks:
+			if len(ids) == 0 {
+				return nil
+			}
+			return fn(ids)
+		case !inChunks || inOld && o.before(c):
+			ids = append(ids, o.id)
+			old.pop()
+		case !inOld || c.before(o):
+			ids = append(ids, c.id)
+			chunked.pop()
+		default: // in both
+			ids = append(ids, o.id)
+			old.pop()
+			chunked.pop()
+		}
+		if len(ids) == eachChunk {
+			if err := fn(ids); err != nil {
+				return err
+			}
+			ids = make([]string, 0, eachChunk)
+		}
 	}
-	return nil
+}
+
+// lineEntry is a member of a line index: an externalId and its file line.
+type lineEntry struct {
+	line float64
+	id   string
+}
+
+// before tells whether e comes before o in ZRANGE's order.
+func (e lineEntry) before(o lineEntry) bool {
+	return e.line < o.line || e.line == o.line && e.id < o.id
+}
+
+// lineCursor walks one line index in order, a page at a time.
+type lineCursor struct {
+	next func(ctx context.Context) (page []lineEntry, more bool, err error)
+	page []lineEntry
+	more bool // next has more pages
+}
+
+// head returns the entry the cursor is at; ok is false at the end.
+func (c *lineCursor) head(ctx context.Context) (e lineEntry, ok bool, err error) {
+	for len(c.page) == 0 && c.more {
+		if c.page, c.more, err = c.next(ctx); err != nil {
+			return lineEntry{}, false, err
+		}
+	}
+	if len(c.page) == 0 {
+		return lineEntry{}, false, nil
+	}
+	return c.page[0], true, nil
+}
+
+// pop moves the cursor past its head.
+func (c *lineCursor) pop() { c.page = c.page[1:] }
+
+// unchunkedLines walks the single line index of the rows registered before
+// the index was chunked, eachChunk entries per round trip.
+func (l *Ledger) unchunkedLines(batch string) *lineCursor {
+	var start int64
+	return &lineCursor{more: true, next: func(ctx context.Context) ([]lineEntry, bool, error) {
+		zs, err := l.rdb.ZRangeWithScores(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
+		if err != nil {
+			return nil, false, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		start += eachChunk
+		return lineEntries(nil, zs), len(zs) == eachChunk, nil
+	}}
+}
+
+// chunkedLines walks the chunks of the line index, eachChunk/lineChunk
+// chunks per pipelined round trip.
+func (l *Ledger) chunkedLines(batch string, chunks []int64) *lineCursor {
+	const per = eachChunk / lineChunk
+	return &lineCursor{more: len(chunks) > 0, next: func(ctx context.Context) ([]lineEntry, bool, error) {
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.ZSliceCmd, 0, per)
+		for _, c := range chunks[:min(per, len(chunks))] {
+			cmds = append(cmds, pipe.ZRangeWithScores(ctx, l.lineChunkKey(batch, c), 0, -1))
+		}
+		chunks = chunks[len(cmds):]
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, false, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		page := make([]lineEntry, 0, per*lineChunk)
+		for _, c := range cmds {
+			page = lineEntries(page, c.Val())
+		}
+		return page, len(chunks) > 0, nil
+	}}
+}
+
+// lineEntries appends the members zs of a line index to dst.
+func lineEntries(dst []lineEntry, zs []redis.Z) []lineEntry {
+	for _, z := range zs {
+		id, _ := z.Member.(string)
+		dst = append(dst, lineEntry{line: z.Score, id: id})
+	}
+	return dst
 }
 
 // lineChunks returns the chunk numbers of batch's line index, in order.
@@ -351,26 +443,6 @@ func (l *Ledger) lineChunks(ctx context.Context, batch string) ([]int64, error) 
 		}
 	}
 	return out, nil
-}
-
-// eachIDsUnchunked is eachIDs over the single line index of a batch
-// registered before the index was chunked.
-func (l *Ledger) eachIDsUnchunked(ctx context.Context, batch string, fn func(ids []string) error) error {
-	for start := int64(0); ; start += eachChunk {
-		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
-		if err != nil {
-			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if err := fn(ids); err != nil {
-			return err
-		}
-		if len(ids) < eachChunk {
-			return nil
-		}
-	}
 }
 
 // readPayouts reads the whole hashes of ids in one pipelined round trip
