@@ -187,6 +187,41 @@ type RawAudit struct {
 // Time is when the entry was written (Redis time).
 func (e RawAudit) Time() time.Time { return msTime(e.Fields["t"]) }
 
+// Entry is the entry as the audit trail shows it: the one place that
+// reads the stored fields of an audit entry (payout history, the spool's
+// and the archive's audit files).
+func (e RawAudit) Entry() AuditEntry {
+	a := AuditEntry{ID: e.ID, Time: e.Time(), Context: map[string]string{}}
+	for k, v := range e.Fields {
+		switch k {
+		case "t":
+		case "actor":
+			a.Actor = v
+		case "ext":
+			a.ExternalID = v
+		case "from":
+			a.From = v
+		case "to":
+			a.To = v
+		default:
+			a.Context[k] = v
+		}
+	}
+	if len(a.Context) == 0 {
+		a.Context = nil
+	}
+	return a
+}
+
+// rawAudit is a message of an audit stream as stored.
+func rawAudit(m redis.XMessage) RawAudit {
+	e := RawAudit{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
+	for k, v := range m.Values {
+		e.Fields[k], _ = v.(string)
+	}
+	return e
+}
+
 // EachAuditRaw calls fn for every entry of batch's audit stream in order,
 // 1,000 per round trip.
 func (l *Ledger) EachAuditRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
@@ -197,11 +232,7 @@ func (l *Ledger) EachAuditRaw(ctx context.Context, batch string, fn func(RawAudi
 			return fmt.Errorf("ledger: read audit trail of %s: %w", batch, err)
 		}
 		for _, m := range msgs {
-			e := RawAudit{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
-			for k, v := range m.Values {
-				e.Fields[k], _ = v.(string)
-			}
-			if err := fn(e); err != nil {
+			if err := fn(rawAudit(m)); err != nil {
 				return err
 			}
 		}

@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,28 +73,4 @@ func (l *Ledger) EachAudit(ctx context.Context, batch, ext string, fn func(Audit
 	}
 }
 
-func parseAudit(m redis.XMessage) AuditEntry {
-	e := AuditEntry{ID: m.ID, Context: map[string]string{}}
-	for k, v := range m.Values {
-		s, _ := v.(string)
-		switch k {
-		case "t":
-			ms, _ := strconv.ParseInt(s, 10, 64)
-			e.Time = time.UnixMilli(ms).UTC()
-		case "actor":
-			e.Actor = s
-		case "ext":
-			e.ExternalID = s
-		case "from":
-			e.From = s
-		case "to":
-			e.To = s
-		default:
-			e.Context[k] = s
-		}
-	}
-	if len(e.Context) == 0 {
-		e.Context = nil
-	}
-	return e
-}
+func parseAudit(m redis.XMessage) AuditEntry { return rawAudit(m).Entry() }
