@@ -24,10 +24,6 @@ type AuditEntry struct {
 // Actor is who this ledger records transitions as.
 func (l *Ledger) Actor() string { return l.actor }
 
-// globalAuditKey holds the operator actions that concern no batch
-// (pause, resume of the queue).
-func (l *Ledger) globalAuditKey() string { return l.prefix + ":audit" }
-
 // AuditQueue records an action on the payout queue (paused, resumed) in
 // the global audit trail.
 func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) error {
@@ -35,7 +31,7 @@ func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) err
 	if err != nil {
 		return err
 	}
-	err = l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: l.globalAuditKey(), Values: []any{
+	err = l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: globalAuditKey(), Values: []any{
 		"t", now.UnixMilli(), "actor", actor, "ext", "", "from", "", "to", action, "note", note}}).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: audit %s: %w", action, err)
@@ -47,9 +43,9 @@ func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) err
 // global one) in time order, 1,000 per round trip; with ext set, only that
 // payout's.
 func (l *Ledger) EachAudit(ctx context.Context, batch, ext string, fn func(AuditEntry) error) error {
-	key := l.globalAuditKey()
+	key := globalAuditKey()
 	if batch != "" {
-		key = l.auditKey(batch)
+		key = auditKey(batch)
 	}
 	start := "-"
 	for {

@@ -50,7 +50,7 @@ func TestArchivedClaimsRefuseThenExpire(t *testing.T) {
 		if taken[1] == tc.owned || (owners["A2"] == "old") != tc.owned {
 			t.Fatalf("after %v: ClaimTaken = %v %v, want owned %v", tc.after, taken, owners, tc.owned)
 		}
-		if tc.owned && l.rdb.Exists(ctx, l.ownerKey("A2")).Val() != 0 {
+		if tc.owned && l.rdb.Exists(ctx, ownerKey("A2")).Val() != 0 {
 			t.Fatalf("after %v: the live key of an archived id was kept", tc.after)
 		}
 	}
@@ -95,21 +95,21 @@ func TestArchivedClaimsCheckedForOwnLiveKey(t *testing.T) {
 	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.rdb.Set(ctx, l.ownerKey("X"), "new", 0).Err(); err != nil {
+	if err := l.rdb.Set(ctx, ownerKey("X"), "new", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	own, err := l.Owners(ctx, "new", []string{"X"})
 	if err != nil || own["X"] != "old" {
 		t.Fatalf("Owners = %v, %v; want X owned by old", own, err)
 	}
-	if v := l.rdb.Get(ctx, l.ownerKey("X")).Val(); v != "new" {
+	if v := l.rdb.Get(ctx, ownerKey("X")).Val(); v != "new" {
 		t.Fatalf("Owners wrote: live key is %q", v)
 	}
 	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"X"})
 	if err != nil || taken[0] || owners["X"] != "old" {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want not taken, X owned by old", taken, owners, err)
 	}
-	if l.rdb.Exists(ctx, l.ownerKey("X")).Val() != 0 {
+	if l.rdb.Exists(ctx, ownerKey("X")).Val() != 0 {
 		t.Fatal("the live key of an archived id was kept")
 	}
 }
@@ -146,12 +146,12 @@ func TestClaimRetriesVanishedLiveKey(t *testing.T) {
 	if _, err := l.Claim(ctx, "other", []string{"V"}); err != nil {
 		t.Fatal(err)
 	}
-	l.rdb.AddHook(&beforeGetHook{key: l.ownerKey("V"), fn: func() { clk.m.Del(l.ownerKey("V")) }})
+	l.rdb.AddHook(&beforeGetHook{key: ownerKey("V"), fn: func() { clk.m.Del(ownerKey("V")) }})
 	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"V"})
 	if err != nil || !taken[0] || owners != nil {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want taken", taken, owners, err)
 	}
-	if v := l.rdb.Get(ctx, l.ownerKey("V")).Val(); v != "new" {
+	if v := l.rdb.Get(ctx, ownerKey("V")).Val(); v != "new" {
 		t.Fatalf("live key is %q, want new", v)
 	}
 }
@@ -186,7 +186,7 @@ func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
 		match func(l *Ledger) func(args []any) bool
 	}{
 		{"live", func(l *Ledger) func(args []any) bool {
-			return func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == l.ownerKey("X") }
+			return func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == ownerKey("X") }
 		}},
 		{"archived", func(l *Ledger) func(args []any) bool {
 			return func(a []any) bool { return len(a) == 3 && a[0] == "hget" && a[2] == "X" }
@@ -228,25 +228,25 @@ func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.add(48 * time.Hour)
-	before := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	before := l.rdb.HGetAll(ctx, claimGensKey()).Val()
 	if own, err := l.Owners(ctx, "new", []string{"X"}); err != nil || len(own) != 0 {
 		t.Fatalf("Owners = %v, %v; want none (expired)", own, err)
 	}
 	if _, _, err := l.ClaimTaken(ctx, "new", []string{"X"}); err != nil {
 		t.Fatal(err)
 	}
-	if after := l.rdb.HGetAll(ctx, l.claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := l.rdb.HGetAll(ctx, claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a lookup changed the generations: %v, then %v", before, after)
 	}
 	today := claimDay(clk.t)
 	// Generation 0 reused (its day raised) after a stale read: it stays.
-	if err := l.rdb.HSet(ctx, l.claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.dropClaimGens(ctx, today); err != nil {
 		t.Fatal(err)
 	}
-	got := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	got := l.rdb.HGetAll(ctx, claimGensKey()).Val()
 	if _, ok := got["t:0"]; !ok || len(got) != 2 {
 		t.Fatalf("after dropping: %v, want generation 0 only", got)
 	}

@@ -38,7 +38,7 @@ func TestLineIndexChunks(t *testing.T) {
 		t.Fatalf("chunks %v, %v", chunks, err)
 	}
 	for _, c := range chunks {
-		if n := l.rdb.ZCard(ctx, l.lineChunkKey("b", c)).Val(); n > lineChunk {
+		if n := l.rdb.ZCard(ctx, lineChunkKey("b", c)).Val(); n > lineChunk {
 			t.Fatalf("chunk %d holds %d", c, n)
 		}
 	}
@@ -46,7 +46,7 @@ func TestLineIndexChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range chunks {
-		if l.rdb.Exists(ctx, l.lineChunkKey("b", c)).Val() != 0 {
+		if l.rdb.Exists(ctx, lineChunkKey("b", c)).Val() != 0 {
 			t.Fatalf("chunk %d left", c)
 		}
 	}
@@ -54,10 +54,10 @@ func TestLineIndexChunks(t *testing.T) {
 	// The index before the chunks.
 	seed(t, l, "old", 3)
 	for _, c := range []int64{0} {
-		l.rdb.Del(ctx, l.lineChunkKey("old", c))
+		l.rdb.Del(ctx, lineChunkKey("old", c))
 	}
-	l.rdb.Del(ctx, l.lineChunksKey("old"))
-	l.rdb.ZAdd(ctx, l.linesKey("old"), redis.Z{Score: 4, Member: "E3"}, redis.Z{Score: 2, Member: "E1"}, redis.Z{Score: 3, Member: "E2"})
+	l.rdb.Del(ctx, lineChunksKey("old"))
+	l.rdb.ZAdd(ctx, linesKey("old"), redis.Z{Score: 4, Member: "E3"}, redis.Z{Score: 2, Member: "E1"}, redis.Z{Score: 3, Member: "E2"})
 	got = nil
 	if err := l.Each(ctx, "old", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
 		t.Fatal(err)
@@ -105,12 +105,12 @@ func writeLineIndexes(t *testing.T, l *Ledger, batch string, c lineIndexCase) {
 	ctx := context.Background()
 	pipe := l.rdb.Pipeline()
 	for _, line := range c.old {
-		pipe.ZAdd(ctx, l.linesKey(batch), redis.Z{Score: float64(line), Member: lineID(line)})
+		pipe.ZAdd(ctx, linesKey(batch), redis.Z{Score: float64(line), Member: lineID(line)})
 	}
 	for _, line := range c.new {
 		k := int64(line) / lineChunk
-		pipe.ZAdd(ctx, l.lineChunkKey(batch, k), redis.Z{Score: float64(line), Member: lineID(line)})
-		pipe.ZAdd(ctx, l.lineChunksKey(batch), redis.Z{Score: float64(k), Member: k})
+		pipe.ZAdd(ctx, lineChunkKey(batch, k), redis.Z{Score: float64(line), Member: lineID(line)})
+		pipe.ZAdd(ctx, lineChunksKey(batch), redis.Z{Score: float64(k), Member: k})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)

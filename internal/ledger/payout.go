@@ -122,7 +122,7 @@ func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[str
 func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
 	pipe := l.rdb.Pipeline()
 	for _, id := range ids {
-		releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+		releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ledger: release externalIds: %w", err)
@@ -138,18 +138,18 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 		return 0, nil
 	}
 	keys := make([]string, 0, len(ps)+2)
-	keys = append(keys, l.countsKey(batch), l.lineChunksKey(batch))
+	keys = append(keys, countsKey(batch), lineChunksKey(batch))
 	args := make([]any, 0, 1+8*len(ps))
 	args = append(args, l.nowMillis())
 	chunks := map[int64]bool{}
 	for _, p := range ps {
 		chunks[int64(p.Line)/lineChunk] = true
-		keys = append(keys, l.payoutKey(batch, p.ExternalID))
+		keys = append(keys, payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
 			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
 	}
 	for c := range chunks {
-		keys = append(keys, l.lineChunkKey(batch, c))
+		keys = append(keys, lineChunkKey(batch, c))
 	}
 	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
 	if err != nil {
@@ -165,7 +165,7 @@ var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
 // LockLoad takes the batch's load lock for owner (a random token) for ttl.
 // It reports false when another loader holds it.
 func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	ok, err := l.rdb.SetNX(ctx, l.loadLockKey(batch), owner, ttl).Result()
+	ok, err := l.rdb.SetNX(ctx, loadLockKey(batch), owner, ttl).Result()
 	if err != nil {
 		return false, fmt.Errorf("ledger: lock load of %s: %w", batch, err)
 	}
@@ -174,7 +174,7 @@ func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Dur
 
 // RefreshLoad extends owner's load lock; false means it was lost.
 func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	n, err := refreshLockScript.Run(ctx, l.rdb, []string{l.loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
+	n, err := refreshLockScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
 	}
@@ -184,7 +184,7 @@ func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.
 // UnlockLoad releases owner's load lock (a lock taken over by another
 // loader is left alone).
 func (l *Ledger) UnlockLoad(ctx context.Context, batch, owner string) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{l.loadLockKey(batch)}, owner).Err(); err != nil {
+	if err := releaseScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner).Err(); err != nil {
 		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
 	}
 	return nil
@@ -212,7 +212,7 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewP
 		}
 		sum += units[i]
 	}
-	lock := l.loadLockKey(batch)
+	lock := loadLockKey(batch)
 	err := l.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		held, err := tx.Get(ctx, lock).Result()
 		if err != nil && err != redis.Nil {
@@ -251,28 +251,28 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 		if p.Extra != "" {
 			fields = append(fields, "extra", p.Extra)
 		}
-		pipe.HSet(ctx, l.payoutKey(batch, p.ExternalID), fields...)
+		pipe.HSet(ctx, payoutKey(batch, p.ExternalID), fields...)
 		c := int64(p.Line) / lineChunk
 		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})
 		if !exact {
-			pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), units[i])
+			pipe.HIncrBy(ctx, countsKey(batch), "u:"+string(Queued), units[i])
 		}
 	}
 	chunks := make([]redis.Z, 0, len(lines))
 	for c, zs := range lines {
-		pipe.ZAdd(ctx, l.lineChunkKey(batch, c), zs...)
+		pipe.ZAdd(ctx, lineChunkKey(batch, c), zs...)
 		chunks = append(chunks, redis.Z{Score: float64(c), Member: c})
 	}
-	pipe.ZAdd(ctx, l.lineChunksKey(batch), chunks...)
-	pipe.HIncrBy(ctx, l.countsKey(batch), "n:"+string(Queued), int64(len(ps)))
+	pipe.ZAdd(ctx, lineChunksKey(batch), chunks...)
+	pipe.HIncrBy(ctx, countsKey(batch), "n:"+string(Queued), int64(len(ps)))
 	if exact {
-		pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), sum)
+		pipe.HIncrBy(ctx, countsKey(batch), "u:"+string(Queued), sum)
 	}
 }
 
 // Get returns one payout, or ErrNotFound.
 func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
-	m, err := l.rdb.HGetAll(ctx, l.payoutKey(batch, ext)).Result()
+	m, err := l.rdb.HGetAll(ctx, payoutKey(batch, ext)).Result()
 	if err != nil {
 		return Payout{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
 	}
@@ -390,7 +390,7 @@ func (c *lineCursor) pop() { c.page = c.page[1:] }
 func (l *Ledger) unchunkedLines(batch string) *lineCursor {
 	var start int64
 	return &lineCursor{more: true, next: func(ctx context.Context) ([]lineEntry, bool, error) {
-		zs, err := l.rdb.ZRangeWithScores(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
+		zs, err := l.rdb.ZRangeWithScores(ctx, linesKey(batch), start, start+eachChunk-1).Result()
 		if err != nil {
 			return nil, false, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
 		}
@@ -407,7 +407,7 @@ func (l *Ledger) chunkedLines(batch string, chunks []int64) *lineCursor {
 		pipe := l.rdb.Pipeline()
 		cmds := make([]*redis.ZSliceCmd, 0, per)
 		for _, c := range chunks[:min(per, len(chunks))] {
-			cmds = append(cmds, pipe.ZRangeWithScores(ctx, l.lineChunkKey(batch, c), 0, -1))
+			cmds = append(cmds, pipe.ZRangeWithScores(ctx, lineChunkKey(batch, c), 0, -1))
 		}
 		chunks = chunks[len(cmds):]
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -432,7 +432,7 @@ func lineEntries(dst []lineEntry, zs []redis.Z) []lineEntry {
 
 // lineChunks returns the chunk numbers of batch's line index, in order.
 func (l *Ledger) lineChunks(ctx context.Context, batch string) ([]int64, error) {
-	ms, err := l.rdb.ZRange(ctx, l.lineChunksKey(batch), 0, -1).Result()
+	ms, err := l.rdb.ZRange(ctx, lineChunksKey(batch), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list line chunks of %s: %w", batch, err)
 	}
@@ -451,7 +451,7 @@ func (l *Ledger) readPayouts(ctx context.Context, batch string, ids []string) ([
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
+		cmds[i] = pipe.HGetAll(ctx, payoutKey(batch, id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
