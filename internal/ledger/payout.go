@@ -288,18 +288,7 @@ const eachChunk = 1000
 // Each calls fn for every payout of a batch in file line order, reading
 // eachChunk payouts per pipelined round trip.
 func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) error {
-	return l.eachIDs(ctx, batch, func(ids []string) error {
-		hashes, err := l.readPayouts(ctx, batch, ids)
-		if err != nil {
-			return err
-		}
-		for _, m := range hashes {
-			if err := fn(parsePayout(batch, m)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return l.EachRaw(ctx, batch, func(p RawPayout) error { return fn(parsePayout(batch, p.Fields)) })
 }
 
 // eachIDs calls fn with the externalIds of a batch in file line order, at
