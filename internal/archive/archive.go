@@ -471,18 +471,6 @@ func withoutSealed(f map[string]string) map[string]string {
 	return c
 }
 
-// auditLine is one line of the audit trail file, as payout history and
-// the spool's audit files write it.
-type auditLine struct {
-	ID         string            `json:"id"`
-	Time       time.Time         `json:"time"`
-	Actor      string            `json:"actor"`
-	ExternalID string            `json:"externalId,omitempty"`
-	From       string            `json:"from,omitempty"`
-	To         string            `json:"to"`
-	Context    map[string]string `json:"context,omitempty"`
-}
-
 // writeAudit writes the batch's audit trail to path and reads it back; it
 // returns "" and writes nothing when the batch has no audit trail.
 func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (string, error) {
@@ -493,26 +481,7 @@ func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (stri
 	err = writeFile(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
 		return l.EachAuditRaw(ctx, batch, func(e ledger.RawAudit) error {
-			a := auditLine{ID: e.ID, Time: e.Time(), Context: map[string]string{}}
-			for k, v := range e.Fields {
-				switch k {
-				case "t":
-				case "actor":
-					a.Actor = v
-				case "ext":
-					a.ExternalID = v
-				case "from":
-					a.From = v
-				case "to":
-					a.To = v
-				default:
-					a.Context[k] = v
-				}
-			}
-			if len(a.Context) == 0 {
-				a.Context = nil
-			}
-			return enc.Encode(a)
+			return enc.Encode(e.Entry())
 		})
 	})
 	if err != nil {
@@ -527,7 +496,7 @@ func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (stri
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	for sc.Scan() {
-		var a auditLine
+		var a ledger.AuditEntry
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 			return "", fmt.Errorf("read back %s: %w", path, err)
 		}

@@ -231,12 +231,8 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 	}
 	for _, a := range arch {
 		byFile[a.File] = ledger.BatchStatus{Batch: a.Batch, Counts: a.Counts}
-		if err := archive.EachPayout(a.Archive, func(f map[string]string) error {
-			p := ledger.PayoutFromFields(a.ID, f)
-			payouts[p.ExternalID] = p
-			return nil
-		}); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("archive of %s: %w", a.ID, err)
+		if err := readArchived(a, payouts); err != nil {
+			return nil, nil, err
 		}
 	}
 	h.archived = len(arch)
@@ -272,6 +268,25 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 		checks = append(checks, fc)
 	}
 	return payouts, checks, nil
+}
+
+// readArchived adds the payouts of archived batch a, read from its
+// archive file, to payouts. A missing archive is an error: the summary of
+// an archived batch is written only after its archive (package archive),
+// so its payouts were lost.
+func readArchived(a ledger.ArchivedBatch, payouts map[string]ledger.Payout) error {
+	err := archive.EachPayout(a.Archive, func(f map[string]string) error {
+		p := ledger.PayoutFromFields(a.ID, f)
+		payouts[p.ExternalID] = p
+		return nil
+	})
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("batch %s is archived but its archive %s is missing: its payouts are lost: %w", a.ID, a.Archive, err)
+	case err != nil:
+		return fmt.Errorf("archive %s of batch %s: %w", a.Archive, a.ID, err)
+	}
+	return nil
 }
 
 // checkReport runs `payout report BATCH --format json` into reports/.

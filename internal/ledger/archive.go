@@ -63,11 +63,6 @@ func (a ArchivedBatch) AsBatch() Batch {
 	return b
 }
 
-func (l *Ledger) archivedKey(batch string) string { return l.tag(batch) + ":archived" }
-
-// archiveAuditKey is the batch's audit stream (PREFIX:{B}:audit).
-func (l *Ledger) archiveAuditKey(batch string) string { return l.tag(batch) + ":audit" }
-
 // SaveArchived writes (or rewrites) the summary of an archived batch.
 func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 	f := []any{
@@ -80,7 +75,7 @@ func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 	for _, s := range States {
 		f = append(f, "n:"+string(s), a.Counts.Rows[s], "u:"+string(s), a.Counts.Units[s])
 	}
-	if err := l.rdb.HSet(ctx, l.archivedKey(a.ID), f...).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, archivedKey(a.ID), f...).Err(); err != nil {
 		return fmt.Errorf("ledger: save archive summary of %s: %w", a.ID, err)
 	}
 	return nil
@@ -89,7 +84,7 @@ func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 // Archived returns the summary of an archived batch (or of one being
 // archived: its meta may still exist), or ErrNotFound.
 func (l *Ledger) Archived(ctx context.Context, id string) (ArchivedBatch, error) {
-	m, err := l.rdb.HGetAll(ctx, l.archivedKey(id)).Result()
+	m, err := l.rdb.HGetAll(ctx, archivedKey(id)).Result()
 	if err != nil {
 		return ArchivedBatch{}, fmt.Errorf("ledger: read archive summary of %s: %w", id, err)
 	}
@@ -109,7 +104,7 @@ func (l *Ledger) ArchivedBatches(ctx context.Context) ([]ArchivedBatch, error) {
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, l.archivedKey(id))
+		cmds[i] = pipe.HGetAll(ctx, archivedKey(id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: read archive summaries: %w", err)
@@ -178,43 +173,9 @@ func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) e
 	})
 }
 
-// RawAudit is one entry of a batch's audit stream as stored.
-type RawAudit struct {
-	ID     string            `json:"id"`
-	Fields map[string]string `json:"fields"`
-}
-
-// Time is when the entry was written (Redis time).
-func (e RawAudit) Time() time.Time { return msTime(e.Fields["t"]) }
-
-// EachAuditRaw calls fn for every entry of batch's audit stream in order,
-// 1,000 per round trip.
-func (l *Ledger) EachAuditRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
-	start := "-"
-	for {
-		msgs, err := l.rdb.XRangeN(ctx, l.archiveAuditKey(batch), start, "+", 1000).Result()
-		if err != nil {
-			return fmt.Errorf("ledger: read audit trail of %s: %w", batch, err)
-		}
-		for _, m := range msgs {
-			e := RawAudit{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
-			for k, v := range m.Values {
-				e.Fields[k], _ = v.(string)
-			}
-			if err := fn(e); err != nil {
-				return err
-			}
-		}
-		if len(msgs) < 1000 {
-			return nil
-		}
-		start = "(" + msgs[len(msgs)-1].ID
-	}
-}
-
 // AuditLen returns the number of entries of batch's audit stream.
 func (l *Ledger) AuditLen(ctx context.Context, batch string) (int64, error) {
-	n, err := l.rdb.XLen(ctx, l.archiveAuditKey(batch)).Result()
+	n, err := l.rdb.XLen(ctx, auditKey(batch)).Result()
 	if err != nil {
 		return 0, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
 	}
@@ -224,7 +185,7 @@ func (l *Ledger) AuditLen(ctx context.Context, batch string) (int64, error) {
 // LastAudit returns the Redis time of the last entry of batch's audit
 // stream; ok is false when the batch has no audit trail.
 func (l *Ledger) LastAudit(ctx context.Context, batch string) (t time.Time, ok bool, err error) {
-	msgs, err := l.rdb.XRevRangeN(ctx, l.archiveAuditKey(batch), "+", "-", 1).Result()
+	msgs, err := l.rdb.XRevRangeN(ctx, auditKey(batch), "+", "-", 1).Result()
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
 	}
@@ -299,7 +260,7 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 		keys := make([]string, len(part))
 		args := make([]any, 0, 5*len(part))
 		for i, f := range part {
-			keys[i] = l.payoutKey(batch, f.ExternalID)
+			keys[i] = payoutKey(batch, f.ExternalID)
 			args = append(args, f.State, f.Updated, f.Creates, f.Seq, f.OSeq)
 		}
 		res, err := deleteArchivedScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
@@ -323,7 +284,7 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 // chunks of its line index and its archive summary, meta last: the order
 // DropBatch deletes them in.
 func (l *Ledger) BatchKeys(batch string) []string {
-	return []string{l.linesKey(batch), l.lineChunksKey(batch), l.countsKey(batch), l.archiveAuditKey(batch), l.loadLockKey(batch), l.metaKey(batch)}
+	return []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch), metaKey(batch)}
 }
 
 // DropBatch deletes the chunks of the line index, then the keys of
@@ -338,7 +299,7 @@ func (l *Ledger) DropBatch(ctx context.Context, batch string) error {
 	for start := 0; start < len(chunks); start += eachChunk {
 		keys := make([]string, 0, eachChunk)
 		for _, c := range chunks[start:min(start+eachChunk, len(chunks))] {
-			keys = append(keys, l.lineChunkKey(batch, c))
+			keys = append(keys, lineChunkKey(batch, c))
 		}
 		if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
 			return fmt.Errorf("ledger: drop line index of %s: %w", batch, err)
@@ -361,8 +322,8 @@ func CountsFromFields(m map[string]string) Counts { return parseCounts(m) }
 // ErrNotFound.
 func (l *Ledger) RawBatch(ctx context.Context, id string) (meta, counts map[string]string, err error) {
 	pipe := l.rdb.Pipeline()
-	mc := pipe.HGetAll(ctx, l.metaKey(id))
-	cc := pipe.HGetAll(ctx, l.countsKey(id))
+	mc := pipe.HGetAll(ctx, metaKey(id))
+	cc := pipe.HGetAll(ctx, countsKey(id))
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, nil, fmt.Errorf("ledger: read batch %s: %w", id, err)
 	}

@@ -33,7 +33,7 @@ func TestArchiveKeys(t *testing.T) {
 	if n, _ := l.ArchiveClaims(ctx, "b", []string{"E1"}, clk.t.Add(2*time.Hour), clk.t); n != 0 {
 		t.Fatal("a re-run moved a claim again")
 	}
-	if l.rdb.Exists(ctx, l.ownerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, l.ownerKey("X")).Val() != 1 {
+	if l.rdb.Exists(ctx, ownerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, ownerKey("X")).Val() != 1 {
 		t.Fatal("live claim keys: the batch's should be gone, another batch's kept")
 	}
 	if own, err := l.Owners(ctx, "new", []string{"E1", "X", "Z"}); err != nil || own["E1"] != "b" || own["X"] != "other" || len(own) != 2 {
@@ -42,16 +42,16 @@ func TestArchiveKeys(t *testing.T) {
 
 	// A changed payout stops the deletion of its chunk.
 	clk.add(time.Second)
-	l.rdb.HSet(ctx, l.payoutKey("b", "E4"), "updated", clk.t.UnixMilli())
+	l.rdb.HSet(ctx, payoutKey("b", "E4"), "updated", clk.t.UnixMilli())
 	deleted, err := l.DeleteArchivedPayouts(ctx, "b", fps, 2, nil)
 	var ce *ChangedError
 	if !errors.As(err, &ce) || ce.ExternalID != "E4" || deleted != 2 {
 		t.Fatalf("DeleteArchivedPayouts = %d, %v", deleted, err)
 	}
-	if l.rdb.Exists(ctx, l.payoutKey("b", "E3")).Val() != 1 {
+	if l.rdb.Exists(ctx, payoutKey("b", "E3")).Val() != 1 {
 		t.Fatal("the changed payout's chunk was partly deleted")
 	}
-	fps[3] = FingerprintOf("E4", l.rdb.HGetAll(ctx, l.payoutKey("b", "E4")).Val())
+	fps[3] = FingerprintOf("E4", l.rdb.HGetAll(ctx, payoutKey("b", "E4")).Val())
 	if deleted, err = l.DeleteArchivedPayouts(ctx, "b", fps, 2, nil); err != nil || deleted != 3 {
 		t.Fatalf("second DeleteArchivedPayouts = %d, %v", deleted, err)
 	}

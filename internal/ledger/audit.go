@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,12 +21,43 @@ type AuditEntry struct {
 	Context    map[string]string `json:"context,omitempty"` // attempt, seq, oseq, http, order, psp, note
 }
 
+// RawAudit is one entry of a batch's audit stream as stored.
+type RawAudit struct {
+	ID     string            `json:"id"`
+	Fields map[string]string `json:"fields"`
+}
+
+// Time is when the entry was written (Redis time).
+func (e RawAudit) Time() time.Time { return msTime(e.Fields["t"]) }
+
+// Entry is the entry as the audit trail shows it: the one place that
+// reads the stored fields of an audit entry (payout history, the spool's
+// and the archive's audit files).
+func (e RawAudit) Entry() AuditEntry {
+	a := AuditEntry{ID: e.ID, Time: e.Time(), Context: map[string]string{}}
+	for k, v := range e.Fields {
+		switch k {
+		case "t":
+		case "actor":
+			a.Actor = v
+		case "ext":
+			a.ExternalID = v
+		case "from":
+			a.From = v
+		case "to":
+			a.To = v
+		default:
+			a.Context[k] = v
+		}
+	}
+	if len(a.Context) == 0 {
+		a.Context = nil
+	}
+	return a
+}
+
 // Actor is who this ledger records transitions as.
 func (l *Ledger) Actor() string { return l.actor }
-
-// globalAuditKey holds the operator actions that concern no batch
-// (pause, resume of the queue).
-func (l *Ledger) globalAuditKey() string { return l.prefix + ":audit" }
 
 // AuditQueue records an action on the payout queue (paused, resumed) in
 // the global audit trail.
@@ -36,7 +66,7 @@ func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) err
 	if err != nil {
 		return err
 	}
-	err = l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: l.globalAuditKey(), Values: []any{
+	err = l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: globalAuditKey(), Values: []any{
 		"t", now.UnixMilli(), "actor", actor, "ext", "", "from", "", "to", action, "note", note}}).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: audit %s: %w", action, err)
@@ -48,22 +78,36 @@ func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) err
 // global one) in time order, 1,000 per round trip; with ext set, only that
 // payout's.
 func (l *Ledger) EachAudit(ctx context.Context, batch, ext string, fn func(AuditEntry) error) error {
-	key := l.globalAuditKey()
+	key, of := globalAuditKey(), "the queue"
 	if batch != "" {
-		key = l.auditKey(batch)
+		key, of = auditKey(batch), batch
 	}
+	return l.eachAudit(ctx, key, of, func(r RawAudit) error {
+		e := r.Entry()
+		if ext != "" && e.ExternalID != ext {
+			return nil
+		}
+		return fn(e)
+	})
+}
+
+// EachAuditRaw calls fn for every entry of batch's audit stream in order,
+// 1,000 per round trip.
+func (l *Ledger) EachAuditRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
+	return l.eachAudit(ctx, auditKey(batch), batch, fn)
+}
+
+// eachAudit calls fn for every entry of the audit stream key (the trail
+// of of) in order, 1,000 per round trip.
+func (l *Ledger) eachAudit(ctx context.Context, key, of string, fn func(RawAudit) error) error {
 	start := "-"
 	for {
 		msgs, err := l.rdb.XRangeN(ctx, key, start, "+", 1000).Result()
 		if err != nil {
-			return fmt.Errorf("ledger: read audit trail: %w", err)
+			return fmt.Errorf("ledger: read audit trail of %s: %w", of, err)
 		}
 		for _, m := range msgs {
-			e := parseAudit(m)
-			if ext != "" && e.ExternalID != ext {
-				continue
-			}
-			if err := fn(e); err != nil {
+			if err := fn(rawAudit(m)); err != nil {
 				return err
 			}
 		}
@@ -74,28 +118,11 @@ func (l *Ledger) EachAudit(ctx context.Context, batch, ext string, fn func(Audit
 	}
 }
 
-func parseAudit(m redis.XMessage) AuditEntry {
-	e := AuditEntry{ID: m.ID, Context: map[string]string{}}
+// rawAudit is a message of an audit stream as stored.
+func rawAudit(m redis.XMessage) RawAudit {
+	e := RawAudit{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
 	for k, v := range m.Values {
-		s, _ := v.(string)
-		switch k {
-		case "t":
-			ms, _ := strconv.ParseInt(s, 10, 64)
-			e.Time = time.UnixMilli(ms).UTC()
-		case "actor":
-			e.Actor = s
-		case "ext":
-			e.ExternalID = s
-		case "from":
-			e.From = s
-		case "to":
-			e.To = s
-		default:
-			e.Context[k] = s
-		}
-	}
-	if len(e.Context) == 0 {
-		e.Context = nil
+		e.Fields[k], _ = v.(string)
 	}
 	return e
 }

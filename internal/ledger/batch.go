@@ -44,14 +44,14 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
 		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading, "by", b.LoadedBy,
 	}
-	res, err := beginBatchScript.Run(ctx, l.rdb, []string{l.metaKey(b.ID)}, args...).StringSlice()
+	res, err := beginBatchScript.Run(ctx, l.rdb, []string{metaKey(b.ID)}, args...).StringSlice()
 	if err != nil {
 		return Batch{}, false, fmt.Errorf("ledger: begin batch %s: %w", b.ID, err)
 	}
 	stored := parseBatch(pairs(res[1:]))
 	// Indexed on every call (NX keeps the first time): a crash between the
 	// two writes must not leave a batch that status and reports never see.
-	if err := l.rdb.ZAddNX(ctx, l.batchesKey(), redis.Z{Score: float64(stored.LoadedAt.UnixMilli()), Member: b.ID}).Err(); err != nil {
+	if err := l.rdb.ZAddNX(ctx, batchesKey(), redis.Z{Score: float64(stored.LoadedAt.UnixMilli()), Member: b.ID}).Err(); err != nil {
 		return Batch{}, false, fmt.Errorf("ledger: index batch %s: %w", b.ID, err)
 	}
 	return stored, res[0] == "1", nil
@@ -59,7 +59,7 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 
 // FinishBatch marks a batch loaded.
 func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
-	if err := l.rdb.HSet(ctx, l.metaKey(id), "phase", PhaseLoaded).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, metaKey(id), "phase", PhaseLoaded).Err(); err != nil {
 		return fmt.Errorf("ledger: finish batch %s: %w", id, err)
 	}
 	return nil
@@ -67,7 +67,7 @@ func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
 
 // MarkReported records that the final result file of a batch was written.
 func (l *Ledger) MarkReported(ctx context.Context, id string) error {
-	if err := l.rdb.HSet(ctx, l.metaKey(id), "reported", 1).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, metaKey(id), "reported", 1).Err(); err != nil {
 		return fmt.Errorf("ledger: mark batch %s reported: %w", id, err)
 	}
 	return nil
@@ -75,7 +75,7 @@ func (l *Ledger) MarkReported(ctx context.Context, id string) error {
 
 // Batch returns one batch's metadata, or ErrNotFound.
 func (l *Ledger) Batch(ctx context.Context, id string) (Batch, error) {
-	m, err := l.rdb.HGetAll(ctx, l.metaKey(id)).Result()
+	m, err := l.rdb.HGetAll(ctx, metaKey(id)).Result()
 	if err != nil {
 		return Batch{}, fmt.Errorf("ledger: read batch %s: %w", id, err)
 	}
@@ -87,7 +87,7 @@ func (l *Ledger) Batch(ctx context.Context, id string) (Batch, error) {
 
 // BatchIDs lists batch ids, newest first.
 func (l *Ledger) BatchIDs(ctx context.Context) ([]string, error) {
-	ids, err := l.rdb.ZRevRange(ctx, l.batchesKey(), 0, -1).Result()
+	ids, err := l.rdb.ZRevRange(ctx, batchesKey(), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list batches: %w", err)
 	}
@@ -124,7 +124,7 @@ func (c Counts) Open() int64 {
 
 // Counts returns the per-state counters of a batch.
 func (l *Ledger) Counts(ctx context.Context, id string) (Counts, error) {
-	m, err := l.rdb.HGetAll(ctx, l.countsKey(id)).Result()
+	m, err := l.rdb.HGetAll(ctx, countsKey(id)).Result()
 	if err != nil {
 		return Counts{}, fmt.Errorf("ledger: read counts of %s: %w", id, err)
 	}
@@ -148,8 +148,8 @@ func (l *Ledger) Statuses(ctx context.Context) ([]BatchStatus, error) {
 	metas := make([]*redis.MapStringStringCmd, len(ids))
 	counts := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		metas[i] = pipe.HGetAll(ctx, l.metaKey(id))
-		counts[i] = pipe.HGetAll(ctx, l.countsKey(id))
+		metas[i] = pipe.HGetAll(ctx, metaKey(id))
+		counts[i] = pipe.HGetAll(ctx, countsKey(id))
 	}
 	if len(ids) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
@@ -49,14 +48,6 @@ const (
 	claimsPerBucket = 64  // average fill at which a new generation begins
 	claimGensMax    = 20
 )
-
-func (l *Ledger) claimGensKey() string { return l.prefix + ":xa:gens" }
-func (l *Ledger) claimBucketKey(gen int, ext string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(ext))
-	n := uint32(claimBuckets0) << gen
-	return l.prefix + ":xa:" + strconv.Itoa(gen) + ":" + strconv.FormatUint(uint64(h.Sum32()%n), 10)
-}
 
 const dayMs = int64(24 * time.Hour / time.Millisecond)
 
@@ -103,7 +94,7 @@ type claimGen struct {
 // archiver drops generations (dropClaimGens), so a reader's stale view can
 // never remove a generation the archiver has just reused.
 func (l *Ledger) claimGens(ctx context.Context, today int64) (map[int]claimGen, error) {
-	m, err := l.rdb.HGetAll(ctx, l.claimGensKey()).Result()
+	m, err := l.rdb.HGetAll(ctx, claimGensKey()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read claim generations: %w", err)
 	}
@@ -153,7 +144,7 @@ return 1
 // dropClaimGens drops the generations whose every claim has expired before
 // today from the directory. Only the archiver calls it.
 func (l *Ledger) dropClaimGens(ctx context.Context, today int64) error {
-	if err := dropClaimGensScript.Run(ctx, l.rdb, []string{l.claimGensKey()}, today).Err(); err != nil {
+	if err := dropClaimGensScript.Run(ctx, l.rdb, []string{claimGensKey()}, today).Err(); err != nil {
 		return fmt.Errorf("ledger: drop expired claim generations: %w", err)
 	}
 	return nil
@@ -206,7 +197,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 		// Only now the live keys go: a loader meets one or the other.
 		pipe := l.rdb.Pipeline()
 		for _, id := range mine {
-			releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+			releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return moved, fmt.Errorf("ledger: release archived claims of %s: %w", batch, err)
@@ -221,7 +212,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
 	byBucket := map[string][]any{}
 	for _, id := range ids {
-		k := l.claimBucketKey(g, id)
+		k := claimBucketKey(g, id)
 		if byBucket[k] == nil {
 			byBucket[k] = []any{today}
 		}
@@ -229,8 +220,8 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 	}
 	pipe := l.rdb.Pipeline()
 	// The directory first: a bucket is never in use without its generation.
-	raiseScript.Eval(ctx, pipe, []string{l.claimGensKey()}, "t:"+strconv.Itoa(g), last)
-	pipe.HIncrBy(ctx, l.claimGensKey(), "n:"+strconv.Itoa(g), int64(len(ids)))
+	raiseScript.Eval(ctx, pipe, []string{claimGensKey()}, "t:"+strconv.Itoa(g), last)
+	pipe.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), int64(len(ids)))
 	for k, args := range byBucket {
 		addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...)
 	}
@@ -245,7 +236,7 @@ func (l *Ledger) liveOwners(ctx context.Context, ids []string) ([]string, error)
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, l.ownerKey(id))
+		cmds[i] = pipe.Get(ctx, ownerKey(id))
 	}
 	if err := execLookups(ctx, pipe); err != nil {
 		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
@@ -278,7 +269,7 @@ func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]s
 	idOf := make([]string, 0, cap(cmds))
 	for _, id := range ids {
 		for g := range gens {
-			cmds = append(cmds, pipe.HGet(ctx, l.claimBucketKey(g, id), id))
+			cmds = append(cmds, pipe.HGet(ctx, claimBucketKey(g, id), id))
 			idOf = append(idOf, id)
 		}
 	}

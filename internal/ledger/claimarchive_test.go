@@ -10,6 +10,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// claimed makes batch the owner of ids.
+func claimed(t *testing.T, l *Ledger, batch string, ids ...string) {
+	t.Helper()
+	if _, err := l.Claim(context.Background(), batch, ids); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// archived makes batch the owner of ids and archives its claims as the
+// archiver does, the id window ending window after clk's time.
+func archived(t *testing.T, l *Ledger, clk *fakeClock, window time.Duration, batch string, ids ...string) {
+	t.Helper()
+	claimed(t, l, batch, ids...)
+	if n, err := l.ArchiveClaims(context.Background(), batch, ids, clk.t.Add(window), clk.t); err != nil || n != len(ids) {
+		t.Fatalf("ArchiveClaims = %d, %v; want %d", n, err, len(ids))
+	}
+}
+
 // TestArchivedClaimsRefuseThenExpire: an archived batch's claims refuse
 // the ids to another batch (Owners, Claim) until the end of the day the
 // window ends, then let them go; a taken live key of an archived id is
@@ -18,13 +36,8 @@ func TestArchivedClaimsRefuseThenExpire(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
 	ids := []string{"A1", "A2", "A3"}
-	if _, err := l.Claim(ctx, "old", ids); err != nil {
-		t.Fatal(err)
-	}
 	window := 90 * 24 * time.Hour
-	if n, err := l.ArchiveClaims(ctx, "old", ids, clk.t.Add(window), clk.t); err != nil || n != 3 {
-		t.Fatalf("ArchiveClaims = %d, %v", n, err)
-	}
+	archived(t, l, clk, window, "old", ids...)
 	for _, tc := range []struct {
 		after time.Duration
 		owned bool
@@ -50,7 +63,7 @@ func TestArchivedClaimsRefuseThenExpire(t *testing.T) {
 		if taken[1] == tc.owned || (owners["A2"] == "old") != tc.owned {
 			t.Fatalf("after %v: ClaimTaken = %v %v, want owned %v", tc.after, taken, owners, tc.owned)
 		}
-		if tc.owned && l.rdb.Exists(ctx, l.ownerKey("A2")).Val() != 0 {
+		if tc.owned && l.rdb.Exists(ctx, ownerKey("A2")).Val() != 0 {
 			t.Fatalf("after %v: the live key of an archived id was kept", tc.after)
 		}
 	}
@@ -66,12 +79,7 @@ func TestArchivedClaimsGenerations(t *testing.T) {
 	for i := 0; i < n; i++ {
 		ids = append(ids, fmt.Sprintf("G-%06d", i))
 	}
-	if _, err := l.Claim(ctx, "old", ids); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := l.ArchiveClaims(ctx, "old", ids, clk.t.Add(time.Hour), clk.t); err != nil || m != n {
-		t.Fatalf("ArchiveClaims = %d, %v", m, err)
-	}
+	archived(t, l, clk, time.Hour, "old", ids...)
 	gens, err := l.claimGens(ctx, claimDay(clk.t))
 	if err != nil || len(gens) != 2 {
 		t.Fatalf("generations %v, %v", gens, err)
@@ -89,27 +97,22 @@ func TestArchivedClaimsGenerations(t *testing.T) {
 func TestArchivedClaimsCheckedForOwnLiveKey(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
-	if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.rdb.Set(ctx, l.ownerKey("X"), "new", 0).Err(); err != nil {
+	archived(t, l, clk, time.Hour, "old", "X")
+	if err := l.rdb.Set(ctx, ownerKey("X"), "new", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	own, err := l.Owners(ctx, "new", []string{"X"})
 	if err != nil || own["X"] != "old" {
 		t.Fatalf("Owners = %v, %v; want X owned by old", own, err)
 	}
-	if v := l.rdb.Get(ctx, l.ownerKey("X")).Val(); v != "new" {
+	if v := l.rdb.Get(ctx, ownerKey("X")).Val(); v != "new" {
 		t.Fatalf("Owners wrote: live key is %q", v)
 	}
 	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"X"})
 	if err != nil || taken[0] || owners["X"] != "old" {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want not taken, X owned by old", taken, owners, err)
 	}
-	if l.rdb.Exists(ctx, l.ownerKey("X")).Val() != 0 {
+	if l.rdb.Exists(ctx, ownerKey("X")).Val() != 0 {
 		t.Fatal("the live key of an archived id was kept")
 	}
 }
@@ -143,15 +146,13 @@ func (h *beforeGetHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redi
 func TestClaimRetriesVanishedLiveKey(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
-	if _, err := l.Claim(ctx, "other", []string{"V"}); err != nil {
-		t.Fatal(err)
-	}
-	l.rdb.AddHook(&beforeGetHook{key: l.ownerKey("V"), fn: func() { clk.m.Del(l.ownerKey("V")) }})
+	claimed(t, l, "other", "V")
+	l.rdb.AddHook(&beforeGetHook{key: ownerKey("V"), fn: func() { clk.m.Del(ownerKey("V")) }})
 	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"V"})
 	if err != nil || !taken[0] || owners != nil {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want taken", taken, owners, err)
 	}
-	if v := l.rdb.Get(ctx, l.ownerKey("V")).Val(); v != "new" {
+	if v := l.rdb.Get(ctx, ownerKey("V")).Val(); v != "new" {
 		t.Fatalf("live key is %q, want new", v)
 	}
 }
@@ -182,28 +183,22 @@ func (h failCmdHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // the same pipeline is an error, not "no claim".
 func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		match func(l *Ledger) func(args []any) bool
+		name     string
+		archived bool // X's claim archived, else live
+		match    func(args []any) bool
 	}{
-		{"live", func(l *Ledger) func(args []any) bool {
-			return func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == l.ownerKey("X") }
-		}},
-		{"archived", func(l *Ledger) func(args []any) bool {
-			return func(a []any) bool { return len(a) == 3 && a[0] == "hget" && a[2] == "X" }
-		}},
+		{"live", false, func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == ownerKey("X") }},
+		{"archived", true, func(a []any) bool { return len(a) == 3 && a[0] == "hget" && a[2] == "X" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			l, clk := newTestLedger(t)
-			if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
-				t.Fatal(err)
+			if tc.archived {
+				archived(t, l, clk, time.Hour, "old", "X")
+			} else {
+				claimed(t, l, "old", "X")
 			}
-			if tc.name == "archived" {
-				if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
-					t.Fatal(err)
-				}
-			}
-			l.rdb.AddHook(failCmdHook{match: tc.match(l)})
+			l.rdb.AddHook(failCmdHook{match: tc.match})
 			if own, err := l.Owners(ctx, "new", []string{"M", "X"}); err == nil {
 				t.Fatalf("Owners = %v, nil; want the injected error", own)
 			}
@@ -221,32 +216,27 @@ func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
 func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
-	if _, err := l.Claim(ctx, "old", []string{"X"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.ArchiveClaims(ctx, "old", []string{"X"}, clk.t.Add(time.Hour), clk.t); err != nil {
-		t.Fatal(err)
-	}
+	archived(t, l, clk, time.Hour, "old", "X")
 	clk.add(48 * time.Hour)
-	before := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	before := l.rdb.HGetAll(ctx, claimGensKey()).Val()
 	if own, err := l.Owners(ctx, "new", []string{"X"}); err != nil || len(own) != 0 {
 		t.Fatalf("Owners = %v, %v; want none (expired)", own, err)
 	}
 	if _, _, err := l.ClaimTaken(ctx, "new", []string{"X"}); err != nil {
 		t.Fatal(err)
 	}
-	if after := l.rdb.HGetAll(ctx, l.claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
+	if after := l.rdb.HGetAll(ctx, claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatalf("a lookup changed the generations: %v, then %v", before, after)
 	}
 	today := claimDay(clk.t)
 	// Generation 0 reused (its day raised) after a stale read: it stays.
-	if err := l.rdb.HSet(ctx, l.claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.dropClaimGens(ctx, today); err != nil {
 		t.Fatal(err)
 	}
-	got := l.rdb.HGetAll(ctx, l.claimGensKey()).Val()
+	got := l.rdb.HGetAll(ctx, claimGensKey()).Val()
 	if _, ok := got["t:0"]; !ok || len(got) != 2 {
 		t.Fatalf("after dropping: %v, want generation 0 only", got)
 	}

@@ -39,7 +39,7 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 		pipe := l.rdb.Pipeline()
 		for i, id := range ids {
 			if other, ok := arch[id]; ok {
-				releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+				releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
 				taken[i] = false
 				owners[id] = other
 			}
@@ -76,7 +76,7 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 		pipe := l.rdb.Pipeline()
 		sets := make([]*redis.BoolCmd, len(todo))
 		for j, i := range todo {
-			sets[j] = pipe.SetNX(ctx, l.ownerKey(ids[i]), batch, 0)
+			sets[j] = pipe.SetNX(ctx, ownerKey(ids[i]), batch, 0)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, nil, fmt.Errorf("ledger: claim externalIds: %w", err)
@@ -129,7 +129,7 @@ func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []st
 	pipe := l.rdb.Pipeline()
 	exists := make([]*redis.IntCmd, len(ids))
 	for i, id := range ids {
-		exists[i] = pipe.Exists(ctx, l.payoutKey(batch, id))
+		exists[i] = pipe.Exists(ctx, payoutKey(batch, id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("ledger: look up payouts of %s: %w", batch, err)
@@ -138,7 +138,7 @@ func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []st
 	var dels []*redis.Cmd
 	for i, id := range ids {
 		if exists[i].Val() == 0 {
-			dels = append(dels, releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch))
+			dels = append(dels, releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch))
 		}
 	}
 	if len(dels) == 0 {

@@ -45,7 +45,7 @@ func TestCompactEncodingsOnRealRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	encoding := func(k string) string { return rdb.ObjectEncoding(ctx, k).Val() }
-	if e := encoding(l.payoutKey("b", ids[0])); e != "listpack" {
+	if e := encoding(payoutKey("b", ids[0])); e != "listpack" {
 		t.Fatalf("payout hash with a sealed card: %s", e)
 	}
 	if p, err := l.Get(ctx, "b", ids[0]); err != nil || p.Sealed == "" {
@@ -53,7 +53,7 @@ func TestCompactEncodingsOnRealRedis(t *testing.T) {
 	} else if pan, err := ring.Open(p.Sealed, SealAD("b", ids[0])); err != nil || pan != "4111111111111111234" {
 		t.Fatalf("open: %q %v", pan, err)
 	}
-	if e := encoding(l.lineChunkKey("b", 0)); e != "listpack" {
+	if e := encoding(lineChunkKey("b", 0)); e != "listpack" {
 		t.Fatalf("line chunk: %s", e)
 	}
 
@@ -66,11 +66,11 @@ func TestCompactEncodingsOnRealRedis(t *testing.T) {
 	}
 	var bytes int64
 	buckets := 0
-	iter := rdb.Scan(ctx, 0, l.prefix+":xa:*", 1000).Iterator()
+	iter := rdb.Scan(ctx, 0, prefix+":xa:*", 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
 		bytes += rdb.MemoryUsage(ctx, k, 0).Val()
-		if k == l.claimGensKey() {
+		if k == claimGensKey() {
 			continue
 		}
 		buckets++

@@ -26,7 +26,7 @@ var (
 // HoldBatch ends a load under approval: the batch goes from loading to
 // awaiting_approval with the reason it waits, and no task exists for it.
 func (l *Ledger) HoldBatch(ctx context.Context, id, reason string) error {
-	err := holdScript.Run(ctx, l.rdb, []string{l.metaKey(id), l.auditKey(id)}, reason, l.actor).Err()
+	err := holdScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, reason, l.actor).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: hold batch %s for approval: %w", id, err)
 	}
@@ -77,7 +77,7 @@ func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount) (
 	if err != nil {
 		return "", 0, err
 	}
-	day = l.prefix + ":daily:" + now.UTC().Format("2006-01-02")
+	day = dailyKey(now)
 	max := int64(-1)
 	if !limit.IsZero() {
 		max = dailyUnits(limit)
@@ -132,7 +132,7 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if err != nil {
 		return b, err
 	}
-	moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id), l.auditKey(id)}, PhaseLoaded, a.By, "approved").Int()
+	moved, err := decideScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, "approved").Int()
 	if err != nil || moved != 1 {
 		// Not approved after all: give the day's sum back.
 		_ = l.UnreserveDaily(ctx, day, units)
@@ -148,7 +148,7 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 // MarkApproved records on a batch loaded without waiting who let it go
 // (for example "auto: below 1000.00").
 func (l *Ledger) MarkApproved(ctx context.Context, id, by string) error {
-	if err := l.rdb.HSet(ctx, l.metaKey(id), "dby", by).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, metaKey(id), "dby", by).Err(); err != nil {
 		return fmt.Errorf("ledger: record approval of %s: %w", id, err)
 	}
 	return nil
@@ -178,7 +178,7 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 		return 0, err
 	}
 	if b.Phase != PhaseDiscarded {
-		moved, err := decideScript.Run(ctx, l.rdb, []string{l.metaKey(id), l.auditKey(id)}, PhaseDiscarded, by, note).Int()
+		moved, err := decideScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, PhaseDiscarded, by, note).Int()
 		if err != nil {
 			return 0, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}

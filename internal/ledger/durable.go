@@ -22,7 +22,7 @@ import (
 // and a redelivered task would send the create again. It hands the payout
 // back to queued (FinishCreate, nothing sent).
 func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClient, batch, ext string, attempt, replicas int, timeout time.Duration) (Begin, int, error) {
-	key := l.payoutKey(batch, ext)
+	key := payoutKey(batch, ext)
 	var c redis.Cmdable = conn
 	if cc, ok := conn.(*redis.ClusterClient); ok {
 		m, err := cc.MasterForKey(ctx, key)
@@ -37,7 +37,7 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 	var begin, wait *redis.Cmd
 	for try := 1; ; try++ {
 		pipe := c.Pipeline()
-		begin = beginCreateScript.Eval(ctx, pipe, []string{key, l.countsKey(batch), l.auditKey(batch)}, attempt, l.actor, op)
+		begin = beginCreateScript.Eval(ctx, pipe, []string{key, countsKey(batch), auditKey(batch)}, attempt, l.actor, op)
 		wait = pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
 		_, err := pipe.Exec(ctx)
 		if err == nil {

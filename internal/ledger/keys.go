@@ -1,50 +1,124 @@
 package ledger
 
-import "strings"
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+)
 
-// The ledger owns the Redis keys of payout (Asynq's are Asynq's): the
-// per-batch keys its methods build (tag, payoutKey, ...) and the workers'
-// shared keys below. Code outside the ledger, tests included, gets a key
-// from these functions, never builds one (keys_test.go checks it). The
-// layout: docs/design.md.
+// The ledger owns the Redis keys of payout (Asynq's are Asynq's), and this
+// file builds every one of them: the unexported builders for the ledger's
+// own use, the exported ones for the workers' shared keys and for tests.
+// Code outside the ledger, tests included, gets a key from these
+// functions, never builds one (keys_test.go checks it). The layout:
+// docs/design.md.
 
-// keys builds the keys of the default prefix for the exported builders.
-var keys = &Ledger{prefix: "payout"}
+// prefix begins every key of payout's own.
+const prefix = "payout"
+
+// tag is the common part of the keys of a batch: its hash tag {BATCH}
+// puts them all in one Redis Cluster slot.
+func tag(batch string) string { return prefix + ":{" + batch + "}" }
+
+// metaKey is the hash of a batch's metadata (phase, file, total...).
+func metaKey(batch string) string { return tag(batch) + ":meta" }
+
+// linesKey is the single line index of the batches registered before the
+// index was chunked: read, no longer written.
+func linesKey(batch string) string { return tag(batch) + ":lines" }
+
+// lineChunk is how many file lines one line-index key covers: at most
+// zset-max-listpack-entries (128 by default), so each stays a listpack.
+const lineChunk = 128
+
+// lineChunksKey is the zset of the chunk numbers of a batch's line index.
+func lineChunksKey(batch string) string { return tag(batch) + ":lk" }
+
+// lineChunkKey is chunk k of a batch's line index: the externalIds of
+// file lines 128k..128k+127, scored by line.
+func lineChunkKey(batch string, k int64) string {
+	return tag(batch) + ":l:" + strconv.FormatInt(k, 10)
+}
+
+// countsKey is the hash of a batch's rows and minor units per state.
+func countsKey(batch string) string { return tag(batch) + ":counts" }
+
+// payoutKey is the hash of one payout.
+func payoutKey(batch, ext string) string { return tag(batch) + ":p:" + ext }
+
+// loadLockKey is the lock a loader holds while it registers a batch.
+func loadLockKey(batch string) string { return tag(batch) + ":loadlock" }
+
+// auditKey is a batch's audit stream.
+func auditKey(batch string) string { return tag(batch) + ":audit" }
+
+// archivedKey is the summary of a batch moved into an archive file.
+func archivedKey(batch string) string { return tag(batch) + ":archived" }
+
+// ownerKey is the live claim on an externalId: the batch that owns it.
+func ownerKey(ext string) string { return prefix + ":x:" + ext }
+
+// batchesKey is the zset of batch ids scored by load time.
+func batchesKey() string { return prefix + ":batches" }
+
+// globalAuditKey holds the operator actions that concern no batch
+// (pause, resume of the queue).
+func globalAuditKey() string { return prefix + ":audit" }
+
+// claimGensKey holds, per generation of archived claims, the claims
+// written and the last day of its claims.
+func claimGensKey() string { return prefix + ":xa:gens" }
+
+// claimBucketKey is the bucket of generation gen that holds the archived
+// claim on ext: FNV-1a of ext modulo the generation's bucket count.
+func claimBucketKey(gen int, ext string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(ext))
+	n := uint32(claimBuckets0) << gen
+	return prefix + ":xa:" + strconv.Itoa(gen) + ":" + strconv.FormatUint(uint64(h.Sum32()%n), 10)
+}
+
+// dailyKey is the sum of the amounts loaded on the UTC day of now.
+func dailyKey(now time.Time) string { return prefix + ":daily:" + now.UTC().Format("2006-01-02") }
+
+// leaseKey is the lease of periodic work named name.
+func leaseKey(name string) string { return prefix + ":lease:" + name }
 
 // PayoutKey is the hash of one payout.
-func PayoutKey(batch, externalID string) string { return keys.payoutKey(batch, externalID) }
+func PayoutKey(batch, externalID string) string { return payoutKey(batch, externalID) }
 
 // MetaKey is the hash of a batch's metadata (phase, file, total...).
-func MetaKey(batch string) string { return keys.metaKey(batch) }
+func MetaKey(batch string) string { return metaKey(batch) }
 
 // CountsKey is the hash of a batch's counters per state.
-func CountsKey(batch string) string { return keys.countsKey(batch) }
+func CountsKey(batch string) string { return countsKey(batch) }
 
 // LoadLockKey is the lock a loader holds while it registers a batch.
-func LoadLockKey(batch string) string { return keys.loadLockKey(batch) }
+func LoadLockKey(batch string) string { return loadLockKey(batch) }
 
 // OwnerKey records which batch an externalId belongs to.
-func OwnerKey(externalID string) string { return keys.ownerKey(externalID) }
+func OwnerKey(externalID string) string { return ownerKey(externalID) }
 
 // BatchKeyPrefix is the common prefix of every key of a batch.
-func BatchKeyPrefix(batch string) string { return keys.tag(batch) + ":" }
+func BatchKeyPrefix(batch string) string { return tag(batch) + ":" }
 
 // RateLimitKey is the PSP request rate limit shared by every worker.
-func RateLimitKey() string { return keys.prefix + ":ratelimit:psp" }
+func RateLimitKey() string { return prefix + ":ratelimit:psp" }
 
 // LookupSampleKey holds the externalId of a payout the PSP created: the
 // subject of the workers' check that the PSP finds orders by externalId.
-func LookupSampleKey() string { return keys.prefix + ":psp:lookup-sample" }
+func LookupSampleKey() string { return prefix + ":psp:lookup-sample" }
 
 // LookupVerifiedKey exists once that check succeeded.
-func LookupVerifiedKey() string { return keys.prefix + ":psp:lookup-verified" }
+func LookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
 
 // ArchivedKey marks a batch moved out of Redis into an archive file.
-func ArchivedKey(batch string) string { return keys.archivedKey(batch) }
+func ArchivedKey(batch string) string { return archivedKey(batch) }
 
 // BatchOfKey returns the batch a per-batch key belongs to.
 func BatchOfKey(key string) (batch string, ok bool) {
-	rest, ok := strings.CutPrefix(key, keys.prefix+":{")
+	rest, ok := strings.CutPrefix(key, prefix+":{")
 	if !ok {
 		return "", false
 	}

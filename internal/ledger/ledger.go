@@ -92,11 +92,10 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
 // Ledger is the Redis store. It is safe for concurrent use.
 type Ledger struct {
-	rdb    redis.UniversalClient
-	prefix string
-	now    func() time.Time
-	newOp  func() string
-	actor  string // who the transitions are recorded as (audit trail)
+	rdb   redis.UniversalClient
+	now   func() time.Time
+	newOp func() string
+	actor string // who the transitions are recorded as (audit trail)
 }
 
 // Option configures a Ledger.
@@ -113,7 +112,7 @@ func withOpIDs(next func() string) Option { return func(l *Ledger) { l.newOp = n
 
 // New returns a ledger on rdb.
 func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
-	l := &Ledger{rdb: rdb, prefix: "payout", now: time.Now, newOp: randomOp, actor: defaultActor()}
+	l := &Ledger{rdb: rdb, now: time.Now, newOp: randomOp, actor: defaultActor()}
 	for _, o := range opts {
 		o(l)
 	}
@@ -122,31 +121,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
 
 // Redis returns the client the ledger uses.
 func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
-
-func (l *Ledger) tag(batch string) string      { return l.prefix + ":{" + batch + "}" }
-func (l *Ledger) metaKey(batch string) string  { return l.tag(batch) + ":meta" }
-func (l *Ledger) linesKey(batch string) string { return l.tag(batch) + ":lines" }
-
-// lineChunk is how many file lines one line-index key covers: at most
-// zset-max-listpack-entries (128 by default), so each stays a listpack.
-const lineChunk = 128
-
-func (l *Ledger) lineChunksKey(batch string) string { return l.tag(batch) + ":lk" }
-func (l *Ledger) lineChunkKey(batch string, k int64) string {
-	return l.tag(batch) + ":l:" + strconv.FormatInt(k, 10)
-}
-func (l *Ledger) countsKey(batch string) string { return l.tag(batch) + ":counts" }
-func (l *Ledger) payoutKey(batch, ext string) string {
-	return l.tag(batch) + ":p:" + ext
-}
-func (l *Ledger) ownerKey(ext string) string { return l.prefix + ":x:" + ext }
-func (l *Ledger) loadLockKey(batch string) string {
-	return l.tag(batch) + ":loadlock"
-}
-func (l *Ledger) batchesKey() string { return l.prefix + ":batches" }
-func (l *Ledger) auditKey(batch string) string {
-	return l.tag(batch) + ":audit"
-}
 
 // As returns a ledger that records its transitions in the audit trail as
 // done by actor: a worker's host:pid, an operator's name.

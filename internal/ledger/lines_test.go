@@ -38,7 +38,7 @@ func TestLineIndexChunks(t *testing.T) {
 		t.Fatalf("chunks %v, %v", chunks, err)
 	}
 	for _, c := range chunks {
-		if n := l.rdb.ZCard(ctx, l.lineChunkKey("b", c)).Val(); n > lineChunk {
+		if n := l.rdb.ZCard(ctx, lineChunkKey("b", c)).Val(); n > lineChunk {
 			t.Fatalf("chunk %d holds %d", c, n)
 		}
 	}
@@ -46,7 +46,7 @@ func TestLineIndexChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range chunks {
-		if l.rdb.Exists(ctx, l.lineChunkKey("b", c)).Val() != 0 {
+		if l.rdb.Exists(ctx, lineChunkKey("b", c)).Val() != 0 {
 			t.Fatalf("chunk %d left", c)
 		}
 	}
@@ -54,10 +54,10 @@ func TestLineIndexChunks(t *testing.T) {
 	// The index before the chunks.
 	seed(t, l, "old", 3)
 	for _, c := range []int64{0} {
-		l.rdb.Del(ctx, l.lineChunkKey("old", c))
+		l.rdb.Del(ctx, lineChunkKey("old", c))
 	}
-	l.rdb.Del(ctx, l.lineChunksKey("old"))
-	l.rdb.ZAdd(ctx, l.linesKey("old"), redis.Z{Score: 4, Member: "E3"}, redis.Z{Score: 2, Member: "E1"}, redis.Z{Score: 3, Member: "E2"})
+	l.rdb.Del(ctx, lineChunksKey("old"))
+	l.rdb.ZAdd(ctx, linesKey("old"), redis.Z{Score: 4, Member: "E3"}, redis.Z{Score: 2, Member: "E1"}, redis.Z{Score: 3, Member: "E2"})
 	got = nil
 	if err := l.Each(ctx, "old", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
 		t.Fatal(err)
@@ -65,4 +65,98 @@ func TestLineIndexChunks(t *testing.T) {
 	if !slices.Equal(got, []string{"E1", "E2", "E3"}) {
 		t.Fatalf("old index: %v", got)
 	}
+}
+
+// lineIndexCase is a batch whose line index is split between the index
+// before the chunks (old) and the chunked one (new): the lines each holds.
+type lineIndexCase struct {
+	name     string
+	old, new []int
+}
+
+// lineIndexCases: eachIDs must give the union of both indexes, in file
+// line order, each externalId once, at most eachChunk per call.
+var lineIndexCases = []lineIndexCase{
+	{name: "old only", old: []int{4, 2, 3}},
+	{name: "new only", new: []int{2, 3, 4, 300}},
+	{name: "both overlapping", old: []int{2, 3, 4, 5}, new: []int{4, 5, 6, 7}},
+	{name: "both disjoint", old: []int{2, 5, 200, 201}, new: []int{3, 4, 130, 1000}},
+	{name: "both overlapping, many pages", old: lineSpan(2, 2600), new: lineSpan(1500, 4000)},
+	{name: "both disjoint, many pages", old: lineSpan(2, 1700), new: lineSpan(1701, 3500)},
+	{name: "neither"},
+}
+
+// lineSpan returns the lines from..to.
+func lineSpan(from, to int) []int {
+	var out []int
+	for i := from; i <= to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+// lineID is the externalId written at line in both indexes.
+func lineID(line int) string { return fmt.Sprintf("E%05d", line) }
+
+// writeLineIndexes writes c's two indexes of batch the way the loaders of
+// the old and of the new version did.
+func writeLineIndexes(t *testing.T, l *Ledger, batch string, c lineIndexCase) {
+	t.Helper()
+	ctx := context.Background()
+	pipe := l.rdb.Pipeline()
+	for _, line := range c.old {
+		pipe.ZAdd(ctx, linesKey(batch), redis.Z{Score: float64(line), Member: lineID(line)})
+	}
+	for _, line := range c.new {
+		k := int64(line) / lineChunk
+		pipe.ZAdd(ctx, lineChunkKey(batch, k), redis.Z{Score: float64(line), Member: lineID(line)})
+		pipe.ZAdd(ctx, lineChunksKey(batch), redis.Z{Score: float64(k), Member: k})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkEachIDsUnion runs lineIndexCases against the ledger newLedger
+// returns (miniredis here, a redis-server in the integration test).
+func checkEachIDsUnion(t *testing.T, newLedger func(t *testing.T) *Ledger) {
+	for _, c := range lineIndexCases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLedger(t)
+			writeLineIndexes(t, l, "b", c)
+			lines := slices.Concat(c.old, c.new)
+			slices.Sort(lines)
+			lines = slices.Compact(lines)
+			want := make([]string, 0, len(lines))
+			for _, line := range lines {
+				want = append(want, lineID(line))
+			}
+			got := []string{}
+			err := l.eachIDs(context.Background(), "b", func(ids []string) error {
+				if len(ids) == 0 || len(ids) > eachChunk {
+					t.Errorf("a call with %d ids, want 1..%d", len(ids), eachChunk)
+				}
+				got = append(got, ids...)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				i := 0
+				for i < min(len(got), len(want)) && got[i] == want[i] {
+					i++
+				}
+				t.Fatalf("eachIDs gave %d ids, want %d in line order; first difference at %d: got %v, want %v",
+					len(got), len(want), i, got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
+			}
+		})
+	}
+}
+
+// TestEachIDsReadsBothLineIndexes: a batch with the index before the chunks
+// and chunks too (a loader of the new version registered more rows of it)
+// loses no line.
+func TestEachIDsReadsBothLineIndexes(t *testing.T) {
+	checkEachIDsUnion(t, func(t *testing.T) *Ledger { l, _ := newTestLedger(t); return l })
 }

@@ -122,7 +122,7 @@ func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[str
 func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
 	pipe := l.rdb.Pipeline()
 	for _, id := range ids {
-		releaseScript.Eval(ctx, pipe, []string{l.ownerKey(id)}, batch)
+		releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ledger: release externalIds: %w", err)
@@ -138,18 +138,18 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 		return 0, nil
 	}
 	keys := make([]string, 0, len(ps)+2)
-	keys = append(keys, l.countsKey(batch), l.lineChunksKey(batch))
+	keys = append(keys, countsKey(batch), lineChunksKey(batch))
 	args := make([]any, 0, 1+8*len(ps))
 	args = append(args, l.nowMillis())
 	chunks := map[int64]bool{}
 	for _, p := range ps {
 		chunks[int64(p.Line)/lineChunk] = true
-		keys = append(keys, l.payoutKey(batch, p.ExternalID))
+		keys = append(keys, payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
 			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
 	}
 	for c := range chunks {
-		keys = append(keys, l.lineChunkKey(batch, c))
+		keys = append(keys, lineChunkKey(batch, c))
 	}
 	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
 	if err != nil {
@@ -165,7 +165,7 @@ var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
 // LockLoad takes the batch's load lock for owner (a random token) for ttl.
 // It reports false when another loader holds it.
 func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	ok, err := l.rdb.SetNX(ctx, l.loadLockKey(batch), owner, ttl).Result()
+	ok, err := l.rdb.SetNX(ctx, loadLockKey(batch), owner, ttl).Result()
 	if err != nil {
 		return false, fmt.Errorf("ledger: lock load of %s: %w", batch, err)
 	}
@@ -174,7 +174,7 @@ func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Dur
 
 // RefreshLoad extends owner's load lock; false means it was lost.
 func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	n, err := refreshLockScript.Run(ctx, l.rdb, []string{l.loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
+	n, err := refreshLockScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
 	}
@@ -184,7 +184,7 @@ func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.
 // UnlockLoad releases owner's load lock (a lock taken over by another
 // loader is left alone).
 func (l *Ledger) UnlockLoad(ctx context.Context, batch, owner string) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{l.loadLockKey(batch)}, owner).Err(); err != nil {
+	if err := releaseScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner).Err(); err != nil {
 		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
 	}
 	return nil
@@ -212,7 +212,7 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewP
 		}
 		sum += units[i]
 	}
-	lock := l.loadLockKey(batch)
+	lock := loadLockKey(batch)
 	err := l.rdb.Watch(ctx, func(tx *redis.Tx) error {
 		held, err := tx.Get(ctx, lock).Result()
 		if err != nil && err != redis.Nil {
@@ -251,28 +251,28 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 		if p.Extra != "" {
 			fields = append(fields, "extra", p.Extra)
 		}
-		pipe.HSet(ctx, l.payoutKey(batch, p.ExternalID), fields...)
+		pipe.HSet(ctx, payoutKey(batch, p.ExternalID), fields...)
 		c := int64(p.Line) / lineChunk
 		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})
 		if !exact {
-			pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), units[i])
+			pipe.HIncrBy(ctx, countsKey(batch), "u:"+string(Queued), units[i])
 		}
 	}
 	chunks := make([]redis.Z, 0, len(lines))
 	for c, zs := range lines {
-		pipe.ZAdd(ctx, l.lineChunkKey(batch, c), zs...)
+		pipe.ZAdd(ctx, lineChunkKey(batch, c), zs...)
 		chunks = append(chunks, redis.Z{Score: float64(c), Member: c})
 	}
-	pipe.ZAdd(ctx, l.lineChunksKey(batch), chunks...)
-	pipe.HIncrBy(ctx, l.countsKey(batch), "n:"+string(Queued), int64(len(ps)))
+	pipe.ZAdd(ctx, lineChunksKey(batch), chunks...)
+	pipe.HIncrBy(ctx, countsKey(batch), "n:"+string(Queued), int64(len(ps)))
 	if exact {
-		pipe.HIncrBy(ctx, l.countsKey(batch), "u:"+string(Queued), sum)
+		pipe.HIncrBy(ctx, countsKey(batch), "u:"+string(Queued), sum)
 	}
 }
 
 // Get returns one payout, or ErrNotFound.
 func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
-	m, err := l.rdb.HGetAll(ctx, l.payoutKey(batch, ext)).Result()
+	m, err := l.rdb.HGetAll(ctx, payoutKey(batch, ext)).Result()
 	if err != nil {
 		return Payout{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
 	}
@@ -288,59 +288,140 @@ const eachChunk = 1000
 // Each calls fn for every payout of a batch in file line order, reading
 // eachChunk payouts per pipelined round trip.
 func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) error {
-	return l.eachIDs(ctx, batch, func(ids []string) error {
-		hashes, err := l.readPayouts(ctx, batch, ids)
-		if err != nil {
-			return err
-		}
-		for _, m := range hashes {
-			if err := fn(parsePayout(batch, m)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return l.EachRaw(ctx, batch, func(p RawPayout) error { return fn(parsePayout(batch, p.Fields)) })
 }
 
-// eachIDs calls fn with the externalIds of a batch in file line order,
-// about eachChunk at a time.
+// eachIDs calls fn with the externalIds of a batch in file line order, at
+// most eachChunk at a time. A batch may have both line indexes, the one
+// from before the chunks (linesKey) and the chunks (rows registered by
+// loaders of both versions): eachIDs reads the two side by side, a page at
+// a time, and merges them in ZRANGE's order (by line, then externalId). An
+// externalId in both has the same line in both (a batch is one file, an
+// externalId unique in it), so its two entries meet and it is given once.
 func (l *Ledger) eachIDs(ctx context.Context, batch string, fn func(ids []string) error) error {
-	if n, err := l.rdb.Exists(ctx, l.linesKey(batch)).Result(); err != nil {
-		return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-	} else if n == 1 {
-		return l.eachIDsUnchunked(ctx, batch, fn)
-	}
 	chunks, err := l.lineChunks(ctx, batch)
 	if err != nil {
 		return err
 	}
-	const per = eachChunk / lineChunk
-	for start := 0; start < len(chunks); start += per {
-		pipe := l.rdb.Pipeline()
-		var cmds []*redis.StringSliceCmd
-		for _, c := range chunks[start:min(start+per, len(chunks))] {
-			cmds = append(cmds, pipe.ZRange(ctx, l.lineChunkKey(batch, c), 0, -1))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-		}
-		var ids []string
-		for _, c := range cmds {
-			ids = append(ids, c.Val()...)
-		}
-		if len(ids) == 0 {
-			continue
-		}
-		if err := fn(ids); err != nil {
+	old, chunked := l.unchunkedLines(batch), l.chunkedLines(batch, chunks)
+	ids := make([]string, 0, eachChunk)
+	for {
+		o, inOld, err := old.head(ctx)
+		if err != nil {
 			return err
 		}
+		c, inChunks, err := chunked.head(ctx)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !inOld && !inChunks:
+			if len(ids) == 0 {
+				return nil
+			}
+			return fn(ids)
+		case !inChunks || inOld && o.before(c):
+			ids = append(ids, o.id)
+			old.pop()
+		case !inOld || c.before(o):
+			ids = append(ids, c.id)
+			chunked.pop()
+		default: // in both
+			ids = append(ids, o.id)
+			old.pop()
+			chunked.pop()
+		}
+		if len(ids) == eachChunk {
+			if err := fn(ids); err != nil {
+				return err
+			}
+			ids = make([]string, 0, eachChunk)
+		}
 	}
-	return nil
+}
+
+// lineEntry is a member of a line index: an externalId and its file line.
+type lineEntry struct {
+	line float64
+	id   string
+}
+
+// before tells whether e comes before o in ZRANGE's order.
+func (e lineEntry) before(o lineEntry) bool {
+	return e.line < o.line || e.line == o.line && e.id < o.id
+}
+
+// lineCursor walks one line index in order, a page at a time.
+type lineCursor struct {
+	next func(ctx context.Context) (page []lineEntry, more bool, err error)
+	page []lineEntry
+	more bool // next has more pages
+}
+
+// head returns the entry the cursor is at; ok is false at the end.
+func (c *lineCursor) head(ctx context.Context) (e lineEntry, ok bool, err error) {
+	for len(c.page) == 0 && c.more {
+		if c.page, c.more, err = c.next(ctx); err != nil {
+			return lineEntry{}, false, err
+		}
+	}
+	if len(c.page) == 0 {
+		return lineEntry{}, false, nil
+	}
+	return c.page[0], true, nil
+}
+
+// pop moves the cursor past its head.
+func (c *lineCursor) pop() { c.page = c.page[1:] }
+
+// unchunkedLines walks the single line index of the rows registered before
+// the index was chunked, eachChunk entries per round trip.
+func (l *Ledger) unchunkedLines(batch string) *lineCursor {
+	var start int64
+	return &lineCursor{more: true, next: func(ctx context.Context) ([]lineEntry, bool, error) {
+		zs, err := l.rdb.ZRangeWithScores(ctx, linesKey(batch), start, start+eachChunk-1).Result()
+		if err != nil {
+			return nil, false, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		start += eachChunk
+		return lineEntries(nil, zs), len(zs) == eachChunk, nil
+	}}
+}
+
+// chunkedLines walks the chunks of the line index, eachChunk/lineChunk
+// chunks per pipelined round trip.
+func (l *Ledger) chunkedLines(batch string, chunks []int64) *lineCursor {
+	const per = eachChunk / lineChunk
+	return &lineCursor{more: len(chunks) > 0, next: func(ctx context.Context) ([]lineEntry, bool, error) {
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.ZSliceCmd, 0, per)
+		for _, c := range chunks[:min(per, len(chunks))] {
+			cmds = append(cmds, pipe.ZRangeWithScores(ctx, lineChunkKey(batch, c), 0, -1))
+		}
+		chunks = chunks[len(cmds):]
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, false, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+		}
+		page := make([]lineEntry, 0, per*lineChunk)
+		for _, c := range cmds {
+			page = lineEntries(page, c.Val())
+		}
+		return page, len(chunks) > 0, nil
+	}}
+}
+
+// lineEntries appends the members zs of a line index to dst.
+func lineEntries(dst []lineEntry, zs []redis.Z) []lineEntry {
+	for _, z := range zs {
+		id, _ := z.Member.(string)
+		dst = append(dst, lineEntry{line: z.Score, id: id})
+	}
+	return dst
 }
 
 // lineChunks returns the chunk numbers of batch's line index, in order.
 func (l *Ledger) lineChunks(ctx context.Context, batch string) ([]int64, error) {
-	ms, err := l.rdb.ZRange(ctx, l.lineChunksKey(batch), 0, -1).Result()
+	ms, err := l.rdb.ZRange(ctx, lineChunksKey(batch), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list line chunks of %s: %w", batch, err)
 	}
@@ -353,33 +434,13 @@ func (l *Ledger) lineChunks(ctx context.Context, batch string) ([]int64, error) 
 	return out, nil
 }
 
-// eachIDsUnchunked is eachIDs over the single line index of a batch
-// registered before the index was chunked.
-func (l *Ledger) eachIDsUnchunked(ctx context.Context, batch string, fn func(ids []string) error) error {
-	for start := int64(0); ; start += eachChunk {
-		ids, err := l.rdb.ZRange(ctx, l.linesKey(batch), start, start+eachChunk-1).Result()
-		if err != nil {
-			return fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		if err := fn(ids); err != nil {
-			return err
-		}
-		if len(ids) < eachChunk {
-			return nil
-		}
-	}
-}
-
 // readPayouts reads the whole hashes of ids in one pipelined round trip
 // (an empty map for a payout that is gone).
 func (l *Ledger) readPayouts(ctx context.Context, batch string, ids []string) ([]map[string]string, error) {
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGetAll(ctx, l.payoutKey(batch, id))
+		cmds[i] = pipe.HGetAll(ctx, payoutKey(batch, id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)

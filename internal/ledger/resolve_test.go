@@ -59,7 +59,7 @@ func TestResolve(t *testing.T) {
 			l := reviewed(t)
 			// A worn-out checking episode before the review: the recheck
 			// must start afresh.
-			l.rdb.HSet(ctx, l.payoutKey("b", "E1"), "misses", 2, "lastmiss", 5, "faults", 3)
+			l.rdb.HSet(ctx, payoutKey("b", "E1"), "misses", 2, "lastmiss", 5, "faults", 3)
 			r, err := tt.do(l)
 			if err != nil {
 				t.Fatal(err)

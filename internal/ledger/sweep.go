@@ -30,7 +30,7 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 		pipe := l.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HMGet(ctx, l.payoutKey(batch, id), "state", "creates", "seq", "amount", "dest", "updated", "track", "oseq")
+			cmds[i] = pipe.HMGet(ctx, payoutKey(batch, id), "state", "creates", "seq", "amount", "dest", "updated", "track", "oseq")
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
@@ -116,7 +116,7 @@ func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, att
 // periodic work that one process at a time should do (the reconciler's
 // sweep) runs only where TryLease said true.
 func (l *Ledger) TryLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	ok, err := l.rdb.SetNX(ctx, l.prefix+":lease:"+name, owner, ttl).Result()
+	ok, err := l.rdb.SetNX(ctx, leaseKey(name), owner, ttl).Result()
 	if err != nil {
 		return false, fmt.Errorf("ledger: take lease %s: %w", name, err)
 	}

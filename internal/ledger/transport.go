@@ -23,7 +23,7 @@ const transitionTries = 5
 // status check for a create that was never sent). An error reply of Redis
 // itself, or the caller's context ending, is returned at once.
 func (l *Ledger) transition(ctx context.Context, s *redis.Script, batch, ext string, args ...any) *redis.Cmd {
-	keys := []string{l.payoutKey(batch, ext), l.countsKey(batch), l.auditKey(batch)}
+	keys := []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch)}
 	args = append(args, l.actor, l.newOp())
 	var cmd *redis.Cmd
 	wait := 20 * time.Millisecond

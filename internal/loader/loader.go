@@ -220,25 +220,8 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	log := ld.log.With().Str("file", name).Str("batch", res.Batch).Logger()
-
-	existing, err := ld.ledger.Batch(ctx, res.Batch)
-	switch {
-	case err == nil && existing.Phase != ledger.PhaseLoading:
-		res.DuplicateOf = &existing
-		return res, nil
-	case err == nil:
-		res.Resumed = true
-		log.Warn().Msg("resuming an interrupted load of this file")
-	case !errors.Is(err, ledger.ErrNotFound):
+	if done, err := ld.seenBefore(ctx, &res, log); done || err != nil {
 		return res, err
-	default: // an archived batch (package archive) keeps its content refused
-		if a, err := ld.ledger.Archived(ctx, res.Batch); err == nil {
-			b := a.AsBatch()
-			res.DuplicateOf = &b
-			return res, nil
-		} else if !errors.Is(err, ledger.ErrNotFound) {
-			return res, err
-		}
 	}
 
 	// What the file declares it holds: a broken declaration, or none
@@ -253,62 +236,14 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	}
 	res.Control = decls
 
-	// Passes 2 and 3, in one read: validate every row and, as each row
-	// found valid goes by, claim its externalId for the batch (SET NX; in
-	// a dry run only look it up), several chunks at once in the background.
-	// Claiming rather than looking up means a file loaded meanwhile cannot
-	// take an id between this check and registration; a refusal releases
-	// the claims this run took.
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	pass, err := ld.claimPass(ctx, f, path, res.Batch, opts)
+	if err != nil {
 		return res, err
 	}
-	claim := !opts.DryRun
-	owners := ld.newOwnerCheck(ctx, name, res.Batch, opts.ChunkSize, claim)
-	var counted tally // the whole file's figures, for its declarations
-	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
-		counted.add(r)
-		return owners.add(r.ExternalID, r.Line)
-	})
-	known, took, werr := owners.wait()
-	if err == nil || errors.Is(err, context.Canceled) && werr != nil {
-		err = werr
-	}
-	if err != nil {
-		return res, fmt.Errorf("%s: %w", path, err)
-	}
-	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
-	bad := badLines(sum.BadLines)
-	partialOK := opts.Partial && !sum.Aborted && !hasStructural(errs)
-
-	// An id owned by another batch is an error of its row, unless the row
-	// is bad already (a repeat within the file) or the file as a whole is
-	// (its rows after the failure were never read).
-	if !sum.Aborted {
-		var owned []payfile.Error
-		for _, e := range known {
-			if !bad.has(e.Line) {
-				owned = append(owned, e)
-			}
-		}
-		for _, e := range owned {
-			bad.add(e.Line)
-			res.Valid--
-		}
-		errs = mergeSorted(errs, owned)
-		if len(owned) > 0 {
-			res.Total = money.Zero // recomputed while loading
-		}
-	}
-	// A file at odds with what it declares is refused whole, --partial or
-	// not; the claims taken above are released below.
-	mismatch := checkControl(name, decls, sum, counted, opts.Partial, opts.File.Scale)
-	errs = mergeSorted(errs, mismatch)
-	res.Errors = errs
-
-	acceptable := len(mismatch) == 0 && (len(errs) == 0 || (partialOK && res.Valid > 0))
-	if !acceptable || res.Valid == 0 {
-		if claim {
-			if err := ld.release(ctx, f, res, opts, took, log); err != nil {
+	bad := badLines(pass.sum.BadLines)
+	if !judge(&res, pass, decls, bad, opts) || res.Valid == 0 {
+		if !opts.DryRun {
+			if err := ld.release(ctx, f, res, opts, pass.took, log); err != nil {
 				return res, err
 			}
 		}
@@ -319,6 +254,113 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, nil
 	}
 	return ld.load(ctx, f, res, opts, bad, log)
+}
+
+// judge fills in res's figures and errors from the claim pass and the
+// file's declarations (bad gains the rows refused for an id owned
+// elsewhere) and tells whether the file is acceptable: no error, or with
+// --partial only errors of rows in a file read to its end.
+func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Options) bool {
+	sum := pass.sum
+	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
+	partialOK := opts.Partial && !sum.Aborted && !hasStructural(pass.errs)
+	errs := refuseOwned(res, pass, bad)
+	// A file at odds with what it declares is refused whole, --partial or
+	// not; the caller releases the claims the pass took.
+	mismatch := checkControl(res.File, decls, sum, pass.counted, opts.Partial, opts.File.Scale)
+	errs = mergeSorted(errs, mismatch)
+	res.Errors = errs
+	return len(mismatch) == 0 && (len(errs) == 0 || (partialOK && res.Valid > 0))
+}
+
+// seenBefore looks up res.Batch: done is true when the file's content was
+// loaded before (res.DuplicateOf, also for a batch archived since); an
+// interrupted load of it is resumed (res.Resumed).
+func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logger) (done bool, err error) {
+	existing, err := ld.ledger.Batch(ctx, res.Batch)
+	switch {
+	case err == nil && existing.Phase != ledger.PhaseLoading:
+		res.DuplicateOf = &existing
+		return true, nil
+	case err == nil:
+		res.Resumed = true
+		log.Warn().Msg("resuming an interrupted load of this file")
+		return false, nil
+	case !errors.Is(err, ledger.ErrNotFound):
+		return true, err
+	}
+	// An archived batch (package archive) keeps its content refused.
+	a, err := ld.ledger.Archived(ctx, res.Batch)
+	switch {
+	case err == nil:
+		b := a.AsBatch()
+		res.DuplicateOf = &b
+		return true, nil
+	case !errors.Is(err, ledger.ErrNotFound):
+		return true, err
+	}
+	return false, nil
+}
+
+// claimResult is what the validating and claiming pass found.
+type claimResult struct {
+	sum     payfile.Summary
+	errs    []payfile.Error // rows refused on their own, sorted by line
+	counted tally           // the whole file's figures, for its declarations
+	known   []payfile.Error // rows whose externalId another batch owns, sorted by line
+	took    *lineBits       // rows whose claim this pass took
+}
+
+// claimPass is passes 2 and 3, in one read: validate every row and, as
+// each row found valid goes by, claim its externalId for batch (SET NX; in
+// a dry run only look it up), several chunks at once in the background.
+// Claiming rather than looking up means a file loaded meanwhile cannot
+// take an id between this check and registration; a refusal releases the
+// claims this run took.
+func (ld *Loader) claimPass(ctx context.Context, f *os.File, path, batch string, opts Options) (claimResult, error) {
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return claimResult{}, err
+	}
+	name := filepath.Base(path)
+	owners := ld.newOwnerCheck(ctx, name, batch, opts.ChunkSize, !opts.DryRun)
+	var counted tally
+	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
+		counted.add(r)
+		return owners.add(r.ExternalID, r.Line)
+	})
+	known, took, werr := owners.wait()
+	if err == nil || errors.Is(err, context.Canceled) && werr != nil {
+		err = werr
+	}
+	if err != nil {
+		return claimResult{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return claimResult{sum: sum, errs: errs, counted: counted, known: known, took: took}, nil
+}
+
+// refuseOwned makes an id owned by another batch an error of its row,
+// unless the row is bad already (a repeat within the file) or the file as
+// a whole is (its rows after the failure were never read): it marks those
+// rows bad, takes them from res.Valid and returns pass's errors with
+// theirs.
+func refuseOwned(res *Result, pass claimResult, bad *lineSet) []payfile.Error {
+	if pass.sum.Aborted {
+		return pass.errs
+	}
+	var owned []payfile.Error
+	for _, e := range pass.known {
+		if !bad.has(e.Line) {
+			owned = append(owned, e)
+		}
+	}
+	for _, e := range owned {
+		bad.add(e.Line)
+		res.Valid--
+	}
+	if len(owned) > 0 {
+		res.Total = money.Zero // recomputed while loading
+	}
+	return mergeSorted(pass.errs, owned)
 }
 
 // release undoes the claims of a refused file, as far as that is safe: it

@@ -45,47 +45,71 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	if skipSubmittingCheck && (b.Action == ledger.CheckNow || b.Action == ledger.EnsureStatus) {
 		b.Action = ledger.Proceed // deliberately broken build: see unsafe_on.go
 	}
-	switch b.Action {
-	case ledger.Skip:
-		if b.Payout.State == ledger.Queued {
-			// A stale attempt of a payout that waits for a newer one: make
-			// sure that one exists (a crash may have lost its enqueue).
-			return w.enqueueCreate(ctx, b.Payout, b.Payout.Creates+1)
-		}
-		if b.Payout.State == ledger.NeedsReview {
-			log.Warn().Msg("create task of a payout that needs review does nothing: use `payout resolve`")
-			return nil
-		}
-		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
-		return nil
-	case ledger.CheckNow:
-		log.Warn().Msg("create found in submitting (interrupted earlier); checking status instead of sending again")
-		w.metrics.ambiguous.WithLabelValues("redelivered").Inc()
-		return w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
-	case ledger.EnsureStatus:
-		return w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	if handled, err := w.createWithoutSending(ctx, b, log); handled {
+		return err
 	}
 
 	// The payout is submitting: from here every path records an outcome.
 	wctx, cancel := detached(ctx)
 	defer cancel()
 	if acked < w.cfg.WaitReplicas {
-		// The mark is not on a replica: a failover now would lose it and a
-		// redelivery would send again. Send nothing; try later.
-		reason := fmt.Sprintf("%d of %d replicas acknowledged the submitting mark within %s; nothing sent", acked, w.cfg.WaitReplicas, w.cfg.WaitTimeout)
-		w.metrics.deferred.WithLabelValues("replica_ack").Inc()
-		log.Warn().Str("reason", reason).Msg("create held back")
-		fin, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt,
-			ledger.CreateResult{To: ledger.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries})
-		if ferr != nil {
-			return settled(ferr)
-		}
-		if fin.State == ledger.NeedsReview {
-			return needsReview(p.ExternalID, reason)
-		}
-		return &retryAfter{err: errors.New(reason), after: w.cfg.PauseRetry}
+		return w.holdBackUnreplicated(wctx, p, acked, log)
 	}
-	req, err := w.request(b.Payout)
+	return w.sendCreate(ctx, wctx, p, b.Payout)
+}
+
+// createWithoutSending does what a begin-create decision other than
+// proceed asks for; handled is false when the create is to be sent.
+func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log zerolog.Logger) (handled bool, err error) {
+	switch b.Action {
+	case ledger.Skip:
+		if b.Payout.State == ledger.Queued {
+			// A stale attempt of a payout that waits for a newer one: make
+			// sure that one exists (a crash may have lost its enqueue).
+			return true, w.enqueueCreate(ctx, b.Payout, b.Payout.Creates+1)
+		}
+		if b.Payout.State == ledger.NeedsReview {
+			log.Warn().Msg("create task of a payout that needs review does nothing: use `payout resolve`")
+			return true, nil
+		}
+		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
+		return true, nil
+	case ledger.CheckNow:
+		log.Warn().Msg("create found in submitting (interrupted earlier); checking status instead of sending again")
+		w.metrics.ambiguous.WithLabelValues("redelivered").Inc()
+		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	case ledger.EnsureStatus:
+		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	}
+	return false, nil
+}
+
+// holdBackUnreplicated hands a submitting payout back to queued, nothing
+// sent, when fewer than WaitReplicas replicas acknowledged its submitting
+// mark: a failover now would lose the mark and a redelivery would send
+// again. The task is retried later (or the payout needs review once its
+// tries are used up).
+func (w *Worker) holdBackUnreplicated(ctx context.Context, p jobs.CreatePayload, acked int, log zerolog.Logger) error {
+	reason := fmt.Sprintf("%d of %d replicas acknowledged the submitting mark within %s; nothing sent", acked, w.cfg.WaitReplicas, w.cfg.WaitTimeout)
+	w.metrics.deferred.WithLabelValues("replica_ack").Inc()
+	log.Warn().Str("reason", reason).Msg("create held back")
+	fin, ferr := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt,
+		ledger.CreateResult{To: ledger.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries})
+	if ferr != nil {
+		return settled(ferr)
+	}
+	if fin.State == ledger.NeedsReview {
+		return needsReview(p.ExternalID, reason)
+	}
+	return &retryAfter{err: errors.New(reason), after: w.cfg.PauseRetry}
+}
+
+// sendCreate builds the create request of a submitting payout, sends it
+// through the gate on ctx (the task's) and records the answer on wctx
+// (detached from the task's cancellation). A request that cannot be built
+// or that the gate holds back is not sent.
+func (w *Worker) sendCreate(ctx, wctx context.Context, p jobs.CreatePayload, pay ledger.Payout) error {
+	req, err := w.request(pay)
 	if err != nil {
 		return w.unsendable(wctx, p, err)
 	}

@@ -1,0 +1,24 @@
+//go:build integration
+
+package ledger
+
+import (
+	"testing"
+
+	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestEachIDsReadsBothLineIndexesOnRealRedis is TestEachIDsReadsBothLineIndexes
+// on a redis-server: ZRANGE's order of equal scores and the paging are
+// Redis's own, not miniredis's.
+func TestEachIDsReadsBothLineIndexesOnRealRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	db := 0
+	checkEachIDsUnion(t, func(t *testing.T) *Ledger {
+		db++ // each case a database of its own on one server
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DB: db})
+		t.Cleanup(func() { rdb.Close() })
+		return New(rdb)
+	})
+}
