@@ -212,7 +212,8 @@ func uploadOf(r *http.Request, part *multipart.Part, mr *multipart.Reader, field
 	return u, fields, nil
 }
 
-// ErrFieldAfterFile: the upload form had a field after its file part.
+// ErrFieldAfterFile is the error of an upload form with a field after its
+// file part.
 var ErrFieldAfterFile = errors.New("upload form field after the file")
 
 // limitedFile reads r and fails with ErrUploadTooLarge once more than
