@@ -237,7 +237,11 @@ func (m *memRun) used(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	for i := 0; i < 16; i++ {
-		time.Sleep(300 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
 		u, err := read()
 		if err != nil {
 			return 0, err
