@@ -119,7 +119,7 @@ func (r *MemoryReport) writeSim(w io.Writer) {
 			fmt.Fprintf(w, "| %d | %s B | %d | %d |\n", d.Day, thousands(d.UsedBytes), d.Live, d.Archived)
 		}
 	}
-	fmt.Fprintf(w, "peak used_memory: %s B (%.1f MB)\n", thousands(r.SimPeak), float64(r.SimPeak)/(1<<20))
+	fmt.Fprintf(w, "peak used_memory: %s B (%.1f MB; MB = 10^6 B, GB = 10^9 B)\n", thousands(r.SimPeak), float64(r.SimPeak)/1e6)
 	final, arch := 0.0, 0.0
 	for _, p := range r.Phases {
 		switch p.Target {
@@ -138,6 +138,6 @@ func (r *MemoryReport) writeSim(w io.Writer) {
 		perRow, c.ArchiveAfter, c.IDWindow, perRow*1.25*100_000/1e9)
 	if len(r.Sim) > 0 {
 		pred := float64(r.EmptyBytes) + float64(c.RowsPerDay)*(final*float64(min(c.ArchiveAfter+1, c.Days))+arch*float64(max(0, c.Days-c.ArchiveAfter-1)))
-		fmt.Fprintf(w, "  the rule (without headroom) predicts %.1f MB for this simulation's last day; measured peak %.1f MB\n", pred/(1<<20), float64(r.SimPeak)/(1<<20))
+		fmt.Fprintf(w, "  the rule (without headroom) predicts %.1f MB for this simulation's last day; measured peak %.1f MB\n", pred/1e6, float64(r.SimPeak)/1e6)
 	}
 }
