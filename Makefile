@@ -96,8 +96,8 @@ bench:
 
 ## bench-sim: the Redis memory measurement with the 90-day simulation at full
 ## size, 100,000 rows a day (make bench simulates 5,000 a day): the fast path,
-## checked first against the real worker; needs redis-server, about 5 GB of
-## memory and most of an hour on the 2-core test machine (bench/README.md).
+## checked first against the real worker; needs redis-server and about 4 GB
+## of memory; 38 minutes on the shared 2-core test machine (bench/README.md).
 bench-sim:
 	$(GO) run ./cmd/bench memory --sim-rows 100000 --sim-days 90
 
