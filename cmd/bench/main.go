@@ -228,6 +228,9 @@ func memoryFlags(fs *flag.FlagSet, c *bench.MemoryConfig) {
 	fs.IntVar(&c.RowsPerDay, "sim-rows", c.RowsPerDay, "rows a day of the simulation")
 	fs.IntVar(&c.ArchiveAfter, "sim-archive-after", c.ArchiveAfter, "days after which the simulation archives a batch")
 	fs.IntVar(&c.IDWindow, "sim-id-window", c.IDWindow, "id window of the simulation, days")
+	fs.BoolVar(&c.SimReal, "sim-real", c.SimReal, "process the simulated days by the real in-process worker and PSP simulator (slow) instead of the fast path")
+	fs.IntVar(&c.FidelityRows, "sim-fidelity-rows", c.FidelityRows, "rows of the fast path's fidelity check against the real worker (0: no check)")
+	fs.IntVar(&c.FastConcurrency, "sim-concurrency", c.FastConcurrency, "goroutines of the simulation's fast path")
 	fs.StringVar(&c.RedisConf, "redis-conf", c.RedisConf, "redis.conf the measured redis-server reads first, e.g. deploy/redis.conf (default: Redis's defaults)")
 	fs.IntVar(&c.ListpackValue, "listpack-value", c.ListpackValue, "hash-max-listpack-value to set on the measured redis-server (0: as Redis or --redis-conf has it)")
 }

@@ -412,7 +412,7 @@ func (b *runner) loaderFigures(ctx context.Context) []Figure {
 			*rates = append(*rates, rate)
 			*cpu = append(*cpu, u.CPU.Seconds())
 			*redisCPU = append(*redisCPU, b.redisCPU(ctx)-r0)
-			b.logf("loader: %s %d %s in %.2f s = %.0f %s/s (cpu %.2f s, peak RSS %.1f MB)", label, n, unit, u.Wall.Seconds(), rate, unit, u.CPU.Seconds(), u.MaxRSSMB())
+			b.logf("loader: %s %d %s in %.2f s = %.0f %s/s (cpu %.2f s, peak RSS %.1f MiB)", label, n, unit, u.Wall.Seconds(), rate, unit, u.CPU.Seconds(), u.MaxRSSMB())
 			return nil
 		}
 	}
@@ -449,7 +449,7 @@ func (b *runner) loaderFigures(ctx context.Context) []Figure {
 
 func (b *runner) loaderRSSFigures(ctx context.Context) []Figure {
 	n := b.cfg.RSSRows
-	rss := Figure{Name: fmt.Sprintf("loader peak RSS, %s-row file", thousands(int64(n))), Unit: "MB",
+	rss := Figure{Name: fmt.Sprintf("loader peak RSS, %s-row file", thousands(int64(n))), Unit: "MiB",
 		Target: Target{Kind: AtMost, Value: TargetLoaderRSSMB}}
 	rate := Figure{Name: fmt.Sprintf("loader, %s-row file (context)", thousands(int64(n))), Unit: "rows/s", Target: Target{Kind: Informative}}
 	file, err := b.file(n)
@@ -459,7 +459,7 @@ func (b *runner) loaderRSSFigures(ctx context.Context) []Figure {
 		rss.Ours, rss.OursCPU = u.MaxRSSMB(), u.CPU.Seconds()
 		if err == nil {
 			rate.Ours, rate.OursCPU = float64(n)/u.Wall.Seconds(), u.CPU.Seconds()
-			b.logf("loader: payout load %d rows in %.1f s = %.0f rows/s, peak RSS %.1f MB", n, u.Wall.Seconds(), rate.Ours, rss.Ours)
+			b.logf("loader: payout load %d rows in %.1f s = %.0f rows/s, peak RSS %.1f MiB", n, u.Wall.Seconds(), rate.Ours, rss.Ours)
 		}
 	}
 	if err != nil {
@@ -654,7 +654,7 @@ func (b *runner) workerPair(ctx context.Context, label string, n, conc int, late
 				b.logf("%s: %s failed: %v", label, name, *err)
 				return
 			}
-			b.logf("%s: %s %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MB; sandbox cpu %.2f s, redis cpu %.2f s)",
+			b.logf("%s: %s %d payouts in %.2f s = %.0f/s (cpu %.2f s, peak RSS %.1f MiB; sandbox cpu %.2f s, redis cpu %.2f s)",
 				label, name, n, float64(n)/r.rate, r.rate, r.u.CPU.Seconds(), r.u.MaxRSSMB(), r.sandboxCPU, r.redisCPU)
 		}
 	}
@@ -708,8 +708,8 @@ func (b *runner) latencyFigures(ctx context.Context) []Figure {
 		Target: Target{Kind: RatioAtLeast, Value: TargetLatencyRatio}}
 	bare := Figure{Name: "bare handler, " + label + " (context)", Unit: "payouts/s", Baseline: limit, BaselineName: "(c/latency)",
 		Target: Target{Kind: Informative}}
-	rss := Figure{Name: fmt.Sprintf("worker peak RSS, c=%d", c), Unit: "MB", Target: Target{Kind: AtMost, Value: TargetWorkerRSSMB}}
-	bareRSS := Figure{Name: fmt.Sprintf("bare handler peak RSS, c=%d (context)", c), Unit: "MB", Target: Target{Kind: Informative}}
+	rss := Figure{Name: fmt.Sprintf("worker peak RSS, c=%d", c), Unit: "MiB", Target: Target{Kind: AtMost, Value: TargetWorkerRSSMB}}
+	bareRSS := Figure{Name: fmt.Sprintf("bare handler peak RSS, c=%d (context)", c), Unit: "MiB", Target: Target{Kind: Informative}}
 	o, bw, oursErr, bareErr := b.workerPair(ctx, "worker PSP "+lat.String(), n, c, lat, false)
 	ours.Ours, ours.OursCPU = o.rate, o.u.CPU.Seconds()
 	rss.Ours = o.u.MaxRSSMB()
@@ -759,7 +759,7 @@ func (b *runner) e2eFigure(ctx context.Context) Figure {
 	case u.ExitCode != 0:
 		f.Error = p.Failure(u, "did not finish cleanly").Error()
 	}
-	b.note("payout run %s rows: wall %.1f s = %.0f payouts/s, CPU %.1f s, peak RSS %.1f MB (default concurrency 10, miniredis)",
+	b.note("payout run %s rows: wall %.1f s = %.0f payouts/s, CPU %.1f s, peak RSS %.1f MiB (default concurrency 10, miniredis)",
 		thousands(int64(n)), u.Wall.Seconds(), float64(n)/u.Wall.Seconds(), u.CPU.Seconds(), u.MaxRSSMB())
 	return f
 }

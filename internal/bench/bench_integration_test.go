@@ -75,10 +75,14 @@ func TestMemorySmall(t *testing.T) {
 	testenv.NeedTool(t, "redis-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cfg := MemoryConfig{Rows: 3000, Concurrency: 20, Days: 4, RowsPerDay: 300, ArchiveAfter: 1, IDWindow: 3, RetentionDays: 1}
+	cfg := MemoryConfig{Rows: 3000, Concurrency: 20, Days: 4, RowsPerDay: 300, ArchiveAfter: 1, IDWindow: 3, RetentionDays: 1,
+		FidelityRows: 2000, FastConcurrency: 64}
 	rep, err := Memory(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if f := rep.Fidelity; f == nil || len(f.Diffs) != 0 || f.Real <= 0 {
+		t.Fatalf("fidelity check: %+v", f)
 	}
 	if len(rep.Phases) != 4 || len(rep.Sim) != 4 {
 		t.Fatalf("%d phases, %d simulated days", len(rep.Phases), len(rep.Sim))
@@ -93,10 +97,20 @@ func TestMemorySmall(t *testing.T) {
 	}
 	var out bytes.Buffer
 	rep.WriteMemory(&out)
-	for _, want := range []string{"| queued (after the load) |", "peak used_memory", "sizing rule: maxmemory >="} {
+	for _, want := range []string{"| queued (after the load) |", "Fidelity check of the fast path", "passed", "peak used_memory", "sizing rule: maxmemory >="} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+
+	// The real worker's path, kept for --sim-real, still simulates.
+	cfg.Rows, cfg.Days, cfg.SimReal = 300, 2, true
+	rep, err = Memory(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Sim) != 2 || rep.Fidelity != nil || rep.Sim[1].Archived != 1 {
+		t.Fatalf("real path: %+v, fidelity %+v", rep.Sim, rep.Fidelity)
 	}
 }
 

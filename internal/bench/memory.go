@@ -47,6 +47,14 @@ type MemoryConfig struct {
 	ArchiveAfter  int // days
 	IDWindow      int // days
 	RetentionDays int // completed tasks of a day are deleted this many days later (Asynq's retention, in fake time)
+	// SimReal processes each simulated day by the real in-process worker
+	// against the in-process simulator; otherwise by the fast path
+	// (processFast: the ledger's transitions and Asynq's task moves without
+	// HTTP or Asynq server), checked first against the real worker on
+	// FidelityRows rows (0: not checked).
+	SimReal         bool
+	FidelityRows    int
+	FastConcurrency int // goroutines of the fast path
 
 	// RedisConf, if set, is a redis.conf the private redis-server reads
 	// first (e.g. deploy/redis.conf); "" runs it with Redis's defaults.
@@ -61,7 +69,8 @@ type MemoryConfig struct {
 // DefaultMemoryConfig is `go run ./cmd/bench memory`.
 func DefaultMemoryConfig() MemoryConfig {
 	return MemoryConfig{Rows: 100_000, Concurrency: 50, Days: 90, RowsPerDay: 5_000,
-		ArchiveAfter: 30, IDWindow: 90, RetentionDays: max(1, int(jobs.Retention.Hours()/24))}
+		ArchiveAfter: 30, IDWindow: 90, RetentionDays: max(1, int(jobs.Retention.Hours()/24)),
+		FidelityRows: 10_000, FastConcurrency: 256}
 }
 
 // KeyClass is what one kind of key costs, from MEMORY USAGE of a sample.
@@ -103,6 +112,7 @@ type MemoryReport struct {
 	Sim        []SimDay
 	SimPeak    int64
 	SimSeconds float64
+	Fidelity   *Fidelity // the fast path's check; nil with SimReal or no simulation
 	Redis      string
 }
 
@@ -151,6 +161,7 @@ func Memory(ctx context.Context, cfg MemoryConfig) (*MemoryReport, error) {
 type memRun struct {
 	cfg   MemoryConfig
 	dir   string
+	addr  string // of the redis-server
 	rdb   redis.UniversalClient
 	ring  *vault.Keyring
 	log   zerolog.Logger
@@ -169,7 +180,7 @@ func newMemRun(ctx context.Context, cfg MemoryConfig, dir, addr string) (*memRun
 	}
 	log := zerolog.New(io.Discard)
 	sbx := sandbox.New(sandbox.DefaultConfig(), log)
-	m := &memRun{cfg: cfg, dir: dir, rdb: adminClient(addr), ring: ring, log: log,
+	m := &memRun{cfg: cfg, dir: dir, addr: addr, rdb: adminClient(addr), ring: ring, log: log,
 		pspSv: httptest.NewServer(sbx.Handler()), start: time.Now()}
 	return m, m.rdb.Ping(ctx).Err()
 }
@@ -237,7 +248,11 @@ func (m *memRun) used(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	for i := 0; i < 16; i++ {
-		time.Sleep(300 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
 		u, err := read()
 		if err != nil {
 			return 0, err
@@ -288,7 +303,7 @@ func (m *memRun) measure(ctx context.Context, rep *MemoryReport) error {
 	if err := phase("queued (after the load)", TargetQueuedBytes, n); err != nil {
 		return err
 	}
-	if err := m.process(ctx, batch, n); err != nil {
+	if err := m.processReal(ctx, batch, n); err != nil {
 		return err
 	}
 	if err := phase(fmt.Sprintf("final, completed tasks retained (their first %s)", jobs.Retention), 0, n); err != nil {
@@ -323,8 +338,9 @@ func (m *memRun) load(ctx context.Context, file string, n int) (string, error) {
 	return res.Batch, nil
 }
 
-// process runs the worker in-process until n payouts of batch are final.
-func (m *memRun) process(ctx context.Context, batch string, n int) error {
+// processReal runs the worker in-process until n payouts of batch are
+// final.
+func (m *memRun) processReal(ctx context.Context, batch string, n int) error {
 	reg := prometheus.NewRegistry()
 	met := worker.NewMetrics(reg)
 	wcfg := worker.DefaultConfig()
@@ -388,7 +404,9 @@ func keyClass(k string) string {
 	return strings.Join(parts, ":")
 }
 
-// keyClasses scans every key and measures up to 200 of each class.
+// keyClasses scans every key and measures up to 200 of each class, each
+// key whole (MEMORY USAGE SAMPLES 0: the default estimate from 5 elements
+// of a big zset or stream varies by several percent between equal keys).
 func (m *memRun) keyClasses(ctx context.Context) ([]KeyClass, error) {
 	byClass := map[string][]string{}
 	counts := map[string]int{}
@@ -408,7 +426,7 @@ func (m *memRun) keyClasses(ctx context.Context) ([]KeyClass, error) {
 		kc := KeyClass{Class: c, Keys: counts[c], Encodings: map[string]int{}}
 		var sum int64
 		for _, k := range keys {
-			u, err := m.rdb.MemoryUsage(ctx, k).Result()
+			u, err := m.rdb.MemoryUsage(ctx, k, 0).Result() // SAMPLES 0: every element, not an estimate from 5
 			if err != nil {
 				continue // expired or deleted meanwhile
 			}
@@ -452,6 +470,9 @@ func (r *MemoryReport) WriteMemory(w io.Writer) {
 			fmt.Fprintf(w, "| %s | %s | %.0f | %s | %s |\n", k.Class, thousands(int64(k.Keys)), k.AvgBytes,
 				thousands(int64(k.AvgBytes*float64(k.Keys))), encodings(k.Encodings))
 		}
+	}
+	if r.Fidelity != nil {
+		r.Fidelity.write(w)
 	}
 	if len(r.Sim) > 0 {
 		r.writeSim(w)

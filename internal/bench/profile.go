@@ -279,7 +279,7 @@ func (b *runner) profileLoaderPeak(ctx context.Context, n int, ring *vault.Keyri
 	if err != nil {
 		return err
 	}
-	b.logf("profile: loader %d rows in %.1f s (in-process), %d enqueued, peak heap in use %.1f MB",
+	b.logf("profile: loader %d rows in %.1f s (in-process), %d enqueued, peak heap in use %.1f MiB",
 		n, time.Since(start).Seconds(), res.Enqueued, float64(peak)/(1<<20))
 	return b.flush(ctx)
 }

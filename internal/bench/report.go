@@ -211,11 +211,12 @@ func (r *Report) WriteJSON(dir string) (string, error) {
 }
 
 // formatValue prints v with its unit: thousands separated for rates, one
-// decimal for MB and seconds.
+// decimal for MiB (peak RSS; "MB" in results written before 2026-11-25 is
+// the same binary unit) and seconds.
 func formatValue(v float64, unit string) string {
 	switch unit {
-	case "MB":
-		return strconv.FormatFloat(v, 'f', 1, 64) + " MB"
+	case "MB", "MiB":
+		return strconv.FormatFloat(v, 'f', 1, 64) + " " + unit
 	case "s":
 		return strconv.FormatFloat(v, 'f', 1, 64) + " s"
 	}
