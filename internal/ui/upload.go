@@ -212,7 +212,7 @@ func uploadOf(r *http.Request, part *multipart.Part, mr *multipart.Reader, field
 	return u, fields, nil
 }
 
-// ErrFieldAfterFile: the upload form had a field after its file part.
+// ErrFieldAfterFile says the upload form had a field after its file part.
 var ErrFieldAfterFile = errors.New("upload form field after the file")
 
 // limitedFile reads r and fails with ErrUploadTooLarge once more than
