@@ -62,10 +62,8 @@ func checkCrontab(text string) []error {
 
 func TestCrontab(t *testing.T) {
 	good := readFile(t, "crontab")
-	if errs := checkCrontab(good); len(errs) > 0 {
-		t.Fatalf("crontab:%s", errorsText(errs))
-	}
-	for _, m := range []mutation{
+	requireClean(t, "crontab", checkCrontab(good))
+	requireCaught(t, "", good, checkCrontab, []mutation{
 		{"every five minutes", "* * * * * payout", "*/5 * * * * payout", "every minute"},
 		{"four time fields", "* * * * * payout", "* * * * payout", "schedule"},
 		{"no flock -n", "flock -n ", "flock ", "flock -n"},
@@ -75,11 +73,7 @@ func TestCrontab(t *testing.T) {
 		{"no env file", ". /etc/payout/payout.env;", "", "environment file"},
 		{"wrong command", "payout load --spool", "payout load", "spool loader"},
 		{"second job", "SHELL=/bin/sh", "0 0 * * * payout true\nSHELL=/bin/sh", "exactly 1 job"},
-	} {
-		t.Run(m.name, func(t *testing.T) {
-			requireErr(t, checkCrontab(m.apply(t, good)), m.wantErr)
-		})
-	}
+	})
 	t.Run("no final newline", func(t *testing.T) {
 		requireErr(t, checkCrontab(strings.TrimSuffix(good, "\n")), "newline")
 	})

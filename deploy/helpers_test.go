@@ -84,3 +84,23 @@ func requireErr(t *testing.T, errs []error, want string) {
 // secretName reports whether an environment variable or key name looks
 // like it holds a secret.
 var secretName = regexp.MustCompile(`(?i)(pass(word|wd)?|token|secret|data[-_]?key|redis[-_]?url|auth)`)
+
+// requireCaught runs one subtest per mutation, named prefix+m.name: check
+// of good with m applied must make the complaint m names.
+func requireCaught(t *testing.T, prefix, good string, check func(string) []error, muts []mutation) {
+	t.Helper()
+	for _, m := range muts {
+		t.Run(prefix+m.name, func(t *testing.T) {
+			requireErr(t, check(m.apply(t, good)), m.wantErr)
+		})
+	}
+}
+
+// requireClean fails the test unless errs, what a check found in the file
+// called name, is empty.
+func requireClean(t *testing.T, name string, errs []error) {
+	t.Helper()
+	if len(errs) > 0 {
+		t.Fatalf("%s:%s", name, errorsText(errs))
+	}
+}

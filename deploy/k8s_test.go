@@ -494,9 +494,7 @@ func TestK8sManifests(t *testing.T) {
 			t.Errorf("%d %s object(s), want %d", kinds[kind], kind, n)
 		}
 	}
-	if errs := checkK8s(files); len(errs) > 0 {
-		t.Fatalf("manifests:%s", errorsText(errs))
-	}
+	requireClean(t, "manifests", checkK8s(files))
 }
 
 func TestK8sChecksCatchBreakage(t *testing.T) {

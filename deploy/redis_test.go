@@ -82,10 +82,8 @@ func checkRedisConf(text string) []error {
 
 func TestRedisConf(t *testing.T) {
 	good := readFile(t, "redis.conf")
-	if errs := checkRedisConf(good); len(errs) > 0 {
-		t.Fatalf("redis.conf:%s", errorsText(errs))
-	}
-	for _, m := range []mutation{
+	requireClean(t, "redis.conf", checkRedisConf(good))
+	requireCaught(t, "", good, checkRedisConf, []mutation{
 		{"no aof", "appendonly yes", "appendonly no", "appendonly"},
 		{"everysec", "appendfsync always", "appendfsync everysec", "appendfsync"},
 		{"later override", "tcp-keepalive 300", "tcp-keepalive 300\nappendfsync no", "appendfsync"},
@@ -95,9 +93,5 @@ func TestRedisConf(t *testing.T) {
 		{"password in file", "protected-mode yes", "protected-mode yes\nrequirepass hunter2", "requirepass"},
 		{"dir in file", "protected-mode yes", "protected-mode yes\ndir /data", "dir is set"},
 		{"bad quote", "dbfilename dump.rdb", `dbfilename "dump.rdb`, "unterminated"},
-	} {
-		t.Run(m.name, func(t *testing.T) {
-			requireErr(t, checkRedisConf(m.apply(t, good)), m.wantErr)
-		})
-	}
+	})
 }

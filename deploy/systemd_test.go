@@ -282,21 +282,17 @@ func checkTimer(text string) []error {
 func TestSystemdUnits(t *testing.T) {
 	for _, kind := range []string{"load", "worker", "ui"} {
 		t.Run(kind, func(t *testing.T) {
-			if errs := checkService(readFile(t, "systemd/payout-"+kind+".service"), kind); len(errs) > 0 {
-				t.Fatalf("payout-%s.service:%s", kind, errorsText(errs))
-			}
+			requireClean(t, "payout-"+kind+".service", checkService(readFile(t, "systemd/payout-"+kind+".service"), kind))
 		})
 	}
 	t.Run("timer", func(t *testing.T) {
-		if errs := checkTimer(readFile(t, "systemd/payout-load.timer")); len(errs) > 0 {
-			t.Fatalf("payout-load.timer:%s", errorsText(errs))
-		}
+		requireClean(t, "payout-load.timer", checkTimer(readFile(t, "systemd/payout-load.timer")))
 	})
 }
 
 func TestSystemdChecksCatchBreakage(t *testing.T) {
 	worker := readFile(t, "systemd/payout-worker.service")
-	for _, m := range []mutation{
+	requireCaught(t, "worker/", worker, func(s string) []error { return checkService(s, "worker") }, []mutation{
 		{"short stop timeout", "TimeoutStopSec=90s", "TimeoutStopSec=20s", "graceful stop"},
 		{"no stop timeout", "TimeoutStopSec=90s\n", "", "TimeoutStopSec unset"},
 		{"root", "DynamicUser=yes", "DynamicUser=no", "DynamicUser"},
@@ -308,28 +304,16 @@ func TestSystemdChecksCatchBreakage(t *testing.T) {
 		{"restart always", "Restart=on-failure", "Restart=always", "Restart"},
 		{"no env file", "EnvironmentFile=/etc/payout/payout.env", "", "EnvironmentFile"},
 		{"garbage line", "[Service]", "[Service]\nthis is not a pair", "not Key=Value"},
-	} {
-		t.Run("worker/"+m.name, func(t *testing.T) {
-			requireErr(t, checkService(m.apply(t, worker), "worker"), m.wantErr)
-		})
-	}
+	})
 	load := readFile(t, "systemd/payout-load.service")
-	for _, m := range []mutation{
+	requireCaught(t, "load/", load, func(s string) []error { return checkService(s, "load") }, []mutation{
 		{"not oneshot", "Type=oneshot", "Type=simple", "oneshot"},
 		{"spool read-only", "ReadWritePaths=/var/spool/payout", "", "ReadWritePaths lacks"},
-	} {
-		t.Run("load/"+m.name, func(t *testing.T) {
-			requireErr(t, checkService(m.apply(t, load), "load"), m.wantErr)
-		})
-	}
+	})
 	timer := readFile(t, "systemd/payout-load.timer")
-	for _, m := range []mutation{
+	requireCaught(t, "timer/", timer, checkTimer, []mutation{
 		{"hourly", "OnCalendar=minutely", "OnCalendar=hourly", "OnCalendar"},
 		{"persistent", "Persistent=false", "Persistent=true", "Persistent"},
 		{"other unit", "Unit=payout-load.service", "Unit=payout-worker.service", "Unit="},
-	} {
-		t.Run("timer/"+m.name, func(t *testing.T) {
-			requireErr(t, checkTimer(m.apply(t, timer)), m.wantErr)
-		})
-	}
+	})
 }

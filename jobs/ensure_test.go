@@ -10,16 +10,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// newQueue starts an in-process Redis and gives its client, closed at
+// cleanup, with an Asynq client and inspector on it.
+func newQueue(t *testing.T) (*redis.Client, *asynq.Client, *asynq.Inspector) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	return rdb, asynq.NewClientFromRedisClient(rdb), asynq.NewInspectorFromRedisClient(rdb)
+}
+
 // TestEnsure restores a reminder that an operator deleted or archived in
 // the web UI, and leaves a live one alone. Before Ensure, the ID conflict
 // with the archived task counted as success and the payout was stranded.
 func TestEnsure(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	c := asynq.NewClientFromRedisClient(rdb)
-	insp := asynq.NewInspectorFromRedisClient(rdb)
+	_, c, insp := newQueue(t)
 
 	p := CreatePayload{Batch: "b", ExternalID: "E1", Attempt: 1}
 	id := CreateTaskID(p.ExternalID, p.Attempt)
@@ -77,11 +83,7 @@ func TestEnsure(t *testing.T) {
 // TestLiveAgreesWithTheInspector pins Asynq's task layout that Live reads.
 func TestLiveAgreesWithTheInspector(t *testing.T) {
 	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { rdb.Close() })
-	c := asynq.NewClientFromRedisClient(rdb)
-	insp := asynq.NewInspectorFromRedisClient(rdb)
+	rdb, c, insp := newQueue(t)
 	var ids []string
 	for i := 1; i <= 3; i++ {
 		p := CreatePayload{Batch: "b", ExternalID: "E", Attempt: i}

@@ -92,29 +92,36 @@ func TestListenError(t *testing.T) {
 	}
 }
 
+// start runs the command with args and environment getenv until ctx ends
+// and waits for the address it listens on; its exit code goes to done.
+func start(ctx context.Context, t *testing.T, args []string, getenv func(string) string) (addr string, out *logs, done <-chan int) {
+	t.Helper()
+	exit := make(chan int, 1)
+	out = newLogs()
+	go func() {
+		exit <- run(ctx, args, io.Discard, out, getenv)
+	}()
+	select {
+	case addr = <-out.addr:
+	case code := <-exit:
+		t.Fatalf("exited %d", code)
+	case <-time.After(5 * time.Second):
+		t.Fatal("not ready")
+	}
+	return addr, out, exit
+}
+
 // TestRunServesAndStops starts the command on a free port with settings
 // from the environment, checks that it answers, then stops it as SIGTERM
 // would (by cancelling its context).
 func TestRunServesAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	out := newLogs()
 	e := env(map[string]string{
 		"PAYOUT_SANDBOX_ADDR":  "127.0.0.1:0",
 		"PAYOUT_SANDBOX_TOKEN": "env-token",
 		"PAYOUT_SANDBOX_SEED":  "5",
 	})
-	go func() {
-		done <- run(ctx, []string{"--seed", "6"}, io.Discard, out, e)
-	}()
-	var addr string
-	select {
-	case addr = <-out.addr:
-	case code := <-done:
-		t.Fatalf("exited %d", code)
-	case <-time.After(5 * time.Second):
-		t.Fatal("not ready")
-	}
+	addr, out, done := start(ctx, t, []string{"--seed", "6"}, e)
 	resp, err := http.Get("http://" + addr + "/sandbox/stats")
 	if err != nil {
 		t.Fatal(err)
@@ -162,20 +169,8 @@ func TestCallbackSecretFromEnv(t *testing.T) {
 	}))
 	defer rs.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
-	out := newLogs()
 	e := env(map[string]string{"PAYOUT_SANDBOX_CALLBACK_SECRET": secret, "PAYOUT_SANDBOX_CALLBACK_URL": rs.URL})
-	go func() {
-		done <- run(ctx, []string{"--addr", "127.0.0.1:0", "--settle-after", "20ms", "--log-level", "debug"}, io.Discard, out, e)
-	}()
-	var addr string
-	select {
-	case addr = <-out.addr:
-	case code := <-done:
-		t.Fatalf("exited %d", code)
-	case <-time.After(5 * time.Second):
-		t.Fatal("not ready")
-	}
+	addr, out, done := start(ctx, t, []string{"--addr", "127.0.0.1:0", "--settle-after", "20ms", "--log-level", "debug"}, e)
 	req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/integration/bridge/withdrawal-order",
 		strings.NewReader(`{"externalId":"E1","amount":"1.00","properties":[{"key":"cardNumber","value":"4111111111111111"}]}`))
 	req.Header.Set("Authorization", "Bearer sandbox-token")

@@ -83,25 +83,7 @@ func RowAt(i int) Row {
 // cardAt is "411111", nine digits of i and a Luhn check digit.
 func cardAt(i int) string {
 	body := fmt.Sprintf("411111%09d", i%1_000_000_000)
-	return body + strconv.Itoa(luhnDigit(body))
-}
-
-// luhnDigit returns the check digit that makes body+digit Luhn-valid.
-func luhnDigit(body string) int {
-	sum := 0
-	double := true // the rightmost digit of body is doubled once the check digit follows
-	for k := len(body) - 1; k >= 0; k-- {
-		d := int(body[k] - '0')
-		if double {
-			d *= 2
-			if d > 9 {
-				d -= 9
-			}
-		}
-		sum += d
-		double = !double
-	}
-	return (10 - sum%10) % 10
+	return body + strconv.Itoa(card.CheckDigit(body))
 }
 
 // WriteFile writes a payout file of rows 1..n to path.

@@ -43,18 +43,6 @@ func TestRowAtIsValidAndAvoidsSandboxMagic(t *testing.T) {
 	}
 }
 
-func TestLuhnDigit(t *testing.T) {
-	for _, tc := range []struct{ body, want string }{
-		{"411111111111111", "1"}, // 4111111111111111
-		{"555555555555444", "4"}, // 5555555555554444
-		{"401288888888188", "1"}, // 4012888888881881
-	} {
-		if got := luhnDigit(tc.body); string(rune('0'+got)) != tc.want {
-			t.Errorf("luhnDigit(%s) = %d, want %s", tc.body, got, tc.want)
-		}
-	}
-}
-
 // The generated file is one the loader accepts whole, and the rows it reads
 // are the ones the baselines use.
 func TestWriteFileIsAcceptedAndMatchesRowAt(t *testing.T) {

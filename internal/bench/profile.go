@@ -171,22 +171,9 @@ func (b *runner) profileWorker(ctx context.Context, cfg ProfileConfig, ring *vau
 	if err != nil {
 		return err
 	}
-	d, err := cpuProfile(path, func() error {
-		wctx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- w.Run(wctx) }()
-		err := pollFinal(ctx, led, res.Batch, cfg.Payouts, b.cfg.PhaseTimeout)
-		cancel()
-		if werr := <-done; err == nil {
-			err = werr
-		}
-		return err
+	return b.profileRun(ctx, cfg, path, "worker", w.Run, func() error {
+		return pollFinal(ctx, led, res.Batch, cfg.Payouts, b.cfg.PhaseTimeout)
 	})
-	if err != nil {
-		return err
-	}
-	b.logf("profile: worker %d payouts in %.2f s = %.0f/s (in-process, c=%d)", cfg.Payouts, d.Seconds(), float64(cfg.Payouts)/d.Seconds(), cfg.Concurrency)
-	return nil
 }
 
 func (b *runner) profileBareWorker(ctx context.Context, cfg ProfileConfig, path string) error {
@@ -201,20 +188,30 @@ func (b *runner) profileBareWorker(ctx context.Context, cfg ProfileConfig, path 
 		return err
 	}
 	defer stopSandbox(sbx)
-	d, err := cpuProfile(path, func() error {
-		wctx, cancel := context.WithCancel(ctx)
-		finished := make(chan struct{})
-		done := make(chan error, 1)
-		go func() {
-			done <- RunBareWorker(wctx, b.rdb, BareWorkerConfig{PSPURL: url, Token: SandboxToken, Concurrency: cfg.Concurrency,
-				Expect: cfg.Payouts, Done: func() { close(finished) }})
-		}()
-		var err error
+	finished := make(chan struct{})
+	run := func(wctx context.Context) error {
+		return RunBareWorker(wctx, b.rdb, BareWorkerConfig{PSPURL: url, Token: SandboxToken, Concurrency: cfg.Concurrency,
+			Expect: cfg.Payouts, Done: func() { close(finished) }})
+	}
+	return b.profileRun(ctx, cfg, path, "bare worker", run, func() error {
 		select {
 		case <-finished:
+			return nil
 		case <-time.After(b.cfg.PhaseTimeout):
-			err = fmt.Errorf("bench: bare worker not done after %s", b.cfg.PhaseTimeout)
+			return fmt.Errorf("bench: bare worker not done after %s", b.cfg.PhaseTimeout)
 		}
+	})
+}
+
+// profileRun runs a worker (run) under a CPU profile written to path until
+// wait returns, stops it, and logs the throughput of cfg.Payouts. The
+// error is wait's, else run's.
+func (b *runner) profileRun(ctx context.Context, cfg ProfileConfig, path, what string, run func(context.Context) error, wait func() error) error {
+	d, err := cpuProfile(path, func() error {
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- run(wctx) }()
+		err := wait()
 		cancel()
 		if werr := <-done; err == nil {
 			err = werr
@@ -224,7 +221,7 @@ func (b *runner) profileBareWorker(ctx context.Context, cfg ProfileConfig, path 
 	if err != nil {
 		return err
 	}
-	b.logf("profile: bare worker %d payouts in %.2f s = %.0f/s (in-process, c=%d)", cfg.Payouts, d.Seconds(), float64(cfg.Payouts)/d.Seconds(), cfg.Concurrency)
+	b.logf("profile: %s %d payouts in %.2f s = %.0f/s (in-process, c=%d)", what, cfg.Payouts, d.Seconds(), float64(cfg.Payouts)/d.Seconds(), cfg.Concurrency)
 	return nil
 }
 

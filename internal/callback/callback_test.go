@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/acme/payout/internal/testenv"
 	"github.com/acme/payout/internal/testlog"
 	"github.com/rs/zerolog"
 )
@@ -78,17 +78,6 @@ func post(t *testing.T, url, body string, header map[string]string) int {
 	return resp.StatusCode
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestCallbacks(t *testing.T) {
 	url, rec, logs, results := start(t, Config{Secret: secret, MaxBody: 256})
 	ok := map[string]string{DefaultHeader: secret}
@@ -115,7 +104,7 @@ func TestCallbacks(t *testing.T) {
 			if code := post(t, url+tt.path, tt.body, tt.header); code != tt.code {
 				t.Fatalf("HTTP %d, want %d", code, tt.code)
 			}
-			waitFor(t, string(tt.result), func() bool { return results()[tt.result] == before+1 })
+			testenv.Eventually(t, string(tt.result), func() bool { return results()[tt.result] == before+1 })
 		})
 	}
 	if n := rec.count(); n != 3 {

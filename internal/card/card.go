@@ -64,14 +64,29 @@ func Normalize(s string) (string, error) {
 
 // Luhn reports whether a string of digits passes the Luhn (mod 10) check.
 func Luhn(digits string) bool {
-	if digits == "" {
-		return false
+	sum, ok := luhnSum(digits, false)
+	return ok && sum%10 == 0
+}
+
+// CheckDigit returns the digit that, appended to body (a string of
+// digits), makes a number that passes the Luhn check.
+func CheckDigit(body string) int {
+	sum, _ := luhnSum(body, true) // the check digit to come is not doubled: body's last digit is
+	return (10 - sum%10) % 10
+}
+
+// luhnSum adds the digits of s from the right, doubling every other one,
+// the rightmost first when double; false when s is empty or holds a
+// non-digit.
+func luhnSum(s string, double bool) (int, bool) {
+	if s == "" {
+		return 0, false
 	}
-	sum, double := 0, false
-	for i := len(digits) - 1; i >= 0; i-- {
-		c := digits[i]
+	sum := 0
+	for i := len(s) - 1; i >= 0; i-- {
+		c := s[i]
 		if c < '0' || c > '9' {
-			return false
+			return 0, false
 		}
 		d := int(c - '0')
 		if double {
@@ -83,7 +98,7 @@ func Luhn(digits string) bool {
 		sum += d
 		double = !double
 	}
-	return sum%10 == 0
+	return sum, true
 }
 
 // Mask shows at most the first 6 and last 4 digits of a card number and

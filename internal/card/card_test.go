@@ -37,6 +37,18 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
+func TestCheckDigit(t *testing.T) {
+	for _, tc := range []struct{ body, want string }{
+		{"411111111111111", "1"}, // 4111111111111111
+		{"555555555555444", "4"}, // 5555555555554444
+		{"401288888888188", "1"}, // 4012888888881881
+	} {
+		if got := CheckDigit(tc.body); string(rune('0'+got)) != tc.want {
+			t.Errorf("CheckDigit(%s) = %d, want %s", tc.body, got, tc.want)
+		}
+	}
+}
+
 func TestMask(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"4111111111111111", "411111******1111"},

@@ -19,6 +19,7 @@ import (
 	"github.com/acme/payout/internal/worker"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 )
 
 // redisFlags say how to reach Redis.
@@ -44,6 +45,21 @@ func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
 		return nil, infraErr(err)
 	}
 	return c, nil
+}
+
+// logAndOpen makes the logger of lf, then connects to the Redis of rf: the
+// front of the commands that log and touch Redis. The caller closes the
+// client.
+func logAndOpen(ctx context.Context, e *env, lf *logFlags, rf *redisFlags) (zerolog.Logger, redis.UniversalClient, error) {
+	log, err := lf.logger(e)
+	if err != nil {
+		return log, nil, err
+	}
+	rdb, err := rf.open(ctx)
+	if err != nil {
+		return log, nil, err
+	}
+	return log, rdb, nil
 }
 
 // keyFlags say where the data key that encrypts card numbers comes from.

@@ -105,11 +105,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	log, err := lf.logger(e)
-	if err != nil {
-		return err
-	}
-	rdb, err := rf.open(ctx)
+	log, rdb, err := logAndOpen(ctx, e, &lf, &rf)
 	if err != nil {
 		return err
 	}

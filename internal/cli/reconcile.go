@@ -29,11 +29,7 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
-	log, err := lf.logger(e)
-	if err != nil {
-		return err
-	}
-	rdb, err := rf.open(ctx)
+	log, rdb, err := logAndOpen(ctx, e, &lf, &rf)
 	if err != nil {
 		return err
 	}

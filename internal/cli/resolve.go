@@ -84,11 +84,7 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	log, err := lf.logger(e)
-	if err != nil {
-		return err
-	}
-	rdb, err := rf.open(ctx)
+	log, rdb, err := logAndOpen(ctx, e, &lf, &rf)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -24,8 +23,7 @@ import (
 
 func newActions(t *testing.T, urls ...string) (*Actions, *redis.Client) {
 	t.Helper()
-	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := fakeredis.Working(t)
 	var em *notify.Emitter
 	if len(urls) > 0 {
 		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), urls)
@@ -86,9 +84,7 @@ func TestActionsNeedAnOperator(t *testing.T) {
 // (ErrNotEnqueued), the UI shows it done (ui.ErrPartlyDone, not a
 // refusal) and both tell the operator the reconciler enqueues the rest.
 func TestApprovalNotEnqueuedStands(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := fakeredis.Working(t)
 	queue := fakeredis.Refusing(t)
 	a := &Actions{Ledger: ledger.New(rdb), Client: asynq.NewClientFromRedisClient(queue),
 		Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}

@@ -55,6 +55,16 @@ func newClient(t testing.TB, base string, mutate func(*psp.Config)) *psp.Client 
 	return c
 }
 
+// mustCreate sends w and fails the test unless the PSP created it.
+func mustCreate(ctx context.Context, t testing.TB, c *psp.Client, w psp.WithdrawalRequest) psp.Result {
+	t.Helper()
+	r := c.CreateWithdrawal(ctx, w)
+	if r.Outcome != psp.Created {
+		t.Fatalf("create: %v %s", r.Outcome, r.Message)
+	}
+	return r
+}
+
 func withdrawal(ext, amount, cardNo string) psp.WithdrawalRequest {
 	return psp.WithdrawalRequest{
 		ExternalID: ext,
@@ -176,10 +186,7 @@ func TestStatusOutcomes(t *testing.T) {
 	sb, ts := startSandbox(t, nil)
 	c := newClient(t, ts.URL, nil)
 	ctx := context.Background()
-	created := c.CreateWithdrawal(ctx, withdrawal("ext/with/slash?#", "7", testCard))
-	if created.Outcome != psp.Created {
-		t.Fatalf("create: %v %s", created.Outcome, created.Message)
-	}
+	created := mustCreate(ctx, t, c, withdrawal("ext/with/slash?#", "7", testCard))
 
 	check := func(name string, res psp.Result, outcome psp.Outcome, status int) {
 		t.Helper()

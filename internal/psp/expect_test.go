@@ -119,10 +119,7 @@ func TestCheckWithdrawal(t *testing.T) {
 	_, ts := startSandbox(t, nil)
 	c := newClient(t, ts.URL, nil)
 	ctx := context.Background()
-	created := c.CreateWithdrawal(ctx, withdrawal("EXT-C", "10.50", testCard))
-	if created.Outcome != psp.Created {
-		t.Fatalf("create: %v %s", created.Outcome, created.Message)
-	}
+	created := mustCreate(ctx, t, c, withdrawal("EXT-C", "10.50", testCard))
 	id := created.Order.OrderID
 	byExt := newClient(t, ts.URL, func(c *psp.Config) { c.StatusIDByExternalID = true })
 	for _, tc := range []struct {

@@ -60,6 +60,14 @@ func startRawH2(t *testing.T, pki *testPKI, fault h2Fault, refuseFirstGet bool) 
 		t.Fatal(err)
 	}
 	s := &rawH2{fault: fault, refuseFirstGet: refuseFirstGet, ln: ln, complete: map[string]int{}}
+	serveConns(t, ln, func(c net.Conn) { s.serve(c.(*tls.Conn)) })
+	return s
+}
+
+// serveConns serves every connection ln accepts on its own goroutine; at
+// the test's end it closes ln and waits for them all.
+func serveConns(t *testing.T, ln net.Listener, serve func(net.Conn)) {
+	t.Helper()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -72,12 +80,11 @@ func startRawH2(t *testing.T, pki *testPKI, fault h2Fault, refuseFirstGet bool) 
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				s.serve(c.(*tls.Conn))
+				serve(c)
 			}()
 		}
 	}()
 	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
-	return s
 }
 
 func (s *rawH2) url() string { return "https://" + s.ln.Addr().String() }
@@ -283,7 +290,6 @@ func TestCreateNeverReplayedOverHTTP1(t *testing.T) {
 		mu        sync.Mutex
 		posts     int
 		firstPost int // POSTs that came as the first request of a connection
-		wg        sync.WaitGroup
 	)
 	serve := func(c net.Conn) {
 		defer c.Close()
@@ -313,19 +319,7 @@ func TestCreateNeverReplayedOverHTTP1(t *testing.T) {
 			_, _ = io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body)
 		}
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); serve(c) }()
-		}
-	}()
-	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	serveConns(t, ln, serve)
 
 	c := newClient(t, "http://"+ln.Addr().String(), nil)
 	ctx := context.Background()

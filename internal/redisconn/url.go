@@ -233,6 +233,20 @@ func hostPort(h, defPort string) (string, string) {
 	return net.JoinHostPort(host, port), ""
 }
 
+// hostPorts checks every "host[:port]" entry of hosts and adds the default
+// port; the message names the first bad one.
+func hostPorts(hosts []string, defPort string) ([]string, string) {
+	addrs := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		addr, msg := hostPort(h, defPort)
+		if msg != "" {
+			return nil, msg
+		}
+		addrs = append(addrs, addr)
+	}
+	return addrs, ""
+}
+
 // parseURL parses the URL part of the options (no file access).
 func parseURL(raw string) (*Config, error) {
 	bad := func(msg string) error { return newError(ErrBadURL, raw, msg, nil) }
@@ -359,14 +373,11 @@ func parseSentinel(p *parts) (*redis.FailoverOptions, string) {
 	if len(p.hosts) == 0 {
 		return nil, "no sentinel address"
 	}
-	o := &redis.FailoverOptions{Username: p.user, Password: p.password}
-	for _, h := range p.hosts {
-		addr, msg := hostPort(h, "26379")
-		if msg != "" {
-			return nil, msg
-		}
-		o.SentinelAddrs = append(o.SentinelAddrs, addr)
+	addrs, msg := hostPorts(p.hosts, "26379")
+	if msg != "" {
+		return nil, msg
 	}
+	o := &redis.FailoverOptions{Username: p.user, Password: p.password, SentinelAddrs: addrs}
 	if p.path == "" || strings.Contains(p.path, "/") {
 		return nil, "master name missing: want redis-sentinel://host:26379/mastername"
 	}
@@ -403,14 +414,11 @@ func parseCluster(p *parts) (*redis.ClusterOptions, string) {
 	if len(p.hosts) == 0 {
 		return nil, "no cluster node address"
 	}
-	o := &redis.ClusterOptions{Username: p.user, Password: p.password}
-	for _, h := range p.hosts {
-		addr, msg := hostPort(h, "6379")
-		if msg != "" {
-			return nil, msg
-		}
-		o.Addrs = append(o.Addrs, addr)
+	addrs, msg := hostPorts(p.hosts, "6379")
+	if msg != "" {
+		return nil, msg
 	}
+	o := &redis.ClusterOptions{Username: p.user, Password: p.password, Addrs: addrs}
 	if p.path != "" && p.path != "0" {
 		return nil, "a cluster has only database 0: drop the path"
 	}

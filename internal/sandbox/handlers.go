@@ -15,6 +15,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/h2rst"
+	"github.com/acme/payout/internal/httpstatus"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) pspMiddleware(next http.Handler) http.Handler {
 		start := time.Now()
 		s.inflight.Add(1)
 		defer s.inflight.Add(-1)
-		rec := &recorder{ResponseWriter: w}
+		rec := &recorder{Writer: httpstatus.Writer{ResponseWriter: w}}
 		info := &reqInfo{op: opOf(r)}
 		if r.Method == http.MethodPost {
 			info.body, info.bodyErr = io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))

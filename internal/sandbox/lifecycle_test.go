@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/testenv"
 )
 
 const cbSecret = "cb-SECRET-value-42"
@@ -89,18 +90,6 @@ func getStatus(t testing.TB, base, id string) (int, statusAnswer, string) {
 		}
 	}
 	return code, a, body
-}
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestLifecycle follows one order through its statuses on the fake clock.
@@ -355,7 +344,7 @@ func TestCallbacks(t *testing.T) {
 				createWD(t, base, fmt.Sprintf("E%d", i))
 			}
 			clock.Add(time.Second)
-			eventually(t, "Processing callbacks", func() bool { return len(recv.received()) == orders*tc.perStep })
+			testenv.Eventually(t, "Processing callbacks", func() bool { return len(recv.received()) == orders*tc.perStep })
 			for _, c := range recv.received() {
 				if c.Body["status"] != "Processing" || c.Secret != cbSecret || strings.Contains(c.Raw, "statusReason") {
 					t.Errorf("callback %q secret %q", c.Raw, c.Secret)
@@ -363,7 +352,7 @@ func TestCallbacks(t *testing.T) {
 			}
 			clock.Add(time.Second)
 			// Counted once the simulator has the answer, after the receiver saw it.
-			eventually(t, "final callbacks", func() bool { return sb.Stats().CallbacksSent == 2*orders*tc.perStep })
+			testenv.Eventually(t, "final callbacks", func() bool { return sb.Stats().CallbacksSent == 2*orders*tc.perStep })
 			truth := map[string]sandbox.Order{}
 			for _, o := range sb.Orders() {
 				truth[o.PSPOrderID] = o
@@ -409,7 +398,7 @@ func TestCallbackDelayReorders(t *testing.T) {
 			if delay > 0 {
 				clock.Add(delay)
 			}
-			eventually(t, "all callbacks", func() bool { return sb.Stats().CallbacksSent == 2*orders })
+			testenv.Eventually(t, "all callbacks", func() bool { return sb.Stats().CallbacksSent == 2*orders })
 			seen := map[string]bool{}
 			reordered := 0
 			for _, c := range recv.received() {
@@ -454,7 +443,7 @@ func TestCallbackRetries(t *testing.T) {
 			})
 			createWD(t, base, "E1")
 			clock.Add(30 * time.Minute)
-			eventually(t, "the outcome", func() bool { st := sb.Stats(); return st.CallbacksSent+st.CallbacksFailed == 1 })
+			testenv.Eventually(t, "the outcome", func() bool { st := sb.Stats(); return st.CallbacksSent+st.CallbacksFailed == 1 })
 			st := sb.Stats()
 			recv.mu.Lock()
 			attempts := recv.attempts
@@ -506,7 +495,7 @@ func TestServeStopsCallbacks(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- sb.Serve(ctx, ln) }()
 	createWD(t, "http://"+ln.Addr().String(), "E1")
-	eventually(t, "a delivery in progress", func() bool { recv.mu.Lock(); defer recv.mu.Unlock(); return recv.hanging > 0 })
+	testenv.Eventually(t, "a delivery in progress", func() bool { recv.mu.Lock(); defer recv.mu.Unlock(); return recv.hanging > 0 })
 	cancel()
 	select {
 	case err := <-done:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/h2rst"
+	"github.com/acme/payout/internal/httpstatus"
 	"github.com/rs/zerolog"
 )
 
@@ -313,23 +314,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // recorder captures the status of an answer, or the fault that replaced it.
 type recorder struct {
-	http.ResponseWriter
-	status int
-	fault  string // "hang" or "drop"
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-	r.ResponseWriter.WriteHeader(code)
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.ResponseWriter.Write(b)
+	httpstatus.Writer
+	fault string // "hang" or "drop"
 }
 
 // Unwrap lets http.ResponseController reach Hijack and Flush.
@@ -339,8 +325,8 @@ func (r *recorder) answer() string {
 	if r.fault != "" {
 		return r.fault
 	}
-	if r.status == 0 {
+	if r.Code == 0 {
 		return "200"
 	}
-	return strconv.Itoa(r.status)
+	return strconv.Itoa(r.Code)
 }

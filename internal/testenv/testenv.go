@@ -137,3 +137,12 @@ func Poll(ctx context.Context, within, interval time.Duration, cond func() (bool
 		}
 	}
 }
+
+// Eventually polls cond every 5 ms until it holds, and fails the test
+// ("timed out waiting for what") when it does not within 5 s.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	if err := Poll(context.Background(), 5*time.Second, 5*time.Millisecond, func() (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}

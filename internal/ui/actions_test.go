@@ -16,7 +16,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -52,9 +51,7 @@ type env struct {
 
 func newEnv(t *testing.T, o uitest.Options) *env {
 	t.Helper()
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := fakeredis.Working(t)
 	o.User, o.Password = opUser, opPass
 	h, err := ui.New(uitest.Config(t, rdb, o))
 	if err != nil {
@@ -180,9 +177,7 @@ func TestApproveFromTheUI(t *testing.T) {
 // An approval recorded whose creates could not be enqueued is done: the
 // ledger is the truth and the workers' reconciler enqueues the creates.
 func TestApproveNotEnqueuedIsDone(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := fakeredis.Working(t)
 	queue := fakeredis.Refusing(t)
 	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass})
 	cfg.Controls = operator.UIControls{Actions: &operator.Actions{Ledger: ledger.New(rdb),
@@ -282,9 +277,7 @@ func TestFourEyesInTheUI(t *testing.T) {
 }
 
 func TestReadOnlyHasNoActions(t *testing.T) {
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := fakeredis.Working(t)
 	spool := t.TempDir()
 	rw := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool})
 	ro := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool, ReadOnly: true})
@@ -459,9 +452,7 @@ func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
 // uploadEnv is an env whose UI takes uploads into spool, changed by set.
 func uploadEnv(t *testing.T, spool string, set func(*ui.Config)) *env {
 	t.Helper()
-	mr := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := fakeredis.Working(t)
 	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass, Spool: spool})
 	set(&cfg)
 	h, err := ui.New(cfg)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+
+	"github.com/acme/payout/internal/httpstatus"
 )
 
 // Controls carries out the operator's decisions taken in the UI, through
@@ -154,9 +156,9 @@ func watchQueues(next http.Handler, c Controls, h *batchHandlers) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &httpstatus.Writer{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if sw.code == 0 || sw.code >= 300 {
+		if sw.Code == 0 || sw.Code >= 300 {
 			return
 		}
 		by := userFrom(r.Context())

@@ -32,6 +32,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/httpstatus"
 )
 
 // monitoringPath is where asynqmon is mounted.
@@ -195,37 +196,17 @@ func healthz(c redis.UniversalClient) http.HandlerFunc {
 	}
 }
 
-// statusWriter records the status code for the access log.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (s *statusWriter) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusWriter) Write(p []byte) (int, error) {
-	if s.code == 0 {
-		s.code = http.StatusOK
-	}
-	return s.ResponseWriter.Write(p)
-}
-
 // accessLog logs every request at debug level: method, path (no query),
 // status, duration and client IP.
 func accessLog(next http.Handler, log zerolog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &httpstatus.Writer{ResponseWriter: w}
 		next.ServeHTTP(sw, r)
-		if sw.code == 0 {
-			sw.code = http.StatusOK
+		if sw.Code == 0 {
+			sw.Code = http.StatusOK
 		}
-		log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.code).
+		log.Debug().Str("method", r.Method).Str("path", r.URL.Path).Int("status", sw.Code).
 			Dur("took", time.Since(start)).Str("ip", clientIP(r)).Msg("ui: request")
 	})
 }
