@@ -80,8 +80,14 @@ func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log z
 		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
 	case ledger.EnsureStatus:
 		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	case ledger.Proceed:
+		return false, nil
 	}
-	return false, nil
+	// A decision this worker does not know (a newer script, a reply it
+	// misread): fail closed. Nothing is sent; if the payout is submitting,
+	// the reconciler turns it into a status check, never a POST.
+	log.Error().Str("action", string(b.Action)).Msg("create: unknown begin decision; nothing sent")
+	return true, fmt.Errorf("worker: unknown begin-create decision %q, nothing sent: %w", b.Action, asynq.SkipRetry)
 }
 
 // holdBackUnreplicated hands a submitting payout back to queued, nothing

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
+	"github.com/rs/zerolog"
 )
 
 // orderIDOnlyPSP is a PSP whose status path knows only its own order ids:
@@ -172,4 +174,19 @@ func mustKey(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// TestUnknownBeginDecisionSendsNothing: a begin-create decision the worker
+// does not know fails closed: handled (nothing sent) and not retried.
+func TestUnknownBeginDecisionSendsNothing(t *testing.T) {
+	w := &Worker{}
+	for _, action := range []ledger.BeginAction{"", "bogus"} {
+		handled, err := w.createWithoutSending(context.Background(), ledger.Begin{Action: action}, zerolog.Nop())
+		if !handled || !errors.Is(err, asynq.SkipRetry) {
+			t.Errorf("action %q: handled %v, err %v; want handled and SkipRetry", action, handled, err)
+		}
+	}
+	if handled, err := w.createWithoutSending(context.Background(), ledger.Begin{Action: ledger.Proceed}, zerolog.Nop()); handled || err != nil {
+		t.Errorf("proceed: handled %v, err %v; want the create sent", handled, err)
+	}
 }
