@@ -535,6 +535,27 @@ func TestUploadFieldAfterTheFileRefused(t *testing.T) {
 	}
 }
 
+// TestUploadCutOffIsTheClients: a body that breaks off within the file is
+// a bad request, not an unavailable ledger, and leaves nothing staged.
+func TestUploadCutOffIsTheClients(t *testing.T) {
+	spool := t.TempDir()
+	e := uploadEnv(t, spool, func(*ui.Config) {})
+	_, tok := e.page()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", tok)
+	fw, _ := mw.CreateFormFile("file", "cut.csv")
+	_, _ = fw.Write([]byte(threeRows))
+	_ = mw.Close()
+	cut := body.Bytes()[:bytes.Index(body.Bytes(), []byte("UI-2"))]
+	r := httptest.NewRequest("POST", "/batches/upload", bytes.NewReader(cut))
+	r.Header.Set("Content-Type", mw.FormDataContentType())
+	w := e.do(r)
+	if w.Code != http.StatusBadRequest || strings.Contains(w.Body.String(), "ledger") || len(staged(t, spool)) != 0 {
+		t.Fatalf("upload cut off in the file: %d, staged %v\n%s", w.Code, staged(t, spool), w.Body.String())
+	}
+}
+
 func TestUploadsAtOnceAreBounded(t *testing.T) {
 	spool := t.TempDir()
 	e := uploadEnv(t, spool, func(c *ui.Config) { c.MaxUploads = 1 })

@@ -234,6 +234,12 @@ func (l *limitedFile) Read(p []byte) (int, error) {
 	if l.left < 0 {
 		return 0, ErrUploadTooLarge
 	}
+	var tooBig *http.MaxBytesError
+	if err != nil && !errors.Is(err, io.EOF) && !errors.As(err, &tooBig) {
+		// The request broke off (the client went away, a proxy cut it,
+		// the read deadline passed): the client's fault, not the spool's.
+		return n, fmt.Errorf("%w: the upload broke off before the end of the file (%v); send it again", errBadForm, err)
+	}
 	if errors.Is(err, io.EOF) && l.end != nil {
 		if e := l.end(); e != nil {
 			return n, e
