@@ -87,8 +87,11 @@ func warnEmbeddedSize(w io.Writer, path string, maxRows int) {
 
 // shellQuote quotes s for a POSIX shell when it holds anything but
 // letters, digits and ./_-:@%+= (a path with a space or a quote is pasted
-// as one word).
+// as one word), and makes a path starting with - relative (not a flag).
 func shellQuote(s string) string {
+	if strings.HasPrefix(s, "-") {
+		s = "./" + s // a relative path, not a flag
+	}
 	safe := s != ""
 	for _, r := range s {
 		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("./_-:@%+=", r)) {

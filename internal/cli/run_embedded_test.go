@@ -65,6 +65,8 @@ func TestShellQuote(t *testing.T) {
 		{"it's.csv", `'it'\''s.csv'`},
 		{"a;rm -rf x", "'a;rm -rf x'"},
 		{"$(id).csv", "'$(id).csv'"},
+		{"-x.csv", "./-x.csv"},
+		{"--data-key-file x", "'./--data-key-file x'"},
 	} {
 		if got := shellQuote(tc.in); got != tc.want {
 			t.Errorf("shellQuote(%q) = %s, want %s", tc.in, got, tc.want)
