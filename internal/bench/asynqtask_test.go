@@ -41,7 +41,7 @@ func TestFastTaskMovesMatchAsynq(t *testing.T) {
 	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error { return nil })); err != nil {
 		t.Fatal(err)
 	}
-	completed := "asynq:{" + jobs.Queue + "}:completed"
+	completed := asynqKey(jobs.Queue, "completed")
 	for rdb.ZCard(ctx, completed).Val() < 1 {
 		if ctx.Err() != nil {
 			t.Fatal("the server did not complete the task")
@@ -66,7 +66,7 @@ func TestFastTaskMovesMatchAsynq(t *testing.T) {
 	}
 
 	hash := func(id string) map[string]string {
-		return rdb.HGetAll(ctx, "asynq:{"+jobs.Queue+"}:t:"+id).Val()
+		return rdb.HGetAll(ctx, asynqKey(jobs.Queue, "t:"+id)).Val()
 	}
 	a, b := hash(byServer), hash(byUs)
 	if fieldNames(a) != fieldNames(b) || a["state"] != "completed" || b["state"] != "completed" {
@@ -97,11 +97,11 @@ func TestFastTaskMovesMatchAsynq(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"active", "lease", "pending"} {
-		if n := rdb.Exists(ctx, "asynq:{"+jobs.Queue+"}:"+k).Val(); n != 0 {
+		if n := rdb.Exists(ctx, asynqKey(jobs.Queue, k)).Val(); n != 0 {
 			t.Fatalf("%s left behind", k)
 		}
 	}
-	if got := rdb.Get(ctx, "asynq:{"+jobs.Queue+"}:processed").Val(); got != "2" {
+	if got := rdb.Get(ctx, asynqKey(jobs.Queue, "processed")).Val(); got != "2" {
 		t.Fatalf("processed total %q, want 2", got)
 	}
 }

@@ -166,7 +166,7 @@ func (m *memRun) fidelity(ctx context.Context, n int) (*Fidelity, error) {
 		if s.payout, err = m.fieldsOf(ctx, "*}:p:"+ext); err != nil {
 			return 0, 0, nil, s, err
 		}
-		if s.task, err = m.fieldsOf(ctx, "asynq:{"+jobs.Queue+"}:t:"+jobs.CreateTaskID(ext, 1)); err != nil {
+		if s.task, err = m.fieldsOf(ctx, asynqKey(jobs.Queue, "t:"+jobs.CreateTaskID(ext, 1))); err != nil {
 			return 0, 0, nil, s, err
 		}
 		info, err := asynq.NewInspectorFromRedisClient(m.rdb).GetTaskInfo(jobs.Queue, jobs.CreateTaskID(ext, 1))

@@ -97,8 +97,8 @@ func (m *memRun) dropTasks(ctx context.Context, d, n int) error {
 	pipe := m.rdb.Pipeline()
 	for i := 1 + d*n; i <= (d+1)*n; i++ {
 		id := jobs.CreateTaskID(RowAt(i).ExternalID, 1)
-		pipe.Del(ctx, "asynq:{"+jobs.Queue+"}:t:"+id)
-		pipe.ZRem(ctx, "asynq:{"+jobs.Queue+"}:completed", id)
+		pipe.Del(ctx, asynqKey(jobs.Queue, "t:"+id))
+		pipe.ZRem(ctx, asynqKey(jobs.Queue, "completed"), id)
 	}
 	_, err := pipe.Exec(ctx)
 	return err
