@@ -347,24 +347,47 @@ func TestQueuePauseIsAudited(t *testing.T) {
 // upload posts a file to the upload form.
 func (e *env) upload(tok, name, content string, fields map[string]string) *httptest.ResponseRecorder {
 	e.t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
+	var before []formField
 	if tok != "" {
-		_ = mw.WriteField("csrf", tok)
+		before = append(before, formField{"csrf", tok})
 	}
 	for k, v := range fields {
-		_ = mw.WriteField(k, v)
+		before = append(before, formField{k, v})
+	}
+	body, ct := uploadForm(e.t, before, name, content, nil)
+	return e.postUpload(bytes.NewReader(body), ct)
+}
+
+// formField is one field of a multipart form, in the order it is sent.
+type formField struct{ name, value string }
+
+// uploadForm is the multipart body of an upload: the fields before, the
+// file, the fields after; and its Content-Type.
+func uploadForm(t testing.TB, before []formField, name, content string, after []formField) ([]byte, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for _, f := range before {
+		_ = mw.WriteField(f.name, f.value)
 	}
 	fw, err := mw.CreateFormFile("file", name)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	_, _ = fw.Write([]byte(content))
-	if err := mw.Close(); err != nil {
-		e.t.Fatal(err)
+	for _, f := range after {
+		_ = mw.WriteField(f.name, f.value)
 	}
-	r := httptest.NewRequest("POST", "/batches/upload", &body)
-	r.Header.Set("Content-Type", mw.FormDataContentType())
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return body.Bytes(), mw.FormDataContentType()
+}
+
+// postUpload posts body, of Content-Type ct, to the upload form.
+func (e *env) postUpload(body io.Reader, ct string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("POST", "/batches/upload", body)
+	r.Header.Set("Content-Type", ct)
 	return e.do(r)
 }
 
@@ -501,15 +524,8 @@ func TestUploadTokenAfterTheFileRefused(t *testing.T) {
 	spool := t.TempDir()
 	e := uploadEnv(t, spool, func(*ui.Config) {})
 	_, tok := e.page()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fw, _ := mw.CreateFormFile("file", "late-token.csv")
-	_, _ = fw.Write([]byte(threeRows))
-	_ = mw.WriteField("csrf", tok)
-	_ = mw.Close()
-	r := httptest.NewRequest("POST", "/batches/upload", &body)
-	r.Header.Set("Content-Type", mw.FormDataContentType())
-	if w := e.do(r); w.Code != http.StatusForbidden || len(staged(t, spool)) != 0 {
+	body, ct := uploadForm(t, nil, "late-token.csv", threeRows, []formField{{"csrf", tok}})
+	if w := e.postUpload(bytes.NewReader(body), ct); w.Code != http.StatusForbidden || len(staged(t, spool)) != 0 {
 		t.Fatalf("token after the file: %d, staged %v", w.Code, staged(t, spool))
 	}
 }
@@ -520,16 +536,8 @@ func TestUploadFieldAfterTheFileRefused(t *testing.T) {
 	spool := t.TempDir()
 	e := uploadEnv(t, spool, func(*ui.Config) {})
 	_, tok := e.page()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("csrf", tok)
-	fw, _ := mw.CreateFormFile("file", "late-total.csv")
-	_, _ = fw.Write([]byte(threeRows))
-	_ = mw.WriteField("expect_total", "1.00")
-	_ = mw.Close()
-	r := httptest.NewRequest("POST", "/batches/upload", &body)
-	r.Header.Set("Content-Type", mw.FormDataContentType())
-	w := e.do(r)
+	body, ct := uploadForm(t, []formField{{"csrf", tok}}, "late-total.csv", threeRows, []formField{{"expect_total", "1.00"}})
+	w := e.postUpload(bytes.NewReader(body), ct)
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "expect_total") || len(staged(t, spool)) != 0 {
 		t.Fatalf("control total after the file: %d, staged %v\n%s", w.Code, staged(t, spool), w.Body.String())
 	}
@@ -541,16 +549,8 @@ func TestUploadCutOffIsTheClients(t *testing.T) {
 	spool := t.TempDir()
 	e := uploadEnv(t, spool, func(*ui.Config) {})
 	_, tok := e.page()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("csrf", tok)
-	fw, _ := mw.CreateFormFile("file", "cut.csv")
-	_, _ = fw.Write([]byte(threeRows))
-	_ = mw.Close()
-	cut := body.Bytes()[:bytes.Index(body.Bytes(), []byte("UI-2"))]
-	r := httptest.NewRequest("POST", "/batches/upload", bytes.NewReader(cut))
-	r.Header.Set("Content-Type", mw.FormDataContentType())
-	w := e.do(r)
+	body, ct := uploadForm(t, []formField{{"csrf", tok}}, "cut.csv", threeRows, nil)
+	w := e.postUpload(bytes.NewReader(body[:bytes.Index(body, []byte("UI-2"))]), ct)
 	if w.Code != http.StatusBadRequest || strings.Contains(w.Body.String(), "ledger") || len(staged(t, spool)) != 0 {
 		t.Fatalf("upload cut off in the file: %d, staged %v\n%s", w.Code, staged(t, spool), w.Body.String())
 	}
@@ -561,28 +561,21 @@ func TestUploadsAtOnceAreBounded(t *testing.T) {
 	e := uploadEnv(t, spool, func(c *ui.Config) { c.MaxUploads = 1 })
 	_, tok := e.page()
 	// A first upload holds the only slot while its body trickles in.
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("csrf", tok)
-	fw, _ := mw.CreateFormFile("file", "slow.csv")
-	_, _ = fw.Write([]byte(threeRows))
-	_ = mw.Close()
-	cut := bytes.Index(body.Bytes(), []byte("UI-2")) // within the file
+	body, ct := uploadForm(t, []formField{{"csrf", tok}}, "slow.csv", threeRows, nil)
+	cut := bytes.Index(body, []byte("UI-2")) // within the file
 	pr, pw := io.Pipe()
-	r := httptest.NewRequest("POST", "/batches/upload", pr)
-	r.Header.Set("Content-Type", mw.FormDataContentType())
 	first := make(chan *httptest.ResponseRecorder, 1)
-	go func() { first <- e.do(r) }()
+	go func() { first <- e.postUpload(pr, ct) }()
 	// The handler takes its slot before it reads the body: once it has
 	// read the start, the slot is held.
-	if _, err := pw.Write(body.Bytes()[:cut]); err != nil {
+	if _, err := pw.Write(body[:cut]); err != nil {
 		t.Fatal(err)
 	}
 	w := e.upload(tok, "second.csv", threeRows, nil)
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("upload while the slot is held: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}
-	if _, err := pw.Write(body.Bytes()[cut:]); err != nil {
+	if _, err := pw.Write(body[cut:]); err != nil {
 		t.Fatal(err)
 	}
 	_ = pw.Close()
