@@ -178,3 +178,17 @@ func TestCompareRuns(t *testing.T) {
 		})
 	}
 }
+
+// TestCompareRunsStream: a stream's bytes depend on how concurrent entries
+// interleave, so it may be StreamTolerance apart; not more.
+func TestCompareRunsStream(t *testing.T) {
+	audit := func(avg float64) []KeyClass {
+		return []KeyClass{{Class: "audit", Keys: 1, AvgBytes: avg, Encodings: map[string]int{"stream": 1}}}
+	}
+	if got := compareRuns(1000, 1000, audit(525252), audit(514556)); len(got) != 0 {
+		t.Errorf("stream 2%% apart: %q, want no difference", got)
+	}
+	if got := compareRuns(1000, 1000, audit(525252), audit(490000)); len(got) != 1 || !strings.HasPrefix(got[0], "audit: ") {
+		t.Errorf("stream 7%% apart: %q, want the stream named", got)
+	}
+}

@@ -30,6 +30,14 @@ import (
 const (
 	FidelityTolerance = 0.02
 	FidelityShare     = 0.01
+	// StreamTolerance is the per-key tolerance of a stream (the audit
+	// trail): its bytes depend on how the entries of concurrent payouts
+	// interleave (a stream node delta-encodes an entry against the node's
+	// first; begin and finish entries have different fields), which no two
+	// runs repeat: up to 2% apart between the real worker and the fast
+	// path at 2,000 rows under -race. used_memory as a whole stays within
+	// FidelityTolerance.
+	StreamTolerance = 0.05
 )
 
 // processFast makes the n payouts of batch final as the in-process worker
@@ -242,7 +250,8 @@ func (m *memRun) fieldsOf(ctx context.Context, pattern string) ([]string, error)
 // bytes per key and encodings.
 func compareRuns(real, fast float64, realKeys, fastKeys []KeyClass) []string {
 	var diffs []string
-	off := func(a, b float64) bool { return math.Abs(b-a) > FidelityTolerance*math.Abs(a) }
+	offBy := func(a, b, tol float64) bool { return math.Abs(b-a) > tol*math.Abs(a) }
+	off := func(a, b float64) bool { return offBy(a, b, FidelityTolerance) }
 	if off(real, fast) {
 		diffs = append(diffs, fmt.Sprintf("used_memory per payout (without connection buffers and scripts): real %.0f B, fast %.0f B (%+.1f%%)", real, fast, 100*(fast-real)/real))
 	}
@@ -276,7 +285,7 @@ func compareRuns(real, fast float64, realKeys, fastKeys []KeyClass) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: only in the %s run", c, map[bool]string{true: "real", false: "fast"}[inReal]))
 		case rk.Keys != fk.Keys:
 			diffs = append(diffs, fmt.Sprintf("%s: %d keys real, %d fast", c, rk.Keys, fk.Keys))
-		case off(rk.AvgBytes, fk.AvgBytes):
+		case offBy(rk.AvgBytes, fk.AvgBytes, tolerance(rk)):
 			diffs = append(diffs, fmt.Sprintf("%s: %.0f B a key real, %.0f fast (%+.1f%%)", c, rk.AvgBytes, fk.AvgBytes, 100*(fk.AvgBytes-rk.AvgBytes)/rk.AvgBytes))
 		}
 		if inReal && inFast && !slices.Equal(encodingNames(rk.Encodings), encodingNames(fk.Encodings)) {
@@ -284,6 +293,15 @@ func compareRuns(real, fast float64, realKeys, fastKeys []KeyClass) []string {
 		}
 	}
 	return diffs
+}
+
+// tolerance is how far a kind of key's bytes may be apart: StreamTolerance
+// for streams, FidelityTolerance for any other.
+func tolerance(k KeyClass) float64 {
+	if k.Encodings["stream"] > 0 {
+		return StreamTolerance
+	}
+	return FidelityTolerance
 }
 
 func encodingNames(m map[string]int) []string {
