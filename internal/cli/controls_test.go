@@ -3,14 +3,20 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
+	"github.com/alicebob/miniredis/v2/server"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,8 +25,13 @@ import (
 // approval, on an embedded Redis.
 func awaitingFixture(t *testing.T) (*ledger.Ledger, *redis.Client, string) {
 	t.Helper()
+	return awaitingOn(t, miniredis.RunT(t))
+}
+
+// awaitingOn is awaitingFixture on mr, for a test that makes mr misbehave.
+func awaitingOn(t *testing.T, mr *miniredis.Miniredis) (*ledger.Ledger, *redis.Client, string) {
+	t.Helper()
 	ctx := context.Background()
-	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	l := ledger.New(rdb)
@@ -67,6 +78,50 @@ func TestApproveDiscardCancel(t *testing.T) {
 		}
 		if b, _ := l.Batch(ctx, "b"); b.Phase != ledger.PhaseLoaded || b.DecidedBy != "bob" {
 			t.Fatalf("batch %+v", b)
+		}
+	})
+	t.Run("approve whose creates cannot be enqueued stands and exits 0", func(t *testing.T) {
+		mr := miniredis.RunT(t)
+		l, _, url := awaitingOn(t, mr)
+		// Every command naming one of Asynq's keys (its enqueue script
+		// among them) fails; the ledger's commands, which name none, do not.
+		var refused atomic.Int32
+		mr.Server().SetPreHook(func(c *server.Peer, cmd string, args ...string) bool {
+			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "asynq:") }) {
+				refused.Add(1)
+				c.WriteError("ERR injected: the queue is down")
+				return true
+			}
+			return false
+		})
+		code, out, errs := runMain(t, nil, "approve", "--redis", url, "--log-format", "json", "--by", "bob", "b")
+		if code != ExitOK || !strings.Contains(out, "batch b (f.csv) approved by bob: total 30.00; "+operator.LeftToReconciler) {
+			t.Fatalf("approve with the queue down: %d %q %q", code, out, errs)
+		}
+		if refused.Load() == 0 || slices.ContainsFunc(mr.Keys(), func(k string) bool { return strings.HasPrefix(k, "asynq:") }) {
+			t.Fatalf("the enqueue did not meet the failing queue (%d refused): the test proves nothing", refused.Load())
+		}
+		warned := false
+		for _, line := range strings.Split(strings.TrimSpace(errs), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil {
+				continue
+			}
+			if m["level"] == "warn" && m["batch"] == "b" && m["by"] == "bob" &&
+				m["message"] == "batch approved; "+operator.LeftToReconciler &&
+				strings.Contains(fmt.Sprint(m["error"]), "injected: the queue is down") {
+				warned = true
+			}
+		}
+		if !warned {
+			t.Fatalf("no warning naming the batch, the operator and the enqueue error:\n%s", errs)
+		}
+		if b, _ := l.Batch(ctx, "b"); b.Phase != ledger.PhaseLoaded || b.DecidedBy != "bob" {
+			t.Fatalf("batch after the approval: %+v", b)
+		}
+		code, _, errs = runMain(t, nil, "approve", "--redis", url, "--by", "bob", "b")
+		if code != ExitRejected || !strings.Contains(errs, "not approved") {
+			t.Fatalf("second approve: %d %q", code, errs)
 		}
 	})
 	t.Run("discard cancels everything", func(t *testing.T) {

@@ -105,6 +105,9 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
+	if !dryRun {
+		checkHashLimits(ctx, rdb, log)
+	}
 	client, err := ef.client(rdb)
 	if err != nil {
 		return err

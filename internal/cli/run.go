@@ -223,6 +223,7 @@ func (r *runCmd) openRedis(ctx context.Context) (closeAll func(), err error) {
 			r.rdb.Close()
 			return nil, err
 		}
+		checkHashLimits(ctx, r.rdb, r.log)
 		return func() { r.rdb.Close() }, nil
 	}
 	mr := miniredis.NewMiniRedis()

@@ -32,17 +32,18 @@ func uiConfig(e *env, addr string, readOnly, insecure bool, prom string, log zer
 // checks of payout approve, the notifications, and, with --spool, the
 // options a spool run loads uploads with.
 type uiControlFlags struct {
-	nf        notifyFlags
-	ff        fileFlags
-	kf        keyFlags
-	approval  string
-	autoBelow string
-	maxBatch  string
-	daily     string
-	fourEyes  bool
-	require   bool
-	spool     string
-	maxUpload int64
+	nf         notifyFlags
+	ff         fileFlags
+	kf         keyFlags
+	approval   string
+	autoBelow  string
+	maxBatch   string
+	daily      string
+	fourEyes   bool
+	require    bool
+	spool      string
+	maxUpload  int64
+	maxUploads int
 }
 
 func (u *uiControlFlags) register(fs *flag.FlagSet) {
@@ -57,6 +58,7 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&u.require, "require-control", false, "uploads: refuse a file whose control totals are not typed in the upload form")
 	fs.StringVar(&u.spool, "spool", "", "spool directory of payout load --spool: enables the upload form; uploads wait in DIR/staging/ for their confirmation, then go to done/ or failed/ with their errors in outbox/")
 	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")
+	fs.IntVar(&u.maxUploads, "max-uploads", ui.DefaultMaxUploads, "uploads handled at once; one more is answered 503 with Retry-After")
 }
 
 // prepared is what the flags give once checked.
@@ -74,6 +76,9 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 	}
 	if p.daily, err = parseLimit("daily-limit", u.daily); err != nil {
 		return p, err
+	}
+	if u.maxUploads < 1 {
+		return p, usageErr("--max-uploads %d: want at least 1 (uploads handled at once)", u.maxUploads)
 	}
 	if u.spool == "" {
 		return p, nil
@@ -107,4 +112,5 @@ func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.Unive
 	cfg.Uploads = operator.UIUploads{Loader: ld, Spool: u.spool, Options: loader.SpoolOptions{
 		Load: loader.Options{File: p.file, Approval: p.approval, RequireControl: u.require}, Settle: time.Second}}
 	cfg.UploadLimit = u.maxUpload
+	cfg.MaxUploads = u.maxUploads
 }

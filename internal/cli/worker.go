@@ -100,6 +100,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err := df.apply(ctx, rdb, &cfg, log); err != nil {
 		return err
 	}
+	checkHashLimits(ctx, rdb, log)
 	if err := nf.configure(e, rdb, &cfg, log); err != nil {
 		return err
 	}
