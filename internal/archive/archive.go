@@ -149,6 +149,13 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	}
 	var out []Outcome
 	var first error
+	if !o.DryRun {
+		// Claims of batches archived earlier expire whether or not this
+		// run archives anything; the sweep runs once a day.
+		if _, err := l.SweepArchivedClaims(ctx, now); err != nil {
+			first = err
+		}
+	}
 	for _, s := range sts {
 		if err := ctx.Err(); err != nil {
 			return out, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,7 @@ import (
 // hashes small enough for Redis's listpack encoding (at most 128 entries
 // of at most 64 bytes each by default), about 45 bytes a claim:
 //
-//	PREFIX:xa:gens       hash  per generation g: "n:g" claims written, "t:g" latest expiry (ms)
+//	PREFIX:xa:gens       hash  per generation g: "n:g" claims held, "t:g" latest day; "swept" day of the last sweep
 //	PREFIX:xa:G:K        hash  generation G, bucket K: field EXTID, value "BATCH:DAY"
 //
 // The bucket of an externalId is FNV-1a(EXTID) mod the generation's bucket
@@ -34,7 +35,10 @@ import (
 // its latest claim's day; a generation whose latest claim has expired
 // leaves the directory at the archiver's next write, in a script that
 // re-reads its day (a lookup only skips it and writes nothing). A lookup
-// ignores an expired field.
+// ignores an expired field. Writes reach only the newest generation, so
+// the archiver also sweeps every generation once a day
+// (SweepArchivedClaims). n:g counts the claims a generation holds: those
+// written less those dropped.
 //
 // Order, not atomicity, keeps an id unique: the bucketed claim is written
 // before the live key is released (compare-and-delete on its owner), and a
@@ -56,23 +60,33 @@ const dayMs = int64(24 * time.Hour / time.Millisecond)
 func claimDay(t time.Time) int64 { return t.UnixMilli() / dayMs }
 
 // addArchivedClaimsScript writes claims into one bucket after dropping its
-// expired ones, and makes the bucket expire at the end of its latest day.
+// expired ones, and makes the bucket expire at the end of its latest day;
+// with no claims to write it only drops (the daily sweep). It returns the
+// number of claims dropped.
 // KEYS: bucket; ARGV: today (day number), then EXTID, "BATCH:DAY" pairs.
 var addArchivedClaimsScript = redis.NewScript(`
 local today = tonumber(ARGV[1])
 local all = redis.call('HGETALL', KEYS[1])
 local last = 0
+local dropped = 0
 for i = 1, #all, 2 do
   local d = tonumber(string.match(all[i + 1], ':(%d+)$')) or 0
-  if d < today then redis.call('HDEL', KEYS[1], all[i]) elseif d > last then last = d end
+  if d < today then
+    redis.call('HDEL', KEYS[1], all[i])
+    dropped = dropped + 1
+  elseif d > last then
+    last = d
+  end
 end
 for i = 2, #ARGV, 2 do
   redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   local d = tonumber(string.match(ARGV[i + 1], ':(%d+)$')) or 0
   if d > last then last = d end
 end
-redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', (last + 1) * 86400000))
-return 1
+if last > 0 then
+  redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', (last + 1) * 86400000))
+end
+return dropped
 `)
 
 // raiseScript sets a hash field to ARGV[2] if that is greater.
@@ -188,7 +202,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 		for k := range gens {
 			g = max(g, k)
 		}
-		if c := gens[g]; c.n+int64(len(mine)) > int64(claimsPerBucket*(claimBuckets0<<g)) && g < claimGensMax {
+		if c := gens[g]; c.n+int64(len(mine)) > int64(claimsPerBucket)*int64(claimBucketCount(g)) && g < claimGensMax {
 			g++
 		}
 		if err := l.writeArchivedClaims(ctx, g, mine, value, today, last); err != nil {
@@ -208,7 +222,9 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 }
 
 // writeArchivedClaims writes ids into generation g's buckets, one script
-// call per bucket, and counts them in the directory.
+// call per bucket, and counts them in the directory: n:g counts the claims
+// written less those its buckets dropped as expired, so it follows the
+// claims a generation holds.
 func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
 	byBucket := map[string][]any{}
 	for _, id := range ids {
@@ -222,13 +238,91 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 	// The directory first: a bucket is never in use without its generation.
 	raiseScript.Eval(ctx, pipe, []string{claimGensKey()}, "t:"+strconv.Itoa(g), last)
 	pipe.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), int64(len(ids)))
+	drops := make([]*redis.Cmd, 0, len(byBucket))
 	for k, args := range byBucket {
-		addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...)
+		drops = append(drops, addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ledger: write archived claims: %w", err)
 	}
+	return l.uncount(ctx, g, drops)
+}
+
+// uncount takes the claims the bucket scripts drops reported dropped off
+// generation g's count.
+func (l *Ledger) uncount(ctx context.Context, g int, drops []*redis.Cmd) error {
+	var n int64
+	for _, c := range drops {
+		d, _ := c.Int64()
+		n += d
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := l.rdb.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), -n).Err(); err != nil {
+		return fmt.Errorf("ledger: count archived claims: %w", err)
+	}
 	return nil
+}
+
+// sweptField is the directory's field holding the last day
+// SweepArchivedClaims completed.
+const sweptField = "swept"
+
+// sweepChunk is how many buckets one round trip of the sweep cleans.
+const sweepChunk = 1000
+
+// SweepArchivedClaims drops, once a day (judged by now, the archive's
+// clock), every archived claim that expired before today from every
+// generation's buckets. A write to a bucket drops its expired claims too,
+// but only the newest generation is written to: without the sweep an older
+// one would keep its expired claims until its latest claim expired, up to
+// the time it took to fill (weeks at high volume). It returns the claims
+// dropped. Running it twice, or at once from two archivers, drops nothing
+// more.
+func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64, error) {
+	today := claimDay(now)
+	done, err := l.rdb.HGet(ctx, claimGensKey(), sweptField).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("ledger: read claim sweep day: %w", err)
+	}
+	if done >= today {
+		return 0, nil
+	}
+	// Every generation in the directory, expired ones too: the sweep
+	// empties (and so deletes) their buckets before dropClaimGens forgets
+	// them.
+	gens, err := l.claimGens(ctx, math.MinInt64)
+	if err != nil {
+		return 0, err
+	}
+	var dropped int64
+	for g := range gens {
+		for start := uint32(0); start < claimBucketCount(g); start += sweepChunk {
+			pipe := l.rdb.Pipeline()
+			drops := make([]*redis.Cmd, 0, sweepChunk)
+			for k := start; k < min(start+sweepChunk, claimBucketCount(g)); k++ {
+				drops = append(drops, addArchivedClaimsScript.Eval(ctx, pipe, []string{claimBucketKeyAt(g, k)}, today))
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return dropped, fmt.Errorf("ledger: sweep archived claims: %w", err)
+			}
+			if err := l.uncount(ctx, g, drops); err != nil {
+				return dropped, err
+			}
+			for _, c := range drops {
+				d, _ := c.Int64()
+				dropped += d
+			}
+		}
+	}
+	if err := l.dropClaimGens(ctx, today); err != nil {
+		return dropped, err
+	}
+	if err := raiseScript.Run(ctx, l.rdb, []string{claimGensKey()}, sweptField, today).Err(); err != nil {
+		return dropped, fmt.Errorf("ledger: record claim sweep day: %w", err)
+	}
+	return dropped, nil
 }
 
 // liveOwners returns the owner of each id's live claim ("" for none).

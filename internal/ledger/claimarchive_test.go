@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -239,5 +240,59 @@ func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
 	got := l.rdb.HGetAll(ctx, claimGensKey()).Val()
 	if _, ok := got["t:0"]; !ok || len(got) != 2 {
 		t.Fatalf("after dropping: %v, want generation 0 only", got)
+	}
+}
+
+// TestSweepArchivedClaims: the daily sweep drops expired claims from a
+// generation no longer written to (writes clean only the buckets they
+// touch), deletes its emptied buckets, forgets the generation, keeps the
+// count of the live one right, and runs once a day.
+func TestSweepArchivedClaims(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	archived(t, l, clk, 24*time.Hour, "old", "S1", "S2", "S3")
+	// Generation 0 counts as full: the next claims go to generation 1.
+	if err := l.rdb.HSet(ctx, claimGensKey(), "n:0", claimsPerBucket*claimBuckets0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(24 * time.Hour)
+	archived(t, l, clk, 30*24*time.Hour, "new", "N1", "N2")
+	bucketsOf := func(g int) int {
+		n := 0
+		for k := uint32(0); k < claimBucketCount(g); k++ {
+			n += int(l.rdb.Exists(ctx, claimBucketKeyAt(g, k)).Val())
+		}
+		return n
+	}
+	// The old claims hold till the end of the day after the first archive.
+	clk.add(24*time.Hour + time.Second)
+	if bucketsOf(0) == 0 {
+		t.Fatal("generation 0 lost its buckets before the sweep: the test shows nothing")
+	}
+	dropped, err := l.SweepArchivedClaims(ctx, clk.t)
+	if err != nil || dropped != 3 {
+		t.Fatalf("SweepArchivedClaims = %d, %v; want 3 dropped", dropped, err)
+	}
+	if n := bucketsOf(0); n != 0 {
+		t.Fatalf("%d buckets of generation 0 left after the sweep", n)
+	}
+	dir := l.rdb.HGetAll(ctx, claimGensKey()).Val()
+	if _, ok := dir["t:0"]; ok || dir["n:1"] != "2" {
+		t.Fatalf("directory after the sweep = %v; want generation 0 gone, n:1 = 2", dir)
+	}
+	own, err := l.Owners(ctx, "other", []string{"S1", "N1", "N2"})
+	if err != nil || len(own) != 2 || own["N1"] != "new" || own["N2"] != "new" {
+		t.Fatalf("Owners after the sweep = %v, %v; want N1 and N2 owned by new only", own, err)
+	}
+	// Once a day: a claim that expires later that day is left to tomorrow.
+	if err := l.rdb.HSet(ctx, claimBucketKey(1, "N1"), "N9", "x:"+strconv.FormatInt(claimDay(clk.t)-1, 10)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if dropped, err := l.SweepArchivedClaims(ctx, clk.t); err != nil || dropped != 0 {
+		t.Fatalf("second sweep the same day = %d, %v; want 0", dropped, err)
+	}
+	clk.add(24 * time.Hour)
+	if dropped, err := l.SweepArchivedClaims(ctx, clk.t); err != nil || dropped != 1 {
+		t.Fatalf("sweep of the next day = %d, %v; want 1", dropped, err)
 	}
 }

@@ -211,9 +211,8 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 // cancelScript moves a queued payout to cancelled. KEYS: payout, counts,
 // audit; ARGV: by, note, actor, op. Replies {'ok', 'queued'} or {'no', state}.
 var cancelScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return memo end
-local h = redis.call('HMGET', KEYS[1], 'state', 'units')
+local first, h = fetch(KEYS[1], 'state', 'units')
+if first then return first end
 if not h[1] then return {'missing', ''} end
 if h[1] ~= 'queued' then return {'no', h[1]} end
 local now = nowms()

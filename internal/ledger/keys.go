@@ -75,8 +75,15 @@ func claimGensKey() string { return prefix + ":xa:gens" }
 func claimBucketKey(gen int, ext string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(ext))
-	n := uint32(claimBuckets0) << gen
-	return prefix + ":xa:" + strconv.Itoa(gen) + ":" + strconv.FormatUint(uint64(h.Sum32()%n), 10)
+	return claimBucketKeyAt(gen, h.Sum32()%claimBucketCount(gen))
+}
+
+// claimBucketCount is the number of buckets of generation gen.
+func claimBucketCount(gen int) uint32 { return uint32(claimBuckets0) << gen }
+
+// claimBucketKeyAt is bucket k of generation gen.
+func claimBucketKeyAt(gen int, k uint32) string {
+	return prefix + ":xa:" + strconv.Itoa(gen) + ":" + strconv.FormatUint(uint64(k), 10)
 }
 
 // dailyKey is the sum of the amounts loaded on the UTC day of now.

@@ -25,9 +25,8 @@ import (
 // Replies {'ok', seq, to, hash...} or {'conflict', state} (the payout is
 // not in needs_review) or {'missing'}.
 var resolveScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return reply(memo, KEYS[1]) end
-local h = redis.call('HMGET', KEYS[1], 'state', 'units')
+local first, h = fetch(KEYS[1], 'state', 'units')
+if first then return reply(first, KEYS[1]) end
 local st = h[1]
 if not st then return {'missing', ''} end
 if st ~= 'needs_review' then return {'conflict', st} end

@@ -24,9 +24,15 @@ local AUD = {extra = {}}
 -- nowms is the Redis server's clock in milliseconds, as decimal text (Lua
 -- turns it into a number in arithmetic): every timestamp a decision depends
 -- on comes from here, never from a worker's clock.
+-- It is read once per call: the transition and its audit entry carry the
+-- same time.
+local NOWMS
 local function nowms()
-  local t = redis.call('TIME')
-  return string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if not NOWMS then
+    local t = redis.call('TIME')
+    NOWMS = string.format('%.0f', tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  end
+  return NOWMS
 end
 local function move(counts, from, to, units)
   if from then
@@ -68,7 +74,8 @@ end
 // luaReplay is prepended to every transition script. Each call carries a
 // fresh operation id (the last ARGV). A transition that writes stores its id
 // and its decision (the head of its reply) in the payout's hash, fields op
-// and opr; a call whose id is the stored one is a replay of that same call
+// and opr (read with the payout's own fields by fetch, written with them by
+// decided); a call whose id is the stored one is a replay of that same call
 // (go-redis or the autopipeliner sent it again after the first reply was
 // lost) and gets the first run's decision back, so the caller still does the
 // follow-up step it decided (enqueue the status check, return the retry).
@@ -83,13 +90,25 @@ if KEYS[3] then
   AUD.actor = ARGV[#ARGV - 1]
   AUD.ext = string.match(KEYS[1], ':p:(.*)$') or ''
 end
-local function replayed(key)
-  local m = redis.call('HMGET', key, 'op', 'opr')
-  if m[1] == OP and m[2] then return cjson.decode(m[2]) end
-  return nil
+-- fetch reads the payout's fields named in ... and, in the same HMGET, the
+-- stored operation: on a replay it returns the first run's decision, else
+-- nil and the fields (false when missing), in the order named.
+local function fetch(key, ...)
+  local m = redis.call('HMGET', key, 'op', 'opr', ...)
+  if m[1] == OP and m[2] then return cjson.decode(m[2]), nil end
+  local h = {}
+  for i = 3, #m do h[i - 2] = m[i] end
+  return nil, h
 end
+-- decided is the field/value pairs that store head as this call's
+-- decision: the last arguments of the HSET that writes the transition, so
+-- the state change and its decision are one write.
+local function decided(head)
+  return 'op', OP, 'opr', cjson.encode(head)
+end
+-- remember stores head as this call's decision on its own.
 local function remember(key, head)
-  redis.call('HSET', key, 'op', OP, 'opr', cjson.encode(head))
+  redis.call('HSET', key, decided(head))
   return head
 end
 `
@@ -141,9 +160,8 @@ return added
 //	skip     final state, or a stale attempt: nothing to do
 //	missing  no such payout
 var beginCreateScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return reply(memo, KEYS[1]) end
-local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units', 'seq')
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq')
+if first then return reply(first, KEYS[1]) end
 local st = h[1]
 if not st then return {'missing', '0'} end
 local attempt = tonumber(ARGV[1])
@@ -152,17 +170,19 @@ local units = h[3]
 local now = nowms()
 AUD.extra = {'attempt', attempt}
 if st == 'queued' and attempt == creates + 1 then
-  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', now)
+  local head = {'proceed', '0'}
+  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', now, decided(head))
   move(KEYS[2], st, 'submitting', units)
-  return reply(remember(KEYS[1], {'proceed', '0'}), KEYS[1])
+  return reply(head, KEYS[1])
 end
 if st == 'submitting' and attempt == creates then
   local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+  local head = {'check', tostring(seq)}
   AUD.extra = {'attempt', attempt, 'seq', seq, 'note', 'create interrupted before its answer was recorded'}
   redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
-    'error', 'create interrupted before its answer was recorded; checking status', 'updated', now)
+    'error', 'create interrupted before its answer was recorded; checking status', 'updated', now, decided(head))
   move(KEYS[2], st, 'checking', units)
-  return reply(remember(KEYS[1], {'check', tostring(seq)}), KEYS[1])
+  return reply(head, KEYS[1])
 end
 if st == 'checking' then
   return reply({'ensure', tostring(num(h[4]))}, KEYS[1])
@@ -181,9 +201,8 @@ return reply({'skip', '0'}, KEYS[1])
 // same attempt that arrived after another delivery moved it to checking).
 // Replies {'ok', seq, newState} or {'conflict', state}.
 var finishCreateScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return memo end
-local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units')
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units')
+if first then return first end
 local st = h[1]
 if not st then return {'missing', ''} end
 local attempt = tonumber(ARGV[1])
@@ -205,21 +224,22 @@ if to == 'queued' and maxTries > 0 then
 end
 local now = nowms()
 AUD.extra = {'attempt', attempt, 'http', ARGV[8], 'order', ARGV[4], 'note', msg}
-redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'error', msg)
-if to == 'created' then
-  redis.call('HSET', KEYS[1], 'order', ARGV[4], 'pspstatus', ARGV[5])
-  await(KEYS[1], KEYS[2], units, ARGV[3], now)
-end
 local seq = 0
-if to == 'checking' then
-  seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  redis.call('HSET', KEYS[1], 'misses', 0, 'lastmiss', 0, 'faults', 0)
+if to == 'checking' then seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) end
+local head = {'ok', tostring(seq), to}
+local f = {'state', to, 'updated', now, 'error', msg}
+if to == 'created' then
+  f[#f+1] = 'order'; f[#f+1] = ARGV[4]; f[#f+1] = 'pspstatus'; f[#f+1] = ARGV[5]
+elseif to == 'checking' then
+  f[#f+1] = 'misses'; f[#f+1] = 0; f[#f+1] = 'lastmiss'; f[#f+1] = 0; f[#f+1] = 'faults'; f[#f+1] = 0
+elseif to == 'queued' then
+  f[#f+1] = 'creates'; f[#f+1] = attempt - 1
 end
-if to == 'queued' then
-  redis.call('HSET', KEYS[1], 'creates', attempt - 1)
-end
+for _, v in ipairs({decided(head)}) do f[#f+1] = v end
+redis.call('HSET', KEYS[1], unpack(f))
+if to == 'created' then await(KEYS[1], KEYS[2], units, ARGV[3], now) end
 move(KEYS[2], st, to, units)
-return remember(KEYS[1], {'ok', tostring(seq), to})
+return head
 `)
 
 // recordCheckScript records the answer of status check seq.
@@ -239,9 +259,8 @@ return remember(KEYS[1], {'ok', tostring(seq), to})
 //	stale    payout is checking under another seq = value: ensure that one exists
 //	skip     payout is not checking
 var recordCheckScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return memo end
-local h = redis.call('HMGET', KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates', 'due')
+local first, h = fetch(KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates', 'due')
+if first then return first end
 local st = h[1]
 if not st then return {'missing', '0', '0', '0'} end
 local cur = num(h[2])
@@ -351,9 +370,8 @@ return 0
 //	stale  another check (value) is current
 //	skip   the payout does not await an outcome (value: its state)
 var recordOutcomeScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return memo end
-local h = redis.call('HMGET', KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'pspstatus')
+local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'pspstatus')
+if first then return first end
 local st = h[1]
 if not st then return {'missing', '0', '0'} end
 if st ~= 'created' or h[2] ~= '1' then return {'skip', st, '0'} end

@@ -76,9 +76,8 @@ func (l *Ledger) Time(ctx context.Context) (time.Time, error) {
 // KEYS: payout, counts, audit; ARGV: attempt, minAge ms, actor, op.
 // Replies {'check', seq} or {'current', state}.
 var interruptScript = redis.NewScript(luaMove + luaReplay + `
-local memo = replayed(KEYS[1])
-if memo then return memo end
-local h = redis.call('HMGET', KEYS[1], 'state', 'creates', 'units', 'updated')
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'updated')
+if first then return first end
 local st = h[1]
 if not st then return {'missing', ''} end
 local now = nowms()
