@@ -70,12 +70,14 @@ func TestRunSmall(t *testing.T) {
 }
 
 // The memory measurement and its simulation at toy sizes: every phase is
-// measured, archiving leaves little, the simulation archives and reports.
+// measured, archiving leaves little, the simulation archives and reports,
+// and the claims of archived batches leave after the id window (archive
+// after 1 day, window 2 days: from day 5 on, 3 days of them are held).
 func TestMemorySmall(t *testing.T) {
 	testenv.NeedTool(t, "redis-server")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cfg := MemoryConfig{Rows: 3000, Concurrency: 20, Days: 4, RowsPerDay: 300, ArchiveAfter: 1, IDWindow: 3, RetentionDays: 1,
+	cfg := MemoryConfig{Rows: 3000, Concurrency: 20, Days: 7, RowsPerDay: 300, ArchiveAfter: 1, IDWindow: 2, RetentionDays: 1,
 		FidelityRows: 2000, FastConcurrency: 64}
 	rep, err := Memory(ctx, cfg)
 	if err != nil {
@@ -84,7 +86,7 @@ func TestMemorySmall(t *testing.T) {
 	if f := rep.Fidelity; f == nil || len(f.Diffs) != 0 || f.Real <= 0 {
 		t.Fatalf("fidelity check: %+v", f)
 	}
-	if len(rep.Phases) != 4 || len(rep.Sim) != 4 {
+	if len(rep.Phases) != 4 || len(rep.Sim) != 7 {
 		t.Fatalf("%d phases, %d simulated days", len(rep.Phases), len(rep.Sim))
 	}
 	queued, archived := rep.Phases[0].PerPayout, rep.Phases[3].PerPayout
@@ -92,8 +94,16 @@ func TestMemorySmall(t *testing.T) {
 	if queued < 200 || archived <= 0 || archived > queued/2 {
 		t.Fatalf("bytes a payout: queued %.0f, archived %.0f", queued, archived)
 	}
-	if last := rep.Sim[3]; last.Archived != 3 || last.Live != 1 || rep.SimPeak <= 0 {
+	if last := rep.Sim[6]; last.Archived != 6 || last.Live != 1 || rep.SimPeak <= 0 {
 		t.Fatalf("last simulated day: %+v, peak %d", last, rep.SimPeak)
+	}
+	for _, d := range rep.Sim {
+		// Day d archives batch d-1; each archived batch's claims are held
+		// till the end of the day its window ends.
+		want := int64(300 * min(d.Archived, cfg.IDWindow+1))
+		if d.Claims != want {
+			t.Fatalf("day %d: %d archived claims held, want %d (%+v)", d.Day, d.Claims, want, rep.Sim)
+		}
 	}
 	var out bytes.Buffer
 	rep.WriteMemory(&out)

@@ -98,8 +98,9 @@ type MemoryPhase struct {
 type SimDay struct {
 	Day       int
 	UsedBytes int64
-	Live      int // batches in Redis
-	Archived  int // batches archived so far
+	Live      int   // batches in Redis
+	Archived  int   // batches archived so far
+	Claims    int64 // claims of archived batches held after the day's archive run
 }
 
 // MemoryReport is the result of Memory.
