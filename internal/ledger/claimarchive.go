@@ -292,29 +292,24 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 	// Every generation in the directory, expired ones too: the sweep
 	// empties (and so deletes) their buckets before dropClaimGens forgets
 	// them.
-	gens, err := l.claimGens(ctx, math.MinInt64)
-	if err != nil {
-		return 0, err
-	}
 	var dropped int64
-	for g := range gens {
-		for start := uint32(0); start < claimBucketCount(g); start += sweepChunk {
-			pipe := l.rdb.Pipeline()
-			drops := make([]*redis.Cmd, 0, sweepChunk)
-			for k := start; k < min(start+sweepChunk, claimBucketCount(g)); k++ {
-				drops = append(drops, addArchivedClaimsScript.Eval(ctx, pipe, []string{claimBucketKeyAt(g, k)}, today))
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				return dropped, fmt.Errorf("ledger: sweep archived claims: %w", err)
-			}
-			if err := l.uncount(ctx, g, drops); err != nil {
-				return dropped, err
-			}
-			for _, c := range drops {
-				d, _ := c.Int64()
-				dropped += d
-			}
+	err = l.eachBucketChunk(ctx, func(g int, keys []string) error {
+		pipe := l.rdb.Pipeline()
+		drops := make([]*redis.Cmd, len(keys))
+		for i, k := range keys {
+			drops[i] = addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, today)
 		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: sweep archived claims: %w", err)
+		}
+		for _, c := range drops {
+			d, _ := c.Int64()
+			dropped += d
+		}
+		return l.uncount(ctx, g, drops)
+	})
+	if err != nil {
+		return dropped, err
 	}
 	if err := l.dropClaimGens(ctx, today); err != nil {
 		return dropped, err
@@ -329,27 +324,45 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 // hold, expired ones not yet dropped included (HLEN of every bucket): for
 // the bench and tests, not for the hot path.
 func (l *Ledger) ArchivedClaimsHeld(ctx context.Context) (int64, error) {
+	var held int64
+	err := l.eachBucketChunk(ctx, func(_ int, keys []string) error {
+		pipe := l.rdb.Pipeline()
+		lens := make([]*redis.IntCmd, len(keys))
+		for i, k := range keys {
+			lens[i] = pipe.HLen(ctx, k)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("ledger: count archived claims: %w", err)
+		}
+		for _, c := range lens {
+			held += c.Val()
+		}
+		return nil
+	})
+	return held, err
+}
+
+// eachBucketChunk calls run with the keys of every bucket of every
+// generation in the directory, expired generations included, sweepChunk
+// keys at a time.
+func (l *Ledger) eachBucketChunk(ctx context.Context, run func(g int, keys []string) error) error {
 	gens, err := l.claimGens(ctx, math.MinInt64)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	var held int64
 	for g := range gens {
-		for start := uint32(0); start < claimBucketCount(g); start += sweepChunk {
-			pipe := l.rdb.Pipeline()
-			lens := make([]*redis.IntCmd, 0, sweepChunk)
-			for k := start; k < min(start+sweepChunk, claimBucketCount(g)); k++ {
-				lens = append(lens, pipe.HLen(ctx, claimBucketKeyAt(g, k)))
+		n := claimBucketCount(g)
+		for start := uint32(0); start < n; start += sweepChunk {
+			keys := make([]string, 0, sweepChunk)
+			for k := start; k < min(start+sweepChunk, n); k++ {
+				keys = append(keys, claimBucketKeyAt(g, k))
 			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				return 0, fmt.Errorf("ledger: count archived claims: %w", err)
-			}
-			for _, c := range lens {
-				held += c.Val()
+			if err := run(g, keys); err != nil {
+				return err
 			}
 		}
 	}
-	return held, nil
+	return nil
 }
 
 // liveOwners returns the owner of each id's live claim ("" for none).
