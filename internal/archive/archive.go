@@ -97,6 +97,9 @@ type Options struct {
 	Now func() time.Time
 	// Batches, if not empty, limits the run to these batches.
 	Batches []string
+	// Swept, if set, is told how many expired externalId claims of
+	// archived batches the run's daily sweep dropped (when it dropped any).
+	Swept func(dropped int64)
 }
 
 // now returns o.Now() or, by default, Redis's time.
@@ -152,8 +155,12 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if !o.DryRun {
 		// Claims of batches archived earlier expire whether or not this
 		// run archives anything; the sweep runs once a day.
-		if _, err := l.SweepArchivedClaims(ctx, now); err != nil {
+		n, err := l.SweepArchivedClaims(ctx, now)
+		if err != nil {
 			first = err
+		}
+		if n > 0 && o.Swept != nil {
+			o.Swept(n)
 		}
 	}
 	for _, s := range sts {

@@ -69,8 +69,12 @@ func (a *archiveFlags) register(fs *flag.FlagSet, spool bool) {
 	fs.Var(days{&a.idWindow}, "id-window", "an archived batch's externalIds stay refused to other files this long after it is archived")
 }
 
-func (a *archiveFlags) options() archive.Options {
-	return archive.Options{OlderThan: a.olderThan, Dir: a.dir, IDWindow: a.idWindow}
+// options are the archive options of the flags; w is told what the
+// daily sweep of expired claims dropped.
+func (a *archiveFlags) options(w io.Writer) archive.Options {
+	return archive.Options{OlderThan: a.olderThan, Dir: a.dir, IDWindow: a.idWindow, Swept: func(n int64) {
+		fmt.Fprintf(w, "%d externalId claims of archived batches expired (id window over) and were dropped\n", n)
+	}}
 }
 
 func runArchive(ctx context.Context, e *env, args []string) error {
@@ -100,7 +104,7 @@ func runArchive(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	o := af.options()
+	o := af.options(e.stdout)
 	o.DryRun = dryRun
 	out, err := archive.Run(ctx, ledger.New(rdb), o)
 	printArchived(e.stdout, out)
@@ -143,7 +147,7 @@ func spoolArchive(e *env, l *ledger.Ledger, spool string, af archiveFlags) func(
 	if af.olderThan <= 0 {
 		return nil
 	}
-	o := af.options()
+	o := af.options(e.stdout)
 	if o.Dir == "" {
 		o.Dir = filepath.Join(spool, "archive")
 	}

@@ -124,4 +124,16 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	if code != ExitUsage || !strings.Contains(errs, "was archived") {
 		t.Fatalf("cancel: %d %s", code, errs)
 	}
+
+	// After the id window (10 days, to the end of that day) the next
+	// archive run drops the claims, once, and says so; the ids are free.
+	mr.SetTime(now.Add((62 + 12) * 24 * time.Hour))
+	for i, want := range []string{"3 externalId claims of archived batches expired (id window over) and were dropped\n", ""} {
+		if code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir); code != ExitOK || out != want {
+			t.Fatalf("archive run %d after the id window: %d %q, want %q; %s", i+1, code, out, want, errs)
+		}
+	}
+	if own, err := l.Owners(ctx, "new", []string{"P1", "P2", "P3"}); err != nil || len(own) != 0 {
+		t.Fatalf("claims after the id window: %v %v", own, err)
+	}
 }
