@@ -68,7 +68,10 @@ func (m *memRun) simulate(ctx context.Context, rep *MemoryReport) error {
 		}
 		if a := d - c.ArchiveAfter; a >= 0 {
 			now := base.Add(time.Duration(d) * 24 * time.Hour)
-			out, err := archive.Run(ctx, ledger.New(m.rdb), archive.Options{Dir: filepath.Join(m.dir, "archive"),
+			// The archive's ledger reads the simulated day as Redis's clock
+			// too: the claims sweep never judges by a clock ahead of Redis's.
+			led := ledger.New(m.rdb, ledger.WithRedisTime(func() time.Time { return now }))
+			out, err := archive.Run(ctx, led, archive.Options{Dir: filepath.Join(m.dir, "archive"),
 				IDWindow: time.Duration(c.IDWindow) * 24 * time.Hour, Now: func() time.Time { return now }, Batches: []string{batches[a]}})
 			if err != nil {
 				return fmt.Errorf("day %d: archive: %w", d, err)

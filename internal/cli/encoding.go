@@ -10,12 +10,12 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// The memory figures and the sizing rule of docs/operations.md assume a
-// queued Asynq task hash is kept as a compact listpack: Redis must allow
-// values of wantListpackValue bytes (deploy/redis.conf; Redis's default is
-// 64, under a payout task's ~200-byte message) and at least
-// wantListpackEntries fields (Redis 7's built-in default is 512, its
-// sample redis.conf says 128).
+// The memory figures and the sizing rule of docs/operations.md assume
+// compact listpack hashes: Redis must allow values of wantListpackValue
+// bytes (deploy/redis.conf; Redis's default is 64, under a queued Asynq
+// task's ~200-byte message) and at least wantListpackEntries fields (Redis
+// 7's default is 512; the buckets of archived claims average 64 and must
+// stay listpacks).
 const (
 	wantListpackValue   = 512
 	wantListpackEntries = 128
@@ -45,13 +45,13 @@ func (h hashLimits) advice(err error) (zerolog.Level, string) {
 	if err != nil {
 		return zerolog.InfoLevel, fmt.Sprintf(unknown, wantListpackValue, wantListpackEntries, "CONFIG GET: "+err.Error())
 	}
-	var low, fix []string
+	var low, fix, cost []string
 	for _, l := range []struct {
-		name, got string
-		want      int
+		name, got, cost string
+		want            int
 	}{
-		{"hash-max-listpack-value", h.value, wantListpackValue},
-		{"hash-max-listpack-entries", h.entries, wantListpackEntries},
+		{"hash-max-listpack-value", h.value, "every queued Asynq task hash becomes a hashtable, about 150 B more per queued payout", wantListpackValue},
+		{"hash-max-listpack-entries", h.entries, "the claim buckets of archived batches (64 ids each on average) become hashtables", wantListpackEntries},
 	} {
 		n, err := strconv.Atoi(l.got)
 		if err != nil {
@@ -60,13 +60,14 @@ func (h hashLimits) advice(err error) (zerolog.Level, string) {
 		if n < l.want {
 			low = append(low, fmt.Sprintf("%s is %d, below the %d", l.name, n, l.want))
 			fix = append(fix, fmt.Sprintf("CONFIG SET %s %d", l.name, l.want))
+			cost = append(cost, l.cost)
 		}
 	}
 	if len(low) == 0 {
 		return zerolog.NoLevel, ""
 	}
-	return zerolog.WarnLevel, fmt.Sprintf("redis %s the memory sizing assumes (docs/operations.md): every queued Asynq task hash becomes a hashtable, about 150 B more per queued payout; fix: %s, and the same in redis.conf (deploy/redis.conf)",
-		strings.Join(low, " and "), strings.Join(fix, " and "))
+	return zerolog.WarnLevel, fmt.Sprintf("redis %s the memory sizing assumes (docs/operations.md): %s; fix: %s, and the same in redis.conf (deploy/redis.conf)",
+		strings.Join(low, " and "), strings.Join(cost, "; "), strings.Join(fix, " and "))
 }
 
 // checkHashLimits logs, once at start, when Redis's hash encoding limits

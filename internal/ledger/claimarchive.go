@@ -16,8 +16,9 @@ import (
 //
 // A live batch's claim on an externalId is one key, PREFIX:x:EXTID (about
 // 100 bytes). When the batch is archived its claims move into bucketed
-// hashes small enough for Redis's listpack encoding (at most 128 entries
-// of at most 64 bytes each by default), about 45 bytes a claim:
+// hashes small enough for Redis's listpack encoding (at most
+// hash-max-listpack-entries entries, 512 by default, of at most
+// hash-max-listpack-value bytes, 64 by default), about 45 bytes a claim:
 //
 //	PREFIX:xa:gens       hash  per generation g: "n:g" claims held, "t:g" latest day; "swept" day of the last sweep
 //	PREFIX:xa:G:K        hash  generation G, bucket K: field EXTID, value "BATCH:DAY"
@@ -62,13 +63,15 @@ func claimDay(t time.Time) int64 { return t.UnixMilli() / dayMs }
 // addArchivedClaimsScript writes claims into one bucket after dropping its
 // expired ones, and makes the bucket expire at the end of its latest day;
 // with no claims to write it only drops (the daily sweep). It returns the
-// number of claims dropped.
+// change in the claims the bucket holds (added less dropped) and the
+// claims dropped.
 // KEYS: bucket; ARGV: today (day number), then EXTID, "BATCH:DAY" pairs.
 var addArchivedClaimsScript = redis.NewScript(`
 local today = tonumber(ARGV[1])
 local all = redis.call('HGETALL', KEYS[1])
 local last = 0
 local dropped = 0
+local added = 0
 for i = 1, #all, 2 do
   local d = tonumber(string.match(all[i + 1], ':(%d+)$')) or 0
   if d < today then
@@ -79,14 +82,14 @@ for i = 1, #all, 2 do
   end
 end
 for i = 2, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
+  added = added + redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   local d = tonumber(string.match(ARGV[i + 1], ':(%d+)$')) or 0
   if d > last then last = d end
 end
 if last > 0 then
   redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', (last + 1) * 86400000))
 end
-return dropped
+return {added - dropped, dropped}
 `)
 
 // raiseScript sets a hash field to ARGV[2] if that is greater.
@@ -99,7 +102,7 @@ return 1
 `)
 
 type claimGen struct {
-	n    int64 // claims written
+	n    int64 // claims held (see recount)
 	till int64 // latest day
 }
 
@@ -164,14 +167,31 @@ func (l *Ledger) dropClaimGens(ctx context.Context, today int64) error {
 	return nil
 }
 
+// claimToday is the day by which claims are judged expired when one is
+// dropped: the earlier of now's (the archive's clock) and Redis's, which
+// lookups judge by. A clock ahead of Redis's must never drop a claim a
+// lookup would still honour.
+func (l *Ledger) claimToday(ctx context.Context, now time.Time) (int64, error) {
+	rt, err := l.Time(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return min(claimDay(now), claimDay(rt)), nil
+}
+
 // ArchiveClaims moves batch's claims on ids into the bucketed form, held
-// until the end of the day of till, and releases their live keys. now is
-// the clock the expiry of older bucketed claims is judged by (the
-// archive's). Claims another batch owns are left alone. It returns how many
-// claims it moved; a re-run moves those still live.
+// until the end of the day of till, and releases their live keys. Expired
+// bucketed claims met on the way are dropped, judged by now (the archive's
+// clock) but never ahead of Redis's (claimToday). Claims another batch
+// owns are left alone. It returns how many claims it moved; a re-run moves
+// those still live.
 func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, till, now time.Time) (int, error) {
 	moved, dropped := 0, false
-	today, last := claimDay(now), claimDay(till)
+	today, err := l.claimToday(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	last := claimDay(till)
 	value := batch + ":" + strconv.FormatInt(last, 10)
 	for start := 0; start < len(ids); start += eachChunk {
 		part := ids[start:min(start+eachChunk, len(ids))]
@@ -222,9 +242,8 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 }
 
 // writeArchivedClaims writes ids into generation g's buckets, one script
-// call per bucket, and counts them in the directory: n:g counts the claims
-// written less those its buckets dropped as expired, so it follows the
-// claims a generation holds.
+// call per bucket, and counts them in the directory: n:g follows the
+// claims a generation holds (recount).
 func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
 	byBucket := map[string][]any{}
 	for _, id := range ids {
@@ -237,32 +256,39 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 	pipe := l.rdb.Pipeline()
 	// The directory first: a bucket is never in use without its generation.
 	raiseScript.Eval(ctx, pipe, []string{claimGensKey()}, "t:"+strconv.Itoa(g), last)
-	pipe.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), int64(len(ids)))
-	drops := make([]*redis.Cmd, 0, len(byBucket))
+	writes := make([]*redis.Cmd, 0, len(byBucket))
 	for k, args := range byBucket {
-		drops = append(drops, addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...))
+		writes = append(writes, addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ledger: write archived claims: %w", err)
 	}
-	return l.uncount(ctx, g, drops)
+	_, err := l.recount(ctx, g, writes)
+	return err
 }
 
-// uncount takes the claims the bucket scripts drops reported dropped off
-// generation g's count.
-func (l *Ledger) uncount(ctx context.Context, g int, drops []*redis.Cmd) error {
-	var n int64
-	for _, c := range drops {
-		d, _ := c.Int64()
-		n += d
+// recount adds to generation g's count n:g what the bucket scripts cmds
+// changed (claims added less claims dropped; a claim written again is not
+// added twice), and returns the claims they dropped. n:g only sizes the
+// generations: a count left off by a crash between the scripts and this
+// HINCRBY changes when the next generation begins, nothing else.
+func (l *Ledger) recount(ctx context.Context, g int, cmds []*redis.Cmd) (dropped int64, err error) {
+	var change int64
+	for _, c := range cmds {
+		r, err := c.Int64Slice()
+		if err != nil || len(r) != 2 {
+			return dropped, fmt.Errorf("ledger: archived claims bucket answered %v: %w", c.Val(), err)
+		}
+		change += r[0]
+		dropped += r[1]
 	}
-	if n == 0 {
-		return nil
+	if change == 0 {
+		return dropped, nil
 	}
-	if err := l.rdb.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), -n).Err(); err != nil {
-		return fmt.Errorf("ledger: count archived claims: %w", err)
+	if err := l.rdb.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), change).Err(); err != nil {
+		return dropped, fmt.Errorf("ledger: count archived claims: %w", err)
 	}
-	return nil
+	return dropped, nil
 }
 
 // sweptField is the directory's field holding the last day
@@ -272,16 +298,19 @@ const sweptField = "swept"
 // sweepChunk is how many buckets one round trip of the sweep cleans.
 const sweepChunk = 1000
 
-// SweepArchivedClaims drops, once a day (judged by now, the archive's
-// clock), every archived claim that expired before today from every
-// generation's buckets. A write to a bucket drops its expired claims too,
+// SweepArchivedClaims drops, once a day, every archived claim that expired
+// before today from every generation's buckets; today is judged by now,
+// the archive's clock, but never ahead of Redis's (claimToday). A write to a bucket drops its expired claims too,
 // but only the newest generation is written to: without the sweep an older
 // one would keep its expired claims until its latest claim expired, up to
 // the time it took to fill (weeks at high volume). It returns the claims
 // dropped. Running it twice, or at once from two archivers, drops nothing
 // more.
 func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64, error) {
-	today := claimDay(now)
+	today, err := l.claimToday(ctx, now)
+	if err != nil {
+		return 0, err
+	}
 	done, err := l.rdb.HGet(ctx, claimGensKey(), sweptField).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("ledger: read claim sweep day: %w", err)
@@ -292,21 +321,26 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 	// Every generation in the directory, expired ones too: the sweep
 	// empties (and so deletes) their buckets before dropClaimGens forgets
 	// them.
+	// EVALSHA after a SCRIPT LOAD per chunk: the script's text once, not
+	// once a bucket (a pipelined EVALSHA cannot fall back to EVAL; a
+	// script cache emptied in between fails the sweep, and the next run
+	// does it).
 	var dropped int64
 	err = l.eachBucketChunk(ctx, func(g int, keys []string) error {
+		if err := addArchivedClaimsScript.Load(ctx, l.rdb).Err(); err != nil {
+			return fmt.Errorf("ledger: sweep archived claims: %w", err)
+		}
 		pipe := l.rdb.Pipeline()
-		drops := make([]*redis.Cmd, len(keys))
+		sweeps := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
-			drops[i] = addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, today)
+			sweeps[i] = addArchivedClaimsScript.EvalSha(ctx, pipe, []string{k}, today)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("ledger: sweep archived claims: %w", err)
 		}
-		for _, c := range drops {
-			d, _ := c.Int64()
-			dropped += d
-		}
-		return l.uncount(ctx, g, drops)
+		n, err := l.recount(ctx, g, sweeps)
+		dropped += n
+		return err
 	})
 	if err != nil {
 		return dropped, err

@@ -243,20 +243,67 @@ func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
 	}
 }
 
-// TestSweepArchivedClaims: the daily sweep drops expired claims from a
+// TestSweepArchivedClaims: the daily sweep drops the expired claims of a
 // generation no longer written to (writes clean only the buckets they
-// touch), deletes its emptied buckets, forgets the generation, keeps the
-// count of the live one right, and runs once a day.
+// touch) and keeps its live ones, keeps a claim through its last day, never
+// judges by a clock ahead of Redis's, runs once a day, keeps each
+// generation's count of the claims it holds, and deletes the buckets of a
+// generation whose claims all expired.
 func TestSweepArchivedClaims(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
-	archived(t, l, clk, 24*time.Hour, "old", "S1", "S2", "S3")
+	full := int64(claimsPerBucket) * int64(claimBucketCount(0))
+	archived(t, l, clk, 24*time.Hour, "old", "O1", "O2")
+	archived(t, l, clk, 10*24*time.Hour, "mid", "M1", "M2")
 	// Generation 0 counts as full: the next claims go to generation 1.
-	if err := l.rdb.HSet(ctx, claimGensKey(), "n:0", claimsPerBucket*claimBuckets0).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, claimGensKey(), "n:0", full).Err(); err != nil {
 		t.Fatal(err)
 	}
 	clk.add(24 * time.Hour)
-	archived(t, l, clk, 30*24*time.Hour, "new", "N1", "N2")
+	archived(t, l, clk, 30*24*time.Hour, "new", "N1")
+	// Written again (a re-run), a claim is not counted twice.
+	if err := l.writeArchivedClaims(ctx, 1, []string{"N1"}, "new:"+strconv.FormatInt(claimDay(clk.t)+30, 10), claimDay(clk.t), claimDay(clk.t)+30); err != nil {
+		t.Fatal(err)
+	}
+	dir := func() map[string]string { return l.rdb.HGetAll(ctx, claimGensKey()).Val() }
+	if d := dir(); d["n:1"] != "1" || d["t:0"] == "" {
+		t.Fatalf("directory = %v; want n:1 = 1 and generation 0 in use", d)
+	}
+	sweep := func(now time.Time, want int64) {
+		t.Helper()
+		if got, err := l.SweepArchivedClaims(ctx, now); err != nil || got != want {
+			t.Fatalf("SweepArchivedClaims(%s) on Redis's %s = %d, %v; want %d dropped", now, clk.t, got, err, want)
+		}
+	}
+	owners := func(want map[string]string) {
+		t.Helper()
+		own, err := l.Owners(ctx, "other", []string{"O1", "O2", "M1", "M2", "N1"})
+		if err != nil || len(own) != len(want) {
+			t.Fatalf("Owners = %v, %v; want %v", own, err, want)
+		}
+		for id, b := range want {
+			if own[id] != b {
+				t.Fatalf("Owners = %v; want %v", own, want)
+			}
+		}
+	}
+	// The old claims' last day is today: kept, even by an archive clock a
+	// day and a half ahead of Redis's.
+	sweep(clk.t, 0)
+	sweep(clk.t.Add(36*time.Hour), 0)
+	owners(map[string]string{"O1": "old", "O2": "old", "M1": "mid", "M2": "mid", "N1": "new"})
+
+	clk.add(24*time.Hour + time.Second)
+	sweep(clk.t, 2)
+	owners(map[string]string{"M1": "mid", "M2": "mid", "N1": "new"})
+	if l.rdb.HExists(ctx, claimBucketKey(0, "O1"), "O1").Val() {
+		t.Fatal("the expired claim O1 is still held in generation 0")
+	}
+	if d := dir(); d["n:0"] != strconv.FormatInt(full-2, 10) || d["t:0"] == "" || d["n:1"] != "1" {
+		t.Fatalf("directory = %v; want n:0 = %d, generation 0 kept, n:1 = 1", d, full-2)
+	}
+	sweep(clk.t, 0) // once a day
+
 	bucketsOf := func(g int) int {
 		n := 0
 		for k := uint32(0); k < claimBucketCount(g); k++ {
@@ -264,35 +311,16 @@ func TestSweepArchivedClaims(t *testing.T) {
 		}
 		return n
 	}
-	// The old claims hold till the end of the day after the first archive.
-	clk.add(24*time.Hour + time.Second)
-	if bucketsOf(0) == 0 {
-		t.Fatal("generation 0 lost its buckets before the sweep: the test shows nothing")
-	}
-	dropped, err := l.SweepArchivedClaims(ctx, clk.t)
-	if err != nil || dropped != 3 {
-		t.Fatalf("SweepArchivedClaims = %d, %v; want 3 dropped", dropped, err)
-	}
+	clk.add(9 * 24 * time.Hour)
+	sweep(clk.t, 2)
 	if n := bucketsOf(0); n != 0 {
-		t.Fatalf("%d buckets of generation 0 left after the sweep", n)
+		t.Fatalf("%d buckets of generation 0 left after its last claims expired", n)
 	}
-	dir := l.rdb.HGetAll(ctx, claimGensKey()).Val()
-	if _, ok := dir["t:0"]; ok || dir["n:1"] != "2" {
-		t.Fatalf("directory after the sweep = %v; want generation 0 gone, n:1 = 2", dir)
+	if d := dir(); d["t:0"] != "" || d["n:1"] != "1" {
+		t.Fatalf("directory = %v; want generation 0 gone, n:1 = 1", d)
 	}
-	own, err := l.Owners(ctx, "other", []string{"S1", "N1", "N2"})
-	if err != nil || len(own) != 2 || own["N1"] != "new" || own["N2"] != "new" {
-		t.Fatalf("Owners after the sweep = %v, %v; want N1 and N2 owned by new only", own, err)
-	}
-	// Once a day: a claim that expires later that day is left to tomorrow.
-	if err := l.rdb.HSet(ctx, claimBucketKey(1, "N1"), "N9", "x:"+strconv.FormatInt(claimDay(clk.t)-1, 10)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if dropped, err := l.SweepArchivedClaims(ctx, clk.t); err != nil || dropped != 0 {
-		t.Fatalf("second sweep the same day = %d, %v; want 0", dropped, err)
-	}
-	clk.add(24 * time.Hour)
-	if dropped, err := l.SweepArchivedClaims(ctx, clk.t); err != nil || dropped != 1 {
-		t.Fatalf("sweep of the next day = %d, %v; want 1", dropped, err)
+	owners(map[string]string{"N1": "new"})
+	if held, err := l.ArchivedClaimsHeld(ctx); err != nil || held != 1 {
+		t.Fatalf("ArchivedClaimsHeld = %d, %v; want 1", held, err)
 	}
 }

@@ -94,6 +94,7 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 type Ledger struct {
 	rdb   redis.UniversalClient
 	now   func() time.Time
+	clock func() time.Time // nil: Time asks Redis
 	newOp func() string
 	actor string // who the transitions are recorded as (audit trail)
 }
@@ -105,6 +106,11 @@ type Option func(*Ledger)
 // deciding anything on them (a payout's registration time). Every time a
 // decision depends on is Redis's own clock (TIME inside the scripts).
 func WithClock(now func() time.Time) Option { return func(l *Ledger) { l.now = now } }
+
+// WithRedisTime makes Time answer now() instead of asking Redis for its
+// clock: for the bench's simulation, whose days are faked, and nothing
+// else. In production Redis's clock is the one every decision reads.
+func WithRedisTime(now func() time.Time) Option { return func(l *Ledger) { l.clock = now } }
 
 // withOpIDs replaces the operation id generator, for tests that replay a
 // transition as a lower layer would.
