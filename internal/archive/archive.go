@@ -93,7 +93,9 @@ type Options struct {
 	// the run there (tests inject interruptions with it).
 	Hook func(batch, step string) error
 	// Now, if set, replaces Redis's clock for the age check and the claim
-	// window: tests and the bench's 90-day simulation fake time with it.
+	// window: tests and the bench's 90-day simulation fake time with it;
+	// never set in production. Expired claims are dropped by the earlier
+	// of Now and Redis's clock (ledger.SweepArchivedClaims).
 	Now func() time.Time
 	// Batches, if not empty, limits the run to these batches.
 	Batches []string

@@ -260,24 +260,34 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 	for k, args := range byBucket {
 		writes = append(writes, addArchivedClaimsScript.Eval(ctx, pipe, []string{k}, args...))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	_, err := pipe.Exec(ctx)
+	// The buckets that ran are counted even when others failed.
+	_, cerr := l.recount(ctx, g, writes)
+	if err != nil {
 		return fmt.Errorf("ledger: write archived claims: %w", err)
 	}
-	_, err := l.recount(ctx, g, writes)
-	return err
+	return cerr
 }
 
 // recount adds to generation g's count n:g what the bucket scripts cmds
-// changed (claims added less claims dropped; a claim written again is not
-// added twice), and returns the claims they dropped. n:g only sizes the
-// generations: a count left off by a crash between the scripts and this
-// HINCRBY changes when the next generation begins, nothing else.
+// that ran changed (claims added less claims dropped; a claim written again
+// is not added twice), and returns the claims they dropped; a script that
+// failed (its pipeline's error is the caller's) counts nothing. n:g only
+// sizes the generations: a count left off by a crash between the scripts
+// and this HINCRBY, or by a bucket that expired by its own TTL, changes
+// when the next generation begins, nothing else.
 func (l *Ledger) recount(ctx context.Context, g int, cmds []*redis.Cmd) (dropped int64, err error) {
 	var change int64
 	for _, c := range cmds {
+		if c.Err() != nil {
+			continue
+		}
 		r, err := c.Int64Slice()
-		if err != nil || len(r) != 2 {
+		if err != nil {
 			return dropped, fmt.Errorf("ledger: archived claims bucket answered %v: %w", c.Val(), err)
+		}
+		if len(r) != 2 {
+			return dropped, fmt.Errorf("ledger: archived claims bucket answered %v, want {change, dropped}", r)
 		}
 		change += r[0]
 		dropped += r[1]
@@ -335,12 +345,13 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 		for i, k := range keys {
 			sweeps[i] = addArchivedClaimsScript.EvalSha(ctx, pipe, []string{k}, today)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		_, err := pipe.Exec(ctx)
+		n, cerr := l.recount(ctx, g, sweeps)
+		dropped += n
+		if err != nil {
 			return fmt.Errorf("ledger: sweep archived claims: %w", err)
 		}
-		n, err := l.recount(ctx, g, sweeps)
-		dropped += n
-		return err
+		return cerr
 	})
 	if err != nil {
 		return dropped, err

@@ -287,10 +287,14 @@ func TestSweepArchivedClaims(t *testing.T) {
 			}
 		}
 	}
-	// The old claims' last day is today: kept, even by an archive clock a
-	// day and a half ahead of Redis's.
-	sweep(clk.t, 0)
+	// The old claims' last day is today: kept, by an archive clock a day
+	// and a half ahead of Redis's (first, so that the sweep runs) and by
+	// Redis's own.
 	sweep(clk.t.Add(36*time.Hour), 0)
+	if err := l.rdb.HDel(ctx, claimGensKey(), sweptField).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sweep(clk.t, 0)
 	owners(map[string]string{"O1": "old", "O2": "old", "M1": "mid", "M2": "mid", "N1": "new"})
 
 	clk.add(24*time.Hour + time.Second)
@@ -322,5 +326,32 @@ func TestSweepArchivedClaims(t *testing.T) {
 	owners(map[string]string{"N1": "new"})
 	if held, err := l.ArchivedClaimsHeld(ctx); err != nil || held != 1 {
 		t.Fatalf("ArchivedClaimsHeld = %d, %v; want 1", held, err)
+	}
+}
+
+// TestArchiveClaimsClockAhead: an archive whose clock is a day and a half
+// ahead of Redis's, writing into the bucket of a claim on its last day (by
+// Redis's clock), neither drops that claim nor forgets its generation.
+func TestArchiveClaimsClockAhead(t *testing.T) {
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	archived(t, l, clk, 24*time.Hour, "old", "O1")
+	clk.add(24 * time.Hour)
+	late := ""
+	for i := 0; late == ""; i++ {
+		if id := fmt.Sprintf("L%d", i); claimBucketKey(0, id) == claimBucketKey(0, "O1") {
+			late = id
+		}
+	}
+	claimed(t, l, "late", late)
+	if _, err := l.ArchiveClaims(ctx, "late", []string{late}, clk.t.Add(24*time.Hour), clk.t.Add(36*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	own, err := l.Owners(ctx, "other", []string{"O1", late})
+	if err != nil || own["O1"] != "old" || own[late] != "late" {
+		t.Fatalf("Owners = %v, %v; want O1 still held by old", own, err)
+	}
+	if d := l.rdb.HGetAll(ctx, claimGensKey()).Val(); d["n:0"] != "2" {
+		t.Fatalf("directory = %v; want n:0 = 2", d)
 	}
 }
