@@ -164,11 +164,19 @@ func checkUserName(name string) string {
 	return ""
 }
 
+// errNotBcrypt: a hash not in one of the bcrypt forms accepted.
+var errNotBcrypt = errors.New("not a bcrypt hash")
+
+// bcryptHashLen is the length of a bcrypt hash: "$2y$", two digits of
+// cost, "$", 22 characters of salt and 31 of hash.
+const bcryptHashLen = 60
+
 // bcryptCost is the cost of a bcrypt hash in one of the forms htpasswd
 // and the usual libraries write.
 func bcryptCost(hash string) (int, error) {
-	if !strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") && !strings.HasPrefix(hash, "$2y$") {
-		return 0, bcrypt.ErrHashTooShort
+	if len(hash) != bcryptHashLen ||
+		!strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") && !strings.HasPrefix(hash, "$2y$") {
+		return 0, errNotBcrypt
 	}
 	return bcrypt.Cost([]byte(hash))
 }

@@ -88,6 +88,8 @@ func TestParseUsers(t *testing.T) {
 		{"plain text", "alice:" + alicePass, 1, "only bcrypt", 0},
 		{"truncated bcrypt", "alice:" + a[:40], 1, "not bcrypt", 0},
 		{"bcrypt $2x$", "alice:" + as("$2x$"), 1, "not bcrypt", 0},
+		{"bcrypt with more after it", "alice:" + a + "x", 1, "not bcrypt", 0},
+		{"bcrypt, then a comment", "alice:" + a + ":x", 1, "not bcrypt", 0},
 		{"cost below 10", "alice:" + a + "\nbob:" + lowCostHash, 2, "bcrypt cost 4 is below 10", 0},
 		{"duplicate", "alice:" + a + "\n# again\nbob:" + b + "\nalice:" + b, 4, `"alice" is also on line 1`, 0},
 		{"empty file", "", 0, "no users", 0},
