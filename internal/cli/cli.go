@@ -174,9 +174,10 @@ const (
 // prefix rule.
 // Keys are a flag name, or "command/flag" for one command only.
 var envOverrides = map[string]string{
-	"redis":   "PAYOUT_REDIS_URL",
-	"ui/addr": "PAYOUT_UI_ADDR",
-	"by":      "PAYOUT_OPERATOR",
+	"redis":    "PAYOUT_REDIS_URL",
+	"ui/addr":  "PAYOUT_UI_ADDR",
+	"ui/users": "PAYOUT_UI_USERS_FILE",
+	"by":       "PAYOUT_OPERATOR",
 }
 
 func envName(command, flagName string) string {

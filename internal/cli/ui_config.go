@@ -18,14 +18,26 @@ import (
 )
 
 // uiConfig reads the UI credentials from the environment only: they never
-// appear on a command line (and so never in ps output).
-func uiConfig(e *env, addr string, readOnly, insecure bool, prom string, log zerolog.Logger) ui.Config {
+// appear on a command line (and so never in ps output). usersFile, when
+// set, is the users file of named logins (--users), whose hashes are read
+// now: an error is a configuration error (ui.UsersFileError).
+func uiConfig(e *env, addr string, readOnly, insecure bool, prom, usersFile string, log zerolog.Logger) (ui.Config, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
-	return ui.Config{
+	cfg := ui.Config{
 		User: e.getenv("PAYOUT_UI_USER"), Password: e.getenv("PAYOUT_UI_PASSWORD"), Token: e.getenv("PAYOUT_UI_TOKEN"),
 		ReadOnly: readOnly, InsecureLocal: insecure, Addr: addr, PrometheusAddr: prom, Logger: log, Registry: reg,
 	}
+	if usersFile == "" {
+		return cfg, nil
+	}
+	users, err := ui.LoadUsers(usersFile, log)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Users = users
+	log.Info().Str("file", usersFile).Int("users", users.Len()).Msg("ui: named logins read")
+	return cfg, nil
 }
 
 // uiControlFlags are what the UI's Approve, Discard and upload do: the
@@ -54,7 +66,7 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&u.autoBelow, "auto-approve-below", "", "uploads, with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&u.maxBatch, "max-batch-total", "", "uploads: a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&u.daily, "daily-limit", "", "Approve refuses, and an upload waits for approval, when it would take the sum let go today (UTC) above this amount")
-	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch; needs one login per person (basic auth only: no PAYOUT_UI_TOKEN, no --insecure-local)")
+	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch; needs one login per person (--users, or PAYOUT_UI_USER/PAYOUT_UI_PASSWORD in a UI per person; no PAYOUT_UI_TOKEN, no --insecure-local)")
 	fs.BoolVar(&u.require, "require-control", false, "uploads: refuse a file whose control totals are not typed in the upload form")
 	fs.StringVar(&u.spool, "spool", "", "spool directory of payout load --spool: enables the upload form; uploads wait in DIR/staging/ for their confirmation, then go to done/ or failed/ with their errors in outbox/")
 	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")

@@ -47,6 +47,15 @@ type env struct {
 	rdb *redis.Client
 	led *ledger.Ledger
 	h   http.Handler
+	// user and pass sign the requests in (opUser, opPass when empty).
+	user, pass string
+}
+
+// as is e with the requests signed in as user.
+func (e *env) as(user, pass string) *env {
+	c := *e
+	c.user, c.pass = user, pass
+	return &c
 }
 
 func newEnv(t *testing.T, o uitest.Options) *env {
@@ -78,7 +87,11 @@ func (e *env) hold(name, content, by string) string {
 // do sends r as the signed-in operator's browser would: with basic auth
 // and Sec-Fetch-Site (the UI's own pages).
 func (e *env) do(r *http.Request) *httptest.ResponseRecorder {
-	r.SetBasicAuth(opUser, opPass)
+	if e.user != "" {
+		r.SetBasicAuth(e.user, e.pass)
+	} else {
+		r.SetBasicAuth(opUser, opPass)
+	}
 	r.Header.Set("Sec-Fetch-Site", "same-origin")
 	r.RemoteAddr = "192.0.2.1:40000"
 	w := httptest.NewRecorder()
@@ -273,6 +286,62 @@ func TestFourEyesInTheUI(t *testing.T) {
 	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
 	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || e.phase(id) != ledger.PhaseAwaiting {
 		t.Fatalf("approval by the loader: %d %s, phase %s", w.Code, w.Body.String(), e.phase(id))
+	}
+}
+
+// TestFourEyesWithNamedLogins: one UI, a users file with alice and bob.
+// Alice uploads a file that waits for approval; her own Approve is refused
+// by four-eyes, Bob's goes through, and the ledger records each by name.
+func TestFourEyesWithNamedLogins(t *testing.T) {
+	spool := t.TempDir()
+	rdb := fakeredis.Working(t)
+	h, err := ui.New(uitest.Config(t, rdb, uitest.Options{Users: ui.NamedLogins(t), Spool: spool, ApprovalRequired: true, FourEyes: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
+	alice, bob := one.as("alice", ui.AlicePass), one.as("bob", ui.BobPass)
+	if w := one.as("alice", ui.BobPass).do(httptest.NewRequest("GET", "/batches", nil)); w.Code != http.StatusUnauthorized {
+		t.Fatalf("alice with bob's password: %d", w.Code)
+	}
+	_, aliceTok := alice.page()
+	w := alice.upload(aliceTok, "mine.csv", threeRows, nil)
+	m := hashRE.FindStringSubmatch(w.Body.String())
+	if w.Code != 200 || m == nil {
+		t.Fatalf("alice's upload: %d\n%s", w.Code, w.Body.String())
+	}
+	if w := alice.post("/batches/confirm", url.Values{"csrf": {aliceTok}, "hash": {m[1]}}); w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
+		t.Fatalf("alice's confirm: %d\n%s", w.Code, w.Body.String())
+	}
+	ids, _ := one.led.BatchIDs(context.Background())
+	if len(ids) != 1 {
+		t.Fatalf("batches: %v", ids)
+	}
+	id := ids[0]
+	if b, _ := one.led.Batch(context.Background(), id); b.LoadedBy != "alice" || b.Phase != ledger.PhaseAwaiting {
+		t.Fatalf("uploaded batch: loaded by %q, phase %s", b.LoadedBy, b.Phase)
+	}
+	w = alice.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}})
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || one.phase(id) != ledger.PhaseAwaiting {
+		t.Fatalf("alice approving her own upload: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
+	}
+	// Alice's CSRF token is hers: Bob's browser has its own.
+	if w := bob.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}}); w.Code != http.StatusForbidden {
+		t.Fatalf("bob with alice's CSRF token: %d", w.Code)
+	}
+	_, bobTok := bob.page()
+	w = bob.post("/batches/"+id+"/approve", url.Values{"csrf": {bobTok}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by bob") || one.phase(id) != ledger.PhaseLoaded {
+		t.Fatalf("bob's approval: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
+	}
+	var approvedBy []string
+	for _, a := range one.audit(id) {
+		if a.From == ledger.PhaseAwaiting {
+			approvedBy = append(approvedBy, a.Actor+" -> "+a.To)
+		}
+	}
+	if fmt.Sprint(approvedBy) != "[bob -> loaded]" {
+		t.Fatalf("audit of the approval: %v", approvedBy)
 	}
 }
 

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/acme/payout/internal/card"
 )
 
-// authenticator checks basic or bearer credentials in constant time and
-// locks out client IPs after repeated failures.
+// authenticator checks basic or bearer credentials in constant time (a
+// users file: with bcrypt) and locks out client IPs after repeated
+// failures.
 type authenticator struct {
 	basic     bool
 	userHash  [sha256.Size]byte
@@ -24,6 +26,8 @@ type authenticator struct {
 	bearer    bool
 	tokenHash [sha256.Size]byte
 	open      bool // InsecureLocal without credentials
+	// logins, with a users file, replaces the single user and password.
+	logins *userLogins
 
 	limiter *failureLimiter
 	log     zerolog.Logger
@@ -44,6 +48,11 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 		a.basic = true
 		a.userHash = sha256.Sum256([]byte(cfg.User))
 		a.passHash = sha256.Sum256([]byte(cfg.Password))
+	}
+	if cfg.Users != nil {
+		a.basic = true
+		a.logins = &userLogins{users: cfg.Users, cache: newLoginCache(maxCachedLogins, cfg.now),
+			compare: bcrypt.CompareHashAndPassword}
 	}
 	if cfg.Token != "" {
 		a.bearer = true
@@ -84,6 +93,12 @@ func (a *authenticator) check(r *http.Request) (res authResult, scheme, user str
 	case "basic":
 		u, p, ok := r.BasicAuth()
 		if !ok || !a.basic {
+			return authBad, "basic", u
+		}
+		if a.logins != nil {
+			if a.logins.verify(u, p) {
+				return authOK, "basic", u
+			}
 			return authBad, "basic", u
 		}
 		// Both comparisons always run: no early exit on a wrong user.

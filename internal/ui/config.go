@@ -29,6 +29,11 @@ type Config struct {
 	// InsecureLocal is set and Addr is a loopback address.
 	User, Password, Token string
 
+	// Users, from a users file (payout ui --users, LoadUsers), are named
+	// basic-auth logins, one per person, instead of User and Password
+	// (both together are refused). Token may be set alongside.
+	Users *Users
+
 	// ReadOnly turns on asynqmon's view-only mode and, independently of it,
 	// rejects every request under /monitoring/ that is not GET or HEAD.
 	ReadOnly bool
@@ -50,8 +55,8 @@ type Config struct {
 
 	// FourEyes says the Controls refuse an approver who loaded the batch
 	// (payout ui --four-eyes), a check by name: the UI must then tell
-	// people apart, and CheckConfig accepts only basic auth (User and
-	// Password, one login per person), no Token (shared: every holder is
+	// people apart, and CheckConfig accepts only basic auth (Users, or
+	// User and Password in a UI per person), no Token (shared: every holder is
 	// "ui-token") and no InsecureLocal (everyone is "ui-local"). Not
 	// checked in read-only mode, which approves nothing.
 	FourEyes bool
@@ -100,16 +105,21 @@ var ErrConfig = errors.New("ui: invalid configuration")
 var (
 	// ErrNoCredentials: neither user+password nor a token was given and
 	// the insecure local mode was not (validly) requested.
-	ErrNoCredentials = errors.New("no UI credentials: set PAYOUT_UI_USER and PAYOUT_UI_PASSWORD, or PAYOUT_UI_TOKEN")
+	ErrNoCredentials = errors.New("no UI credentials: set --users FILE (PAYOUT_UI_USERS_FILE), " +
+		"or PAYOUT_UI_USER and PAYOUT_UI_PASSWORD, or PAYOUT_UI_TOKEN")
 	// ErrIncompleteCredentials: a user without a password or the reverse.
 	ErrIncompleteCredentials = errors.New("UI user and password must be set together")
+	// ErrUsersAndUser: a users file and the single user and password.
+	ErrUsersAndUser = errors.New("--users (PAYOUT_UI_USERS_FILE) and PAYOUT_UI_USER/PAYOUT_UI_PASSWORD " +
+		"cannot be used together: put every login in the users file")
 	// ErrNotLoopback: the insecure local mode was requested on an address
 	// that is not loopback.
 	ErrNotLoopback = errors.New("running the UI without credentials is allowed on a loopback address only")
 	// ErrFourEyesLogin: four-eyes with a login that cannot tell two
 	// people apart (a bearer token, the insecure local mode).
 	ErrFourEyesLogin = errors.New("--four-eyes needs one login per person: sign in with basic auth only " +
-		"(PAYOUT_UI_USER and PAYOUT_UI_PASSWORD, each person's own), without PAYOUT_UI_TOKEN or --insecure-local")
+		"(--users FILE with each person's own login, or PAYOUT_UI_USER and PAYOUT_UI_PASSWORD in a UI per person), " +
+		"without PAYOUT_UI_TOKEN or --insecure-local")
 	// ErrBadAddr: the listen address cannot be parsed.
 	ErrBadAddr = errors.New("bad UI listen address")
 	// ErrNoRedis: Config.Redis is nil.
@@ -157,6 +167,12 @@ func CheckConfig(cfg Config) error {
 // checkAccess checks credentials, limits and address: everything that can
 // be refused before a connection is made.
 func checkAccess(cfg Config) error {
+	if cfg.Users != nil && (cfg.User != "" || cfg.Password != "") {
+		return &ConfigError{Err: ErrUsersAndUser}
+	}
+	if cfg.Users != nil && cfg.Users.Len() == 0 {
+		return &ConfigError{Err: ErrUsersFile, Detail: "no users"}
+	}
 	if (cfg.User == "") != (cfg.Password == "") {
 		return &ConfigError{Err: ErrIncompleteCredentials}
 	}
@@ -184,7 +200,8 @@ func checkAccess(cfg Config) error {
 }
 
 // checkFourEyes refuses FourEyes (outside read-only mode) unless every
-// signed-in request names a person: basic auth, and nothing else that
+// signed-in request names a person: basic auth (a users file, or the one
+// user of a UI per person), and nothing else that
 // could sign in (a token or the local mode is one name for everyone, so
 // the same person could load under it and approve under their own).
 func checkFourEyes(cfg Config) error {
@@ -197,8 +214,8 @@ func checkFourEyes(cfg Config) error {
 		why = "PAYOUT_UI_TOKEN is set: every holder of the token signs in as " + tokenUser
 	case cfg.InsecureLocal:
 		why = "--insecure-local: everyone is " + localUser
-	case cfg.User == "" || cfg.Password == "":
-		why = "no PAYOUT_UI_USER and PAYOUT_UI_PASSWORD"
+	case cfg.Users == nil && (cfg.User == "" || cfg.Password == ""):
+		why = "no --users file and no PAYOUT_UI_USER and PAYOUT_UI_PASSWORD"
 	default:
 		return nil
 	}
@@ -206,7 +223,7 @@ func checkFourEyes(cfg Config) error {
 }
 
 func (cfg Config) hasCredentials() bool {
-	return (cfg.User != "" && cfg.Password != "") || cfg.Token != ""
+	return (cfg.User != "" && cfg.Password != "") || cfg.Users != nil || cfg.Token != ""
 }
 
 func (cfg Config) addr() string {

@@ -7,8 +7,9 @@
 // validation and loads it on confirmation. Every form carries a CSRF token
 // of the signed-in user, who is recorded as who acted.
 //
-// Everything but /healthz is behind HTTP basic auth or a bearer token,
-// compared in constant time; a client IP that fails too often is locked out
+// Everything but /healthz is behind HTTP basic auth (one login, or named
+// logins from a bcrypt users file, see Users) or a bearer token, compared
+// in constant time; a client IP that fails too often is locked out
 // (429). Every response carries a strict Content-Security-Policy (per-request
 // nonce, nothing from other hosts) and the usual hardening headers. In
 // read-only mode asynqmon hides its actions and, independently, every

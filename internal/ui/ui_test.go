@@ -529,6 +529,7 @@ func TestMetricsServesRegistry(t *testing.T) {
 func TestCheckConfig(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = rc.Close() })
+	users := testUsers(t)
 	tests := []struct {
 		name string
 		cfg  Config
@@ -558,6 +559,14 @@ func TestCheckConfig(t *testing.T) {
 		{"four-eyes, insecure local", Config{Redis: rc, InsecureLocal: true, FourEyes: true}, ErrFourEyesLogin},
 		{"four-eyes, basic and insecure local", Config{Redis: rc, User: "u", Password: "p", InsecureLocal: true, FourEyes: true}, ErrFourEyesLogin},
 		{"four-eyes, read-only, token", Config{Redis: rc, Token: "t", FourEyes: true, ReadOnly: true}, nil},
+		{"users file on 0.0.0.0", Config{Redis: rc, Addr: "0.0.0.0:8080", Users: users}, nil},
+		{"users file and token", Config{Redis: rc, Users: users, Token: "t"}, nil},
+		{"users file and user", Config{Redis: rc, Users: users, User: "u", Password: "p"}, ErrUsersAndUser},
+		{"users file and a lone password", Config{Redis: rc, Users: users, Password: "p"}, ErrUsersAndUser},
+		{"users file without users", Config{Redis: rc, Users: &Users{}}, ErrUsersFile},
+		{"four-eyes, users file", Config{Redis: rc, Users: users, FourEyes: true}, nil},
+		{"four-eyes, users file and token", Config{Redis: rc, Users: users, Token: "t", FourEyes: true}, ErrFourEyesLogin},
+		{"four-eyes, users file, insecure local", Config{Redis: rc, Users: users, InsecureLocal: true, FourEyes: true}, ErrFourEyesLogin},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,7 +23,9 @@ import (
 // Options say how the UI under test is configured.
 type Options struct {
 	User, Password string
-	ReadOnly       bool
+	// Users are named logins (a users file) instead of User and Password.
+	Users    *ui.Users
+	ReadOnly bool
 	// Spool enables the upload (its directory).
 	Spool string
 	// ApprovalRequired: confirmed uploads wait for approval.
@@ -46,7 +48,7 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), o.NotifyURLs)
 	}
 	led := ledger.New(rdb)
-	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
+	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, Users: o.Users, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
 		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led},
 		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit}}
 	if o.Spool != "" {

@@ -1,0 +1,321 @@
+package ui
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"golang.org/x/crypto/bcrypt"
+)
+
+const (
+	alicePass = "alice-correct-horse"
+	bobPass   = "bob-battery-staple"
+)
+
+var (
+	hashesOnce         sync.Once
+	aliceHash, bobHash string
+	lowCostHash        string
+	hashesErr          error
+)
+
+// testHashes makes the bcrypt hashes of the tests once per test binary:
+// at cost 10 each takes ~50 ms (more under -race).
+func testHashes(t testing.TB) (alice, bob string) {
+	t.Helper()
+	hashesOnce.Do(func() {
+		gen := func(pw string, cost int) string {
+			h, err := bcrypt.GenerateFromPassword([]byte(pw), cost)
+			if err != nil {
+				hashesErr = err
+			}
+			return string(h)
+		}
+		aliceHash, bobHash = gen(alicePass, MinUserCost), gen(bobPass, MinUserCost)
+		lowCostHash = gen("low", bcrypt.MinCost)
+	})
+	if hashesErr != nil {
+		t.Fatal(hashesErr)
+	}
+	return aliceHash, bobHash
+}
+
+// TestUsers returns the logins alice and bob (passwords alicePass and
+// bobPass).
+func testUsers(t testing.TB) *Users {
+	t.Helper()
+	a, b := testHashes(t)
+	u, err := ParseUsers("users", strings.NewReader("alice:"+a+"\nbob:"+b+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestParseUsers(t *testing.T) {
+	a, b := testHashes(t)
+	as := func(prefix string) string { return prefix + a[4:] } // same hash, another bcrypt variant
+	tests := []struct {
+		name   string
+		file   string
+		line   int    // 0 with want "": accepted
+		want   string // in the message
+		logins int
+	}{
+		{"htpasswd output", "alice:" + a + "\n\n", 0, "", 1},
+		{"comments, blank lines, CRLF", "# ops\r\n\r\n  \nalice:" + a + "\r\n# bob\nbob:" + b + "\n", 0, "", 2},
+		{"$2a$, $2b$, $2y$", "a:" + as("$2a$") + "\nb.x_y-z@corp:" + as("$2b$") + "\nc:" + as("$2y$"), 0, "", 3},
+		{"no colon", "# x\nalice " + a + "\n", 2, "no ':'", 0},
+		{"empty name", "\n:" + a + "\n", 2, "empty user name", 0},
+		{"space in the name", "al ice:" + a, 1, `"al ice" has a character other than`, 0},
+		{"slash in the name", "ok:" + a + "\nx/y:" + b, 2, "character other than", 0},
+		{"non-ASCII name", "zoë:" + a, 1, "character other than", 0},
+		{"name too long", strings.Repeat("n", 65) + ":" + a, 1, "longer than 64", 0},
+		{"reserved ui-token", "ui-token:" + a, 1, `"ui-token" is reserved`, 0},
+		{"reserved ui-local", "UI-Local:" + a, 1, "is reserved", 0},
+		{"MD5 (htpasswd -m)", "alice:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/", 1, "not bcrypt", 0},
+		{"SHA1 (htpasswd -s)", "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", 1, "htpasswd -nBC 12 alice", 0},
+		{"plain text", "alice:" + alicePass, 1, "only bcrypt", 0},
+		{"truncated bcrypt", "alice:" + a[:40], 1, "not bcrypt", 0},
+		{"bcrypt $2x$", "alice:" + as("$2x$"), 1, "not bcrypt", 0},
+		{"bcrypt with more after it", "alice:" + a + "x", 1, "not bcrypt", 0},
+		{"bcrypt, then a comment", "alice:" + a + ":x", 1, "not bcrypt", 0},
+		{"cost below 10", "alice:" + a + "\nbob:" + lowCostHash, 2, "bcrypt cost 4 is below 10", 0},
+		{"duplicate", "alice:" + a + "\n# again\nbob:" + b + "\nalice:" + b, 4, `"alice" is also on line 1`, 0},
+		{"empty file", "", 0, "no users", 0},
+		{"only comments", "# alice:" + a + "\n\n", 0, "no users", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u, err := ParseUsers("/etc/payout/users", strings.NewReader(tc.file))
+			if tc.want == "" {
+				if err != nil || u.Len() != tc.logins {
+					t.Fatalf("err %v, logins %d, want %d", err, u.Len(), tc.logins)
+				}
+				return
+			}
+			var fe *UsersFileError
+			if !errors.As(err, &fe) || !errors.Is(err, ErrUsersFile) || !errors.Is(err, ErrConfig) {
+				t.Fatalf("error %v (%T), want a UsersFileError matching ErrConfig", err, err)
+			}
+			where := "/etc/payout/users: "
+			if tc.line > 0 {
+				where = "/etc/payout/users:" + string(rune('0'+tc.line)) + ": "
+			}
+			msg := err.Error()
+			if fe.Line != tc.line || !strings.Contains(msg, where) || !strings.Contains(msg, tc.want) {
+				t.Fatalf("error %q (line %d), want %q and %q", msg, fe.Line, where, tc.want)
+			}
+			for _, secret := range []string{a[7:], b[7:], lowCostHash[7:], alicePass, "HqJZimcKQ", "W6ph5Mm5"} {
+				if strings.Contains(msg, secret) {
+					t.Fatalf("error %q shows a hash or password", msg)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadUsersWarnsAboutOpenFile(t *testing.T) {
+	a, _ := testHashes(t)
+	for _, tc := range []struct {
+		mode os.FileMode
+		warn bool
+	}{{0o600, false}, {0o640, true}, {0o604, true}} {
+		p := filepath.Join(t.TempDir(), "users")
+		if err := os.WriteFile(p, []byte("alice:"+a+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		var logs bytes.Buffer
+		u, err := LoadUsers(p, zerolog.New(&logs))
+		if err != nil || u.Len() != 1 {
+			t.Fatalf("mode %v: %v", tc.mode, err)
+		}
+		if got := strings.Contains(logs.String(), "chmod 600"); got != tc.warn {
+			t.Errorf("mode %v: warned %v, want %v: %s", tc.mode, got, tc.warn, logs.String())
+		}
+		if strings.Contains(logs.String(), a[7:]) {
+			t.Errorf("the log shows the hash: %s", logs.String())
+		}
+	}
+	_, err := LoadUsers(filepath.Join(t.TempDir(), "missing"), zerolog.Nop())
+	var fe *UsersFileError
+	if !errors.As(err, &fe) || !errors.Is(err, os.ErrNotExist) || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// usersAuth is an authenticator with the users alice and bob (and a
+// token), its bcrypt comparisons counted, in front of a handler that
+// records the signed-in user.
+type usersAuth struct {
+	h        http.Handler
+	users    *Users
+	now      *time.Time
+	logs     *syncBuffer
+	mu       sync.Mutex
+	compared [][]byte // the hashes compared, in order
+	seen     string   // userFrom of the last request served
+}
+
+func newUsersAuth(t *testing.T) *usersAuth {
+	t.Helper()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	ua := &usersAuth{users: testUsers(t), now: &now, logs: &syncBuffer{}}
+	cfg := Config{Users: ua.users, Token: testToken, Logger: zerolog.New(ua.logs), clock: func() time.Time { return *ua.now }}
+	a := newAuthenticator(cfg, newMetrics(prometheus.NewRegistry()))
+	a.logins.compare = func(hash, pw []byte) error {
+		ua.mu.Lock()
+		ua.compared = append(ua.compared, hash)
+		ua.mu.Unlock()
+		return bcrypt.CompareHashAndPassword(hash, pw)
+	}
+	ua.h = a.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ua.mu.Lock()
+		ua.seen = userFrom(r.Context())
+		ua.mu.Unlock()
+	}))
+	return ua
+}
+
+func (ua *usersAuth) get(ip string, opts ...reqOpt) int {
+	r := httptest.NewRequest("GET", "/batches", nil)
+	r.RemoteAddr = ip + ":40000"
+	for _, o := range opts {
+		o(r)
+	}
+	ua.mu.Lock()
+	ua.seen = ""
+	ua.mu.Unlock()
+	w := httptest.NewRecorder()
+	ua.h.ServeHTTP(w, r)
+	return w.Code
+}
+
+func (ua *usersAuth) comparisons() int {
+	ua.mu.Lock()
+	defer ua.mu.Unlock()
+	return len(ua.compared)
+}
+
+func TestUsersFileAuth(t *testing.T) {
+	ua := newUsersAuth(t)
+	tests := []struct {
+		name     string
+		ip       string
+		opts     []reqOpt
+		want     int
+		user     string // signed in as
+		compares int    // bcrypt comparisons it took
+	}{
+		{"alice", "198.51.100.1", []reqOpt{basic("alice", alicePass)}, 200, "alice", 1},
+		{"alice again: cached", "198.51.100.2", []reqOpt{basic("alice", alicePass)}, 200, "alice", 0},
+		{"bob", "198.51.100.1", []reqOpt{basic("bob", bobPass)}, 200, "bob", 1},
+		{"alice, wrong password", "198.51.100.3", []reqOpt{basic("alice", alicePass+"x")}, 401, "", 1},
+		{"alice with bob's password", "198.51.100.3", []reqOpt{basic("alice", bobPass)}, 401, "", 1},
+		{"name in another case", "198.51.100.3", []reqOpt{basic("Alice", alicePass)}, 401, "", 1},
+		{"unknown name: still one comparison", "198.51.100.4", []reqOpt{basic("mallory", alicePass)}, 401, "", 1},
+		{"empty name", "198.51.100.4", []reqOpt{basic("", alicePass)}, 401, "", 1},
+		{"token alongside", "198.51.100.5", []reqOpt{bearer(testToken)}, 200, tokenUser, 0},
+		{"no credentials", "198.51.100.5", nil, 401, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := ua.comparisons()
+			if got := ua.get(tc.ip, tc.opts...); got != tc.want {
+				t.Fatalf("status %d, want %d", got, tc.want)
+			}
+			if ua.seen != tc.user {
+				t.Errorf("signed in as %q, want %q", ua.seen, tc.user)
+			}
+			if n := ua.comparisons() - before; n != tc.compares {
+				t.Errorf("%d bcrypt comparisons, want %d", n, tc.compares)
+			}
+		})
+	}
+	// The unknown name was compared with the dummy hash, of the file's cost.
+	ua.mu.Lock()
+	dummy := ua.compared[len(ua.compared)-1]
+	ua.mu.Unlock()
+	if !bytes.Equal(dummy, ua.users.dummy) {
+		t.Fatalf("unknown name compared with %q, want the dummy hash", dummy)
+	}
+	if c, err := bcrypt.Cost(dummy); err != nil || c != MinUserCost {
+		t.Fatalf("dummy hash cost %d (%v), want %d like the file's", c, err, MinUserCost)
+	}
+	logs := ua.logs.String()
+	if !strings.Contains(logs, `"user":"mallory"`) || !strings.Contains(logs, "failed login") {
+		t.Errorf("failed logins not logged with the name:\n%s", logs)
+	}
+	for _, secret := range []string{alicePass, bobPass, string(ua.users.hashes["alice"][7:])} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log shows a password or hash:\n%s", logs)
+		}
+	}
+	// Past loginTTL the cache no longer answers: bcrypt runs again.
+	*ua.now = ua.now.Add(loginTTL + time.Second)
+	before := ua.comparisons()
+	if got := ua.get("198.51.100.6", basic("alice", alicePass)); got != 200 || ua.comparisons()-before != 1 {
+		t.Fatalf("after the TTL: status %d, %d comparisons, want 200 and 1", got, ua.comparisons()-before)
+	}
+}
+
+func TestUsersFileFailuresLockOut(t *testing.T) {
+	ua := newUsersAuth(t)
+	for i := 1; i <= 5; i++ {
+		if got := ua.get("203.0.113.7", basic("alice", "guess")); got != 401 {
+			t.Fatalf("failure %d: %d, want 401", i, got)
+		}
+	}
+	before := ua.comparisons()
+	if got := ua.get("203.0.113.7", basic("alice", alicePass)); got != http.StatusTooManyRequests || ua.comparisons() != before {
+		t.Fatalf("after 5 failures: %d with %d comparisons, want 429 without bcrypt", got, ua.comparisons()-before)
+	}
+	if !strings.Contains(ua.logs.String(), "locked out") {
+		t.Error("lockout not logged")
+	}
+	if got := ua.get("203.0.113.8", basic("alice", alicePass)); got != 200 {
+		t.Fatalf("another IP: %d", got)
+	}
+}
+
+func TestLoginCacheBound(t *testing.T) {
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := newLoginCache(3, func() time.Time { return now })
+	put := func(names ...string) {
+		for _, n := range names {
+			c.put(n, c.mac(n, "pw-"+n))
+		}
+	}
+	put("a", "b", "c", "a") // a again: no new entry
+	if c.len() != 3 {
+		t.Fatalf("%d entries, want 3", c.len())
+	}
+	put("d") // full, none expired: one dropped
+	if c.len() != 3 || !c.hit("d", c.mac("d", "pw-d")) {
+		t.Fatalf("%d entries (want 3), d cached %v", c.len(), c.hit("d", c.mac("d", "pw-d")))
+	}
+	now = now.Add(loginTTL)
+	put("e") // full, all expired: they go
+	if c.len() != 1 || !c.hit("e", c.mac("e", "pw-e")) {
+		t.Fatalf("%d entries after the expired were dropped, want 1", c.len())
+	}
+	if c.hit("e", c.mac("e", "other")) || c.hit("e", c.mac("d", "pw-e")) || c.hit("x", c.mac("e", "pw-e")) {
+		t.Fatal("a hit for another password or name")
+	}
+	if c.mac("ab", "c") == c.mac("a", "bc") {
+		t.Fatal("name and password not separated in the MAC")
+	}
+}
