@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/money"
@@ -125,7 +126,7 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if b.Phase != PhaseAwaiting {
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
-	if a.FourEyes && b.LoadedBy != "" && b.LoadedBy == a.By {
+	if a.FourEyes && b.LoadedBy != "" && samePerson(b.LoadedBy, a.By) {
 		return b, fmt.Errorf("batch %s was loaded by %s: %w", id, a.By, ErrFourEyes)
 	}
 	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit)
@@ -143,6 +144,13 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
 	return l.Batch(ctx, id)
+}
+
+// samePerson compares two names given as --by, a spool file's owner or a
+// UI login, as four-eyes does: ignoring case and surrounding space, so
+// "Alice" cannot approve what "alice" loaded.
+func samePerson(a, b string) bool {
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 }
 
 // MarkApproved records on a batch loaded without waiting who let it go

@@ -38,8 +38,10 @@ func TestApproval(t *testing.T) {
 	t.Run("four eyes", func(t *testing.T) {
 		l, _ := newTestLedger(t)
 		awaitingBatch(t, l, "b", "alice", 2)
-		if _, err := l.Approve(ctx, "b", Approval{By: "alice", FourEyes: true}); !errors.Is(err, ErrFourEyes) {
-			t.Fatalf("approval by the loader: %v", err)
+		for _, by := range []string{"alice", "Alice", " ALICE "} {
+			if _, err := l.Approve(ctx, "b", Approval{By: by, FourEyes: true}); !errors.Is(err, ErrFourEyes) {
+				t.Fatalf("approval by the loader as %q: %v", by, err)
+			}
 		}
 		b, err := l.Approve(ctx, "b", Approval{By: "bob", FourEyes: true})
 		if err != nil || b.Phase != PhaseLoaded || b.DecidedBy != "bob" {
