@@ -76,7 +76,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&addr, "addr", ui.DefaultAddr, "listen address of the web UI")
 	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive, no Approve, Discard or upload from the UI")
 	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
-	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of cost 10 or more (htpasswd -nBC 12 NAME); "+
+	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (htpasswd -nBC 12 NAME); "+
 		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
 	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
 	if err := parse(e, fs, args); err != nil {

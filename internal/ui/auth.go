@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/acme/payout/internal/card"
 )
@@ -51,8 +50,7 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 	}
 	if cfg.Users != nil {
 		a.basic = true
-		a.logins = &userLogins{users: cfg.Users, cache: newLoginCache(maxCachedLogins, cfg.now),
-			compare: bcrypt.CompareHashAndPassword}
+		a.logins = newUserLogins(cfg.Users, cfg.now)
 	}
 	if cfg.Token != "" {
 		a.bearer = true
@@ -80,40 +78,56 @@ func equalHash(got string, want [sha256.Size]byte) int {
 	return subtle.ConstantTimeCompare(h[:], want[:])
 }
 
-// check classifies the credentials of r. scheme and user describe the
-// attempt for the log (user is the submitted basic-auth user name; the
-// password or token is never returned).
-func (a *authenticator) check(r *http.Request) (res authResult, scheme, user string) {
+// authOutcome is what check found: the result, and what the log and the
+// limiter need of it.
+type authOutcome struct {
+	res    authResult
+	scheme string
+	user   string // the signed-in name (authOK), or the submitted one
+	// logName is the submitted name as logged ("" to log none): with a
+	// users file only a name in the file, never a password typed into the
+	// name field.
+	logName string
+	// limited, when positive, refused the attempt before comparing: the
+	// IP's attempts in flight and failures reached the limit.
+	limited time.Duration
+	// counted: the limiter already recorded this failure (failures,
+	// lockedNow); otherwise wrap records it.
+	counted   bool
+	failures  int
+	lockedNow bool
+}
+
+// check classifies the credentials of r, from ip. The password or token
+// is never returned.
+func (a *authenticator) check(r *http.Request, ip string) authOutcome {
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return authMissing, "none", ""
+		return authOutcome{res: authMissing, scheme: "none"}
 	}
 	kind, rest, _ := strings.Cut(h, " ")
 	switch strings.ToLower(kind) {
 	case "basic":
 		u, p, ok := r.BasicAuth()
 		if !ok || !a.basic {
-			return authBad, "basic", u
+			return authOutcome{res: authBad, scheme: "basic", user: u, logName: u}
 		}
 		if a.logins != nil {
-			if a.logins.verify(u, p) {
-				return authOK, "basic", u
-			}
-			return authBad, "basic", u
+			return a.logins.attempt(ip, u, p, a.limiter)
 		}
 		// Both comparisons always run: no early exit on a wrong user.
 		if equalHash(u, a.userHash)&equalHash(p, a.passHash) == 1 {
-			return authOK, "basic", u
+			return authOutcome{res: authOK, scheme: "basic", user: u}
 		}
-		return authBad, "basic", u
+		return authOutcome{res: authBad, scheme: "basic", user: u, logName: u}
 	case "bearer":
 		tok := strings.TrimSpace(rest)
 		if a.bearer && tok != "" && equalHash(tok, a.tokenHash) == 1 {
-			return authOK, "bearer", ""
+			return authOutcome{res: authOK, scheme: "bearer", user: tokenUser}
 		}
-		return authBad, "bearer", ""
+		return authOutcome{res: authBad, scheme: "bearer"}
 	default:
-		return authBad, "unsupported", ""
+		return authOutcome{res: authBad, scheme: "unsupported"}
 	}
 }
 
@@ -125,30 +139,35 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
 		if locked, left := a.limiter.locked(ip); locked {
-			secs := int(left/time.Second) + 1
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			http.Error(w, "too many failed logins, try again later", http.StatusTooManyRequests)
+			a.tooMany(w, left)
 			return
 		}
-		res, scheme, user := a.check(r)
-		switch res {
+		o := a.check(r, ip)
+		switch o.res {
 		case authOK:
-			a.limiter.succeed(ip)
-			if user == "" {
-				user = tokenUser
-			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, o.user)))
 			return
 		case authBad:
-			n, lockedNow := a.limiter.fail(ip)
-			a.metrics.loginFailures.WithLabelValues(scheme).Inc()
+			if o.limited > 0 {
+				a.log.Warn().Str("ip", ip).Str("path", r.URL.Path).Str("scheme", o.scheme).
+					Msg("ui: login refused before checking: too many attempts from this client at once or failed")
+				a.tooMany(w, o.limited)
+				return
+			}
+			if !o.counted {
+				o.failures, o.lockedNow = a.limiter.fail(ip)
+			}
+			a.metrics.loginFailures.WithLabelValues(o.scheme).Inc()
 			ev := a.log.Warn().Str("ip", ip).Str("method", r.Method).Str("path", r.URL.Path).
-				Str("scheme", scheme).Int("failures", n)
-			if user != "" {
-				ev = ev.Str("user", logUser(user))
+				Str("scheme", o.scheme).Int("failures", o.failures)
+			switch {
+			case o.logName != "":
+				ev = ev.Str("user", logUser(o.logName))
+			case a.logins != nil && o.scheme == "basic":
+				ev = ev.Bool("user_known", false)
 			}
 			ev.Msg("ui: failed login")
-			if lockedNow {
+			if o.lockedNow {
 				a.metrics.lockouts.Inc()
 				a.log.Warn().Str("ip", ip).Dur("lockout", a.limiter.lockout).Msg("ui: too many failed logins, client locked out")
 			}
@@ -157,6 +176,13 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		}
 		a.challenge(w)
 	})
+}
+
+// tooMany answers 429 with Retry-After.
+func (a *authenticator) tooMany(w http.ResponseWriter, left time.Duration) {
+	secs := int(left/time.Second) + 1
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	http.Error(w, "too many failed logins, try again later", http.StatusTooManyRequests)
 }
 
 func (a *authenticator) challenge(w http.ResponseWriter) {

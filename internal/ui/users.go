@@ -9,18 +9,25 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 	"golang.org/x/crypto/bcrypt"
+	"golang.org/x/sync/singleflight"
 )
 
 // MinUserCost is the lowest bcrypt cost a users file may hold. htpasswd -B
 // writes cost 5 unless told otherwise (-C), which a GPU guesses through
 // quickly: make hashes with `htpasswd -nBC 12 NAME`.
 const MinUserCost = 10
+
+// MaxUserCost is the highest: at 14 one comparison takes about a second
+// here, and every login that misses the cache pays it (a cost of 31 would
+// take days, at start already, for the dummy hash).
+const MaxUserCost = 14
 
 // maxUserName bounds a login name (the audit trail records it as who
 // acted, the log as who failed).
@@ -96,12 +103,13 @@ func LoadUsers(path string, log zerolog.Logger) (*Users, error) {
 // ':', an empty name, a name with other characters than letters, digits,
 // '.', '_', '-' and '@' or longer than 64 bytes, a reserved name (ui-...,
 // the names of the token and local modes), a hash that is not bcrypt
-// ($2a$, $2b$ or $2y$), a cost below MinUserCost, a name given twice, and
+// ($2a$, $2b$ or $2y$), a cost outside MinUserCost to MaxUserCost or unlike the
+// first line's, a name given twice (ignoring case), and
 // a file without users.
 func ParseUsers(path string, r io.Reader) (*Users, error) {
 	u := &Users{hashes: map[string][]byte{}}
 	lineOf := map[string]int{}
-	maxCost := 0
+	costLine, fileCost := 0, 0
 	sc := bufio.NewScanner(r)
 	n := 0
 	for sc.Scan() {
@@ -120,19 +128,27 @@ func ParseUsers(path string, r io.Reader) (*Users, error) {
 		if err := checkUserName(name); err != "" {
 			return nil, fail("%s", err)
 		}
-		if first, dup := lineOf[name]; dup {
-			return nil, fail("user %q is also on line %d: one line per user", name, first)
+		if first, dup := lineOf[strings.ToLower(name)]; dup {
+			return nil, fail("user %q is also on line %d (names are compared ignoring case, as four-eyes does): one line per user", name, first)
 		}
 		cost, err := bcryptCost(hash)
 		if err != nil {
 			return nil, fail("user %q: the hash is not bcrypt: only bcrypt ($2y$, $2a$, $2b$) is accepted, make one with `htpasswd -nBC 12 %s`", name, name)
 		}
-		if cost < MinUserCost {
-			return nil, fail("user %q: bcrypt cost %d is below %d: make a new hash with `htpasswd -nBC 12 %s`", name, cost, MinUserCost, name)
+		if cost < MinUserCost || cost > MaxUserCost {
+			return nil, fail("user %q: bcrypt cost %d is outside %d to %d: make a new hash with `htpasswd -nBC 12 %s`", name, cost, MinUserCost, MaxUserCost, name)
 		}
-		lineOf[name] = n
+		// One cost for all: a name not in the file is compared with a
+		// dummy hash of that cost, so the time of a failed login tells
+		// nothing of which names exist.
+		if costLine > 0 && cost != fileCost {
+			return nil, fail("user %q: bcrypt cost %d, but line %d has %d: give every user the same cost (`htpasswd -nBC %d NAME`)", name, cost, costLine, fileCost, fileCost)
+		}
+		if costLine == 0 {
+			costLine, fileCost = n, cost
+		}
+		lineOf[strings.ToLower(name)] = n
 		u.hashes[name] = []byte(hash)
-		maxCost = max(maxCost, cost)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &UsersFileError{Path: path, Line: n + 1, Reason: "cannot read the line", Err: err}
@@ -140,7 +156,7 @@ func ParseUsers(path string, r io.Reader) (*Users, error) {
 	if len(u.hashes) == 0 {
 		return nil, &UsersFileError{Path: path, Reason: "no users: want one NAME:HASH line per person (`htpasswd -nBC 12 NAME >> FILE`)"}
 	}
-	u.dummy = dummyHash(maxCost)
+	u.dummy = dummyHash(fileCost)
 	return u, nil
 }
 
@@ -178,8 +194,21 @@ func bcryptCost(hash string) (int, error) {
 		!strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") && !strings.HasPrefix(hash, "$2y$") {
 		return 0, errNotBcrypt
 	}
+	// "$2y$NN$" then 53 characters of bcrypt's base64: a hash that is
+	// not would load and then fail every login without a word.
+	for _, c := range hash[7:] {
+		if !strings.ContainsRune(bcryptAlphabet, c) {
+			return 0, errNotBcrypt
+		}
+	}
+	if hash[6] != '$' {
+		return 0, errNotBcrypt
+	}
 	return bcrypt.Cost([]byte(hash))
 }
+
+// bcryptAlphabet is the base64 alphabet of bcrypt's salt and hash.
+const bcryptAlphabet = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 // dummyHashes are the bcrypt hashes of random passwords, one per cost,
 // made once per process (a hash at cost 12 takes a quarter of a second).
@@ -289,23 +318,70 @@ type userLogins struct {
 	cache *loginCache
 	// compare is bcrypt.CompareHashAndPassword (counted in tests).
 	compare func(hash, password []byte) error
+	// slots bounds the bcrypt comparisons running at once in the process
+	// (one per CPU): a flood of guesses from many addresses queues here
+	// instead of taking every CPU from the UI and the rest of the host.
+	slots chan struct{}
+	// flight makes the requests of one client that carry the same
+	// credentials at once (a browser loading a page) share one
+	// comparison and one attempt of the limiter.
+	flight singleflight.Group
 }
 
-// verify reports whether password is name's. A name not in the file still
-// costs one bcrypt comparison, with a dummy hash of the file's highest
-// cost, so the time taken does not tell which names exist.
-func (l *userLogins) verify(name, password string) bool {
+func newUserLogins(users *Users, now func() time.Time) *userLogins {
+	return &userLogins{users: users, cache: newLoginCache(maxCachedLogins, now),
+		compare: bcrypt.CompareHashAndPassword, slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+}
+
+// attempt checks name and password from ip. A login remembered in the
+// cache passes at once. Otherwise the attempt is first reserved with the
+// limiter (refused, without comparing, when the IP's failures and attempts
+// in flight reach its limit), then compared with bcrypt, then counted: so
+// guesses sent in parallel cannot all pass the limiter's check before the
+// first of them fails. A name not in the file still costs one bcrypt
+// comparison, with a dummy hash of the file's cost (one cost for every
+// line, ParseUsers), so the time taken does not tell which names exist.
+func (l *userLogins) attempt(ip, name, password string, lim *failureLimiter) authOutcome {
+	out := authOutcome{scheme: "basic", user: name}
+	if _, known := l.users.hashes[name]; known {
+		out.logName = name
+	}
 	mac := l.cache.mac(name, password)
 	if l.cache.hit(name, mac) {
-		return true
+		out.res = authOK
+		return out
 	}
+	leader := false
+	v, _, _ := l.flight.Do(ip+"\x00"+string(mac[:]), func() (any, error) {
+		leader = true
+		ok, left := lim.begin(ip)
+		if !ok {
+			return authOutcome{res: authBad, limited: left}, nil
+		}
+		good := l.verify(name, password)
+		n, lockedNow := lim.end(ip, !good)
+		if good {
+			l.cache.put(name, mac)
+			return authOutcome{res: authOK}, nil
+		}
+		return authOutcome{res: authBad, failures: n, lockedNow: lockedNow}, nil
+	})
+	r := v.(authOutcome)
+	out.res, out.limited, out.failures, out.counted = r.res, r.limited, r.failures, true
+	// The lockout is reported once, by the request that caused it.
+	out.lockedNow = r.lockedNow && leader
+	return out
+}
+
+// verify compares password with name's hash (the dummy hash for a name not
+// in the file), one of at most GOMAXPROCS comparisons at once.
+func (l *userLogins) verify(name, password string) bool {
 	hash, known := l.users.hashes[name]
 	if !known {
 		hash = l.users.dummy
 	}
-	if err := l.compare(hash, []byte(password)); err != nil || !known {
-		return false
-	}
-	l.cache.put(name, mac)
-	return true
+	l.slots <- struct{}{}
+	err := l.compare(hash, []byte(password))
+	<-l.slots
+	return err == nil && known
 }

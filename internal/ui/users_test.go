@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +51,10 @@ func testHashes(t testing.TB) (alice, bob string) {
 	return aliceHash, bobHash
 }
 
+// withCost is hash with its cost digits replaced: a hash of another cost
+// without the time it takes to make one.
+func withCost(hash, cost string) string { return hash[:4] + cost + hash[6:] }
+
 // TestUsers returns the logins alice and bob (passwords alicePass and
 // bobPass).
 func testUsers(t testing.TB) *Users {
@@ -90,8 +95,12 @@ func TestParseUsers(t *testing.T) {
 		{"bcrypt $2x$", "alice:" + as("$2x$"), 1, "not bcrypt", 0},
 		{"bcrypt with more after it", "alice:" + a + "x", 1, "not bcrypt", 0},
 		{"bcrypt, then a comment", "alice:" + a + ":x", 1, "not bcrypt", 0},
-		{"cost below 10", "alice:" + a + "\nbob:" + lowCostHash, 2, "bcrypt cost 4 is below 10", 0},
+		{"cost below 10", "alice:" + a + "\nbob:" + lowCostHash, 2, "bcrypt cost 4 is outside 10 to 14", 0},
+		{"cost above 14", "alice:" + withCost(a, "15"), 1, "bcrypt cost 15 is outside 10 to 14", 0},
+		{"two costs", "alice:" + a + "\nbob:" + withCost(b, "11"), 2, "bcrypt cost 11, but line 1 has 10", 0},
+		{"not bcrypt's base64", "alice:" + a[:20] + "!" + a[21:], 1, "not bcrypt", 0},
 		{"duplicate", "alice:" + a + "\n# again\nbob:" + b + "\nalice:" + b, 4, `"alice" is also on line 1`, 0},
+		{"duplicate in another case", "alice:" + a + "\nAlice:" + b, 2, `"Alice" is also on line 1 (names are compared ignoring case`, 0},
 		{"empty file", "", 0, "no users", 0},
 		{"only comments", "# alice:" + a + "\n\n", 0, "no users", 0},
 	}
@@ -110,7 +119,7 @@ func TestParseUsers(t *testing.T) {
 			}
 			where := "/etc/payout/users: "
 			if tc.line > 0 {
-				where = "/etc/payout/users:" + string(rune('0'+tc.line)) + ": "
+				where = "/etc/payout/users:" + strconv.Itoa(tc.line) + ": "
 			}
 			msg := err.Error()
 			if fe.Line != tc.line || !strings.Contains(msg, where) || !strings.Contains(msg, tc.want) {
@@ -172,6 +181,13 @@ type usersAuth struct {
 
 func newUsersAuth(t *testing.T) *usersAuth {
 	t.Helper()
+	ua, _ := newUsersAuthWith(t)
+	return ua
+}
+
+// newUsersAuthWith is newUsersAuth, also returning its authenticator.
+func newUsersAuthWith(t *testing.T) (*usersAuth, *authenticator) {
+	t.Helper()
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	ua := &usersAuth{users: testUsers(t), now: &now, logs: &syncBuffer{}}
 	cfg := Config{Users: ua.users, Token: testToken, Logger: zerolog.New(ua.logs), clock: func() time.Time { return *ua.now }}
@@ -187,7 +203,7 @@ func newUsersAuth(t *testing.T) *usersAuth {
 		ua.seen = userFrom(r.Context())
 		ua.mu.Unlock()
 	}))
-	return ua
+	return ua, a
 }
 
 func (ua *usersAuth) get(ip string, opts ...reqOpt) int {
@@ -210,6 +226,8 @@ func (ua *usersAuth) comparisons() int {
 	return len(ua.compared)
 }
 
+// TestUsersFileAuth runs its cases in order: each starts from the cache
+// and the failures the ones before it left (run it whole).
 func TestUsersFileAuth(t *testing.T) {
 	ua := newUsersAuth(t)
 	tests := []struct {
@@ -256,8 +274,13 @@ func TestUsersFileAuth(t *testing.T) {
 		t.Fatalf("dummy hash cost %d (%v), want %d like the file's", c, err, MinUserCost)
 	}
 	logs := ua.logs.String()
-	if !strings.Contains(logs, `"user":"mallory"`) || !strings.Contains(logs, "failed login") {
-		t.Errorf("failed logins not logged with the name:\n%s", logs)
+	// A name in the file is logged; any other is not (it may be a password
+	// typed into the name field).
+	if !strings.Contains(logs, `"user":"alice"`) || !strings.Contains(logs, `"user_known":false`) || !strings.Contains(logs, "failed login") {
+		t.Errorf("failed logins not logged with the known name:\n%s", logs)
+	}
+	if strings.Contains(logs, "mallory") || strings.Contains(logs, `"user":"Alice"`) {
+		t.Errorf("a name not in the file is logged:\n%s", logs)
 	}
 	for _, secret := range []string{alicePass, bobPass, string(ua.users.hashes["alice"][7:])} {
 		if strings.Contains(logs, secret) {
@@ -317,5 +340,151 @@ func TestLoginCacheBound(t *testing.T) {
 	}
 	if c.mac("ab", "c") == c.mac("a", "bc") {
 		t.Fatal("name and password not separated in the MAC")
+	}
+}
+
+// A person signed in from the same IP (or behind the same proxy) does not
+// wipe the failures left by guesses at another name.
+func TestUsersFileSuccessKeepsOthersFailures(t *testing.T) {
+	ua := newUsersAuth(t)
+	const ip = "203.0.113.9"
+	for i := 1; i <= 4; i++ {
+		if got := ua.get(ip, basic("bob", "guess-"+strconv.Itoa(i))); got != 401 {
+			t.Fatalf("guess %d: %d, want 401", i, got)
+		}
+	}
+	if got := ua.get(ip, basic("alice", alicePass)); got != 200 {
+		t.Fatalf("alice: %d, want 200", got)
+	}
+	if got := ua.get(ip, basic("bob", "guess-5")); got != 401 {
+		t.Fatalf("guess 5: %d, want 401", got)
+	}
+	if got := ua.get(ip, basic("bob", bobPass)); got != http.StatusTooManyRequests {
+		t.Fatalf("after 5 guesses with alice's login between them: %d, want 429 (locked out)", got)
+	}
+}
+
+// blockingCompare makes ua's bcrypt comparisons wait until release is
+// closed, counting those begun.
+func blockingCompare(ua *usersAuth, a *authenticator) (release chan struct{}) {
+	release = make(chan struct{})
+	a.logins.compare = func(hash, pw []byte) error {
+		ua.mu.Lock()
+		ua.compared = append(ua.compared, hash)
+		ua.mu.Unlock()
+		<-release
+		return bcrypt.CompareHashAndPassword(hash, pw)
+	}
+	return release
+}
+
+// parallel sends n requests at once from ip with the credentials of
+// opt(i), and returns a func that waits for them and counts the statuses.
+func (ua *usersAuth) parallel(n int, ip string, opt func(i int) reqOpt) (wait func() map[int]int, codes chan int) {
+	codes = make(chan int, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := httptest.NewRequest("GET", "/batches", nil)
+			r.RemoteAddr = ip + ":40000"
+			opt(i)(r)
+			w := httptest.NewRecorder()
+			ua.h.ServeHTTP(w, r)
+			codes <- w.Code
+		}()
+	}
+	return func() map[int]int {
+		wg.Wait()
+		close(codes)
+		m := map[int]int{}
+		for c := range codes {
+			m[c]++
+		}
+		return m
+	}, codes
+}
+
+// Guesses sent at once cannot all pass the limiter before the first of
+// them fails: at most max (5) are compared, the others answered 429.
+func TestUsersFileParallelGuesses(t *testing.T) {
+	ua, a := newUsersAuthWith(t)
+	release := blockingCompare(ua, a)
+	wait, codes := ua.parallel(64, "203.0.113.10", func(i int) reqOpt { return basic("alice", "guess-"+strconv.Itoa(i)) })
+	// 59 are refused while the first 5 are still being compared.
+	refused := map[int]int{}
+	deadline := time.Now().Add(20 * time.Second)
+	for refused[http.StatusTooManyRequests] < 59 {
+		select {
+		case c := <-codes:
+			refused[c]++
+		case <-time.After(time.Until(deadline)):
+			close(release)
+			t.Fatalf("answers before any comparison ended: %v, want 59 x 429 (%d comparisons begun)", refused, ua.comparisons())
+		}
+	}
+	close(release)
+	got := wait()
+	for c, n := range refused {
+		got[c] += n
+	}
+	if got[http.StatusTooManyRequests] != 59 || got[401] != 5 || ua.comparisons() != 5 {
+		t.Fatalf("answers %v with %d comparisons, want 59 x 429, 5 x 401 and 5 comparisons", got, ua.comparisons())
+	}
+}
+
+// The requests of one browser loading a page carry the same credentials
+// at once: they share one comparison and one attempt, none is refused.
+func TestUsersFileSameCredentialsAtOnce(t *testing.T) {
+	ua, a := newUsersAuthWith(t)
+	release := blockingCompare(ua, a)
+	wait, _ := ua.parallel(12, "203.0.113.11", func(int) reqOpt { return basic("alice", alicePass) })
+	deadline := time.Now().Add(20 * time.Second)
+	for ua.comparisons() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no comparison began")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if got := wait(); got[200] != 12 {
+		t.Fatalf("answers %v, want 12 x 200", got)
+	}
+	if n := ua.comparisons(); n > 5 {
+		t.Fatalf("%d comparisons for one login sent 12 times at once, want them shared", n)
+	}
+}
+
+// At most cap(slots) comparisons run at once in the process, whatever the
+// number of clients.
+func TestUsersFileComparisonsBounded(t *testing.T) {
+	ua, a := newUsersAuthWith(t)
+	a.logins.slots = make(chan struct{}, 2)
+	var mu sync.Mutex
+	running, most := 0, 0
+	a.logins.compare = func(hash, pw []byte) error {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		err := bcrypt.CompareHashAndPassword(hash, pw)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return err
+	}
+	var waits []func() map[int]int
+	for i := 0; i < 8; i++ {
+		w, _ := ua.parallel(1, "192.0.2."+strconv.Itoa(10+i), func(int) reqOpt { return basic("bob", "guess") })
+		waits = append(waits, w)
+	}
+	for _, w := range waits {
+		if got := w(); got[401] != 1 {
+			t.Fatalf("answers %v, want 401", got)
+		}
+	}
+	if most > 2 || most == 0 {
+		t.Fatalf("%d comparisons ran at once, want at most 2", most)
 	}
 }
