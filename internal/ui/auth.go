@@ -91,6 +91,8 @@ type authOutcome struct {
 	// limited, when positive, refused the attempt before comparing: the
 	// IP's attempts in flight and failures reached the limit.
 	limited time.Duration
+	// atOnce: limited only for the attempts in flight, not for failures.
+	atOnce bool
 	// counted: the limiter already recorded this failure (failures,
 	// lockedNow); otherwise wrap records it.
 	counted   bool
@@ -110,16 +112,23 @@ func (a *authenticator) check(r *http.Request, ip string) authOutcome {
 	case "basic":
 		u, p, ok := r.BasicAuth()
 		if !ok || !a.basic {
-			return authOutcome{res: authBad, scheme: "basic", user: u, logName: u}
+			return authOutcome{res: authBad, scheme: "basic", user: u}
 		}
 		if a.logins != nil {
 			return a.logins.attempt(ip, u, p, a.limiter)
 		}
 		// Both comparisons always run: no early exit on a wrong user.
-		if equalHash(u, a.userHash)&equalHash(p, a.passHash) == 1 {
+		userOK := equalHash(u, a.userHash)
+		if userOK&equalHash(p, a.passHash) == 1 {
 			return authOutcome{res: authOK, scheme: "basic", user: u}
 		}
-		return authOutcome{res: authBad, scheme: "basic", user: u, logName: u}
+		// The name is logged only when it is the login's: anything else may
+		// be a password typed into the name field.
+		out := authOutcome{res: authBad, scheme: "basic", user: u}
+		if userOK == 1 {
+			out.logName = u
+		}
+		return out
 	case "bearer":
 		tok := strings.TrimSpace(rest)
 		if a.bearer && tok != "" && equalHash(tok, a.tokenHash) == 1 {
@@ -149,8 +158,13 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 			return
 		case authBad:
 			if o.limited > 0 {
-				a.log.Warn().Str("ip", ip).Str("path", r.URL.Path).Str("scheme", o.scheme).
-					Msg("ui: login refused before checking: too many attempts from this client at once or failed")
+				if o.atOnce {
+					a.log.Info().Str("ip", ip).Str("path", r.URL.Path).Str("scheme", o.scheme).
+						Msg("ui: login refused before checking: too many logins from this client at once")
+					w.Header().Set("Retry-After", "1")
+					http.Error(w, "too many logins at once, try again in a second", http.StatusTooManyRequests)
+					return
+				}
 				a.tooMany(w, o.limited)
 				return
 			}
@@ -163,7 +177,7 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 			switch {
 			case o.logName != "":
 				ev = ev.Str("user", logUser(o.logName))
-			case a.logins != nil && o.scheme == "basic":
+			case o.scheme == "basic":
 				ev = ev.Bool("user_known", false)
 			}
 			ev.Msg("ui: failed login")

@@ -57,29 +57,23 @@ func (l *failureLimiter) locked(ip string) (bool, time.Duration) {
 // begin reserves a login attempt from ip before its credentials are
 // compared. It refuses (false, and how long until the IP may try again)
 // when the IP is locked out, or when its failures in the window and its
-// attempts in flight already reach max. Every begin that returns true must
-// be followed by one end.
-func (l *failureLimiter) begin(ip string) (bool, time.Duration) {
+// attempts in flight already reach max; atOnce says the refusal is only
+// for the attempts in flight (they end within a second or so). Every
+// begin that returns true must be followed by one end.
+func (l *failureLimiter) begin(ip string) (ok bool, left time.Duration, atOnce bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	l.sweep(now)
-	f := l.clients[ip]
-	if f == nil {
-		f = &failures{windowStart: now}
-		l.clients[ip] = f
-	}
+	f := l.entry(ip, now)
 	if now.Before(f.lockedUntil) {
-		return false, f.lockedUntil.Sub(now)
-	}
-	if now.Sub(f.windowStart) >= l.window {
-		f.count, f.windowStart = 0, now
+		return false, f.lockedUntil.Sub(now), false
 	}
 	if f.count+f.inflight >= l.max {
-		return false, max(f.windowStart.Add(l.window).Sub(now), time.Second)
+		return false, time.Second, true
 	}
 	f.inflight++
-	return true, 0
+	return true, 0, false
 }
 
 // end closes an attempt begun from ip; failed records it as a failed
@@ -88,18 +82,43 @@ func (l *failureLimiter) begin(ip string) (bool, time.Duration) {
 func (l *failureLimiter) end(ip string, failed bool) (int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	f := l.clients[ip]
-	if f == nil { // begin always leaves an entry while an attempt is in flight
-		return 0, false
-	}
+	now := l.now()
+	f := l.entry(ip, now)
 	f.inflight = max(f.inflight-1, 0)
 	if !failed {
 		return f.count, false
 	}
+	return l.record(f, now)
+}
+
+// fail records a failed login from ip whose credentials were compared
+// without a reservation (one login or a token: a comparison of
+// microseconds).
+func (l *failureLimiter) fail(ip string) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	now := l.now()
+	l.sweep(now)
+	return l.record(l.entry(ip, now), now)
+}
+
+// entry is ip's entry, made if missing, its window restarted if over.
+// Called with mu held.
+func (l *failureLimiter) entry(ip string, now time.Time) *failures {
+	f := l.clients[ip]
+	if f == nil {
+		f = &failures{windowStart: now}
+		l.clients[ip] = f
+	}
 	if now.Sub(f.windowStart) >= l.window {
 		f.count, f.windowStart = 0, now
 	}
+	return f
+}
+
+// record counts a failure on f, locking it out at max. Called with mu
+// held.
+func (l *failureLimiter) record(f *failures, now time.Time) (int, bool) {
 	f.count++
 	if f.count >= l.max {
 		f.lockedUntil = now.Add(l.lockout)
@@ -107,15 +126,6 @@ func (l *failureLimiter) end(ip string, failed bool) (int, bool) {
 		return l.max, true
 	}
 	return f.count, false
-}
-
-// fail records a failed login from ip (an attempt begun and ended at
-// once).
-func (l *failureLimiter) fail(ip string) (int, bool) {
-	if ok, _ := l.begin(ip); !ok {
-		return l.max, false
-	}
-	return l.end(ip, true)
 }
 
 func (l *failureLimiter) sweep(now time.Time) {

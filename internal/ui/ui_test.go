@@ -151,8 +151,13 @@ func TestAuth(t *testing.T) {
 			t.Errorf("log holds a submitted secret %q:\n%s", secret, logs)
 		}
 	}
-	if !strings.Contains(logs, `"user":"root"`) {
-		t.Errorf("failed login log lacks the user name:\n%s", logs)
+	// The login's own name is logged with a wrong password; another name
+	// is not (it may be a password typed into the name field).
+	if !strings.Contains(logs, `"user":"`+testUser+`"`) || !strings.Contains(logs, `"user_known":false`) {
+		t.Errorf("failed login log lacks the login's name or user_known:\n%s", logs)
+	}
+	if strings.Contains(logs, "root") {
+		t.Errorf("failed login log names a user that is not the login's:\n%s", logs)
 	}
 }
 

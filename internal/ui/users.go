@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -266,9 +267,14 @@ func newLoginCache(size int, now func() time.Time) *loginCache {
 }
 
 func (c *loginCache) mac(name, password string) [sha256.Size]byte {
+	// The name's length first: basic auth allows NUL in both parts, so a
+	// separator alone would let ("a", "b\x00c") and ("a\x00b", "c") share
+	// a MAC.
 	m := hmac.New(sha256.New, c.key)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(name)))
+	m.Write(n[:])
 	m.Write([]byte(name))
-	m.Write([]byte{0})
 	m.Write([]byte(password))
 	var out [sha256.Size]byte
 	copy(out[:], m.Sum(nil))
@@ -352,22 +358,35 @@ func (l *userLogins) attempt(ip, name, password string, lim *failureLimiter) aut
 		return out
 	}
 	leader := false
-	v, _, _ := l.flight.Do(ip+"\x00"+string(mac[:]), func() (any, error) {
+	v, _, _ := l.flight.Do(ip+"\x00"+string(mac[:]), func() (r any, _ error) {
 		leader = true
-		ok, left := lim.begin(ip)
+		ok, left, atOnce := lim.begin(ip)
 		if !ok {
-			return authOutcome{res: authBad, limited: left}, nil
+			return authOutcome{res: authBad, user: name, limited: left, atOnce: atOnce}, nil
 		}
-		good := l.verify(name, password)
-		n, lockedNow := lim.end(ip, !good)
+		good := false
+		// A panic in the comparison still ends the attempt, as a failure:
+		// an attempt left in flight would hold the IP's limit for good.
+		defer func() {
+			n, lockedNow := lim.end(ip, !good)
+			if !good {
+				r = authOutcome{res: authBad, user: name, failures: n, lockedNow: lockedNow}
+			}
+		}()
+		good = l.verify(name, password)
 		if good {
 			l.cache.put(name, mac)
-			return authOutcome{res: authOK}, nil
+			return authOutcome{res: authOK, user: name}, nil
 		}
-		return authOutcome{res: authBad, failures: n, lockedNow: lockedNow}, nil
+		return nil, nil // set by the deferred end
 	})
 	r := v.(authOutcome)
-	out.res, out.limited, out.failures, out.counted = r.res, r.limited, r.failures, true
+	// Only the same name shares a result (the MAC keeps names apart; this
+	// keeps them apart even if it did not).
+	if r.user != name {
+		return authOutcome{res: authBad, scheme: "basic", user: name, logName: out.logName, limited: time.Second, atOnce: true}
+	}
+	out.res, out.limited, out.atOnce, out.failures, out.counted = r.res, r.limited, r.atOnce, r.failures, true
 	// The lockout is reported once, by the request that caused it.
 	out.lockedNow = r.lockedNow && leader
 	return out
@@ -381,7 +400,6 @@ func (l *userLogins) verify(name, password string) bool {
 		hash = l.users.dummy
 	}
 	l.slots <- struct{}{}
-	err := l.compare(hash, []byte(password))
-	<-l.slots
-	return err == nil && known
+	defer func() { <-l.slots }()
+	return l.compare(hash, []byte(password)) == nil && known
 }

@@ -338,7 +338,7 @@ func TestLoginCacheBound(t *testing.T) {
 	if c.hit("e", c.mac("e", "other")) || c.hit("e", c.mac("d", "pw-e")) || c.hit("x", c.mac("e", "pw-e")) {
 		t.Fatal("a hit for another password or name")
 	}
-	if c.mac("ab", "c") == c.mac("a", "bc") {
+	if c.mac("ab", "c") == c.mac("a", "bc") || c.mac("alice", "p\x00q") == c.mac("alice\x00p", "q") {
 		t.Fatal("name and password not separated in the MAC")
 	}
 }
@@ -487,4 +487,33 @@ func TestUsersFileComparisonsBounded(t *testing.T) {
 	if most > 2 || most == 0 {
 		t.Fatalf("%d comparisons ran at once, want at most 2", most)
 	}
+}
+
+// A comparison that panics still ends its attempt and frees its slot: a
+// leaked attempt would hold the IP's limit, a leaked slot every login.
+func TestUsersFileComparePanicLeaksNothing(t *testing.T) {
+	ua, a := newUsersAuthWith(t)
+	a.logins.compare = func(hash, pw []byte) error { panic("bcrypt broke") }
+	a.logins.slots = make(chan struct{}, 8) // a leak shows as slots held, not as a hang
+	const ip = "203.0.113.12"
+	for i := 0; i < 3; i++ {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("the panic did not reach the caller")
+				}
+			}()
+			a.logins.attempt(ip, "alice", "pw-"+strconv.Itoa(i), a.limiter)
+		}()
+	}
+	if n := len(a.logins.slots); n != 0 {
+		t.Fatalf("%d comparison slots held after the panics, want 0", n)
+	}
+	a.limiter.mu.Lock()
+	f := a.limiter.clients[ip]
+	a.limiter.mu.Unlock()
+	if f == nil || f.inflight != 0 || f.count != 3 {
+		t.Fatalf("limiter entry %+v after 3 panics, want none in flight and 3 failures", f)
+	}
+	_ = ua
 }
