@@ -138,6 +138,18 @@ func (e *env) pending(queue string) int {
 	return info.Pending
 }
 
+// decisions lists who moved the batch out of awaiting approval, and where
+// to, as "[ACTOR -> PHASE ...]".
+func decisions(entries []ledger.AuditEntry) string {
+	var out []string
+	for _, a := range entries {
+		if a.From == ledger.PhaseAwaiting {
+			out = append(out, a.Actor+" -> "+a.To)
+		}
+	}
+	return fmt.Sprint(out)
+}
+
 func (e *env) audit(batch string) []ledger.AuditEntry {
 	e.t.Helper()
 	var out []ledger.AuditEntry
@@ -176,14 +188,8 @@ func TestApproveFromTheUI(t *testing.T) {
 	if n := e.pending(jobs.Queue); n != 3 || e.phase(id) != ledger.PhaseLoaded {
 		t.Fatalf("after two approvals: %d creates enqueued (want 3), phase %s", n, e.phase(id))
 	}
-	var approvedBy []string
-	for _, a := range e.audit(id) {
-		if a.From == ledger.PhaseAwaiting {
-			approvedBy = append(approvedBy, a.Actor+" -> "+a.To)
-		}
-	}
-	if fmt.Sprint(approvedBy) != "[alice -> loaded]" {
-		t.Fatalf("audit of the approval: %v", approvedBy)
+	if got := decisions(e.audit(id)); got != "[alice -> loaded]" {
+		t.Fatalf("audit of the approval: %v", got)
 	}
 }
 
@@ -334,14 +340,8 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by bob") || one.phase(id) != ledger.PhaseLoaded {
 		t.Fatalf("bob's approval: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
 	}
-	var approvedBy []string
-	for _, a := range one.audit(id) {
-		if a.From == ledger.PhaseAwaiting {
-			approvedBy = append(approvedBy, a.Actor+" -> "+a.To)
-		}
-	}
-	if fmt.Sprint(approvedBy) != "[bob -> loaded]" {
-		t.Fatalf("audit of the approval: %v", approvedBy)
+	if got := decisions(one.audit(id)); got != "[bob -> loaded]" {
+		t.Fatalf("audit of the approval: %v", got)
 	}
 }
 
