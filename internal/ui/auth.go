@@ -236,14 +236,3 @@ func logUser(u string) string {
 	}
 	return u
 }
-
-// clientIP is the host part of the connection's remote address. Forwarding
-// headers are not trusted: behind a reverse proxy every client shares the
-// proxy's address (and its lockout).
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}

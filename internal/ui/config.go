@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -76,6 +77,12 @@ type Config struct {
 	UploadLimit int64
 	MaxUploads  int
 
+	// TrustedProxies are the reverse proxies in front of the UI whose
+	// X-Forwarded-For is believed for the client address the failed-login
+	// limit and the logs use (ParseTrustedProxies). Without them every
+	// client behind a proxy shares its address, and its lockout.
+	TrustedProxies []netip.Prefix
+
 	// Logger receives access logs (debug), failed logins (warn) and server
 	// events.
 	Logger zerolog.Logger
@@ -120,6 +127,9 @@ var (
 	ErrFourEyesLogin = errors.New("--four-eyes needs one login per person: sign in with basic auth only " +
 		"(--users FILE with each person's own login, or PAYOUT_UI_USER and PAYOUT_UI_PASSWORD in a UI per person), " +
 		"without PAYOUT_UI_TOKEN or --insecure-local")
+	// ErrBadTrustedProxy: an entry of --trusted-proxies is not an address
+	// or a CIDR prefix.
+	ErrBadTrustedProxy = errors.New("bad trusted proxy")
 	// ErrBadAddr: the listen address cannot be parsed.
 	ErrBadAddr = errors.New("bad UI listen address")
 	// ErrNoRedis: Config.Redis is nil.

@@ -107,7 +107,7 @@ func New(cfg Config) (http.Handler, error) {
 	root := http.NewServeMux()
 	root.HandleFunc("GET /healthz", healthz(cfg.Redis))
 	root.Handle("/", authed)
-	return securityHeaders(accessLog(root, log)), nil
+	return securityHeaders(realClient(accessLog(root, log), cfg.TrustedProxies)), nil
 }
 
 // Serve listens on cfg.Addr and serves the UI until ctx is done, then shuts
