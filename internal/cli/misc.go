@@ -79,7 +79,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
 	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (htpasswd -nBC 12 NAME); "+
 		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
-	fs.StringVar(&proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated (empty: none; every client behind a proxy then shares its lockout)")
+	fs.StringVar(&proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For (which they must append to) gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated, not 0.0.0.0/0 (empty: none; every client behind a proxy then shares its lockout)")
 	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
 	if err := parse(e, fs, args); err != nil {
 		return err

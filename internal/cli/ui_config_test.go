@@ -124,7 +124,9 @@ func TestUIUsersFile(t *testing.T) {
 		{"missing file", []string{"--users", missing}, nil, ExitUsage, []string{missing}},
 		{"no credentials", []string{"--addr", "0.0.0.0:0"}, nil, ExitUsage, []string{"--users FILE"}},
 		{"trusted proxies", []string{"--users", good, "--trusted-proxies", "10.0.0.0/24,192.0.2.7"}, nil, ExitInfra, nil},
-		{"trusted proxies from the environment", []string{"--users", good}, map[string]string{"PAYOUT_TRUSTED_PROXIES": "10.0.0.0/24"}, ExitInfra, nil},
+		{"trusted proxies from the environment", []string{"--users", good}, map[string]string{"PAYOUT_TRUSTED_PROXIES": "10.0.0.0/24,proxy.example"}, ExitUsage,
+			[]string{"bad trusted proxy", `"proxy.example"`}},
+		{"trusting everyone", []string{"--users", good, "--trusted-proxies", "0.0.0.0/0"}, nil, ExitUsage, []string{"trusts every address"}},
 		{"a trusted proxy that is a name", []string{"--users", good, "--trusted-proxies", "10.0.0.0/24,proxy.example"}, nil, ExitUsage,
 			[]string{"bad trusted proxy", `"proxy.example"`}},
 	}

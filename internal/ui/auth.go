@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +30,11 @@ type authenticator struct {
 	logins *userLogins
 
 	limiter *failureLimiter
-	log     zerolog.Logger
-	metrics *metrics
+	// proxyLimiter holds each trusted proxy's address as a whole
+	// (proxyFailuresFactor times the limit).
+	proxyLimiter *failureLimiter
+	log          zerolog.Logger
+	metrics      *metrics
 }
 
 type authResult int
@@ -68,6 +72,7 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 		lockout = 5 * time.Minute
 	}
 	a.limiter = newFailureLimiter(maxF, window, lockout, cfg.now)
+	a.proxyLimiter = newFailureLimiter(maxF*proxyFailuresFactor, window, lockout, cfg.now)
 	return a
 }
 
@@ -102,7 +107,7 @@ type authOutcome struct {
 
 // check classifies the credentials of r, from ip. The password or token
 // is never returned.
-func (a *authenticator) check(r *http.Request, ip string) authOutcome {
+func (a *authenticator) check(r *http.Request, g gate) authOutcome {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return authOutcome{res: authMissing, scheme: "none"}
@@ -115,7 +120,7 @@ func (a *authenticator) check(r *http.Request, ip string) authOutcome {
 			return authOutcome{res: authBad, scheme: "basic", user: u}
 		}
 		if a.logins != nil {
-			return a.logins.attempt(ip, u, p, a.limiter)
+			return a.logins.attempt(g, u, p)
 		}
 		// Both comparisons always run: no early exit on a wrong user.
 		userOK := equalHash(u, a.userHash)
@@ -147,11 +152,12 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
-		if locked, left := a.limiter.locked(ip); locked {
+		g := a.gate(r, ip)
+		if locked, left := g.locked(); locked {
 			a.tooMany(w, left)
 			return
 		}
-		o := a.check(r, ip)
+		o := a.check(r, g)
 		switch o.res {
 		case authOK:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, o.user)))
@@ -169,7 +175,7 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 				return
 			}
 			if !o.counted {
-				o.failures, o.lockedNow = a.limiter.fail(ip)
+				o.failures, o.lockedNow = g.fail()
 			}
 			a.metrics.loginFailures.WithLabelValues(o.scheme).Inc()
 			ev := a.log.Warn().Str("ip", ip).Str("method", r.Method).Str("path", r.URL.Path).
@@ -190,6 +196,28 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		}
 		a.challenge(w)
 	})
+}
+
+// gate is the limit of a request from client ip: its own, keyed by the
+// address (an IPv6 one by its /64: one subscriber's network, where a
+// client may pick any address), and when a trusted proxy forwarded it
+// also the proxy's.
+func (a *authenticator) gate(r *http.Request, ip string) gate {
+	g := gate{client: a.limiter, proxy: a.proxyLimiter, clientKey: limitKey(ip)}
+	if remote := remoteHost(r); remote != ip {
+		g.proxyKey = limitKey(remote)
+	}
+	return g
+}
+
+// limitKey is the key of an address in a failure limit: an IPv6 address
+// by its /64, any other as it is.
+func limitKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	return netip.PrefixFrom(a.WithZone(""), 64).Masked().String()
 }
 
 // tooMany answers 429 with Retry-After.

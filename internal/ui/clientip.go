@@ -20,6 +20,12 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 			continue
 		}
 		if p, err := netip.ParsePrefix(f); err == nil {
+			if p.Bits() == 0 {
+				return nil, &ConfigError{Err: ErrBadTrustedProxy, Detail: fmt.Sprintf("%q trusts every address: any client could pick its own and escape the failed-login lockout; list the proxies", f)}
+			}
+			if p.Addr().Is4In6() {
+				return nil, &ConfigError{Err: ErrBadTrustedProxy, Detail: fmt.Sprintf("%q: write an IPv4 prefix as IPv4", f)}
+			}
 			out = append(out, p.Masked())
 			continue
 		}
@@ -61,19 +67,37 @@ func clientAddr(r *http.Request, trusted []netip.Prefix) string {
 		hops = append(hops, strings.Split(v, ",")...)
 	}
 	for i := len(hops) - 1; i >= 0; i-- {
-		hop := strings.TrimSpace(hops[i])
-		a, err := netip.ParseAddr(hop)
-		if err != nil {
+		a, ok := parseHop(hops[i])
+		if !ok {
 			// Not an address: nothing left of it can be believed; the
 			// last trusted hop is the client as far as we know.
 			return host
 		}
-		if !isTrusted(hop, trusted) {
-			return a.Unmap().String()
+		if !isTrusted(a.String(), trusted) {
+			return a.String()
 		}
-		host = a.Unmap().String()
+		host = a.String()
 	}
 	return host
+}
+
+// parseHop reads one X-Forwarded-For entry as proxies write it: an
+// address, IP:PORT, [IPv6] or [IPv6]:PORT; the zone is dropped, an
+// IPv4-mapped address unmapped.
+func parseHop(s string) (netip.Addr, bool) {
+	s = strings.TrimSpace(s)
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		if ap, perr := netip.ParseAddrPort(s); perr == nil {
+			a, err = ap.Addr(), nil
+		} else if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+			a, err = netip.ParseAddr(s[1 : len(s)-1])
+		}
+	}
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.WithZone("").Unmap(), true
 }
 
 func isTrusted(host string, trusted []netip.Prefix) bool {
@@ -81,7 +105,7 @@ func isTrusted(host string, trusted []netip.Prefix) bool {
 	if err != nil {
 		return false
 	}
-	a = a.Unmap()
+	a = a.WithZone("").Unmap()
 	for _, p := range trusted {
 		if p.Contains(a) {
 			return true
@@ -107,4 +131,18 @@ func clientIP(r *http.Request) string {
 		return ip
 	}
 	return remoteHost(r)
+}
+
+// prefixes prints a list of trusted proxies for the start-up log ("none").
+type prefixes []netip.Prefix
+
+func (ps prefixes) String() string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.String()
+	}
+	return strings.Join(out, ",")
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strconv"
 	"testing"
 )
 
@@ -29,6 +30,11 @@ func TestClientAddr(t *testing.T) {
 		{"all hops trusted: the left-most", "10.0.0.5:5000", []string{"10.0.0.8"}, "10.0.0.8"},
 		{"garbage: the last trusted hop", "10.0.0.5:5000", []string{"203.0.113.9, evil, 10.0.0.8"}, "10.0.0.8"},
 		{"IPv6 loopback proxy, IPv4-mapped client", "[::1]:5000", []string{"::ffff:203.0.113.9"}, "203.0.113.9"},
+		{"IP:PORT as some proxies write it", "10.0.0.5:5000", []string{"203.0.113.9:5678"}, "203.0.113.9"},
+		{"[IPv6]:PORT", "10.0.0.5:5000", []string{"[2001:db8::1]:443"}, "2001:db8::1"},
+		{"[IPv6]", "10.0.0.5:5000", []string{"[2001:db8::1]"}, "2001:db8::1"},
+		{"a zone is dropped", "10.0.0.5:5000", []string{"fe80::9%eth0"}, "fe80::9"},
+		{"an empty entry stops the walk", "10.0.0.5:5000", []string{"203.0.113.9,,10.0.0.8"}, "10.0.0.8"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,7 +51,7 @@ func TestClientAddr(t *testing.T) {
 	if got, _ := ParseTrustedProxies(""); len(got) != 0 {
 		t.Fatalf("empty list: %v", got)
 	}
-	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.1:80"} {
+	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.1:80", "0.0.0.0/0", "::/0", "::ffff:10.0.0.0/104"} {
 		if _, err := ParseTrustedProxies(bad); !errors.Is(err, ErrBadTrustedProxy) || !errors.Is(err, ErrConfig) {
 			t.Errorf("%q: %v, want ErrBadTrustedProxy", bad, err)
 		}
@@ -78,5 +84,43 @@ func TestLockoutBehindTrustedProxy(t *testing.T) {
 	}
 	if w := f.do(t, "GET", "/batches", fromIP("10.0.0.1"), basic(testUser, testPass)); w.Code != 200 {
 		t.Fatalf("the proxy itself, no header: %d, want 200", w.Code)
+	}
+}
+
+// An IPv6 client is held by its /64: one network, where it may pick any
+// address, is one client.
+func TestLockoutIPv6ByNetwork(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := 1; i <= 5; i++ {
+		if w := f.do(t, "GET", "/batches", fromIP("[2001:db8:0:7::"+strconv.Itoa(i)+"]"), basic(testUser, "wrong")); w.Code != 401 {
+			t.Fatalf("failure %d: %d", i, w.Code)
+		}
+	}
+	if w := f.do(t, "GET", "/batches", fromIP("[2001:db8:0:7::99]"), basic(testUser, testPass)); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("another address of the same /64 after 5 failures: %d, want 429", w.Code)
+	}
+	if w := f.do(t, "GET", "/batches", fromIP("[2001:db8:0:8::1]"), basic(testUser, testPass)); w.Code != 200 {
+		t.Fatalf("another /64: %d, want 200", w.Code)
+	}
+}
+
+// Behind a trusted proxy, clients that write their own addresses (a proxy
+// that passes X-Forwarded-For through, a process on the proxy's address)
+// are held by the proxy's limit as a whole: 10 times the client's.
+func TestLockoutOfTheProxyAsAWhole(t *testing.T) {
+	f := newFixture(t, func(c *Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")} })
+	via := func(client string) reqOpt {
+		return func(r *http.Request) {
+			r.RemoteAddr = "127.0.0.1:40000"
+			r.Header.Set("X-Forwarded-For", client)
+		}
+	}
+	for i := 1; i <= 5*proxyFailuresFactor; i++ {
+		if w := f.do(t, "GET", "/batches", via("203.0.113."+strconv.Itoa(i)), basic(testUser, "wrong")); w.Code != 401 {
+			t.Fatalf("failure %d, each from a new address: %d, want 401", i, w.Code)
+		}
+	}
+	if w := f.do(t, "GET", "/batches", via("198.51.100.200"), basic(testUser, testPass)); w.Code != http.StatusTooManyRequests {
+		t.Fatalf("after %d failures through the proxy: %d, want 429", 5*proxyFailuresFactor, w.Code)
 	}
 }

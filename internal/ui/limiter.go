@@ -139,3 +139,61 @@ func (l *failureLimiter) sweep(now time.Time) {
 		}
 	}
 }
+
+// proxyFailuresFactor: behind a trusted proxy each client has its own
+// limit, and the proxy's address as a whole one this many times larger,
+// so a client that can write its own address (through a proxy that does
+// not append X-Forwarded-For, from a trusted address itself, or from a
+// range of IPv6 networks) still cannot guess without bound.
+const proxyFailuresFactor = 10
+
+// gate is the failure limit one request is held to: its client's, and
+// behind a trusted proxy also the proxy's (proxyKey "" otherwise).
+type gate struct {
+	client, proxy       *failureLimiter
+	clientKey, proxyKey string
+}
+
+func (g gate) locked() (bool, time.Duration) {
+	if locked, left := g.client.locked(g.clientKey); locked {
+		return true, left
+	}
+	if g.proxyKey != "" {
+		return g.proxy.locked(g.proxyKey)
+	}
+	return false, 0
+}
+
+// begin reserves an attempt with both limits (see failureLimiter.begin).
+func (g gate) begin() (ok bool, left time.Duration, atOnce bool) {
+	if ok, left, atOnce = g.client.begin(g.clientKey); !ok || g.proxyKey == "" {
+		return ok, left, atOnce
+	}
+	if ok, left, atOnce = g.proxy.begin(g.proxyKey); !ok {
+		g.client.end(g.clientKey, false)
+	}
+	return ok, left, atOnce
+}
+
+// end closes an attempt begun with both limits; it returns the client's
+// failures and whether either limit locked out now.
+func (g gate) end(failed bool) (int, bool) {
+	n, lockedNow := g.client.end(g.clientKey, failed)
+	if g.proxyKey != "" {
+		if _, proxyLocked := g.proxy.end(g.proxyKey, failed); proxyLocked {
+			lockedNow = true
+		}
+	}
+	return n, lockedNow
+}
+
+// fail records a failure compared without a reservation with both limits.
+func (g gate) fail() (int, bool) {
+	n, lockedNow := g.client.fail(g.clientKey)
+	if g.proxyKey != "" {
+		if _, proxyLocked := g.proxy.fail(g.proxyKey); proxyLocked {
+			lockedNow = true
+		}
+	}
+	return n, lockedNow
+}

@@ -135,7 +135,8 @@ func Serve(ctx context.Context, cfg Config) error {
 		MaxHeaderBytes:    64 << 10,
 	}
 	cfg.Logger.Info().Str("addr", ln.Addr().String()).Bool("read_only", cfg.ReadOnly).
-		Bool("auth", cfg.hasCredentials()).Msg("ui: serving on http://" + ln.Addr().String() + "/")
+		Bool("auth", cfg.hasCredentials()).Stringer("trusted_proxies", prefixes(cfg.TrustedProxies)).
+		Msg("ui: serving on http://" + ln.Addr().String() + "/")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
