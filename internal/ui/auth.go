@@ -30,11 +30,8 @@ type authenticator struct {
 	logins *userLogins
 
 	limiter *failureLimiter
-	// proxyLimiter holds each trusted proxy's address as a whole
-	// (proxyFailuresFactor times the limit).
-	proxyLimiter *failureLimiter
-	log          zerolog.Logger
-	metrics      *metrics
+	log     zerolog.Logger
+	metrics *metrics
 }
 
 type authResult int
@@ -72,7 +69,6 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 		lockout = 5 * time.Minute
 	}
 	a.limiter = newFailureLimiter(maxF, window, lockout, cfg.now)
-	a.proxyLimiter = newFailureLimiter(maxF*proxyFailuresFactor, window, lockout, cfg.now)
 	return a
 }
 
@@ -107,7 +103,7 @@ type authOutcome struct {
 
 // check classifies the credentials of r, from ip. The password or token
 // is never returned.
-func (a *authenticator) check(r *http.Request, g gate) authOutcome {
+func (a *authenticator) check(r *http.Request, key string) authOutcome {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return authOutcome{res: authMissing, scheme: "none"}
@@ -120,7 +116,7 @@ func (a *authenticator) check(r *http.Request, g gate) authOutcome {
 			return authOutcome{res: authBad, scheme: "basic", user: u}
 		}
 		if a.logins != nil {
-			return a.logins.attempt(g, u, p)
+			return a.logins.attempt(key, u, p, a.limiter)
 		}
 		// Both comparisons always run: no early exit on a wrong user.
 		userOK := equalHash(u, a.userHash)
@@ -152,12 +148,12 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ip := clientIP(r)
-		g := a.gate(r, ip)
-		if locked, left := g.locked(); locked {
+		key := limitKey(ip)
+		if locked, left := a.limiter.locked(key); locked {
 			a.tooMany(w, left)
 			return
 		}
-		o := a.check(r, g)
+		o := a.check(r, key)
 		switch o.res {
 		case authOK:
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, o.user)))
@@ -175,7 +171,7 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 				return
 			}
 			if !o.counted {
-				o.failures, o.lockedNow = g.fail()
+				o.failures, o.lockedNow = a.limiter.fail(key)
 			}
 			a.metrics.loginFailures.WithLabelValues(o.scheme).Inc()
 			ev := a.log.Warn().Str("ip", ip).Str("method", r.Method).Str("path", r.URL.Path).
@@ -198,26 +194,20 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 	})
 }
 
-// gate is the limit of a request from client ip: its own, keyed by the
-// address (an IPv6 one by its /64: one subscriber's network, where a
-// client may pick any address), and when a trusted proxy forwarded it
-// also the proxy's.
-func (a *authenticator) gate(r *http.Request, ip string) gate {
-	g := gate{client: a.limiter, proxy: a.proxyLimiter, clientKey: limitKey(ip)}
-	if remote := remoteHost(r); remote != ip {
-		g.proxyKey = limitKey(remote)
-	}
-	return g
-}
-
-// limitKey is the key of an address in a failure limit: an IPv6 address
-// by its /64, any other as it is.
+// limitKey is the key of a client address in the failure limit: an IPv6
+// address by its /64 (one subscriber's network, where a client may pick
+// any address; so ::1 is ::/64 and link-local addresses share fe80::/64),
+// any other as it is.
 func limitKey(ip string) string {
 	a, err := netip.ParseAddr(ip)
-	if err != nil || !a.Is6() || a.Is4In6() {
+	if err != nil {
 		return ip
 	}
-	return netip.PrefixFrom(a.WithZone(""), 64).Masked().String()
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, 64).Masked().String()
 }
 
 // tooMany answers 429 with Retry-After.

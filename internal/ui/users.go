@@ -339,7 +339,8 @@ func newUserLogins(users *Users, now func() time.Time) *userLogins {
 		compare: bcrypt.CompareHashAndPassword, slots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 }
 
-// attempt checks name and password of a request held to g. A login remembered in the
+// attempt checks name and password of a client whose failure limit is
+// key in lim. A login remembered in the
 // cache passes at once. Otherwise the attempt is first reserved with the
 // limiter (refused, without comparing, when the IP's failures and attempts
 // in flight reach its limit), then compared with bcrypt, then counted: so
@@ -347,7 +348,7 @@ func newUserLogins(users *Users, now func() time.Time) *userLogins {
 // first of them fails. A name not in the file still costs one bcrypt
 // comparison, with a dummy hash of the file's cost (one cost for every
 // line, ParseUsers), so the time taken does not tell which names exist.
-func (l *userLogins) attempt(g gate, name, password string) authOutcome {
+func (l *userLogins) attempt(key, name, password string, lim *failureLimiter) authOutcome {
 	out := authOutcome{scheme: "basic", user: name}
 	if _, known := l.users.hashes[name]; known {
 		out.logName = name
@@ -358,9 +359,9 @@ func (l *userLogins) attempt(g gate, name, password string) authOutcome {
 		return out
 	}
 	leader := false
-	v, _, _ := l.flight.Do(g.clientKey+"\x00"+g.proxyKey+"\x00"+string(mac[:]), func() (r any, _ error) {
+	v, _, _ := l.flight.Do(key+"\x00"+string(mac[:]), func() (r any, _ error) {
 		leader = true
-		ok, left, atOnce := g.begin()
+		ok, left, atOnce := lim.begin(key)
 		if !ok {
 			return authOutcome{res: authBad, user: name, limited: left, atOnce: atOnce}, nil
 		}
@@ -368,7 +369,7 @@ func (l *userLogins) attempt(g gate, name, password string) authOutcome {
 		// A panic in the comparison still ends the attempt, as a failure:
 		// an attempt left in flight would hold the IP's limit for good.
 		defer func() {
-			n, lockedNow := g.end(!good)
+			n, lockedNow := lim.end(key, !good)
 			if !good {
 				r = authOutcome{res: authBad, user: name, failures: n, lockedNow: lockedNow}
 			}

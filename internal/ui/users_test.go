@@ -503,7 +503,7 @@ func TestUsersFileComparePanicLeaksNothing(t *testing.T) {
 					t.Fatal("the panic did not reach the caller")
 				}
 			}()
-			a.logins.attempt(gate{client: a.limiter, clientKey: ip}, "alice", "pw-"+strconv.Itoa(i))
+			a.logins.attempt(ip, "alice", "pw-"+strconv.Itoa(i), a.limiter)
 		}()
 	}
 	if n := len(a.logins.slots); n != 0 {
