@@ -101,8 +101,9 @@ type authOutcome struct {
 	lockedNow bool
 }
 
-// check classifies the credentials of r, from ip. The password or token
-// is never returned.
+// check classifies the credentials of r, from the client whose failure
+// limit is key (limitKey of its address). The password or token is never
+// returned.
 func (a *authenticator) check(r *http.Request, key string) authOutcome {
 	h := r.Header.Get("Authorization")
 	if h == "" {
