@@ -12,7 +12,7 @@
 // never a full card number, so a payload shown in the Asynq web UI or a log
 // reveals nothing secret.
 //
-// Two task types exist:
+// Three task types exist:
 //
 //   - [TypeWithdrawalCreate] asks the worker to create the withdrawal order
 //     at the PSP. Attempt counts the creates of this payout (1 for the first,
@@ -24,6 +24,9 @@
 //   - [TypeWithdrawalStatus] asks the worker to query the order status after
 //     an answer that did not tell whether the order exists. Seq numbers the
 //     checks of one payout; its task ID is [StatusTaskID].
+//   - [TypeWithdrawalOutcome] follows a created order until the PSP reports
+//     it paid or failed (a PSP callback moves the query to now). Its task ID
+//     is [OutcomeTaskID].
 //
 // # Enqueuing a payout from another service
 //
