@@ -196,8 +196,10 @@ func inspect(dir, name string, o SpoolOptions, d Delivery, now time.Time) (intak
 	return in, true
 }
 
-// incompleteLastLine reports whether the non-empty file at path does not
-// end in a line break.
+// incompleteLastLine reports whether the non-empty text file at path does
+// not end in a line break. A file with a NUL byte in its first 4 KiB is no
+// text (binary data, UTF-16): it is no CSV file still being written, and
+// the load refuses it.
 func incompleteLastLine(path string) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -206,6 +208,10 @@ func incompleteLastLine(path string) bool {
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil || info.Size() == 0 {
+		return false
+	}
+	head := make([]byte, min(info.Size(), 4096))
+	if _, err := io.ReadFull(f, head); err != nil || bytes.IndexByte(head, 0) >= 0 {
 		return false
 	}
 	var b [1]byte
