@@ -25,11 +25,11 @@ import (
 
 // stallFile is a file whose writer stalls: complete is what it ends as,
 // cut is where the writer stalls.
-const stallFile = "externalId,amount,telecomOperator\n" +
-	"SWC-1,10.00,MTS\n" +
-	"SWC-2,1500.00,MTS\n" +
-	"SWC-3,20.00,MTS\n" +
-	"SWC-4,30.00,MTS\n"
+const stallFile = "externalId,telecomOperator,amount\n" +
+	"SWC-1,MTS,10.00\n" +
+	"SWC-2,MTS,1500.00\n" +
+	"SWC-3,MTS,20.00\n" +
+	"SWC-4,MTS,30.00\n"
 
 // cutAt returns stallFile up to and including the first occurrence of
 // mark.
@@ -119,17 +119,17 @@ func TestSpoolWriterStalls(t *testing.T) {
 		ctlAfter string // the control file written once the file is complete ("" none)
 		held     string // why the cut file is held
 	}{
-		{name: "control, mid-line", delivery: DeliveryControl, cut: cutAt("SWC-2,15"), ctlAfter: "\n",
+		{name: "control, mid-line", delivery: DeliveryControl, cut: cutAt("SWC-2,MTS,15"), ctlAfter: "\n",
 			held: "waits for its control file p.csv.ctl (--delivery control)"},
-		{name: "control, row boundary", delivery: DeliveryControl, cut: cutAt("SWC-2,1500.00,MTS\n"), ctlAfter: "\n",
+		{name: "control, row boundary", delivery: DeliveryControl, cut: cutAt("SWC-2,MTS,1500.00\n"), ctlAfter: "\n",
 			held: "waits for its control file p.csv.ctl (--delivery control)"},
-		{name: "rename contract broken, mid-line", delivery: DeliveryRename, cut: cutAt("SWC-2,15"),
+		{name: "rename contract broken, mid-line", delivery: DeliveryRename, cut: cutAt("SWC-2,MTS,15"),
 			held: "its last line is incomplete (no newline at the end)"},
-		{name: "control file with size first, row boundary", delivery: DeliveryControl, cut: cutAt("SWC-2,1500.00,MTS\n"),
+		{name: "control file with size first, row boundary", delivery: DeliveryControl, cut: cutAt("SWC-2,MTS,1500.00\n"),
 			ctlFirst: fmt.Sprintf("size=%d\n", len(stallFile)), held: "still arriving: "},
-		{name: "control file with sha256 and size first, mid-line", delivery: DeliveryRename, cut: cutAt("SWC-2,15"),
+		{name: "control file with sha256 and size first, mid-line", delivery: DeliveryRename, cut: cutAt("SWC-2,MTS,15"),
 			ctlFirst: fmt.Sprintf("size=%d\nsha256=%s\n", len(stallFile), sha256Hex(stallFile)), held: "still arriving: "},
-		{name: "bare marker written too early, row boundary", delivery: DeliveryControl, cut: cutAt("SWC-2,1500.00,MTS\n"),
+		{name: "bare marker written too early, row boundary", delivery: DeliveryControl, cut: cutAt("SWC-2,MTS,1500.00\n"),
 			ctlFirst: "", ctlAfter: "", held: "changed after its control file p.csv.ctl was written"},
 	}
 	for _, tt := range tests {
@@ -195,9 +195,9 @@ func TestSpoolGrowingFile(t *testing.T) {
 	dir, in := newSpool(t)
 	clock := &spoolClock{}
 	o := SpoolOptions{Delivery: DeliveryRename, Settle: settle, Now: clock.now}
-	path := writeFile(t, in, "g.csv", cutAt("SWC-1,10.00,MTS\n"))
+	path := writeFile(t, in, "g.csv", cutAt("SWC-1,MTS,10.00\n"))
 	at := time.Now().Add(-time.Hour)
-	for i, row := range []string{"SWC-2,1500.00,MTS\n", "SWC-3,20.00,MTS\n", "SWC-4,30.00,MTS\n"} {
+	for i, row := range []string{"SWC-2,MTS,1500.00\n", "SWC-3,MTS,20.00\n", "SWC-4,MTS,30.00\n"} {
 		setMtime(t, path, at)
 		clock.t = at.Add(settle - time.Second)
 		res, err := f.ld.Spool(context.Background(), dir, o)
@@ -271,7 +271,7 @@ func TestSpoolAtomicRename(t *testing.T) {
 	o := SpoolOptions{Delivery: DeliveryRename}
 	temps := []string{".p.csv", "p.csv.part", "p.csv.tmp", "p.csv~", "p.csv.partial", "p.csv.filepart"}
 	for _, n := range temps {
-		writeFile(t, in, n, cutAt("SWC-2,15"))
+		writeFile(t, in, n, cutAt("SWC-2,MTS,15"))
 	}
 	res, err := f.ld.Spool(ctx, dir, o)
 	if err != nil || len(res.Files) != 0 || len(res.Held) != 0 {
