@@ -32,9 +32,8 @@
 // submit payouts is to write a payout file (see the README for the CSV
 // format) into the spool inbox that `payout load --spool` watches, under
 // the delivery contract (docs/operations.md: the file, then NAME.ctl; or a
-// rename into inbox/); the loader
-// validates it, writes the ledger and enqueues the tasks with
-// [NewCreateTask]. Services that only watch the queue (dashboards, alerting)
+// rename into inbox/); the loader validates it, writes the ledger and
+// enqueues the tasks with [NewCreateTask]. Services that only watch the queue (dashboards, alerting)
 // use [Queue], the type names and [DecodeCreate] / [DecodeStatus].
 package jobs
 
