@@ -35,10 +35,15 @@ package loader
 //
 // A file taken is renamed into processing/ (same filesystem: atomic) and
 // then checked again: a file whose size or time changed while it was
-// taken has a writer still at work and goes back to inbox/, held. A writer
-// that still holds the file open after that could change the bytes being
-// read: only the contract rules it out, which is why the spool waits for a
-// sign of completion rather than a quiet spell alone.
+// taken has a writer still at work and goes back to inbox/, held. Then the
+// spool loads its own copy (privatize): processing/NAME becomes a copy of
+// the bytes, and the sender's inode stays beside it as .NAME.sent (whose
+// owner is who loaded the file, for --four-eyes). A sender that still
+// holds the file open can no longer change what is read, between the
+// loader's passes or after; what it writes later is not loaded, and is
+// reported (a warning of the file, an error in the log) when the file
+// moves on. Only the contract rules such a sender out, which is why the
+// spool waits for a sign of completion rather than a quiet spell alone.
 
 import (
 	"bytes"
@@ -269,4 +274,95 @@ func writeDeliveryNote(dir string, d Delivery) error {
 		_, err := io.WriteString(f, text)
 		return err
 	})
+}
+
+// sentPath is where, in processing/, the inode the sender wrote stays
+// while the spool loads its copy of the file name.
+func sentPath(processing, name string) string {
+	return filepath.Join(processing, "."+name+".sent")
+}
+
+// privatize replaces the file at path (just taken, of size and modTime
+// as inspected) by a copy of its bytes, keeping the sender's inode as
+// sentPath: no descriptor the sender still holds reaches the copy.
+// changed is true (and nothing replaced) when the file changed while it
+// was copied. A filesystem without hard links keeps the sender's file.
+func privatize(path string, size int64, modTime time.Time) (changed bool, err error) {
+	dir, name := filepath.Split(path)
+	sent := sentPath(dir, name)
+	if err := os.Remove(sent); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	if err := os.Link(path, sent); err != nil {
+		return false, nil // no hard links here: the sender's file is read
+	}
+	src, err := os.Open(path)
+	if err != nil {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(dir, "."+name+".*"+copySuffix)
+	if err != nil {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	n, err := io.Copy(tmp, src)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("spool: copy %s: %w", name, err)
+	}
+	fi, err := src.Stat()
+	if err != nil {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	if n != size || fi.Size() != size || !fi.ModTime().Equal(modTime) {
+		_ = os.Remove(sent)
+		return true, nil
+	}
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return false, fmt.Errorf("spool: %w", err)
+	}
+	return false, nil
+}
+
+// copySuffix ends the name of a copy being made by privatize; one left by
+// a killed run is removed by the next.
+const copySuffix = ".copy"
+
+// removeStaleCopies removes the copies a killed run left in processing/.
+func removeStaleCopies(processing string) {
+	entries, err := os.ReadDir(processing)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if n := e.Name(); strings.HasPrefix(n, ".") && strings.HasSuffix(n, copySuffix) {
+			_ = os.Remove(filepath.Join(processing, n))
+		}
+	}
+}
+
+// sentLater tells whether the sender wrote to its file after the spool
+// copied it (loaded is the copy, wherever it moved), and forgets the
+// sender's inode.
+func sentLater(processing, name, loaded string) (later bool, sentSize int64) {
+	sent := sentPath(processing, name)
+	si, err := os.Stat(sent)
+	if err != nil {
+		return false, 0
+	}
+	defer os.Remove(sent)
+	li, err := os.Stat(loaded)
+	if err != nil || os.SameFile(si, li) {
+		return false, 0
+	}
+	return si.Size() != li.Size() || si.ModTime().After(li.ModTime()), si.Size()
 }

@@ -121,6 +121,7 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	// Files a killed run left behind come first: their batches resume
 	// (loading the same content again is idempotent: the batch id is its
 	// hash).
+	removeStaleCopies(filepath.Join(dir, Processing))
 	left, err := listFiles(filepath.Join(dir, Processing))
 	if err != nil {
 		return out, err
@@ -209,6 +210,13 @@ func (ld *Loader) take(dir, name string, in intake) (intake, bool) {
 	}
 	fi, err := os.Stat(to)
 	if err == nil && fi.Size() == in.size && fi.ModTime().Equal(in.modTime) {
+		changed, err := privatize(to, in.size, in.modTime)
+		if err != nil {
+			ld.log.Error().Err(err).Str("file", name).Msg("no private copy of the file: the sender's file is read")
+		}
+		if changed {
+			return ld.putBack(from, to, in)
+		}
 		if in.withCtl {
 			if _, err := moveControl(from, to); err != nil {
 				ld.log.Error().Err(err).Str("file", name).Msg("control file not moved beside its file; the next run brings it back")
@@ -216,10 +224,15 @@ func (ld *Loader) take(dir, name string, in intake) (intake, bool) {
 		}
 		return in, true
 	}
+	return ld.putBack(from, to, in)
+}
+
+// putBack returns a file that changed while it was taken to inbox/, held.
+func (ld *Loader) putBack(from, to string, in intake) (intake, bool) {
 	if err := os.Rename(to, from); err != nil {
 		// Left in processing/: it is loaded as it is now, and was
 		// checked as it was a moment ago; say so loudly.
-		ld.log.Error().Err(err).Str("file", name).Msg("a file changed while it was taken and could not be put back into inbox/")
+		ld.log.Error().Err(err).Str("file", filepath.Base(to)).Msg("a file changed while it was taken and could not be put back into inbox/")
 		return in, true
 	}
 	in.take, in.held = false, "changed while it was being taken: a writer is still at work on it"
@@ -230,8 +243,12 @@ func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOption
 	path := filepath.Join(dir, Processing, name)
 	opts := o.Load
 	if opts.Approval.By == "" {
-		// Who loaded a dropped file is whoever owns it (--four-eyes).
+		// Who loaded a dropped file is whoever owns it (--four-eyes): the
+		// sender's inode, when the spool loads its own copy.
 		opts.Approval.By = fileOwner(path)
+		if by := fileOwner(sentPath(filepath.Join(dir, Processing), name)); by != "" {
+			opts.Approval.By = by
+		}
 	}
 	opts.controlWait = o.Settle
 	res, err := ld.probe(ctx, path, opts)
@@ -265,6 +282,12 @@ func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOption
 	// Processed payout files hold card numbers: owner only.
 	if err := os.Chmod(target, 0o600); err != nil {
 		return res, fmt.Errorf("spool: chmod %s: %w", target, err)
+	}
+	if later, size := sentLater(filepath.Join(dir, Processing), name, target); later {
+		msg := fmt.Sprintf("its sender wrote to the file after it was taken (it is %d bytes now): what was loaded is the file as taken (%s); the rest is not loaded: the sender breaks the delivery contract",
+			size, filepath.Join(dest, filepath.Base(target)))
+		ld.log.Error().Str("file", name).Int64("bytes_now", size).Msg(msg)
+		res.Warnings = append(res.Warnings, msg)
 	}
 	// Its control file follows it (after it: a run killed in between
 	// leaves a lone .ctl, never a file without its declaration).

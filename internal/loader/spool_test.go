@@ -549,3 +549,57 @@ func TestSpoolInfraErrorDoesNotBlock(t *testing.T) {
 		t.Fatalf("resumed: %+v %v", res, err)
 	}
 }
+
+// writingSealer seals like its sealer and, at its first call, has the
+// sender write one more row through the descriptor it still holds: a
+// sender that breaks the contract while the file is being loaded.
+type writingSealer struct {
+	Sealer
+	w    *os.File
+	done bool
+}
+
+func (s *writingSealer) Seal(plaintext, ad string) (string, error) {
+	if !s.done {
+		s.done = true
+		if _, err := s.w.WriteString("A-9,5.00,,MTS\n"); err != nil {
+			return "", err
+		}
+	}
+	return s.Sealer.Seal(plaintext, ad)
+}
+
+// TestSpoolSenderStillWriting: a sender that still holds its file open
+// after the file was taken cannot change what is loaded: the spool loads
+// its own copy (the file as taken: 3 rows, its batch id the hash of those
+// bytes, done/ holds them), and the late write is reported as a warning.
+// On the old spool the loader read the sender's inode: done/p.csv held
+// the late row.
+func TestSpoolSenderStillWriting(t *testing.T) {
+	f := newFixture(t)
+	dir, in := newSpool(t)
+	w, err := os.OpenFile(filepath.Join(in, "p.csv"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.WriteString(goodCSV); err != nil {
+		t.Fatal(err)
+	}
+	f.ld.sealer = &writingSealer{Sealer: f.ring, w: w}
+	res, err := f.ld.Spool(context.Background(), dir, SpoolOptions{Delivery: DeliveryRename})
+	if err != nil || len(res.Files) != 1 || !res.Files[0].Loaded || res.Files[0].Registered != 3 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	want, _ := BatchID(strings.NewReader(goodCSV))
+	loaded, _ := os.ReadFile(filepath.Join(dir, Done, "p.csv"))
+	if string(loaded) != goodCSV || res.Files[0].Batch != want {
+		t.Fatalf("done/p.csv is not the file as taken (batch %s, want %s):\n%s", res.Files[0].Batch, want, loaded)
+	}
+	if ws := strings.Join(res.Files[0].Warnings, "\n"); !strings.Contains(ws, fmt.Sprintf("its sender wrote to the file after it was taken (it is %d bytes now)", len(goodCSV+"A-9,5.00,,MTS\n"))) {
+		t.Fatalf("no warning of the late write: %s", ws)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, Processing)); len(left) != 0 {
+		t.Fatalf("left in processing/: %v", left)
+	}
+}
