@@ -603,3 +603,53 @@ func TestSpoolSenderStillWriting(t *testing.T) {
 		t.Fatalf("left in processing/: %v", left)
 	}
 }
+
+// TestPrivatize: the spool's copy is another inode than the sender's,
+// which stays as .NAME.sent; a file that is not as inspected (it changed
+// while being taken) is left alone and reported changed.
+func TestPrivatize(t *testing.T) {
+	dir := t.TempDir()
+	path := writeFile(t, dir, "p.csv", goodCSV)
+	before, _ := os.Stat(path)
+	changed, err := privatize(path, before.Size(), before.ModTime().Add(-time.Second))
+	if err != nil || !changed || exists(sentPath(dir, "p.csv")) {
+		t.Fatalf("a changed file: changed %v, %v", changed, err)
+	}
+	if after, _ := os.Stat(path); !os.SameFile(before, after) {
+		t.Fatal("a changed file was replaced")
+	}
+	changed, err = privatize(path, before.Size(), before.ModTime())
+	if err != nil || changed {
+		t.Fatalf("changed %v, %v", changed, err)
+	}
+	after, _ := os.Stat(path)
+	sent, err := os.Stat(sentPath(dir, "p.csv"))
+	if err != nil || os.SameFile(before, after) || !os.SameFile(before, sent) || after.Mode().Perm() != 0o600 {
+		t.Fatalf("copy %v, sent %v, %v", after, sent, err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != goodCSV {
+		t.Fatalf("copy holds %q", data)
+	}
+}
+
+// TestSpoolResumesAfterAKilledTake: a run killed while it copied a taken
+// file leaves processing/NAME, its .NAME.sent and a half copy: the next
+// run removes the copy, loads the file, and reports no late write.
+func TestSpoolResumesAfterAKilledTake(t *testing.T) {
+	f := newFixture(t)
+	dir, _ := newSpool(t)
+	proc := filepath.Join(dir, Processing)
+	os.MkdirAll(proc, 0o750)
+	path := writeFile(t, proc, "p.csv", goodCSV)
+	if err := os.Link(path, sentPath(proc, "p.csv")); err != nil {
+		t.Fatal(err)
+	}
+	half := writeFile(t, proc, ".p.csv.123"+copySuffix, goodCSV[:40])
+	res, err := f.ld.Spool(context.Background(), dir, SpoolOptions{})
+	if err != nil || len(res.Files) != 1 || !res.Files[0].Loaded || strings.Contains(strings.Join(res.Files[0].Warnings, "\n"), "its sender wrote") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if left, _ := os.ReadDir(proc); len(left) != 0 || exists(half) {
+		t.Fatalf("left in processing/: %v", left)
+	}
+}
