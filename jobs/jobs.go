@@ -33,9 +33,10 @@
 // The worker refuses a create task whose payout is not in the ledger, since
 // the ledger holds the destination. The supported way for another service to
 // submit payouts is to write a payout file (see the README for the CSV
-// format) into the spool inbox that `payout load --spool` watches; the loader
-// validates it, writes the ledger and enqueues the tasks with
-// [NewCreateTask]. Services that only watch the queue (dashboards, alerting)
+// format) into the spool inbox that `payout load --spool` watches, under
+// the delivery contract (docs/operations.md: the file, then NAME.ctl; or a
+// rename into inbox/); the loader validates it, writes the ledger and
+// enqueues the tasks with [NewCreateTask]. Services that only watch the queue (dashboards, alerting)
 // use [Queue], the type names and [DecodeCreate] / [DecodeStatus].
 package jobs
 

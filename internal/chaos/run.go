@@ -511,7 +511,7 @@ type loaderResult struct {
 // startLoader runs `payout load --spool` once in the background.
 func (h *harness) startLoader(ctx context.Context) <-chan loaderResult {
 	ch := make(chan loaderResult, 1)
-	args := []string{"load", "--spool", h.path(dirSpool), "--settle", "0s", "--redis", h.redis.URL(),
+	args := []string{"load", "--spool", h.path(dirSpool), "--delivery", "rename", "--settle", "0s", "--redis", h.redis.URL(),
 		"--data-key-file", h.keyFile, "--log-format", "json", "--archive-after", h.cfg.ArchiveAfter.String()}
 	args = append(args, h.loaderApprovalArgs()...)
 	go func() {

@@ -33,6 +33,8 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		cf      controlFlags
 		spool   string
 		settle  time.Duration
+		deliv   string
+		heldRep time.Duration
 		purge   time.Duration
 		partial bool
 		dryRun  bool
@@ -47,7 +49,9 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	nf.register(fs)
 	cf.register(fs, true)
 	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
-	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file is taken once unchanged this long")
+	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file (and its NAME.ctl) is taken once unchanged this long")
+	fs.StringVar(&deliv, "delivery", string(loader.DeliveryControl), "spool mode: how a sender marks a file in inbox/ complete: control (NAME is taken once NAME.ctl is next to it) or rename (every file under its own name is complete: senders write elsewhere and rename); see docs/operations.md")
+	fs.DurationVar(&heldRep, "held-report", loader.DefaultHeldReport, "spool mode: a file held in inbox/ (incomplete, no NAME.ctl) longer than this is reported: a warning, outbox/held.csv and exit 1")
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
 	fs.BoolVar(&partial, "partial", false, "load the valid rows of a file that has invalid ones (default: one bad row refuses the whole file)")
 	fs.BoolVar(&dryRun, "dry-run", false, "validate only; write nothing")
@@ -57,6 +61,13 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if (spool == "") == (fs.NArg() == 0) {
 		fs.Usage()
 		return usageErr("give payout files or --spool DIR (not both)")
+	}
+	delivery, err := loader.ParseDelivery(deliv)
+	if err != nil {
+		return usageErr("--delivery: %v", err)
+	}
+	if heldRep <= 0 {
+		return usageErr("--held-report %s: want a duration above 0 (1h)", heldRep)
 	}
 	log, err := lf.logger(e)
 	if err != nil {
@@ -117,7 +128,9 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	ld.Notify = nf.emitter(rdb)
 
 	if spool != "" {
-		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Settle: settle, PurgeAfter: purge,
+		log.Info().Str("spool", spool).Str("delivery", string(delivery)).Dur("settle", settle).
+			Msg("spool run: delivery contract in force (also written to inbox/" + loader.DeliveryNote + ")")
+		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Delivery: delivery, Settle: settle, HeldReport: heldRep, PurgeAfter: purge,
 			Archive: spoolArchive(e, led, spool, arf)}, log)
 	}
 	refused := false
@@ -137,9 +150,6 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 
 func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loader.SpoolOptions, log zerolog.Logger) error {
 	res, err := ld.Spool(ctx, dir, o)
-	if err != nil {
-		return infraErr(err)
-	}
 	if res.Locked {
 		log.Info().Str("spool", dir).Msg("another loader is running on this spool; nothing to do")
 		return nil
@@ -148,6 +158,16 @@ func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loa
 	for _, r := range res.Files {
 		printResult(e.stdout, e.stderr, r, o.Load.DryRun)
 		refused = refused || !r.Loaded || len(r.Errors) > 0
+	}
+	for _, h := range res.Overdue() {
+		fmt.Fprintf(e.stderr, "%s: held in inbox/ since %s, not loaded: %s (listed in outbox/%s)\n",
+			h.File, h.Since.UTC().Format(time.RFC3339), h.Reason, loader.HeldListing)
+		refused = true
+	}
+	if err != nil {
+		// Redis (or the spool's filesystem): the files it concerns stay
+		// in processing/ for the next run.
+		return infraErr(err)
 	}
 	for _, p := range res.Reports {
 		fmt.Fprintf(e.stdout, "result file written: %s\n", p)
@@ -223,7 +243,7 @@ type controlFlags struct {
 func (c *controlFlags) register(fs *flag.FlagSet, spool bool) {
 	one, wait := "", ""
 	if spool {
-		one, wait = "one FILE, not --spool; ", "; in spool mode a settled file waits up to --settle more for its NAME.ctl"
+		one, wait = "one FILE, not --spool; ", "; in spool mode with --delivery rename a settled file waits up to --settle more for its NAME.ctl"
 	}
 	fs.IntVar(&c.rows, "expect-rows", 0, "refuse the file unless it has exactly this many data rows, valid or not ("+one+"0: not checked); a NAME.ctl next to the file is checked besides")
 	fs.StringVar(&c.total, "expect-total", "", "refuse the file unless the amounts of all its rows add up to exactly this, written plain: 98350.50 ("+one+"empty: not checked)")

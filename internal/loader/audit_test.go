@@ -18,14 +18,14 @@ func TestFinalBatchWritesItsAuditTrail(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, Inbox), 0o750)
 	writeFile(t, filepath.Join(dir, Inbox), "good.csv", goodCSV)
-	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Load: Options{Approval: Approval{Required: true, By: "alice"}}})
+	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Load: Options{Approval: Approval{Required: true, By: "alice"}}})
 	if err != nil || len(res.Files) != 1 || res.Files[0].Held == "" {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
 	if n, err := f.led.Discard(ctx, res.Files[0].Batch, "bob", "wrong month"); err != nil || n != 3 {
 		t.Fatalf("discard: %d %v", n, err)
 	}
-	res, err = f.ld.Spool(ctx, dir, SpoolOptions{})
+	res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename})
 	if err != nil || len(res.Reports) != 1 {
 		t.Fatalf("second spool run: %+v %v", res, err)
 	}

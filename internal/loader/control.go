@@ -17,9 +17,15 @@ package loader
 // file (the header and blank lines not counted); total the exact sum of the
 // amounts of all those rows, written plain (digits, '.' before at most the
 // file's number of decimals: 98350.50, never 98,350.50, whatever
-// --amount-format says). At least one of the two is given, each at most
-// once; any other key, or a line that is not key=value, refuses the file
-// with the line named.
+// --amount-format says). Two more keys describe the bytes delivered:
+// size (the file's length in bytes) and sha256 (the hex SHA-256 of its
+// bytes); the spool holds a file shorter than its declared size (still
+// arriving, spool.go), and a file of another size or hash is refused. Each
+// key is given at most once; any other key, or a line that is not
+// key=value, refuses the file with the line named. A control file that
+// declares nothing (empty, or comments only) is a bare delivery marker:
+// the spool's --delivery control takes the file once it is there, and
+// nothing is checked (--require-control wants rows or total).
 //
 // The declared figures describe the file as written, so they are compared
 // with all its data rows and the sum of all their amounts, with --partial
@@ -34,6 +40,8 @@ package loader
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -67,10 +75,16 @@ type Control struct {
 	Source string       // who declares: "NAME.ctl" or ExpectFlags
 	Rows   int          // data rows; 0: not declared
 	Total  money.Amount // sum of the amounts of every row; zero: not declared
+	Size   int64        // the file's length in bytes; 0: not declared
+	SHA256 string       // hex SHA-256 of the file's bytes, lower case; "": not declared
 }
 
-// Declared reports whether c declares anything.
+// Declared reports whether c declares what the file holds (rows or total).
 func (c Control) Declared() bool { return c.Rows > 0 || !c.Total.IsZero() }
+
+// DeclaresBytes reports whether c declares the delivered bytes (size or
+// sha256): a file that matches them is complete, whatever its last line.
+func (c Control) DeclaresBytes() bool { return c.Size > 0 || c.SHA256 != "" }
 
 // ControlPath is the path of the control file of the payout file at path.
 func ControlPath(path string) string { return path + ControlExt }
@@ -140,8 +154,8 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 			continue
 		}
 		key, val = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(val)
-		if key != "rows" && key != "total" {
-			bad(n, "unknown key %q: a control file has rows=N and total=AMOUNT", clip(key))
+		if key != "rows" && key != "total" && key != "size" && key != "sha256" {
+			bad(n, "unknown key %q: a control file has rows=N, total=AMOUNT, size=BYTES and sha256=HEX", clip(key))
 			continue
 		}
 		if first, dup := seen[key]; dup {
@@ -172,13 +186,24 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 				continue
 			}
 			c.Total = a
+		case "size":
+			size, msg := parseCount(val, "want the file's length in bytes, digits only (48213)", "a payout file is never empty")
+			if msg != "" {
+				bad(n, "size=%s: %s", clip(val), msg)
+				continue
+			}
+			c.Size = int64(size)
+		case "sha256":
+			v := strings.ToLower(val)
+			if len(v) != sha256.Size*2 || strings.Trim(v, "0123456789abcdef") != "" {
+				bad(n, "sha256=%s: want the 64 hex digits of the file's SHA-256 (sha256sum prints them)", clip(val))
+				continue
+			}
+			c.SHA256 = v
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return c, nil, fmt.Errorf("control file %s: %w", name, err)
-	}
-	if len(problems) == 0 && !c.Declared() {
-		bad(0, "declares nothing: give rows=N, total=AMOUNT or both")
 	}
 	return c, problems, nil
 }
@@ -186,22 +211,28 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 // parseRows reads a declared row count (rows= of a NAME.ctl): a positive
 // whole number, digits only; the message says what is wrong, else it is "".
 func parseRows(s string) (int, string) {
+	return parseCount(s, "want the number of data rows, digits only (1204)", "a payout file has at least one data row")
+}
+
+// parseCount reads a positive whole number, digits only (at most 10^12);
+// the message says what is wrong (notDigits, or zero for 0), else it is "".
+func parseCount(s, notDigits, zero string) (int, string) {
 	if s == "" {
 		return 0, "is empty"
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return 0, "want the number of data rows, digits only (1204)"
+			return 0, notDigits
 		}
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n > 1_000_000_000 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n > 1_000_000_000_000 {
 		return 0, "is too large"
 	}
 	if n == 0 {
-		return 0, "a payout file has at least one data row"
+		return 0, zero
 	}
-	return n, ""
+	return int(n), ""
 }
 
 func clip(s string) string {
@@ -240,18 +271,64 @@ func declarations(path, name string, opts Options) ([]Control, []payfile.Error, 
 		return nil, problems, err
 	}
 	if found {
-		decls = append(decls, ctl)
+		if problems, err := checkBytes(path, ctl); err != nil || len(problems) > 0 {
+			return nil, problems, err
+		}
+		if ctl.Declared() {
+			decls = append(decls, ctl)
+		}
 	}
 	if len(decls) == 0 && opts.RequireControl {
 		msg := fmt.Sprintf("no control total: %s is not next to the file, and it must declare what it holds (--require-control): rows=N and total=AMOUNT in %s, or %s",
 			name+ControlExt, name+ControlExt, ExpectFlags)
-		if opts.controlWait > 0 {
+		switch {
+		case found:
+			msg = fmt.Sprintf("no control total: %s declares neither rows nor total, and the file must declare what it holds (--require-control): add rows=N and total=AMOUNT to it",
+				name+ControlExt)
+		case opts.controlWait > 0:
 			msg = fmt.Sprintf("no control total: %s did not arrive within --settle (%s) after the file settled, and the file must declare what it holds (--require-control)",
 				name+ControlExt, opts.controlWait)
 		}
 		return nil, []payfile.Error{{File: name, Line: 0, Column: ColumnControl, Kind: payfile.KindField, Message: msg}}, nil
 	}
 	return decls, nil, nil
+}
+
+// checkBytes compares the size and SHA-256 a control file declares with
+// the file at path: a file of other bytes than its sender wrote (cut
+// short, grown, altered) is refused before it is read.
+func checkBytes(path string, c Control) ([]payfile.Error, error) {
+	if !c.DeclaresBytes() {
+		return nil, nil
+	}
+	name := filepath.Base(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("control file: %w", err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("control file: %w", err)
+	}
+	bad := func(format string, args ...any) []payfile.Error {
+		return []payfile.Error{{File: name, Line: 0, Column: ColumnControl, Kind: payfile.KindField,
+			Message: "control file: " + fmt.Sprintf(format, args...)}}
+	}
+	if c.Size > 0 && info.Size() != c.Size {
+		return bad("the file is %d bytes; %s declares size=%d", info.Size(), c.Source, c.Size), nil
+	}
+	if c.SHA256 == "" {
+		return nil, nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return nil, fmt.Errorf("control file: hash %s: %w", name, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != c.SHA256 {
+		return bad("the file's SHA-256 is %s; %s declares sha256=%s", got, c.Source, c.SHA256), nil
+	}
+	return nil, nil
 }
 
 // tally counts, during the validation pass, the rows valid on their own
@@ -341,30 +418,6 @@ func plural(n int, word string) string {
 	return strconv.Itoa(n) + " " + word + "s"
 }
 
-// controlState tells what the spool does with the settled inbox file name
-// as to its control file: wait, or take it with or without its .ctl.
-func controlState(inbox, name string, settle time.Duration, require bool, now time.Time) (take, withCtl bool) {
-	info, err := os.Stat(ControlPath(filepath.Join(inbox, name)))
-	switch {
-	case err == nil:
-		// Taken with the file once it too is unchanged for settle: a
-		// control file still being written must not be read. (One that is
-		// no regular file goes along too, and refuses the file.)
-		return now.Sub(info.ModTime()) >= settle, true
-	case !errors.Is(err, fs.ErrNotExist):
-		return false, false // cannot tell: wait
-	case !require:
-		return true, false
-	}
-	// Required and not there yet: the file waits (settled, not failed) for
-	// another settle; then the load refuses it, saying so.
-	fi, err := os.Stat(filepath.Join(inbox, name))
-	if err != nil {
-		return false, false // vanished
-	}
-	return now.Sub(fi.ModTime()) >= 2*settle, false
-}
-
 // moveControl moves the control file of the payout file moved from from to
 // to, if it has one, and returns where it went ("" for none).
 func moveControl(from, to string) (string, error) {
@@ -386,7 +439,7 @@ func moveControl(from, to string) (string, error) {
 // says which control files wait in inbox/ without their payout file: one
 // that came after its file was taken would be checked against the next
 // file of that name.
-func (ld *Loader) tidyControls(dir string, left []string, settle time.Duration) error {
+func (ld *Loader) tidyControls(dir string, left []string, settle time.Duration, now time.Time) error {
 	inbox, processing := filepath.Join(dir, Inbox), filepath.Join(dir, Processing)
 	for _, name := range left {
 		p := filepath.Join(processing, name)
@@ -416,7 +469,7 @@ func (ld *Loader) tidyControls(dir string, left []string, settle time.Duration) 
 				continue
 			}
 			if sub == Inbox {
-				if info, err := e.Info(); err == nil && time.Since(info.ModTime()) >= settle {
+				if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) >= settle {
 					ld.log.Warn().Str("control", n).Msg("control file without its payout file in inbox/: it waits for it; if it came after its file was taken, remove it, or it is checked against the next file of that name")
 				}
 				continue

@@ -36,7 +36,10 @@ func TestParseControl(t *testing.T) {
 		{name: "no rows", text: "rows=0\n", problems: []string{":1: control: rows=0: a payout file has at least one data row"}},
 		{name: "zeros after the decimals", text: "total=30.5100", total: "30.51"},
 		{name: "inline comment", text: "rows=3 # three", problems: []string{":1: control: rows=3 # three: want the number"}},
-		{name: "nothing", text: "# empty\n\n", problems: []string{":0: control: declares nothing"}},
+		{name: "a bare marker", text: "# empty\n\n"},
+		{name: "size and sha256", text: "size=48213\nsha256=" + strings.Repeat("Ab", 32) + "\n"},
+		{name: "bad size", text: "size=4.8k\n", problems: []string{":1: control: size=4.8k: want the file's length in bytes"}},
+		{name: "short sha256", text: "sha256=abc\n", problems: []string{":1: control: sha256=abc: want the 64 hex digits"}},
 		{name: "not text", text: "rows=\x00", problems: []string{":0: control: is not UTF-8 text"}},
 	}
 	for _, tt := range tests {
@@ -143,7 +146,7 @@ func TestControlBrokenOrRequired(t *testing.T) {
 	}
 	writeFile(t, dir, "a.csv.ctl", "rows=3\nsum=30.51\n")
 	res, err = f.ld.LoadFile(ctx, path, Options{})
-	if err != nil || res.Loaded || len(res.Errors) != 1 || res.Errors[0].String() != `a.csv.ctl:2: control: unknown key "sum": a control file has rows=N and total=AMOUNT` {
+	if err != nil || res.Loaded || len(res.Errors) != 1 || res.Errors[0].String() != `a.csv.ctl:2: control: unknown key "sum": a control file has rows=N, total=AMOUNT, size=BYTES and sha256=HEX` {
 		t.Fatalf("broken control file: %+v %v", res, err)
 	}
 	os.Remove(ControlPath(path))
@@ -247,7 +250,7 @@ func TestSpoolControlFiles(t *testing.T) {
 	for _, p := range []string{good, goodCtl, bad, badCtl, lone, fresh, none} {
 		age(t, p, 2*settle)
 	}
-	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Settle: settle})
+	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Settle: settle})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +276,7 @@ func TestSpoolControlFiles(t *testing.T) {
 	}
 	// Once settled, the control file goes with its file.
 	age(t, freshCtl, 2*settle)
-	res, err = f.ld.Spool(ctx, dir, SpoolOptions{Settle: settle})
+	res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Settle: settle})
 	if err != nil || len(res.Files) != 1 || !res.Files[0].Loaded || len(res.Files[0].Control) != 1 {
 		t.Fatalf("second run: %+v %v", res, err)
 	}
@@ -292,7 +295,7 @@ func TestSpoolRequireControl(t *testing.T) {
 	in := filepath.Join(dir, Inbox)
 	os.MkdirAll(in, 0o750)
 	const settle = time.Minute
-	opts := SpoolOptions{Settle: settle, Load: Options{RequireControl: true}}
+	opts := SpoolOptions{Delivery: DeliveryRename, Settle: settle, Load: Options{RequireControl: true}}
 	late := writeFile(t, in, "late.csv", goodCSV)
 	never := writeFile(t, in, "never.csv", strings.ReplaceAll(goodCSV, "A-", "N-"))
 	age(t, late, settle+time.Second)

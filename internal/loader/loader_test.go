@@ -268,7 +268,7 @@ func TestSpoolMovesFilesAndWritesErrors(t *testing.T) {
 	writeFile(t, filepath.Join(dir, Inbox), "bad.csv", "externalId,amount,telecomOperator\nX-1,-5,MTS\n")
 	writeFile(t, filepath.Join(dir, Inbox), "upload.csv.part", goodCSV)
 	writeFile(t, filepath.Join(dir, Inbox), ".hidden.csv", goodCSV)
-	res, err := f.ld.Spool(ctx, dir, SpoolOptions{})
+	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename})
 	if err != nil || len(res.Files) != 2 {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
@@ -295,13 +295,13 @@ func TestSpoolSettle(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, Inbox), 0o750)
 	p := writeFile(t, filepath.Join(dir, Inbox), "fresh.csv", goodCSV)
-	res, err := f.ld.Spool(context.Background(), dir, SpoolOptions{Settle: time.Hour})
+	res, err := f.ld.Spool(context.Background(), dir, SpoolOptions{Delivery: DeliveryRename, Settle: time.Hour})
 	if err != nil || len(res.Files) != 0 {
 		t.Fatalf("an unsettled file was taken: %+v %v", res, err)
 	}
 	old := time.Now().Add(-2 * time.Hour)
 	os.Chtimes(p, old, old)
-	res, err = f.ld.Spool(context.Background(), dir, SpoolOptions{Settle: time.Hour})
+	res, err = f.ld.Spool(context.Background(), dir, SpoolOptions{Delivery: DeliveryRename, Settle: time.Hour})
 	if err != nil || len(res.Files) != 1 {
 		t.Fatalf("a settled file was not taken: %+v %v", res, err)
 	}
@@ -329,7 +329,7 @@ func TestOverlappingSpoolRuns(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			var err error
-			results[i], err = f.ld.Spool(context.Background(), dir, SpoolOptions{})
+			results[i], err = f.ld.Spool(context.Background(), dir, SpoolOptions{Delivery: DeliveryRename})
 			if err != nil {
 				t.Error(err)
 			}
@@ -338,7 +338,7 @@ func TestOverlappingSpoolRuns(t *testing.T) {
 	wg.Wait()
 	// Late runs find the inbox empty; run once more to be sure nothing is
 	// left behind.
-	if _, err := f.ld.Spool(context.Background(), dir, SpoolOptions{}); err != nil {
+	if _, err := f.ld.Spool(context.Background(), dir, SpoolOptions{Delivery: DeliveryRename}); err != nil {
 		t.Fatal(err)
 	}
 	loaded := 0

@@ -17,12 +17,12 @@ func TestSpoolNotifies(t *testing.T) {
 	f := newFixture(t)
 	f.ld.Notify = notify.NewEmitter(asynq.NewClientFromRedisClient(f.rdb), []string{"http://receiver.test/hook"})
 	dir := t.TempDir()
-	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Load: Options{Approval: Approval{Required: true, By: "alice"}}})
+	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Load: Options{Approval: Approval{Required: true, By: "alice"}}})
 	if err != nil || len(res.Files) != 0 {
 		t.Fatalf("empty spool: %+v %v", res, err)
 	}
 	writeFile(t, dir+"/inbox", "a.csv", goodCSV)
-	res, err = f.ld.Spool(ctx, dir, SpoolOptions{Load: Options{Approval: Approval{Required: true, By: "alice"}}})
+	res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Load: Options{Approval: Approval{Required: true, By: "alice"}}})
 	if err != nil || len(res.Files) != 1 || res.Files[0].Held == "" {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
@@ -49,7 +49,7 @@ func TestSpoolNotifies(t *testing.T) {
 	if _, err := f.led.Discard(ctx, batch, "bob", "wrong file"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err = f.ld.Spool(ctx, dir, SpoolOptions{}); err != nil || len(res.Reports) != 1 {
+	if res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename}); err != nil || len(res.Reports) != 1 {
 		t.Fatalf("final: %+v %v", res, err)
 	}
 	ev, ok := events()[notify.Final(batch, nil).ID]

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/report"
 )
 
@@ -28,32 +29,77 @@ const (
 
 // SpoolOptions tune a spool run.
 type SpoolOptions struct {
-	Load       Options
-	Settle     time.Duration // a file must be unchanged this long before it is taken
+	Load Options
+	// Delivery is the contract by which a file in inbox/ is known to be
+	// complete (delivery.go); "" is DeliveryControl.
+	Delivery Delivery
+	// Settle: a file (and its control file) must be unchanged this long
+	// before it is taken.
+	Settle time.Duration
+	// HeldReport: a file held longer than this is reported (0:
+	// DefaultHeldReport).
+	HeldReport time.Duration
 	PurgeAfter time.Duration // delete done/failed files older than this; 0 keeps them
 	// Archive, if set, runs after the result files are written, under the
 	// spool lock (payout load --archive-after: package archive).
 	Archive func(context.Context) error
+	// Now is the clock the settle window and held files are judged by
+	// (nil: time.Now).
+	Now func() time.Time
+}
+
+func (o SpoolOptions) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
 }
 
 // SpoolResult sums up one spool run.
 type SpoolResult struct {
 	Locked  bool // another loader holds the spool lock; nothing was done
 	Files   []Result
-	Reports []string // result files written
+	Held    []HeldFile // files of inbox/ not taken, and why
+	Reports []string   // result files written
 	Purged  int
+}
+
+// Overdue returns the files held longer than SpoolOptions.HeldReport.
+func (r SpoolResult) Overdue() []HeldFile {
+	var out []HeldFile
+	for _, h := range r.Held {
+		if h.Overdue {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // ErrLocked is returned when another loader runs on the same spool.
 var ErrLocked = errors.New("another loader is running on this spool")
 
 // Spool runs one pass over dir: resumes files left in processing/ by a
-// killed run, loads settled files from inbox/, writes result files for
+// killed run, takes the files of inbox/ that are complete under the
+// delivery contract (delivery.go) and loads them, writes result files for
 // batches that became final, and purges old input files. An exclusive
 // flock on dir/.lock makes overlapping runs (cron firing while the last run
 // is still busy) exit at once without touching anything.
+//
+// A file that cannot be read (not a workbook, broken XML, a truncated
+// package, binary data, empty) is refused: it goes to failed/ with
+// outbox/NAME.errors.csv naming the cause, and the run goes on. An error
+// of the infrastructure (Redis) while loading one file leaves that file in
+// processing/ (the next run resumes it) and the run goes on with the next
+// files; the errors are returned together at the end.
 func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolResult, error) {
 	var out SpoolResult
+	delivery, err := ParseDelivery(string(o.Delivery))
+	if err != nil {
+		return out, err
+	}
+	if o.HeldReport <= 0 {
+		o.HeldReport = DefaultHeldReport
+	}
 	for _, sub := range []string{Inbox, Processing, Done, Failed, Outbox} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
 			return out, fmt.Errorf("spool: %w", err)
@@ -68,48 +114,71 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 		return out, err
 	}
 	defer unlock()
+	if err := writeDeliveryNote(dir, delivery); err != nil {
+		return out, err
+	}
 
-	// Files a killed run left behind come first: their batches resume.
-	left, err := listFiles(filepath.Join(dir, Processing), 0)
+	// Files a killed run left behind come first: their batches resume
+	// (loading the same content again is idempotent: the batch id is its
+	// hash).
+	removeStaleCopies(filepath.Join(dir, Processing))
+	left, err := listFiles(filepath.Join(dir, Processing))
 	if err != nil {
 		return out, err
 	}
-	if err := ld.tidyControls(dir, left, o.Settle); err != nil {
+	now := o.now()
+	if err := ld.tidyControls(dir, left, o.Settle, now); err != nil {
 		return out, err
 	}
-	fresh, err := listFiles(filepath.Join(dir, Inbox), o.Settle)
+	for _, name := range left {
+		ld.log.Warn().Str("file", name).Msg("resuming a file left in processing/ by an interrupted run")
+	}
+	fresh, err := listFiles(filepath.Join(dir, Inbox))
 	if err != nil {
 		return out, err
 	}
-	now := time.Now()
 	for _, name := range fresh {
-		// A file waits for its control file (control.go).
-		take, withCtl := controlState(filepath.Join(dir, Inbox), name, o.Settle, o.Load.RequireControl, now)
-		if !take {
+		in, ok := inspect(dir, name, o, delivery, now)
+		if ok && in.take {
+			in, ok = ld.take(dir, name, in)
+		}
+		if !ok || in.take {
+			if in.take {
+				left = append(left, name)
+			}
 			continue
 		}
-		if err := os.Rename(filepath.Join(dir, Inbox, name), filepath.Join(dir, Processing, name)); err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // taken by someone else
-			}
-			return out, fmt.Errorf("spool: claim %s: %w", name, err)
+		h := HeldFile{File: name, Since: in.since, Reason: in.held, Overdue: now.Sub(in.since) >= o.HeldReport}
+		out.Held = append(out.Held, h)
+		ev := ld.log.Debug()
+		if h.Overdue {
+			ev = ld.log.Warn()
 		}
-		if withCtl {
-			if _, err := moveControl(filepath.Join(dir, Inbox, name), filepath.Join(dir, Processing, name)); err != nil {
-				return out, err
-			}
-		}
-		left = append(left, name)
+		ev.Str("file", name).Time("since", h.Since).Str("reason", h.Reason).Msg("file held in inbox/, not taken")
 	}
+	if err := writeHeld(dir, out.Held); err != nil {
+		return out, err
+	}
+	var errs []error
 	for _, name := range left {
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
 		res, err := ld.spoolFile(ctx, dir, name, o)
 		if err != nil {
-			return out, err
+			if ctx.Err() != nil {
+				return out, err
+			}
+			// This file stays in processing/ for the next run; the
+			// others are not held up by it.
+			ld.log.Error().Err(err).Str("file", name).Msg("file left in processing/: the next run resumes it")
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
 		}
 		out.Files = append(out.Files, res)
+	}
+	if len(errs) > 0 {
+		return out, errors.Join(errs...)
 	}
 	out.Reports, err = ld.writeFinalReports(ctx, dir)
 	if err != nil {
@@ -126,15 +195,72 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	return out, err
 }
 
+// take moves the file name from inbox/ to processing/ (with its control
+// file), then checks that it is the file inspected: one whose size or time
+// changed meanwhile has a writer still at work, and goes back to inbox/,
+// held. ok is false when the file vanished (taken by someone else).
+func (ld *Loader) take(dir, name string, in intake) (intake, bool) {
+	from, to := filepath.Join(dir, Inbox, name), filepath.Join(dir, Processing, name)
+	if err := os.Rename(from, to); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			in.take, in.held = false, fmt.Sprintf("cannot be moved to processing/: %v", err)
+			return in, true
+		}
+		return in, false
+	}
+	fi, err := os.Stat(to)
+	if err == nil && fi.Size() == in.size && fi.ModTime().Equal(in.modTime) {
+		changed, err := privatize(to, in.size, in.modTime)
+		if err != nil {
+			ld.log.Error().Err(err).Str("file", name).Msg("no private copy of the file: the sender's file is read")
+		}
+		if changed {
+			return ld.putBack(from, to, in)
+		}
+		if in.withCtl {
+			if _, err := moveControl(from, to); err != nil {
+				ld.log.Error().Err(err).Str("file", name).Msg("control file not moved beside its file; the next run brings it back")
+			}
+		}
+		return in, true
+	}
+	return ld.putBack(from, to, in)
+}
+
+// putBack returns a file that changed while it was taken to inbox/, held.
+func (ld *Loader) putBack(from, to string, in intake) (intake, bool) {
+	if err := os.Rename(to, from); err != nil {
+		// Left in processing/: it is loaded as it is now, and was
+		// checked as it was a moment ago; say so loudly.
+		ld.log.Error().Err(err).Str("file", filepath.Base(to)).Msg("a file changed while it was taken and could not be put back into inbox/")
+		return in, true
+	}
+	in.take, in.held = false, "changed while it was being taken: a writer is still at work on it"
+	return in, true
+}
+
 func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOptions) (Result, error) {
 	path := filepath.Join(dir, Processing, name)
 	opts := o.Load
 	if opts.Approval.By == "" {
-		// Who loaded a dropped file is whoever owns it (--four-eyes).
+		// Who loaded a dropped file is whoever owns it (--four-eyes): the
+		// sender's inode, when the spool loads its own copy.
 		opts.Approval.By = fileOwner(path)
+		if by := fileOwner(sentPath(filepath.Join(dir, Processing), name)); by != "" {
+			opts.Approval.By = by
+		}
 	}
 	opts.controlWait = o.Settle
-	res, err := ld.LoadFile(ctx, path, opts)
+	res, err := ld.probe(ctx, path, opts)
+	if err == nil && len(res.Errors) == 0 {
+		res, err = ld.LoadFile(ctx, path, opts)
+	}
+	if fe, ok := fileFault(err); ok {
+		// The file, not the infrastructure, is at fault: refused.
+		ld.log.Warn().Err(err).Str("file", name).Msg("file cannot be read: refused")
+		fe.File = name
+		res, err = Result{File: name, Batch: res.Batch, Errors: []payfile.Error{fe}}, nil
+	}
 	if err != nil || res.Busy {
 		return res, err // stays in processing/: the next run resumes it
 	}
@@ -157,12 +283,69 @@ func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOption
 	if err := os.Chmod(target, 0o600); err != nil {
 		return res, fmt.Errorf("spool: chmod %s: %w", target, err)
 	}
+	if later, size := sentLater(filepath.Join(dir, Processing), name, target); later {
+		msg := fmt.Sprintf("its sender wrote to the file after it was taken (it is %d bytes now): what was loaded is the file as taken (%s); the rest is not loaded: the sender breaks the delivery contract",
+			size, filepath.Join(dest, filepath.Base(target)))
+		ld.log.Error().Str("file", name).Int64("bytes_now", size).Msg(msg)
+		res.Warnings = append(res.Warnings, msg)
+	}
 	// Its control file follows it (after it: a run killed in between
 	// leaves a lone .ctl, never a file without its declaration).
 	if _, err := moveControl(path, target); err != nil {
 		return res, err
 	}
 	return res, nil
+}
+
+// probe reads a workbook through once before the load touches Redis: one
+// that cannot be read at all (broken XML, a damaged package) is refused
+// here, with the reason, rather than failing the load as an error. Any
+// error it meets is the file's (it reads nothing else), save a cancelled
+// ctx.
+func (ld *Loader) probe(ctx context.Context, path string, opts Options) (Result, error) {
+	name := filepath.Base(path)
+	res := Result{File: name}
+	if !payfile.IsWorkbook(name) {
+		return res, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return res, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	_, err = payfile.WorkbookDigest(ctx, f, opts.File.Sheet)
+	switch {
+	case err == nil || errors.Is(err, payfile.ErrNotWorkbook):
+		return res, nil // loads, or is refused by validation with the reason
+	case ctx.Err() != nil:
+		return res, ctx.Err()
+	}
+	res.Errors = []payfile.Error{unreadable(name, err)}
+	return res, nil
+}
+
+// unreadable is the refusal of a file that cannot be read, for cause.
+func unreadable(name string, cause error) payfile.Error {
+	return payfile.Error{File: name, Line: 0, Column: payfile.ColumnFile, Kind: payfile.KindEncoding,
+		Message: fmt.Sprintf("the file cannot be read (%v): save it again from the spreadsheet as Excel Workbook (.xlsx), or as CSV UTF-8 and name it .csv", cause)}
+}
+
+// fileFault returns the refusal for a load error that is the file's
+// fault: a payfile.Error (the file stopped being readable) or
+// payfile.ErrFileChanged (it changed while being read). Any other error
+// (Redis, the filesystem of the spool) is the infrastructure's.
+func fileFault(err error) (payfile.Error, bool) {
+	var pe payfile.Error
+	switch {
+	case err == nil:
+		return pe, false
+	case errors.As(err, &pe):
+		return pe, true
+	case errors.Is(err, payfile.ErrFileChanged):
+		return payfile.Error{Line: 0, Column: payfile.ColumnFile, Kind: payfile.KindEncoding,
+			Message: "the file changed while it was being read: a writer is still at work on it (see the delivery contract); deliver it again"}, true
+	}
+	return pe, false
 }
 
 func writeErrors(dir, name string, res Result) error {
@@ -246,29 +429,18 @@ func writeAtomic(path string, write func(*os.File) error) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// listFiles returns the regular files of dir that are settled: not hidden,
-// not ending .part, .tmp or .ctl (a control file), and unmodified for at
-// least settle.
-func listFiles(dir string, settle time.Duration) ([]string, error) {
+// listFiles returns the regular files of dir that may be payout files:
+// not ignored (hidden, a sender's temporary name, a control file).
+func listFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("spool: %w", err)
 	}
 	var names []string
-	now := time.Now()
 	for _, e := range entries {
-		n := e.Name()
-		if !e.Type().IsRegular() || strings.HasPrefix(n, ".") || strings.HasSuffix(n, ".part") || strings.HasSuffix(n, ".tmp") || IsControlFile(n) {
-			continue
+		if n := e.Name(); e.Type().IsRegular() && !ignored(n) {
+			names = append(names, n)
 		}
-		info, err := e.Info()
-		if err != nil {
-			continue // vanished
-		}
-		if now.Sub(info.ModTime()) < settle {
-			continue
-		}
-		names = append(names, n)
 	}
 	sort.Strings(names)
 	return names, nil

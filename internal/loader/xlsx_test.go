@@ -45,7 +45,7 @@ func TestSpoolLoadsAWorkbook(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, Inbox), 0o750)
 	writeWorkbook(t, filepath.Join(dir, Inbox, "payouts.xlsx"), "finance")
-	res, err := f.ld.Spool(ctx, dir, SpoolOptions{})
+	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename})
 	if err != nil || len(res.Files) != 1 || !res.Files[0].Loaded || res.Files[0].Registered != 3 || res.Files[0].Total.String() != "30.51" {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
