@@ -293,12 +293,37 @@ func TestStatusShowsOutcomes(t *testing.T) {
 	}
 	for _, w := range []string{
 		",paid,WD-PO-1,Paid,1,,", ",failed,WD-PO-2,Declined,1,card closed by the issuer,", ",created,WD-PO-5,Created,1,,",
-		",pending\n", "# outcome,paid,1,100.10", "# outcome,failed,3,325.70", "# outcome,pending,2,14.36",
-		"# outcome,not_sent,1,33.33", "# outcome,unknown,0,0.00", "# outcome,total,7,473.49", ",OK,",
+		",pending\n",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("result file has no %q:\n%s", w, out)
 		}
+	}
+	if strings.Count(out, "\n") != 8 || strings.Contains(out, "#") {
+		t.Errorf("result file is not a clean table of a header and 7 rows:\n%s", out)
+	}
+	// The old layout, behind --summary-in-csv.
+	_, legacy := run("report", "--summary-in-csv", "b-out")
+	for _, w := range []string{
+		"\n\n# batch,", "# outcome,paid,1,100.10", "# outcome,failed,3,325.70", "# outcome,pending,2,14.36",
+		"# outcome,not_sent,1,33.33", "# outcome,unknown,0,0.00", "# outcome,total,7,473.49", ",OK,",
+	} {
+		if !strings.Contains(legacy, w) {
+			t.Errorf("--summary-in-csv: no %q:\n%s", w, legacy)
+		}
+	}
+	// With --out, the summary file beside it; an XLSX by its name.
+	dir := t.TempDir()
+	_, printed := run("report", "--out", filepath.Join(dir, "b.result.csv"), "b-out")
+	sum, err := os.ReadFile(filepath.Join(dir, "b.summary.txt"))
+	if err != nil || !strings.Contains(string(sum), "reconciled: 473.49 = 473.49 (7 rows)") || !strings.Contains(printed, "summary file written: ") {
+		t.Errorf("summary file: %v\n%s\nstdout:\n%s", err, sum, printed)
+	}
+	if code, printed := run("report", "--out", filepath.Join(dir, "b.xlsx"), "b-out"); code != ExitRejected || !strings.Contains(printed, "result file written: ") {
+		t.Errorf("xlsx: exit %d\n%s", code, printed)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "b.xlsx")); err != nil || !bytes.HasPrefix(data, []byte("PK")) {
+		t.Errorf("b.xlsx: %v", err)
 	}
 	if strings.Contains(out, "4111111111111111") {
 		t.Error("the result file holds a card number")

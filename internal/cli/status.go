@@ -207,11 +207,13 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		out        string
 		failedOnly bool
 		force      bool
+		inCSV      bool
 	)
 	lf.register(fs)
 	rf.register(fs)
-	fs.StringVar(&format, "format", "csv", "csv or json")
-	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout); with --failed-only the default is NAME.failed.csv after the loaded file")
+	fs.StringVar(&format, "format", "", "csv, json or xlsx (default: the --out file's extension, .xlsx or .json, else csv); csv is a clean table, its summary goes to NAME.summary.txt beside --out; xlsx has a Payouts and a Summary sheet")
+	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout and, for csv, to NAME.summary.txt beside it); with --failed-only the default is NAME.failed.csv after the loaded file")
+	fs.BoolVar(&inCSV, "summary-in-csv", false, "csv: end the result file with a blank line and the '# ...' summary lines (the layout before the summary file, for readers that parse it); no summary file is written")
 	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), card numbers in clear (needs the data key), mode 0600")
 	fs.BoolVar(&force, "force", false, "with --failed-only: replace an existing --out file")
 	fs.StringVar(&kf.keyFile, "data-key-file", "", "with --failed-only: file holding the base64 data key that opens the card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
@@ -223,8 +225,18 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("give one batch id or payout file")
 	}
-	if format != batchreport.CSV && format != batchreport.JSON {
-		return usageErr("--format %q: want csv or json", format)
+	switch {
+	case format == "" && out != "":
+		format = batchreport.FormatOf(out)
+	case format == "":
+		format = batchreport.CSV
+	case format != batchreport.CSV && format != batchreport.JSON && format != batchreport.XLSX:
+		return usageErr("--format %q: want csv, json or xlsx", format)
+	case out != "" && batchreport.FormatOf(out) != format && batchreport.FormatOf(out) != batchreport.CSV:
+		return usageErr("--format %s does not match --out %s", format, out)
+	}
+	if inCSV && format != batchreport.CSV {
+		return usageErr("--summary-in-csv goes with the csv format")
 	}
 	var keys opener
 	if failedOnly {
@@ -254,24 +266,28 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if arch != nil {
-		return reportArchived(e, arch, format, out, failedOnly)
+		return reportArchived(e, arch, format, out, failedOnly, inCSV)
 	}
 	if failedOnly {
 		return runReportFailed(ctx, e, l, batch, keys, out, force)
 	}
+	opts := batchreport.Options{SummaryInCSV: inCSV}
 	if out == "" {
-		sum, err := batchreport.Write(ctx, l, batch, format, e.stdout)
+		sum, err := batchreport.WriteWith(ctx, l, batch, format, e.stdout, opts)
 		if err != nil {
 			return infraErr(err)
 		}
 		return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 	}
-	sum, err := writeReportFile(ctx, l, batch, format, out)
+	sum, files, err := batchreport.WriteFiles(ctx, l, batch, out, format, opts)
 	if err != nil {
 		return infraErr(err)
 	}
 	if err := reportSummary(e.stdout, sum); err != nil {
 		return err
+	}
+	for _, f := range files {
+		fmt.Fprintf(e.stdout, "%s file written: %s\n", f.Kind, f.Path)
 	}
 	return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 }
