@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -157,4 +159,36 @@ func TestApproveDiscardCancel(t *testing.T) {
 			t.Fatalf("P1 %+v", p)
 		}
 	})
+}
+
+// TestFourEyesPolicy: a batch loaded under --four-eyes refuses its loader
+// on payout approve whatever flags the approver passes, and goes with a
+// second person; --four-eyes on load needs --by.
+func TestFourEyesPolicy(t *testing.T) {
+	url := "redis://" + miniredis.RunT(t).Addr()
+	file := filepath.Join(t.TempDir(), "p.csv")
+	if err := os.WriteFile(file, []byte("externalId,amount,telecomOperator\nFE-1,10.50,MTS\nFE-2,20.00,MTS\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--redis", url, "--log-level", "error"}
+	if code, _, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", file}, base...)...); code != ExitUsage || !strings.Contains(errs, "--four-eyes needs --by") {
+		t.Fatalf("load --four-eyes without --by: exit %d\n%s", code, errs)
+	}
+	if code, out, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", "--by", "alice", file}, base...)...); code != ExitOK {
+		t.Fatalf("load: exit %d\n%s%s", code, out, errs)
+	}
+	for _, args := range [][]string{{"--by", "alice"}, {"--by", "Alice", "--four-eyes=false"}, {"--by", "alice", "--four-eyes"}} {
+		code, out, errs := runMain(t, nil, append(append([]string{"approve"}, args...), append(base, file)...)...)
+		if code != ExitRejected || !strings.Contains(errs, "not approved") || !strings.Contains(errs, "second person") {
+			t.Fatalf("approve %v by the loader: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	// The env variable of the deployment cannot lift it either.
+	if code, _, errs := runMain(t, map[string]string{"PAYOUT_FOUR_EYES": "false"}, append([]string{"approve", "--by", "alice"}, append(base, file)...)...); code != ExitRejected {
+		t.Fatalf("approve with PAYOUT_FOUR_EYES=false by the loader: exit %d\n%s", code, errs)
+	}
+	code, out, errs := runMain(t, nil, append([]string{"approve", "--by", "bob"}, append(base, file)...)...)
+	if code != ExitOK || !strings.Contains(out, "approved by bob") {
+		t.Fatalf("approve by bob: exit %d\n%s%s", code, out, errs)
+	}
 }

@@ -70,6 +70,9 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if approval.FourEyes && approval.By == "" && spool == "" {
+		return usageErr("--four-eyes needs --by NAME (who loads): the batch records it, and that person cannot approve it")
+	}
 	if err := nf.check(e); err != nil {
 		return err
 	}

@@ -106,8 +106,14 @@ func (l *Ledger) UnreserveDaily(ctx context.Context, day string, units int64) er
 
 // Approval is one decision to let a batch's payouts go to the workers.
 type Approval struct {
-	By       string
-	FourEyes bool // refuse when By loaded the batch
+	By string
+	// FourEyes is the deployment's policy as the approving program knows
+	// it (payout approve --four-eyes, payout ui --four-eyes: the variable
+	// PAYOUT_FOUR_EYES for all of them): refuse when By loaded the batch,
+	// for every batch, those recorded before the batch carried the policy
+	// included. It can only add the rule: a batch that records four-eyes
+	// (Batch.FourEyes) refuses its loader whatever this says.
+	FourEyes bool
 	// DailyLimit, when positive, refuses the approval if the sum approved
 	// today (UTC, Redis's clock) would pass it; the check and the addition
 	// are one atomic step, so two approvals at once cannot both pass.
@@ -126,8 +132,8 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if b.Phase != PhaseAwaiting {
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
-	if a.FourEyes && b.LoadedBy != "" && samePerson(b.LoadedBy, a.By) {
-		return b, fmt.Errorf("batch %s was loaded by %s: %w", id, a.By, ErrFourEyes)
+	if err := b.MayApprove(a.By, a.FourEyes); err != nil {
+		return b, err
 	}
 	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit)
 	if err != nil {
@@ -144,6 +150,28 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
 	return l.Batch(ctx, id)
+}
+
+// MayApprove tells whether by may approve the batch under the four-eyes
+// rule: nil, or an error matching ErrFourEyes that says why. The rule
+// applies when the batch records it (FourEyes) or the deployment's policy
+// asks for it (policy: payout approve/ui --four-eyes). Under it the person
+// who loaded the batch may not approve it, and a batch whose loader is
+// not known cannot be approved by anyone (only discarded): nobody can be
+// shown to be a second person. Names are compared as samePerson does.
+// Approve checks it; a UI calls it to offer Approve only to those it
+// would not refuse. It says nothing of the batch's phase.
+func (b Batch) MayApprove(by string, policy bool) error {
+	if !b.FourEyes && !policy {
+		return nil
+	}
+	switch {
+	case b.LoadedBy == "" && b.FourEyes:
+		return fmt.Errorf("batch %s needs a second person's approval, and who loaded it is not recorded: discard it and load it again with --by: %w", b.ID, ErrFourEyes)
+	case b.LoadedBy != "" && samePerson(b.LoadedBy, by):
+		return fmt.Errorf("batch %s was loaded by %s, and a second person must approve it: %w", b.ID, b.LoadedBy, ErrFourEyes)
+	}
+	return nil
 }
 
 // samePerson compares two names given as --by, a spool file's owner or a

@@ -70,7 +70,11 @@ type Options struct {
 // waits, registered but without a single task, for payout approve.
 type Approval struct {
 	Required bool   // every batch waits (unless below AutoBelow)
-	By       string // who loads; recorded, and compared by --four-eyes
+	By       string // who loads; recorded, and compared by four-eyes
+	// FourEyes records on the batch that a second person must approve it
+	// (ledger.Batch.FourEyes): its loader's approval is refused by every
+	// approval path.
+	FourEyes bool
 	// AutoBelow, with Required, lets a batch whose total is below it go at
 	// once (zero: none does).
 	AutoBelow money.Amount
@@ -556,7 +560,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	}
 	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
-		LoadedBy: opts.Approval.By,
+		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes,
 	})
 	if err != nil {
 		return res, err
