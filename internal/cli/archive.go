@@ -18,7 +18,6 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/report"
-	"github.com/acme/payout/internal/ui"
 )
 
 // days is a duration flag that also accepts whole days ("30d").
@@ -195,15 +194,17 @@ func refuseArchived(ctx context.Context, l *ledger.Ledger, id string) error {
 	return infraErr(err)
 }
 
-// withArchived adds the archived batches to the views of the batches in
-// Redis (a batch being archived shows as archived), newest first.
-func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatus) ([]ui.BatchView, error) {
+// withArchived adds the archived batches to the statuses of the batches
+// in Redis (a batch being archived shows as archived, phase
+// ledger.PhaseArchived), newest first, with the archive of each archived
+// batch by id.
+func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatus) ([]ledger.BatchStatus, map[string]string, error) {
 	arch, err := l.ArchivedBatches(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(arch) == 0 {
-		return batchViews(sts), nil
+		return sts, nil, nil
 	}
 	done := map[string]bool{}
 	var all []ledger.BatchStatus
@@ -219,11 +220,7 @@ func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatu
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].LoadedAt.After(all[j].LoadedAt) })
-	views := batchViews(all)
-	for i := range views {
-		views[i].Archive = paths[views[i].ID]
-	}
-	return views, nil
+	return all, paths, nil
 }
 
 // printArchivedStatus adds to payout status BATCH what an archived batch

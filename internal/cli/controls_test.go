@@ -192,3 +192,45 @@ func TestFourEyesPolicy(t *testing.T) {
 		t.Fatalf("approve by bob: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// TestStatusShowsPhase: payout status names the phase of a batch held for
+// approval in its text (detail and table) as in --json, with the reason
+// and who loaded it; approved and discarded batches likewise.
+func TestStatusShowsPhase(t *testing.T) {
+	_, rdb, url := awaitingFixture(t)
+	base := []string{"--redis", url, "--log-level", "error"}
+	status := func(args ...string) string {
+		t.Helper()
+		code, out, errs := runMain(t, nil, append(append([]string{"status"}, args...), base...)...)
+		if code != ExitOK {
+			t.Fatalf("status %v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return out
+	}
+	if out := status("b"); !strings.Contains(out, "phase     awaiting approval (approval required; loaded by alice)\n") {
+		t.Errorf("status b:\n%s", out)
+	}
+	if out := status(); !strings.Contains(out, "awaiting approval") || !strings.Contains(out, "PHASE") {
+		t.Errorf("status:\n%s", out)
+	}
+	var v struct {
+		Phase       string `json:"phase"`
+		PhaseCode   string `json:"phaseCode"`
+		PhaseLabel  string `json:"phaseLabel"`
+		PhaseReason string `json:"phaseReason"`
+		LoadedBy    string `json:"loadedBy"`
+	}
+	if err := json.Unmarshal([]byte(status("--json", "b")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Phase != ledger.PhaseAwaiting || v.PhaseCode != "awaiting_approval" || v.PhaseLabel != "awaiting approval" ||
+		v.PhaseReason != "approval required; loaded by alice" || v.LoadedBy != "alice" {
+		t.Errorf("status --json: %+v", v)
+	}
+	if _, err := ledger.New(rdb).Discard(context.Background(), "b", "bob", "wrong month"); err != nil {
+		t.Fatal(err)
+	}
+	if out := status("b"); !strings.Contains(out, "phase     discarded (discarded by bob: wrong month)\n") {
+		t.Errorf("status b after discard:\n%s", out)
+	}
+}

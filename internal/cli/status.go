@@ -18,9 +18,33 @@ import (
 	"github.com/acme/payout/internal/ui"
 )
 
-// batchViews turns ledger statuses into the figures shown by `payout
-// status`, the UI's batches page and its JSON API.
-func batchViews(sts []ledger.BatchStatus) []ui.BatchView { return operator.BatchViews(sts) }
+// statusView is one batch as payout status shows it: the figures of the
+// UI's batches page (ui.BatchView) and its phase for people
+// (batchreport.PhaseOf, the function the UI uses too).
+type statusView struct {
+	ui.BatchView
+	// PhaseCode is batchreport's phase code (loading, awaiting_approval,
+	// working, finished, needs_review, discarded, archived), PhaseLabel
+	// and PhaseReason what a person reads.
+	PhaseCode   string `json:"phaseCode"`
+	PhaseLabel  string `json:"phaseLabel"`
+	PhaseReason string `json:"phaseReason,omitempty"`
+	// FourEyes: a second person must approve the batch (its loader
+	// cannot).
+	FourEyes bool `json:"fourEyes"`
+}
+
+// statusViews turns ledger statuses into what payout status shows.
+func statusViews(sts []ledger.BatchStatus, archives map[string]string) []statusView {
+	views := operator.BatchViews(sts)
+	out := make([]statusView, len(views))
+	for i, v := range views {
+		v.Archive = archives[v.ID]
+		p := batchreport.BatchPhase(sts[i].Batch, sts[i].Counts)
+		out[i] = statusView{BatchView: v, PhaseCode: p.Code, PhaseLabel: p.Label, PhaseReason: p.Reason, FourEyes: sts[i].FourEyes}
+	}
+	return out
+}
 
 func runStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "status", "[flags] [BATCH-or-FILE]")
@@ -93,23 +117,24 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 
 // open counts the payouts with an automatic step still due, created ones
 // awaiting their outcome included (ledger.Counts.Open).
-func open(v ui.BatchView) int64 {
+func open(v statusView) int64 {
 	return v.Counts[string(ledger.Queued)] + v.Counts[string(ledger.Submitting)] + v.Counts[string(ledger.Checking)] + v.Awaiting
 }
 
-func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.BatchView, error) {
+func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]statusView, error) {
 	sts, err := l.Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	views, err := withArchived(ctx, l, sts)
+	all, archives, err := withArchived(ctx, l, sts)
 	if err != nil {
 		return nil, err
 	}
+	views := statusViews(all, archives)
 	if batch != "" {
 		for _, v := range views {
 			if v.ID == batch {
-				return []ui.BatchView{v}, nil
+				return []statusView{v}, nil
 			}
 		}
 		return nil, fmt.Errorf("batch %s: %w", batch, ledger.ErrNotFound)
@@ -117,7 +142,7 @@ func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.Bat
 	return views, nil
 }
 
-func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
+func printStatus(w io.Writer, views []statusView, detail bool) {
 	if len(views) == 0 {
 		fmt.Fprintln(w, "no batches")
 		return
@@ -125,6 +150,7 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 	if detail {
 		v := views[0]
 		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, v.File, v.LoadedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "phase     %s\n", batchreport.Phase{Label: v.PhaseLabel, Reason: v.PhaseReason})
 		fmt.Fprintf(w, "progress  %s\n", bar(v))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "state\trows\t")
@@ -140,22 +166,22 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
+	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tPHASE\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
 	for _, v := range views {
 		c := v.Counts
 		file := v.File
 		if v.Archive != "" {
 			file += " (archived)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
-			v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
+			v.PhaseLabel, v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],
 			c[string(ledger.NeedsReview)], c[string(ledger.Checking)], c[string(ledger.Queued)], c[string(ledger.Submitting)],
 			v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
 	tw.Flush()
 }
 
-func bar(v ui.BatchView) string {
+func bar(v statusView) string {
 	const width = 30
 	pct := 100.0
 	if v.Rows > 0 {
