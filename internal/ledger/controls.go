@@ -71,9 +71,9 @@ return {1, tostring(n)}
 // clock) unless that would take it over limit (zero: no limit, always
 // added), in one atomic step: two loaders or approvers at once cannot both
 // pass. Over the limit it returns an error matching ErrDailyLimit that names
-// the figures. day and units let a caller that does not go on give the
-// amount back (UnreserveDaily).
-func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount) (day string, units int64, err error) {
+// the figures, with scale decimals (the batch's). day and units let a
+// caller that does not go on give the amount back (UnreserveDaily).
+func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount, scale int) (day string, units int64, err error) {
 	now, err := l.Time(ctx)
 	if err != nil {
 		return "", 0, err
@@ -90,8 +90,12 @@ func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount) (
 	}
 	if ok, _ := res[0].(int64); ok != 1 {
 		sum, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		if scale < 0 {
+			scale = 0
+		}
 		return "", 0, fmt.Errorf("%s more would take today's approved sum from %s to %s, over the daily limit %s: %w",
-			amount, money.FromMinor(sum, dailyScale), money.FromMinor(sum+units, dailyScale), limit, ErrDailyLimit)
+			amount.StringFixed(scale), money.FromMinor(sum, dailyScale).StringFixed(scale), money.FromMinor(sum+units, dailyScale).StringFixed(scale),
+			limit.StringFixed(scale), ErrDailyLimit)
 	}
 	return day, units, nil
 }
@@ -135,7 +139,7 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if err := b.MayApprove(a.By, a.FourEyes); err != nil {
 		return b, err
 	}
-	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit)
+	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit, b.Scale)
 	if err != nil {
 		return b, err
 	}
