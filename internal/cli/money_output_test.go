@@ -152,7 +152,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 	checkFile(filepath.Join(dir, "june.result.csv"))
 	checkFile(filepath.Join(dir, "june.summary.txt"))
 	run(ExitRejected, "report", "--out", filepath.Join(dir, "june.xlsx"), file)
-	run(ExitOK, "report", "--failed-only", "--out", filepath.Join(dir, "retry.csv"), file)
+	run(ExitOK, "report", "--failed-only", "--include-final", "--out", filepath.Join(dir, "retry.csv"), file)
 	checkFile(filepath.Join(dir, "retry.csv"))
 	run(ExitOK, "resolve", file)
 	run(ExitOK, "history", file)

@@ -226,22 +226,24 @@ func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 func runReport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "report", "[flags] BATCH-or-FILE")
 	var (
-		lf         logFlags
-		rf         redisFlags
-		kf         keyFlags
-		format     string
-		out        string
-		failedOnly bool
-		force      bool
-		inCSV      bool
+		lf           logFlags
+		rf           redisFlags
+		kf           keyFlags
+		format       string
+		out          string
+		failedOnly   bool
+		force        bool
+		inCSV        bool
+		includeFinal bool
 	)
 	lf.register(fs)
 	rf.register(fs)
 	fs.StringVar(&format, "format", "", "csv, json or xlsx (default: the --out file's extension, .xlsx or .json, else csv); csv is a clean table, its summary goes to NAME.summary.txt beside --out; xlsx has a Payouts and a Summary sheet")
 	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout and, for csv, to NAME.summary.txt beside it); with --failed-only the default is NAME.failed.csv after the loaded file")
 	fs.BoolVar(&inCSV, "summary-in-csv", false, "csv: end the result file with a blank line and the '# ...' summary lines (the layout before the summary file, for readers that parse it); no summary file is written")
-	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), card numbers in clear (needs the data key), mode 0600")
+	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), the reason each failed, card numbers in clear (needs the data key), mode 0600; payouts failed for good only with --include-final")
 	fs.BoolVar(&force, "force", false, "with --failed-only: replace an existing --out file")
+	fs.BoolVar(&includeFinal, "include-final", false, "with --failed-only: also write the payouts the PSP failed for good (reason account closed or card expired), left out by default")
 	fs.StringVar(&kf.keyFile, "data-key-file", "", "with --failed-only: file holding the base64 data key that opens the card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
 	fs.BoolVar(&kf.plaintext, "insecure-plaintext", false, "with --failed-only: also read card numbers stored unencrypted by an --insecure-plaintext load (never in production)")
 	if err := parse(e, fs, args); err != nil {
@@ -278,8 +280,8 @@ func runReport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		keys = ring
-	} else if force {
-		return usageErr("--force goes with --failed-only (a result file is always replaced)")
+	} else if force || includeFinal {
+		return usageErr("--force and --include-final go with --failed-only (a result file is always replaced)")
 	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
@@ -295,7 +297,7 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		return reportArchived(e, arch, format, out, failedOnly, inCSV)
 	}
 	if failedOnly {
-		return runReportFailed(ctx, e, l, batch, keys, out, force)
+		return runReportFailed(ctx, e, l, batch, keys, out, force, includeFinal)
 	}
 	opts := batchreport.Options{SummaryInCSV: inCSV}
 	if out == "" {
