@@ -59,9 +59,9 @@ type RetryFile struct {
 // finalFailures are the PSP's reasons of a failed order that say the
 // destination can never receive money: the account or card is gone. A
 // retry to it fails again, so the retry file leaves such payouts out
-// unless asked. The PSP's reference defines no reason codes (docs/psp-
-// api.md): these are the words of the reasons seen (the simulator's
-// FailReasons), compared ignoring case. Any other reason, a temporary one
+// unless asked. The PSP's reference defines no reason codes
+// (docs/psp-api.md): these are the words of the reasons seen (the
+// simulator's FailReasons), compared ignoring case. Any other reason, a temporary one
 // (recipient limit exceeded, the recipient bank rejected the transfer, a
 // card blocked by its issuer, which it may unblock) or one not known, is
 // retryable: finance reads the reason in the file and decides.
