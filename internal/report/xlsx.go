@@ -17,15 +17,21 @@ const (
 	SheetSummary = "Summary"
 )
 
+// maxNumberDigits is the most significant digits an amount has in a
+// number cell; a longer one is written as text (xlsxNumber).
+const maxNumberDigits = 14
+
 // xlsxNumber returns the float64 an XLSX number cell stores for d, and
 // whether that cell shows d exactly. An XLSX file stores a number cell as
 // the text of an IEEE double (excelize writes the shortest text that reads
 // back as the same double); a decimal of at most 15 significant digits
 // survives that round trip digit for digit, and spreadsheets (Excel,
-// LibreOffice, excelize) show and read 15 significant digits at most. So a
-// number cell is used for at most 15 significant digits, and the round
-// trip is checked exactly: the double's shortest text must read back as d.
-// This is
+// LibreOffice, excelize) show and read 15 significant digits at most; at
+// 15 digits LibreOffice's display may still round (it shows
+// 9999999999999.99 as 10000000000000.00). So a number cell is used for at
+// most 14 significant digits (any amount below 10^12 with cents), and the
+// round trip is checked exactly: the double's shortest text must read
+// back as d. This is
 // a storage format of the file, never arithmetic of ours: the amount was
 // summed as a decimal, and a cell that would not show it exactly is
 // written as text instead.
@@ -37,7 +43,7 @@ func xlsxNumber(d decimal.Decimal) (float64, bool) {
 		}
 		return r
 	}, text), "0")
-	if len(digits) > 15 {
+	if len(digits) > maxNumberDigits {
 		return 0, false
 	}
 	f, err := strconv.ParseFloat(text, 64)
@@ -104,8 +110,8 @@ func (o *xlsxOut) header(cells []string) []any {
 // file by excelize (a 100,000-row batch does not stay in memory); the
 // workbook is written to w at the end. Amounts are number cells with the
 // batch's decimals (0.00), so that the spreadsheet shows the exact amount
-// and sums them; an amount a number cell cannot show exactly (more than 15
-// significant digits) is written as text. Text cells are never formulas in
+// and sums them; an amount a number cell may not show exactly (more than
+// 14 significant digits) is written as text. Text cells are never formulas in
 // XLSX, so they are written as they are, without the quote a CSV cell
 // gets; card numbers are masked as in every output. Rows must come in
 // strictly increasing line order.
