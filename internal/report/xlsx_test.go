@@ -116,3 +116,26 @@ func TestXLSXAmountsExact(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWriteXLSX writes a 100,000-row workbook (the UI's download of
+// a large batch).
+func BenchmarkWriteXLSX(b *testing.B) {
+	const n = 100_000
+	rows := make([]Row, n)
+	for i := range rows {
+		rows[i] = Row{Line: i + 2, ExternalID: "PAY-" + strconv.Itoa(i), Amount: money.FromMinor(int64(i%100000+1), 2),
+			Destination: "411111******1111", State: states[i%len(states)], PSPOrderID: "ord-" + strconv.Itoa(i),
+			PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt}
+	}
+	batch := Batch{ID: "bench", Rows: n, Total: sumRows(rows), Scale: 2}
+	b.ReportAllocs()
+	for b.Loop() {
+		var size countingWriter
+		s, err := WriteXLSX(&size, batch, FromSlice(rows))
+		if err != nil || !s.Reconciled {
+			b.Fatal(err, s.Reconciled)
+		}
+		b.ReportMetric(float64(size), "bytes")
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+}
