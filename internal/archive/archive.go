@@ -425,6 +425,12 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 	if sum.Rows != n {
 		return oc, fmt.Errorf("%s: %d rows, the archive has %d: %w", paths.Result, sum.Rows, n, ErrMismatch)
 	}
+	// The result CSV is a clean table; its summary goes beside it.
+	if err := writeFile(report.SummaryPath(paths.Result), func(w io.Writer) error {
+		return report.WriteSummary(w, batchreport.Batch(b), sum)
+	}); err != nil {
+		return oc, err
+	}
 	auditPath, err := writeAudit(ctx, l, id, paths.Audit)
 	if err != nil {
 		return oc, err
@@ -660,15 +666,22 @@ func Rows(path string) iter.Seq2[report.Row, error] {
 // Report writes the result file of an archived batch, read from its
 // archive, in format (csv or json).
 func Report(path, format string, w io.Writer) (report.Summary, error) {
+	return ReportWith(path, format, w, batchreport.Options{})
+}
+
+// ReportWith is Report with options; format may also be xlsx.
+func ReportWith(path, format string, w io.Writer, o batchreport.Options) (report.Summary, error) {
 	b, _, err := Header(path)
 	if err != nil {
 		return report.Summary{}, err
 	}
 	switch format {
 	case batchreport.CSV, "":
-		return report.WriteCSV(w, batchreport.Batch(b), Rows(path))
+		return report.WriteCSVWith(w, batchreport.Batch(b), Rows(path), report.CSVOptions{SummaryInCSV: o.SummaryInCSV})
 	case batchreport.JSON:
 		return report.WriteJSON(w, batchreport.Batch(b), Rows(path))
+	case batchreport.XLSX:
+		return report.WriteXLSX(w, batchreport.Batch(b), Rows(path))
 	}
 	return report.Summary{}, fmt.Errorf("%q: %w", format, batchreport.ErrFormat)
 }

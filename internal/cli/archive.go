@@ -14,9 +14,10 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/archive"
+	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
-	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/report"
 )
 
 // days is a duration flag that also accepts whole days ("30d").
@@ -193,15 +194,17 @@ func refuseArchived(ctx context.Context, l *ledger.Ledger, id string) error {
 	return infraErr(err)
 }
 
-// withArchived adds the archived batches to the views of the batches in
-// Redis (a batch being archived shows as archived), newest first.
-func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatus) ([]ui.BatchView, error) {
+// withArchived adds the archived batches to the statuses of the batches
+// in Redis (a batch being archived shows as archived, phase
+// ledger.PhaseArchived), newest first, with the archive of each archived
+// batch by id.
+func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatus) ([]ledger.BatchStatus, map[string]string, error) {
 	arch, err := l.ArchivedBatches(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(arch) == 0 {
-		return batchViews(sts), nil
+		return sts, nil, nil
 	}
 	done := map[string]bool{}
 	var all []ledger.BatchStatus
@@ -217,11 +220,7 @@ func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatu
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].LoadedAt.After(all[j].LoadedAt) })
-	views := batchViews(all)
-	for i := range views {
-		views[i].Archive = paths[views[i].ID]
-	}
-	return views, nil
+	return all, paths, nil
 }
 
 // printArchivedStatus adds to payout status BATCH what an archived batch
@@ -237,14 +236,14 @@ func printArchivedStatus(w io.Writer, a *ledger.ArchivedBatch) {
 
 // reportArchived is payout report of an archived batch: the result file is
 // written again from the archive.
-func reportArchived(e *env, a *ledger.ArchivedBatch, format, out string, failedOnly bool) error {
+func reportArchived(e *env, a *ledger.ArchivedBatch, format, out string, failedOnly, inCSV bool) error {
 	if failedOnly {
 		return usageErr("batch %s was archived at %s: its card numbers are no longer kept, so --failed-only cannot write them; its result file is %s",
 			a.ID, a.ArchivedAt.Format(time.RFC3339), a.Result)
 	}
 	fmt.Fprintf(e.stderr, "batch %s was archived at %s: the report is read from %s\n", a.ID, a.ArchivedAt.Format(time.RFC3339), a.Archive)
 	if out == "" {
-		sum, err := archive.Report(a.Archive, format, e.stdout)
+		sum, err := archive.ReportWith(a.Archive, format, e.stdout, batchreport.Options{SummaryInCSV: inCSV})
 		if err != nil {
 			return infraErr(fmt.Errorf("archived batch %s: %w", a.ID, err))
 		}
@@ -255,12 +254,15 @@ func reportArchived(e *env, a *ledger.ArchivedBatch, format, out string, failedO
 	if err != nil {
 		return infraErr(err)
 	}
-	sum, err := archive.Report(a.Archive, format, f)
+	sum, err := archive.ReportWith(a.Archive, format, f, batchreport.Options{SummaryInCSV: inCSV})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(tmp, out)
+	}
+	if err == nil && format == batchreport.CSV && !inCSV {
+		err = writeSummaryFile(report.SummaryPath(out), a, sum)
 	}
 	if err != nil {
 		os.Remove(tmp)
@@ -270,4 +272,22 @@ func reportArchived(e *env, a *ledger.ArchivedBatch, format, out string, failedO
 		return err
 	}
 	return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
+}
+
+// writeSummaryFile writes the summary file of an archived batch's result.
+func writeSummaryFile(path string, a *ledger.ArchivedBatch, sum report.Summary) error {
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
+	if err != nil {
+		return err
+	}
+	err = report.WriteSummary(f, batchreport.Batch(a.AsBatch()), sum)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		return os.Rename(tmp, path)
+	}
+	os.Remove(tmp)
+	return err
 }

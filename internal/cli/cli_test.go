@@ -132,8 +132,12 @@ func TestRunDemoFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), ",OK") || strings.Count(string(b), ",created,WD-") != 20 {
-		t.Fatalf("result file:\n%s", b)
+	if strings.Contains(string(b), "#") || strings.Contains(string(b), "\n\n") || strings.Count(string(b), ",created,WD-") != 20 {
+		t.Fatalf("result file (want a clean table of 20 created rows):\n%s", b)
+	}
+	sum, err := os.ReadFile(filepath.Join(filepath.Dir(out), "r.summary.txt"))
+	if err != nil || !strings.Contains(string(sum), "reconciled: ") {
+		t.Fatalf("summary file: %v\n%s", err, sum)
 	}
 	if !strings.Contains(stdout.String(), "reconciled:") || strings.Contains(stdout.String()+stderr.String(), "4111111111111111") {
 		t.Fatalf("stdout:\n%s", stdout.String())

@@ -23,11 +23,17 @@ type approvalFlags struct {
 	autoBelow string
 	maxBatch  string
 	daily     string
+	fourEyes  bool
 }
 
+// fourEyesUsage is the --four-eyes of load, run and approve: one policy
+// for the deployment, PAYOUT_FOUR_EYES=true for every command.
+const fourEyesUsage = "four-eyes policy: a batch loaded under it records that a second person must approve it, and payout approve and the UI refuse whoever loaded it (needs --by, or in spool mode the file's owner)"
+
 func (a *approvalFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&a.fourEyes, "four-eyes", false, fourEyesUsage)
 	fs.StringVar(&a.mode, "approval", "none", "none: a valid batch goes to the workers at once; required: it is registered and waits for payout approve (no payment before)")
-	fs.StringVar(&a.by, "by", "", "who loads (recorded; --four-eyes on approve refuses the same name); in spool mode default: the file's owner")
+	fs.StringVar(&a.by, "by", "", "who loads (recorded; under --four-eyes nobody of that name can approve the batch); in spool mode default: the file's owner")
 	fs.StringVar(&a.autoBelow, "auto-approve-below", "", "with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&a.maxBatch, "max-batch-total", "", "a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&a.daily, "daily-limit", "", "a batch that would take the sum let go today (UTC) above this amount waits for approval; checked atomically across loaders")
@@ -54,6 +60,7 @@ func (a *approvalFlags) options() (loader.Approval, error) {
 		return o, usageErr("--approval %q: want none or required", a.mode)
 	}
 	o.By = strings.TrimSpace(a.by)
+	o.FourEyes = a.fourEyes
 	var err error
 	if o.AutoBelow, err = parseLimit("auto-approve-below", a.autoBelow); err != nil {
 		return o, err
@@ -89,7 +96,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	lf.register(fs)
 	rf.register(fs)
 	fs.StringVar(&by, "by", "", "who approves (required; recorded)")
-	fs.BoolVar(&fourEyes, "four-eyes", false, "refuse when the approver is the person who loaded the batch")
+	fs.BoolVar(&fourEyes, "four-eyes", false, "four-eyes policy of the deployment (PAYOUT_FOUR_EYES): refuse the person who loaded the batch for every batch, those loaded before batches recorded the policy included; a batch loaded under --four-eyes refuses its loader whether this is given or not")
 	fs.StringVar(&daily, "daily-limit", "", "refuse when the approval would take the sum let go today (UTC) above this amount")
 	if err := parse(e, fs, args); err != nil {
 		return err

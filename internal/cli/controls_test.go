@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -157,4 +159,78 @@ func TestApproveDiscardCancel(t *testing.T) {
 			t.Fatalf("P1 %+v", p)
 		}
 	})
+}
+
+// TestFourEyesPolicy: a batch loaded under --four-eyes refuses its loader
+// on payout approve whatever flags the approver passes, and goes with a
+// second person; --four-eyes on load needs --by.
+func TestFourEyesPolicy(t *testing.T) {
+	url := "redis://" + miniredis.RunT(t).Addr()
+	file := filepath.Join(t.TempDir(), "p.csv")
+	if err := os.WriteFile(file, []byte("externalId,amount,telecomOperator\nFE-1,10.50,MTS\nFE-2,20.00,MTS\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"--redis", url, "--log-level", "error"}
+	if code, _, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", file}, base...)...); code != ExitUsage || !strings.Contains(errs, "--four-eyes needs --by") {
+		t.Fatalf("load --four-eyes without --by: exit %d\n%s", code, errs)
+	}
+	if code, out, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", "--by", "alice", file}, base...)...); code != ExitOK {
+		t.Fatalf("load: exit %d\n%s%s", code, out, errs)
+	}
+	for _, args := range [][]string{{"--by", "alice"}, {"--by", "Alice", "--four-eyes=false"}, {"--by", "alice", "--four-eyes"}} {
+		code, out, errs := runMain(t, nil, append(append([]string{"approve"}, args...), append(base, file)...)...)
+		if code != ExitRejected || !strings.Contains(errs, "not approved") || !strings.Contains(errs, "second person") {
+			t.Fatalf("approve %v by the loader: exit %d\n%s%s", args, code, out, errs)
+		}
+	}
+	// The env variable of the deployment cannot lift it either.
+	if code, _, errs := runMain(t, map[string]string{"PAYOUT_FOUR_EYES": "false"}, append([]string{"approve", "--by", "alice"}, append(base, file)...)...); code != ExitRejected {
+		t.Fatalf("approve with PAYOUT_FOUR_EYES=false by the loader: exit %d\n%s", code, errs)
+	}
+	code, out, errs := runMain(t, nil, append([]string{"approve", "--by", "bob"}, append(base, file)...)...)
+	if code != ExitOK || !strings.Contains(out, "approved by bob") {
+		t.Fatalf("approve by bob: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestStatusShowsPhase: payout status names the phase of a batch held for
+// approval in its text (detail and table) as in --json, with the reason
+// and who loaded it; approved and discarded batches likewise.
+func TestStatusShowsPhase(t *testing.T) {
+	_, rdb, url := awaitingFixture(t)
+	base := []string{"--redis", url, "--log-level", "error"}
+	status := func(args ...string) string {
+		t.Helper()
+		code, out, errs := runMain(t, nil, append(append([]string{"status"}, args...), base...)...)
+		if code != ExitOK {
+			t.Fatalf("status %v: exit %d\n%s%s", args, code, out, errs)
+		}
+		return out
+	}
+	if out := status("b"); !strings.Contains(out, "phase     awaiting approval (approval required; loaded by alice)\n") {
+		t.Errorf("status b:\n%s", out)
+	}
+	if out := status(); !strings.Contains(out, "awaiting approval") || !strings.Contains(out, "PHASE") {
+		t.Errorf("status:\n%s", out)
+	}
+	var v struct {
+		Phase       string `json:"phase"`
+		PhaseCode   string `json:"phaseCode"`
+		PhaseLabel  string `json:"phaseLabel"`
+		PhaseReason string `json:"phaseReason"`
+		LoadedBy    string `json:"loadedBy"`
+	}
+	if err := json.Unmarshal([]byte(status("--json", "b")), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Phase != ledger.PhaseAwaiting || v.PhaseCode != "awaiting_approval" || v.PhaseLabel != "awaiting approval" ||
+		v.PhaseReason != "approval required; loaded by alice" || v.LoadedBy != "alice" {
+		t.Errorf("status --json: %+v", v)
+	}
+	if _, err := ledger.New(rdb).Discard(context.Background(), "b", "bob", "wrong month"); err != nil {
+		t.Fatal(err)
+	}
+	if out := status("b"); !strings.Contains(out, "phase     discarded (discarded by bob: wrong month)\n") {
+		t.Errorf("status b after discard:\n%s", out)
+	}
 }

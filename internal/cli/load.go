@@ -81,6 +81,9 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if approval.FourEyes && approval.By == "" && spool == "" {
+		return usageErr("--four-eyes needs --by NAME (who loads): the batch records it, and that person cannot approve it")
+	}
 	if err := nf.check(e); err != nil {
 		return err
 	}
@@ -203,7 +206,7 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 	case !r.Loaded:
 		fmt.Fprintf(stdout, "%s: refused: %d errors in %d rows; nothing loaded\n", r.File, len(r.Errors), r.Rows)
 	case dryRun:
-		fmt.Fprintf(stdout, "%s: valid: %d rows, total %s%s (dry run: nothing loaded)\n", r.File, r.Valid, r.Total, matching(r))
+		fmt.Fprintf(stdout, "%s: valid: %d rows, total %s%s (dry run: nothing loaded)\n", r.File, r.Valid, r.Total.StringFixed(r.Scale), matching(r))
 	default:
 		skipped := ""
 		if len(r.Errors) > 0 {
@@ -213,7 +216,7 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 		if r.Resumed {
 			resumed = " (resumed an interrupted load)"
 		}
-		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", r.File, r.Valid, r.Total, r.Batch, skipped, resumed, matching(r))
+		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", r.File, r.Valid, r.Total.StringFixed(r.Scale), r.Batch, skipped, resumed, matching(r))
 		if r.Held != "" {
 			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s --by NAME`\n", r.File, r.Batch, r.Held, r.Batch)
 		}

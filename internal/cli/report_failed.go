@@ -2,178 +2,31 @@ package cli
 
 import (
 	"context"
-	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/vault"
 )
 
 // `payout report --failed-only BATCH` writes the failed payouts of a batch
-// as a payout file that finance corrects and drops again: the columns
-// payfile reads (externalId, amount, cardNumber, telecomOperator, then the
-// extra properties the rows carry), the card numbers in clear (opened with
-// the data key), amounts plain with the batch's decimals, and a new
-// externalId per row (retryID). The file is created with mode 0600.
+// as a payout file that finance corrects and drops again
+// (batchreport.WriteRetry): the card numbers in clear (opened with the data
+// key), the reason each failed, a new externalId per row, and without the
+// payouts the PSP failed for good unless --include-final. The file is
+// created with mode 0600.
 
 // opener opens the sealed card numbers of the ledger (a *vault.Keyring).
-type opener interface {
-	Open(sealed, additionalData string) (string, error)
-}
+type opener = batchreport.Opener
 
-// retrySuffix matches an externalId that is already a retry: ID-R<n>.
-var retrySuffix = regexp.MustCompile(`^(.*)-R([0-9]{1,9})$`)
-
-// retryID is the externalId of the next try of a payout: ID-R1 for ID, and
-// ID-R<n+1> for ID-R<n>.
-func retryID(id string) string {
-	if m := retrySuffix.FindStringSubmatch(id); m != nil {
-		n, _ := strconv.Atoi(m[2]) // at most 9 digits: never fails
-		return m[1] + "-R" + strconv.Itoa(n+1)
-	}
-	return id + "-R1"
-}
-
-// retryCell keeps a spreadsheet from running an extra property as a
-// formula, without touching a phone number ("+7 900 123-45-67"): a value
-// that starts with a formula character and is not made of digits, spaces
-// and "+-()" gets a leading quote. externalId and telecomOperator never
-// start with one (payfile refuses them at load).
-func retryCell(v string) string {
-	if v == "" || !strings.ContainsRune("=+-@\t\r", rune(v[0])) {
-		return v
-	}
-	if strings.Trim(v, "0123456789 +-()") == "" {
-		return v
-	}
-	return "'" + v
-}
-
-// failedFile is what writeFailed wrote.
-type failedFile struct {
-	Rows   int
-	Total  money.Amount
-	Scale  int
-	Extras []string // extra property columns written
-}
-
-// extraOrder sorts extra property names: payfile's known ones first, in
-// its order, then any other by name.
-func extraOrder(names map[string]bool) []string {
-	known := append(slices.Clone(payfile.DefaultExtraColumns), payfile.ColBankName)
-	var out, other []string
-	for _, k := range known {
-		if names[k] {
-			out = append(out, k)
-		}
-	}
-	for n := range names {
-		if !slices.Contains(known, n) {
-			other = append(other, n)
-		}
-	}
-	slices.Sort(other)
-	return append(out, other...)
-}
-
-func extraProps(p ledger.Payout) ([]psp.Property, error) {
-	if p.Extra == "" {
-		return nil, nil
-	}
-	var props []psp.Property
-	if err := json.Unmarshal([]byte(p.Extra), &props); err != nil {
-		return nil, fmt.Errorf("ledger properties of %s: %w", p.ExternalID, err)
-	}
-	return props, nil
-}
-
-// writeFailed writes the failed payouts of batch to w in payout-file form.
-// It reads the batch twice: once for the extra columns, once to write.
-func writeFailed(ctx context.Context, l *ledger.Ledger, batch string, keys opener, w io.Writer) (failedFile, error) {
-	b, err := l.Batch(ctx, batch)
-	if err != nil {
-		return failedFile{}, err
-	}
-	res := failedFile{Total: money.Zero, Scale: b.Scale}
-	names := map[string]bool{}
-	err = l.Each(ctx, batch, func(p ledger.Payout) error {
-		if p.State != ledger.Failed {
-			return nil
-		}
-		props, err := extraProps(p)
-		for _, pr := range props {
-			names[pr.Key] = true
-		}
-		return err
-	})
-	if err != nil {
-		return res, err
-	}
-	extras := extraOrder(names)
-	res.Extras = extras
-	cw := csv.NewWriter(w)
-	header := append([]string{payfile.ColExternalID, payfile.ColAmount, payfile.ColCardNumber, payfile.ColTelecomOperator}, extras...)
-	if err := cw.Write(header); err != nil {
-		return res, fmt.Errorf("write failed rows: %w", err)
-	}
-	rec := make([]string, len(header))
-	err = l.Each(ctx, batch, func(p ledger.Payout) error {
-		if p.State != ledger.Failed {
-			return nil
-		}
-		amount, err := money.Parse(p.Amount, 18)
-		if err != nil {
-			return fmt.Errorf("payout %s: ledger amount %q: %w", p.ExternalID, p.Amount, err)
-		}
-		clear(rec)
-		rec[0], rec[1] = retryID(p.ExternalID), amount.StringFixed(b.Scale)
-		switch {
-		case p.Sealed != "":
-			pan, err := keys.Open(p.Sealed, ledger.SealAD(batch, p.ExternalID))
-			if err != nil {
-				return fmt.Errorf("card number of payout %s: %w", p.ExternalID, err)
-			}
-			rec[2] = pan
-		case p.Telecom != "":
-			rec[3] = p.Telecom
-		default:
-			return fmt.Errorf("payout %s has no destination in the ledger", p.ExternalID)
-		}
-		props, err := extraProps(p)
-		if err != nil {
-			return err
-		}
-		for _, pr := range props {
-			rec[4+slices.Index(extras, pr.Key)] = retryCell(pr.Value)
-		}
-		if err := cw.Write(rec); err != nil {
-			return fmt.Errorf("write failed rows: %w", err)
-		}
-		res.Rows++
-		res.Total = res.Total.Add(amount)
-		return nil
-	})
-	if err != nil {
-		return res, err
-	}
-	cw.Flush()
-	if err := cw.Error(); err != nil {
-		return res, fmt.Errorf("write failed rows: %w", err)
-	}
-	return res, nil
-}
+// retryID is batchreport.RetryID.
+func retryID(id string) string { return batchreport.RetryID(id) }
 
 // failedFileName is the default output of --failed-only: the loaded file's
 // base name with .failed.csv, in the current directory.
@@ -224,7 +77,7 @@ func createPrivate(path string, force bool, write func(io.Writer) error) error {
 }
 
 // runReportFailed is `payout report --failed-only`.
-func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string, keys opener, out string, force bool) error {
+func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string, keys opener, out string, force, includeFinal bool) error {
 	b, err := l.Batch(ctx, batch)
 	if err != nil {
 		return infraErr(err)
@@ -240,29 +93,63 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 	if out == "" {
 		out = failedFileName(b)
 	}
-	var res failedFile
+	o := batchreport.RetryOptions{Keys: keys, IncludeFinal: includeFinal}
+	if !includeFinal {
+		// Nothing to write when every failed payout failed for good.
+		var discard countWriter
+		res, err := batchreport.WriteRetry(ctx, l, batch, &discard, o)
+		if err != nil {
+			return retryErr(batch, err)
+		}
+		if res.Rows == 0 {
+			fmt.Fprintf(e.stdout, "batch %s: its %d failed %s failed for good (%s, total %s); no file written (give --include-final to write them)\n",
+				batch, res.Final, plural(res.Final, "payout", "payouts"), finalReasons(), res.FinalTotal.Fixed(res.Scale))
+			return nil
+		}
+	}
+	var res batchreport.RetryFile
 	err = createPrivate(out, force, func(w io.Writer) error {
 		var err error
-		res, err = writeFailed(ctx, l, batch, keys, w)
+		res, err = batchreport.WriteRetry(ctx, l, batch, w, o)
 		return err
 	})
+	if err != nil {
+		return retryErr(batch, err)
+	}
+	fmt.Fprintf(e.stdout, "%s: %d failed %s, total %s, new externalIds ending -R<n>, the reason in column reason (mode 0600: it holds card numbers; delete it once loaded)\n",
+		out, res.Rows, plural(res.Rows, "payout", "payouts"), res.Total.Fixed(res.Scale))
+	if res.Final > 0 {
+		fmt.Fprintf(e.stdout, "%d %s failed for good left out (%s, total %s): give --include-final to write them\n",
+			res.Final, plural(res.Final, "payout", "payouts"), finalReasons(), res.FinalTotal.Fixed(res.Scale))
+	}
+	return checkFailedFile(ctx, e, out, res)
+}
+
+func finalReasons() string { return "account closed, card expired" }
+
+// retryErr classifies an error of WriteRetry.
+func retryErr(batch string, err error) error {
 	switch {
 	case errors.Is(err, errFileExists):
 		return usageErr("--out %v", err)
 	case errors.Is(err, vault.ErrUnknownKey), errors.Is(err, vault.ErrDecrypt), errors.Is(err, vault.ErrPlaintextRefused), errors.Is(err, vault.ErrBadKey):
 		return configErr(fmt.Errorf("the data key does not open the card numbers of batch %s: %w", batch, err))
-	case err != nil:
-		return infraErr(err)
 	}
-	fmt.Fprintf(e.stdout, "%s: %d failed %s, total %s, new externalIds ending -R<n> (mode 0600: it holds card numbers; delete it once loaded)\n",
-		out, res.Rows, plural(res.Rows, "payout", "payouts"), res.Total.StringFixed(res.Scale))
-	return checkFailedFile(ctx, e, out, res)
+	return infraErr(err)
+}
+
+// countWriter discards what is written.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }
 
 // checkFailedFile reads the written file back with the loader's checker:
 // a problem (an externalId grown past the length limit, say) is printed
 // for finance to correct, and the command exits 1.
-func checkFailedFile(ctx context.Context, e *env, path string, res failedFile) error {
+func checkFailedFile(ctx context.Context, e *env, path string, res batchreport.RetryFile) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return infraErr(err)

@@ -24,13 +24,14 @@ import (
 type outcomeRow struct {
 	ext, amount, pan, telecom, extra string
 	to                               ledger.State // queued, created (awaiting), paid, failed, rejected
+	reason                           string       // of a failed one; default "card closed by the issuer"
 }
 
 var outcomeFixture = []outcomeRow{
 	{ext: "PO-1", amount: "100.10", pan: "4111111111111111", to: ledger.Paid},
 	{ext: "PO-2", amount: "250.50", pan: "5555555555554444", to: ledger.Failed},
 	{ext: "PO-3", amount: "75", telecom: "MTS", extra: `[{"key":"phoneNumber","value":"+79001234567"}]`, to: ledger.Failed},
-	{ext: "PO-4-R2", amount: "0.20", pan: "4012888888881881", to: ledger.Failed},
+	{ext: "PO-4-R2", amount: "0.20", pan: "4012888888881881", to: ledger.Failed, reason: "PSP status Failed: Account closed"},
 	{ext: "PO-5", amount: "12.34", pan: "4111111111111111", to: ledger.Created},
 	{ext: "PO-6", amount: "33.33", pan: "4111111111111111", to: ledger.Rejected},
 	{ext: "PO-7", amount: "2.02", telecom: "Beeline", to: ledger.Queued},
@@ -86,7 +87,11 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		case ledger.Paid:
 			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictPaid, "Paid", "", 200)
 		case ledger.Failed:
-			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictFailed, "Declined", "card closed by the issuer", 200)
+			reason := r.reason
+			if reason == "" {
+				reason = "card closed by the issuer"
+			}
+			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictFailed, "Declined", reason, 200)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -154,8 +159,8 @@ func TestReportFailedOnly(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "3 failed payouts, total 325.70") {
-		t.Errorf("stdout %q does not give the rows and the total", stdout)
+	if !strings.Contains(stdout, "2 failed payouts, total 325.50") || !strings.Contains(stdout, "1 payout failed for good left out (account closed, card expired, total 0.20): give --include-final") {
+		t.Errorf("stdout %q does not give the rows, the total and the payouts left out", stdout)
 	}
 	if strings.Contains(stdout+stderr, "4111111111111111") || strings.Contains(stdout+stderr, "5555555555554444") {
 		t.Error("a card number was printed")
@@ -171,10 +176,11 @@ func TestReportFailedOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "externalId,amount,cardNumber,telecomOperator,phoneNumber\n" +
-		"PO-2-R1,250.50,5555555555554444,,\n" +
-		"PO-3-R1,75.00,,MTS,+79001234567\n" +
-		"PO-4-R3,0.20,4012888888881881,,\n"
+	// The payout whose account is closed is left out; each row says why it
+	// failed.
+	want := "externalId,amount,cardNumber,telecomOperator,phoneNumber,reason\n" +
+		"PO-2-R1,250.50,5555555555554444,,,card closed by the issuer\n" +
+		"PO-3-R1,75.00,,MTS,+79001234567,card closed by the issuer\n"
 	if string(got) != want {
 		t.Fatalf("file:\n%s\nwant:\n%s", got, want)
 	}
@@ -190,7 +196,7 @@ func TestReportFailedOnly(t *testing.T) {
 		rows = append(rows, r)
 		return nil
 	})
-	if err != nil || len(errs) > 0 || sum.ValidRows != 3 || sum.Total.StringFixed(2) != "325.70" {
+	if err != nil || len(errs) > 0 || sum.ValidRows != 2 || sum.Total.StringFixed(2) != "325.50" {
 		t.Fatalf("payfile: %v %v, %d valid rows, total %s", err, errs, sum.ValidRows, sum.Total)
 	}
 	if rows[0].CardNumber != "5555555555554444" || rows[1].TelecomOperator != "MTS" ||
@@ -211,6 +217,20 @@ func TestReportFailedOnly(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(out); string(b) != want {
 		t.Fatalf("--force wrote:\n%s", b)
+	}
+	// --include-final writes the payout failed for good too.
+	if code, stdout, stderr = run(withKey, "--failed-only", "--include-final", "--force", "--out", out, "b-out"); code != ExitOK ||
+		!strings.Contains(stdout, "3 failed payouts, total 325.70") {
+		t.Fatalf("--include-final: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if b, _ := os.ReadFile(out); string(b) != want+"PO-4-R3,0.20,4012888888881881,,,PSP status Failed: Account closed\n" {
+		t.Fatalf("--include-final wrote:\n%s", b)
+	}
+	if code, _, _ = run(withKey, "--include-final", "b-out"); code != ExitUsage {
+		t.Errorf("--include-final without --failed-only: exit %d", code)
+	}
+	if code, stdout, stderr = run(withKey, "--failed-only", "--force", "--out", out, "b-out"); code != ExitOK {
+		t.Fatalf("--force: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if st, _ := os.Stat(out); st.Mode().Perm() != 0o600 {
 		t.Errorf("mode after --force %v, want 0600", st.Mode().Perm())
@@ -293,12 +313,37 @@ func TestStatusShowsOutcomes(t *testing.T) {
 	}
 	for _, w := range []string{
 		",paid,WD-PO-1,Paid,1,,", ",failed,WD-PO-2,Declined,1,card closed by the issuer,", ",created,WD-PO-5,Created,1,,",
-		",pending\n", "# outcome,paid,1,100.10", "# outcome,failed,3,325.70", "# outcome,pending,2,14.36",
-		"# outcome,not_sent,1,33.33", "# outcome,unknown,0,0.00", "# outcome,total,7,473.49", ",OK,",
+		",pending\n",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("result file has no %q:\n%s", w, out)
 		}
+	}
+	if strings.Count(out, "\n") != 8 || strings.Contains(out, "#") {
+		t.Errorf("result file is not a clean table of a header and 7 rows:\n%s", out)
+	}
+	// The old layout, behind --summary-in-csv.
+	_, legacy := run("report", "--summary-in-csv", "b-out")
+	for _, w := range []string{
+		"\n\n# batch,", "# outcome,paid,1,100.10", "# outcome,failed,3,325.70", "# outcome,pending,2,14.36",
+		"# outcome,not_sent,1,33.33", "# outcome,unknown,0,0.00", "# outcome,total,7,473.49", ",OK,",
+	} {
+		if !strings.Contains(legacy, w) {
+			t.Errorf("--summary-in-csv: no %q:\n%s", w, legacy)
+		}
+	}
+	// With --out, the summary file beside it; an XLSX by its name.
+	dir := t.TempDir()
+	_, printed := run("report", "--out", filepath.Join(dir, "b.result.csv"), "b-out")
+	sum, err := os.ReadFile(filepath.Join(dir, "b.summary.txt"))
+	if err != nil || !strings.Contains(string(sum), "reconciled: 473.49 = 473.49 (7 rows)") || !strings.Contains(printed, "summary file written: ") {
+		t.Errorf("summary file: %v\n%s\nstdout:\n%s", err, sum, printed)
+	}
+	if code, printed := run("report", "--out", filepath.Join(dir, "b.xlsx"), "b-out"); code != ExitRejected || !strings.Contains(printed, "result file written: ") {
+		t.Errorf("xlsx: exit %d\n%s", code, printed)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "b.xlsx")); err != nil || !bytes.HasPrefix(data, []byte("PK")) {
+		t.Errorf("b.xlsx: %v", err)
 	}
 	if strings.Contains(out, "4111111111111111") {
 		t.Error("the result file holds a card number")

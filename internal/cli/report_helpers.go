@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"io"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/report"
 )
 
@@ -29,4 +31,14 @@ func summaryExit(final, reconciled, problems bool) error {
 		return errRejected
 	}
 	return nil
+}
+
+// batchScale is the number of decimals the amounts of a batch are shown
+// with (its file's); money.DefaultScale when the batch cannot be read.
+func batchScale(ctx context.Context, l *ledger.Ledger, batch string) int {
+	b, err := l.Batch(ctx, batch)
+	if err != nil {
+		return money.DefaultScale
+	}
+	return b.Scale
 }

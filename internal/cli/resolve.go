@@ -10,6 +10,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
@@ -131,7 +132,7 @@ func resolveOne(ctx context.Context, w io.Writer, log zerolog.Logger, l *ledger.
 	p := r.Payout
 	log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
 		Str("by", who.By).Msg("payout resolved by an operator")
-	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), p.Amount, r.From, r.To)
+	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, l, batch)), r.From, r.To)
 	if r.To == ledger.Created {
 		fmt.Fprintf(w, " (PSP order %s)", p.OrderID)
 	}
@@ -159,12 +160,13 @@ func resolveOne(ctx context.Context, w io.Writer, log zerolog.Logger, l *ledger.
 // reasons.
 func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string) error {
 	n := 0
+	scale := batchScale(ctx, l, batch)
 	err := l.Each(ctx, batch, func(p ledger.Payout) error {
 		if p.State != ledger.NeedsReview {
 			return nil
 		}
 		n++
-		fmt.Fprintf(w, "%s  line %d  %s  %s  %s\n", p.ExternalID, p.Line, card.Scrub(p.Destination), p.Amount, card.Scrub(p.Error))
+		fmt.Fprintf(w, "%s  line %d  %s  %s  %s\n", p.ExternalID, p.Line, card.Scrub(p.Destination), money.FixedText(p.Amount, scale), card.Scrub(p.Error))
 		return nil
 	})
 	if err != nil {

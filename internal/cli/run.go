@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -461,20 +460,8 @@ func progressLine(c ledger.Counts) string {
 }
 
 func writeReportFile(ctx context.Context, l *ledger.Ledger, batch, format, path string) (report.Summary, error) {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o640)
-	if err != nil {
-		return report.Summary{}, err
-	}
-	sum, err := batchreport.Write(ctx, l, batch, format, f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return sum, err
-	}
-	return sum, os.Rename(tmp, path)
+	sum, _, err := batchreport.WriteFiles(ctx, l, batch, path, format, batchreport.Options{})
+	return sum, err
 }
 
 // printRows prints the payouts of a batch as an aligned table.

@@ -18,9 +18,33 @@ import (
 	"github.com/acme/payout/internal/ui"
 )
 
-// batchViews turns ledger statuses into the figures shown by `payout
-// status`, the UI's batches page and its JSON API.
-func batchViews(sts []ledger.BatchStatus) []ui.BatchView { return operator.BatchViews(sts) }
+// statusView is one batch as payout status shows it: the figures of the
+// UI's batches page (ui.BatchView) and its phase for people
+// (batchreport.PhaseOf, the function the UI uses too).
+type statusView struct {
+	ui.BatchView
+	// PhaseCode is batchreport's phase code (loading, awaiting_approval,
+	// working, finished, needs_review, discarded, archived), PhaseLabel
+	// and PhaseReason what a person reads.
+	PhaseCode   string `json:"phaseCode"`
+	PhaseLabel  string `json:"phaseLabel"`
+	PhaseReason string `json:"phaseReason,omitempty"`
+	// FourEyes: a second person must approve the batch (its loader
+	// cannot).
+	FourEyes bool `json:"fourEyes"`
+}
+
+// statusViews turns ledger statuses into what payout status shows.
+func statusViews(sts []ledger.BatchStatus, archives map[string]string) []statusView {
+	views := operator.BatchViews(sts)
+	out := make([]statusView, len(views))
+	for i, v := range views {
+		v.Archive = archives[v.ID]
+		p := batchreport.BatchPhase(sts[i].Batch, sts[i].Counts)
+		out[i] = statusView{BatchView: v, PhaseCode: p.Code, PhaseLabel: p.Label, PhaseReason: p.Reason, FourEyes: sts[i].FourEyes}
+	}
+	return out
+}
 
 func runStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "status", "[flags] [BATCH-or-FILE]")
@@ -93,23 +117,24 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 
 // open counts the payouts with an automatic step still due, created ones
 // awaiting their outcome included (ledger.Counts.Open).
-func open(v ui.BatchView) int64 {
+func open(v statusView) int64 {
 	return v.Counts[string(ledger.Queued)] + v.Counts[string(ledger.Submitting)] + v.Counts[string(ledger.Checking)] + v.Awaiting
 }
 
-func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.BatchView, error) {
+func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]statusView, error) {
 	sts, err := l.Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}
-	views, err := withArchived(ctx, l, sts)
+	all, archives, err := withArchived(ctx, l, sts)
 	if err != nil {
 		return nil, err
 	}
+	views := statusViews(all, archives)
 	if batch != "" {
 		for _, v := range views {
 			if v.ID == batch {
-				return []ui.BatchView{v}, nil
+				return []statusView{v}, nil
 			}
 		}
 		return nil, fmt.Errorf("batch %s: %w", batch, ledger.ErrNotFound)
@@ -117,7 +142,7 @@ func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]ui.Bat
 	return views, nil
 }
 
-func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
+func printStatus(w io.Writer, views []statusView, detail bool) {
 	if len(views) == 0 {
 		fmt.Fprintln(w, "no batches")
 		return
@@ -125,6 +150,7 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 	if detail {
 		v := views[0]
 		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, v.File, v.LoadedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "phase     %s\n", batchreport.Phase{Label: v.PhaseLabel, Reason: v.PhaseReason})
 		fmt.Fprintf(w, "progress  %s\n", bar(v))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "state\trows\t")
@@ -140,22 +166,22 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
+	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tPHASE\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
 	for _, v := range views {
 		c := v.Counts
 		file := v.File
 		if v.Archive != "" {
 			file += " (archived)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
-			v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
+			v.PhaseLabel, v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],
 			c[string(ledger.NeedsReview)], c[string(ledger.Checking)], c[string(ledger.Queued)], c[string(ledger.Submitting)],
 			v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
 	tw.Flush()
 }
 
-func bar(v ui.BatchView) string {
+func bar(v statusView) string {
 	const width = 30
 	pct := 100.0
 	if v.Rows > 0 {
@@ -200,20 +226,24 @@ func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 func runReport(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "report", "[flags] BATCH-or-FILE")
 	var (
-		lf         logFlags
-		rf         redisFlags
-		kf         keyFlags
-		format     string
-		out        string
-		failedOnly bool
-		force      bool
+		lf           logFlags
+		rf           redisFlags
+		kf           keyFlags
+		format       string
+		out          string
+		failedOnly   bool
+		force        bool
+		inCSV        bool
+		includeFinal bool
 	)
 	lf.register(fs)
 	rf.register(fs)
-	fs.StringVar(&format, "format", "csv", "csv or json")
-	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout); with --failed-only the default is NAME.failed.csv after the loaded file")
-	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), card numbers in clear (needs the data key), mode 0600")
+	fs.StringVar(&format, "format", "", "csv, json or xlsx (default: the --out file's extension, .xlsx or .json, else csv); csv is a clean table, its summary goes to NAME.summary.txt beside --out; xlsx has a Payouts and a Summary sheet")
+	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout and, for csv, to NAME.summary.txt beside it); with --failed-only the default is NAME.failed.csv after the loaded file")
+	fs.BoolVar(&inCSV, "summary-in-csv", false, "csv: end the result file with a blank line and the '# ...' summary lines (the layout before the summary file, for readers that parse it); no summary file is written")
+	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), the reason each failed, card numbers in clear (needs the data key), mode 0600; payouts failed for good only with --include-final")
 	fs.BoolVar(&force, "force", false, "with --failed-only: replace an existing --out file")
+	fs.BoolVar(&includeFinal, "include-final", false, "with --failed-only: also write the payouts the PSP failed for good (reason account closed or card expired), left out by default")
 	fs.StringVar(&kf.keyFile, "data-key-file", "", "with --failed-only: file holding the base64 data key that opens the card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
 	fs.BoolVar(&kf.plaintext, "insecure-plaintext", false, "with --failed-only: also read card numbers stored unencrypted by an --insecure-plaintext load (never in production)")
 	if err := parse(e, fs, args); err != nil {
@@ -223,8 +253,18 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		fs.Usage()
 		return usageErr("give one batch id or payout file")
 	}
-	if format != batchreport.CSV && format != batchreport.JSON {
-		return usageErr("--format %q: want csv or json", format)
+	switch {
+	case format == "" && out != "":
+		format = batchreport.FormatOf(out)
+	case format == "":
+		format = batchreport.CSV
+	case format != batchreport.CSV && format != batchreport.JSON && format != batchreport.XLSX:
+		return usageErr("--format %q: want csv, json or xlsx", format)
+	case out != "" && batchreport.FormatOf(out) != format && batchreport.FormatOf(out) != batchreport.CSV:
+		return usageErr("--format %s does not match --out %s", format, out)
+	}
+	if inCSV && format != batchreport.CSV {
+		return usageErr("--summary-in-csv goes with the csv format")
 	}
 	var keys opener
 	if failedOnly {
@@ -240,8 +280,8 @@ func runReport(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		keys = ring
-	} else if force {
-		return usageErr("--force goes with --failed-only (a result file is always replaced)")
+	} else if force || includeFinal {
+		return usageErr("--force and --include-final go with --failed-only (a result file is always replaced)")
 	}
 	rdb, err := rf.open(ctx)
 	if err != nil {
@@ -254,24 +294,28 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if arch != nil {
-		return reportArchived(e, arch, format, out, failedOnly)
+		return reportArchived(e, arch, format, out, failedOnly, inCSV)
 	}
 	if failedOnly {
-		return runReportFailed(ctx, e, l, batch, keys, out, force)
+		return runReportFailed(ctx, e, l, batch, keys, out, force, includeFinal)
 	}
+	opts := batchreport.Options{SummaryInCSV: inCSV}
 	if out == "" {
-		sum, err := batchreport.Write(ctx, l, batch, format, e.stdout)
+		sum, err := batchreport.WriteWith(ctx, l, batch, format, e.stdout, opts)
 		if err != nil {
 			return infraErr(err)
 		}
 		return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 	}
-	sum, err := writeReportFile(ctx, l, batch, format, out)
+	sum, files, err := batchreport.WriteFiles(ctx, l, batch, out, format, opts)
 	if err != nil {
 		return infraErr(err)
 	}
 	if err := reportSummary(e.stdout, sum); err != nil {
 		return err
+	}
+	for _, f := range files {
+		fmt.Fprintf(e.stdout, "%s file written: %s\n", f.Kind, f.Path)
 	}
 	return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 }

@@ -98,7 +98,7 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 	if u.maxUpload <= 0 {
 		return p, usageErr("--max-upload-bytes %d: want a positive size", u.maxUpload)
 	}
-	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily}
+	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily, fourEyes: u.fourEyes}
 	if p.approval, err = af.options(); err != nil {
 		return p, err
 	}

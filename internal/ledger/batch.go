@@ -35,6 +35,14 @@ type Batch struct {
 	DecidedBy  string
 	DecidedAt  time.Time
 	Note       string
+	// FourEyes: the batch was loaded under the four-eyes policy (payout
+	// load --four-eyes, PAYOUT_FOUR_EYES): whoever loaded it (LoadedBy)
+	// cannot approve it, whatever the approver asks; every approval path
+	// (payout approve, the UI) goes through Approve, which enforces it.
+	// MayApprove tells a UI beforehand. False for a batch recorded before
+	// the policy was recorded on batches: the approver's deployment
+	// policy (Approval.FourEyes) still applies to it.
+	FourEyes bool
 }
 
 // BeginBatch registers a batch in phase loading unless it exists. It returns
@@ -43,6 +51,7 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 	args := []any{
 		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
 		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading, "by", b.LoadedBy,
+		"fe", boolField(b.FourEyes),
 	}
 	res, err := beginBatchScript.Run(ctx, l.rdb, []string{metaKey(b.ID)}, args...).StringSlice()
 	if err != nil {
@@ -177,7 +186,15 @@ func parseBatch(m map[string]string) Batch {
 		ID: m["id"], File: m["file"], LoadedAt: msTime(m["loaded"]), Rows: atoi64(m["rows"]),
 		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1",
 		LoadedBy: m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
+		FourEyes: m["fe"] == "1",
 	}
+}
+
+func boolField(v bool) string {
+	if v {
+		return "1"
+	}
+	return "0"
 }
 
 func parseCounts(m map[string]string) Counts {

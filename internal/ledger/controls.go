@@ -71,9 +71,9 @@ return {1, tostring(n)}
 // clock) unless that would take it over limit (zero: no limit, always
 // added), in one atomic step: two loaders or approvers at once cannot both
 // pass. Over the limit it returns an error matching ErrDailyLimit that names
-// the figures. day and units let a caller that does not go on give the
-// amount back (UnreserveDaily).
-func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount) (day string, units int64, err error) {
+// the figures, with scale decimals (the batch's). day and units let a
+// caller that does not go on give the amount back (UnreserveDaily).
+func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount, scale int) (day string, units int64, err error) {
 	now, err := l.Time(ctx)
 	if err != nil {
 		return "", 0, err
@@ -90,8 +90,12 @@ func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount) (
 	}
 	if ok, _ := res[0].(int64); ok != 1 {
 		sum, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
+		if scale < 0 {
+			scale = 0
+		}
 		return "", 0, fmt.Errorf("%s more would take today's approved sum from %s to %s, over the daily limit %s: %w",
-			amount, money.FromMinor(sum, dailyScale), money.FromMinor(sum+units, dailyScale), limit, ErrDailyLimit)
+			amount.StringFixed(scale), money.FromMinor(sum, dailyScale).StringFixed(scale), money.FromMinor(sum+units, dailyScale).StringFixed(scale),
+			limit.StringFixed(scale), ErrDailyLimit)
 	}
 	return day, units, nil
 }
@@ -106,8 +110,14 @@ func (l *Ledger) UnreserveDaily(ctx context.Context, day string, units int64) er
 
 // Approval is one decision to let a batch's payouts go to the workers.
 type Approval struct {
-	By       string
-	FourEyes bool // refuse when By loaded the batch
+	By string
+	// FourEyes is the deployment's policy as the approving program knows
+	// it (payout approve --four-eyes, payout ui --four-eyes: the variable
+	// PAYOUT_FOUR_EYES for all of them): refuse when By loaded the batch,
+	// for every batch, those recorded before the batch carried the policy
+	// included. It can only add the rule: a batch that records four-eyes
+	// (Batch.FourEyes) refuses its loader whatever this says.
+	FourEyes bool
 	// DailyLimit, when positive, refuses the approval if the sum approved
 	// today (UTC, Redis's clock) would pass it; the check and the addition
 	// are one atomic step, so two approvals at once cannot both pass.
@@ -126,10 +136,10 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if b.Phase != PhaseAwaiting {
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
-	if a.FourEyes && b.LoadedBy != "" && samePerson(b.LoadedBy, a.By) {
-		return b, fmt.Errorf("batch %s was loaded by %s: %w", id, a.By, ErrFourEyes)
+	if err := b.MayApprove(a.By, a.FourEyes); err != nil {
+		return b, err
 	}
-	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit)
+	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit, b.Scale)
 	if err != nil {
 		return b, err
 	}
@@ -144,6 +154,28 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
 	return l.Batch(ctx, id)
+}
+
+// MayApprove tells whether by may approve the batch under the four-eyes
+// rule: nil, or an error matching ErrFourEyes that says why. The rule
+// applies when the batch records it (FourEyes) or the deployment's policy
+// asks for it (policy: payout approve/ui --four-eyes). Under it the person
+// who loaded the batch may not approve it, and a batch whose loader is
+// not known cannot be approved by anyone (only discarded): nobody can be
+// shown to be a second person. Names are compared as samePerson does.
+// Approve checks it; a UI calls it to offer Approve only to those it
+// would not refuse. It says nothing of the batch's phase.
+func (b Batch) MayApprove(by string, policy bool) error {
+	if !b.FourEyes && !policy {
+		return nil
+	}
+	switch {
+	case b.LoadedBy == "" && b.FourEyes:
+		return fmt.Errorf("batch %s needs a second person's approval, and who loaded it is not recorded: discard it and load it again with --by: %w", b.ID, ErrFourEyes)
+	case b.LoadedBy != "" && samePerson(b.LoadedBy, by):
+		return fmt.Errorf("batch %s was loaded by %s, and a second person must approve it: %w", b.ID, b.LoadedBy, ErrFourEyes)
+	}
+	return nil
 }
 
 // samePerson compares two names given as --by, a spool file's owner or a

@@ -51,6 +51,59 @@ func TestApproval(t *testing.T) {
 			t.Fatalf("second approval: %v", err)
 		}
 	})
+	t.Run("four eyes recorded on the batch binds whatever the approver asks", func(t *testing.T) {
+		l, _ := newTestLedger(t)
+		if _, _, err := l.BeginBatch(ctx, Batch{ID: "fe", File: "fe.csv", LoadedAt: time.Now(), Rows: 1, Total: money.MustParse("10.00"),
+			Scale: 2, LoadedBy: "alice", FourEyes: true}); err != nil {
+			t.Fatal(err)
+		}
+		seedRows(t, l, "fe", 1)
+		if err := l.HoldBatch(ctx, "fe", "approval required"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := l.Batch(ctx, "fe")
+		if err != nil || !b.FourEyes || b.LoadedBy != "alice" {
+			t.Fatalf("batch record: %+v %v", b, err)
+		}
+		for _, a := range []Approval{{By: "alice"}, {By: "ALICE", FourEyes: false}, {By: "alice", FourEyes: true}} {
+			if _, err := l.Approve(ctx, "fe", a); !errors.Is(err, ErrFourEyes) {
+				t.Fatalf("approval %+v by the loader: %v", a, err)
+			}
+			if err := b.MayApprove(a.By, a.FourEyes); !errors.Is(err, ErrFourEyes) {
+				t.Fatalf("MayApprove(%q): %v", a.By, err)
+			}
+		}
+		if err := b.MayApprove("bob", false); err != nil {
+			t.Fatalf("MayApprove(bob): %v", err)
+		}
+		if b, err := l.Approve(ctx, "fe", Approval{By: "bob"}); err != nil || b.Phase != PhaseLoaded {
+			t.Fatalf("approval by bob: %+v %v", b, err)
+		}
+	})
+	t.Run("four eyes without a recorded loader refuses everyone", func(t *testing.T) {
+		b := Batch{ID: "x", FourEyes: true}
+		if err := b.MayApprove("bob", false); !errors.Is(err, ErrFourEyes) {
+			t.Fatalf("%v", err)
+		}
+	})
+	t.Run("a batch recorded before the policy follows the approver's policy", func(t *testing.T) {
+		l, _ := newTestLedger(t)
+		rdb := l.Redis()
+		awaitingBatch(t, l, "old", "alice", 1)
+		// As written before the field existed.
+		if err := rdb.HDel(ctx, metaKey("old"), "fe").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := l.Batch(ctx, "old"); b.FourEyes {
+			t.Fatal("a batch without the field reads as four-eyes")
+		}
+		if _, err := l.Approve(ctx, "old", Approval{By: "alice", FourEyes: true}); !errors.Is(err, ErrFourEyes) {
+			t.Fatalf("deployment policy on an old batch: %v", err)
+		}
+		if _, err := l.Approve(ctx, "old", Approval{By: "alice"}); err != nil {
+			t.Fatalf("without the policy the old batch's loader may approve (as before): %v", err)
+		}
+	})
 	t.Run("discard cancels every queued payout and nothing can approve it after", func(t *testing.T) {
 		l, _ := newTestLedger(t)
 		awaitingBatch(t, l, "b", "alice", 3)

@@ -70,7 +70,11 @@ type Options struct {
 // waits, registered but without a single task, for payout approve.
 type Approval struct {
 	Required bool   // every batch waits (unless below AutoBelow)
-	By       string // who loads; recorded, and compared by --four-eyes
+	By       string // who loads; recorded, and compared by four-eyes
+	// FourEyes records on the batch that a second person must approve it
+	// (ledger.Batch.FourEyes): its loader's approval is refused by every
+	// approval path.
+	FourEyes bool
 	// AutoBelow, with Required, lets a batch whose total is below it go at
 	// once (zero: none does).
 	AutoBelow money.Amount
@@ -83,14 +87,15 @@ type Approval struct {
 
 // hold decides, before anything is registered, whether the batch must
 // wait for approval and why; when it may go, the day's sum is reserved.
-func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount) (reason string, err error) {
+// Amounts in the reason have the file's decimals (scale).
+func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount, scale int) (reason string, err error) {
 	switch {
 	case a.Required && !(a.AutoBelow.Cmp(money.Zero) > 0 && total.Cmp(a.AutoBelow) < 0):
 		return "approval required", nil
 	case a.MaxBatchTotal.Cmp(money.Zero) > 0 && total.Cmp(a.MaxBatchTotal) > 0:
-		return fmt.Sprintf("total %s is above the batch limit %s", total, a.MaxBatchTotal), nil
+		return fmt.Sprintf("total %s is above the batch limit %s", total.StringFixed(scale), a.MaxBatchTotal.StringFixed(scale)), nil
 	}
-	if _, _, err := ld.ledger.ReserveDaily(ctx, total, a.DailyLimit); err != nil {
+	if _, _, err := ld.ledger.ReserveDaily(ctx, total, a.DailyLimit, scale); err != nil {
 		if errors.Is(err, ledger.ErrDailyLimit) {
 			return err.Error(), nil
 		}
@@ -127,6 +132,7 @@ type Result struct {
 	Rows        int          // data rows in the file
 	Valid       int          // rows without error
 	Total       money.Amount // sum of the valid rows
+	Scale       int          // decimal places of the file's amounts: how Total is shown (Total.StringFixed(Scale))
 	Errors      []payfile.Error
 	Warnings    []string // said once for the file; refuse nothing (payfile.Summary.Warnings)
 	Registered  int      // ledger entries written by this run
@@ -210,7 +216,7 @@ func fileBatchID(ctx context.Context, f io.ReadSeeker, name string, opts payfile
 func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	name := filepath.Base(path)
-	res := Result{File: name}
+	res := Result{File: name, Scale: displayScale(opts.File.Scale)}
 	f, err := os.Open(path)
 	if err != nil {
 		return res, fmt.Errorf("open %s: %w", path, err)
@@ -551,12 +557,12 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		return res, nil
 	}
 	defer unlock()
-	if res.Held, err = ld.hold(ctx, opts.Approval, total); err != nil {
+	if res.Held, err = ld.hold(ctx, opts.Approval, total, res.Scale); err != nil {
 		return res, err
 	}
 	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
-		LoadedBy: opts.Approval.By,
+		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes,
 	})
 	if err != nil {
 		return res, err
@@ -897,3 +903,16 @@ func (b *lineBits) has(l int) bool {
 }
 
 func (b *lineBits) empty() bool { return b.n == 0 }
+
+// displayScale is the number of decimals the amounts of a file read with
+// payfile scale are shown with: payfile's default for 0, none for a
+// negative scale (whole units only).
+func displayScale(scale int) int {
+	switch {
+	case scale == 0:
+		return money.DefaultScale
+	case scale < 0:
+		return 0
+	}
+	return scale
+}

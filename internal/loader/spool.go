@@ -386,11 +386,8 @@ func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, 
 		if _, err := os.Stat(path); err == nil {
 			path = filepath.Join(dir, Outbox, s.File+"."+s.ID+".result.csv")
 		}
-		var sum report.Summary
-		err := writeAtomic(path, func(f *os.File) (err error) {
-			sum, err = batchreport.Write(ctx, ld.ledger, s.ID, batchreport.CSV, f)
-			return err
-		})
+		// The result CSV and its summary file (FILE.summary.txt) beside it.
+		sum, _, err := batchreport.WriteFiles(ctx, ld.ledger, s.ID, path, batchreport.CSV, batchreport.Options{})
 		if err != nil {
 			return written, err
 		}

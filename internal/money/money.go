@@ -9,6 +9,7 @@ package money
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/shopspring/decimal"
 )
@@ -125,3 +126,26 @@ func (a Amount) Add(b Amount) Amount { return Amount{a.d.Add(b.d)} }
 
 // Zero is the additive identity, for sums.
 var Zero = Amount{decimal.Zero}
+
+// Fixed writes a for a person with scale decimal places ("10.5" with
+// scale 2 gives "10.50"), exactly: an amount with more decimals than scale
+// keeps them all, never rounded. A negative scale is 0.
+func (a Amount) Fixed(scale int) string {
+	if scale < 0 {
+		scale = 0
+	}
+	if a.d.Exponent() >= -int32(scale) || a.d.Equal(a.d.Truncate(int32(scale))) {
+		return a.d.StringFixed(int32(scale))
+	}
+	return a.d.String()
+}
+
+// FixedText is Fixed for an amount kept as text (the ledger's form, "10.5");
+// text that is not an amount is returned unchanged.
+func FixedText(s string, scale int) string {
+	d, err := decimal.NewFromString(s)
+	if err != nil || strings.ContainsAny(s, "eE") {
+		return s
+	}
+	return Amount{d}.Fixed(scale)
+}

@@ -114,3 +114,26 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestFixed(t *testing.T) {
+	for _, tt := range []struct {
+		in    string
+		scale int
+		want  string
+	}{
+		{"2775.5", 2, "2775.50"}, {"11474.1", 2, "11474.10"}, {"10", 2, "10.00"}, {"10", 0, "10"}, {"10.5", 0, "10.5"},
+		{"0.125", 2, "0.125"}, {"1.50", 3, "1.500"}, {"7", -1, "7"},
+	} {
+		if got := MustParse(tt.in).Fixed(tt.scale); got != tt.want {
+			t.Errorf("%s.Fixed(%d) = %q, want %q", tt.in, tt.scale, got, tt.want)
+		}
+		if got := FixedText(tt.in, tt.scale); got != tt.want {
+			t.Errorf("FixedText(%q, %d) = %q, want %q", tt.in, tt.scale, got, tt.want)
+		}
+	}
+	for _, s := range []string{"", "abc", "1e3"} {
+		if got := FixedText(s, 2); got != s {
+			t.Errorf("FixedText(%q) = %q, want it unchanged", s, got)
+		}
+	}
+}

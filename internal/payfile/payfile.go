@@ -56,6 +56,10 @@ const (
 	ColAmount          = "amount"
 	ColCardNumber      = psp.KeyCardNumber
 	ColTelecomOperator = psp.KeyTelecomOperator
+	// ColReason is read and ignored: the failed-only retry file
+	// (payout report --failed-only) tells finance in it why each payout
+	// failed, and the file loads as it is. Nothing of it is sent.
+	ColReason = "reason"
 )
 
 // Error.Column values used when no single column applies.
@@ -599,6 +603,9 @@ func (o Options) config() (*config, error) {
 		c.byCanon[f] = n
 		c.extras = append(c.extras, n)
 		c.allowed = append(c.allowed, n)
+	}
+	if _, taken := c.byCanon[fold(ColReason)]; !taken {
+		c.byCanon[fold(ColReason)] = ColReason
 	}
 	return c, nil
 }

@@ -599,6 +599,9 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		}
 		extra := make([]string, len(cfg.extras))
 		for i, name := range h.names {
+			if name == ColReason {
+				continue // informational (a retry file's), never read
+			}
 			var x xcell
 			if i < len(cells) {
 				x = cells[i]

@@ -71,10 +71,25 @@ func (o *csvOut) flush() error {
 	return nil
 }
 
-// WriteCSV writes the result file of batch b: the header, one line per row,
-// then the summary trailer described in the package documentation. Rows must
-// come in strictly increasing line order. It returns the summary it wrote.
+// CSVOptions change the layout of a result CSV.
+type CSVOptions struct {
+	// SummaryInCSV appends, after the rows, a blank line and the "# ..."
+	// summary trailer described in the package documentation: the layout
+	// of the result file before the summary moved to its own file, kept
+	// for readers that parse it (payout report --summary-in-csv).
+	SummaryInCSV bool
+}
+
+// WriteCSV writes the result file of batch b as a clean table: the header
+// and one line per row, nothing else (the summary goes to WriteSummary or
+// the Summary sheet of WriteXLSX). Rows must come in strictly increasing
+// line order. It returns the summary of the rows it wrote.
 func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error) {
+	return WriteCSVWith(w, b, rows, CSVOptions{})
+}
+
+// WriteCSVWith is WriteCSV with options.
+func WriteCSVWith(w io.Writer, b Batch, rows iter.Seq2[Row, error], o CSVOptions) (Summary, error) {
 	out, err := newCSVOut(w, Header)
 	if err != nil {
 		return Summary{}, err
@@ -109,8 +124,10 @@ func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error)
 		}
 	}
 	s := t.Summary()
-	if err := writeTrailer(out, b, s); err != nil {
-		return Summary{}, err
+	if o.SummaryInCSV {
+		if err := writeTrailer(out, b, s); err != nil {
+			return Summary{}, err
+		}
 	}
 	return s, out.flush()
 }

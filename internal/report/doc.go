@@ -1,6 +1,6 @@
 // Package report writes what finance gets back for a payout file: the result
-// file of a batch (CSV or JSON), the error listing of a refused file, and a
-// summary table for the terminal.
+// file of a batch (CSV, XLSX or JSON), its summary file, the error listing
+// of a refused file, and a summary table for the terminal.
 //
 // The package reads no Redis and no queue (it takes only the state names
 // from the ledger): it takes rows (in line
@@ -9,8 +9,8 @@
 // out of order or repeat a line are refused with an [OrderError]: a line
 // reported twice would hide a duplicate payout. An error from the row source
 // stops the writer and is returned wrapped. On any error the output is
-// incomplete (it has no reconciliation line): write to a temporary file and
-// rename it only when the writer returned nil.
+// incomplete: write to a temporary file and rename it only when the writer
+// returned nil.
 //
 // # States and summary
 //
@@ -64,9 +64,26 @@
 // resolvedBy and resolutionNote name the operator who resolved a payout out
 // of needs_review (`payout resolve`) and the note they gave; both are empty
 // for a payout nobody resolved. Lines end with LF; no byte order mark is
-// written.
+// written. Nothing follows the rows ([WriteCSV]): the file is one clean
+// table.
 //
-// After the rows come a blank line and a trailer. Every trailer line starts
+// # Summary file
+//
+// The summary of a CSV result goes to a text file beside it
+// ([SummaryPath]: NAME.summary.txt), written by [WriteSummary]: the batch,
+// then the table of [WriteSummaryText].
+//
+// # XLSX result
+//
+// [WriteXLSX] writes a workbook: a Payouts sheet with the columns of the
+// CSV and a Summary sheet with the lines of the trailer below as a table.
+// Amounts are number cells with the batch's decimals when a spreadsheet
+// shows them exactly (at most 14 significant digits), else text.
+//
+// # Trailer (the old layout)
+//
+// With [CSVOptions.SummaryInCSV] the rows are followed by a blank line and
+// a trailer, the layout before the summary file. Every trailer line starts
 // with a cell "# name" (a program that wants only the rows stops at the blank
 // line or drops records whose first cell starts with '#'; a data line's
 // first cell is always a number), and every trailer line is padded with

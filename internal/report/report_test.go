@@ -66,6 +66,20 @@ func TestGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c, cs := writeCSV(t, tt.b, tt.rows)
 			golden.Check(t, filepath.Join("testdata", tt.name+".csv"), c)
+			var legacy, sum bytes.Buffer
+			ls, err := WriteCSVWith(&legacy, tt.b, FromSlice(tt.rows), CSVOptions{SummaryInCSV: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join("testdata", tt.name+".summary-in-csv.csv"), legacy.Bytes())
+			assertSameSummary(t, cs, ls)
+			if err := WriteSummary(&sum, tt.b, cs); err != nil {
+				t.Fatal(err)
+			}
+			golden.Check(t, filepath.Join("testdata", tt.name+".summary.txt"), sum.Bytes())
+			x, xs := writeXLSX(t, tt.b, tt.rows)
+			golden.Check(t, filepath.Join("testdata", tt.name+".xlsx.txt"), dumpXLSX(t, x))
+			assertSameSummary(t, cs, xs)
 			j, js := writeJSON(t, tt.b, tt.rows)
 			golden.Check(t, filepath.Join("testdata", tt.name+".json"), j)
 			golden.Check(t, filepath.Join("testdata", tt.name+".txt"), summaryText(t, cs))
@@ -184,7 +198,7 @@ func TestExactCents(t *testing.T) {
 	}
 	b := Batch{Rows: n, Total: amt(want), Scale: 2}
 	var buf bytes.Buffer
-	s, err := WriteCSV(&buf, b, FromSlice(rows))
+	s, err := WriteCSVWith(&buf, b, FromSlice(rows), CSVOptions{SummaryInCSV: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,6 +256,23 @@ func TestCSVParsesBack(t *testing.T) {
 					}
 				}
 			}
+			if len(recs) != 1+len(tc.rows) {
+				t.Fatalf("%d records, want the header and %d rows only", len(recs), len(tc.rows))
+			}
+			if bytes.Contains(out, []byte("\n\n")) || bytes.Contains(out, []byte("\n#")) {
+				t.Errorf("the clean table holds a blank or '#' line:\n%s", out)
+			}
+			var legacy bytes.Buffer
+			if _, err := WriteCSVWith(&legacy, tc.b, FromSlice(tc.rows), CSVOptions{SummaryInCSV: true}); err != nil {
+				t.Fatal(err)
+			}
+			recs, err = csv.NewReader(bytes.NewReader(legacy.Bytes())).ReadAll()
+			if err != nil {
+				t.Fatalf("encoding/csv cannot read the report with --summary-in-csv: %v", err)
+			}
+			if !bytes.HasPrefix(legacy.Bytes(), out) {
+				t.Errorf("--summary-in-csv does not start with the clean table")
+			}
 			trailer := recs[1+len(tc.rows):]
 			// batch (2), states (header, states, total, awaiting), outcome
 			// groups (header, groups, total), reconciliation.
@@ -287,11 +318,17 @@ func TestNoCardNumber(t *testing.T) {
 	b := batchOf("b", "f.csv", mixedRows())
 	c, s := writeCSV(t, b, mixedRows())
 	j, _ := writeJSON(t, b, mixedRows())
+	x, _ := writeXLSX(t, b, mixedRows())
+	var sum bytes.Buffer
+	if err := WriteSummary(&sum, b, s); err != nil {
+		t.Fatal(err)
+	}
 	var e bytes.Buffer
 	if err := WriteErrorsCSV(&e, slices.Values(errorRows())); err != nil {
 		t.Fatal(err)
 	}
-	for name, out := range map[string][]byte{"csv": c, "json": j, "text": summaryText(t, s), "errors": e.Bytes()} {
+	for name, out := range map[string][]byte{"csv": c, "json": j, "text": summaryText(t, s), "errors": e.Bytes(),
+		"xlsx": dumpXLSX(t, x), "summary": sum.Bytes()} {
 		for _, m := range cardLike.FindAllSubmatch(out, -1) {
 			// 202601150000123456 is a PSP order id, an identifier that is
 			// written unchanged.
@@ -450,6 +487,7 @@ func TestWriteError(t *testing.T) {
 		for name, run := range map[string]func(io.Writer) error{
 			"csv":    func(w io.Writer) error { _, err := WriteCSV(w, b, FromSlice(rows)); return err },
 			"json":   func(w io.Writer) error { _, err := WriteJSON(w, b, FromSlice(rows)); return err },
+			"xlsx":   func(w io.Writer) error { _, err := WriteXLSX(w, b, FromSlice(rows)); return err },
 			"text":   func(w io.Writer) error { return WriteSummaryText(w, Summary{Total: money.Zero, FileTotal: money.Zero}) },
 			"errors": func(w io.Writer) error { return WriteErrorsCSV(w, slices.Values(errorRows())) },
 		} {

@@ -100,3 +100,46 @@ func printable(s string) string {
 		return r
 	}, s)
 }
+
+// SummaryExt ends the name of the summary file written beside a result
+// file (SummaryPath).
+const SummaryExt = ".summary.txt"
+
+// SummaryPath is the summary file of a result file: its name with the
+// ending ".result.csv" (or, failing that, its extension) replaced by
+// ".summary.txt": outbox/payouts.csv.result.csv gives
+// outbox/payouts.csv.summary.txt, out/june.csv gives out/june.summary.txt.
+func SummaryPath(result string) string {
+	if base, ok := strings.CutSuffix(result, ".result.csv"); ok {
+		return base + SummaryExt
+	}
+	dir, name := splitDir(result)
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		name = name[:i]
+	}
+	return dir + name + SummaryExt
+}
+
+func splitDir(path string) (dir, name string) {
+	i := strings.LastIndexAny(path, `/\`)
+	return path[:i+1], path[i+1:]
+}
+
+// WriteSummary writes the summary file of a result file (SummaryPath): the
+// batch (id, file, when it was loaded, its rows and total as loaded), then
+// the table of WriteSummaryText: totals by state and by outcome group,
+// whether the batch is final, and the reconciliation line. It is text for
+// a person; programs read the JSON result or the XLSX Summary sheet.
+func WriteSummary(w io.Writer, b Batch, s Summary) error {
+	bw := bufio.NewWriter(w)
+	loaded := formatTime(b.LoadedAt)
+	if loaded == "" {
+		loaded = "-"
+	}
+	fmt.Fprintf(bw, "batch   %s\nfile    %s\nloaded  %s\nrows    %d\ntotal   %s\n\n",
+		printable(b.ID), printable(scrub(b.File)), loaded, b.Rows, formatAmount(b.Total, b.Scale))
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("report: writing summary: %w", err)
+	}
+	return WriteSummaryText(w, s)
+}

@@ -1,0 +1,231 @@
+package batchreport
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/psp"
+)
+
+// The retry file (payout report --failed-only, the UI's download) holds
+// the failed payouts of a batch as a payout file that finance corrects and
+// drops again: the columns payfile reads (externalId, amount, cardNumber,
+// telecomOperator, then the extra properties the rows carry), the reason
+// each failed (column reason, which payfile reads and ignores), amounts
+// plain with the batch's decimals, and a new externalId per row (RetryID).
+//
+// A payout the PSP failed for good is left out unless asked
+// (RetryOptions.IncludeFinal): see FinalFailure.
+
+// Opener opens the sealed card numbers of the ledger (a *vault.Keyring).
+type Opener interface {
+	Open(sealed, additionalData string) (string, error)
+}
+
+// RetryOptions say how WriteRetry writes.
+type RetryOptions struct {
+	// Keys open the card numbers, for a file to load again. Nil: the card
+	// numbers are written masked (411111******1111), a file to read (the
+	// UI's download) that does not load until they are typed in.
+	Keys Opener
+	// IncludeFinal also writes the payouts the PSP failed for good
+	// (FinalFailure).
+	IncludeFinal bool
+}
+
+// RetryFile is what WriteRetry wrote.
+type RetryFile struct {
+	Rows   int
+	Total  money.Amount
+	Scale  int
+	Extras []string // extra property columns written
+	// Final counts the failed payouts left out as failed for good, and
+	// FinalTotal their amounts (zero with IncludeFinal).
+	Final      int
+	FinalTotal money.Amount
+}
+
+// finalFailures are the PSP's reasons of a failed order that say the
+// destination can never receive money: the account or card is gone. A
+// retry to it fails again, so the retry file leaves such payouts out
+// unless asked. The PSP's reference defines no reason codes
+// (docs/psp-api.md): these are the words of the reasons seen (the
+// simulator's FailReasons), compared ignoring case. Any other reason, a temporary one
+// (recipient limit exceeded, the recipient bank rejected the transfer, a
+// card blocked by its issuer, which it may unblock) or one not known, is
+// retryable: finance reads the reason in the file and decides.
+var finalFailures = []string{"account closed", "card expired"}
+
+// FinalFailure reports whether the reason of a failed payout says the PSP
+// refused it for good (finalFailures).
+func FinalFailure(reason string) bool {
+	r := strings.ToLower(reason)
+	for _, f := range finalFailures {
+		if strings.Contains(r, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// retrySuffix matches an externalId that is already a retry: ID-R<n>.
+var retrySuffix = regexp.MustCompile(`^(.*)-R([0-9]{1,9})$`)
+
+// RetryID is the externalId of the next try of a payout: ID-R1 for ID, and
+// ID-R<n+1> for ID-R<n>.
+func RetryID(id string) string {
+	if m := retrySuffix.FindStringSubmatch(id); m != nil {
+		n, _ := strconv.Atoi(m[2]) // at most 9 digits: never fails
+		return m[1] + "-R" + strconv.Itoa(n+1)
+	}
+	return id + "-R1"
+}
+
+// retryCell keeps a spreadsheet from running an extra property or a reason
+// as a formula, without touching a phone number ("+7 900 123-45-67"): a
+// value that starts with a formula character and is not made of digits,
+// spaces and "+-()" gets a leading quote. externalId and telecomOperator
+// never start with one (payfile refuses them at load).
+func retryCell(v string) string {
+	if v == "" || !strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+		return v
+	}
+	if strings.Trim(v, "0123456789 +-()") == "" {
+		return v
+	}
+	return "'" + v
+}
+
+// extraOrder sorts extra property names: payfile's known ones first, in
+// its order, then any other by name.
+func extraOrder(names map[string]bool) []string {
+	known := append(slices.Clone(payfile.DefaultExtraColumns), payfile.ColBankName)
+	var out, other []string
+	for _, k := range known {
+		if names[k] {
+			out = append(out, k)
+		}
+	}
+	for n := range names {
+		if !slices.Contains(known, n) {
+			other = append(other, n)
+		}
+	}
+	slices.Sort(other)
+	return append(out, other...)
+}
+
+func extraProps(p ledger.Payout) ([]psp.Property, error) {
+	if p.Extra == "" {
+		return nil, nil
+	}
+	var props []psp.Property
+	if err := json.Unmarshal([]byte(p.Extra), &props); err != nil {
+		return nil, fmt.Errorf("ledger properties of %s: %w", p.ExternalID, err)
+	}
+	return props, nil
+}
+
+// retried tells whether WriteRetry writes payout p.
+func (o RetryOptions) retried(p ledger.Payout) bool {
+	return p.State == ledger.Failed && (o.IncludeFinal || !FinalFailure(p.Error))
+}
+
+// WriteRetry writes the failed payouts of a batch to w as a retry file
+// (see above). It reads the batch twice: once for the extra columns, once
+// to write. With Keys the file holds card numbers in clear: the caller
+// writes it where only its reader can read it (payout report writes mode
+// 0600).
+func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer, o RetryOptions) (RetryFile, error) {
+	b, err := l.Batch(ctx, batch)
+	if err != nil {
+		return RetryFile{}, err
+	}
+	res := RetryFile{Total: money.Zero, FinalTotal: money.Zero, Scale: b.Scale}
+	names := map[string]bool{}
+	err = l.Each(ctx, batch, func(p ledger.Payout) error {
+		if !o.retried(p) {
+			return nil
+		}
+		props, err := extraProps(p)
+		for _, pr := range props {
+			names[pr.Key] = true
+		}
+		return err
+	})
+	if err != nil {
+		return res, err
+	}
+	extras := extraOrder(names)
+	res.Extras = extras
+	cw := csv.NewWriter(w)
+	header := append([]string{payfile.ColExternalID, payfile.ColAmount, payfile.ColCardNumber, payfile.ColTelecomOperator}, extras...)
+	header = append(header, payfile.ColReason)
+	if err := cw.Write(header); err != nil {
+		return res, fmt.Errorf("write failed rows: %w", err)
+	}
+	rec := make([]string, len(header))
+	err = l.Each(ctx, batch, func(p ledger.Payout) error {
+		if p.State != ledger.Failed {
+			return nil
+		}
+		amount, err := money.Parse(p.Amount, 18)
+		if err != nil {
+			return fmt.Errorf("payout %s: ledger amount %q: %w", p.ExternalID, p.Amount, err)
+		}
+		if !o.retried(p) {
+			res.Final++
+			res.FinalTotal = res.FinalTotal.Add(amount)
+			return nil
+		}
+		clear(rec)
+		rec[0], rec[1] = RetryID(p.ExternalID), amount.Fixed(b.Scale)
+		switch {
+		case p.Sealed != "" && o.Keys != nil:
+			pan, err := o.Keys.Open(p.Sealed, ledger.SealAD(batch, p.ExternalID))
+			if err != nil {
+				return fmt.Errorf("card number of payout %s: %w", p.ExternalID, err)
+			}
+			rec[2] = pan
+		case p.Sealed != "":
+			rec[2] = card.Scrub(strings.TrimPrefix(p.Destination, "card "))
+		case p.Telecom != "":
+			rec[3] = p.Telecom
+		default:
+			return fmt.Errorf("payout %s has no destination in the ledger", p.ExternalID)
+		}
+		props, err := extraProps(p)
+		if err != nil {
+			return err
+		}
+		for _, pr := range props {
+			rec[4+slices.Index(extras, pr.Key)] = retryCell(pr.Value)
+		}
+		rec[len(rec)-1] = retryCell(card.Scrub(p.Error))
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("write failed rows: %w", err)
+		}
+		res.Rows++
+		res.Total = res.Total.Add(amount)
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return res, fmt.Errorf("write failed rows: %w", err)
+	}
+	return res, nil
+}
