@@ -245,7 +245,7 @@ func (r *runCmd) needDurableRedis() error {
 // with an ephemeral data key.
 func (r *runCmd) openRedis(ctx context.Context) (closeAll func(), err error) {
 	if !r.embedded() {
-		if r.rdb, err = r.rf.open(ctx); err != nil {
+		if r.rdb, err = r.rf.open(ctx, r.e); err != nil {
 			return nil, err
 		}
 		if r.ring, err = r.kf.keyring(r.e); err != nil {
@@ -338,6 +338,9 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 		// same, so its payouts are worked on and reported, never created
 		// anew (the ledger decides what each task still does).
 		fmt.Fprintf(e.stdout, "resuming batch %s: working its open payouts and reporting\n", d.ID)
+		if d.Phase == ledger.PhaseAwaiting {
+			fmt.Fprintf(e.stdout, "batch %s awaits approval: approve it with `payout approve %s --by NAME`; waiting for the approval...\n", d.ID, d.ID)
+		}
 		return res, nil
 	}
 	if !res.Loaded {

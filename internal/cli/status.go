@@ -42,7 +42,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 1 {
 		return usageErr("give at most one batch id or file")
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func runReport(ctx context.Context, e *env, args []string) error {
 	} else if force {
 		return usageErr("--force goes with --failed-only (a result file is always replaced)")
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}
