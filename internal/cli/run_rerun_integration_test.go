@@ -131,6 +131,13 @@ func TestRunRerunAfterInterruption(t *testing.T) {
 					t.Errorf("%s: %d orders at the PSP, want exactly 1", ext, got[ext])
 				}
 			}
+			raw, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(raw), "\n# reconciliation,") || !strings.Contains(string(raw), ",OK,") {
+				t.Errorf("the result file does not reconcile:\n%s", raw)
+			}
 			res := resultRows(t, out)
 			if len(res) != rows {
 				t.Errorf("result file has %d rows, want %d", len(res), rows)
