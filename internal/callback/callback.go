@@ -9,9 +9,15 @@
 //
 // A callback must still carry the shared secret (header X-Callback-Secret,
 // or as the last path segment: POST /callbacks/SECRET), compared in
-// constant time; a source may be limited to an allowlist of networks; the
-// body is bounded and each source address is rate-limited. An accepted
-// callback is answered 200 at once and handled after.
+// constant time; a source may be limited to an allowlist of networks. Only
+// then is the source's rate limit consulted and the body read, so forged
+// traffic neither spends the tokens of the PSP's address nor reaches the
+// expensive path. An accepted callback is answered 200 at once and handled
+// after.
+//
+// Refusals and callbacks that change nothing are counted (observe) and
+// logged as one summary line per interval (Config.SummaryEvery), never
+// one line per request: a flood of forged callbacks must not flood the log.
 package callback
 
 import (
@@ -19,10 +25,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +44,9 @@ const (
 	DefaultHeader  = "X-Callback-Secret"
 	DefaultMaxBody = 64 << 10
 	DefaultRate    = 50 // callbacks per second and source address
+	// DefaultSummaryEvery is how often refused callbacks are summed up in
+	// one log line.
+	DefaultSummaryEvery = 10 * time.Second
 )
 
 // Config configures a Server.
@@ -44,7 +55,10 @@ type Config struct {
 	Header  string         // header that carries the secret; default X-Callback-Secret
 	Allow   []netip.Prefix // source networks allowed; empty: any
 	MaxBody int64          // bytes; default 64 KiB
-	Rate    float64        // callbacks per second per source address (burst twice that); default 50
+	Rate    float64        // authentic callbacks per second per source address (burst twice that); default 50
+	// SummaryEvery is the interval of the summary line of refused and
+	// ignored callbacks; default DefaultSummaryEvery.
+	SummaryEvery time.Duration
 }
 
 // Validate reports what is wrong with c.
@@ -53,8 +67,8 @@ func (c Config) Validate() error {
 	if len(c.Secret) < 16 {
 		errs = append(errs, errors.New("callback secret must be at least 16 characters (PAYOUT_CALLBACK_SECRET)"))
 	}
-	if c.MaxBody < 0 || c.Rate < 0 {
-		errs = append(errs, errors.New("callback body limit and rate must not be negative"))
+	if c.MaxBody < 0 || c.Rate < 0 || c.SummaryEvery < 0 {
+		errs = append(errs, errors.New("callback body limit, rate and summary interval must not be negative"))
 	}
 	return errors.Join(errs...)
 }
@@ -98,7 +112,20 @@ type Server struct {
 	limiters map[string]*rate.Limiter
 	work     chan Hint
 	wg       sync.WaitGroup
+
+	tallyMu sync.Mutex
+	tally   tally // since the last summary line
 }
+
+// tally counts the refused and ignored callbacks of one summary interval.
+type tally struct {
+	results map[Result]int
+	sources map[netip.Addr]int // refused, by source; bounded by maxTallySources
+	others  int                // refused from sources past the bound
+}
+
+// maxTallySources bounds the sources one summary interval remembers.
+const maxTallySources = 1000
 
 // New builds a Server; observe (may be nil) counts results.
 func New(cfg Config, h Hinter, log zerolog.Logger, observe func(Result)) (*Server, error) {
@@ -113,6 +140,9 @@ func New(cfg Config, h Hinter, log zerolog.Logger, observe func(Result)) (*Serve
 	}
 	if cfg.Rate == 0 {
 		cfg.Rate = DefaultRate
+	}
+	if cfg.SummaryEvery == 0 {
+		cfg.SummaryEvery = DefaultSummaryEvery
 	}
 	if observe == nil {
 		observe = func(Result) {}
@@ -133,12 +163,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, Forbidden, http.StatusForbidden, src)
 		return
 	}
-	if !s.limiter(src).Allow() {
-		s.refuse(w, Limited, http.StatusTooManyRequests, src)
-		return
-	}
+	// Authentication first: it costs a header compare, and a forged
+	// callback must not spend the rate of the address it claims.
 	if !s.authentic(r) {
 		s.refuse(w, Unauthorized, http.StatusUnauthorized, src)
+		return
+	}
+	if !s.limiter(src).Allow() {
+		s.refuse(w, Limited, http.StatusTooManyRequests, src)
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBody+1))
@@ -155,8 +187,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	h, ok := parse(body)
 	if !ok {
-		s.observe(Malformed)
-		s.log.Warn().Str("source", src.String()).Msg("callback without an externalId or order id ignored")
+		s.count(Malformed, src, false)
 		return
 	}
 	select {
@@ -167,10 +198,109 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// refuse answers code and counts the refusal for the metrics and the next
+// summary line; it logs nothing itself.
 func (s *Server) refuse(w http.ResponseWriter, res Result, code int, src netip.Addr) {
-	s.observe(res)
-	s.log.Warn().Str("source", src.String()).Str("result", string(res)).Msg("callback refused")
+	s.count(res, src, true)
 	http.Error(w, http.StatusText(code), code)
+}
+
+// count observes res and adds it to the summary; refused ones also count
+// for their source.
+func (s *Server) count(res Result, src netip.Addr, refused bool) {
+	s.observe(res)
+	s.tallyMu.Lock()
+	defer s.tallyMu.Unlock()
+	t := &s.tally
+	if t.results == nil {
+		t.results = map[Result]int{}
+		t.sources = map[netip.Addr]int{}
+	}
+	t.results[res]++
+	if !refused {
+		return
+	}
+	if _, ok := t.sources[src]; ok || len(t.sources) < maxTallySources {
+		t.sources[src]++
+	} else {
+		t.others++
+	}
+}
+
+// summaryParts name the results of a summary line, in its order; refused
+// ones first.
+var summaryParts = []struct {
+	res     Result
+	refused bool
+	what    string
+}{
+	{Unauthorized, true, "bad or missing secret"},
+	{Forbidden, true, "source not allowed"},
+	{Limited, true, "over the rate"},
+	{TooLarge, true, "too large"},
+	{Malformed, false, "without an externalId or order id"},
+	{NothingToDo, false, "unknown order or nothing waiting"},
+}
+
+// summarize logs what was refused or ignored since the last call, in one
+// line, and starts counting anew; it logs nothing when nothing was.
+func (s *Server) summarize(every time.Duration) {
+	s.tallyMu.Lock()
+	t := s.tally
+	s.tally = tally{}
+	s.tallyMu.Unlock()
+	var refused, ignored int
+	var parts []string
+	fields := map[string]any{}
+	for _, p := range summaryParts {
+		n := t.results[p.res]
+		if n == 0 {
+			continue
+		}
+		if p.refused {
+			refused += n
+		} else {
+			ignored += n
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", n, p.what))
+		fields[string(p.res)] = n
+	}
+	if refused+ignored == 0 {
+		return
+	}
+	msg := fmt.Sprintf("refused %d callbacks in the last %s", refused, every)
+	if ignored > 0 {
+		msg += fmt.Sprintf(", ignored %d authentic ones", ignored)
+	}
+	msg += ": " + strings.Join(parts, ", ")
+	if top, n := busiest(t.sources); n > 0 {
+		fields["busiest_source"], fields["busiest_source_refused"] = top.String(), n
+		msg += fmt.Sprintf("; from %d sources, most from %s (%d)", len(t.sources)+t.others, top, n)
+	}
+	fields["refused"], fields["ignored"] = refused, ignored
+	ev := s.log.Warn()
+	if refused == 0 {
+		ev = s.log.Info() // only authentic callbacks that changed nothing
+	}
+	ev.Fields(fields).Msg(msg)
+}
+
+// busiest returns the source with the most refusals (the smallest address
+// on a tie, so the line is stable).
+func busiest(m map[netip.Addr]int) (netip.Addr, int) {
+	addrs := make([]netip.Addr, 0, len(m))
+	for a := range m {
+		addrs = append(addrs, a)
+	}
+	sort.Slice(addrs, func(i, j int) bool { return addrs[i].Less(addrs[j]) })
+	var top netip.Addr
+	n := 0
+	for _, a := range addrs {
+		if m[a] > n {
+			top, n = a, m[a]
+		}
+	}
+	return top, n
 }
 
 func (s *Server) authentic(r *http.Request) bool {
@@ -265,16 +395,35 @@ func (s *Server) run(ctx context.Context) {
 				s.observe(Hinted)
 				s.log.Debug().Str("externalId", h.ExternalID).Str("status", h.Status).Msg("callback: status query moved to now")
 			default:
-				s.observe(NothingToDo)
+				s.count(NothingToDo, netip.Addr{}, false)
 			}
+		}
+	}
+}
+
+// summaries logs the summary line every interval until ctx is done, then
+// a last one.
+func (s *Server) summaries(ctx context.Context) {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.cfg.SummaryEvery)
+	defer tick.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			s.summarize(time.Since(last).Round(time.Millisecond))
+			return
+		case last = <-tick.C:
+			s.summarize(s.cfg.SummaryEvery)
 		}
 	}
 }
 
 // Serve accepts callbacks on ln until ctx is done.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.run(ctx)
+	go s.summaries(ctx)
 	mux := http.NewServeMux()
 	mux.Handle("/", s)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,

@@ -2,12 +2,16 @@ package callback
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/acme/payout/internal/testenv"
 	"github.com/acme/payout/internal/testlog"
@@ -139,5 +143,113 @@ func TestAllowlistAndRateLimit(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	if err := (Config{Secret: "short"}).Validate(); err == nil {
 		t.Fatal("a short secret was accepted")
+	}
+}
+
+// logLines decodes the JSON log lines of logs.
+func logLines(t *testing.T, logs *testlog.Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestForgedFloodIsSummarized: 2,000 forged callbacks from the PSP's own
+// address, with genuine ones among them, log nothing per request, count
+// every refusal, and take no rate from the genuine callbacks: all of them
+// are accepted. One summary line then says how many were refused and why.
+func TestForgedFloodIsSummarized(t *testing.T) {
+	logs := &testlog.Buffer{}
+	var mu sync.Mutex
+	results := map[Result]int{}
+	s, err := New(Config{Secret: secret, Rate: 5}, &recorder{}, zerolog.New(logs),
+		func(r Result) { mu.Lock(); results[r]++; mu.Unlock() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(sec string) int {
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"externalId":"E1"}`))
+		req.RemoteAddr = "198.51.100.7:4000" // the PSP's address, forged or not
+		req.Header.Set(DefaultHeader, sec)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w.Code
+	}
+	const forged, genuine = 2000, 10 // genuine within the burst of rate 5/s
+	accepted := 0
+	for i := 0; i < forged; i++ {
+		if code := send(fmt.Sprintf("guess-%d", i)); code != http.StatusUnauthorized {
+			t.Fatalf("forged callback %d: HTTP %d, want 401", i, code)
+		}
+		if i%(forged/genuine) == forged/genuine-1 && send(secret) == http.StatusOK {
+			accepted++
+		}
+	}
+	if accepted != genuine {
+		t.Errorf("%d of %d genuine callbacks accepted during the flood, want all: forged ones spent their rate", accepted, genuine)
+	}
+	if results[Unauthorized] != forged || results[Limited] != 0 {
+		t.Errorf("counted %v, want %d unauthorized and none limited", results, forged)
+	}
+	if got := logs.String(); got != "" {
+		t.Fatalf("the flood was logged per request:\n%.500s", got)
+	}
+	s.summarize(10 * time.Second)
+	lines := logLines(t, logs)
+	if len(lines) != 1 {
+		t.Fatalf("%d summary lines, want 1:\n%s", len(lines), logs.String())
+	}
+	l := lines[0]
+	want := "refused 2000 callbacks in the last 10s: 2000 bad or missing secret; from 1 sources, most from 198.51.100.7 (2000)"
+	if l["message"] != want || l["level"] != "warn" || l["unauthorized"] != float64(forged) || l["refused"] != float64(forged) {
+		t.Errorf("summary %v\nwant message %q, warn, unauthorized=refused=%d", l, want, forged)
+	}
+	s.summarize(10 * time.Second)
+	if n := len(logLines(t, logs)); n != 1 {
+		t.Errorf("a quiet interval logged a summary (%d lines)", n)
+	}
+}
+
+// TestSummaryLinesOverHTTP: a flood over the network gives one summary
+// line per interval whose counts add up to the refusals, and nothing per
+// request.
+func TestSummaryLinesOverHTTP(t *testing.T) {
+	const every = 200 * time.Millisecond
+	began := time.Now()
+	url, _, logs, results := start(t, Config{Secret: secret, SummaryEvery: every})
+	const forged = 2000
+	for i := 0; i < forged; i++ {
+		if code := post(t, url, `{"externalId":"E1"}`, map[string]string{DefaultHeader: "forged"}); code != 401 {
+			t.Fatalf("HTTP %d", code)
+		}
+	}
+	post(t, url, `{"externalId":"nobody"}`, map[string]string{DefaultHeader: secret})
+	sum := func() (refused, ignored, lines int) {
+		for _, l := range logLines(t, logs) {
+			if !strings.HasPrefix(l["message"].(string), "refused ") {
+				t.Fatalf("a line that is not a summary: %v", l)
+			}
+			r, _ := l["refused"].(float64)
+			ig, _ := l["ignored"].(float64)
+			refused, ignored, lines = refused+int(r), ignored+int(ig), lines+1
+		}
+		return
+	}
+	testenv.Eventually(t, "summaries of every refusal", func() bool { r, ig, _ := sum(); return r == forged && ig == 1 })
+	_, _, lines := sum()
+	if max := int(time.Since(began)/every) + 1; lines > max {
+		t.Errorf("%d summary lines in %s, want at most one per %s (%d)", lines, time.Since(began), every, max)
+	}
+	if results()[Unauthorized] != forged || results()[NothingToDo] != 1 {
+		t.Errorf("counted %v", results())
 	}
 }

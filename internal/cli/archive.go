@@ -100,7 +100,7 @@ func runArchive(ctx context.Context, e *env, args []string) error {
 	if _, err := lf.logger(e); err != nil {
 		return err
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/flagenv"
+	"github.com/acme/payout/internal/notify"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -51,6 +53,12 @@ type env struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	stdin          io.Reader
+	// environ is every variable (KEY=VALUE), for the warning about unknown
+	// PAYOUT_* ones; nil: not checked.
+	environ []string
+	cmd     string // the command's name, for messages
+	// capture, if set, sees every FlagSet the command builds.
+	capture func(*flag.FlagSet)
 }
 
 type command struct {
@@ -81,9 +89,28 @@ func commands() []command {
 	}
 }
 
-// Main runs the payout command line and returns the exit code.
+// Main runs the payout command line and returns the exit code; getenv
+// reads the environment. Unknown PAYOUT_* variables are not looked for
+// (MainEnviron does).
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	e := &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin}
+	return dispatch(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin})
+}
+
+// MainEnviron is Main with the whole environment (os.Environ()): it also
+// warns about every PAYOUT_* variable that no flag or secret reads.
+func MainEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	getenv := func(k string) string { return vars[k] }
+	return dispatch(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin, environ: environ})
+}
+
+func dispatch(ctx context.Context, args []string, e *env) int {
+	stderr := e.stderr
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		printUsage(stderr)
 		if len(args) == 0 {
@@ -93,6 +120,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			e.cmd = c.name
 			err := c.run(ctx, e, args[1:])
 			return exitCode(stderr, c.name, err)
 		}
@@ -149,6 +177,9 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	if flagSetHook != nil {
 		flagSetHook(fs)
 	}
+	if e.capture != nil {
+		e.capture(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(e.stderr, "usage: payout %s %s\n\nflags (environment variable in brackets):\n", name, synopsis)
 		fs.VisitAll(func(f *flag.Flag) {
@@ -170,27 +201,90 @@ const (
 	sandboxEnvPrefix = "PAYOUT_SANDBOX_"
 )
 
-// envOverrides name the environment variables that do not follow the
-// prefix rule.
-// Keys are a flag name, or "command/flag" for one command only.
-var envOverrides = map[string]string{
+// deprecatedEnv are the variables some flags had before every variable
+// followed the rule: still read, with a warning naming the new one. Keys
+// are a flag name, or "command/flag" for one command only.
+var deprecatedEnv = map[string]string{
 	"redis":    "PAYOUT_REDIS_URL",
 	"ui/addr":  "PAYOUT_UI_ADDR",
 	"ui/users": "PAYOUT_UI_USERS_FILE",
 	"by":       "PAYOUT_OPERATOR",
 }
 
+// envName is the variable of a flag: PAYOUT_<FLAG>, PAYOUT_SANDBOX_<FLAG>
+// for payout sandbox. No exception.
 func envName(command, flagName string) string {
-	if v, ok := envOverrides[command+"/"+flagName]; ok {
-		return v
-	}
-	if v, ok := envOverrides[flagName]; ok {
-		return v
-	}
 	if command == "sandbox" {
 		return flagenv.Name(sandboxEnvPrefix, flagName)
 	}
 	return flagenv.Name(envPrefix, flagName)
+}
+
+// oldEnvName is the deprecated variable of a flag, "" when it has none.
+func oldEnvName(command, flagName string) string {
+	if v, ok := deprecatedEnv[command+"/"+flagName]; ok {
+		return v
+	}
+	if command == "sandbox" {
+		return ""
+	}
+	return deprecatedEnv[flagName]
+}
+
+// secretEnv are the variables read outside the flags: secrets, which a
+// flag would show in the process list.
+var secretEnv = []string{
+	"PAYOUT_PSP_TOKEN", "PAYOUT_DATA_KEY", "PAYOUT_DATA_KEYS_OLD", "PAYOUT_CALLBACK_SECRET",
+	"PAYOUT_UI_USER", "PAYOUT_UI_PASSWORD", "PAYOUT_UI_TOKEN", notify.SecretEnv,
+}
+
+// internalEnvPrefixes are variables of the test and chaos harnesses.
+var internalEnvPrefixes = []string{"PAYOUT_TEST_", "PAYOUT_CHAOS_"}
+
+// knownEnv returns every variable payout reads: those of every flag of
+// every command (found by building each command's flags), their
+// deprecated names, and the secrets. new holds the current names only.
+func knownEnv(ctx context.Context) (all, current map[string]bool) {
+	all, current = map[string]bool{}, map[string]bool{}
+	for _, v := range secretEnv {
+		all[v], current[v] = true, true
+	}
+	var sets []*flag.FlagSet
+	probe := &env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
+	probe.capture = func(fs *flag.FlagSet) { sets = append(sets, fs) }
+	for _, c := range commands() {
+		_ = c.run(ctx, probe, []string{"-h"})
+	}
+	for _, fs := range sets {
+		fs.VisitAll(func(f *flag.Flag) {
+			n := envName(fs.Name(), f.Name)
+			all[n], current[n] = true, true
+			if old := oldEnvName(fs.Name(), f.Name); old != "" {
+				all[old] = true
+			}
+		})
+	}
+	return all, current
+}
+
+// warnUnknownEnv warns about each PAYOUT_* variable of e.environ that
+// payout does not read, naming the closest known one; never a value.
+func warnUnknownEnv(ctx context.Context, e *env) {
+	if e.environ == nil {
+		return
+	}
+	all, current := knownEnv(ctx)
+	for _, s := range flagenv.Unknown(e.environ, envPrefix, all, internalEnvPrefixes...) {
+		if s.Closest == "" {
+			fmt.Fprintf(e.stderr, "payout %s: warning: %s is not a payout variable: ignored\n", e.cmd, s.Name)
+			continue
+		}
+		closest := flagenv.Unknown([]string{s.Name}, envPrefix, current)
+		if len(closest) == 1 && closest[0].Closest != "" {
+			s.Closest = closest[0].Closest
+		}
+		fmt.Fprintf(e.stderr, "payout %s: warning: %s is not a payout variable: ignored; did you mean %s?\n", e.cmd, s.Name, s.Closest)
+	}
 }
 
 // parse parses args, then sets every flag not given on the command line
@@ -222,8 +316,18 @@ func parse(e *env, fs *flag.FlagSet, args []string) error {
 		return &exitError{ExitUsage, err}
 	}
 	lookup := func(k string) (string, bool) { v := e.getenv(k); return v, v != "" }
-	if err := flagenv.Apply(fs, func(f string) string { return envName(fs.Name(), f) }, lookup); err != nil {
+	notices, err := flagenv.ApplyRule(fs, flagenv.Rule{
+		Name: func(f string) string { return envName(fs.Name(), f) },
+		Old:  func(f string) string { return oldEnvName(fs.Name(), f) },
+	}, lookup)
+	for _, n := range notices {
+		fmt.Fprintf(e.stderr, "payout %s: warning: %s\n", fs.Name(), n)
+	}
+	if err != nil {
 		return usageErr("%v", err)
+	}
+	if e.capture == nil {
+		warnUnknownEnv(context.Background(), e)
 	}
 	return nil
 }

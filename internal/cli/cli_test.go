@@ -213,26 +213,52 @@ func captureFlags(c command, e *env) *flag.FlagSet {
 	return fs
 }
 
-// TestWorkerCheck: --check sends one status query and tells whether the
-// PSP accepts the token, touching no payout and needing no Redis.
+// TestWorkerCheck: --check proves that --psp-url is the PSP's API and
+// that it takes the token, touching no payout and needing no Redis: a web
+// server's 404 (Go's plain-text one, an HTML page, a JSON 404 that asks
+// for no token) fails it, a wrong token is refused, and the token never
+// shows.
 func TestWorkerCheck(t *testing.T) {
-	srv := httptest.NewServer(sandbox.New(sandbox.DefaultConfig(), zerolog.Nop()).Handler())
-	defer srv.Close()
+	psp := httptest.NewServer(sandbox.New(sandbox.DefaultConfig(), zerolog.Nop()).Handler())
+	defer psp.Close()
+	plain := httptest.NewServer(http.NewServeMux()) // "404 page not found", text/plain
+	defer plain.Close()
+	html := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, "<html><body>Not Found</body></html>")
+	}))
+	defer html.Close()
+	openJSON := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		fmt.Fprint(w, `{"error":"no route"}`)
+	}))
+	defer openJSON.Close()
 	for _, c := range []struct {
-		token string
-		want  int
-	}{{sandbox.DefaultToken, ExitOK}, {"wrong-token-123", ExitUsage}} {
-		var out, errb bytes.Buffer
-		got := Main(context.Background(), []string{"worker", "--check", "--psp-url", srv.URL, "--redis", "redis://127.0.0.1:1/0"}, nil, &out, &errb,
-			func(k string) string { return map[string]string{"PAYOUT_PSP_TOKEN": c.token}[k] })
-		if got != c.want {
-			t.Errorf("token %q: exit %d, want %d\n%s%s", c.token, got, c.want, out.String(), errb.String())
-		}
-		if strings.Contains(out.String()+errb.String(), c.token) {
-			t.Errorf("the token appears in the output")
-		}
+		name, url, token string
+		want             int
+		say              string
+	}{
+		{"the PSP, its token", psp.URL, sandbox.DefaultToken, ExitOK, "token was accepted"},
+		{"the PSP, a wrong token", psp.URL, "wrong-token-123", ExitUsage, "refused the token: HTTP 401"},
+		{"Go's plain 404", plain.URL, sandbox.DefaultToken, ExitUsage, "answered like a web server, not the PSP: HTTP 404 (text/plain) \"404 page not found\" is not the PSP's JSON; check --psp-url"},
+		{"an HTML page", html.URL, sandbox.DefaultToken, ExitUsage, "answered like a web server, not the PSP: HTTP 404 (text/html)"},
+		{"JSON 404 without authentication", openJSON.URL, sandbox.DefaultToken, ExitUsage, "the query without a token got HTTP 404"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			got := Main(context.Background(), []string{"worker", "--check", "--psp-url", c.url, "--redis", "redis://127.0.0.1:1/0"}, nil, &out, &errb,
+				func(k string) string { return map[string]string{"PAYOUT_PSP_TOKEN": c.token}[k] })
+			all := out.String() + errb.String()
+			if got != c.want || !strings.Contains(all, c.say) {
+				t.Errorf("exit %d, want %d saying %q:\n%s", got, c.want, c.say, all)
+			}
+			if strings.Contains(all, c.token) {
+				t.Errorf("the token appears in the output")
+			}
+		})
 	}
-	_ = time.Second
 }
 
 // TestUIServes starts `payout ui` against an embedded Redis and fetches a

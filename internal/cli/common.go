@@ -36,8 +36,15 @@ func (r *redisFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.insecure, "redis-insecure-skip-verify", false, "do not verify the Redis TLS certificate (tests only)")
 }
 
-func (r *redisFlags) open(ctx context.Context) (redis.UniversalClient, error) {
-	c, err := redisconn.Open(ctx, redisconn.Options{URL: r.url, CAFile: r.caFile, InsecureSkipVerify: r.insecure})
+// open connects to Redis, first naming it on stderr (host, port and
+// database; sentinel or cluster addresses; never a user or password): a
+// command pointed at another Redis than meant says so before it acts.
+func (r *redisFlags) open(ctx context.Context, e *env) (redis.UniversalClient, error) {
+	opts := redisconn.Options{URL: r.url, CAFile: r.caFile, InsecureSkipVerify: r.insecure}
+	if d := redisconn.Describe(opts); d != "" {
+		fmt.Fprintf(e.stderr, "%s: Redis %s\n", strings.TrimSpace("payout "+e.cmd), d)
+	}
+	c, err := redisconn.Open(ctx, opts)
 	if err != nil {
 		if errors.Is(err, redisconn.ErrBadURL) || errors.Is(err, redisconn.ErrBadConfig) || errors.Is(err, redisconn.ErrAuth) {
 			return nil, configErr(err)
@@ -55,7 +62,7 @@ func logAndOpen(ctx context.Context, e *env, lf *logFlags, rf *redisFlags) (zero
 	if err != nil {
 		return log, nil, err
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return log, nil, err
 	}

@@ -78,7 +78,7 @@ func (a *approvalFlags) options() (loader.Approval, error) {
 func operatorName(by string) (string, error) {
 	by = strings.TrimSpace(by)
 	if by == "" {
-		return "", usageErr("--by NAME (or PAYOUT_OPERATOR) is required: every operator action records who took it")
+		return "", usageErr("--by NAME (or PAYOUT_BY) is required: every operator action records who took it")
 	}
 	return by, nil
 }
@@ -157,7 +157,7 @@ func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
 
 // open checks the operator and note, connects and resolves the batch; the
 // caller closes the returned client.
-func (o *operatorAction) open(ctx context.Context, fs *flag.FlagSet) (redis.UniversalClient, error) {
+func (o *operatorAction) open(ctx context.Context, e *env, fs *flag.FlagSet) (redis.UniversalClient, error) {
 	var err error
 	if o.who, err = operatorName(o.by); err != nil {
 		return nil, err
@@ -165,7 +165,7 @@ func (o *operatorAction) open(ctx context.Context, fs *flag.FlagSet) (redis.Univ
 	if strings.TrimSpace(o.note) == "" {
 		return nil, usageErr("--note TEXT is required: say why")
 	}
-	rdb, err := o.rf.open(ctx)
+	rdb, err := o.rf.open(ctx, e)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func runDiscard(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageErr("discard takes one BATCH or FILE")
 	}
-	rdb, err := o.open(ctx, fs)
+	rdb, err := o.open(ctx, e, fs)
 	if err != nil {
 		return err
 	}
@@ -216,7 +216,7 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() < 1 {
 		return usageErr("cancel takes a BATCH or FILE and, optionally, the externalIds to cancel (default: every payout not sent yet)")
 	}
-	rdb, err := o.open(ctx, fs)
+	rdb, err := o.open(ctx, e, fs)
 	if err != nil {
 		return err
 	}

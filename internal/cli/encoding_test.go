@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -83,8 +84,9 @@ func TestHashLimitsCheckedOnARealRedisOnly(t *testing.T) {
 	}{
 		{"load --dry-run", []string{"load", "--redis", url, "--dry-run", file}, ExitOK, false},
 		{"load", []string{"load", "--redis", url, "--insecure-plaintext", "--approval", "required", "--by", "ann", file}, ExitOK, true},
-		// The file is loaded already (the case above): run refuses it at once.
-		{"run on a Redis of its own", []string{"run", "--redis", url, "--insecure-plaintext", "--sandbox", "--approval", "required", file}, ExitRejected, true},
+		// The file is loaded already (the case above): run resumes its
+		// batch, which awaits approval, and stops waiting at --timeout.
+		{"run on a Redis of its own", []string{"run", "--redis", url, "--insecure-plaintext", "--sandbox", "--approval", "required", "--timeout", "500ms", "--out", filepath.Join(t.TempDir(), "r.csv"), file}, ExitRejected, true},
 		{"run on its embedded Redis", []string{"run", "--sandbox", "--approval", "required", file}, ExitRejected, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

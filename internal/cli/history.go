@@ -27,7 +27,7 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 2 {
 		return usageErr("history takes at most a BATCH (or FILE) and an EXTERNALID")
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

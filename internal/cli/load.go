@@ -114,7 +114,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		}
 		sealer = ring
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -107,7 +107,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

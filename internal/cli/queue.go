@@ -40,7 +40,7 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err := nf.check(e); err != nil {
 		return err
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -55,7 +55,7 @@ func (r *resolveFlags) check() error {
 	case strings.TrimSpace(r.note) == "":
 		return usageErr("--note is required: say why, for the result file")
 	case strings.TrimSpace(r.by) == "":
-		return usageErr("no operator name: give --by NAME or set PAYOUT_OPERATOR")
+		return usageErr("no operator name: give --by NAME or set PAYOUT_BY")
 	}
 	return nil
 }

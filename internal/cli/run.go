@@ -68,8 +68,9 @@ type runCmd struct {
 	timeout                time.Duration
 	showRows               int
 	embMax                 int             // --embedded-max-rows
-	set                    map[string]bool // flags given on the command line
+	set                    map[string]bool // flags given on the command line or by the environment
 	path                   string          // the payout file
+	args                   []string        // the command line, for the one to suggest
 
 	// set up by the steps
 	log    zerolog.Logger
@@ -149,6 +150,7 @@ func (r *runCmd) parse(args []string) error {
 		return usageErr("give exactly one payout file")
 	}
 	r.path = fs.Arg(0)
+	r.args = args
 	r.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { r.set[f.Name] = true })
 	return nil
@@ -192,6 +194,9 @@ func (r *runCmd) configure() error {
 	if err := probs.err(); err != nil {
 		return err
 	}
+	if !r.useSbx && r.embedded() {
+		return r.needDurableRedis()
+	}
 	if err := r.nf.check(e); err != nil {
 		return err
 	}
@@ -206,16 +211,40 @@ func (r *runCmd) configure() error {
 	return nil
 }
 
-// embedded reports whether run uses its own in-process Redis.
+// embedded reports whether run uses its own in-process Redis: no --redis
+// on the command line or in the environment (parse marks a flag set from
+// its variable as set).
 func (r *runCmd) embedded() bool {
-	return !(r.set["redis"] || r.e.getenv("PAYOUT_REDIS_URL") != "")
+	return !r.set["redis"]
+}
+
+// needDurableRedis refuses a run against a real PSP on the embedded Redis:
+// its ledger dies with the process, so a rerun after a kill or a timeout
+// would create every order again. The error shows the command line to use
+// instead: the same arguments behind a durable Redis and a data key.
+func (r *runCmd) needDurableRedis() error {
+	var b strings.Builder
+	b.WriteString("against a real PSP, run needs a durable Redis (--redis or PAYOUT_REDIS): the embedded one dies with this command and a rerun after an interruption would create every order again.\n")
+	b.WriteString("Start one and run again with it (a rerun of the same file then resumes the same batch and never creates an order twice):\n")
+	b.WriteString("  redis-server --appendonly yes --appendfsync always &\n")
+	line := []string{"payout", "run", "--redis", "redis://127.0.0.1:6379/0"}
+	if r.e.getenv("PAYOUT_DATA_KEY") == "" && !r.set["data-key-file"] {
+		b.WriteString("  (umask 077; payout keygen > data.key)\n")
+		line = append(line, "--data-key-file", "data.key")
+	}
+	for _, a := range r.args {
+		line = append(line, shellWord(redactUserinfo(a)))
+	}
+	b.WriteString("  " + strings.Join(line, " "))
+	b.WriteString("\n(or --sandbox to try it against the built-in simulator on the embedded Redis)")
+	return usageErr("%s", b.String())
 }
 
 // openRedis connects the configured Redis, else starts an embedded one
 // with an ephemeral data key.
 func (r *runCmd) openRedis(ctx context.Context) (closeAll func(), err error) {
 	if !r.embedded() {
-		if r.rdb, err = r.rf.open(ctx); err != nil {
+		if r.rdb, err = r.rf.open(ctx, r.e); err != nil {
 			return nil, err
 		}
 		if r.ring, err = r.kf.keyring(r.e); err != nil {
@@ -298,11 +327,21 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 	}
 	r.ld = loader.New(r.led, enq, r.ring, r.log)
 	r.ld.Notify = r.nf.emitter(r.rdb)
-	res, err := r.ld.LoadFile(ctx, r.path, r.fopts)
+	res, err := r.loadOnce(ctx)
 	if err != nil {
-		return res, infraErr(err)
+		return res, err
 	}
 	printResult(e.stdout, e.stderr, res, false)
+	if d := res.DuplicateOf; d != nil {
+		// A rerun (after a kill, a timeout, a crash): the batch is the
+		// same, so its payouts are worked on and reported, never created
+		// anew (the ledger decides what each task still does).
+		fmt.Fprintf(e.stdout, "resuming batch %s: working its open payouts and reporting\n", d.ID)
+		if d.Phase == ledger.PhaseAwaiting {
+			fmt.Fprintf(e.stdout, "batch %s awaits approval: approve it with `payout approve %s --by NAME`; waiting for the approval...\n", d.ID, d.ID)
+		}
+		return res, nil
+	}
 	if !res.Loaded {
 		return res, errRejected
 	}
@@ -315,6 +354,35 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 		fmt.Fprintln(e.stdout, "waiting for the approval...")
 	}
 	return res, nil
+}
+
+// busyRetry is how often run tries again to load a file another loader
+// holds: a killed run's load lock expires by itself (loader's lock TTL).
+const busyRetry = 2 * time.Second
+
+// loadOnce loads the file; while another loader holds its batch (a run
+// killed during its load leaves the lock until it expires), it waits and
+// tries again rather than fail a rerun.
+func (r *runCmd) loadOnce(ctx context.Context) (loader.Result, error) {
+	said := false
+	for {
+		res, err := r.ld.LoadFile(ctx, r.path, r.fopts)
+		if err != nil {
+			return res, infraErr(err)
+		}
+		if !res.Busy {
+			return res, nil
+		}
+		if !said {
+			fmt.Fprintf(r.e.stderr, "payout run: batch %s is being loaded by another loader, or was by one that died (its lock expires within a minute); waiting...\n", res.Batch)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(busyRetry):
+		}
+	}
 }
 
 // work runs a worker until every payout of the batch is final (or

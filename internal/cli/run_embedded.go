@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -92,9 +93,15 @@ func shellQuote(s string) string {
 	if strings.HasPrefix(s, "-") {
 		s = "./" + s // a relative path, not a flag
 	}
+	return shellWord(s)
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but
+// letters, digits and ./_-:@%+=; s is any argument, a flag included.
+func shellWord(s string) string {
 	safe := s != ""
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("./_-:@%+=", r)) {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("./_-:@%+=,", r)) {
 			safe = false
 			break
 		}
@@ -103,6 +110,15 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// userinfo matches the user:password@ of a URL.
+var userinfo = regexp.MustCompile(`(://)[^/@\s]*@`)
+
+// redactUserinfo replaces the userinfo of every URL in s by "USER:PASSWORD@": a
+// command line shown back may carry a password in a URL.
+func redactUserinfo(s string) string {
+	return userinfo.ReplaceAllString(s, "${1}USER:PASSWORD@")
 }
 
 // countRows counts the data lines of a CSV file, stopping past limit.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/sandbox"
@@ -97,7 +98,10 @@ func TestRunOutcomesMatchTheSimulator(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	args := append([]string{"run", "--psp-url", srv.URL, "--out", out}, fastOutcomeFlags...)
+	// Against a PSP other than its own --sandbox, run needs a Redis that
+	// outlives it: here an in-process one the test owns.
+	mr := miniredis.RunT(t)
+	args := append([]string{"run", "--psp-url", srv.URL, "--redis", "redis://" + mr.Addr(), "--insecure-plaintext", "--out", out}, fastOutcomeFlags...)
 	code := Main(ctx, append(args, "../../samples/payouts-good.csv"), nil, &stdout, &stderr,
 		func(k string) string { return map[string]string{"PAYOUT_PSP_TOKEN": cfg.Token}[k] })
 	if code != ExitOK {

@@ -66,7 +66,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() > 1 {
 		return usageErr("give at most one batch id or file")
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func runReport(ctx context.Context, e *env, args []string) error {
 	} else if force || includeFinal {
 		return usageErr("--force and --include-final go with --failed-only (a result file is always replaced)")
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}

@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -53,7 +51,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	cf.register(fs)
 	nf.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
-	fs.BoolVar(&check, "check", false, "send one harmless authenticated request (status of a random id) and report whether the PSP accepts the token; touch no payout")
+	fs.BoolVar(&check, "check", false, "prove that --psp-url is the PSP's API and that it accepts the token (status of a random id, with and without the token; see docs/psp-api.md), then exit; touch no payout")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -92,7 +90,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	rdb, err := rf.open(ctx)
+	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}
@@ -127,19 +125,21 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	return w.Run(ctx)
 }
 
-// checkToken sends one status query for an id that cannot exist.
+// checkToken proves that --psp-url is the PSP's API and that it takes the
+// token (psp.Client.CheckAPI: a status query of an id that cannot exist,
+// and the same query without a token), touching no payout.
 func checkToken(ctx context.Context, e *env, c *psp.Client) error {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	res := c.WithdrawalStatus(ctx, "payout-check-"+hex.EncodeToString(b))
-	switch res.Outcome {
-	case psp.NotFound, psp.Created:
-		fmt.Fprintf(e.stdout, "PSP token accepted (status query answered HTTP %d in %s)\n", res.HTTPStatus, res.Duration.Round(time.Millisecond))
+	res := c.CheckAPI(ctx)
+	switch res.Verdict {
+	case psp.APIAccepted:
+		fmt.Fprintf(e.stdout, "PSP API answered and the token was accepted (%s, in %s)\n", res.Message, res.Duration.Round(time.Millisecond))
 		return nil
-	case psp.AuthFault:
-		return configErr(fmt.Errorf("PSP refused the token: HTTP %d: %s", res.HTTPStatus, res.Message))
+	case psp.APITokenRefused:
+		return configErr(fmt.Errorf("PSP check: %s", res.Message))
+	case psp.APINotPSP:
+		return configErr(fmt.Errorf("PSP check failed: %s", res.Message))
 	}
-	return infraErr(fmt.Errorf("PSP check inconclusive: HTTP %d: %s", res.HTTPStatus, res.Message))
+	return infraErr(fmt.Errorf("PSP check inconclusive: %s", res.Message))
 }
 
 // serveMetrics serves /metrics with the worker's series, Go runtime series

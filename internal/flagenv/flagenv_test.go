@@ -2,6 +2,7 @@ package flagenv
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -29,5 +30,77 @@ func TestApply(t *testing.T) {
 	err := Apply(fs2, func(f string) string { return Name("P_", f) }, lookup)
 	if err == nil || !strings.Contains(err.Error(), "P_CONCURRENCY") || strings.Contains(err.Error(), "secret-looking") {
 		t.Fatalf("error %v: want the variable named, not its value", err)
+	}
+}
+
+func TestApplyRuleDeprecated(t *testing.T) {
+	rule := Rule{
+		Name: func(f string) string { return Name("P_", f) },
+		Old: func(f string) string {
+			if f == "redis" {
+				return "P_REDIS_URL"
+			}
+			return ""
+		},
+	}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		want   string
+		notice string
+	}{
+		{"new name", nil, map[string]string{"P_REDIS": "new"}, "new", ""},
+		{"old name still read", nil, map[string]string{"P_REDIS_URL": "old"}, "old", "P_REDIS_URL is deprecated: rename it P_REDIS (read this time)"},
+		{"both: the new one wins", nil, map[string]string{"P_REDIS_URL": "old", "P_REDIS": "new"}, "new",
+			"P_REDIS_URL and P_REDIS are both set: P_REDIS is used; P_REDIS_URL is deprecated, remove it"},
+		{"the flag wins over both", []string{"--redis", "flag"}, map[string]string{"P_REDIS_URL": "old"}, "flag",
+			"P_REDIS_URL is deprecated: rename it P_REDIS (--redis on the command line wins over both)"},
+		{"nothing set", nil, nil, "default", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("x", flag.ContinueOnError)
+			v := fs.String("redis", "default", "")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			notices, err := ApplyRule(fs, rule, func(k string) (string, bool) { v, ok := tc.env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *v != tc.want {
+				t.Errorf("--redis %q, want %q", *v, tc.want)
+			}
+			got := strings.Join(notices, "\n")
+			if got != tc.notice {
+				t.Errorf("notices %q, want %q", got, tc.notice)
+			}
+			for _, val := range tc.env {
+				if strings.Contains(got, val) {
+					t.Errorf("a notice shows a value: %q", got)
+				}
+			}
+		})
+	}
+}
+
+func TestUnknown(t *testing.T) {
+	known := map[string]bool{"P_REDIS": true, "P_PSP_TOKEN": true, "P_CONCURRENCY": true}
+	env := []string{"P_REDIS=x", "P_REDIS_ULR=redis://secret@h", "P_PSP_TOKN=s3cret", "P_TEST_X=1", "HOME=/root", "P_SOMETHING_ELSE_ENTIRELY=1", "P_REDIS_ULR=again"}
+	got := Unknown(env, "P_", known, "P_TEST_")
+	want := []Stray{{"P_PSP_TOKN", "P_PSP_TOKEN"}, {"P_REDIS_ULR", "P_REDIS"}, {"P_SOMETHING_ELSE_ENTIRELY", ""}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Unknown = %v, want %v", got, want)
+	}
+}
+
+func TestDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"REDIS_URL", "REDIS", 4}, {"TOKN", "TOKEN", 1}} {
+		if got := distance(tc.a, tc.b); got != tc.d {
+			t.Errorf("distance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.d)
+		}
 	}
 }

@@ -1,5 +1,5 @@
 // Package redisconn is the one way every payout command reaches Redis: it
-// turns the --redis URL (env PAYOUT_REDIS_URL) into a redis.UniversalClient,
+// turns the --redis URL (env PAYOUT_REDIS) into a redis.UniversalClient,
 // pings it, and classifies failures. The same client is handed to the ledger
 // and to Asynq, so both always use the same server, credentials and TLS
 // settings.
@@ -351,4 +351,39 @@ func (e *connError) Unwrap() []error {
 		out = append(out, e.cause)
 	}
 	return out
+}
+
+// Describe says which Redis c reaches, for the line every command prints
+// at start: host:port and database; a sentinel's addresses and master
+// name; a cluster's seed addresses; "TLS" when it is used. It never holds a
+// user name, a password or the URL itself.
+func (c *Config) Describe() string {
+	var s string
+	tlsOn := false
+	switch c.Kind {
+	case KindSentinel:
+		f := c.Failover
+		s = fmt.Sprintf("sentinel %s, master %q, database %d", strings.Join(f.SentinelAddrs, ","), f.MasterName, f.DB)
+		tlsOn = f.TLSConfig != nil
+	case KindCluster:
+		s = "cluster " + strings.Join(c.Cluster.Addrs, ",")
+		tlsOn = c.Cluster.TLSConfig != nil
+	default:
+		s = fmt.Sprintf("%s, database %d", c.Single.Addr, c.Single.DB)
+		tlsOn = c.Single.TLSConfig != nil
+	}
+	if tlsOn {
+		s += " (TLS)"
+	}
+	return s
+}
+
+// Describe parses opts like ParseOptions and describes the Redis they
+// name (Config.Describe); "" when they do not parse (Open says why).
+func Describe(opts Options) string {
+	cfg, err := ParseOptions(opts)
+	if err != nil {
+		return ""
+	}
+	return cfg.Describe()
 }

@@ -581,3 +581,25 @@ func FuzzParseOptions(f *testing.F) {
 		}
 	})
 }
+
+// TestDescribe: the Redis a command names at start: where it is and which
+// database, never a user name or a password.
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"", "127.0.0.1:6379, database 0"},
+		{"redis://:s3cret-pw@10.1.2.3:6477/5", "10.1.2.3:6477, database 5"},
+		{"redis://alice:s3cret-pw@redis.example:6380/2", "redis.example:6380, database 2"},
+		{"rediss://:s3cret-pw@redis.example/1", "redis.example:6379, database 1 (TLS)"},
+		{"redis-sentinel://s1:26379/m?db=2&sentinel_password=s3cret-pw", `sentinel s1:26379, master "m", database 2`},
+		{"redis-sentinel://:s3cret-pw@s1:26379,s2:26379/mymaster?db=3", `sentinel s1:26379,s2:26379, master "mymaster", database 3`},
+		{"redis-cluster://:s3cret-pw@c1:7000,c2:7001", "cluster c1:7000,c2:7001"},
+	} {
+		got := Describe(Options{URL: tc.url})
+		if got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.url, got, tc.want)
+		}
+		if strings.Contains(got, "s3cret") || strings.Contains(got, "alice") {
+			t.Errorf("%q: the description shows a secret: %q", tc.url, got)
+		}
+	}
+}

@@ -112,12 +112,12 @@ var ErrConfig = errors.New("ui: invalid configuration")
 var (
 	// ErrNoCredentials: neither user+password nor a token was given and
 	// the insecure local mode was not (validly) requested.
-	ErrNoCredentials = errors.New("no UI credentials: set --users FILE (PAYOUT_UI_USERS_FILE), " +
+	ErrNoCredentials = errors.New("no UI credentials: set --users FILE (PAYOUT_USERS), " +
 		"or PAYOUT_UI_USER and PAYOUT_UI_PASSWORD, or PAYOUT_UI_TOKEN")
 	// ErrIncompleteCredentials: a user without a password or the reverse.
 	ErrIncompleteCredentials = errors.New("UI user and password must be set together")
 	// ErrUsersAndUser: a users file and the single user and password.
-	ErrUsersAndUser = errors.New("--users (PAYOUT_UI_USERS_FILE) and PAYOUT_UI_USER/PAYOUT_UI_PASSWORD " +
+	ErrUsersAndUser = errors.New("--users (PAYOUT_USERS) and PAYOUT_UI_USER/PAYOUT_UI_PASSWORD " +
 		"cannot be used together: put every login in the users file")
 	// ErrNotLoopback: the insecure local mode was requested on an address
 	// that is not loopback.
