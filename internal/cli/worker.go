@@ -149,8 +149,7 @@ func checkToken(ctx context.Context, e *env, c *psp.Client) error {
 // serveMetrics serves /metrics with the worker's series, Go runtime series,
 // the Asynq queue sizes and the on-call gauges (internal/metrics).
 func serveMetrics(ctx context.Context, addr string, rdb redis.UniversalClient, reg *prometheus.Registry, log zerolog.Logger) (func(), error) {
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		asynqmetrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)), metrics.NewCollector(rdb))
+	registerScrapeCollectors(reg, rdb)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
@@ -170,4 +169,12 @@ func serveMetrics(ctx context.Context, addr string, rdb redis.UniversalClient, r
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}, nil
+}
+
+// registerScrapeCollectors adds what a worker's /metrics reads at scrape
+// time: Go runtime and process series, Asynq's queue metrics and the
+// on-call gauges.
+func registerScrapeCollectors(reg prometheus.Registerer, rdb redis.UniversalClient) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		asynqmetrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)), metrics.NewCollector(rdb))
 }

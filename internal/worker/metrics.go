@@ -131,11 +131,17 @@ func (w *Worker) outcome(ctx context.Context, batch string, st ledger.State) {
 		return
 	}
 	if t, ok := w.metrics.loadedAt(ctx, w.ledger, batch); ok {
-		w.metrics.final.WithLabelValues(string(st)).Observe(max(time.Since(t).Seconds(), 0))
+		w.metrics.ObserveLoadToFinal(st, time.Since(t))
 	}
 }
 
 // ObservePSP records one PSP request; pass it as psp.Config.Observe.
 func (m *Metrics) ObservePSP(r psp.Result) {
 	m.latency.WithLabelValues(string(r.Op), strconv.Itoa(r.HTTPStatus)).Observe(r.Duration.Seconds())
+}
+
+// ObserveLoadToFinal records that a payout reached final state st d after
+// its batch was loaded.
+func (m *Metrics) ObserveLoadToFinal(st ledger.State, d time.Duration) {
+	m.final.WithLabelValues(string(st)).Observe(max(d.Seconds(), 0))
 }
