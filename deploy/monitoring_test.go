@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
@@ -348,26 +347,6 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
-// queriedMetrics returns every metric name the rules and the dashboard
-// query, with where.
-func queriedMetrics(t *testing.T) map[string][]string {
-	t.Helper()
-	out := map[string][]string{}
-	for _, r := range readRules(t).alerts() {
-		for _, n := range metricNames(r.Expr) {
-			out[n] = append(out[n], "rule "+r.Alert)
-		}
-	}
-	for title, es := range readDashboard(t).exprs() {
-		for _, e := range es {
-			for _, n := range metricNames(e) {
-				out[n] = append(out[n], "panel "+title)
-			}
-		}
-	}
-	return out
-}
-
 // The k8s kit's copies.
 
 type prometheusRule struct {
@@ -440,14 +419,4 @@ func TestK8sMonitoringMatchesSources(t *testing.T) {
 			t.Errorf("%s differs from its source: run cd deploy && go test -run TestK8sMonitoringMatchesSources -update-k8s", name)
 		}
 	}
-}
-
-// allAlertNames is used by the integration test.
-func allAlertNames(rf ruleFile) []string {
-	var out []string
-	for _, r := range rf.alerts() {
-		out = append(out, r.Alert)
-	}
-	sort.Strings(out)
-	return out
 }
