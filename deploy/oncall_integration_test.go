@@ -233,7 +233,7 @@ func TestAlertsFireOnRealPrometheus(t *testing.T) {
 	proc.StartT(t, proc.Spec{Name: "worker", Bin: payout, Env: env, Args: []string{"worker",
 		"--redis", redisURL, "--psp-url", "http://" + pspAddr, "--metrics-addr", workerAddr,
 		"--ledger-metrics-interval", "1s", "--psp-timeout", "1s", "--status-delay", "200ms",
-		"--absent-checks", "3", "--absent-spacing", "20s", "--log-level", "warn"}})
+		"--absent-checks", "3", "--absent-spacing", "12s", "--log-level", "warn"}})
 	waitListening(ctx, t, workerAddr)
 
 	promAddr := freeAddr(t)
@@ -260,8 +260,10 @@ scrape_configs:
 
 	// expect polls until the firing alerts include every name in fire and
 	// none in quiet.
+	start := time.Now()
 	expect := func(what string, fire, quiet []string) {
 		t.Helper()
+		defer func() { t.Logf("%s: after %s", what, time.Since(start).Round(100*time.Millisecond)) }()
 		var last map[string]bool
 		err := testenv.Poll(ctx, 90*time.Second, 250*time.Millisecond, func() (bool, error) {
 			as, err := alerts(ctx, base)
@@ -300,10 +302,10 @@ scrape_configs:
 	// 3. It comes up, answers about a third of the creates ambiguously
 	//    (the order stored, then a 5xx, 423, hang or drop: too few to trip
 	//    the breaker again), and answers status queries 404 for the first
-	//    15 s of an order: those payouts are held in checking (absence
-	//    needs 3 404s 20 s apart) past the (shortened) hour, until the
+	//    10 s of an order: those payouts are held in checking (absence
+	//    needs 3 404s 12 s apart) past the (shortened) hour, until the
 	//    order shows and they are created.
-	sandbox("--p-ambiguous", "0.3", "--status-lag", "15s", "--hang-for", "2s", "--seed", "7")
+	sandbox("--p-ambiguous", "0.3", "--status-lag", "10s", "--hang-for", "2s", "--seed", "7")
 	expect("payouts held in checking", []string{"PayoutStuckInChecking"}, nil)
 
 	// 4. Everything resolves: the PSP answers, no payout is left in checking.
