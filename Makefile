@@ -12,7 +12,7 @@ DEPLOY    := deploy
 # and the deliberately unsafe or test-clock builds the chaos run uses.
 LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
 
-.PHONY: all help build demo test test-integration lint fuzz bench bench-sim chaos chaos-short clean
+.PHONY: all help build demo test test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean
 
 ## all: lint, test and build.
 all: lint test build
@@ -47,10 +47,17 @@ test:
 
 ## test-integration: everything, plus tests against a real redis-server
 ## (PAYOUT_TEST_REDIS_URL, else one started per test), browsers and processes.
-test-integration:
+test-integration: test-alerts
 	$(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) $(PKGS)
 	cd e2e && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
 	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
+
+## test-alerts: promtool check rules and promtool test rules on the alert
+## rules of deploy/prometheus (needs promtool: apt-get install prometheus).
+test-alerts:
+	@command -v promtool >/dev/null || { echo "promtool not found: apt-get install -y prometheus" >&2; exit 1; }
+	promtool check rules $(DEPLOY)/prometheus/payout-rules.yml
+	promtool test rules $(DEPLOY)/prometheus/payout-rules.test.yml
 
 ## lint: gofmt, go.mod and go.sum tidy, then go vet and staticcheck (the
 ## version pinned in go.mod, checks in staticcheck.conf) on the default build

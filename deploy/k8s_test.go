@@ -54,6 +54,8 @@ func newTyped(apiVersion, kind string) (any, error) {
 		return &policyv1.PodDisruptionBudget{}, nil
 	case "kustomize.config.k8s.io/v1beta1/Kustomization":
 		return &kustomization{}, nil
+	case "monitoring.coreos.com/v1/PrometheusRule":
+		return &prometheusRule{}, nil // monitoring_test.go
 	}
 	return nil, fmt.Errorf("unsupported apiVersion %q kind %q (add its type to newTyped)", apiVersion, kind)
 }
@@ -487,8 +489,8 @@ func TestK8sManifests(t *testing.T) {
 		kinds[o.kind]++
 	}
 	for kind, n := range map[string]int{
-		"Namespace": 1, "Secret": 1, "ConfigMap": 1, "PersistentVolumeClaim": 1, "CronJob": 1,
-		"Deployment": 2, "PodDisruptionBudget": 1, "Service": 1, "Kustomization": 1,
+		"Namespace": 1, "Secret": 1, "ConfigMap": 2, "PersistentVolumeClaim": 1, "CronJob": 1,
+		"Deployment": 2, "PodDisruptionBudget": 1, "Service": 1, "Kustomization": 1, "PrometheusRule": 1,
 	} {
 		if kinds[kind] != n {
 			t.Errorf("%d %s object(s), want %d", kinds[kind], kind, n)

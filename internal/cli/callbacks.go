@@ -40,9 +40,7 @@ func (c *callbackFlags) start(ctx context.Context, e *env, h callback.Hinter, re
 		}
 		cfg.Allow = append(cfg.Allow, p)
 	}
-	results := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "payout_callbacks_total", Help: "PSP callbacks received, by result (hinted, nothing, malformed, unauthorized, forbidden, limited, too_large, failed).",
-	}, []string{"result"})
+	results := newCallbackResults()
 	if reg != nil {
 		reg.MustRegister(results)
 	}
@@ -62,4 +60,11 @@ func (c *callbackFlags) start(ctx context.Context, e *env, h callback.Hinter, re
 	}()
 	log.Info().Str("addr", ln.Addr().String()).Msg("receiving PSP callbacks")
 	return nil
+}
+
+// newCallbackResults is the counter of callbacks by result.
+func newCallbackResults() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "payout_callbacks_total", Help: "PSP callbacks received, by result (hinted, nothing, malformed, unauthorized, forbidden, limited, too_large, failed).",
+	}, []string{"result"})
 }

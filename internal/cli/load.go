@@ -19,7 +19,7 @@ import (
 // spool mode has them all.
 const maxPrintedErrors = 200
 
-func runLoad(ctx context.Context, e *env, args []string) error {
+func runLoad(ctx context.Context, e *env, args []string) (err error) {
 	fs := newFlags(e, "load", "[flags] FILE... | --spool DIR")
 	var (
 		lf      logFlags
@@ -38,6 +38,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		purge   time.Duration
 		partial bool
 		dryRun  bool
+		mfile   string
 	)
 	lf.register(fs)
 	rf.register(fs)
@@ -55,8 +56,14 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
 	fs.BoolVar(&partial, "partial", false, "load the valid rows of a file that has invalid ones (default: one bad row refuses the whole file)")
 	fs.BoolVar(&dryRun, "dry-run", false, "validate only; write nothing")
+	fs.StringVar(&mfile, "metrics-textfile", "", "write this run's outcome, files and rows to FILE (atomically) in Prometheus text format, for node_exporter's textfile collector (name it *.prom in its --collector.textfile.directory)")
 	if err := parse(e, fs, args); err != nil {
 		return err
+	}
+	var tally *loadTally
+	if mfile != "" && !dryRun {
+		tally = &loadTally{start: time.Now()}
+		defer func() { tally.record(e, mfile, err) }()
 	}
 	if (spool == "") == (fs.NArg() == 0) {
 		fs.Usage()
@@ -134,7 +141,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 		log.Info().Str("spool", spool).Str("delivery", string(delivery)).Dur("settle", settle).
 			Msg("spool run: delivery contract in force (also written to inbox/" + loader.DeliveryNote + ")")
 		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Delivery: delivery, Settle: settle, HeldReport: heldRep, PurgeAfter: purge,
-			Archive: spoolArchive(e, led, spool, arf)}, log)
+			Archive: spoolArchive(e, led, spool, arf)}, log, tally)
 	}
 	refused := false
 	for _, path := range files {
@@ -143,6 +150,7 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 			return infraErr(err)
 		}
 		printResult(e.stdout, e.stderr, res, dryRun)
+		tally.add(res)
 		refused = refused || !res.Loaded || len(res.Errors) > 0
 	}
 	if refused {
@@ -151,15 +159,17 @@ func runLoad(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loader.SpoolOptions, log zerolog.Logger) error {
+func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loader.SpoolOptions, log zerolog.Logger, tally *loadTally) error {
 	res, err := ld.Spool(ctx, dir, o)
 	if res.Locked {
+		tally.skipped()
 		log.Info().Str("spool", dir).Msg("another loader is running on this spool; nothing to do")
 		return nil
 	}
 	refused := false
 	for _, r := range res.Files {
 		printResult(e.stdout, e.stderr, r, o.Load.DryRun)
+		tally.add(r)
 		refused = refused || !r.Loaded || len(r.Errors) > 0
 	}
 	for _, h := range res.Overdue() {

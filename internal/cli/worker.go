@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/metrics"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/worker"
 	"github.com/hibiken/asynq"
-	"github.com/hibiken/asynq/x/metrics"
+	asynqmetrics "github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,6 +37,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 		cf          callbackFlags
 		nf          notifyFlags
 		metricsAddr string
+		gaugesEvery time.Duration
 		check       bool
 	)
 	lf.register(fs)
@@ -51,6 +53,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	cf.register(fs)
 	nf.register(fs)
 	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
+	fs.DurationVar(&gaugesEvery, "ledger-metrics-interval", metrics.DefaultInterval, "how often one worker (under a lease) recomputes the on-call gauges read from the ledger (open payouts by state and the oldest one's age, needs review, awaiting approval) that every worker exports; 0: this process never computes them")
 	fs.BoolVar(&check, "check", false, "prove that --psp-url is the PSP's API and that it accepts the token (status of a random id, with and without the token; see docs/psp-api.md), then exit; touch no payout")
 	if err := parse(e, fs, args); err != nil {
 		return err
@@ -115,6 +118,7 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err := cf.start(ctx, e, w, reg, log); err != nil {
 		return err
 	}
+	go metrics.Publisher{Redis: rdb, Ledger: cfg.Ledger, Interval: gaugesEvery, Logger: log.With().Str("component", "metrics").Logger()}.Run(ctx)
 	if metricsAddr != "" {
 		stop, err := serveMetrics(ctx, metricsAddr, rdb, reg, log)
 		if err != nil {
@@ -142,11 +146,10 @@ func checkToken(ctx context.Context, e *env, c *psp.Client) error {
 	return infraErr(fmt.Errorf("PSP check inconclusive: %s", res.Message))
 }
 
-// serveMetrics serves /metrics with the worker's series, Go runtime series
-// and the Asynq queue sizes.
+// serveMetrics serves /metrics with the worker's series, Go runtime series,
+// the Asynq queue sizes and the on-call gauges (internal/metrics).
 func serveMetrics(ctx context.Context, addr string, rdb redis.UniversalClient, reg *prometheus.Registry, log zerolog.Logger) (func(), error) {
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
+	registerScrapeCollectors(reg, rdb)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
@@ -166,4 +169,12 @@ func serveMetrics(ctx context.Context, addr string, rdb redis.UniversalClient, r
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}, nil
+}
+
+// registerScrapeCollectors adds what a worker's /metrics reads at scrape
+// time: Go runtime and process series, Asynq's queue metrics and the
+// on-call gauges.
+func registerScrapeCollectors(reg prometheus.Registerer, rdb redis.UniversalClient) {
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		asynqmetrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)), metrics.NewCollector(rdb))
 }

@@ -35,6 +35,11 @@ local function nowms()
   return NOWMS
 end
 local function move(counts, from, to, units)
+  if AUD.payout then
+    -- when the payout entered its state: its age in that state for the
+    -- on-call gauges (Ledger.Oldest); 'updated' moves with every check.
+    redis.call('HSET', AUD.payout, 'entered', nowms())
+  end
   if from then
     redis.call('HINCRBY', counts, 'n:' .. from, -1)
     redis.call('HINCRBY', counts, 'u:' .. from, '-' .. units)
@@ -85,6 +90,7 @@ end
 // stream.
 const luaReplay = `
 local OP = ARGV[#ARGV]
+AUD.payout = KEYS[1]
 if KEYS[3] then
   AUD.key = KEYS[3]
   AUD.actor = ARGV[#ARGV - 1]

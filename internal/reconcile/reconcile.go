@@ -90,6 +90,7 @@ type Sweeper struct {
 	cfg      Config
 	log      zerolog.Logger
 	OnRepair func(Repair) // called for every repair done (metrics); may be nil
+	OnSweep  func(Report) // called after every sweep of Run that finished (metrics); may be nil
 }
 
 // New builds a Sweeper on rdb (the client the Asynq tasks live on) and l.
@@ -262,5 +263,8 @@ func (s *Sweeper) Run(ctx context.Context) {
 			continue
 		}
 		s.log.Info().Int("batches", rep.Batches).Int("open", rep.Open).Int("repaired", len(rep.Repairs)).Msg("reconciler sweep")
+		if s.OnSweep != nil {
+			s.OnSweep(rep)
+		}
 	}
 }

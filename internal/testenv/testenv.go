@@ -91,6 +91,8 @@ func installHint(name string) string {
 	switch name {
 	case "redis-server", "redis-cli":
 		return "apt-get install -y redis-server redis-tools"
+	case "prometheus", "promtool":
+		return "apt-get install -y prometheus"
 	case "go":
 		return "the go command builds the binaries under test"
 	}

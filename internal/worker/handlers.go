@@ -160,7 +160,7 @@ func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause err
 	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.NeedsReview, Error: reason}); err != nil {
 		return settled(err)
 	}
-	w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
+	w.outcome(ctx, p.Batch, ledger.NeedsReview)
 	w.log.Error().Str("batch", p.Batch).Str("externalId", p.ExternalID).Str("reason", reason).Msg("payout needs review")
 	return needsReview(p.ExternalID, reason)
 }
@@ -179,7 +179,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 			return fin, errSettled
 		}
 		if err == nil {
-			w.metrics.outcomes.WithLabelValues(string(fin.State)).Inc()
+			w.outcome(ctx, p.Batch, fin.State)
 		}
 		return fin, err
 	}
@@ -378,7 +378,7 @@ func (w *Worker) checkAnswer(ctx context.Context, res psp.Result, trusted bool) 
 func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, step ledger.CheckStep, answer ledger.CheckAnswer, res psp.Result, log zerolog.Logger) error {
 	switch step.Action {
 	case ledger.CheckDone:
-		w.metrics.outcomes.WithLabelValues(string(ledger.Created)).Inc()
+		w.outcome(ctx, pay.Batch, ledger.Created)
 		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
 		return w.followOutcome(ctx, pay.Batch, pay.ExternalID)
 	case ledger.CheckAgain:
@@ -395,7 +395,7 @@ func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, ste
 		log.Warn().Int("attempt", step.Attempt).Msg("PSP confirmed the order is absent; creating again")
 		return w.enqueueCreate(ctx, pay, step.Attempt)
 	case ledger.CheckReview:
-		w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
+		w.outcome(ctx, pay.Batch, ledger.NeedsReview)
 		after, _ := w.ledger.Get(ctx, pay.Batch, pay.ExternalID)
 		log.Error().Str("reason", after.Error).Msg("payout needs review")
 		return needsReview(pay.ExternalID, after.Error)

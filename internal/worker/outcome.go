@@ -112,7 +112,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 	}
 	switch step.Action {
 	case ledger.OutcomeDone:
-		w.metrics.outcomes.WithLabelValues(string(step.State)).Inc()
+		w.outcome(ctx, p.Batch, step.State)
 		ev := log.Info()
 		if step.State == ledger.Failed {
 			ev = log.Warn().Str("reason", reason)
@@ -122,7 +122,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		pay.OutcomeSeq = step.Seq
 		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(step.Polls+1))
 	case ledger.OutcomeReview:
-		w.metrics.outcomes.WithLabelValues(string(ledger.NeedsReview)).Inc()
+		w.outcome(ctx, p.Batch, ledger.NeedsReview)
 		after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
 		log.Error().Str("reason", after.Error).Msg("payout needs review")
 		return needsReview(p.ExternalID, after.Error)

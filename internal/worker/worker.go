@@ -101,6 +101,7 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) Sweeper() *reconcile.Sweeper {
 	s := reconcile.New(w.rdb, w.ledger, w.cfg.Reconcile, w.log.With().Str("component", "reconciler").Logger())
 	s.OnRepair = func(reconcile.Repair) { w.metrics.repairs.WithLabelValues("reconciler").Inc() }
+	s.OnSweep = func(rep reconcile.Report) { w.metrics.swept(rep, time.Now()) }
 	return s
 }
 
