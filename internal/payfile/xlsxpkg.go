@@ -34,11 +34,11 @@ const (
 	// XLSXMaxColumns is the number of columns of a sheet (Excel's own).
 	XLSXMaxColumns = 16384
 	// XLSXMaxCells bounds the cells of a sheet, empty ones included.
-	XLSXMaxCells = 8 << 20
+	XLSXMaxCells = 4 << 20
 	// XLSXMaxSharedStrings bounds the entries of the shared string table.
-	XLSXMaxSharedStrings = 4 << 20
+	XLSXMaxSharedStrings = 1 << 20
 	// XLSXMaxSharedBytes bounds the text of the shared string table.
-	XLSXMaxSharedBytes = 64 << 20
+	XLSXMaxSharedBytes = 32 << 20
 	// xlsxMaxStyles bounds the cell formats and number formats (Excel's
 	// own limit is 64000 formats).
 	xlsxMaxStyles = 1 << 16
@@ -499,21 +499,34 @@ func rowRange(ref string) (from, to int, ok bool) {
 	return from, to, from > 0 && to >= from
 }
 
-// sharedStrings is the shared string table: all texts in one buffer.
+// sharedStrings is the shared string table: the texts in chunks of
+// sstChunk bytes (no text crosses a chunk; growing one buffer by doubling
+// would hold twice the table at times), and each entry's place.
 type sharedStrings struct {
-	buf  []byte
-	ends []uint32
+	chunks  [][]byte
+	entries []uint64 // chunk<<48 | offset<<24 | length
 }
 
+const sstChunk = 4 << 20
+
 func (s *sharedStrings) get(i int) (string, bool) {
-	if s == nil || i < 0 || i >= len(s.ends) {
+	if s == nil || i < 0 || i >= len(s.entries) {
 		return "", false
 	}
-	start := uint32(0)
-	if i > 0 {
-		start = s.ends[i-1]
+	e := s.entries[i]
+	c, off, n := e>>48, e>>24&(1<<24-1), e&(1<<24-1)
+	return string(s.chunks[c][off : off+n]), true
+}
+
+func (s *sharedStrings) add(text []byte) {
+	last := len(s.chunks) - 1
+	if last < 0 || len(s.chunks[last])+len(text) > cap(s.chunks[last]) {
+		s.chunks = append(s.chunks, make([]byte, 0, max(sstChunk, len(text))))
+		last++
 	}
-	return string(s.buf[start:s.ends[i]]), true
+	off := len(s.chunks[last])
+	s.chunks[last] = append(s.chunks[last], text...)
+	s.entries = append(s.entries, uint64(last)<<48|uint64(off)<<24|uint64(len(text)))
 }
 
 // readShared reads the shared strings: each entry's text runs (<t>),
@@ -528,7 +541,8 @@ func (p *xlsxPackage) readShared(name string) (*sharedStrings, error) {
 		return nil, err
 	}
 	defer c.Close()
-	inT, inPh := false, 0
+	inT, inPh, total := false, 0, 0
+	var cur []byte
 	for {
 		tok, err := d.RawToken()
 		if err == io.EOF {
@@ -540,10 +554,16 @@ func (p *xlsxPackage) readShared(name string) (*sharedStrings, error) {
 		switch el := tok.(type) {
 		case xml.StartElement:
 			switch el.Name.Local {
+			case "sst":
+				// Room for the entries it declares, within the bound.
+				if n, err := strconv.Atoi(attr(el, "uniqueCount")); err == nil && n > 0 {
+					s.entries = make([]uint64, 0, min(n, XLSXMaxSharedStrings))
+				}
 			case "si":
-				if len(s.ends) >= XLSXMaxSharedStrings {
+				if len(s.entries) >= XLSXMaxSharedStrings {
 					return nil, overLimit("its shared string table has more than %d entries", XLSXMaxSharedStrings)
 				}
+				cur = cur[:0]
 			case "t":
 				inT = true
 			case "rPh":
@@ -552,7 +572,7 @@ func (p *xlsxPackage) readShared(name string) (*sharedStrings, error) {
 		case xml.EndElement:
 			switch el.Name.Local {
 			case "si":
-				s.ends = append(s.ends, uint32(len(s.buf)))
+				s.add(cur)
 			case "t":
 				inT = false
 			case "rPh":
@@ -560,10 +580,14 @@ func (p *xlsxPackage) readShared(name string) (*sharedStrings, error) {
 			}
 		case xml.CharData:
 			if inT && inPh == 0 {
-				if len(s.buf)+len(el) > XLSXMaxSharedBytes {
+				total += len(el)
+				if total > XLSXMaxSharedBytes {
 					return nil, overLimit("its shared string table holds more than %d MiB of text", XLSXMaxSharedBytes>>20)
 				}
-				s.buf = append(s.buf, el...)
+				if len(cur)+len(el) > XLSXMaxToken {
+					return nil, overLimit("its shared string table has an entry of more than %d KiB", XLSXMaxToken>>10)
+				}
+				cur = append(cur, el...)
 			}
 		}
 	}
