@@ -133,6 +133,9 @@ func readSection(sec string) (numberFormat, string) {
 	if strings.TrimSpace(sec) == "@" {
 		return numberFormat{general: true}, ""
 	}
+	if strings.Contains(unquoted(sec), "/") {
+		return f, "a fraction or a date"
+	}
 	for i := 0; i < len(sec); {
 		r, size := utf8.DecodeRuneInString(sec[i:])
 		next := i + size
@@ -232,6 +235,33 @@ func readSection(sec string) (numberFormat, string) {
 		return f, "text without the number"
 	}
 	return f, ""
+}
+
+// unquoted is a section without its quoted text, escaped characters and
+// brackets.
+func unquoted(sec string) string {
+	var b strings.Builder
+	for i := 0; i < len(sec); i++ {
+		switch c := sec[i]; c {
+		case '"':
+			if j := strings.IndexByte(sec[i+1:], '"'); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(sec)
+			}
+		case '[':
+			if j := strings.IndexByte(sec[i+1:], ']'); j >= 0 {
+				i += j + 1
+			} else {
+				i = len(sec)
+			}
+		case '\\', '_', '*':
+			i++
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 func isColor(s string) bool {
