@@ -120,6 +120,18 @@ func pickSheet(pkg *xlsxPackage, book *bookInfo, sheet string) (*workbook, error
 	return wb, nil
 }
 
+// andList quotes names and joins them: "a", "b" and "c".
+func andList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
+}
+
 func (b *bookInfo) names() []string {
 	out := make([]string, len(b.sheets))
 	for i, s := range b.sheets {
@@ -195,6 +207,19 @@ func sciShort(s string) string {
 	return m + "E" + s[i+1:]
 }
 
+// sciOf shows d in scientific notation without its digits: "6.7…E+15".
+func sciOf(d decimal.Decimal) string {
+	digits := d.Abs().Truncate(0).String()
+	if len(digits) < 3 {
+		return d.String()
+	}
+	sign := ""
+	if d.IsNegative() {
+		sign = "-"
+	}
+	return fmt.Sprintf("%s%c.%c…E+%d", sign, digits[0], digits[1], len(digits)-1)
+}
+
 // isScientific reports whether s is a number written in scientific
 // notation ("6.75964982643845E+018", "1.5e3").
 func isScientific(s string) bool {
@@ -252,10 +277,10 @@ func (c *config) textOfCell(col string, x xcell) (text string, amountPlain bool,
 	switch col {
 	case ColCardNumber:
 		// Never the digits: they may be a card number.
-		if isScientific(x.raw) {
-			return "", false, "is a number cell" + formulaNote + ", not text: it " + sciMessage(col, x.raw)
+		if d, err := decimal.NewFromString(x.raw); err == nil && (isScientific(x.raw) || d.Abs().GreaterThanOrEqual(decimal.New(1, 11))) {
+			return "", false, fmt.Sprintf("is a number cell%s, not text, holding a number of %d digits that a spreadsheet shows in scientific notation (%s): a spreadsheet keeps only 15 digits of a number, so a 16-digit card number loses its last digits; format the cardNumber column as Text and type or paste the card numbers again", formulaNote, len(d.Abs().Truncate(0).String()), sciOf(d))
 		}
-		return "", false, "is a number cell, not text: a spreadsheet keeps only 15 digits of a number, so a 16-digit card number loses its last digit (and shows as 4.11111E+15); format the cardNumber column as Text and type or paste the card numbers again"
+		return "", false, "is a number cell" + formulaNote + ", not text: a spreadsheet keeps only 15 digits of a number, so a 16-digit card number loses its last digit (and shows as 4.11111E+15); format the cardNumber column as Text and type or paste the card numbers again"
 	case ColAmount:
 		return c.amountOfNumber(x)
 	}
@@ -338,9 +363,9 @@ func isDigits(s string) bool {
 // hiddenMessage says why a hidden row is refused.
 func hiddenMessage(sh sheetInfo, row int) string {
 	if sh.filterFrom > 0 && row >= sh.filterFrom && row <= sh.filterTo {
-		return fmt.Sprintf("is filtered out by the sheet's autofilter: the sheet does not show it, yet it would be paid; clear the filter and check the row, delete it, or load with --include-hidden-rows")
+		return "is hidden, within the sheet's autofilter (filtered out, or hidden by hand): the sheet does not show it, yet it would be paid; clear the filter or unhide it and check the row, delete it, or load with --include-hidden-rows"
 	}
-	return fmt.Sprintf("is a hidden row: the sheet does not show it, yet it would be paid; unhide it and check it, delete it, or load with --include-hidden-rows")
+	return "is a hidden row: the sheet does not show it, yet it would be paid; unhide it and check it, delete it, or load with --include-hidden-rows"
 }
 
 // scanWorkbook is scan for an XLSX workbook: the first non-empty row of
@@ -401,7 +426,7 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 				}
 				if len(wb.book.sheets) > 1 {
 					emit(Error{Line: row, Sheet: sheet, Column: ColumnHeader, Kind: KindHeader,
-						Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", wb.sheet.name, quoteList(wb.book.names()))})
+						Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", wb.sheet.name, andList(wb.book.names()))})
 				}
 				return stopped
 			}
