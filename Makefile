@@ -12,7 +12,7 @@ DEPLOY    := deploy
 # and the deliberately unsafe or test-clock builds the chaos run uses.
 LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
 
-.PHONY: all help build demo test test-integration lint fuzz bench bench-sim chaos chaos-short clean
+.PHONY: all help build demo test test-integration lint fuzz bench bench-sim chaos chaos-short clean corpus
 
 ## all: lint, test and build.
 all: lint test build
@@ -71,6 +71,11 @@ lint:
 		$(GO) vet -tags "$$tags" ./...; \
 		$$sc -tags "$$tags" ./...; \
 	done
+
+## corpus: write again the workbooks and CSVs of internal/payfile/testdata/corpus
+## with LibreOffice Calc (soffice); the files are committed, the tests need no soffice.
+corpus:
+	internal/payfile/testdata/corpus/gen.sh
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:
