@@ -81,6 +81,8 @@ corpus:
 fuzz:
 	@set -e; for spec in \
 		./internal/payfile:FuzzCheck \
+		./internal/payfile:FuzzWorkbook \
+		./internal/payfile:FuzzNumberFormat \
 		./internal/money:FuzzParse \
 		./internal/money:FuzzParseComma \
 		./internal/card:FuzzMaskNeverShowsTheWhole \

@@ -348,7 +348,9 @@ func partErr(name string, err error) error {
 	if errors.As(err, &se) {
 		return notXLSX(fmt.Sprintf("%s is not well-formed XML (line %d: %s)", name, se.Line, se.Msg))
 	}
-	return err
+	// Reading errors became one of the above in countingReader: what is
+	// left is the decoder's ("xml: unsupported version").
+	return notXLSX(fmt.Sprintf("%s is not XML a spreadsheet writes (%v)", name, err))
 }
 
 func attr(el xml.StartElement, name string) string {
@@ -521,7 +523,13 @@ func (s *sharedStrings) get(i int) (string, bool) {
 func (s *sharedStrings) add(text []byte) {
 	last := len(s.chunks) - 1
 	if last < 0 || len(s.chunks[last])+len(text) > cap(s.chunks[last]) {
-		s.chunks = append(s.chunks, make([]byte, 0, max(sstChunk, len(text))))
+		// Chunks of 4 KiB, doubling up to sstChunk: a small table
+		// takes little.
+		size := 4 << 10
+		if last >= 0 {
+			size = min(2*cap(s.chunks[last]), sstChunk)
+		}
+		s.chunks = append(s.chunks, make([]byte, 0, max(size, len(text))))
 		last++
 	}
 	off := len(s.chunks[last])
@@ -555,9 +563,9 @@ func (p *xlsxPackage) readShared(name string) (*sharedStrings, error) {
 		case xml.StartElement:
 			switch el.Name.Local {
 			case "sst":
-				// Room for the entries it declares, within the bound.
+				// Room for the entries it declares, up to 64Ki.
 				if n, err := strconv.Atoi(attr(el, "uniqueCount")); err == nil && n > 0 {
-					s.entries = make([]uint64, 0, min(n, XLSXMaxSharedStrings))
+					s.entries = make([]uint64, 0, min(n, 1<<16))
 				}
 			case "si":
 				if len(s.entries) >= XLSXMaxSharedStrings {
