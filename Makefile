@@ -40,9 +40,11 @@ demo:
 		--psp-timeout 1s --status-delay 500ms --absent-spacing 1500ms --log-level error \
 		--out $(BIN)/demo.result.csv samples/payouts-good.csv
 
-## test: unit tests, seed corpora of the fuzzers; needs only Go.
+## test: unit tests, seed corpora of the fuzzers; needs only Go. The hostile
+## workbook tests (memory and time bounds) run again without -race.
 test:
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	$(GO) test -count=1 -run Hostile ./internal/operator ./internal/testenv/hostile
 	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) ./...
 
 ## test-integration: everything, plus tests against a real redis-server
