@@ -12,7 +12,7 @@ DEPLOY    := deploy
 # and the deliberately unsafe or test-clock builds the chaos run uses.
 LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
 
-.PHONY: all help build demo test test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean
+.PHONY: all help build demo test test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
 
 ## all: lint, test and build.
 all: lint test build
@@ -40,9 +40,11 @@ demo:
 		--psp-timeout 1s --status-delay 500ms --absent-spacing 1500ms --log-level error \
 		--out $(BIN)/demo.result.csv samples/payouts-good.csv
 
-## test: unit tests, seed corpora of the fuzzers; needs only Go.
+## test: unit tests, seed corpora of the fuzzers; needs only Go. The hostile
+## workbook tests (memory and time bounds) run again without -race.
 test:
 	$(GO) test $(TEST_FLAGS) $(PKGS)
+	$(GO) test -count=1 -run Hostile ./internal/operator ./internal/testenv/hostile
 	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) ./...
 
 ## test-integration: everything, plus tests against a real redis-server
@@ -79,10 +81,17 @@ lint:
 		$$sc -tags "$$tags" ./...; \
 	done
 
+## corpus: write again the workbooks and CSVs of internal/payfile/testdata/corpus
+## with LibreOffice Calc (soffice); the files are committed, the tests need no soffice.
+corpus:
+	internal/payfile/testdata/corpus/gen.sh
+
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:
 	@set -e; for spec in \
 		./internal/payfile:FuzzCheck \
+		./internal/payfile:FuzzWorkbook \
+		./internal/payfile:FuzzNumberFormat \
 		./internal/money:FuzzParse \
 		./internal/money:FuzzParseComma \
 		./internal/card:FuzzMaskNeverShowsTheWhole \

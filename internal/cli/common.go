@@ -105,6 +105,7 @@ type fileFlags struct {
 	operators    string
 	banks        string
 	sheet        string
+	hiddenRows   bool
 }
 
 func (f *fileFlags) register(fs *flag.FlagSet) {
@@ -113,12 +114,13 @@ func (f *fileFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxIDLen, "max-external-id-len", payfile.DefaultMaxExternalIDLen, "longest externalId accepted")
 	fs.StringVar(&f.amountFormat, "amount-format", money.Plain.String(), "how the file writes amounts: plain (1500.50), comma (1500,50 or 1 500,50: space or no-break space groups thousands), comma-dot (1.500,50) or dot-comma (1,500.50); declared, never guessed")
 	fs.StringVar(&f.operators, "telecom-operators", "", "file of the PSP's telecom operator names, one a line: refuse a telecomOperator not in it, exactly (with a \"did you mean\"); empty: not checked, with a warning per file")
-	fs.StringVar(&f.sheet, "sheet", "", "the sheet read from an .xlsx workbook (default: the first)")
+	fs.StringVar(&f.sheet, "sheet", "", "the sheet read from an .xlsx workbook (default: the first one not hidden)")
+	fs.BoolVar(&f.hiddenRows, "include-hidden-rows", false, "read a workbook's hidden rows, rows filtered out by an autofilter, hidden columns and hidden sheet as if shown (default: refused, since they would be paid unseen)")
 	fs.StringVar(&f.banks, "bank-names", "", "file of the PSP's bank names, one a line: allow a bankName column and refuse a name not in it, exactly")
 }
 
 func (f *fileFlags) options() (payfile.Options, error) {
-	o := payfile.Options{Scale: f.scale, MaxExternalIDLen: f.maxIDLen, Sheet: f.sheet}
+	o := payfile.Options{Scale: f.scale, MaxExternalIDLen: f.maxIDLen, Sheet: f.sheet, IncludeHiddenRows: f.hiddenRows}
 	af, err := money.ParseFormat(f.amountFormat)
 	if err != nil {
 		return o, usageErr("--amount-format: %v", err)

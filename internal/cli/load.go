@@ -194,6 +194,18 @@ func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loa
 	return nil
 }
 
+// sheetLine says, for a workbook, how many data rows its sheet shows and
+// how many it holds: what a person sees against what is read.
+func sheetLine(r loader.Result) string {
+	if r.Sheet == "" || r.Rows == 0 {
+		return ""
+	}
+	if r.HiddenRows == 0 {
+		return fmt.Sprintf("%s: sheet %s shows all its %d data rows", r.File, r.Sheet, r.Rows)
+	}
+	return fmt.Sprintf("%s: sheet %s shows %d data rows and holds %d: %d hidden or filtered out", r.File, r.Sheet, r.Rows-r.HiddenRows, r.Rows, r.HiddenRows)
+}
+
 // printResult prints a file's errors compiler style, then one summary line.
 func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 	for _, w := range r.Warnings {
@@ -205,6 +217,9 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 			break
 		}
 		fmt.Fprintln(stderr, err.String())
+	}
+	if line := sheetLine(r); line != "" {
+		fmt.Fprintln(stdout, line)
 	}
 	switch {
 	case r.Busy:

@@ -130,6 +130,8 @@ type Result struct {
 	File        string // base name
 	Batch       string
 	Rows        int          // data rows in the file
+	Sheet       string       // the sheet read, for a workbook
+	HiddenRows  int          // of Rows, those a workbook's sheet does not show (payfile.Summary.HiddenRows)
 	Valid       int          // rows without error
 	Total       money.Amount // sum of the valid rows
 	Scale       int          // decimal places of the file's amounts: how Total is shown (Total.StringFixed(Scale))
@@ -269,6 +271,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Options) bool {
 	sum := pass.sum
 	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
+	res.Sheet, res.HiddenRows = sum.Sheet, sum.HiddenRows
 	partialOK := opts.Partial && !sum.Aborted && !hasStructural(pass.errs)
 	errs := refuseOwned(res, pass, bad)
 	// A file at odds with what it declares is refused whole, --partial or

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -78,5 +79,35 @@ func TestWorkbookThatIsNotOne(t *testing.T) {
 	res, err := f.ld.LoadFile(context.Background(), writeFile(t, t.TempDir(), "a.xlsx", goodCSV), Options{})
 	if err != nil || res.Loaded || len(res.Errors) != 1 || res.Errors[0].Column != "file" {
 		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// TestWorkbookHiddenRows: a workbook's hidden row is refused, naming it,
+// and nothing is loaded; with IncludeHiddenRows it is loaded, and the
+// result says the sheet shows one row fewer than it holds.
+func TestWorkbookHiddenRows(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "hidden.xlsx")
+	writeWorkbook(t, path, "finance")
+	x, err := excelize.OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetRowVisible("Sheet1", 3, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Save(); err != nil {
+		t.Fatal(err)
+	}
+	x.Close()
+	res, err := f.ld.LoadFile(ctx, path, Options{})
+	if err != nil || res.Loaded || len(res.Errors) != 1 || res.Errors[0].Line != 3 || res.Errors[0].Column != "row" ||
+		res.Sheet != "Sheet1" || res.Rows != 3 || res.HiddenRows != 1 {
+		t.Fatalf("hidden row: %+v %v", res, err)
+	}
+	res, err = f.ld.LoadFile(ctx, path, Options{File: payfile.Options{IncludeHiddenRows: true}})
+	if err != nil || !res.Loaded || res.Registered != 3 || res.Total.String() != "30.51" || res.HiddenRows != 1 {
+		t.Fatalf("hidden row included: %+v %v", res, err)
 	}
 }

@@ -144,7 +144,7 @@ func (u UIUploads) Confirm(ctx context.Context, id, by string) (ui.Preview, erro
 // previewOf shows a load's result.
 func previewOf(res loader.Result) ui.Preview {
 	p := ui.Preview{File: res.File, Batch: res.Batch, Rows: res.Rows, Valid: res.Valid, Total: res.Total.String(),
-		Warnings: res.Warnings}
+		Warnings: res.Warnings, Sheet: res.Sheet, Shown: res.Rows - res.HiddenRows}
 	for i, e := range res.Errors {
 		if i == maxShownErrors {
 			p.Note = fmt.Sprintf("%d more errors not shown", len(res.Errors)-maxShownErrors)

@@ -85,6 +85,10 @@ func (lr *lineReader) fetch() ([]byte, error) {
 			line = line[len(utf8BOM):]
 		case bytes.HasPrefix(line, []byte{0xFF, 0xFE}) || bytes.HasPrefix(line, []byte{0xFE, 0xFF}):
 			return nil, lr.fatal(1, KindEncoding, "the file is UTF-16 text; save it as UTF-8")
+		case bytes.HasPrefix(line, []byte("PK\x03\x04")) && bytes.Contains(line[:min(len(line), 128)], []byte("opendocument.spreadsheet")):
+			// The first part of an OpenDocument package is its
+			// mimetype, stored.
+			return nil, lr.fatal(1, KindEncoding, "the file is an OpenDocument spreadsheet (.ods), not CSV text; in LibreOffice Calc use File > Save As and choose Excel 2007-365 (.xlsx), or Text CSV (UTF-8)")
 		case bytes.HasPrefix(line, []byte("PK\x03\x04")):
 			return nil, lr.fatal(1, KindEncoding, "the file is a ZIP archive (an Excel .xlsx workbook?), not CSV text; save it as CSV UTF-8")
 		case bytes.HasPrefix(line, []byte{0xD0, 0xCF, 0x11, 0xE0}):

@@ -110,8 +110,13 @@ type Options struct {
 	// BankNames, when set, allows a bankName column (an extra destination
 	// property) and refuses a bankName that is not one of its names.
 	BankNames *Dictionary
-	// Sheet is the sheet read from an XLSX workbook; "" means the first.
+	// Sheet is the sheet read from an XLSX workbook; "" means the first
+	// one not hidden.
 	Sheet string
+	// IncludeHiddenRows takes a workbook's hidden rows, rows filtered out
+	// by an autofilter, hidden columns and a hidden sheet as if shown;
+	// by default they are refused, since they would be paid unseen.
+	IncludeHiddenRows bool
 }
 
 // Kind classifies an Error. A Kind is itself an error, so that
@@ -260,6 +265,9 @@ type Summary struct {
 	Delimiter rune     // ',' or ';'
 	Columns   []string // canonical names of the file's columns, in file order
 	Sheet     string   // the sheet read, for a workbook
+	// HiddenRows are the data rows of a workbook's sheet that it does not
+	// show (hidden, or filtered out): of Rows, Rows-HiddenRows are shown.
+	HiddenRows int
 	// Warnings are said once per file and refuse nothing: a check that
 	// could not be made (no operator dictionary given, say).
 	Warnings []string
@@ -436,6 +444,7 @@ func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]ui
 		c.sum.Warnings = append(c.sum.Warnings, WarnNoOperatorDictionary)
 	}
 	c.sum.Aborted, c.sum.Delimiter, c.sum.Columns, c.sum.Sheet = res.aborted, res.delim, res.columns, res.sheet
+	c.sum.HiddenRows = res.hidden
 	if err != nil {
 		return nil, fmt.Errorf("payfile: %s: %w", c.name, err)
 	}
@@ -532,11 +541,13 @@ type config struct {
 	maxLine  int
 	workbook bool   // read as an XLSX workbook
 	sheet    string // its sheet, "" for the first
-	telecom  *Dictionary
-	banks    *Dictionary
-	extras   []string          // canonical names of the extra columns
-	allowed  []string          // every allowed column, canonical names, in display order
-	byCanon  map[string]string // folded name -> canonical name
+	// includeHidden: Options.IncludeHiddenRows
+	includeHidden bool
+	telecom       *Dictionary
+	banks         *Dictionary
+	extras        []string          // canonical names of the extra columns
+	allowed       []string          // every allowed column, canonical names, in display order
+	byCanon       map[string]string // folded name -> canonical name
 }
 
 // configFor is config for the file name: a workbook if it ends .xlsx.
@@ -545,7 +556,7 @@ func (o Options) configFor(name string) (*config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.workbook, c.sheet = IsWorkbook(name), o.Sheet
+	c.workbook, c.sheet, c.includeHidden = IsWorkbook(name), o.Sheet, o.IncludeHiddenRows
 	return c, nil
 }
 

@@ -90,6 +90,7 @@ type scanResult struct {
 	delim   rune
 	columns []string
 	sheet   string // a workbook's sheet
+	hidden  int    // a workbook's data rows not shown
 }
 
 // scan reads the header (reporting its problems to emit) and then hands

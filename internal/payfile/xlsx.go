@@ -1,51 +1,32 @@
 package payfile
 
 import (
-	"archive/zip"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/shopspring/decimal"
-	"github.com/xuri/excelize/v2"
 )
 
-// Reading a workbook (.xlsx) is excelize's work: the package, the shared
-// strings, the styles and the number formats that make a cell's shown
-// text. excelize streams a sheet's rows as strings only, without the cell
-// types, so three streams over the sheet go in step, row by row:
-//
-//   - excelize's row iterator with raw values: the text of text cells, the
-//     stored digits of number cells ("0.30000000000000004");
-//   - excelize's row iterator with formatted values: what the spreadsheet
-//     shows ("0.30", "4.11111E+15", "01-15-24");
-//   - cellTypes, a reader of the sheet's XML that keeps only each cell's
-//     type attribute and whether it holds a formula and a saved value.
-//
-// From the three a cell becomes the text a row is validated with (toText):
-// a text cell is its text; a number cell only when its stored value is the
-// value shown and exact (a number never goes through a float64); anything
+// Reading a workbook (.xlsx) is this package's own streaming reader
+// (xlsxpkg.go, xlsxsheet.go): the package through archive/zip, each part
+// through encoding/xml's token stream, every part and every token within
+// bounds, so that memory and time are bounded for any input. The shared
+// strings and the number formats are kept; the sheet is read a row at a
+// time. A cell becomes the text a row is validated with (textOfCell): a
+// text cell is its text; a number cell only when its stored value is exact
+// and its number format shows exactly that value (numfmt.go); anything
 // else is refused with the reason and the fix (format the column as Text).
 //
-// Memory: excelize holds the compressed workbook, and writes any sheet or
-// shared string table over xlsxPartInMemory to a temporary file that it
-// reads as a stream; rows are handled one at a time.
-
-// xlsxPartInMemory is the largest sheet or shared string table excelize
-// keeps unzipped in memory; larger ones go to a temporary file.
-const xlsxPartInMemory = 1 << 20
-
-// xlsxMaxUnzipped bounds the unzipped size of a workbook (a zip bomb).
-const xlsxMaxUnzipped = 4 << 30
+// What the sheet shows is what is paid: a hidden row, a row filtered out
+// by an autofilter, or a hidden column holding a payout column is refused
+// unless Options.IncludeHiddenRows.
 
 // IsWorkbook reports whether a file of this name is read as an XLSX
 // workbook (its extension is .xlsx, in any case) rather than as CSV.
@@ -65,350 +46,140 @@ const (
 	cellDate         // an ISO 8601 date cell (t="d")
 	cellNoValue      // a formula without a saved value
 	cellUnknownValue // an unknown type
+	cellBadRef       // a shared string index the workbook has not
 )
 
 // xcell is one cell of a workbook row.
 type xcell struct {
-	kind    cellKind
-	formula bool
-	raw     string // text, or the stored digits of a number
-	shown   string // as the spreadsheet shows it
+	kind        cellKind
+	formula     bool
+	hasValue    bool
+	raw         string // text, or the stored digits of a number
+	format      string // the number format code
+	formatKnown bool   // format is known (not a locale's built-in id)
 }
 
 // workbook is an opened workbook and the sheet to read.
 type workbook struct {
-	f     *excelize.File
-	zr    *zip.Reader
-	sheet string
-	part  string // the sheet's part in the package
+	pkg   *xlsxPackage
+	book  *bookInfo
+	sheet sheetInfo
+}
+
+// fileProblem turns an error of the reader into the Error that refuses
+// the file, if it is one: not a workbook, or over a bound.
+func fileProblem(err error) (Error, bool) {
+	var nw *notWorkbookError
+	var le *limitError
+	switch {
+	case errors.As(err, &nw):
+		return Error{Line: 1, Column: ColumnFile, Kind: KindEncoding, Message: nw.msg}, true
+	case errors.As(err, &le):
+		return Error{Line: 1, Column: ColumnFile, Kind: KindStructure, Message: "the workbook is refused: " + le.msg}, true
+	}
+	return Error{}, false
 }
 
 // openWorkbook reads an .xlsx workbook from r and picks the sheet: the
-// named one, or the first. A problem of the file itself is a *fatalError.
+// named one, or the first one not hidden. A problem of the file itself is
+// a *fatalError.
 func openWorkbook(r io.Reader, sheet string) (*workbook, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	notWorkbook := func(why string) error {
-		return &fatalError{Error{Line: 1, Column: ColumnFile, Kind: KindEncoding,
-			Message: "not an XLSX workbook (" + why + "): save it from the spreadsheet as Excel Workbook (.xlsx), or as CSV UTF-8 and name it .csv"}}
-	}
-	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		if bytes.HasPrefix(data, []byte{0xD0, 0xCF, 0x11, 0xE0}) {
-			return nil, notWorkbook("an old .xls workbook or an encrypted one")
+	pkg, err := openPackage(r)
+	if err == nil {
+		var book *bookInfo
+		if book, err = pkg.readBook(); err == nil {
+			return pickSheet(pkg, book, sheet)
 		}
-		return nil, notWorkbook("not a ZIP package")
 	}
-	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
-		UnzipXMLSizeLimit: xlsxPartInMemory, UnzipSizeLimit: xlsxMaxUnzipped,
-	})
-	if err != nil {
-		return nil, notWorkbook(err.Error())
+	if e, ok := fileProblem(err); ok {
+		return nil, &fatalError{e}
 	}
-	wb := &workbook{f: f, zr: zr}
-	list := f.GetSheetList()
+	return nil, err
+}
+
+func pickSheet(pkg *xlsxPackage, book *bookInfo, sheet string) (*workbook, error) {
+	wb := &workbook{pkg: pkg, book: book}
+	found := false
+	for _, s := range book.sheets {
+		if sheet == "" && !s.hidden || sheet != "" && s.name == sheet {
+			wb.sheet, found = s, true
+			break
+		}
+	}
 	switch {
-	case len(list) == 0:
-		f.Close()
-		return nil, notWorkbook("it has no sheet")
-	case sheet == "":
-		wb.sheet = list[0]
-	default:
-		for _, s := range list {
-			if s == sheet {
-				wb.sheet = s
-			}
-		}
-		if wb.sheet == "" {
-			f.Close()
-			return nil, &fatalError{Error{Line: 1, Column: ColumnFile, Kind: KindStructure,
-				Message: fmt.Sprintf("the workbook has no sheet %q (--sheet); its sheets: %s", sheet, quoteList(list))}}
-		}
-	}
-	if wb.part, err = sheetPart(zr, wb.sheet); err != nil {
-		f.Close()
-		return nil, notWorkbook(err.Error())
+	case !found && sheet == "":
+		return nil, &fatalError{Error{Line: 1, Column: ColumnFile, Kind: KindStructure,
+			Message: fmt.Sprintf("every sheet of the workbook is hidden (%s): unhide the one to read, or name it with --sheet", quoteList(book.names()))}}
+	case !found:
+		return nil, &fatalError{Error{Line: 1, Column: ColumnFile, Kind: KindStructure,
+			Message: fmt.Sprintf("the workbook has no sheet %q (--sheet); its sheets: %s", sheet, quoteList(book.names()))}}
+	case wb.sheet.part == "" || pkg.files[wb.sheet.part] == nil:
+		return nil, &fatalError{Error{Line: 1, Column: ColumnFile, Kind: KindEncoding,
+			Message: fmt.Sprintf("not an XLSX workbook (the sheet %q has no part in the package): save it again from the spreadsheet as Excel Workbook (.xlsx)", wb.sheet.name)}}
 	}
 	return wb, nil
 }
 
-func (wb *workbook) Close() error { return wb.f.Close() }
-
-// sheetPart finds the package part of the named sheet, through the
-// workbook's relationships.
-func sheetPart(zr *zip.Reader, sheet string) (string, error) {
-	var book struct {
-		Sheets []struct {
-			Name string `xml:"name,attr"`
-			RID  string `xml:"http://schemas.openxmlformats.org/officeDocument/2006/relationships id,attr"`
-		} `xml:"sheets>sheet"`
+// andList quotes names and joins them: "a", "b" and "c".
+func andList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
 	}
-	var rels struct {
-		Rels []struct {
-			ID     string `xml:"Id,attr"`
-			Target string `xml:"Target,attr"`
-		} `xml:"Relationship"`
+	if len(q) == 1 {
+		return q[0]
 	}
-	if err := decodePart(zr, "xl/workbook.xml", &book); err != nil {
-		return "", err
-	}
-	if err := decodePart(zr, "xl/_rels/workbook.xml.rels", &rels); err != nil {
-		return "", err
-	}
-	for _, s := range book.Sheets {
-		if s.Name != sheet {
-			continue
-		}
-		for _, r := range rels.Rels {
-			if r.ID == s.RID {
-				if strings.HasPrefix(r.Target, "/") {
-					return strings.TrimPrefix(r.Target, "/"), nil
-				}
-				return path.Join("xl", r.Target), nil
-			}
-		}
-	}
-	return "", fmt.Errorf("no part for sheet %q", sheet)
+	return strings.Join(q[:len(q)-1], ", ") + " and " + q[len(q)-1]
 }
 
-func openPart(zr *zip.Reader, name string) (io.ReadCloser, error) {
-	for _, f := range zr.File {
-		if strings.EqualFold(strings.ReplaceAll(f.Name, "\\", "/"), name) {
-			return f.Open()
-		}
+func (b *bookInfo) names() []string {
+	out := make([]string, len(b.sheets))
+	for i, s := range b.sheets {
+		out[i] = s.name
 	}
-	return nil, fmt.Errorf("no %s in the package", name)
+	return out
 }
 
-func decodePart(zr *zip.Reader, name string, v any) error {
-	rc, err := openPart(zr, name)
+func (wb *workbook) Close() error { return nil }
+
+// eachRow calls fn with every row present in the sheet, in order, with
+// whether it is hidden and its cells (index 0 is column A; the slice is
+// reused). cols gives the sheet reader, for its hidden columns.
+func (wb *workbook) eachRow(ctx context.Context, fn func(sr *sheetReader, row int, hidden bool, cells []xcell) error) error {
+	sr, err := wb.pkg.openSheet(wb.book, wb.sheet.part)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	if err := xml.NewDecoder(rc).Decode(v); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	return nil
-}
-
-// cellType is what cellTypes keeps of a cell.
-type cellType struct {
-	col      int // from 1
-	t        string
-	formula  bool
-	hasValue bool
-}
-
-// cellTypes reads the sheet's XML for the cells' types, a row at a time.
-type cellTypes struct {
-	d       *xml.Decoder
-	rc      io.Closer
-	row     int // number of the last row started
-	pending []cellType
-	pendRow int // row of pending, 0 if none
-	done    bool
-}
-
-func newCellTypes(zr *zip.Reader, part string) (*cellTypes, error) {
-	rc, err := openPart(zr, part)
-	if err != nil {
-		return nil, err
-	}
-	return &cellTypes{d: xml.NewDecoder(rc), rc: rc}, nil
-}
-
-// next returns the next row present in the sheet and its cells.
-func (ct *cellTypes) next() (int, []cellType, error) {
-	if ct.done {
-		return 0, nil, nil
-	}
-	var (
-		cells []cellType
-		cur   *cellType
-		inRow bool
-		rowN  int
-		col   int
-	)
-	for {
-		tok, err := ct.d.RawToken()
-		if err == io.EOF {
-			ct.done = true
-			return rowN, cells, nil
-		}
-		if err != nil {
-			return 0, nil, err
-		}
-		switch el := tok.(type) {
-		case xml.StartElement:
-			switch el.Name.Local {
-			case "row":
-				ct.row++
-				if v := attr(el, "r"); v != "" {
-					if n, err := strconv.Atoi(v); err == nil {
-						ct.row = n
-					}
-				}
-				inRow, rowN, col, cells = true, ct.row, 0, nil
-			case "c":
-				if !inRow {
-					continue
-				}
-				col++
-				if ref := attr(el, "r"); ref != "" {
-					if c, _, err := excelize.CellNameToCoordinates(ref); err == nil {
-						col = c
-					}
-				}
-				cells = append(cells, cellType{col: col, t: attr(el, "t")})
-				cur = &cells[len(cells)-1]
-			case "f":
-				if cur != nil {
-					cur.formula = true
-				}
-			case "v", "is":
-				if cur != nil {
-					cur.hasValue = true
-				}
-			}
-		case xml.EndElement:
-			switch el.Name.Local {
-			case "c":
-				cur = nil
-			case "row":
-				return rowN, cells, nil
-			case "sheetData":
-				ct.done = true
-				return 0, nil, nil
-			}
-		}
-	}
-}
-
-// at returns the cells of row n, reading on as needed; rows must be asked
-// in ascending order.
-func (ct *cellTypes) at(n int) ([]cellType, error) {
-	for ct.pendRow < n {
-		if ct.done {
-			return nil, nil
-		}
-		r, cells, err := ct.next()
-		if err != nil {
-			return nil, err
-		}
-		if r == 0 {
-			continue
-		}
-		ct.pendRow, ct.pending = r, cells
-	}
-	if ct.pendRow == n {
-		return ct.pending, nil
-	}
-	return nil, nil
-}
-
-func attr(el xml.StartElement, name string) string {
-	for _, a := range el.Attr {
-		if a.Name.Local == name && a.Name.Space == "" {
-			return a.Value
-		}
-	}
-	return ""
-}
-
-// eachRow calls fn with every row of the sheet, from row 1, as cells
-// (index 0 is column A); rows missing from the sheet come as nil.
-func (wb *workbook) eachRow(ctx context.Context, fn func(row int, cells []xcell) error) error {
-	raw, err := wb.f.Rows(wb.sheet)
-	if err != nil {
-		return err
-	}
-	defer raw.Close()
-	shown, err := wb.f.Rows(wb.sheet)
-	if err != nil {
-		return err
-	}
-	defer shown.Close()
-	types, err := newCellTypes(wb.zr, wb.part)
-	if err != nil {
-		return err
-	}
-	defer types.rc.Close()
-	rawOpt, shownOpt := excelize.Options{RawCellValue: true}, excelize.Options{RawCellValue: false}
-	var cells []xcell
-	for row := 1; raw.Next(); row++ {
-		if row%1024 == 0 {
+	defer sr.Close()
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if !shown.Next() {
-			return fmt.Errorf("sheet %s: row %d: the formatted rows end early", wb.sheet, row)
-		}
-		rv, err := raw.Columns(rawOpt)
-		if err != nil {
+		row, hidden, cells, err := sr.next()
+		if err != nil || row == 0 {
 			return err
 		}
-		sv, err := shown.Columns(shownOpt)
-		if err != nil {
-			return err
-		}
-		ts, err := types.at(row)
-		if err != nil {
-			return err
-		}
-		cells = cells[:0]
-		for _, t := range ts {
-			if t.col < 1 || t.col > excelize.MaxColumns {
-				continue
-			}
-			for len(cells) < t.col {
-				cells = append(cells, xcell{})
-			}
-			c := &cells[t.col-1]
-			c.formula = t.formula
-			if t.col <= len(rv) {
-				c.raw = rv[t.col-1]
-			}
-			if t.col <= len(sv) {
-				c.shown = sv[t.col-1]
-			}
-			switch {
-			case t.formula && !t.hasValue:
-				c.kind = cellNoValue
-			case !t.hasValue && c.raw == "":
-				c.kind = cellEmpty
-			case t.t == "s" || t.t == "str" || t.t == "inlineStr":
-				c.kind = cellText
-			case t.t == "" || t.t == "n":
-				c.kind = cellNumber
-			case t.t == "b":
-				c.kind = cellBool
-			case t.t == "e":
-				c.kind = cellError
-			case t.t == "d":
-				c.kind = cellDate
-			default:
-				c.kind = cellUnknownValue
-			}
-		}
-		if err := fn(row, cells); err != nil {
+		if err := fn(sr, row, hidden, cells); err != nil {
 			return err
 		}
 	}
-	return raw.Error()
+}
+
+// colName is the letter name of column col (from 1): "A", "AB".
+func colName(col int) string {
+	var b []byte
+	for col > 0 {
+		col--
+		b = append([]byte{byte('A' + col%26)}, b...)
+		col /= 26
+	}
+	return string(b)
 }
 
 // cellRef is the A1 name of a cell: "C14".
-func cellRef(col, row int) string {
-	name, err := excelize.ColumnNumberToName(col)
-	if err != nil {
-		return strconv.Itoa(row)
-	}
-	return name + strconv.Itoa(row)
-}
+func cellRef(col, row int) string { return colName(col) + strconv.Itoa(row) }
 
 // sheetRef is how a sheet is named before '!' in an error: as is, or
 // quoted as a spreadsheet does when the name has other characters than
@@ -420,6 +191,55 @@ func sheetRef(sheet string) string {
 		}
 	}
 	return sheet
+}
+
+// sciShort shows a number in scientific notation without its digits
+// (they may be a card number's): "6.7…E+18".
+func sciShort(s string) string {
+	i := strings.IndexAny(s, "eE")
+	if i < 0 {
+		return s
+	}
+	m := s[:i]
+	if len(m) > 3 {
+		m = m[:3] + "…"
+	}
+	return m + "E" + s[i+1:]
+}
+
+// sciOf shows d in scientific notation without its digits: "6.7…E+15".
+func sciOf(d decimal.Decimal) string {
+	digits := d.Abs().Truncate(0).String()
+	if len(digits) < 3 {
+		return d.String()
+	}
+	sign := ""
+	if d.IsNegative() {
+		sign = "-"
+	}
+	return fmt.Sprintf("%s%c.%c…E+%d", sign, digits[0], digits[1], len(digits)-1)
+}
+
+// isScientific reports whether s is a number written in scientific
+// notation ("6.75964982643845E+018", "1.5e3").
+func isScientific(s string) bool {
+	s = strings.TrimSpace(s)
+	i := strings.IndexAny(s, "eE")
+	if i < 1 || i == len(s)-1 {
+		return false
+	}
+	m, e := s[:i], strings.TrimLeft(s[i+1:], "+-")
+	m = strings.TrimPrefix(m, "-")
+	return e != "" && isDigits(e) && m != "" && isDigits(strings.Replace(m, ".", "", 1)) && strings.Replace(m, ".", "", 1) != ""
+}
+
+// sciMessage is the refusal of a card number or an amount written in
+// scientific notation.
+func sciMessage(col, shown string) string {
+	if col == ColCardNumber {
+		return fmt.Sprintf("holds a number in scientific notation (%s), as a spreadsheet shows a long number in a column not formatted as Text: the card number's last digits are lost; format the cardNumber column as Text and type or paste the card numbers again", sciShort(shown))
+	}
+	return fmt.Sprintf("holds a number in scientific notation (%s), not an amount: format the %s column as Number with the amount's decimals, or as Text, and check the values", sciShort(shown), col)
 }
 
 // textOfCell turns a data cell of column col into the text a row is
@@ -435,15 +255,21 @@ func (c *config) textOfCell(col string, x xcell) (text string, amountPlain bool,
 	case cellEmpty:
 		return "", false, ""
 	case cellText:
-		return strings.Trim(x.raw, " "), false, ""
+		t := strings.Trim(x.raw, " ")
+		if (col == ColCardNumber || col == ColAmount) && isScientific(t) {
+			return "", false, sciMessage(col, t)
+		}
+		return t, false, ""
 	case cellNoValue:
-		return "", false, "is a formula with no saved result (was the workbook written by a program that does not calculate?): open and save it in a spreadsheet, or paste the column as values"
+		return "", false, "is a formula with no saved result (the workbook was written by a program that does not calculate): open and save it in a spreadsheet program (Excel, LibreOffice Calc), or paste the column as values"
+	case cellBadRef:
+		return "", false, fmt.Sprintf("refers to shared string %s, which the workbook does not have: the file is damaged; open and save it in a spreadsheet program", strconv.Quote(x.raw))
 	case cellBool:
 		return "", false, fmt.Sprintf("is a TRUE/FALSE cell%s, not text: type the %s as text", formulaNote, col)
 	case cellError:
 		return "", false, fmt.Sprintf("holds the error %s%s: correct the cell", x.raw, formulaNote)
 	case cellDate:
-		return "", false, fmt.Sprintf("is a date cell (%s)%s: format the %s column as Text and type the values again", x.shown, formulaNote, col)
+		return "", false, fmt.Sprintf("is a date cell (%s)%s: format the %s column as Text and type the values again", x.raw, formulaNote, col)
 	case cellUnknownValue:
 		return "", false, fmt.Sprintf("is a cell of an unknown type%s: format the %s column as Text and type the values again", formulaNote, col)
 	}
@@ -451,53 +277,59 @@ func (c *config) textOfCell(col string, x xcell) (text string, amountPlain bool,
 	switch col {
 	case ColCardNumber:
 		// Never the digits: they may be a card number.
-		return "", false, "is a number cell, not text: a spreadsheet keeps only 15 digits of a number, so a 16-digit card number loses its last digit (and shows as 4.11111E+15); format the cardNumber column as Text and type or paste the card numbers again"
+		if d, err := decimal.NewFromString(x.raw); err == nil && (isScientific(x.raw) || d.Abs().GreaterThanOrEqual(decimal.New(1, 11))) {
+			return "", false, fmt.Sprintf("is a number cell%s, not text, holding a number of %d digits that a spreadsheet shows in scientific notation (%s): a spreadsheet keeps only 15 digits of a number, so a 16-digit card number loses its last digits; format the cardNumber column as Text and type or paste the card numbers again", formulaNote, len(d.Abs().Truncate(0).String()), sciOf(d))
+		}
+		return "", false, "is a number cell" + formulaNote + ", not text: a spreadsheet keeps only 15 digits of a number, so a 16-digit card number loses its last digit (and shows as 4.11111E+15); format the cardNumber column as Text and type or paste the card numbers again"
 	case ColAmount:
 		return c.amountOfNumber(x)
 	}
-	if isDigits(x.raw) && x.shown == x.raw && len(x.raw) <= 15 {
-		return x.raw, false, ""
+	if isDigits(x.raw) && len(x.raw) <= 15 && x.formatKnown {
+		switch f := strings.TrimSpace(x.format); {
+		case f == "0", f == "@", strings.EqualFold(f, "general") && len(x.raw) <= generalDigits:
+			return x.raw, false, ""
+		}
 	}
-	return "", false, fmt.Sprintf("is a number cell%s that shows %q and holds %s: a number cell drops leading zeros and shows long numbers as 1.23E+15; format the %s column as Text and type or paste the values again", formulaNote, x.shown, x.raw, col)
+	shown := shortDecimal(decimalOr(x.raw))
+	if isScientific(x.raw) {
+		shown = sciShort(x.raw)
+	}
+	return "", false, fmt.Sprintf("is a number cell%s holding %s under the number format %q: a number cell drops leading zeros, and shows long numbers as 1.23E+15 or with separators; format the %s column as Text and type or paste the values again", formulaNote, shown, x.format, col)
+}
+
+func decimalOr(s string) decimal.Decimal {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return decimal.Zero
+	}
+	return d
 }
 
 // amountOfNumber takes the amount of a number cell: its stored value,
-// exactly, when it has at most the allowed decimals and is what the cell
-// shows.
+// exactly, when it has at most the allowed decimals and its number format
+// shows that value exactly.
 func (c *config) amountOfNumber(x xcell) (string, bool, string) {
 	formulaNote := ""
 	if x.formula {
 		formulaNote = ", the result of a formula,"
 	}
-	d, err := decimal.NewFromString(x.raw)
+	d, err := decimal.NewFromString(strings.TrimSpace(x.raw))
 	if err != nil {
 		return "", false, fmt.Sprintf("is a number cell%s holding %q, which is not a number", formulaNote, x.raw)
 	}
-	if !d.Round(int32(c.scale)).Equal(d) {
-		return "", false, fmt.Sprintf("is a number cell%s that shows %q but holds %s, more than %d decimal places: the binary rounding of a spreadsheet's arithmetic (0.1+0.2 is not 0.3 but a little more); round it in the sheet (=ROUND(...;%d)) and paste as values, or format the amount column as Text and type the amounts", formulaNote, x.shown, shortDecimal(d), c.scale, c.scale)
+	if d.Abs().GreaterThanOrEqual(decimal.New(1, 15)) {
+		return "", false, "is a number cell" + formulaNote + " that " + sciMessage(ColAmount, x.raw)
 	}
-	if !sameNumber(x.shown, d) {
-		return "", false, fmt.Sprintf("is a number cell%s that shows %q but holds %s: its number format changes what is seen (a date, a percentage, rounding, an exponent); format the amount column as Number with %d decimals, or as Text, so that it shows the amount", formulaNote, x.shown, d.String(), c.scale)
+	if !d.Round(int32(c.scale)).Equal(d) {
+		return "", false, fmt.Sprintf("is a number cell%s holding %s, more than %d decimal places: the binary rounding of a spreadsheet's arithmetic (0.1+0.2 is not 0.3 but a little more); round it in the sheet (=ROUND(...;%d)) and paste as values, or format the amount column as Text and type the amounts", formulaNote, shortDecimal(d), c.scale, c.scale)
+	}
+	if !x.formatKnown {
+		return "", false, fmt.Sprintf("is a number cell%s holding %s under a number format this reader does not know (a locale's built-in format): format the amount column as Number with %d decimals, or as Text", formulaNote, shortDecimal(d), c.scale)
+	}
+	if p := numberFormatProblem(x.format, d); p != "" {
+		return "", false, fmt.Sprintf("is a number cell%s holding %s whose number format %q shows something else: %s; format the amount column as Number with %d decimals (a currency or thousands separators may stay), or as Text, so that it shows the amount", formulaNote, shortDecimal(d), x.format, p, c.scale)
 	}
 	return d.String(), true, ""
-}
-
-// sameNumber reports whether the text a cell shows, less grouping commas,
-// spaces and a currency sign, is the number d.
-func sameNumber(shown string, d decimal.Decimal) bool {
-	s := strings.Map(func(r rune) rune {
-		switch {
-		case r >= '0' && r <= '9', r == '.', r == '-':
-			return r
-		case r == ',', r == ' ', r == '\u00A0', r == '\u202F':
-			return -1
-		case r == '$', r == '€', r == '₽', r == '£', r == '¥', r == '"':
-			return -1
-		}
-		return 'x'
-	}, strings.TrimSpace(shown))
-	v, err := decimal.NewFromString(s)
-	return err == nil && !strings.ContainsAny(s, "x") && v.Equal(d)
 }
 
 // shortDecimal writes d for a message: in full when short, else its first
@@ -528,6 +360,14 @@ func isDigits(s string) bool {
 	return true
 }
 
+// hiddenMessage says why a hidden row is refused.
+func hiddenMessage(sh sheetInfo, row int) string {
+	if sh.filterFrom > 0 && row >= sh.filterFrom && row <= sh.filterTo {
+		return "is hidden, within the sheet's autofilter (filtered out, or hidden by hand): the sheet does not show it, yet it would be paid; clear the filter or unhide it and check the row, delete it, or load with --include-hidden-rows"
+	}
+	return "is a hidden row: the sheet does not show it, yet it would be paid; unhide it and check it, delete it, or load with --include-hidden-rows"
+}
+
 // scanWorkbook is scan for an XLSX workbook: the first non-empty row of
 // the sheet is the header, every later non-empty row a record.
 func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn func(*record) error) (scanResult, error) {
@@ -543,8 +383,14 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		return res, err
 	}
 	defer wb.Close()
-	res.sheet = wb.sheet
-	sheet := sheetRef(wb.sheet)
+	res.sheet = wb.sheet.name
+	sheet := sheetRef(wb.sheet.name)
+	if wb.sheet.hidden && !cfg.includeHidden {
+		emit(Error{Line: 1, Sheet: sheet, Column: ColumnFile, Kind: KindStructure,
+			Message: fmt.Sprintf("the sheet %s is hidden: the workbook does not show it, yet it would be paid; unhide it, or load with --include-hidden-rows", wb.sheet.name)})
+		res.aborted = true
+		return res, nil
+	}
 	var (
 		h       *header
 		letters map[string]string // canonical column name -> column letter
@@ -552,7 +398,7 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		rows    int
 		stopped = errors.New("stop")
 	)
-	err = wb.eachRow(ctx, func(row int, cells []xcell) error {
+	err = wb.eachRow(ctx, func(sr *sheetReader, row int, hidden bool, cells []xcell) error {
 		blank := true
 		for _, x := range cells {
 			if x.kind != cellEmpty && (x.kind != cellText || strings.Trim(x.raw, " ") != "") {
@@ -578,22 +424,42 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 					e.Sheet = sheet
 					emit(e)
 				}
+				if len(wb.book.sheets) > 1 {
+					emit(Error{Line: row, Sheet: sheet, Column: ColumnHeader, Kind: KindHeader,
+						Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", wb.sheet.name, andList(wb.book.names()))})
+				}
 				return stopped
 			}
 			res.columns = h.names
 			letters = make(map[string]string, len(h.names))
 			for i, n := range h.names {
-				letters[n], _ = excelize.ColumnNumberToName(i + 1)
+				letters[n] = colName(i + 1)
+			}
+			if !cfg.includeHidden {
+				for i, n := range h.names {
+					if n != "" && sr.colHidden(i+1) {
+						emit(Error{Line: row, Sheet: sheet, Cell: cellRef(i+1, row), Column: ColumnHeader, Kind: KindHeader,
+							Message: fmt.Sprintf("the %s column (%s) is hidden: the sheet does not show it, yet it would be paid; unhide it and check it, or load with --include-hidden-rows", n, colName(i+1))})
+						h = nil
+					}
+				}
+				if h == nil {
+					return stopped
+				}
 			}
 			return nil
 		}
 		rows++
+		if hidden {
+			res.hidden++
+		}
 		cur = record{Line: row, sheet: sheet, letters: letters}
+		if hidden && !cfg.includeHidden {
+			cur.cellErrs = append(cur.cellErrs, Error{Line: row, Column: ColumnRow, Kind: KindField, Message: hiddenMessage(wb.sheet, row)})
+		}
 		for i := len(h.names); i < len(cells); i++ {
 			if cells[i].kind != cellEmpty && !(cells[i].kind == cellText && strings.Trim(cells[i].raw, " ") == "") {
-				letter, _ := excelize.ColumnNumberToName(i + 1)
-				last, _ := excelize.ColumnNumberToName(len(h.names))
-				cur.Problem = fmt.Sprintf("has a value in column %s, right of the header's last column %s", letter, last)
+				cur.Problem = fmt.Sprintf("has a value in column %s, right of the header's last column %s", colName(i+1), colName(len(h.names)))
 				return fn(&cur)
 			}
 		}
@@ -631,6 +497,12 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		cur.Extra = strings.Join(extra, extraSep)
 		return fn(&cur)
 	})
+	if e, ok := fileProblem(err); ok {
+		e.Sheet = sheet
+		emit(e)
+		res.aborted = true
+		return res, nil
+	}
 	switch {
 	case err == stopped:
 		res.aborted = true
@@ -638,7 +510,7 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 	case err != nil:
 		return res, err
 	case h == nil:
-		emit(Error{Line: 1, Sheet: sheet, Column: ColumnFile, Kind: KindEmpty, Message: fmt.Sprintf("the sheet %s is empty", wb.sheet)})
+		emit(Error{Line: 1, Sheet: sheet, Column: ColumnFile, Kind: KindEmpty, Message: fmt.Sprintf("the sheet %s is empty", wb.sheet.name)})
 		res.aborted = true
 	case rows == 0:
 		emit(Error{Line: h.line, Sheet: sheet, Column: ColumnFile, Kind: KindEmpty, Message: "the sheet has a header but no data rows"})
@@ -648,16 +520,16 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 }
 
 // ErrNotWorkbook is matched by WorkbookDigest's error for a file that is
-// not a usable workbook (or has not the sheet asked for): Check refuses
-// such a file with the reason.
+// not a usable workbook (or has not the sheet asked for, or is over a
+// bound): Check refuses such a file with the reason.
 var ErrNotWorkbook = errors.New("payfile: not a usable workbook")
 
 // WorkbookDigest hashes the contents of the cells of a workbook's sheet
-// (the named one, or the first): for every non-empty cell its position,
-// type and stored value. It is the same for the same data however the
-// workbook is saved again (another time, author, program, column widths or
-// number formats), so that the batch id derived from it recognises data
-// already loaded.
+// (the named one, or the first not hidden): for every non-empty cell its
+// position, type and stored value. It is
+// the same for the same data however the workbook is saved again (another
+// time, author, program, column widths or number formats), so that the
+// batch id derived from it recognises data already loaded.
 func WorkbookDigest(ctx context.Context, r io.Reader, sheet string) ([]byte, error) {
 	wb, err := openWorkbook(r, sheet)
 	if err != nil {
@@ -675,7 +547,7 @@ func WorkbookDigest(ctx context.Context, r io.Reader, sheet string) ([]byte, err
 		binary.BigEndian.PutUint64(n[:], v)
 		h.Write(n[:])
 	}
-	err = wb.eachRow(ctx, func(row int, cells []xcell) error {
+	err = wb.eachRow(ctx, func(_ *sheetReader, row int, _ bool, cells []xcell) error {
 		for i, x := range cells {
 			if x.kind == cellEmpty {
 				continue
@@ -688,6 +560,9 @@ func WorkbookDigest(ctx context.Context, r io.Reader, sheet string) ([]byte, err
 		}
 		return nil
 	})
+	if e, ok := fileProblem(err); ok {
+		return nil, fmt.Errorf("%w: %s", ErrNotWorkbook, e.Message)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -158,10 +158,10 @@ func dumpCells(t *testing.T, path string) string {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		err = wb.eachRow(context.Background(), func(row int, cells []xcell) error {
+		err = wb.eachRow(context.Background(), func(_ *sheetReader, row int, hidden bool, cells []xcell) error {
 			for i, x := range cells {
 				if x.kind != cellEmpty {
-					fmt.Fprintf(&b, "%s!%s kind=%d formula=%v raw=%q shown=%q\n", sheet, cellRef(i+1, row), x.kind, x.formula, x.raw, x.shown)
+					fmt.Fprintf(&b, "%s!%s kind=%d formula=%v hidden=%v raw=%q format=%q\n", sheet, cellRef(i+1, row), x.kind, x.formula, hidden, x.raw, x.format)
 				}
 			}
 			return nil
@@ -272,8 +272,8 @@ func TestWorkbookNotAWorkbook(t *testing.T) {
 	for _, tt := range []struct {
 		data, want string
 	}{
-		{"externalId,amount\nA,1\n", "x.xlsx:1: file: not an XLSX workbook (not a ZIP package): save it from the spreadsheet as Excel Workbook (.xlsx), or as CSV UTF-8 and name it .csv"},
-		{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "x.xlsx:1: file: not an XLSX workbook (an old .xls workbook or an encrypted one): save it from the spreadsheet as Excel Workbook (.xlsx), or as CSV UTF-8 and name it .csv"},
+		{"externalId,amount\nA,1\n", "x.xlsx:1: file: not an XLSX workbook (not a ZIP package, as an .xlsx file is): save it from the spreadsheet as Excel Workbook (.xlsx), or as CSV UTF-8 and name it .csv"},
+		{"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "x.xlsx:1: file: not an XLSX workbook (an old Excel 97-2003 .xls workbook): save it from the spreadsheet as Excel Workbook (.xlsx), or as CSV UTF-8 and name it .csv"},
 	} {
 		sum, errs, err := Collect(context.Background(), "x.xlsx", strings.NewReader(tt.data), Options{})
 		if err != nil || !sum.Aborted || len(errs) != 1 || errs[0].String() != tt.want {

@@ -41,10 +41,14 @@ type Upload struct {
 
 // Preview is the validation of an upload (or, from Confirm, its load).
 type Preview struct {
-	Hash   string // staging ID, the content hash and a random part: what Confirm takes
-	File   string
-	Batch  string
-	Rows   int // data rows
+	Hash  string // staging ID, the content hash and a random part: what Confirm takes
+	File  string
+	Batch string
+	Rows  int // data rows
+	// Sheet is the sheet read of a workbook ("" for CSV), and Shown the
+	// data rows it shows of Rows (hidden and filtered-out rows are not).
+	Sheet  string
+	Shown  int
 	Valid  int
 	Total  string // sum of the valid rows
 	Errors []UploadError
