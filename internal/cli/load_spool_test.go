@@ -75,8 +75,8 @@ func TestLoadSpoolExitCodes(t *testing.T) {
 	}
 	code, out, errs := load("--delivery", "rename")
 	if code != ExitRejected || !strings.Contains(out, "a.csv: loaded 20 rows") ||
-		!strings.Contains(errs, "b.xlsx:0: file: the file cannot be read (XML syntax error") || !strings.Contains(errs, "c.xlsx:1: file: not an XLSX workbook") {
-		t.Fatalf("bad files: exit %d\n%s%s", code, out, errs)
+		!strings.Contains(errs, "b.xlsx:Sheet1!1: file: the workbook is refused: its XML has a DTD") || !strings.Contains(errs, "c.xlsx:1: file: not an XLSX workbook") {
+		t.Fatalf("bad files: exit %d\n%s\n--\n%s", code, out, errs)
 	}
 	for _, p := range []string{"done/a.csv", "failed/b.xlsx", "failed/c.xlsx", "outbox/b.xlsx.errors.csv", "outbox/c.xlsx.errors.csv"} {
 		if _, err := os.Stat(filepath.Join(spool, p)); err != nil {

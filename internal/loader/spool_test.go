@@ -439,8 +439,8 @@ func TestSpoolBadFilesDoNotBlock(t *testing.T) {
 				cause string // in the errors file; "" for a good file
 			}{
 				{"a-good1.csv", []byte(stallFile), ""},
-				{"b-dtd.xlsx", dtd, "the file cannot be read (XML syntax error on line 2: invalid character entity &x;)"},
-				{"c-truncated.xlsx", good[:len(good)/2], "not an XLSX workbook (not a ZIP package)"},
+				{"b-dtd.xlsx", dtd, "the workbook is refused: its XML has a DTD, an entity"},
+				{"c-truncated.xlsx", good[:len(good)/2], "not an XLSX workbook (a damaged or truncated ZIP package"},
 				{"d-ods.xlsx", odsPackage(t), "not an XLSX workbook"},
 				{"e-junk.csv", bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}, 64), "NUL byte at column 5"},
 				{"f-utf16.csv", []byte("\xff\xfee\x00x\x00t\x00\n\x00"), "the file is UTF-16 text; save it as UTF-8"},

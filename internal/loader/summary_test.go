@@ -17,14 +17,14 @@ func TestFinalBatchWritesItsSummary(t *testing.T) {
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, Inbox), 0o750)
 	writeFile(t, filepath.Join(dir, Inbox), "good.csv", goodCSV)
-	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Load: Options{Approval: Approval{Required: true, By: "alice"}}})
+	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Load: Options{Approval: Approval{Required: true, By: "alice"}}})
 	if err != nil || len(res.Files) != 1 {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
 	if _, err := f.led.Discard(ctx, res.Files[0].Batch, "bob", "wrong month"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err = f.ld.Spool(ctx, dir, SpoolOptions{}); err != nil || len(res.Reports) != 1 {
+	if res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename}); err != nil || len(res.Reports) != 1 {
 		t.Fatalf("second spool run: %+v %v", res, err)
 	}
 	result, err := os.ReadFile(filepath.Join(dir, Outbox, "good.csv.result.csv"))
