@@ -78,7 +78,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 // already owns (a live claim, or an archived batch's claim within the id
 // window), that batch. It writes nothing (validation, dry runs).
 func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	live, err := l.liveOwners(ctx, ids)
+	live, err := l.liveOwners(ctx, batch, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[str
 func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
 	pipe := l.rdb.Pipeline()
 	for _, id := range ids {
-		releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
+		releaseForms(ctx, pipe, batch, id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ledger: release externalIds: %w", err)
