@@ -179,7 +179,9 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 }
 
 // ReleaseUnregistered drops batch's claims on those of ids that have no
-// payout in batch, and returns how many claims it dropped. A registered
+// payout in batch, and returns how many claims it dropped. Spellings of
+// one id (one extid.Key) among ids are judged together: their claim is
+// dropped only if the batch has a payout under none of them. A registered
 // payout keeps its claim whatever the caller believes: releasing it would
 // let another file claim the id and pay it again.
 //
@@ -204,10 +206,16 @@ func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []st
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("ledger: look up payouts of %s: %w", batch, err)
 	}
+	registered := map[string]bool{}
+	for i, id := range ids {
+		if exists[i].Val() != 0 {
+			registered[extid.Key(id)] = true
+		}
+	}
 	pipe = l.rdb.Pipeline()
 	var dels [][]*redis.Cmd
-	for i, id := range ids {
-		if exists[i].Val() == 0 {
+	for _, id := range ids {
+		if !registered[extid.Key(id)] {
 			dels = append(dels, releaseForms(ctx, pipe, batch, id))
 		}
 	}

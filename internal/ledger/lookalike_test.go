@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -109,4 +110,23 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 func TestLookalikeClaims(t *testing.T) {
 	l, clk := newTestLedger(t)
 	lookalikeClaims(t, l, l.rdb, clk.t)
+}
+
+// TestReleaseUnregisteredSpellings: the claim two spellings of one id
+// share is not released while the batch has a payout under either.
+func TestReleaseUnregisteredSpellings(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	seed(t, l, "b", 0)
+	claimed(t, l, "b", "PO-Case-3", "PO-Free-1")
+	if _, err := l.Register(ctx, "b", []NewPayout{{Line: 2, ExternalID: "PO-Case-3", Amount: money.MustParse("1"), Destination: "telecom MTS", Telecom: "MTS"}}, 2); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.ReleaseUnregistered(ctx, "b", []string{"po-case-3", "PO-Case-3", "po-free-1", "PO-FREE-1"})
+	if err != nil || n != 1 {
+		t.Fatalf("ReleaseUnregistered = %d, %v; want 1 (PO-Free-1's claim)", n, err)
+	}
+	if own, err := l.Owners(ctx, "other", []string{"po-case-3", "PO-Free-1"}); err != nil || own["po-case-3"] != "b" || own["PO-Free-1"] != "" {
+		t.Fatalf("Owners = %v, %v", own, err)
+	}
 }
