@@ -26,7 +26,8 @@ var ErrFormat = errors.New("unknown report format (want csv or json)")
 
 // Batch converts ledger metadata.
 func Batch(b ledger.Batch) report.Batch {
-	return report.Batch{ID: b.ID, File: b.File, LoadedAt: b.LoadedAt, Rows: int(b.Rows), Total: b.Total, Scale: b.Scale}
+	return report.Batch{ID: b.ID, File: b.File, LoadedAt: b.LoadedAt, Rows: int(b.Rows), Total: b.Total, Scale: b.Scale,
+		InfoColumns: b.InfoColumns}
 }
 
 // Row converts one payout.
@@ -39,7 +40,7 @@ func Row(p ledger.Payout) (report.Row, error) {
 		Line: p.Line, ExternalID: p.ExternalID, Amount: amount, Destination: p.Destination,
 		State: string(p.State), PSPOrderID: p.OrderID, PSPStatus: p.PSPStatus, Attempts: p.Creates,
 		Error: p.Error, UpdatedAt: p.UpdatedAt, ResolvedBy: p.ResolvedBy, ResolutionNote: p.ResolutionNote,
-		Awaiting: p.Awaiting,
+		Awaiting: p.Awaiting, Info: ledger.UnpackInfo(p.Info),
 	}, nil
 }
 

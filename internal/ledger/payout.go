@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/money"
@@ -25,6 +26,7 @@ type NewPayout struct {
 	Sealed      string // encrypted card number, or ""
 	Telecom     string // telecom operator, or ""
 	Extra       string // JSON of further destination properties, or ""
+	Info        string // the row's informational values (PackInfo), or ""
 }
 
 // Payout is the stored state of one payout.
@@ -37,6 +39,7 @@ type Payout struct {
 	Sealed      string
 	Telecom     string
 	Extra       string
+	Info        string // informational values (UnpackInfo), never sent to the PSP
 	State       State
 	Creates     int // create requests begun (attempt number of the latest)
 	Seq         int // status checks scheduled
@@ -61,11 +64,36 @@ type Payout struct {
 	ResolvedAt     time.Time
 }
 
+// infoSep separates the informational values of a payout, and the names
+// of a batch's informational columns: a control character, which a
+// payout file's values never hold (payfile refuses them).
+const infoSep = "\x1f"
+
+// PackInfo is the stored form of a row's informational values: joined by
+// US (0x1F), trailing empty values left off; "" when all are empty (no
+// field is stored). About one byte a value more than the values.
+func PackInfo(values []string) string {
+	for len(values) > 0 && values[len(values)-1] == "" {
+		values = values[:len(values)-1]
+	}
+	return strings.Join(values, infoSep)
+}
+
+// UnpackInfo returns the informational values of a stored payout, in the
+// order of its batch's InfoColumns; trailing empty values are left off
+// (nil for none).
+func UnpackInfo(info string) []string {
+	if info == "" {
+		return nil
+	}
+	return strings.Split(info, infoSep)
+}
+
 func parsePayout(batch string, m map[string]string) Payout {
 	atoi := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
-		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"],
+		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: m["info"],
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
@@ -139,14 +167,14 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 	}
 	keys := make([]string, 0, len(ps)+2)
 	keys = append(keys, countsKey(batch), lineChunksKey(batch))
-	args := make([]any, 0, 1+8*len(ps))
+	args := make([]any, 0, 1+9*len(ps))
 	args = append(args, l.nowMillis())
 	chunks := map[int64]bool{}
 	for _, p := range ps {
 		chunks[int64(p.Line)/lineChunk] = true
 		keys = append(keys, payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
-			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
+			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra, p.Info)
 	}
 	for c := range chunks {
 		keys = append(keys, lineChunkKey(batch, c))
@@ -250,6 +278,9 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 		}
 		if p.Extra != "" {
 			fields = append(fields, "extra", p.Extra)
+		}
+		if p.Info != "" {
+			fields = append(fields, "info", p.Info)
 		}
 		pipe.HSet(ctx, payoutKey(batch, p.ExternalID), fields...)
 		c := int64(p.Line) / lineChunk

@@ -128,6 +128,7 @@ type Result struct {
 	Rows        int          // data rows in the file
 	Valid       int          // rows without error
 	Total       money.Amount // sum of the valid rows
+	InfoColumns []string     // the file's informational columns (payfile.Summary.Info)
 	Errors      []payfile.Error
 	Warnings    []string // said once for the file; refuse nothing (payfile.Summary.Warnings)
 	Registered  int      // ledger entries written by this run
@@ -264,6 +265,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Options) bool {
 	sum := pass.sum
 	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
+	res.InfoColumns = sum.Info
 	partialOK := opts.Partial && !sum.Aborted && !hasStructural(pass.errs)
 	errs := refuseOwned(res, pass, bad)
 	// A file at odds with what it declares is refused whole, --partial or
@@ -592,7 +594,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	}
 	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
-		LoadedBy: opts.Approval.By,
+		LoadedBy: opts.Approval.By, InfoColumns: res.InfoColumns,
 	})
 	if err != nil {
 		return res, err
@@ -807,7 +809,8 @@ func (ld *Loader) EnqueueApproved(ctx context.Context, insp *asynq.Inspector, ba
 }
 
 func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, error) {
-	p := ledger.NewPayout{Line: r.Line, ExternalID: r.ExternalID, Amount: r.Amount, Destination: r.Destination(), Telecom: r.TelecomOperator}
+	p := ledger.NewPayout{Line: r.Line, ExternalID: r.ExternalID, Amount: r.Amount, Destination: r.Destination(), Telecom: r.TelecomOperator,
+		Info: ledger.PackInfo(r.Info)} // kept for the result file, never in the task
 	if r.CardNumber != "" {
 		sealed, err := ld.sealer.Seal(r.CardNumber, ledger.SealAD(batch, r.ExternalID))
 		if err != nil {

@@ -5,11 +5,30 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Header is the first line of a result CSV.
 var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt", "resolvedBy", "resolutionNote", "outcome"}
+
+// InfoHeader is the header of a result CSV with the informational
+// columns info: Header, then each name, prefixed "file:" when it is also
+// one of Header's.
+func InfoHeader(info []string) []string {
+	if len(info) == 0 {
+		return Header
+	}
+	out := slices.Clone(Header)
+	for _, n := range info {
+		if slices.ContainsFunc(Header, func(h string) bool { return strings.EqualFold(h, n) }) {
+			n = "file:" + n
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // ErrorsHeader is the first line of an error listing.
 var ErrorsHeader = []string{"file", "line", "column", "message"}
@@ -74,11 +93,16 @@ func (o *csvOut) flush() error {
 // WriteCSV writes the result file of batch b: the header, one line per row,
 // then the summary trailer described in the package documentation. Rows must
 // come in strictly increasing line order. It returns the summary it wrote.
+//
+// The file's informational columns (Batch.InfoColumns) follow the fixed
+// columns, under their names in the file (prefixed "file:" when one is
+// also a fixed column's name), with each row's values as written.
 func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error) {
-	out, err := newCSVOut(w, Header)
+	out, err := newCSVOut(w, InfoHeader(b.InfoColumns))
 	if err != nil {
 		return Summary{}, err
 	}
+	cells := make([]string, 0, len(Header)+len(b.InfoColumns))
 	t := NewTally(b)
 	order := orderCheck{batch: b.ID}
 	for r, err := range rows {
@@ -89,7 +113,7 @@ func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error)
 			return Summary{}, err
 		}
 		t.Add(r)
-		err = out.write(
+		cells = append(cells[:0],
 			strconv.Itoa(r.Line),
 			r.ExternalID,
 			formatAmount(r.Amount, b.Scale),
@@ -104,7 +128,14 @@ func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error)
 			scrub(r.ResolutionNote),
 			GroupOf(r),
 		)
-		if err != nil {
+		for i := range b.InfoColumns {
+			v := ""
+			if i < len(r.Info) {
+				v = r.Info[i]
+			}
+			cells = append(cells, v) // as written: payfile refused any card number in it
+		}
+		if err := out.write(cells...); err != nil {
 			return Summary{}, err
 		}
 	}
