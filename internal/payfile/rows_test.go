@@ -92,6 +92,7 @@ func TestRowsGolden(t *testing.T) {
 		{"bankname-without-dictionary", h[:len(h)-1] + ",bankName\nPO-1,1,4111111111111111,,VTB\n", Options{}},
 		// Title rows above the header.
 		{"title-row", "Payouts November 2026\n\n" + h + "PO-1,1,,MTS\n", Options{}},
+		{"title-row-semicolons", "Payouts November 2026\nexternalId;amount;cardNumber\nPO-1;1,5;4111111111111111\n", Options{AmountFormat: money.Comma}},
 		{"title-rows-spreadsheet", "Payouts;;;\nACME Ltd;2026-11-26;;\n;;;\nexternalId;amount;cardNumber;telecomOperator\nPO-1;1;;MTS\n", Options{}},
 		{"title-no-header", "Payouts November 2026\nPO-1,1,4111111111111111,\n", Options{}},
 		{"title-only", "Payouts November 2026\n\n", Options{}},
