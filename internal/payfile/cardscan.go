@@ -49,6 +49,25 @@ const (
 	CardPrefixesAny
 )
 
+// String is the name of the choice, as --card-prefixes takes it.
+func (p CardPrefixes) String() string {
+	if p == CardPrefixesAny {
+		return "any"
+	}
+	return "schemes"
+}
+
+// ParseCardPrefixes reads "schemes" or "any".
+func ParseCardPrefixes(s string) (CardPrefixes, error) {
+	switch s {
+	case "schemes", "":
+		return CardPrefixesIIN, nil
+	case "any":
+		return CardPrefixesAny, nil
+	}
+	return 0, fmt.Errorf("%w: card prefixes %q: want schemes or any", ErrBadOptions, s)
+}
+
 // maxE164 is the longest phone number, in digits.
 const maxE164 = 15
 
