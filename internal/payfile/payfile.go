@@ -5,7 +5,13 @@
 // optional extra destination properties allowed by name (Options.ExtraColumns,
 // default phoneNumber). Header names are matched ignoring case, spaces, '-'
 // and '_' ("External ID", "external_id" and "EXTERNAL-ID" all mean
-// externalId). The delimiter is ',' or ';', detected from the header line.
+// externalId). A column of any other name is informational (Row.Info):
+// kept for the result file, never sent to the PSP, unless its name is a
+// near miss of a known one, which is refused with "did you mean". A card
+// number in any field but cardNumber refuses its row (cardscan.go), and
+// externalIds are compared by extid.Key (case and Unicode form ignored).
+// Title rows above a CSV header are skipped. The delimiter is ',' or ';',
+// detected from the first line holding one.
 // The text is UTF-8 with or without a byte order mark, with LF or CRLF line
 // ends; spaces around every field are trimmed.
 //
