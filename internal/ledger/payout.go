@@ -79,6 +79,43 @@ func PackInfo(values []string) string {
 	return strings.Join(values, infoSep)
 }
 
+// infoChunk is the most bytes of informational values one hash field
+// holds: Redis keeps a hash compact (a listpack) only while every value is
+// at most hash-max-listpack-value bytes, 64 by default; one longer value
+// turns the payout's hash into a table about three times its size. Longer
+// values go into fields info, info1, info2... of infoChunk bytes.
+const infoChunk = 64
+
+var infoChunkLua = strconv.Itoa(infoChunk)
+
+// appendInfo appends to fields the hash fields of packed informational
+// values (none for "").
+func appendInfo(fields []any, info string) []any {
+	for n := 0; n*infoChunk < len(info); n++ {
+		name := "info"
+		if n > 0 {
+			name += strconv.Itoa(n)
+		}
+		fields = append(fields, name, info[n*infoChunk:min(len(info), (n+1)*infoChunk)])
+	}
+	return fields
+}
+
+// joinInfo reads back what appendInfo stored.
+func joinInfo(m map[string]string) string {
+	info, ok := m["info"]
+	if !ok {
+		return ""
+	}
+	for n := 1; ; n++ {
+		part, ok := m["info"+strconv.Itoa(n)]
+		if !ok {
+			return info
+		}
+		info += part
+	}
+}
+
 // UnpackInfo returns the informational values of a stored payout, in the
 // order of its batch's InfoColumns; trailing empty values are left off
 // (nil for none).
@@ -93,7 +130,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 	atoi := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
-		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: m["info"],
+		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: joinInfo(m),
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
@@ -279,9 +316,7 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 		if p.Extra != "" {
 			fields = append(fields, "extra", p.Extra)
 		}
-		if p.Info != "" {
-			fields = append(fields, "info", p.Info)
-		}
+		fields = appendInfo(fields, p.Info)
 		pipe.HSet(ctx, payoutKey(batch, p.ExternalID), fields...)
 		c := int64(p.Line) / lineChunk
 		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})

@@ -134,7 +134,12 @@ for i = 3, 2 + (#ARGV - 1) / 9 do
     if ARGV[b+5] ~= '' then f[#f+1] = 'sealed'; f[#f+1] = ARGV[b+5] end
     if ARGV[b+6] ~= '' then f[#f+1] = 'tel'; f[#f+1] = ARGV[b+6] end
     if ARGV[b+7] ~= '' then f[#f+1] = 'extra'; f[#f+1] = ARGV[b+7] end
-    if ARGV[b+8] ~= '' then f[#f+1] = 'info'; f[#f+1] = ARGV[b+8] end
+    local info = ARGV[b+8]
+    for s = 1, #info, ` + infoChunkLua + ` do
+      local n = (s - 1) / ` + infoChunkLua + `
+      f[#f+1] = n == 0 and 'info' or ('info' .. n)
+      f[#f+1] = string.sub(info, s, s + ` + infoChunkLua + ` - 1)
+    end
     redis.call('HSET', k, unpack(f))
     local c = tostring(math.floor(tonumber(ARGV[b]) / ` + lineChunkLua + `))
     redis.call('ZADD', base .. c, ARGV[b], ARGV[b+1])
