@@ -125,6 +125,9 @@ func writeFailed(ctx context.Context, l *ledger.Ledger, batch string, keys opene
 	res.Extras = extras
 	cw := csv.NewWriter(w)
 	header := append([]string{payfile.ColExternalID, payfile.ColAmount, payfile.ColCardNumber, payfile.ColTelecomOperator}, extras...)
+	// The file's informational columns, as loaded, after the properties.
+	infoAt := len(header)
+	header = append(header, b.InfoColumns...)
 	if err := cw.Write(header); err != nil {
 		return res, fmt.Errorf("write failed rows: %w", err)
 	}
@@ -157,6 +160,11 @@ func writeFailed(ctx context.Context, l *ledger.Ledger, batch string, keys opene
 		}
 		for _, pr := range props {
 			rec[4+slices.Index(extras, pr.Key)] = retryCell(pr.Value)
+		}
+		for i, v := range ledger.UnpackInfo(p.Info) {
+			if infoAt+i < len(rec) {
+				rec[infoAt+i] = retryCell(v)
+			}
 		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("write failed rows: %w", err)
