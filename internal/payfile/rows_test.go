@@ -1,8 +1,11 @@
 package payfile
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/xuri/excelize/v2"
 )
 
 // The full card numbers of the rows tests: none may appear anywhere in a
@@ -173,4 +177,61 @@ func TestNoInfoLooksLikeAProperty(t *testing.T) {
 	if len(rs) != 1 || len(rs[0].Properties()) != 1 || rs[0].Info[0] != "hello" {
 		t.Fatalf("rows %+v", rs)
 	}
+}
+
+// TestWorkbookRows: in a workbook too, informational columns are kept, a
+// card number in one refuses its row, and look-alike ids are one id. (The
+// workbook reader takes a number or date cell of an informational column
+// as it does for the other text columns: refused unless shown as stored.)
+func TestWorkbookRows(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rows.xlsx")
+	f := excelize.NewFile()
+	rowsIn := [][]any{
+		{"externalId", "amount", "cardNumber", "notes", "Recipient"},
+		{"PO-Case-3", "10.00", "4111111111111111", "first", "Ivanov"},
+		{"po-case-3", "11.00", "4111111111111111", "", ""},
+		{"PO-2", "12.00", "5555555555554444", "card 4111 1111 1111 1111", "Petrov"},
+		{"PO-3", "13.00", "5555555555554444", "", "Sidorov"},
+	}
+	for i, r := range rowsIn {
+		for j, v := range r {
+			cell, _ := excelize.CoordinatesToCellName(j+1, i+1)
+			if err := f.SetCellStr("Sheet1", cell, v.(string)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := f.SaveAs(path); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	sum, errs, err := collectFile(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(errs, "\n")
+	want := "rows.xlsx:Sheet1!A3: externalId: \"po-case-3\" is the same id as \"PO-Case-3\" on row 2 (ids are compared ignoring case and Unicode normalization)\n" +
+		"rows.xlsx:Sheet1!D4: notes: holds a card number (411111******1111): a card number belongs only in the cardNumber column; nothing of this row is loaded"
+	if got != want {
+		t.Errorf("errors\n%s\nwant\n%s", got, want)
+	}
+	if !slices.Equal(sum.Info, []string{"notes", "Recipient"}) || sum.ValidRows != 2 {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// collectFile checks the file at path, its errors as strings by line.
+func collectFile(t *testing.T, path string) (Summary, []string, error) {
+	t.Helper()
+	fh, err := os.Open(path)
+	if err != nil {
+		return Summary{}, nil, err
+	}
+	defer fh.Close()
+	sum, errs, err := Collect(context.Background(), filepath.Base(path), fh, Options{})
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.String()
+	}
+	return sum, out, err
 }
