@@ -53,7 +53,8 @@ type Options struct {
 
 // Batch converts ledger metadata.
 func Batch(b ledger.Batch) report.Batch {
-	return report.Batch{ID: b.ID, File: b.File, LoadedAt: b.LoadedAt, Rows: int(b.Rows), Total: b.Total, Scale: b.Scale}
+	return report.Batch{ID: b.ID, File: b.File, LoadedAt: b.LoadedAt, Rows: int(b.Rows), Total: b.Total, Scale: b.Scale,
+		InfoColumns: b.InfoColumns}
 }
 
 // Row converts one payout.
@@ -66,7 +67,7 @@ func Row(p ledger.Payout) (report.Row, error) {
 		Line: p.Line, ExternalID: p.ExternalID, Amount: amount, Destination: p.Destination,
 		State: string(p.State), PSPOrderID: p.OrderID, PSPStatus: p.PSPStatus, Attempts: p.Creates,
 		Error: p.Error, UpdatedAt: p.UpdatedAt, ResolvedBy: p.ResolvedBy, ResolutionNote: p.ResolutionNote,
-		Awaiting: p.Awaiting,
+		Awaiting: p.Awaiting, Info: ledger.UnpackInfo(p.Info),
 	}, nil
 }
 

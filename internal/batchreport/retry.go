@@ -171,6 +171,10 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 	res.Extras = extras
 	cw := csv.NewWriter(w)
 	header := append([]string{payfile.ColExternalID, payfile.ColAmount, payfile.ColCardNumber, payfile.ColTelecomOperator}, extras...)
+	// The file's informational columns, as loaded, after the properties;
+	// the reason last.
+	infoAt := len(header)
+	header = append(header, b.InfoColumns...)
 	header = append(header, payfile.ColReason)
 	if err := cw.Write(header); err != nil {
 		return res, fmt.Errorf("write failed rows: %w", err)
@@ -211,6 +215,11 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 		}
 		for _, pr := range props {
 			rec[4+slices.Index(extras, pr.Key)] = retryCell(pr.Value)
+		}
+		for i, v := range ledger.UnpackInfo(p.Info) {
+			if i < len(b.InfoColumns) {
+				rec[infoAt+i] = retryCell(v)
+			}
 		}
 		rec[len(rec)-1] = retryCell(card.Scrub(p.Error))
 		if err := cw.Write(rec); err != nil {

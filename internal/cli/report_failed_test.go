@@ -22,15 +22,15 @@ import (
 // outcomeRow is one payout of the outcome fixture and where the ledger
 // takes it.
 type outcomeRow struct {
-	ext, amount, pan, telecom, extra string
-	to                               ledger.State // queued, created (awaiting), paid, failed, rejected
-	reason                           string       // of a failed one; default "card closed by the issuer"
+	ext, amount, pan, telecom, extra, info string
+	to                                     ledger.State // queued, created (awaiting), paid, failed, rejected
+	reason                                 string       // of a failed one; default "card closed by the issuer"
 }
 
 var outcomeFixture = []outcomeRow{
 	{ext: "PO-1", amount: "100.10", pan: "4111111111111111", to: ledger.Paid},
 	{ext: "PO-2", amount: "250.50", pan: "5555555555554444", to: ledger.Failed},
-	{ext: "PO-3", amount: "75", telecom: "MTS", extra: `[{"key":"phoneNumber","value":"+79001234567"}]`, to: ledger.Failed},
+	{ext: "PO-3", amount: "75", telecom: "MTS", extra: `[{"key":"phoneNumber","value":"+79001234567"}]`, info: "=call first\x1f2026-02-28", to: ledger.Failed},
 	{ext: "PO-4-R2", amount: "0.20", pan: "4012888888881881", to: ledger.Failed, reason: "PSP status Failed: Account closed"},
 	{ext: "PO-5", amount: "12.34", pan: "4111111111111111", to: ledger.Created},
 	{ext: "PO-6", amount: "33.33", pan: "4111111111111111", to: ledger.Rejected},
@@ -52,7 +52,7 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 	for i, r := range outcomeFixture {
 		a := money.MustParse(r.amount)
 		total = total.Add(a)
-		p := ledger.NewPayout{Line: i + 2, ExternalID: r.ext, Amount: a, Telecom: r.telecom, Extra: r.extra, Destination: "telecom " + r.telecom}
+		p := ledger.NewPayout{Line: i + 2, ExternalID: r.ext, Amount: a, Telecom: r.telecom, Extra: r.extra, Info: r.info, Destination: "telecom " + r.telecom}
 		if r.pan != "" {
 			sealed, err := ring.Seal(r.pan, ledger.SealAD(batch, r.ext))
 			if err != nil {
@@ -62,7 +62,8 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		}
 		ps = append(ps, p)
 	}
-	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: "payouts-2026-02.xlsx", LoadedAt: time.Now(), Rows: int64(len(ps)), Total: total, Scale: 2}); err != nil {
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: "payouts-2026-02.xlsx", LoadedAt: time.Now(), Rows: int64(len(ps)), Total: total, Scale: 2,
+		InfoColumns: []string{"notes", "Pay date"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Register(ctx, batch, ps, 2); err != nil {
@@ -178,9 +179,9 @@ func TestReportFailedOnly(t *testing.T) {
 	}
 	// The payout whose account is closed is left out; each row says why it
 	// failed.
-	want := "externalId,amount,cardNumber,telecomOperator,phoneNumber,reason\n" +
-		"PO-2-R1,250.50,5555555555554444,,,card closed by the issuer\n" +
-		"PO-3-R1,75.00,,MTS,+79001234567,card closed by the issuer\n"
+	want := "externalId,amount,cardNumber,telecomOperator,phoneNumber,notes,Pay date,reason\n" +
+		"PO-2-R1,250.50,5555555555554444,,,,,card closed by the issuer\n" +
+		"PO-3-R1,75.00,,MTS,+79001234567,'=call first,2026-02-28,card closed by the issuer\n"
 	if string(got) != want {
 		t.Fatalf("file:\n%s\nwant:\n%s", got, want)
 	}
@@ -223,7 +224,7 @@ func TestReportFailedOnly(t *testing.T) {
 		!strings.Contains(stdout, "3 failed payouts, total 325.70") {
 		t.Fatalf("--include-final: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if b, _ := os.ReadFile(out); string(b) != want+"PO-4-R3,0.20,4012888888881881,,,PSP status Failed: Account closed\n" {
+	if b, _ := os.ReadFile(out); string(b) != want+"PO-4-R3,0.20,4012888888881881,,,,,PSP status Failed: Account closed\n" {
 		t.Fatalf("--include-final wrote:\n%s", b)
 	}
 	if code, _, _ = run(withKey, "--include-final", "b-out"); code != ExitUsage {
@@ -316,7 +317,7 @@ func TestStatusShowsOutcomes(t *testing.T) {
 	}
 	for _, w := range []string{
 		",paid,WD-PO-1,Paid,1,,", ",failed,WD-PO-2,Declined,1,card closed by the issuer,", ",created,WD-PO-5,Created,1,,",
-		",pending\n",
+		",pending,,\n", ",failed,'=call first,2026-02-28\n",
 	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("result file has no %q:\n%s", w, out)

@@ -33,7 +33,7 @@ func TestArchiveKeys(t *testing.T) {
 	if n, _ := l.ArchiveClaims(ctx, "b", []string{"E1"}, clk.t.Add(2*time.Hour), clk.t); n != 0 {
 		t.Fatal("a re-run moved a claim again")
 	}
-	if l.rdb.Exists(ctx, ownerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, ownerKey("X")).Val() != 1 {
+	if l.rdb.Exists(ctx, OwnerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, OwnerKey("X")).Val() != 1 {
 		t.Fatal("live claim keys: the batch's should be gone, another batch's kept")
 	}
 	if own, err := l.Owners(ctx, "new", []string{"E1", "X", "Z"}); err != nil || own["E1"] != "b" || own["X"] != "other" || len(own) != 2 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/money"
@@ -43,6 +44,9 @@ type Batch struct {
 	// the policy was recorded on batches: the approver's deployment
 	// policy (Approval.FourEyes) still applies to it.
 	FourEyes bool
+	// InfoColumns name the file's informational columns (payfile
+	// Summary.Info), whose values each payout keeps in Payout.Info.
+	InfoColumns []string
 }
 
 // BeginBatch registers a batch in phase loading unless it exists. It returns
@@ -52,6 +56,9 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
 		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading, "by", b.LoadedBy,
 		"fe", boolField(b.FourEyes),
+	}
+	if len(b.InfoColumns) > 0 {
+		args = append(args, "info", strings.Join(b.InfoColumns, infoSep))
 	}
 	res, err := beginBatchScript.Run(ctx, l.rdb, []string{metaKey(b.ID)}, args...).StringSlice()
 	if err != nil {
@@ -186,7 +193,8 @@ func parseBatch(m map[string]string) Batch {
 		ID: m["id"], File: m["file"], LoadedAt: msTime(m["loaded"]), Rows: atoi64(m["rows"]),
 		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1",
 		LoadedBy: m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
-		FourEyes: m["fe"] == "1",
+		FourEyes:    m["fe"] == "1",
+		InfoColumns: splitInfo(m["info"]),
 	}
 }
 
@@ -213,4 +221,13 @@ func pairs(flat []string) map[string]string {
 		m[flat[i]] = flat[i+1]
 	}
 	return m
+}
+
+// splitInfo is the list of informational column names stored as one
+// field; nil for none.
+func splitInfo(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, infoSep)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/extid"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -195,7 +196,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 	value := batch + ":" + strconv.FormatInt(last, 10)
 	for start := 0; start < len(ids); start += eachChunk {
 		part := ids[start:min(start+eachChunk, len(ids))]
-		owners, err := l.liveOwners(ctx, part)
+		owners, err := l.liveOwners(ctx, batch, part)
 		if err != nil {
 			return moved, err
 		}
@@ -231,7 +232,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 		// Only now the live keys go: a loader meets one or the other.
 		pipe := l.rdb.Pipeline()
 		for _, id := range mine {
-			releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
+			releaseForms(ctx, pipe, batch, id)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return moved, fmt.Errorf("ledger: release archived claims of %s: %w", batch, err)
@@ -247,11 +248,12 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
 	byBucket := map[string][]any{}
 	for _, id := range ids {
-		k := claimBucketKey(g, id)
+		key := extid.Key(id) // a legacy claim moves under the key
+		k := claimBucketKey(g, key)
 		if byBucket[k] == nil {
 			byBucket[k] = []any{today}
 		}
-		byBucket[k] = append(byBucket[k], id, value)
+		byBucket[k] = append(byBucket[k], key, value)
 	}
 	pipe := l.rdb.Pipeline()
 	// The directory first: a bucket is never in use without its generation.
@@ -410,19 +412,27 @@ func (l *Ledger) eachBucketChunk(ctx context.Context, run func(g int, keys []str
 	return nil
 }
 
-// liveOwners returns the owner of each id's live claim ("" for none).
-func (l *Ledger) liveOwners(ctx context.Context, ids []string) ([]string, error) {
+// liveOwners returns the owner of each id's live claim ("" for none),
+// under its key or, legacy, as written (claimForms): another batch's claim
+// before batch's own.
+func (l *Ledger) liveOwners(ctx context.Context, batch string, ids []string) ([]string, error) {
 	pipe := l.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
+	cmds := make([][]*redis.StringCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.Get(ctx, ownerKey(id))
+		for _, f := range claimForms(id) {
+			cmds[i] = append(cmds[i], pipe.Get(ctx, ownerKey(f)))
+		}
 	}
 	if err := execLookups(ctx, pipe); err != nil {
 		return nil, fmt.Errorf("ledger: look up externalIds: %w", err)
 	}
 	out := make([]string, len(ids))
-	for i, c := range cmds {
-		out[i] = c.Val()
+	for i, forms := range cmds {
+		for _, c := range forms {
+			if v := c.Val(); v != "" && (out[i] == "" || out[i] == batch) {
+				out[i] = v
+			}
+		}
 	}
 	return out, nil
 }
@@ -447,9 +457,11 @@ func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]s
 	cmds := make([]*redis.StringCmd, 0, len(ids)*len(gens))
 	idOf := make([]string, 0, cap(cmds))
 	for _, id := range ids {
-		for g := range gens {
-			cmds = append(cmds, pipe.HGet(ctx, claimBucketKey(g, id), id))
-			idOf = append(idOf, id)
+		for _, f := range claimForms(id) {
+			for g := range gens {
+				cmds = append(cmds, pipe.HGet(ctx, claimBucketKey(g, f), f))
+				idOf = append(idOf, id)
+			}
 		}
 	}
 	if err := execLookups(ctx, pipe); err != nil {

@@ -4,8 +4,45 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/acme/payout/internal/extid"
 	"github.com/redis/go-redis/v9"
 )
+
+// Look-alike externalIds are one id (package extid): PO-Case-3 and
+// po-case-3, or PO-café-2 composed and decomposed. A claim, live or
+// archived, is therefore stored under the id's extid.Key, and a second
+// spelling meets the first's claim. The payout itself keeps the id as
+// written (its key, the PSP request).
+//
+// Claims written before ids were folded are under the id as written. So
+// that such an id still collides with itself as written, every lookup also
+// reads the as-written form when it differs from the key (claimForms), and
+// a release or an archiving drops both. A look-alike of such a legacy
+// claim (po-case-3 against a legacy PO-Case-3) is not found: that would
+// need the legacy spelling. Legacy claims end with their batch's archiving
+// (moved under the key) plus the id window; once no claim from before the
+// change can remain, the second read can go.
+
+// claimForms returns the forms under which a claim on ext may be stored:
+// its key first, then ext as written if that differs (a legacy claim).
+func claimForms(ext string) []string {
+	k := extid.Key(ext)
+	if k == ext {
+		return []string{k}
+	}
+	return []string{k, ext}
+}
+
+// releaseForms queues the compare-and-delete on batch of every form of the
+// claim on id.
+func releaseForms(ctx context.Context, pipe redis.Pipeliner, batch, id string) []*redis.Cmd {
+	forms := claimForms(id)
+	cmds := make([]*redis.Cmd, len(forms))
+	for i, f := range forms {
+		cmds[i] = releaseScript.Eval(ctx, pipe, []string{ownerKey(f)}, batch)
+	}
+	return cmds
+}
 
 // ClaimTaken is Claim that also tells which claims this call took:
 // taken[i] reports whether ids[i] was unowned and now belongs to batch. An
@@ -31,15 +68,20 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 			owners[ids[i]] = v
 		}
 	}
-	arch := map[string]string{}
-	if err := l.addArchivedOwners(ctx, batch, mine, arch); err != nil {
+	// Batch's live key gives way to another batch's legacy or archived
+	// claim on the id.
+	giveBack := map[string]string{} // id -> the other batch that owns it
+	if err := l.addLegacyOwners(ctx, batch, mine, giveBack); err != nil {
 		return nil, nil, err
 	}
-	if len(arch) > 0 {
+	if err := l.addArchivedOwners(ctx, batch, mine, giveBack); err != nil {
+		return nil, nil, err
+	}
+	if len(giveBack) > 0 {
 		pipe := l.rdb.Pipeline()
 		for i, id := range ids {
-			if other, ok := arch[id]; ok {
-				releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
+			if other, ok := giveBack[id]; ok {
+				releaseScript.Eval(ctx, pipe, []string{ownerKey(extid.Key(id))}, batch)
 				taken[i] = false
 				owners[id] = other
 			}
@@ -54,14 +96,40 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 	return taken, owners, nil
 }
 
+// addLegacyOwners adds to owned the batches other than batch that hold a
+// legacy live claim (the id as written, claimForms) on one of ids.
+func (l *Ledger) addLegacyOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
+	pipe := l.rdb.Pipeline()
+	var cmds []*redis.StringCmd
+	var of []string
+	for _, id := range ids {
+		if forms := claimForms(id); len(forms) > 1 {
+			cmds = append(cmds, pipe.Get(ctx, ownerKey(forms[1])))
+			of = append(of, id)
+		}
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	if err := execLookups(ctx, pipe); err != nil {
+		return fmt.Errorf("ledger: look up legacy claims: %w", err)
+	}
+	for i, c := range cmds {
+		if v := c.Val(); v != "" && v != batch {
+			owned[of[i]] = v
+		}
+	}
+	return nil
+}
+
 // claimRounds bounds how often claimLive tries again an id whose live key
 // vanished between its SETNX and its GET.
 const claimRounds = 5
 
-// claimLive SETNXes the live key of each id and returns whether this call
-// took it and the owner of each live key afterwards. A key that vanished
-// between the SETNX and the reading of its owner is claimed again, never
-// assumed to be batch's.
+// claimLive SETNXes the live key of each id (its extid.Key) and returns
+// whether this call took it and the owner of each live key afterwards. A
+// key that vanished between the SETNX and the reading of its owner is
+// claimed again, never assumed to be batch's.
 func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (taken []bool, live []string, err error) {
 	taken = make([]bool, len(ids))
 	live = make([]string, len(ids))
@@ -76,7 +144,7 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 		pipe := l.rdb.Pipeline()
 		sets := make([]*redis.BoolCmd, len(todo))
 		for j, i := range todo {
-			sets[j] = pipe.SetNX(ctx, ownerKey(ids[i]), batch, 0)
+			sets[j] = pipe.SetNX(ctx, ownerKey(extid.Key(ids[i])), batch, 0)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, nil, fmt.Errorf("ledger: claim externalIds: %w", err)
@@ -94,7 +162,7 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 		if len(lost) == 0 {
 			break
 		}
-		got, err := l.liveOwners(ctx, lostIDs)
+		got, err := l.liveOwners(ctx, batch, lostIDs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -111,7 +179,9 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 }
 
 // ReleaseUnregistered drops batch's claims on those of ids that have no
-// payout in batch, and returns how many claims it dropped. A registered
+// payout in batch, and returns how many claims it dropped. Spellings of
+// one id (one extid.Key) among ids are judged together: their claim is
+// dropped only if the batch has a payout under none of them. A registered
 // payout keeps its claim whatever the caller believes: releasing it would
 // let another file claim the id and pay it again.
 //
@@ -131,14 +201,22 @@ func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []st
 	for i, id := range ids {
 		exists[i] = pipe.Exists(ctx, payoutKey(batch, id))
 	}
+	// The payouts are keyed by the id as written, the claims by its key
+	// (and, legacy, as written): the release drops both.
 	if _, err := pipe.Exec(ctx); err != nil {
 		return 0, fmt.Errorf("ledger: look up payouts of %s: %w", batch, err)
 	}
-	pipe = l.rdb.Pipeline()
-	var dels []*redis.Cmd
+	registered := map[string]bool{}
 	for i, id := range ids {
-		if exists[i].Val() == 0 {
-			dels = append(dels, releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch))
+		if exists[i].Val() != 0 {
+			registered[extid.Key(id)] = true
+		}
+	}
+	pipe = l.rdb.Pipeline()
+	var dels [][]*redis.Cmd
+	for _, id := range ids {
+		if !registered[extid.Key(id)] {
+			dels = append(dels, releaseForms(ctx, pipe, batch, id))
 		}
 	}
 	if len(dels) == 0 {
@@ -148,9 +226,12 @@ func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []st
 		return 0, fmt.Errorf("ledger: release externalIds of %s: %w", batch, err)
 	}
 	n := 0
-	for _, c := range dels {
-		if v, _ := c.Int(); v == 1 {
-			n++
+	for _, forms := range dels {
+		for _, c := range forms {
+			if v, _ := c.Int(); v == 1 {
+				n++
+				break
+			}
 		}
 	}
 	return n, nil

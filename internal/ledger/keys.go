@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acme/payout/internal/extid"
 )
 
 // The ledger owns the Redis keys of payout (Asynq's are Asynq's), and this
@@ -56,8 +58,9 @@ func auditKey(batch string) string { return tag(batch) + ":audit" }
 // archivedKey is the summary of a batch moved into an archive file.
 func archivedKey(batch string) string { return tag(batch) + ":archived" }
 
-// ownerKey is the live claim on an externalId: the batch that owns it.
-func ownerKey(ext string) string { return prefix + ":x:" + ext }
+// ownerKey is the live claim on an externalId, given in one of its claim
+// forms (claimForms; normally its extid.Key): the batch that owns it.
+func ownerKey(form string) string { return prefix + ":x:" + form }
 
 // batchesKey is the zset of batch ids scored by load time.
 func batchesKey() string { return prefix + ":batches" }
@@ -71,10 +74,11 @@ func globalAuditKey() string { return prefix + ":audit" }
 func claimGensKey() string { return prefix + ":xa:gens" }
 
 // claimBucketKey is the bucket of generation gen that holds the archived
-// claim on ext: FNV-1a of ext modulo the generation's bucket count.
-func claimBucketKey(gen int, ext string) string {
+// claim on an externalId in claim form form (field form): FNV-1a of form
+// modulo the generation's bucket count.
+func claimBucketKey(gen int, form string) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(ext))
+	_, _ = h.Write([]byte(form))
 	return claimBucketKeyAt(gen, h.Sum32()%claimBucketCount(gen))
 }
 
@@ -104,8 +108,9 @@ func CountsKey(batch string) string { return countsKey(batch) }
 // LoadLockKey is the lock a loader holds while it registers a batch.
 func LoadLockKey(batch string) string { return loadLockKey(batch) }
 
-// OwnerKey records which batch an externalId belongs to.
-func OwnerKey(externalID string) string { return ownerKey(externalID) }
+// OwnerKey records which batch an externalId belongs to: the key of its
+// extid.Key, shared by every look-alike spelling of the id.
+func OwnerKey(externalID string) string { return ownerKey(extid.Key(externalID)) }
 
 // BatchKeyPrefix is the common prefix of every key of a batch.
 func BatchKeyPrefix(batch string) string { return tag(batch) + ":" }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/money"
@@ -25,6 +26,7 @@ type NewPayout struct {
 	Sealed      string // encrypted card number, or ""
 	Telecom     string // telecom operator, or ""
 	Extra       string // JSON of further destination properties, or ""
+	Info        string // the row's informational values (PackInfo), or ""
 }
 
 // Payout is the stored state of one payout.
@@ -37,6 +39,7 @@ type Payout struct {
 	Sealed      string
 	Telecom     string
 	Extra       string
+	Info        string // informational values (UnpackInfo), never sent to the PSP
 	State       State
 	Creates     int // create requests begun (attempt number of the latest)
 	Seq         int // status checks scheduled
@@ -61,11 +64,73 @@ type Payout struct {
 	ResolvedAt     time.Time
 }
 
+// infoSep separates the informational values of a payout, and the names
+// of a batch's informational columns: a control character, which a
+// payout file's values never hold (payfile refuses them).
+const infoSep = "\x1f"
+
+// PackInfo is the stored form of a row's informational values: joined by
+// US (0x1F), trailing empty values left off; "" when all are empty (no
+// field is stored). About one byte a value more than the values.
+func PackInfo(values []string) string {
+	for len(values) > 0 && values[len(values)-1] == "" {
+		values = values[:len(values)-1]
+	}
+	return strings.Join(values, infoSep)
+}
+
+// infoChunk is the most bytes of informational values one hash field
+// holds: Redis keeps a hash compact (a listpack) only while every value is
+// at most hash-max-listpack-value bytes, 64 by default; one longer value
+// turns the payout's hash into a table about three times its size. Longer
+// values go into fields info, info1, info2... of infoChunk bytes.
+const infoChunk = 64
+
+var infoChunkLua = strconv.Itoa(infoChunk)
+
+// appendInfo appends to fields the hash fields of packed informational
+// values (none for "").
+func appendInfo(fields []any, info string) []any {
+	for n := 0; n*infoChunk < len(info); n++ {
+		name := "info"
+		if n > 0 {
+			name += strconv.Itoa(n)
+		}
+		fields = append(fields, name, info[n*infoChunk:min(len(info), (n+1)*infoChunk)])
+	}
+	return fields
+}
+
+// joinInfo reads back what appendInfo stored.
+func joinInfo(m map[string]string) string {
+	info, ok := m["info"]
+	if !ok {
+		return ""
+	}
+	for n := 1; ; n++ {
+		part, ok := m["info"+strconv.Itoa(n)]
+		if !ok {
+			return info
+		}
+		info += part
+	}
+}
+
+// UnpackInfo returns the informational values of a stored payout, in the
+// order of its batch's InfoColumns; trailing empty values are left off
+// (nil for none).
+func UnpackInfo(info string) []string {
+	if info == "" {
+		return nil
+	}
+	return strings.Split(info, infoSep)
+}
+
 func parsePayout(batch string, m map[string]string) Payout {
 	atoi := func(k string) int { n, _ := strconv.Atoi(m[k]); return n }
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
-		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"],
+		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: joinInfo(m),
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
 		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
@@ -78,7 +143,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 // already owns (a live claim, or an archived batch's claim within the id
 // window), that batch. It writes nothing (validation, dry runs).
 func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	live, err := l.liveOwners(ctx, ids)
+	live, err := l.liveOwners(ctx, batch, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +187,7 @@ func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[str
 func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
 	pipe := l.rdb.Pipeline()
 	for _, id := range ids {
-		releaseScript.Eval(ctx, pipe, []string{ownerKey(id)}, batch)
+		releaseForms(ctx, pipe, batch, id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ledger: release externalIds: %w", err)
@@ -139,14 +204,14 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 	}
 	keys := make([]string, 0, len(ps)+2)
 	keys = append(keys, countsKey(batch), lineChunksKey(batch))
-	args := make([]any, 0, 1+8*len(ps))
+	args := make([]any, 0, 1+9*len(ps))
 	args = append(args, l.nowMillis())
 	chunks := map[int64]bool{}
 	for _, p := range ps {
 		chunks[int64(p.Line)/lineChunk] = true
 		keys = append(keys, payoutKey(batch, p.ExternalID))
 		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
-			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra)
+			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra, p.Info)
 	}
 	for c := range chunks {
 		keys = append(keys, lineChunkKey(batch, c))
@@ -251,6 +316,7 @@ func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch strin
 		if p.Extra != "" {
 			fields = append(fields, "extra", p.Extra)
 		}
+		fields = appendInfo(fields, p.Info)
 		pipe.HSet(ctx, payoutKey(batch, p.ExternalID), fields...)
 		c := int64(p.Line) / lineChunk
 		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})

@@ -126,13 +126,13 @@ end
 // (line / 128), PREFIX:{B}:lk the chunk numbers.
 // KEYS: counts, lk, payout..., then the chunks the payouts' lines fall in
 // (declared for Redis Cluster; the script names them itself);
-// ARGV: now, then 8 fields per payout.
+// ARGV: now, then 9 fields per payout.
 var registerScript = redis.NewScript(luaMove + `
 local base = string.sub(KEYS[2], 1, -3) .. 'l:'
 local added = 0
 local chunks = {}
-for i = 3, 2 + (#ARGV - 1) / 8 do
-  local b = 2 + (i - 3) * 8
+for i = 3, 2 + (#ARGV - 1) / 9 do
+  local b = 2 + (i - 3) * 9
   local k = KEYS[i]
   if redis.call('EXISTS', k) == 0 then
     local f = {'line', ARGV[b], 'ext', ARGV[b+1], 'amount', ARGV[b+2], 'units', ARGV[b+3],
@@ -140,6 +140,12 @@ for i = 3, 2 + (#ARGV - 1) / 8 do
     if ARGV[b+5] ~= '' then f[#f+1] = 'sealed'; f[#f+1] = ARGV[b+5] end
     if ARGV[b+6] ~= '' then f[#f+1] = 'tel'; f[#f+1] = ARGV[b+6] end
     if ARGV[b+7] ~= '' then f[#f+1] = 'extra'; f[#f+1] = ARGV[b+7] end
+    local info = ARGV[b+8]
+    for s = 1, #info, ` + infoChunkLua + ` do
+      local n = (s - 1) / ` + infoChunkLua + `
+      f[#f+1] = n == 0 and 'info' or ('info' .. n)
+      f[#f+1] = string.sub(info, s, s + ` + infoChunkLua + ` - 1)
+    end
     redis.call('HSET', k, unpack(f))
     local c = tostring(math.floor(tonumber(ARGV[b]) / ` + lineChunkLua + `))
     redis.call('ZADD', base .. c, ARGV[b], ARGV[b+1])

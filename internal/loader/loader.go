@@ -34,6 +34,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/notify"
@@ -135,6 +136,7 @@ type Result struct {
 	Valid       int          // rows without error
 	Total       money.Amount // sum of the valid rows
 	Scale       int          // decimal places of the file's amounts: how Total is shown (Total.StringFixed(Scale))
+	InfoColumns []string     // the file's informational columns (payfile.Summary.Info)
 	Errors      []payfile.Error
 	Warnings    []string // said once for the file; refuse nothing (payfile.Summary.Warnings)
 	Registered  int      // ledger entries written by this run
@@ -251,7 +253,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	bad := badLines(pass.sum.BadLines)
 	if !judge(&res, pass, decls, bad, opts) || res.Valid == 0 {
 		if !opts.DryRun {
-			if err := ld.release(ctx, f, res, opts, pass.took, log); err != nil {
+			if err := ld.release(ctx, f, res, opts, pass.took, bad, log); err != nil {
 				return res, err
 			}
 		}
@@ -272,6 +274,7 @@ func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Op
 	sum := pass.sum
 	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
 	res.Sheet, res.HiddenRows = sum.Sheet, sum.HiddenRows
+	res.InfoColumns = sum.Info
 	partialOK := opts.Partial && !sum.Aborted && !hasStructural(pass.errs)
 	errs := refuseOwned(res, pass, bad)
 	// A file at odds with what it declares is refused whole, --partial or
@@ -393,7 +396,13 @@ func refuseOwned(res *Result, pass claimResult, bad *lineSet) []payfile.Error {
 // it, up to where a refused file stopped being read; it may be a repeat of
 // an earlier externalId of the file (a bad line), whose claim attempt
 // happened to come first.
-func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, log zerolog.Logger) error {
+//
+// A row the file repeats in another spelling (po-case-3 after PO-Case-3:
+// one claim, extid.Key) may have taken the claim its first spelling's row
+// stands on: the claims of such rows are released together with every
+// spelling of their id in the file, and only if the batch has a payout
+// under none of them.
+func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, bad *lineSet, log zerolog.Logger) error {
 	if took.empty() {
 		return nil
 	}
@@ -416,6 +425,19 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
 		}
 	}()
+	// The keys of the repeated rows whose claim this run took.
+	dupKeys := map[string][]string{}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	err = payfile.Each(ctx, res.File, f, opts.File, func(line int) bool { return !took.has(line) || !bad.has(line) }, func(r payfile.Row) error {
+		dupKeys[extid.Key(r.ExternalID)] = nil
+		return nil
+	})
+	var fileErr payfile.Error
+	if err != nil && !errors.As(err, &fileErr) {
+		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
@@ -436,18 +458,34 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 		return err
 	}
 	skip := func(line int) bool { return !took.has(line) }
+	if len(dupKeys) > 0 {
+		// Every row valid on its own, for the spellings of dupKeys.
+		skip = func(line int) bool { return !took.has(line) && bad.has(line) }
+	}
 	err = payfile.Each(ctx, res.File, f, opts.File, skip, func(r payfile.Row) error {
+		if spellings, dup := dupKeys[extid.Key(r.ExternalID)]; dup {
+			dupKeys[extid.Key(r.ExternalID)] = append(spellings, r.ExternalID)
+			return nil
+		}
+		if !took.has(r.Line) {
+			return nil
+		}
 		ids = append(ids, r.ExternalID)
 		if len(ids) >= opts.ChunkSize {
 			return flush()
 		}
 		return nil
 	})
-	var fileErr payfile.Error
 	if err == nil || errors.As(err, &fileErr) {
 		// The end of the file, or the point where the refused file stopped
 		// being read: no claim lies beyond it.
 		err = flush()
+		for _, spellings := range dupKeys {
+			if err == nil {
+				ids = append(ids, spellings...)
+				err = flush() // one call per id: its spellings are judged together
+			}
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
@@ -565,7 +603,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	}
 	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
-		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes,
+		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes, InfoColumns: res.InfoColumns,
 	})
 	if err != nil {
 		return res, err
@@ -780,7 +818,8 @@ func (ld *Loader) EnqueueApproved(ctx context.Context, insp *asynq.Inspector, ba
 }
 
 func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, error) {
-	p := ledger.NewPayout{Line: r.Line, ExternalID: r.ExternalID, Amount: r.Amount, Destination: r.Destination(), Telecom: r.TelecomOperator}
+	p := ledger.NewPayout{Line: r.Line, ExternalID: r.ExternalID, Amount: r.Amount, Destination: r.Destination(), Telecom: r.TelecomOperator,
+		Info: ledger.PackInfo(r.Info)} // kept for the result file, never in the task
 	if r.CardNumber != "" {
 		sealed, err := ld.sealer.Seal(r.CardNumber, ledger.SealAD(batch, r.ExternalID))
 		if err != nil {

@@ -54,7 +54,7 @@ func TestNoOperatorDictionary(t *testing.T) {
 	}
 	// A bankName column is allowed only with a bank dictionary.
 	_, errs = collect(t, "externalId,amount,cardNumber,bankName\nC,1,4111111111111111,VTB\n", Options{})
-	if len(errs) == 0 || !strings.Contains(errs[0], `unknown column "bankName"`) {
+	if len(errs) == 0 || !strings.Contains(errs[0], `column "bankName" is a destination property sent to the PSP: it is allowed only with`) {
 		t.Errorf("bankName without --bank-names: %q", errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -95,6 +96,9 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte(generate(20, map[int]bool{7: true})), uint8(0))
 	f.Add([]byte("externalId,amount,telecomOperator,phoneNumber,region\nA,1.234,MTS,+7,77\nB,2,MTS,,\n"), uint8(6))
 	f.Add([]byte(hdr+"ABCDEFGHIJ,1,,MTS\n\"x\ny\",1,,MTS\n"), uint8(9))
+	f.Add([]byte("Payouts\n\nexternalId;amount;cardNumber;notes;Pay date\nPO-1;1;4111111111111111;PO-4111111111111111;x\npo-1;2;5555555555554444;;\n"), uint8(0))
+	f.Add([]byte(hdr+"PO-caf\u00e9,1,,MTS\nPO-cafe\u0301,1,,MTS 4111 1111 1111 1111\nPO-Case,1,,MTS\nPO-CASE,2,,MTS\n"), uint8(0))
+	f.Add([]byte("externalId,amount,telecomOperator,phoneNumber,amout\nA,1,MTS,+380501234567,1\n"), uint8(2))
 
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		opts := fuzzOptions(mode)
@@ -130,6 +134,7 @@ func FuzzCheck(f *testing.F) {
 
 		n, total := 0, money.Zero
 		lastLine := 0
+		keys := map[string]int{}
 		err = Each(ctx, "fuzz.csv", bytes.NewReader(data), opts, sum.IsBad, func(r Row) error {
 			n++
 			total = total.Add(r.Amount)
@@ -137,6 +142,31 @@ func FuzzCheck(f *testing.F) {
 				t.Errorf("bad row %+v after line %d", r, lastLine)
 			}
 			lastLine = r.Line
+			// Look-alike ids are one id: a valid row's key is unique (in a
+			// file not refused as a whole: duplicates are not looked for
+			// after an abort).
+			if first, dup := keys[extid.Key(r.ExternalID)]; dup && !sum.Aborted {
+				t.Errorf("line %d: %q is the id of line %d", r.Line, r.ExternalID, first)
+			}
+			keys[extid.Key(r.ExternalID)] = r.Line
+			// A card number only in cardNumber.
+			others := append([]string{r.ExternalID, r.TelecomOperator, r.Amount.String()}, r.Info...)
+			for _, v := range others {
+				if m := cardIn(v, CardPrefixesIIN, false); m != "" {
+					t.Errorf("line %d holds card %s outside cardNumber: %q", r.Line, m, v)
+				}
+			}
+			for _, p := range r.Extra {
+				if m := cardIn(p.Value, CardPrefixesIIN, p.Key == ColPhoneNumber); m != "" {
+					t.Errorf("line %d holds card %s in %s", r.Line, m, p.Key)
+				}
+				if slices.Contains(sum.Info, p.Key) {
+					t.Errorf("line %d: informational column %s among the PSP properties", r.Line, p.Key)
+				}
+			}
+			if r.Info != nil && len(r.Info) != len(sum.Info) {
+				t.Errorf("line %d: %d informational values, %d columns", r.Line, len(r.Info), len(sum.Info))
+			}
 			return nil
 		})
 		if sum.Aborted {

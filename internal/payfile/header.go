@@ -2,6 +2,7 @@ package payfile
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -12,7 +13,7 @@ type header struct {
 	line    int
 	names   []string // canonical name of each file column
 	folded  []string // fold of each file column, to spot a repeated header
-	extras  []int    // file column of each configured extra column, -1 if absent
+	extras  []int    // file column of each of config.extras (extra properties, then informational columns), -1 if absent
 	missing []string // fixed columns absent from the file (given empty to gocsv)
 }
 
@@ -54,45 +55,111 @@ func foldEqual(s, f string) bool {
 	return f == ""
 }
 
+// MaxInfoColumns bounds the informational columns of a file: columns whose
+// name is not a known one (notes, a pay date, a recipient's name). They
+// are kept and carried into the result file, never sent to the PSP.
+const MaxInfoColumns = 20
+
+// MaxTitleRows bounds the rows above the header that are taken as a title
+// and skipped: at most 2 non-empty cells and no known column name.
+const MaxTitleRows = 10
+
+// expected says what a header row holds, for the refusal of a file
+// without one.
+func (c *config) expected() string {
+	return fmt.Sprintf("a header row naming the columns %s, %s and %s or %s (also allowed: %s; other columns are kept as information)",
+		ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator, strings.Join(c.allowed[4:], ", "))
+}
+
+// titleRow reports whether fields, read above the header, look like a
+// title: no known column name, at most 2 non-empty cells.
+func (c *config) titleRow(fields []string) bool {
+	n := 0
+	for _, f := range fields {
+		f = strings.Trim(f, " ")
+		if f == "" {
+			continue
+		}
+		n++
+		if n > 2 {
+			return false
+		}
+		if _, ok := c.byCanon[fold(f)]; ok {
+			return false
+		}
+		if _, near := c.nearName(fold(f)); near {
+			return false
+		}
+	}
+	return n > 0 && n <= 2
+}
+
 // parseHeader checks the header fields read on line and returns the header,
-// or the problems that make the file unusable.
+// or the problems that make the file unusable. Columns of a known name
+// (fixed or configured extra) are mapped by it; any other named column is
+// informational unless its name is a near miss of a known one (amout,
+// card_numbr), which is refused with "did you mean". It sets c.extras for
+// the file: the configured extra properties, then its informational
+// columns.
 func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 	bad := func(format string, args ...any) Error {
 		return Error{Line: line, Column: ColumnHeader, Kind: KindHeader, Message: fmt.Sprintf(format, args...)}
 	}
+	c.extras = c.props
 	allowed := strings.Join(c.allowed, ", ")
-	// Every column must be distinct and allowed. Far more columns than
-	// allowed names is refused at once, without looking at 10,000 names; a
-	// few too many are named one by one below (unknown or repeated).
-	if len(fields) > len(c.allowed)+8 {
-		return nil, []Error{bad("has %d columns, at most %d are allowed: %s", len(fields), len(c.allowed), allowed)}
+	// Far more columns than allowed names is refused at once, without
+	// looking at 10,000 names; a few too many are named one by one below
+	// (near misses, repeats).
+	if len(fields) > len(c.allowed)+MaxInfoColumns {
+		return nil, []Error{bad("has %d columns, at most %d are allowed: %s and %d other columns kept as information", len(fields), len(c.allowed)+MaxInfoColumns, allowed, MaxInfoColumns)}
 	}
 	h := &header{line: line, names: make([]string, len(fields)), folded: make([]string, len(fields))}
 	var errs []Error
+	var info []string
+	infoCol := map[string]int{}
 	known := 0
 	seen := make(map[string]int, len(fields))
 	for i, f := range fields {
 		f = strings.Trim(f, " ")
 		h.folded[i] = fold(f)
 		name, ok := c.byCanon[h.folded[i]]
-		if ok {
-			known++
-		}
 		switch {
 		case h.folded[i] == "":
-			errs = append(errs, bad("column %d has no name (allowed: %s)", i+1, allowed))
-		case !ok:
-			errs = append(errs, bad("unknown column %q (allowed: %s)", f, allowed))
-		default:
+			errs = append(errs, bad("column %d has no name (allowed: %s; a column of notes needs a name too)", i+1, allowed))
+		case ok:
+			known++
 			if j, dup := seen[name]; dup {
 				errs = append(errs, bad("column %d %q repeats column %d (%s)", i+1, f, j+1, name))
 			}
 			seen[name] = i
 			h.names[i] = name
+		case h.folded[i] == fold(ColBankName):
+			// A destination property, never mere information.
+			errs = append(errs, bad("column %q is a destination property sent to the PSP: it is allowed only with the PSP's bank dictionary (--bank-names FILE)", f))
+		default:
+			if near, ok := c.nearName(h.folded[i]); ok {
+				errs = append(errs, bad("unknown column %q: did you mean %q? (allowed: %s; other columns are kept as information, but not one named so close to a known one)", f, near, allowed))
+				continue
+			}
+			if m := cardIn(f, CardPrefixesAny, false); m != "" {
+				errs = append(errs, bad("column %d is named with a card number (%s)", i+1, m))
+				continue
+			}
+			if msg := textProblem(f, false); msg != "" {
+				errs = append(errs, bad("column %d %s", i+1, msg))
+				continue
+			}
+			if j, dup := infoCol[h.folded[i]]; dup {
+				errs = append(errs, bad("column %d %q repeats column %d", i+1, f, j+1))
+				continue
+			}
+			infoCol[h.folded[i]] = i
+			h.names[i] = f
+			info = append(info, f)
 		}
 	}
 	if known == 0 {
-		return nil, []Error{bad("no known column name: is the header row missing? The first line must name the columns: %s", allowed)}
+		return nil, []Error{bad("no known column name: is the header row missing, or a title row above it (more than 2 cells)? Expected %s", c.expected())}
 	}
 	for _, req := range []string{ColExternalID, ColAmount} {
 		if _, ok := seen[req]; !ok {
@@ -112,14 +179,74 @@ func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 			h.missing = append(h.missing, n)
 		}
 	}
+	c.extras = append(slices.Clip(c.props), info...)
 	h.extras = make([]int, len(c.extras))
 	for k, n := range c.extras {
 		h.extras[k] = -1
-		if i, ok := seen[n]; ok {
+		if k >= len(c.props) {
+			h.extras[k] = infoCol[fold(n)]
+		} else if i, ok := seen[n]; ok {
 			h.extras[k] = i
 		}
 	}
 	return h, nil
+}
+
+// nearName returns the known column name that the folded name f is a
+// near miss of: at most 1 edit (insertion, deletion, substitution or swap
+// of neighbours) from a known name of up to 6 letters, at most 2 from a
+// longer one; or f begins a known name and has 4 letters or more (card),
+// or is inside one and has 5 or more (phone, operator), or holds a known
+// name of 5 letters or more (externalid2).
+func (c *config) nearName(f string) (string, bool) {
+	best, bestD := "", 3
+	for _, n := range c.allowed {
+		k := fold(n)
+		limit := 2
+		if utf8.RuneCountInString(k) <= 6 {
+			limit = 1
+		}
+		if d := nameDistance(f, k); d <= limit && d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best != "" {
+		return best, true
+	}
+	for _, n := range c.allowed {
+		k := fold(n)
+		if (len(f) >= 4 && strings.HasPrefix(k, f)) || (len(f) >= 5 && strings.Contains(k, f)) || (len(k) >= 5 && strings.Contains(f, k)) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// nameDistance is the optimal string alignment distance of a and b, by
+// runes: insertions, deletions, substitutions and swaps of neighbours.
+func nameDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev2 := make([]int, len(rb)+1)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(rb)]
 }
 
 // repeats reports whether a data record is the header again.

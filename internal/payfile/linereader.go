@@ -162,7 +162,7 @@ func (lr *lineReader) detectDelimiter() rune {
 	}
 }
 
-// firstContentLine finds the first non-blank line of buf. A last line
+// firstContentLine finds the first line of buf holding a ',' or ';'. A last line
 // without its end counts only when buf is all there is.
 func firstContentLine(buf []byte, complete bool) ([]byte, bool) {
 	for len(buf) > 0 {
@@ -174,7 +174,9 @@ func firstContentLine(buf []byte, complete bool) ([]byte, bool) {
 			i = len(buf)
 		}
 		line := bytes.TrimRight(buf[:i], "\r")
-		if len(line) > 0 {
+		// A line without a delimiter (a title above the header) says
+		// nothing of the delimiter.
+		if bytes.ContainsAny(line, ",;") {
 			return line, true
 		}
 		if i == len(buf) {

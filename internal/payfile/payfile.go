@@ -5,7 +5,13 @@
 // optional extra destination properties allowed by name (Options.ExtraColumns,
 // default phoneNumber). Header names are matched ignoring case, spaces, '-'
 // and '_' ("External ID", "external_id" and "EXTERNAL-ID" all mean
-// externalId). The delimiter is ',' or ';', detected from the header line.
+// externalId). A column of any other name is informational (Row.Info):
+// kept for the result file, never sent to the PSP, unless its name is a
+// near miss of a known one, which is refused with "did you mean". A card
+// number in any field but cardNumber refuses its row (cardscan.go), and
+// externalIds are compared by extid.Key (case and Unicode form ignored).
+// Title rows above a CSV header are skipped. The delimiter is ',' or ';',
+// detected from the first line holding one.
 // The text is UTF-8 with or without a byte order mark, with LF or CRLF line
 // ends; spaces around every field are trimmed.
 //
@@ -36,6 +42,7 @@ import (
 	"strings"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 )
@@ -48,7 +55,7 @@ const (
 
 // DefaultExtraColumns are the extra destination properties allowed when
 // Options.ExtraColumns is nil.
-var DefaultExtraColumns = []string{"phoneNumber"}
+var DefaultExtraColumns = []string{ColPhoneNumber}
 
 // Canonical names of the fixed columns, as they appear in errors.
 const (
@@ -59,7 +66,8 @@ const (
 	// ColReason is read and ignored: the failed-only retry file
 	// (payout report --failed-only) tells finance in it why each payout
 	// failed, and the file loads as it is. Nothing of it is sent.
-	ColReason = "reason"
+	ColReason      = "reason"
+	ColPhoneNumber = "phoneNumber"
 )
 
 // Error.Column values used when no single column applies.
@@ -117,6 +125,10 @@ type Options struct {
 	// by an autofilter, hidden columns and a hidden sheet as if shown;
 	// by default they are refused, since they would be paid unseen.
 	IncludeHiddenRows bool
+	// CardPrefixes chooses which runs of digits outside the cardNumber
+	// column are taken for a card number (see cardscan.go); the zero value
+	// is CardPrefixesIIN.
+	CardPrefixes CardPrefixes
 }
 
 // Kind classifies an Error. A Kind is itself an error, so that
@@ -225,6 +237,10 @@ type Row struct {
 	CardNumber      string // normalized digits, or ""
 	TelecomOperator string // or ""
 	Extra           []psp.Property
+	// Info holds the values of the file's informational columns
+	// (Summary.Info), in that order, as written; nil when all are empty.
+	// They are carried into the result file, never sent to the PSP.
+	Info []string
 }
 
 // Destination is a display form of the destination with the card masked:
@@ -264,10 +280,16 @@ type Summary struct {
 	Errors    int      // number of errors reported
 	Delimiter rune     // ',' or ';'
 	Columns   []string // canonical names of the file's columns, in file order
-	Sheet     string   // the sheet read, for a workbook
 	// HiddenRows are the data rows of a workbook's sheet that it does not
 	// show (hidden, or filtered out): of Rows, Rows-HiddenRows are shown.
 	HiddenRows int
+	// Info names the informational columns (any column of a name not
+	// known, kept beside its row in the result file), in file order.
+	Info []string
+	// HeaderLine is the line of the header row: above 1 when title rows
+	// were skipped (a warning says so).
+	HeaderLine int
+	Sheet      string // the sheet read, for a workbook
 	// Warnings are said once per file and refuse nothing: a check that
 	// could not be made (no operator dictionary given, say).
 	Warnings []string
@@ -427,7 +449,7 @@ func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]ui
 		sawTelecom = sawTelecom || rec.Telecom != ""
 		row, ok, idOK := c.cfg.validate(rec, c.emit)
 		if idOK {
-			hashes = append(hashes, c.hash(row.ExternalID))
+			hashes = append(hashes, c.hash(extid.Key(row.ExternalID)))
 		}
 		if !ok {
 			c.sum.BadLines = append(c.sum.BadLines, rec.Line)
@@ -445,6 +467,10 @@ func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]ui
 	}
 	c.sum.Aborted, c.sum.Delimiter, c.sum.Columns, c.sum.Sheet = res.aborted, res.delim, res.columns, res.sheet
 	c.sum.HiddenRows = res.hidden
+	c.sum.HeaderLine, c.sum.Info = res.headerLine, c.cfg.info()
+	if len(res.titles) > 0 && !res.aborted {
+		c.sum.Warnings = append(c.sum.Warnings, fmt.Sprintf("%s above the header row (line %d) taken as a title and skipped", lineList(res.titles), res.headerLine))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("payfile: %s: %w", c.name, err)
 	}
@@ -466,30 +492,41 @@ func collisions(hashes []uint64) map[uint64]struct{} {
 	return collided
 }
 
-func (c *checker) collides(collided map[uint64]struct{}, id string) bool {
-	_, ok := collided[c.hash(id)]
+func (c *checker) collides(collided map[uint64]struct{}, key string) bool {
+	_, ok := collided[c.hash(key)]
 	return ok
 }
 
 // findDuplicates is pass 2, over the file read again: for the rows whose
-// hash collided, compare the externalIds themselves. Validity and the
-// total are recomputed.
+// hash collided, compare the externalIds themselves, by their key (extid:
+// NFC and case folded). Validity and the total are recomputed.
 func (c *checker) findDuplicates(ctx context.Context, collided map[uint64]struct{}) error {
-	firstLine := make(map[string]int)
+	type first struct {
+		line int
+		id   string
+	}
+	firstOf := make(map[string]first)
 	var dupLines []int
 	rows, valid, total := 0, 0, money.Zero
 	discard := func(Error) {}
 	res, err := scan(ctx, c.r, c.cfg, discard, func(rec *record) error {
 		rows++
 		row, ok, idOK := c.cfg.validate(rec, discard)
-		if idOK && c.collides(collided, row.ExternalID) {
-			if first, seen := firstLine[row.ExternalID]; seen {
-				c.emit(rec.at(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate,
-					Message: fmt.Sprintf("%q already appears on %s %d", row.ExternalID, lineWord(rec), first)}))
+		key := ""
+		if idOK {
+			key = extid.Key(row.ExternalID)
+		}
+		if idOK && c.collides(collided, key) {
+			if f, seen := firstOf[key]; seen {
+				msg := fmt.Sprintf("%q already appears on %s %d", row.ExternalID, lineWord(rec), f.line)
+				if f.id != row.ExternalID {
+					msg = fmt.Sprintf("%q is the same id as %q on %s %d (ids are compared ignoring case and Unicode normalization)", row.ExternalID, f.id, lineWord(rec), f.line)
+				}
+				c.emit(rec.at(Error{Line: rec.Line, Column: ColExternalID, Kind: KindDuplicate, Message: msg}))
 				dupLines = append(dupLines, rec.Line)
 				ok = false
 			} else {
-				firstLine[row.ExternalID] = rec.Line
+				firstOf[key] = first{rec.Line, row.ExternalID}
 			}
 		}
 		if ok {
@@ -545,7 +582,9 @@ type config struct {
 	includeHidden bool
 	telecom       *Dictionary
 	banks         *Dictionary
-	extras        []string          // canonical names of the extra columns
+	props         []string // canonical names of the configured extra properties (sent to the PSP)
+	extras        []string // once the header is read: props, then the file's informational columns
+	cardPref      CardPrefixes
 	allowed       []string          // every allowed column, canonical names, in display order
 	byCanon       map[string]string // folded name -> canonical name
 }
@@ -572,7 +611,10 @@ func lineWord(rec *record) string {
 func (o Options) config() (*config, error) {
 	c := &config{scale: o.Scale, max: o.MaxAmount, hasMax: !o.MaxAmount.IsZero(),
 		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat,
-		telecom: o.TelecomOperators, banks: o.BankNames}
+		telecom: o.TelecomOperators, banks: o.BankNames, cardPref: o.CardPrefixes}
+	if o.CardPrefixes != CardPrefixesIIN && o.CardPrefixes != CardPrefixesAny {
+		return nil, fmt.Errorf("%w: card prefixes %d", ErrBadOptions, o.CardPrefixes)
+	}
 	if o.AmountFormat.Example() == "" {
 		return nil, fmt.Errorf("%w: amount format %v", ErrBadOptions, o.AmountFormat)
 	}
@@ -612,11 +654,38 @@ func (o Options) config() (*config, error) {
 			return nil, fmt.Errorf("%w: extra column %q is the same as %q", ErrBadOptions, n, prev)
 		}
 		c.byCanon[f] = n
-		c.extras = append(c.extras, n)
+		c.props = append(c.props, n)
 		c.allowed = append(c.allowed, n)
 	}
 	if _, taken := c.byCanon[fold(ColReason)]; !taken {
 		c.byCanon[fold(ColReason)] = ColReason
 	}
+	c.extras = c.props
 	return c, nil
+}
+
+// info returns the names of the informational columns of the file whose
+// header was read last (nil: none).
+func (c *config) info() []string {
+	if len(c.extras) == len(c.props) {
+		return nil
+	}
+	return slices.Clone(c.extras[len(c.props):])
+}
+
+// lineList writes ascending lines for a message: "line 1", "lines 1-2",
+// "lines 1, 3".
+func lineList(lines []int) string {
+	if len(lines) == 1 {
+		return fmt.Sprintf("line %d", lines[0])
+	}
+	consecutive := lines[len(lines)-1]-lines[0] == len(lines)-1
+	if consecutive {
+		return fmt.Sprintf("lines %d-%d", lines[0], lines[len(lines)-1])
+	}
+	parts := make([]string, len(lines))
+	for i, l := range lines {
+		parts[i] = strconv.Itoa(l)
+	}
+	return "lines " + strings.Join(parts, ", ")
 }

@@ -169,16 +169,17 @@ func TestRefused(t *testing.T) {
 			"f.csv:1: header: missing required column externalId (allowed: externalId, amount, cardNumber, telecomOperator)"}},
 		{"missing destination", "externalId,amount,phoneNumber\nPO-1,1,+7\n", Options{}, []string{
 			"f.csv:1: header: missing a destination column: cardNumber or telecomOperator"}},
-		{"unknown column", "externalId,amount,cardNumber,comment\nPO-1,1,4111111111111111,x\n", Options{}, []string{
-			`f.csv:1: header: unknown column "comment" (allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber)`}},
+		{"misspelt column", "externalId,amout,cardNumber,comment\nPO-1,1,4111111111111111,x\n", Options{}, []string{
+			`f.csv:1: header: unknown column "amout": did you mean "amount"? (allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber; other columns are kept as information, but not one named so close to a known one)`,
+			"f.csv:1: header: missing required column amount (allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber)"}},
 		{"duplicate column", "External ID,amount,external_id,cardNumber\n", Options{}, []string{
 			`f.csv:1: header: column 3 "external_id" repeats column 1 (externalId)`}},
 		{"unnamed column", "externalId,amount,,cardNumber\n", Options{}, []string{
-			"f.csv:1: header: column 3 has no name (allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber)"}},
+			"f.csv:1: header: column 3 has no name (allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber; a column of notes needs a name too)"}},
 		{"no header", "PO-1,10.00,4111111111111111\nPO-2,1,4111111111111111\n", Options{}, []string{
-			"f.csv:1: header: no known column name: is the header row missing? The first line must name the columns: externalId, amount, cardNumber, telecomOperator, phoneNumber"}},
-		{"too many columns", "externalId,amount,cardNumber" + strings.Repeat(",x", 20) + "\n", Options{}, []string{
-			"f.csv:1: header: has 23 columns, at most 5 are allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber"}},
+			"f.csv:1: header: no known column name: is the header row missing, or a title row above it (more than 2 cells)? Expected a header row naming the columns externalId, amount and cardNumber or telecomOperator (also allowed: phoneNumber; other columns are kept as information)"}},
+		{"too many columns", "externalId,amount,cardNumber" + strings.Repeat(",x", 23) + "\n", Options{}, []string{
+			"f.csv:1: header: has 26 columns, at most 25 are allowed: externalId, amount, cardNumber, telecomOperator, phoneNumber and 20 other columns kept as information"}},
 		{"quote error in header", "externalId,am\"ount,cardNumber\nPO-1,1,4111111111111111\n", Options{}, []string{
 			`f.csv:1: header: quote (") inside an unquoted field at column 14: quote the whole field and double the quotes inside it`}},
 		// Empty.
@@ -209,8 +210,8 @@ func TestRefused(t *testing.T) {
 			`f.csv:5: amount: "x" is not a plain decimal number (digits and one '.')`,
 			`f.csv:5: externalId: "PO-2" already appears on line 3`,
 			`f.csv:6: externalId: "PO-1" already appears on line 2`}},
-		{"card-like duplicate externalId is masked", hdr + "4111111111111111,1,,MTS\n4111111111111111,1,,MTS\n", Options{}, []string{
-			`f.csv:3: externalId: "411111******1111" already appears on line 2`}},
+		{"card-like duplicate externalId is masked", hdr + "4111111111111112,1,,MTS\n4111111111111112,1,,MTS\n", Options{}, []string{
+			`f.csv:3: externalId: "411111******1112" already appears on line 2`}},
 		// amount.
 		{"amounts", hdr + "A1,1e3,,MTS\nA2,NaN,,MTS\nA3,-5,,MTS\nA4,0,,MTS\nA5,\"1,000.00\",,MTS\nA6,12.345,,MTS\nA7,,,MTS\nA8,.5,,MTS\nA9,5.,,MTS\nA10,0.00,,MTS\nA11,1 000,,MTS\nA12,+5,,MTS\n", Options{}, []string{
 			`f.csv:2: amount: "1e3" is not a plain decimal number (digits and one '.')`,

@@ -91,6 +91,20 @@ type scanResult struct {
 	columns []string
 	sheet   string // a workbook's sheet
 	hidden  int    // a workbook's data rows not shown
+	// headerLine is the line of the header row; titles the lines above it
+	// skipped as a title (CSV).
+	headerLine int
+	titles     []int
+}
+
+// blankFields reports whether every field is empty once trimmed of spaces.
+func blankFields(fields []string) bool {
+	for _, f := range fields {
+		if strings.Trim(f, " ") != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // scan reads the header (reporting its problems to emit) and then hands
@@ -112,34 +126,54 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 
-	lr.startRecord()
-	fields, err := cr.Read()
-	if err != nil {
-		var fe *fatalError
-		var pe *csv.ParseError
-		switch {
-		case err == io.EOF:
-			emit(Error{Line: 1, Column: ColumnFile, Kind: KindEmpty, Message: "the file is empty"})
-		case errors.As(err, &fe):
-			emit(fe.e)
-		case errors.As(err, &pe):
-			emit(Error{Line: pe.StartLine, Column: ColumnHeader, Kind: KindStructure, Message: quoteMessage(pe, lr)})
-		default:
-			return res, err
+	// The header is the first row that is not blank or a title (at most
+	// MaxTitleRows of them, each of at most 2 cells and no known column
+	// name).
+	var h *header
+	for {
+		lr.startRecord()
+		fields, err := cr.Read()
+		if err != nil {
+			var fe *fatalError
+			var pe *csv.ParseError
+			switch {
+			case err == io.EOF && len(res.titles) > 0:
+				emit(Error{Line: res.titles[0], Column: ColumnHeader, Kind: KindHeader, Message: fmt.Sprintf("no header row after %s taken as a title: expected %s", lineList(res.titles), cfg.expected())})
+			case err == io.EOF:
+				emit(Error{Line: 1, Column: ColumnFile, Kind: KindEmpty, Message: "the file is empty"})
+			case errors.As(err, &fe):
+				emit(fe.e)
+			case errors.As(err, &pe):
+				emit(Error{Line: pe.StartLine, Column: ColumnHeader, Kind: KindStructure, Message: quoteMessage(pe, lr)})
+			default:
+				return res, err
+			}
+			res.aborted = true
+			return res, nil
 		}
-		res.aborted = true
-		return res, nil
-	}
-	line, _ := cr.FieldPos(0)
-	h, problems := cfg.parseHeader(fields, line)
-	if problems != nil {
-		for _, e := range problems {
-			emit(e)
+		line, _ := cr.FieldPos(0)
+		if blankFields(fields) {
+			continue
 		}
-		res.aborted = true
-		return res, nil
+		if len(res.titles) < MaxTitleRows && cfg.titleRow(fields) {
+			res.titles = append(res.titles, line)
+			continue
+		}
+		var problems []Error
+		h, problems = cfg.parseHeader(fields, line)
+		if problems != nil {
+			for _, e := range problems {
+				if len(res.titles) > 0 {
+					e.Message += fmt.Sprintf(" (%s above it taken as a title)", lineList(res.titles))
+				}
+				emit(e)
+			}
+			res.aborted = true
+			return res, nil
+		}
+		break
 	}
-	res.columns = h.names
+	res.columns, res.headerLine = h.names, h.line
 
 	d := newDecoder(ctx, lr, cr, h, len(cfg.extras))
 	ch := make(chan record, 64)
@@ -167,7 +201,7 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 			d.stop.Store(true)
 		}
 	}
-	err = <-errc
+	err := <-errc
 	if fnErr != nil {
 		return res, fnErr
 	}
@@ -209,10 +243,19 @@ type decoder struct {
 
 func newDecoder(ctx context.Context, lr *lineReader, cr *csv.Reader, h *header, nExtras int) *decoder {
 	d := &decoder{ctx: ctx, lr: lr, cr: cr, h: h, nExtras: nExtras, extraVals: make([]string, nExtras)}
-	// The file's columns under their canonical names, then the fixed
+	// The file's fixed columns under their canonical names, its other
+	// columns (extra properties and informational ones, carried in _extra)
+	// under names no struct tag and no column can have, then the fixed
 	// columns the file lacks (always empty), then the synthetic columns.
 	// Every struct tag is present, whatever gocsv's global switches say.
-	d.header = append(d.header, h.names...)
+	for i, n := range h.names {
+		switch n {
+		case ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator:
+		default:
+			n = "\x01" + strconv.Itoa(i)
+		}
+		d.header = append(d.header, n)
+	}
 	d.header = append(d.header, h.missing...)
 	d.iLine, d.iProblem, d.iExtra = len(d.header), len(d.header)+1, len(d.header)+2
 	d.header = append(d.header, colLine, colProblem, colExtra)

@@ -38,7 +38,11 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	if rec.amountPlain {
 		amounts = money.Plain
 	}
+	// A card number outside cardNumber refuses its field first, so that no
+	// other message quotes it.
 	if rec.cellBad(ColExternalID) {
+	} else if msg := c.cardProblem(ColExternalID, rec.ExternalID); msg != "" {
+		bad(ColExternalID, msg)
 	} else if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
 		bad(ColExternalID, msg)
 	} else {
@@ -46,6 +50,8 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	}
 
 	if rec.cellBad(ColAmount) {
+	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
+		bad(ColAmount, msg)
 	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
 		bad(ColAmount, c.amountMessage(rec.Amount, err))
 	} else if c.hasMax && a.Cmp(c.max) > 0 {
@@ -69,7 +75,9 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		}
 	}
 	if hasTel && !rec.cellBad(ColTelecomOperator) {
-		if msg := textProblem(rec.Telecom, true); msg != "" {
+		if msg := c.cardProblem(ColTelecomOperator, rec.Telecom); msg != "" {
+			bad(ColTelecomOperator, msg)
+		} else if msg := textProblem(rec.Telecom, true); msg != "" {
 			bad(ColTelecomOperator, msg)
 		} else if msg := c.telecom.check(rec.Telecom); msg != "" {
 			bad(ColTelecomOperator, msg)
@@ -78,15 +86,27 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		}
 	}
 
+	// The extra properties, then the informational columns (c.extras).
 	rest := rec.Extra
-	for _, name := range c.extras {
+	for k, name := range c.extras {
 		var val string
 		val, rest, _ = strings.Cut(rest, extraSep)
-		if val == "" {
+		if val == "" || rec.cellBad(name) {
+			continue
+		}
+		if msg := c.cardProblem(name, val); msg != "" {
+			bad(name, msg)
 			continue
 		}
 		if msg := textProblem(val, false); msg != "" {
 			bad(name, msg)
+			continue
+		}
+		if k >= len(c.props) {
+			if row.Info == nil {
+				row.Info = make([]string, len(c.extras)-len(c.props))
+			}
+			row.Info[k-len(c.props)] = val
 			continue
 		}
 		if fold(name) == fold(ColBankName) {

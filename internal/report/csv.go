@@ -5,11 +5,30 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Header is the first line of a result CSV.
 var Header = []string{"line", "externalId", "amount", "destination", "state", "pspOrderId", "pspStatus", "attempts", "error", "updatedAt", "resolvedBy", "resolutionNote", "outcome"}
+
+// InfoHeader is the header of a result CSV with the informational
+// columns info: Header, then each name, prefixed "file:" when it is also
+// one of Header's.
+func InfoHeader(info []string) []string {
+	if len(info) == 0 {
+		return Header
+	}
+	out := slices.Clone(Header)
+	for _, n := range info {
+		if slices.ContainsFunc(Header, func(h string) bool { return strings.EqualFold(h, n) }) {
+			n = "file:" + n
+		}
+		out = append(out, n)
+	}
+	return out
+}
 
 // ErrorsHeader is the first line of an error listing.
 var ErrorsHeader = []string{"file", "line", "column", "message"}
@@ -84,16 +103,21 @@ type CSVOptions struct {
 // and one line per row, nothing else (the summary goes to WriteSummary or
 // the Summary sheet of WriteXLSX). Rows must come in strictly increasing
 // line order. It returns the summary of the rows it wrote.
+//
+// The file's informational columns (Batch.InfoColumns) follow the fixed
+// columns, under their names in the file (prefixed "file:" when one is
+// also a fixed column's name), with each row's values as written.
 func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error) {
 	return WriteCSVWith(w, b, rows, CSVOptions{})
 }
 
 // WriteCSVWith is WriteCSV with options.
 func WriteCSVWith(w io.Writer, b Batch, rows iter.Seq2[Row, error], o CSVOptions) (Summary, error) {
-	out, err := newCSVOut(w, Header)
+	out, err := newCSVOut(w, InfoHeader(b.InfoColumns))
 	if err != nil {
 		return Summary{}, err
 	}
+	cells := make([]string, 0, len(Header)+len(b.InfoColumns))
 	t := NewTally(b)
 	order := orderCheck{batch: b.ID}
 	for r, err := range rows {
@@ -104,7 +128,7 @@ func WriteCSVWith(w io.Writer, b Batch, rows iter.Seq2[Row, error], o CSVOptions
 			return Summary{}, err
 		}
 		t.Add(r)
-		err = out.write(
+		cells = append(cells[:0],
 			strconv.Itoa(r.Line),
 			r.ExternalID,
 			formatAmount(r.Amount, b.Scale),
@@ -119,7 +143,14 @@ func WriteCSVWith(w io.Writer, b Batch, rows iter.Seq2[Row, error], o CSVOptions
 			scrub(r.ResolutionNote),
 			GroupOf(r),
 		)
-		if err != nil {
+		for i := range b.InfoColumns {
+			v := ""
+			if i < len(r.Info) {
+				v = r.Info[i]
+			}
+			cells = append(cells, v) // as written: payfile refused any card number in it
+		}
+		if err := out.write(cells...); err != nil {
 			return Summary{}, err
 		}
 	}

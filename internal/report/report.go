@@ -117,6 +117,9 @@ type Row struct {
 	// Awaiting: created, and the workers follow the order to paid or
 	// failed; the outcome is pending.
 	Awaiting bool
+	// Info holds the row's values of the file's informational columns
+	// (Batch.InfoColumns), as written; missing trailing values are empty.
+	Info []string
 }
 
 // Batch describes the payout file a batch was loaded from.
@@ -130,6 +133,9 @@ type Batch struct {
 	// (money.DefaultScale for most currencies, 0 for currencies without
 	// minor units). Amounts with more decimals are written exactly anyway.
 	Scale int
+	// InfoColumns name the payout file's informational columns (notes, a
+	// pay date...), carried into the result file beside each row.
+	InfoColumns []string
 }
 
 // StateTotal is the number of rows in a state and the sum of their amounts.

@@ -1,0 +1,50 @@
+package report
+
+import (
+	"bytes"
+	"encoding/csv"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/testenv/golden"
+)
+
+// TestInfoColumnsGolden: the file's informational columns follow the
+// fixed ones, values as written beside their row (missing trailing values
+// empty), a name that is also a result column's prefixed "file:".
+func TestInfoColumnsGolden(t *testing.T) {
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	rows := []Row{
+		{Line: 2, ExternalID: "PO-1", Amount: money.MustParse("10.00"), Destination: "card 411111******1111", State: "paid", Attempts: 1, UpdatedAt: at,
+			Info: []string{"Ivanov I.I.", "2026-11-30", "=first, \"quoted\""}},
+		{Line: 3, ExternalID: "PO-2", Amount: money.MustParse("5.00"), Destination: "telecom MTS", State: "queued", UpdatedAt: at},
+		{Line: 5, ExternalID: "PO-3", Amount: money.MustParse("7.50"), Destination: "telecom MTS", State: "failed", Attempts: 1, UpdatedAt: at,
+			Info: []string{"Петров"}},
+	}
+	b := Batch{ID: "b-info", File: "notes.csv", LoadedAt: at, Rows: 3, Total: money.MustParse("22.50"), Scale: 2,
+		InfoColumns: []string{"Recipient", "Pay date", "state"}}
+	c, _ := writeCSV(t, b, rows)
+	golden.Check(t, filepath.Join("testdata", "info.csv"), c)
+
+	// Every record, the trailer's too, is as wide as the header.
+	recs, err := csv.NewReader(bytes.NewReader(c)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(slices.Clone(Header), "Recipient", "Pay date", "file:state"); !slices.Equal(recs[0], want) {
+		t.Errorf("header %q, want %q", recs[0], want)
+	}
+	n := len(Header)
+	if got := recs[1][n:]; !slices.Equal(got, []string{"Ivanov I.I.", "2026-11-30", "'=first, \"quoted\""}) {
+		t.Errorf("row 1 info %q", got)
+	}
+	if got := recs[2][n:]; !slices.Equal(got, []string{"", "", ""}) {
+		t.Errorf("row 2 info %q", got)
+	}
+	if got := recs[3][n:]; !slices.Equal(got, []string{"Петров", "", ""}) {
+		t.Errorf("row 3 info %q", got)
+	}
+}
