@@ -316,7 +316,7 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 	if w.Code != 200 || m == nil {
 		t.Fatalf("alice's upload: %d\n%s", w.Code, w.Body.String())
 	}
-	if w := alice.post("/batches/confirm", url.Values{"csrf": {aliceTok}, "hash": {m[1]}}); w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
+	if w := alice.post("/batches/confirm", url.Values{"csrf": {aliceTok}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
 		t.Fatalf("alice's confirm: %d\n%s", w.Code, w.Body.String())
 	}
 	ids, _ := one.led.BatchIDs(context.Background())
@@ -460,7 +460,9 @@ func (e *env) postUpload(body io.Reader, ct string) *httptest.ResponseRecorder {
 	return e.do(r)
 }
 
-var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64}-[0-9a-f]{16})"`)
+// hashRE finds the confirm form's staging id (1) and the MAC binding its
+// file choices, none made (2).
+var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64}-[0-9a-f]{16})">\s*<input type="hidden" name="amount_format" value="">\s*<input type="hidden" name="sheet" value="">\s*<input type="hidden" name="choices_mac" value="([^"]+)"`)
 
 func TestUploadPreviewThenConfirm(t *testing.T) {
 	spool := t.TempDir()
@@ -483,14 +485,14 @@ func TestUploadPreviewThenConfirm(t *testing.T) {
 	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
 		t.Fatalf("a preview loaded something: %v", ids)
 	}
-	if w := e.post("/batches/confirm", url.Values{"csrf": {tok + "x"}, "hash": {m[1]}}); w.Code != http.StatusForbidden {
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok + "x"}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != http.StatusForbidden {
 		t.Fatalf("confirm with a bad token: %d", w.Code)
 	}
-	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
 		t.Fatalf("confirm: %d\n%s", w.Code, w.Body.String())
 	}
-	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}}); w.Code != http.StatusConflict {
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != http.StatusConflict {
 		t.Fatalf("second confirm: %d", w.Code)
 	}
 	ids, _ := e.led.BatchIDs(context.Background())
@@ -530,7 +532,7 @@ func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
 		t.Fatalf("no confirm form:\n%s", w.Body.String())
 	}
 	e.hold("first.csv", strings.Replace(threeRows, "UI-3,0.01", "UI-3,0.02", 1), "bob")
-	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "cannot be loaded") {
 		t.Fatalf("confirm of ids taken meanwhile: %d\n%s", w.Code, w.Body.String())
 	}
@@ -690,7 +692,7 @@ func TestUploadWorkbook(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no confirm for a good workbook:\n%s", w.Body.String())
 	}
-	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "Handed to the workers") || e.pending(jobs.Queue) != 2 {
 		t.Fatalf("confirm of a workbook: %d, %d tasks\n%s", w.Code, e.pending(jobs.Queue), w.Body.String())
 	}

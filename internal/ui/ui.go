@@ -82,7 +82,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
 		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: cfg.csrfTokens(),
-		uploadSlots: make(chan struct{}, cfg.maxUploads())}
+		uploadSlots: make(chan struct{}, cfg.maxUploads()), console: cfg.Console, fourEyes: cfg.FourEyes}
 
 	app := http.NewServeMux()
 	var monitoring http.Handler = watchQueues(rewriteMonitoring(mon), cfg.Controls, bh)
@@ -90,8 +90,14 @@ func New(cfg Config) (http.Handler, error) {
 		monitoring = readOnlyGuard(monitoring, log)
 	}
 	app.Handle(monitoringPath+"/", monitoring)
-	app.Handle("GET /{$}", http.RedirectHandler(monitoringPath+"/", http.StatusFound))
+	app.Handle("GET /{$}", http.RedirectHandler("/batches", http.StatusFound))
 	app.HandleFunc("GET /batches", bh.page)
+	app.HandleFunc("GET /batches/{id}", bh.batchPage)
+	app.HandleFunc("GET /batches/{id}/payouts/{ext}", bh.payoutPage)
+	app.HandleFunc("POST /batches/{id}/payouts/{ext}/decide", bh.decide)
+	app.HandleFunc("GET /batches/{id}/download/{kind}", bh.download)
+	app.HandleFunc("GET /queue", bh.queuePage)
+	app.HandleFunc("GET /search", bh.searchPage)
 	app.HandleFunc("GET /api/batches", bh.api)
 	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
 	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
