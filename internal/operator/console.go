@@ -263,14 +263,17 @@ func view(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 		Destination: card.Scrub(p.Destination), State: string(p.State), Awaiting: p.Awaiting,
 		OrderID: card.Scrub(p.OrderID), PSPStatus: card.Scrub(p.PSPStatus), Reason: card.Scrub(p.Error),
 		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
-		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(p), Queue: jobs.Queue,
+		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
 	}
 }
 
 // latestTask is the id of the payout's latest task: its outcome check
 // while awaiting the outcome, its status check once it was checked, its
-// create otherwise ("" before any).
-func latestTask(p ledger.Payout) string {
+// create otherwise ("" when there is none: a batch not let go yet).
+func latestTask(b ledger.Batch, p ledger.Payout) string {
+	if p.Creates == 0 && p.Seq == 0 && b.Phase != ledger.PhaseLoaded {
+		return ""
+	}
 	switch {
 	case p.Awaiting && p.OutcomeSeq > 0:
 		return jobs.OutcomeTaskID(p.ExternalID, p.OutcomeSeq)
