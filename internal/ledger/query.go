@@ -23,27 +23,40 @@ type PayoutBrief struct {
 	Units      int64 // amount in the batch's minor units
 }
 
+// briefsScript reads the line, state and units of each payout KEYS[i]:
+// one call per thousand payouts instead of a command each (the client's
+// per-command cost is what a scan of a large batch spends). Every key is
+// declared and of one batch, so one slot. Replies line, state, units per
+// key ("" for a field or payout that is gone).
+var briefsScript = redis.NewScript(`
+local out = {}
+for i, k in ipairs(KEYS) do
+  local v = redis.call('HMGET', k, 'line', 'state', 'units')
+  out[#out + 1] = v[1] or ''
+  out[#out + 1] = v[2] or ''
+  out[#out + 1] = v[3] or ''
+end
+return out
+`)
+
 // Briefs returns every payout of batch in file line order with its state
-// and amount: one pipelined HMGET per payout, eachChunk per round trip.
+// and amount, a script call per eachChunk payouts.
 func (l *Ledger) Briefs(ctx context.Context, batch string) ([]PayoutBrief, error) {
 	var out []PayoutBrief
 	err := l.eachIDs(ctx, batch, func(ids []string) error {
-		pipe := l.rdb.Pipeline()
-		cmds := make([]*redis.SliceCmd, len(ids))
+		keys := make([]string, len(ids))
 		for i, id := range ids {
-			cmds[i] = pipe.HMGet(ctx, payoutKey(batch, id), "line", "state", "units")
+			keys[i] = payoutKey(batch, id)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		v, err := briefsScript.Run(ctx, l.rdb, keys).StringSlice()
+		if err != nil {
 			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
 		}
-		for i, c := range cmds {
-			v := c.Val()
-			st, _ := v[1].(string)
+		for i := range ids {
+			line, st, units := v[3*i], v[3*i+1], v[3*i+2]
 			if st == "" {
 				continue // gone (archived meanwhile)
 			}
-			line, _ := v[0].(string)
-			units, _ := v[2].(string)
 			n, _ := strconv.Atoi(line)
 			u, _ := strconv.ParseInt(units, 10, 64)
 			out = append(out, PayoutBrief{ExternalID: ids[i], Line: n, State: State(st), Units: u})
