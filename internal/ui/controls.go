@@ -201,8 +201,16 @@ func queueAction(r *http.Request) (queue string, paused, ok bool) {
 
 // internalPrefix matches the package prefixes of Go error messages
 // ("ledger: ", "ui: "...), which mean nothing to the person reading.
-var internalPrefix = regexp.MustCompile(`\b(?:ledger|ui|loader|operator|payfile|report|redis|vault|jobs|asynq): `)
+var internalPrefix = regexp.MustCompile(`(^|[\s(])(?:ledger|ui|loader|operator|payfile|report|redis|vault|jobs|asynq): `)
 
 // plainMessage is a refusal's message as a person reads it: without the
 // internal prefixes.
-func plainMessage(s string) string { return internalPrefix.ReplaceAllString(s, "") }
+func plainMessage(s string) string {
+	for {
+		t := internalPrefix.ReplaceAllString(s, "$1")
+		if t == s {
+			return s
+		}
+		s = t
+	}
+}
