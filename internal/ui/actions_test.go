@@ -700,3 +700,36 @@ func TestUploadWorkbook(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUploadFileChoices: the upload form's amount format and sheet are
+// applied to the preview and shown there, and the confirm loads with the
+// same ones: a confirm whose choices were changed after the preview is
+// refused and loads nothing.
+func TestUploadFileChoices(t *testing.T) {
+	e := newEnv(t, uitest.Options{Spool: t.TempDir(), ApprovalRequired: true})
+	_, tok := e.page()
+	comma := "externalId,amount,cardNumber,telecomOperator\nFC-1,\"1 500,50\",,MTS\nFC-2,\"2,25\",,MTS\n"
+	w := e.upload(tok, "comma.csv", comma, map[string]string{"amount_format": "comma", "expect_rows": "2"})
+	body := w.Body.String()
+	if w.Code != 200 || !strings.Contains(body, `id="total">1,502.75<`) || !strings.Contains(body, `id="format">comma<`) || !strings.Contains(body, `id="control">2 rows<`) {
+		t.Fatalf("preview with the comma format: %d\n%s", w.Code, body)
+	}
+	m := regexp.MustCompile(`name="hash" value="([^"]+)">\s*<input type="hidden" name="amount_format" value="comma">\s*<input type="hidden" name="sheet" value="">\s*<input type="hidden" name="choices_mac" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no confirm form with the choices:\n%s", body)
+	}
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "amount_format": {"dot-comma"}, "sheet": {""}, "choices_mac": {m[2]}}); w.Code != http.StatusBadRequest {
+		t.Fatalf("confirm with another format: %d\n%s", w.Code, w.Body.String())
+	}
+	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
+		t.Fatalf("a refused confirm loaded %v", ids)
+	}
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "amount_format": {"comma"}, "sheet": {""}, "choices_mac": {m[2]}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "total 1,502.75") {
+		t.Fatalf("confirm: %d\n%s", w.Code, w.Body.String())
+	}
+	w = e.upload(tok, "bad.csv", comma, map[string]string{"amount_format": "roman"})
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "unknown amount format") {
+		t.Fatalf("unknown format: %d\n%s", w.Code, w.Body.String())
+	}
+}
