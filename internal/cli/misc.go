@@ -120,7 +120,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return configErr(err)
 	}
 	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb)}
-	cfg.Console = operator.Console{Ledger: ledger.New(rdb)}
+	cfg.Console = operator.NewConsole(ledger.New(rdb))
 	if !readOnly {
 		cf.configure(actions, &cfg, rdb, log)
 	}

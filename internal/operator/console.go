@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/acme/payout/internal/batchreport"
@@ -24,8 +25,90 @@ import (
 
 // Console gives the web UI (ui.Console) the ledger's batches and payouts:
 // pages read at the cost of the page where the order is the file's, a
-// brief scan of the batch for a state filter or an amount sort.
-type Console struct{ Ledger *ledger.Ledger }
+// brief scan of the batch for a state filter or an amount sort. Made by
+// NewConsole, it keeps the latest scan of each batch while the batch's
+// counts per state stay the same (at most briefsFor): the next pages,
+// filters and orders of a batch then cost their page only. The payouts
+// shown are always read afresh.
+type Console struct {
+	Ledger *ledger.Ledger
+	cache  *briefCache
+}
+
+// NewConsole returns the Console of l with its scan cache.
+func NewConsole(l *ledger.Ledger) Console {
+	return Console{Ledger: l, cache: &briefCache{m: map[string]briefEntry{}}}
+}
+
+// briefsFor bounds how long a scan of a batch is reused.
+const briefsFor = 30 * time.Second
+
+// briefCache holds the latest scan of each batch.
+type briefCache struct {
+	mu sync.Mutex
+	m  map[string]briefEntry
+}
+
+type briefEntry struct {
+	briefs []ledger.PayoutBrief
+	counts map[ledger.State]int64
+	at     time.Time
+	// sorted holds the scan in an amount order (ui.SortAmountAsc,
+	// ui.SortAmountDesc), made on first use.
+	sorted map[string][]ledger.PayoutBrief
+}
+
+// briefs is the scan of batch id in order (ui.SortLine, SortAmountAsc or
+// SortAmountDesc): the cached one while the batch's counts per state are
+// those it was taken at, a new one otherwise. The caller must not modify
+// it.
+func (c Console) briefs(ctx context.Context, id, order string) ([]ledger.PayoutBrief, error) {
+	if c.cache == nil {
+		bs, err := c.Ledger.Briefs(ctx, id)
+		return sortedBriefs(bs, order), err
+	}
+	counts, err := c.Ledger.Counts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.mu.Lock()
+	e, ok := c.cache.m[id]
+	c.cache.mu.Unlock()
+	if !ok || time.Since(e.at) >= briefsFor || !maps.Equal(e.counts, counts.Rows) {
+		bs, err := c.Ledger.Briefs(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e = briefEntry{briefs: bs, counts: counts.Rows, at: time.Now(), sorted: map[string][]ledger.PayoutBrief{}}
+	}
+	c.cache.mu.Lock()
+	defer c.cache.mu.Unlock()
+	for k, v := range c.cache.m { // drop what is stale, so the cache stays small
+		if time.Since(v.at) >= briefsFor {
+			delete(c.cache.m, k)
+		}
+	}
+	out := e.briefs
+	if order == ui.SortAmountAsc || order == ui.SortAmountDesc {
+		if e.sorted[order] == nil {
+			e.sorted[order] = sortedBriefs(e.briefs, order)
+		}
+		out = e.sorted[order]
+	}
+	c.cache.m[id] = e
+	return out, nil
+}
+
+// sortedBriefs is a copy of bs in an amount order, or bs itself in file
+// order.
+func sortedBriefs(bs []ledger.PayoutBrief, order string) []ledger.PayoutBrief {
+	if order != ui.SortAmountAsc && order != ui.SortAmountDesc {
+		return bs
+	}
+	out := slices.Clone(bs)
+	ledger.SortBriefs(out, order == ui.SortAmountDesc)
+	return out
+}
 
 // notFound turns the ledger's ErrNotFound into the UI's.
 func notFound(err error) error {
@@ -69,18 +152,18 @@ func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.P
 		}
 		return ui.PayoutPage{Rows: views(b, ps), Total: total}, nil
 	}
-	briefs, err := c.Ledger.Briefs(ctx, id)
+	all, err := c.briefs(ctx, id, q.Sort)
 	if err != nil {
 		return ui.PayoutPage{}, err
 	}
+	briefs := all
 	if q.State != "" {
-		briefs = slices.DeleteFunc(briefs, func(p ledger.PayoutBrief) bool { return string(p.State) != q.State })
-	}
-	switch q.Sort {
-	case ui.SortAmountDesc:
-		ledger.SortBriefs(briefs, true)
-	case ui.SortAmountAsc:
-		ledger.SortBriefs(briefs, false)
+		briefs = make([]ledger.PayoutBrief, 0, len(all))
+		for _, p := range all {
+			if string(p.State) == q.State {
+				briefs = append(briefs, p)
+			}
+		}
 	}
 	page := ui.PayoutPage{Total: len(briefs)}
 	lo := min(max(q.Offset, 0), len(briefs))
@@ -167,7 +250,7 @@ func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error)
 		if s.Counts.Rows[ledger.NeedsReview] == 0 {
 			continue
 		}
-		briefs, err := c.Ledger.Briefs(ctx, s.ID)
+		briefs, err := c.briefs(ctx, s.ID, ui.SortLine)
 		if err != nil {
 			return nil, err
 		}

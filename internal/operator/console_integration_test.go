@@ -67,12 +67,17 @@ func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
 	}
 }
 
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
 // TestConsolePagesOn100kBatch measures every console page on a batch of
 // 100,000 payouts on a real Redis, through the whole handler (auth,
 // CSRF token, template): the figures are logged (go test -tags
 // integration -run TestConsolePagesOn100kBatch -v ./internal/operator).
 // The bound is generous (it catches a hang or a page that reads the
 // whole batch per row, not a slow machine); the target is under 1 s.
+// "first" is a page's first view (the first filter or amount order of the
+// batch scans it; later ones reuse the scan while the batch's counts stay
+// the same), "best" the best of three.
 func TestConsolePagesOn100kBatch(t *testing.T) {
 	rdb := redistest.Start(t).ClientT(t)
 	l := ledger.New(rdb)
@@ -91,21 +96,25 @@ func TestConsolePagesOn100kBatch(t *testing.T) {
 		{"batch, page 700", "/batches/big?page=700", "BIG-069999"},
 		{"batch, needs review", "/batches/big?state=needs_review", "payouts 1-100 of 100"},
 		{"batch, largest first", "/batches/big?sort=-amount", "payouts 1-100 of 100000"},
-		{"batch, rejected, smallest first, page 2", "/batches/big?state=rejected&sort=amount&page=2", "of 100"},
+		{"batch, rejected, smallest first, page 2", "/batches/big?state=rejected&sort=amount&page=2", "(100 in all)"},
 		{"payout history", "/batches/big/payouts/BIG-001000", "no answer"},
 		{"work queue", "/queue", "BIG-099000"},
 		{"search", "/search?ext=BIG-054321", "BIG-054321"},
 	}
 	for _, p := range pages {
-		best := time.Duration(1<<63 - 1)
+		best, first := time.Duration(1<<63-1), time.Duration(0)
 		var body string
-		for range 3 {
+		for i := range 3 {
 			req := httptest.NewRequest("GET", p.path, nil)
 			req.SetBasicAuth("op", "op-Pa55-word")
 			w := httptest.NewRecorder()
 			t0 := time.Now()
 			h.ServeHTTP(w, req)
-			best = min(best, time.Since(t0))
+			took := time.Since(t0)
+			best = min(best, took)
+			if i == 0 {
+				first = took
+			}
 			if w.Code != http.StatusOK {
 				t.Fatalf("%s: %d %s", p.name, w.Code, w.Body.String())
 			}
@@ -114,7 +123,7 @@ func TestConsolePagesOn100kBatch(t *testing.T) {
 		if !strings.Contains(body, p.want) {
 			t.Errorf("%s does not show %q", p.name, p.want)
 		}
-		t.Logf("%-42s %8.1f ms  (%d KB)", p.name, float64(best.Microseconds())/1000, len(body)/1024)
+		t.Logf("%-42s first %8.1f ms, best %8.1f ms  (%d KB)", p.name, ms(first), ms(best), len(body)/1024)
 		if best > 10*time.Second {
 			t.Errorf("%s took %v on a %d-row batch", p.name, best, bigBatchRows)
 		}
@@ -124,7 +133,7 @@ func TestConsolePagesOn100kBatch(t *testing.T) {
 	w := httptest.NewRecorder()
 	t0 := time.Now()
 	h.ServeHTTP(w, req)
-	t.Logf("%-42s %8.1f ms  (%d KB)", "result.csv download", float64(time.Since(t0).Microseconds())/1000, w.Body.Len()/1024)
+	t.Logf("%-42s %8.1f ms  (%d KB)", "result.csv download", ms(time.Since(t0)), w.Body.Len()/1024)
 	if w.Code != http.StatusOK || strings.Count(w.Body.String(), "BIG-") != bigBatchRows {
 		t.Errorf("result.csv: %d, %d rows", w.Code, strings.Count(w.Body.String(), "BIG-"))
 	}

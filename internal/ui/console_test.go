@@ -123,6 +123,12 @@ func TestConsoleDecisions(t *testing.T) {
 		t.Fatalf("a refused decision changed %s to %s", first, p.State)
 	}
 
+	// The filtered list before and after (the console's scan of the batch
+	// is reused only while its counts stay the same).
+	if body := e.get("/batches/"+d.Worked+"?state=needs_review", 200); !strings.Contains(body, "payouts 1-2 of 2") {
+		t.Fatal("needs review before: not 2")
+	}
+
 	// Created with the PSP's order id, by alice, with her note.
 	code, body := decide(first, url.Values{"action": {"created"}, "order": {"PSP-1"}, "note": {"seen in the back office"}})
 	if code != 200 || !strings.Contains(body, "needs review -&gt; created by alice") {
@@ -131,6 +137,9 @@ func TestConsoleDecisions(t *testing.T) {
 	p, _ := e.led.Get(ctx, d.Worked, first)
 	if p.State != ledger.Created || p.OrderID != "PSP-1" || p.ResolvedBy != opUser || p.ResolutionNote != "seen in the back office" {
 		t.Fatalf("after resolve: %+v", p)
+	}
+	if body := e.get("/batches/"+d.Worked+"?state=needs_review", 200); !strings.Contains(body, "payouts 1-1 of 1") {
+		t.Error("needs review after a resolve: not 1 (a stale scan?)")
 	}
 	hist := e.get("/batches/"+d.Worked+"/payouts/"+first, 200)
 	if !strings.Contains(hist, "resolved: seen in the back office") || !strings.Contains(hist, ">alice<") {
