@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -201,4 +204,52 @@ func previewOf(res loader.Result, scale int) ui.Preview {
 		p.Note = "another loader is loading the same content right now"
 	}
 	return p
+}
+
+// errorsSuffix ends the name of a refused file's error listing in the
+// spool's outbox.
+const errorsSuffix = ".errors.csv"
+
+// Refused lists the spool's refused files: outbox/NAME.errors.csv, newest
+// first.
+func (u UIUploads) Refused(_ context.Context, limit int) ([]ui.RefusedFile, error) {
+	entries, err := os.ReadDir(filepath.Join(u.Spool, loader.Outbox))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ui.RefusedFile
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), errorsSuffix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, ui.RefusedFile{Name: name, Refused: info.ModTime(), Size: info.Size()})
+	}
+	slices.SortFunc(out, func(a, b ui.RefusedFile) int { return b.Refused.Compare(a.Refused) })
+	return out[:min(limit, len(out))], nil
+}
+
+// RefusedErrors writes the error listing of the refused file name (a base
+// name: anything else is not found).
+func (u UIUploads) RefusedErrors(_ context.Context, name string, w io.Writer) error {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("refused file %q: %w", name, ui.ErrNotFound)
+	}
+	f, err := os.Open(filepath.Join(u.Spool, loader.Outbox, name+errorsSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("refused file %q: %w", name, ui.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, io.LimitReader(f, 64<<20))
+	return err
 }

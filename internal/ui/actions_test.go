@@ -541,6 +541,18 @@ func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
 			t.Errorf("spool: %v", err)
 		}
 	}
+	// The console lists the refused file and gives its errors.
+	if body := e.get("/refused", 200); !strings.Contains(body, `href="/refused/late.csv"`) {
+		t.Errorf("/refused does not list late.csv:\n%s", body)
+	}
+	if body := e.get("/refused/late.csv", 200); !strings.Contains(body, "file,line,column,message") || !strings.Contains(body, "UI-1") {
+		t.Errorf("late.csv's errors:\n%s", body)
+	}
+	for _, bad := range []string{"/refused/nope.csv", "/refused/%2e%2e", "/refused/..%2f..%2fetc%2fpasswd", "/refused/.hidden"} {
+		if w := e.do(httptest.NewRequest("GET", bad, nil)); w.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", bad, w.Code)
+		}
+	}
 }
 
 // uploadEnv is an env whose UI takes uploads into spool, changed by set.

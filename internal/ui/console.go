@@ -133,3 +133,21 @@ type AuditView struct {
 	Note     string
 	Details  string // the other context (attempt, seq, order, http...)
 }
+
+// RefusedFiles lists the error files of the payout files the spool
+// refused (outbox/NAME.errors.csv). The Uploads implement it when the UI
+// has a spool.
+type RefusedFiles interface {
+	// Refused lists the refused files, newest first, at most limit.
+	Refused(ctx context.Context, limit int) ([]RefusedFile, error)
+	// RefusedErrors writes the error file of the refused file name to w;
+	// ErrNotFound when there is none.
+	RefusedErrors(ctx context.Context, name string, w io.Writer) error
+}
+
+// RefusedFile is a refused payout file.
+type RefusedFile struct {
+	Name    string // the payout file's name
+	Refused time.Time
+	Size    int64 // of its error file
+}

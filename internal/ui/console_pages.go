@@ -415,3 +415,48 @@ func knownState(s string) bool {
 	}
 	return false
 }
+
+// maxRefused bounds the refused files listed.
+const maxRefused = 50
+
+type refusedPage struct {
+	consolePage
+	Files []RefusedFile
+}
+
+// refusedFiles is the spool's refusals, when the UI has a spool.
+func (h *batchHandlers) refusedFiles() (RefusedFiles, bool) {
+	rf, ok := h.uploads.(RefusedFiles)
+	return rf, ok && h.uploads != nil
+}
+
+func (h *batchHandlers) refusedPage(w http.ResponseWriter, r *http.Request) {
+	rf, ok := h.refusedFiles()
+	if !ok {
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return
+	}
+	files, err := rf.Refused(r.Context(), maxRefused)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.renderConsole(w, r, "refused", refusedPage{consolePage: h.base(r, "Refused files"), Files: files})
+}
+
+func (h *batchHandlers) refusedDownload(w http.ResponseWriter, r *http.Request) {
+	rf, ok := h.refusedFiles()
+	name := r.PathValue("name")
+	if !ok || !extPattern.MatchString(name) {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	var buf bytes.Buffer
+	if err := rf.RefusedErrors(r.Context(), name, &buf); err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name+".errors.csv"))
+	_, _ = w.Write([]byte(card.Scrub(buf.String())))
+}

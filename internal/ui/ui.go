@@ -98,6 +98,8 @@ func New(cfg Config) (http.Handler, error) {
 	app.HandleFunc("GET /batches/{id}/download/{kind}", bh.download)
 	app.HandleFunc("GET /queue", bh.queuePage)
 	app.HandleFunc("GET /search", bh.searchPage)
+	app.HandleFunc("GET /refused", bh.refusedPage)
+	app.HandleFunc("GET /refused/{name}", bh.refusedDownload)
 	app.HandleFunc("GET /api/batches", bh.api)
 	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
 	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
