@@ -43,6 +43,10 @@ type composeService struct {
 	DependsOn map[string]struct {
 		Condition string `json:"condition"`
 	} `json:"depends_on"`
+	Networks map[string]*struct {
+		IPv4Address string `json:"ipv4_address"`
+	} `json:"networks"`
+	Profiles []string `json:"profiles"`
 }
 
 type composeBuild struct {
@@ -143,6 +147,8 @@ func checkCompose(text string, dockerfileStages, envKeys map[string]bool) []erro
 		}
 	}
 
+	errs = append(errs, checkComposeSSO(c)...)
+
 	for _, name := range names {
 		s := c.Services[name]
 		if name != "cron" && (s.Healthcheck == nil || len(s.Healthcheck.Test) == 0) {
@@ -183,6 +189,41 @@ func checkCompose(text string, dockerfileStages, envKeys map[string]bool) []erro
 				}
 			}
 		}
+	}
+	return errs
+}
+
+// checkComposeSSO: oauth2-proxy (service sso) forwards to the UI and has
+// a fixed address on a network it shares with the UI, and the UI
+// believes the proxy's X-Forwarded-User from that address only.
+func checkComposeSSO(c composeFile) []error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	sso, ok := c.Services["sso"]
+	if !ok || !strings.Contains(sso.Image, "oauth2-proxy") {
+		return []error{fmt.Errorf("no sso service running oauth2-proxy in front of the UI")}
+	}
+	cmd := strings.Join(sso.Command, " ")
+	for _, want := range []string{"--upstream=http://ui:8080/", "--pass-user-headers=true"} {
+		if !strings.Contains(cmd, want) {
+			fail("sso command lacks %s", want)
+		}
+	}
+	addr, network := "", ""
+	for n, v := range sso.Networks {
+		if v != nil && v.IPv4Address != "" {
+			addr, network = v.IPv4Address, n
+		}
+	}
+	ui := c.Services["ui"]
+	if addr == "" {
+		fail("sso has no fixed ipv4_address: the UI could not tell it from any other container")
+	} else if _, shared := ui.Networks[network]; !shared {
+		fail("ui is not on the sso network %s", network)
+	}
+	args := strings.Join(ui.Command, " ")
+	if !strings.Contains(args, "--proxy-user-header X-Forwarded-User") || !strings.Contains(args, "--trusted-proxies "+addr+" ") && !strings.HasSuffix(args, "--trusted-proxies "+addr) {
+		fail("ui command %q: want --proxy-user-header X-Forwarded-User and --trusted-proxies %s (the sso service)", args, addr)
 	}
 	return errs
 }
@@ -278,6 +319,11 @@ func TestCompose(t *testing.T) {
 		{"bad target", "target: cron", "target: crond", "not a stage"},
 		{"public port", `"127.0.0.1:8080:8080"`, `"8080:8080"`, "every interface"},
 		{"not yaml", "services:", "services: [", "parse"},
+		{"no sso", "image: quay.io/oauth2-proxy/oauth2-proxy:v7.7.1", "image: nginx:1", "no sso service running oauth2-proxy"},
+		{"sso address moved", "ipv4_address: 172.30.80.10", "ipv4_address: 172.30.80.11", "--trusted-proxies 172.30.80.11"},
+		{"sso without fixed address", "        ipv4_address: 172.30.80.10\n", "", "no fixed ipv4_address"},
+		{"header not believed", `"--proxy-user-header", "X-Forwarded-User"`, `"--read-only"`, "--proxy-user-header X-Forwarded-User"},
+		{"ui off the sso network", "      sso: {}\n", "", "not on the sso network"},
 	})
 	t.Run("no worker healthcheck", func(t *testing.T) {
 		bad := mutation{"", `      test: ["CMD", "/healthcheck", "http://127.0.0.1:9102/metrics"]`, "      test: []", ""}.apply(t, good)

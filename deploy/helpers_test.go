@@ -83,7 +83,7 @@ func requireErr(t *testing.T, errs []error, want string) {
 
 // secretName reports whether an environment variable or key name looks
 // like it holds a secret.
-var secretName = regexp.MustCompile(`(?i)(pass(word|wd)?|token|secret|data[-_]?key|redis[-_]?url|auth)`)
+var secretName = regexp.MustCompile(`(?i)(pass(word|wd)?|token|secret|data[-_]?key|redis([-_]?url)?$|auth)`)
 
 // requireCaught runs one subtest per mutation, named prefix+m.name: check
 // of good with m applied must make the complaint m names.

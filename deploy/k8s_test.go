@@ -274,6 +274,11 @@ func checkK8s(files map[string]string) []error {
 	if ui != nil && len(services) == 0 {
 		fail("no Service for the UI")
 	}
+	if ui != nil {
+		for _, e := range checkSSO(ui, services) {
+			fail("%v", e)
+		}
+	}
 
 	// Every pod: non-root, limited, no secret literals, references resolve.
 	for _, w := range workloads {
@@ -521,6 +526,9 @@ func TestK8sChecksCatchBreakage(t *testing.T) {
 		{"worker-deployment.yaml", mutation{"world-readable", "defaultMode: 0440", "defaultMode: 0444", "world-readable"}},
 		{"ui.yaml", mutation{"literal password", "            - name: PAYOUT_UI_PASSWORD\n              valueFrom:\n                secretKeyRef:\n                  name: payout\n                  key: ui-password\n", "            - name: PAYOUT_UI_PASSWORD\n              value: hunter2\n", "looks secret"}},
 		{"ui.yaml", mutation{"bad target port", "targetPort: http", "targetPort: web", "targetPort web"}},
+		{"ui.yaml", mutation{"sso bypassed", "targetPort: http", "targetPort: ui", "bypass single sign-on"}},
+		{"ui.yaml", mutation{"no user header", `"--proxy-user-header", "X-Forwarded-User"`, `"--read-only"`, "--proxy-user-header"}},
+		{"ui.yaml", mutation{"proxy trusted from anywhere", `"--trusted-proxies", "127.0.0.1"`, `"--trusted-proxies", "10.0.0.0/8"`, "--trusted-proxies 127.0.0.1"}},
 		{"loader-cronjob.yaml", mutation{"allow overlap", "concurrencyPolicy: Forbid", "concurrencyPolicy: Allow", "Forbid"}},
 		{"loader-cronjob.yaml", mutation{"no deadline", "  startingDeadlineSeconds: 50\n", "", "startingDeadlineSeconds"}},
 		{"loader-cronjob.yaml", mutation{"hourly", `schedule: "* * * * *"`, `schedule: "0 * * * *"`, "every minute"}},
@@ -569,4 +577,52 @@ func TestK8sChecksCatchBreakage(t *testing.T) {
 		files["ui.yaml"] = u[:i] + "app.kubernetes.io/component: web" + u[i+len("app.kubernetes.io/component: ui"):]
 		requireErr(t, checkK8s(files), "selects no Deployment")
 	})
+}
+
+// checkSSO: the UI pod runs oauth2-proxy beside the UI, forwarding to it
+// on 127.0.0.1; the UI believes the proxy's user header from 127.0.0.1
+// only; every Service of the UI goes through the proxy.
+func checkSSO(ui *appsv1.Deployment, services []*corev1.Service) []error {
+	var errs []error
+	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var app, proxy *corev1.Container
+	for i, c := range ui.Spec.Template.Spec.Containers {
+		switch {
+		case strings.Contains(c.Image, "oauth2-proxy"):
+			proxy = &ui.Spec.Template.Spec.Containers[i]
+		case len(c.Args) > 0 && c.Args[0] == "ui":
+			app = &ui.Spec.Template.Spec.Containers[i]
+		}
+	}
+	if app == nil || proxy == nil {
+		fail("Deployment %s: want the UI and an oauth2-proxy container (single sign-on)", ui.Name)
+		return errs
+	}
+	args := strings.Join(app.Args, " ")
+	if !strings.Contains(args, "--proxy-user-header X-Forwarded-User") || !strings.Contains(args, "--trusted-proxies 127.0.0.1") {
+		fail("UI args %q: want --proxy-user-header X-Forwarded-User and --trusted-proxies 127.0.0.1 (the sidecar)", args)
+	}
+	pargs := strings.Join(proxy.Args, " ")
+	for _, want := range []string{"--upstream=http://127.0.0.1:8080/", "--pass-user-headers=true"} {
+		if !strings.Contains(pargs, want) {
+			fail("oauth2-proxy args lack %s", want)
+		}
+	}
+	proxyPorts := map[string]bool{}
+	for _, p := range proxy.Ports {
+		proxyPorts[p.Name] = true
+		proxyPorts[fmt.Sprint(p.ContainerPort)] = true
+	}
+	sel := ui.Spec.Template.Labels
+	for _, s := range services {
+		if len(s.Spec.Selector) == 0 || !labels.SelectorFromSet(s.Spec.Selector).Matches(labels.Set(sel)) {
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			if !proxyPorts[p.TargetPort.String()] {
+				fail("Service %s targets %s, not oauth2-proxy: it would bypass single sign-on", s.Name, p.TargetPort.String())
+			}
+		}
+	}
+	return errs
 }

@@ -190,6 +190,12 @@ type browser struct {
 // with every request and recording CSP violations.
 func newBrowser(t *testing.T, artifacts string) *browser {
 	t.Helper()
+	return newBrowserAt(t, artifacts, 1400)
+}
+
+// newBrowserAt is newBrowser with a window width px wide.
+func newBrowserAt(t *testing.T, artifacts string, width int) *browser {
+	t.Helper()
 	chromium := chromiumPath(t)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(chromium),
@@ -204,7 +210,7 @@ func newBrowser(t *testing.T, artifacts string) *browser {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
+		chromedp.WindowSize(width, 900),
 	)
 	t.Cleanup(cancelAlloc)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))

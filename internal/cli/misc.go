@@ -69,6 +69,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		prometheus string
 		users      string
 		proxies    string
+		proxyUser  string
 		cf         uiControlFlags
 	)
 	lf.register(fs)
@@ -80,6 +81,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (htpasswd -nBC 12 NAME); "+
 		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
 	fs.StringVar(&proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For (which they must append to) gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated, not 0.0.0.0/0 (empty: none; every client behind a proxy then shares its lockout)")
+	fs.StringVar(&proxyUser, "proxy-user-header", "", "single sign-on: the header in which an authenticating reverse proxy of --trusted-proxies names the signed-in person, recorded in the audit (oauth2-proxy: X-Forwarded-User with --pass-user-headers, X-Auth-Request-User with --set-xauthrequest); believed from the trusted proxies only")
 	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
 	if err := parse(e, fs, args); err != nil {
 		return err
@@ -93,6 +95,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return configErr(err)
 	}
 	cfg.FourEyes = cf.fourEyes
+	cfg.ProxyUserHeader = proxyUser
 	if cfg.TrustedProxies, err = ui.ParseTrustedProxies(proxies); err != nil {
 		return configErr(err)
 	}
@@ -117,6 +120,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return configErr(err)
 	}
 	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb)}
+	cfg.Console = operator.NewConsole(ledger.New(rdb))
 	if !readOnly {
 		cf.configure(actions, &cfg, rdb, log)
 	}

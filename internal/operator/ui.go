@@ -4,13 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/ui"
 )
 
@@ -108,13 +113,17 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	}
 	opts := u.Options.Load
 	opts.DryRun, opts.Approval.By = true, up.By
+	if err := choose(&opts.File, up.FileChoices); err != nil {
+		_ = os.RemoveAll(filepath.Dir(path))
+		return p, err
+	}
 	res, err := u.Loader.LoadFile(ctx, path, opts)
 	if err != nil {
 		_ = os.RemoveAll(filepath.Dir(path))
 		return p, err
 	}
-	p = previewOf(res)
-	p.Hash = id
+	p = previewOf(res, scaleOf(opts.File))
+	p.Hash, p.FileChoices, p.ExpectRows, p.ExpectTotal = id, up.FileChoices, up.ExpectRows, up.ExpectTotal
 	p.Acceptable = res.Loaded && len(res.Errors) == 0 && res.DuplicateOf == nil
 	if !p.Acceptable {
 		_ = os.RemoveAll(filepath.Dir(path)) // nothing to confirm
@@ -123,28 +132,60 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 }
 
 // Confirm loads the staged upload id (the Preview's Hash), by by.
-func (u UIUploads) Confirm(ctx context.Context, id, by string) (ui.Preview, error) {
+func (u UIUploads) Confirm(ctx context.Context, id, by string, f ui.FileChoices) (ui.Preview, error) {
 	if by == "" {
 		return ui.Preview{}, ErrMissingOperator
 	}
-	res, err := u.Loader.LoadStaged(ctx, u.Spool, id, by, u.Options)
+	o := u.Options
+	if err := choose(&o.Load.File, f); err != nil {
+		return ui.Preview{}, err
+	}
+	res, err := u.Loader.LoadStaged(ctx, u.Spool, id, by, o)
 	switch {
 	case errors.Is(err, loader.ErrNotStaged):
 		return ui.Preview{}, ui.Refuse(fmt.Errorf("%w: upload the file again", err))
 	case errors.Is(err, loader.ErrLocked):
 		return ui.Preview{}, ui.Refuse(errors.New("a spool run is busy loading: confirm again in a moment"))
 	case err != nil:
-		return previewOf(res), err
+		return previewOf(res, scaleOf(o.Load.File)), err
 	}
-	p := previewOf(res)
-	p.Hash, p.Loaded, p.Held = id, res.Loaded, res.Held
+	p := previewOf(res, scaleOf(o.Load.File))
+	p.Hash, p.Loaded, p.Held, p.FileChoices = id, res.Loaded, res.Held, f
 	return p, nil
 }
 
-// previewOf shows a load's result.
-func previewOf(res loader.Result) ui.Preview {
-	p := ui.Preview{File: res.File, Batch: res.Batch, Rows: res.Rows, Valid: res.Valid, Total: res.Total.String(),
-		Warnings: res.Warnings, Sheet: res.Sheet, Shown: res.Rows - res.HiddenRows}
+// choose applies the upload form's amount format and sheet to o, as
+// payout load --amount-format and --sheet do.
+func choose(o *payfile.Options, f ui.FileChoices) error {
+	if f.AmountFormat != "" {
+		af, err := money.ParseFormat(f.AmountFormat)
+		if err != nil {
+			return ui.Refuse(err)
+		}
+		o.AmountFormat = af
+	}
+	if s := strings.TrimSpace(f.Sheet); s != "" {
+		o.Sheet = s
+	}
+	return nil
+}
+
+// scaleOf is the decimals the file's amounts are shown with, as the
+// loader registers them.
+func scaleOf(o payfile.Options) int {
+	switch {
+	case o.Scale < 0:
+		return 0
+	case o.Scale == 0:
+		return money.DefaultScale
+	}
+	return o.Scale
+}
+
+// previewOf shows a load's result, its total with the file's decimals.
+func previewOf(res loader.Result, scale int) ui.Preview {
+	p := ui.Preview{File: res.File, Batch: res.Batch, Rows: res.Rows, Valid: res.Valid, Total: res.Total.StringFixed(scale),
+		Warnings: res.Warnings, SheetRead: res.Sheet, Shown: res.Rows - res.HiddenRows}
 	for i, e := range res.Errors {
 		if i == maxShownErrors {
 			p.Note = fmt.Sprintf("%d more errors not shown", len(res.Errors)-maxShownErrors)
@@ -163,4 +204,52 @@ func previewOf(res loader.Result) ui.Preview {
 		p.Note = "another loader is loading the same content right now"
 	}
 	return p
+}
+
+// errorsSuffix ends the name of a refused file's error listing in the
+// spool's outbox.
+const errorsSuffix = ".errors.csv"
+
+// Refused lists the spool's refused files: outbox/NAME.errors.csv, newest
+// first.
+func (u UIUploads) Refused(_ context.Context, limit int) ([]ui.RefusedFile, error) {
+	entries, err := os.ReadDir(filepath.Join(u.Spool, loader.Outbox))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ui.RefusedFile
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), errorsSuffix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		out = append(out, ui.RefusedFile{Name: name, Refused: info.ModTime(), Size: info.Size()})
+	}
+	slices.SortFunc(out, func(a, b ui.RefusedFile) int { return b.Refused.Compare(a.Refused) })
+	return out[:min(limit, len(out))], nil
+}
+
+// RefusedErrors writes the error listing of the refused file name (a base
+// name: anything else is not found).
+func (u UIUploads) RefusedErrors(_ context.Context, name string, w io.Writer) error {
+	if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") {
+		return fmt.Errorf("refused file %q: %w", name, ui.ErrNotFound)
+	}
+	f, err := os.Open(filepath.Join(u.Spool, loader.Outbox, name+errorsSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("refused file %q: %w", name, ui.ErrNotFound)
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(w, io.LimitReader(f, 64<<20))
+	return err
 }

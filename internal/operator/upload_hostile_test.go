@@ -78,7 +78,7 @@ func TestUploadRefusesHostileWorkbooks(t *testing.T) {
 		return p, peak(), took
 	}
 	p, _, _ := preview(t, "good", hostile.Good())
-	if !p.Acceptable || p.Rows != 1 || p.Sheet != "Sheet1" || p.Shown != 1 {
+	if !p.Acceptable || p.Rows != 1 || p.SheetRead != "Sheet1" || p.Shown != 1 {
 		t.Fatalf("a good workbook: %+v", p)
 	}
 	for _, c := range hostile.Cases() {

@@ -316,7 +316,7 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 	if w.Code != 200 || m == nil {
 		t.Fatalf("alice's upload: %d\n%s", w.Code, w.Body.String())
 	}
-	if w := alice.post("/batches/confirm", url.Values{"csrf": {aliceTok}, "hash": {m[1]}}); w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
+	if w := alice.post("/batches/confirm", url.Values{"csrf": {aliceTok}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
 		t.Fatalf("alice's confirm: %d\n%s", w.Code, w.Body.String())
 	}
 	ids, _ := one.led.BatchIDs(context.Background())
@@ -460,7 +460,9 @@ func (e *env) postUpload(body io.Reader, ct string) *httptest.ResponseRecorder {
 	return e.do(r)
 }
 
-var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64}-[0-9a-f]{16})"`)
+// hashRE finds the confirm form's staging id (1) and the MAC binding its
+// file choices, none made (2).
+var hashRE = regexp.MustCompile(`name="hash" value="([0-9a-f]{64}-[0-9a-f]{16})">\s*<input type="hidden" name="amount_format" value="">\s*<input type="hidden" name="sheet" value="">\s*<input type="hidden" name="choices_mac" value="([^"]+)"`)
 
 func TestUploadPreviewThenConfirm(t *testing.T) {
 	spool := t.TempDir()
@@ -483,14 +485,14 @@ func TestUploadPreviewThenConfirm(t *testing.T) {
 	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
 		t.Fatalf("a preview loaded something: %v", ids)
 	}
-	if w := e.post("/batches/confirm", url.Values{"csrf": {tok + "x"}, "hash": {m[1]}}); w.Code != http.StatusForbidden {
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok + "x"}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != http.StatusForbidden {
 		t.Fatalf("confirm with a bad token: %d", w.Code)
 	}
-	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
 		t.Fatalf("confirm: %d\n%s", w.Code, w.Body.String())
 	}
-	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}}); w.Code != http.StatusConflict {
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != http.StatusConflict {
 		t.Fatalf("second confirm: %d", w.Code)
 	}
 	ids, _ := e.led.BatchIDs(context.Background())
@@ -530,13 +532,25 @@ func TestUploadRefusedLoadGoesToFailed(t *testing.T) {
 		t.Fatalf("no confirm form:\n%s", w.Body.String())
 	}
 	e.hold("first.csv", strings.Replace(threeRows, "UI-3,0.01", "UI-3,0.02", 1), "bob")
-	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "cannot be loaded") {
 		t.Fatalf("confirm of ids taken meanwhile: %d\n%s", w.Code, w.Body.String())
 	}
 	for _, p := range []string{"failed/late.csv", "outbox/late.csv.errors.csv"} {
 		if _, err := os.Stat(filepath.Join(spool, p)); err != nil {
 			t.Errorf("spool: %v", err)
+		}
+	}
+	// The console lists the refused file and gives its errors.
+	if body := e.get("/refused", 200); !strings.Contains(body, `href="/refused/late.csv"`) {
+		t.Errorf("/refused does not list late.csv:\n%s", body)
+	}
+	if body := e.get("/refused/late.csv", 200); !strings.Contains(body, "file,line,column,message") || !strings.Contains(body, "UI-1") {
+		t.Errorf("late.csv's errors:\n%s", body)
+	}
+	for _, bad := range []string{"/refused/nope.csv", "/refused/%2e%2e", "/refused/..%2f..%2fetc%2fpasswd", "/refused/.hidden"} {
+		if w := e.do(httptest.NewRequest("GET", bad, nil)); w.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", bad, w.Code)
 		}
 	}
 }
@@ -690,11 +704,44 @@ func TestUploadWorkbook(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no confirm for a good workbook:\n%s", w.Body.String())
 	}
-	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}})
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "Handed to the workers") || e.pending(jobs.Queue) != 2 {
 		t.Fatalf("confirm of a workbook: %d, %d tasks\n%s", w.Code, e.pending(jobs.Queue), w.Body.String())
 	}
 	if _, err := os.Stat(filepath.Join(spool, "done", "book.xlsx")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUploadFileChoices: the upload form's amount format and sheet are
+// applied to the preview and shown there, and the confirm loads with the
+// same ones: a confirm whose choices were changed after the preview is
+// refused and loads nothing.
+func TestUploadFileChoices(t *testing.T) {
+	e := newEnv(t, uitest.Options{Spool: t.TempDir(), ApprovalRequired: true})
+	_, tok := e.page()
+	comma := "externalId,amount,cardNumber,telecomOperator\nFC-1,\"1 500,50\",,MTS\nFC-2,\"2,25\",,MTS\n"
+	w := e.upload(tok, "comma.csv", comma, map[string]string{"amount_format": "comma", "expect_rows": "2"})
+	body := w.Body.String()
+	if w.Code != 200 || !strings.Contains(body, `id="total">1,502.75<`) || !strings.Contains(body, `id="format">comma<`) || !strings.Contains(body, `id="control">2 rows<`) {
+		t.Fatalf("preview with the comma format: %d\n%s", w.Code, body)
+	}
+	m := regexp.MustCompile(`name="hash" value="([^"]+)">\s*<input type="hidden" name="amount_format" value="comma">\s*<input type="hidden" name="sheet" value="">\s*<input type="hidden" name="choices_mac" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no confirm form with the choices:\n%s", body)
+	}
+	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "amount_format": {"dot-comma"}, "sheet": {""}, "choices_mac": {m[2]}}); w.Code != http.StatusBadRequest {
+		t.Fatalf("confirm with another format: %d\n%s", w.Code, w.Body.String())
+	}
+	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
+		t.Fatalf("a refused confirm loaded %v", ids)
+	}
+	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "amount_format": {"comma"}, "sheet": {""}, "choices_mac": {m[2]}})
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "total 1,502.75") {
+		t.Fatalf("confirm: %d\n%s", w.Code, w.Body.String())
+	}
+	w = e.upload(tok, "bad.csv", comma, map[string]string{"amount_format": "roman"})
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "unknown amount format") {
+		t.Fatalf("unknown format: %d\n%s", w.Code, w.Body.String())
 	}
 }

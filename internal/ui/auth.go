@@ -26,6 +26,10 @@ type authenticator struct {
 	bearer    bool
 	tokenHash [sha256.Size]byte
 	open      bool // InsecureLocal without credentials
+	// proxyHeader, when set, names the header in which an authenticating
+	// reverse proxy of trusted passes the signed-in person's name.
+	proxyHeader string
+	trusted     []netip.Prefix
 	// logins, with a users file, replaces the single user and password.
 	logins *userLogins
 
@@ -57,7 +61,8 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 		a.bearer = true
 		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
 	}
-	a.open = !a.basic && !a.bearer
+	a.proxyHeader, a.trusted = http.CanonicalHeaderKey(strings.TrimSpace(cfg.ProxyUserHeader)), cfg.TrustedProxies
+	a.open = !a.basic && !a.bearer && a.proxyHeader == ""
 	maxF, window, lockout := cfg.MaxFailures, cfg.FailureWindow, cfg.Lockout
 	if maxF == 0 {
 		maxF = 5
@@ -148,6 +153,16 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		return loopbackHostOnly(withUser(next, localUser))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if user, ok := a.proxyUser(r); ok {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+			return
+		}
+		if a.proxyHeader != "" && !a.basic && !a.bearer {
+			// Single sign-on only: no password here to guess, so no
+			// failure to count.
+			http.Error(w, "sign in through the single sign-on proxy in front of this UI", http.StatusUnauthorized)
+			return
+		}
 		ip := clientIP(r)
 		key := limitKey(ip)
 		if locked, left := a.limiter.locked(key); locked {
@@ -193,6 +208,45 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		}
 		a.challenge(w)
 	})
+}
+
+// proxyUser is the signed-in person named by the authenticating proxy:
+// the header's value, believed only when the connection comes from a
+// trusted proxy (the header of anyone else is ignored, and logged).
+func (a *authenticator) proxyUser(r *http.Request) (string, bool) {
+	if a.proxyHeader == "" {
+		return "", false
+	}
+	v := r.Header.Values(a.proxyHeader)
+	if len(v) == 0 {
+		return "", false
+	}
+	if !isTrusted(remoteHost(r), a.trusted) {
+		a.log.Warn().Str("ip", remoteHost(r)).Str("header", a.proxyHeader).Str("path", r.URL.Path).
+			Msg("ui: ignored a sign-on header from an address that is not a trusted proxy")
+		return "", false
+	}
+	user := strings.TrimSpace(v[0])
+	if len(v) != 1 || !validProxyUser(user) {
+		a.log.Warn().Str("ip", remoteHost(r)).Str("header", a.proxyHeader).Msg("ui: refused a bad sign-on header from the proxy")
+		return "", false
+	}
+	return user, true
+}
+
+// validProxyUser accepts a name or e-mail address of 1 to 128 bytes
+// without control characters or separators the audit trail would
+// mistake.
+func validProxyUser(u string) bool {
+	if u == "" || len(u) > 128 {
+		return false
+	}
+	for _, c := range u {
+		if c < 0x20 || c == 0x7f || c == ',' || c == ';' {
+			return false
+		}
+	}
+	return true
 }
 
 // limitKey is the key of a client address in the failure limit: an IPv6

@@ -71,7 +71,7 @@ var batchesTemplateText string
 //go:embed templates/result.html.tmpl
 var resultTemplateText string
 
-var resultTemplate = template.Must(template.New("result").Parse(resultTemplateText))
+var resultTemplate = template.Must(template.New("result").Funcs(template.FuncMap{"money": groupDigits}).Parse(resultTemplateText))
 
 // resultPage is the answer to a form: an action's message, or an
 // upload's preview.
@@ -81,6 +81,8 @@ type resultPage struct {
 	// done, and the message says what is left to the system.
 	Refused, Notice bool
 	Preview         *Preview
+	// Back links to where the action was taken (default: /batches).
+	Back, BackLabel string
 }
 
 var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncMap{
@@ -92,7 +94,10 @@ var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncM
 		// the segments never add up to more than 100%.
 		return fmt.Sprintf("%d.%02d", n*100/total, (n*10000/total)%100)
 	},
-	"label": func(state string) string { return strings.ReplaceAll(state, "_", " ") },
+	"label":   func(state string) string { return strings.ReplaceAll(state, "_", " ") },
+	"money":   groupDigits,
+	"phase":   phaseLabel,
+	"nonzero": func(s string) bool { return strings.Trim(s, "0.-") != "" },
 	"utc": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"
@@ -113,11 +118,16 @@ type batchesPage struct {
 	Actions  bool
 	Upload   bool
 	Awaiting []batchRow
+	// Console: the batch pages, the work queue and the search exist.
+	Console bool
 }
 
 type batchRow struct {
 	BatchView
-	Index    int
+	Index int
+	// Offer: whether the signed-in person may approve it (awaiting
+	// approval), and why not.
+	Offer    approveOffer
 	Finished int64
 	Counts   []stateCount
 }
@@ -198,6 +208,8 @@ type batchHandlers struct {
 	uploadLimit int64
 	uploadSlots chan struct{} // a semaphore: one element per upload running
 	csrf        *csrfTokens
+	console     Console
+	fourEyes    bool
 }
 
 // render writes a form's answer page.
@@ -220,6 +232,10 @@ func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := buildBatchesPage(bs, nonceFrom(r.Context()), h.now(), h.readOnly)
+	p.Console = h.console != nil
+	for i := range p.Awaiting {
+		p.Awaiting[i].Offer = h.approveOffer(r, p.Awaiting[i].BatchView)
+	}
 	if !h.readOnly {
 		p.Actions, p.Upload = h.controls != nil, h.uploads != nil
 		if p.Actions || p.Upload {

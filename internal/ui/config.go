@@ -54,6 +54,13 @@ type Config struct {
 	// it those answer 503.
 	Batches BatchSource
 
+	// Console, when set, adds the batch pages (/batches/{id}: header,
+	// payouts paged on the server, downloads), each payout's history, the
+	// work queue (/queue) and the search of an externalId (/search). With
+	// Controls that implement PayoutControls (not read-only), a payout
+	// that needs review can be resolved and a queued one cancelled there.
+	Console Console
+
 	// FourEyes says the Controls refuse an approver who loaded the batch
 	// (payout ui --four-eyes), a check by name: the UI must then tell
 	// people apart, and CheckConfig accepts only basic auth (Users, or
@@ -82,6 +89,14 @@ type Config struct {
 	// limit and the logs use (ParseTrustedProxies). Without them every
 	// client behind a proxy shares its address, and its lockout.
 	TrustedProxies []netip.Prefix
+
+	// ProxyUserHeader, when set, is the request header in which an
+	// authenticating reverse proxy (oauth2-proxy: X-Forwarded-User with
+	// --pass-user-headers, X-Auth-Request-User with --set-xauthrequest)
+	// names the signed-in person: single sign-on. It is believed only on
+	// connections from TrustedProxies (required with it); basic auth and
+	// the token, if configured, still sign in anyone else.
+	ProxyUserHeader string
 
 	// Logger receives access logs (debug), failed logins (warn) and server
 	// events.
@@ -130,6 +145,9 @@ var (
 	// ErrBadTrustedProxy: an entry of --trusted-proxies is not an address
 	// or a CIDR prefix.
 	ErrBadTrustedProxy = errors.New("bad trusted proxy")
+	// ErrProxyAuth: single sign-on through a proxy header without the
+	// trusted proxies that may set it.
+	ErrProxyAuth = errors.New("--proxy-user-header needs --trusted-proxies: the header is believed only from the proxy")
 	// ErrBadAddr: the listen address cannot be parsed.
 	ErrBadAddr = errors.New("bad UI listen address")
 	// ErrNoRedis: Config.Redis is nil.
@@ -189,6 +207,9 @@ func checkAccess(cfg Config) error {
 	if cfg.MaxFailures < 0 || cfg.FailureWindow < 0 || cfg.Lockout < 0 {
 		return &ConfigError{Err: ErrBadLimits}
 	}
+	if strings.TrimSpace(cfg.ProxyUserHeader) != "" && len(cfg.TrustedProxies) == 0 {
+		return &ConfigError{Err: ErrProxyAuth}
+	}
 	addr := cfg.addr()
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -224,8 +245,8 @@ func checkFourEyes(cfg Config) error {
 		why = "PAYOUT_UI_TOKEN is set: every holder of the token signs in as " + tokenUser
 	case cfg.InsecureLocal:
 		why = "--insecure-local: everyone is " + localUser
-	case cfg.Users == nil && (cfg.User == "" || cfg.Password == ""):
-		why = "no --users file and no PAYOUT_UI_USER and PAYOUT_UI_PASSWORD"
+	case cfg.Users == nil && (cfg.User == "" || cfg.Password == "") && cfg.ProxyUserHeader == "":
+		why = "no --users file, no PAYOUT_UI_USER and PAYOUT_UI_PASSWORD and no --proxy-user-header"
 	default:
 		return nil
 	}
@@ -233,7 +254,7 @@ func checkFourEyes(cfg Config) error {
 }
 
 func (cfg Config) hasCredentials() bool {
-	return (cfg.User != "" && cfg.Password != "") || cfg.Users != nil || cfg.Token != ""
+	return (cfg.User != "" && cfg.Password != "") || cfg.Users != nil || cfg.Token != "" || strings.TrimSpace(cfg.ProxyUserHeader) != ""
 }
 
 func (cfg Config) addr() string {

@@ -123,18 +123,27 @@ func (h *batchHandlers) discard(r *http.Request, id, by string) (string, error) 
 	return h.controls.Discard(r.Context(), id, by, note)
 }
 
+// doneBack is done with a link back to where the action was taken.
+func (h *batchHandlers) doneBack(w http.ResponseWriter, r *http.Request, title, msg string, err error, back, backLabel string) {
+	h.answer(w, r, resultPage{Title: title, Message: msg, Back: back, BackLabel: backLabel}, err)
+}
+
 // done answers an action: its message (200; marked as a notice, the
 // error logged at warn, when it was partly done), its refusal (409) or,
 // for any other error, 503 without detail.
 func (h *batchHandlers) done(w http.ResponseWriter, r *http.Request, title, msg string, err error) {
-	page := resultPage{Title: title, Message: msg}
+	h.answer(w, r, resultPage{Title: title, Message: msg}, err)
+}
+
+// answer renders page for an action's outcome err.
+func (h *batchHandlers) answer(w http.ResponseWriter, r *http.Request, page resultPage, err error) {
 	code := http.StatusOK
 	switch {
 	case errors.Is(err, ErrPartlyDone):
 		h.log.Warn().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action done, its rest left to the system")
 		page.Notice = true
 	case errors.Is(err, ErrRefused):
-		code, page.Message, page.Refused = http.StatusConflict, err.Error(), true
+		code, page.Message, page.Refused = http.StatusConflict, plainMessage(err.Error()), true
 	case err != nil:
 		h.log.Error().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action failed")
 		code, page.Message, page.Refused = http.StatusServiceUnavailable, "not done: the ledger is unavailable (see the UI's log)", true
@@ -188,4 +197,20 @@ func queueAction(r *http.Request) (queue string, paused, ok bool) {
 		return "", false, false
 	}
 	return queue, paused, true
+}
+
+// internalPrefix matches the package prefixes of Go error messages
+// ("ledger: ", "ui: "...), which mean nothing to the person reading.
+var internalPrefix = regexp.MustCompile(`(^|[\s(])(?:ledger|ui|loader|operator|payfile|report|redis|vault|jobs|asynq): `)
+
+// plainMessage is a refusal's message as a person reads it: without the
+// internal prefixes.
+func plainMessage(s string) string {
+	for {
+		t := internalPrefix.ReplaceAllString(s, "$1")
+		if t == s {
+			return s
+		}
+		s = t
+	}
 }

@@ -1,15 +1,20 @@
-// Package ui serves the operator web UI of payout: the Asynq web UI
-// (asynqmon) under /monitoring/, a batch progress page at /batches (JSON at
-// /api/batches), Prometheus metrics at /metrics and a health check at
-// /healthz. With Config.Controls, /batches has Approve and Discard for the
+// Package ui serves the operator web UI of payout: the finance console
+// (/ opens /batches, the batches' progress, JSON at /api/batches; with
+// Config.Console each batch's page with its payouts paged on the server and
+// its downloads, each payout's history, the work queue at /queue and the
+// search of an externalId at /search; see docs/ui.md), the Asynq web UI
+// (asynqmon) under /monitoring/, Prometheus metrics at /metrics and a
+// health check at /healthz. With Config.Controls, /batches has Approve and Discard for the
 // batches awaiting approval, and pauses and resumes made in asynqmon are
 // audited; with Config.Uploads, it takes a payout file, previews its
 // validation and loads it on confirmation. Every form carries a CSRF token
 // of the signed-in user, who is recorded as who acted.
 //
-// Everything but /healthz is behind HTTP basic auth (one login, or named
-// logins from a bcrypt users file, see Users) or a bearer token, compared
-// in constant time; a client IP that fails too often is locked out
+// Everything but /healthz is behind single sign-on (the signed-in person
+// named by an authenticating proxy's header, believed from the trusted
+// proxies only: Config.ProxyUserHeader), HTTP basic auth (one login, or
+// named logins from a bcrypt users file, see Users) or a bearer token,
+// compared in constant time; a client IP that fails too often is locked out
 // (429). Every response carries a strict Content-Security-Policy (per-request
 // nonce, nothing from other hosts) and the usual hardening headers. In
 // read-only mode asynqmon hides its actions and, independently, every
@@ -82,7 +87,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
 		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: cfg.csrfTokens(),
-		uploadSlots: make(chan struct{}, cfg.maxUploads())}
+		uploadSlots: make(chan struct{}, cfg.maxUploads()), console: cfg.Console, fourEyes: cfg.FourEyes}
 
 	app := http.NewServeMux()
 	var monitoring http.Handler = watchQueues(rewriteMonitoring(mon), cfg.Controls, bh)
@@ -90,8 +95,16 @@ func New(cfg Config) (http.Handler, error) {
 		monitoring = readOnlyGuard(monitoring, log)
 	}
 	app.Handle(monitoringPath+"/", monitoring)
-	app.Handle("GET /{$}", http.RedirectHandler(monitoringPath+"/", http.StatusFound))
+	app.Handle("GET /{$}", http.RedirectHandler("/batches", http.StatusFound))
 	app.HandleFunc("GET /batches", bh.page)
+	app.HandleFunc("GET /batches/{id}", bh.batchPage)
+	app.HandleFunc("GET /batches/{id}/payouts/{ext}", bh.payoutPage)
+	app.HandleFunc("POST /batches/{id}/payouts/{ext}/decide", bh.decide)
+	app.HandleFunc("GET /batches/{id}/download/{kind}", bh.download)
+	app.HandleFunc("GET /queue", bh.queuePage)
+	app.HandleFunc("GET /search", bh.searchPage)
+	app.HandleFunc("GET /refused", bh.refusedPage)
+	app.HandleFunc("GET /refused/{name}", bh.refusedDownload)
 	app.HandleFunc("GET /api/batches", bh.api)
 	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
 	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))

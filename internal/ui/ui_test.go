@@ -283,7 +283,7 @@ func TestSecurityHeaders(t *testing.T) {
 			}
 		})
 	}
-	if w := f.do(t, "GET", "/", auth); w.Header().Get("Location") != "/monitoring/" {
+	if w := f.do(t, "GET", "/", auth); w.Header().Get("Location") != "/batches" {
 		t.Errorf("/ redirects to %q", w.Header().Get("Location"))
 	}
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"context"
+	"crypto/hmac"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,15 @@ type Uploads interface {
 	// it (ErrUploadTooLarge) is returned wrapped (%w), with nothing left
 	// staged.
 	Preview(ctx context.Context, u Upload) (Preview, error)
-	Confirm(ctx context.Context, hash, by string) (Preview, error)
+	// Confirm loads with the file choices f of the preview.
+	Confirm(ctx context.Context, hash, by string, f FileChoices) (Preview, error)
+}
+
+// FileChoices are how the upload form says to read a file, as payout
+// load --amount-format and --sheet do ("": as the UI is configured).
+type FileChoices struct {
+	AmountFormat string
+	Sheet        string
 }
 
 // Upload is one file sent with the upload form.
@@ -37,6 +46,8 @@ type Upload struct {
 	// form (0 and "": none), checked like a NAME.ctl.
 	ExpectRows  int
 	ExpectTotal string
+	// The form's amount format and sheet.
+	FileChoices
 }
 
 // Preview is the validation of an upload (or, from Confirm, its load).
@@ -45,13 +56,14 @@ type Preview struct {
 	File  string
 	Batch string
 	Rows  int // data rows
-	// Sheet is the sheet read of a workbook ("" for CSV), and Shown the
-	// data rows it shows of Rows (hidden and filtered-out rows are not).
-	Sheet  string
-	Shown  int
-	Valid  int
-	Total  string // sum of the valid rows
-	Errors []UploadError
+	// SheetRead is the sheet read of a workbook ("" for CSV), and Shown
+	// the data rows it shows of Rows (hidden and filtered-out rows are
+	// not). FileChoices.Sheet is the sheet the form asked for.
+	SheetRead string
+	Shown     int
+	Valid     int
+	Total     string // sum of the valid rows
+	Errors    []UploadError
 	// Warnings refuse nothing (for example: no operator dictionary).
 	Warnings []string
 	// Acceptable: the file can be confirmed (every row valid, no
@@ -62,6 +74,14 @@ type Preview struct {
 	Loaded bool
 	Held   string
 	Note   string // a message about the whole file (a duplicate, ...)
+	// What the file was read with: the form's choices and control
+	// totals, as applied (ExpectRows 0 and ExpectTotal "": none).
+	FileChoices
+	ExpectRows  int
+	ExpectTotal string
+	// ChoicesMAC binds the choices to this preview in the confirm form
+	// (set by the UI).
+	ChoicesMAC string
 }
 
 // UploadError is one error of an upload, where it is.
@@ -205,7 +225,8 @@ func uploadOf(r *http.Request, part *multipart.Part, mr *multipart.Reader, field
 		return fmt.Errorf("%w: the form's field %q comes after the file; send every field (control totals, token) before it", ErrFieldAfterFile, next.FormName())
 	}
 	u := Upload{Name: filepath.Base(strings.ReplaceAll(part.FileName(), `\`, "/")), By: userFrom(r.Context()),
-		File: &limitedFile{r: part, left: limit, end: last}, ExpectTotal: strings.TrimSpace(fields.Get("expect_total"))}
+		File: &limitedFile{r: part, left: limit, end: last}, ExpectTotal: strings.TrimSpace(fields.Get("expect_total")),
+		FileChoices: FileChoices{AmountFormat: strings.TrimSpace(fields.Get("amount_format")), Sheet: strings.TrimSpace(fields.Get("sheet"))}}
 	if s := strings.TrimSpace(fields.Get("expect_rows")); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
@@ -257,13 +278,19 @@ func (h *batchHandlers) confirm(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := h.uploads.Confirm(r.Context(), hash, userFrom(r.Context()))
+	f := FileChoices{AmountFormat: r.PostFormValue("amount_format"), Sheet: r.PostFormValue("sheet")}
+	if !hmac.Equal([]byte(r.PostFormValue("choices_mac")), []byte(h.csrf.choicesMAC(userFrom(r.Context()), hash, f))) {
+		http.Error(w, "the file's choices changed since its preview: upload it again", http.StatusBadRequest)
+		return
+	}
+	p, err := h.uploads.Confirm(r.Context(), hash, userFrom(r.Context()), f)
 	h.preview(w, r, "Load of "+p.File, p, err)
 }
 
 // preview answers an upload or a confirm with the file's figures and
 // errors: 200, 409 when refused, 503 for any other error.
 func (h *batchHandlers) preview(w http.ResponseWriter, r *http.Request, title string, p Preview, err error) {
+	p.ChoicesMAC = h.csrf.choicesMAC(userFrom(r.Context()), p.Hash, p.FileChoices)
 	code, page := http.StatusOK, resultPage{Title: title, Preview: &p}
 	switch {
 	case errors.Is(err, ErrRefused):

@@ -57,3 +57,12 @@ func (c *csrfTokens) token(user string) string {
 func (c *csrfTokens) valid(user, got string) bool {
 	return user != "" && got != "" && hmac.Equal([]byte(got), []byte(c.token(user)))
 }
+
+// choicesMAC binds an upload's file choices to its staging id and the
+// signed-in user: the confirm form carries them back, and a client cannot
+// load with other choices than the preview it was shown.
+func (c *csrfTokens) choicesMAC(user, hash string, f FileChoices) string {
+	m := hmac.New(sha256.New, c.key)
+	m.Write([]byte("payout-ui-upload\x00" + user + "\x00" + hash + "\x00" + f.AmountFormat + "\x00" + f.Sheet))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}

@@ -1,0 +1,445 @@
+package operator
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/acme/payout/internal/batchreport"
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/jobs"
+)
+
+// Console gives the web UI (ui.Console) the ledger's batches and payouts:
+// pages read at the cost of the page where the order is the file's, a
+// brief scan of the batch for a state filter or an amount sort. Made by
+// NewConsole, it keeps the latest scan of each batch while the batch's
+// counts per state stay the same (at most briefsFor): the next pages,
+// filters and orders of a batch then cost their page only. The payouts
+// shown are always read afresh.
+type Console struct {
+	Ledger *ledger.Ledger
+	cache  *briefCache
+}
+
+// NewConsole returns the Console of l with its scan cache.
+func NewConsole(l *ledger.Ledger) Console {
+	return Console{Ledger: l, cache: &briefCache{m: map[string]briefEntry{}}}
+}
+
+// briefsFor bounds how long a scan of a batch is reused.
+const briefsFor = 30 * time.Second
+
+// briefCache holds the latest scan of each batch.
+type briefCache struct {
+	mu sync.Mutex
+	m  map[string]briefEntry
+}
+
+type briefEntry struct {
+	briefs []ledger.PayoutBrief
+	counts map[ledger.State]int64
+	at     time.Time
+	// sorted holds the scan in an amount order (ui.SortAmountAsc,
+	// ui.SortAmountDesc), made on first use.
+	sorted map[string][]ledger.PayoutBrief
+}
+
+// briefs is the scan of batch id in order (ui.SortLine, SortAmountAsc or
+// SortAmountDesc): the cached one while the batch's counts per state are
+// those it was taken at, a new one otherwise. The caller must not modify
+// it.
+func (c Console) briefs(ctx context.Context, id, order string) ([]ledger.PayoutBrief, error) {
+	if c.cache == nil {
+		bs, err := c.Ledger.Briefs(ctx, id)
+		return sortedBriefs(bs, order), err
+	}
+	counts, err := c.Ledger.Counts(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.mu.Lock()
+	e, ok := c.cache.m[id]
+	c.cache.mu.Unlock()
+	if !ok || time.Since(e.at) >= briefsFor || !maps.Equal(e.counts, counts.Rows) {
+		bs, err := c.Ledger.Briefs(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		e = briefEntry{briefs: bs, counts: counts.Rows, at: time.Now(), sorted: map[string][]ledger.PayoutBrief{}}
+	}
+	c.cache.mu.Lock()
+	defer c.cache.mu.Unlock()
+	for k, v := range c.cache.m { // drop what is stale, so the cache stays small
+		if time.Since(v.at) >= briefsFor {
+			delete(c.cache.m, k)
+		}
+	}
+	out := e.briefs
+	if order == ui.SortAmountAsc || order == ui.SortAmountDesc {
+		if e.sorted[order] == nil {
+			e.sorted[order] = sortedBriefs(e.briefs, order)
+		}
+		out = e.sorted[order]
+	}
+	c.cache.m[id] = e
+	return out, nil
+}
+
+// sortedBriefs is a copy of bs in an amount order, or bs itself in file
+// order.
+func sortedBriefs(bs []ledger.PayoutBrief, order string) []ledger.PayoutBrief {
+	if order != ui.SortAmountAsc && order != ui.SortAmountDesc {
+		return bs
+	}
+	out := slices.Clone(bs)
+	ledger.SortBriefs(out, order == ui.SortAmountDesc)
+	return out
+}
+
+// notFound turns the ledger's ErrNotFound into the UI's.
+func notFound(err error) error {
+	if errors.Is(err, ledger.ErrNotFound) {
+		return fmt.Errorf("%w: %w", ui.ErrNotFound, err)
+	}
+	return err
+}
+
+// Batch is one batch's header.
+func (c Console) Batch(ctx context.Context, id string) (ui.BatchDetail, error) {
+	b, err := c.Ledger.Batch(ctx, id)
+	if err != nil {
+		return ui.BatchDetail{}, notFound(err)
+	}
+	counts, err := c.Ledger.Counts(ctx, id)
+	if err != nil {
+		return ui.BatchDetail{}, err
+	}
+	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}})[0]
+	d := ui.BatchDetail{BatchView: v, Scale: b.Scale, Amounts: map[string]string{}, DecidedBy: b.DecidedBy,
+		DecidedAt: b.DecidedAt, Note: b.Note, Reported: b.Reported}
+	for _, s := range ledger.States {
+		d.Amounts[string(s)] = counts.Amount(s, b.Scale).StringFixed(b.Scale)
+	}
+	return d, nil
+}
+
+// Payouts is a page of a batch's payouts: in file order from the line
+// index (the page's work only), or filtered by state or sorted by amount
+// from a brief scan of the batch.
+func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.PayoutPage, error) {
+	b, err := c.Ledger.Batch(ctx, id)
+	if err != nil {
+		return ui.PayoutPage{}, notFound(err)
+	}
+	if q.State == "" && (q.Sort == "" || q.Sort == ui.SortLine) {
+		ps, total, err := c.Ledger.PageByLine(ctx, id, q.Offset, q.Limit)
+		if err != nil {
+			return ui.PayoutPage{}, err
+		}
+		return ui.PayoutPage{Rows: views(b, ps), Total: total}, nil
+	}
+	all, err := c.briefs(ctx, id, q.Sort)
+	if err != nil {
+		return ui.PayoutPage{}, err
+	}
+	briefs := all
+	if q.State != "" {
+		briefs = make([]ledger.PayoutBrief, 0, len(all))
+		for _, p := range all {
+			if string(p.State) == q.State {
+				briefs = append(briefs, p)
+			}
+		}
+	}
+	page := ui.PayoutPage{Total: len(briefs)}
+	lo := min(max(q.Offset, 0), len(briefs))
+	hi := min(lo+q.Limit, len(briefs))
+	ids := make([]string, 0, hi-lo)
+	for _, p := range briefs[lo:hi] {
+		ids = append(ids, p.ExternalID)
+	}
+	ps, err := c.Ledger.Payouts(ctx, id, ids)
+	if err != nil {
+		return ui.PayoutPage{}, err
+	}
+	page.Rows = views(b, ps)
+	return page, nil
+}
+
+// Payout is one payout and its history.
+func (c Console) Payout(ctx context.Context, batch, ext string) (ui.PayoutView, []ui.AuditView, error) {
+	b, err := c.Ledger.Batch(ctx, batch)
+	if err != nil {
+		return ui.PayoutView{}, nil, notFound(err)
+	}
+	p, err := c.Ledger.Get(ctx, batch, ext)
+	if err != nil {
+		return ui.PayoutView{}, nil, notFound(err)
+	}
+	var hist []ui.AuditView
+	err = c.Ledger.EachAudit(ctx, batch, ext, func(a ledger.AuditEntry) error {
+		hist = append(hist, auditView(a))
+		return nil
+	})
+	return view(b, p), hist, err
+}
+
+// auditView shows an audit entry, card-like numbers masked.
+func auditView(a ledger.AuditEntry) ui.AuditView {
+	v := ui.AuditView{Time: a.Time, Actor: card.Scrub(a.Actor), From: a.From, To: a.To, Note: card.Scrub(a.Context["note"])}
+	var rest []string
+	for _, k := range slices.Sorted(maps.Keys(a.Context)) {
+		if k != "note" && k != "op" && a.Context[k] != "" {
+			rest = append(rest, k+" "+card.Scrub(a.Context[k]))
+		}
+	}
+	v.Details = strings.Join(rest, ", ")
+	return v
+}
+
+// Find returns the payouts ext across batches.
+func (c Console) Find(ctx context.Context, ext string) ([]ui.PayoutView, error) {
+	ps, err := c.Ledger.FindPayout(ctx, ext)
+	if err != nil {
+		return nil, err
+	}
+	return c.viewsAcross(ctx, ps)
+}
+
+// viewsAcross shows payouts of several batches.
+func (c Console) viewsAcross(ctx context.Context, ps []ledger.Payout) ([]ui.PayoutView, error) {
+	batches := map[string]ledger.Batch{}
+	out := make([]ui.PayoutView, 0, len(ps))
+	for _, p := range ps {
+		b, ok := batches[p.Batch]
+		if !ok {
+			var err error
+			if b, err = c.Ledger.Batch(ctx, p.Batch); err != nil {
+				return nil, err
+			}
+			batches[p.Batch] = b
+		}
+		out = append(out, view(b, p))
+	}
+	return out, nil
+}
+
+// Review lists the payouts in needs_review of every batch that counts
+// some, newest batch first, in file order.
+func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error) {
+	sts, err := c.Ledger.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ui.PayoutView
+	for _, s := range sts {
+		if s.Counts.Rows[ledger.NeedsReview] == 0 {
+			continue
+		}
+		briefs, err := c.briefs(ctx, s.ID, ui.SortLine)
+		if err != nil {
+			return nil, err
+		}
+		var ids []string
+		for _, p := range briefs {
+			if p.State == ledger.NeedsReview && len(out)+len(ids) < limit {
+				ids = append(ids, p.ExternalID)
+			}
+		}
+		ps, err := c.Ledger.Payouts(ctx, s.ID, ids)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, views(s.Batch, ps)...)
+		if len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Download writes a batch's file kind.
+func (c Console) Download(ctx context.Context, batch, kind string, w io.Writer) error {
+	b, err := c.Ledger.Batch(ctx, batch)
+	if err != nil {
+		return notFound(err)
+	}
+	switch kind {
+	case ui.DownloadResult:
+		_, err = batchreport.Write(ctx, c.Ledger, batch, batchreport.CSV, w)
+		return err
+	case ui.DownloadFailed:
+		_, err = report.WriteCSV(w, batchreport.Batch(b), failedRows(batchreport.Rows(ctx, c.Ledger, batch)))
+		return err
+	case ui.DownloadAudit:
+		return c.writeAudit(ctx, batch, w)
+	}
+	return fmt.Errorf("download %q: %w", kind, ui.ErrNotFound)
+}
+
+// failedRows keeps the rows that will not be paid as they stand (failed,
+// rejected).
+func failedRows(rows iter.Seq2[report.Row, error]) iter.Seq2[report.Row, error] {
+	return func(yield func(report.Row, error) bool) {
+		for r, err := range rows {
+			if err == nil && r.State != string(ledger.Failed) && r.State != string(ledger.Rejected) {
+				continue
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+// writeAudit writes the batch's audit trail as CSV, card-like numbers
+// masked and every cell neutralised for spreadsheets.
+func (c Console) writeAudit(ctx context.Context, batch string, w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write([]string{"time", "actor", "externalId", "from", "to", "note", "details"}); err != nil {
+		return err
+	}
+	err := c.Ledger.EachAudit(ctx, batch, "", func(a ledger.AuditEntry) error {
+		v := auditView(a)
+		return cw.Write([]string{v.Time.UTC().Format(time.RFC3339Nano), report.Neutralize(v.Actor),
+			report.Neutralize(card.Scrub(a.ExternalID)), v.From, v.To, report.Neutralize(v.Note), report.Neutralize(v.Details)})
+	})
+	if err != nil {
+		return err
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// views shows payouts of batch b.
+func views(b ledger.Batch, ps []ledger.Payout) []ui.PayoutView {
+	out := make([]ui.PayoutView, len(ps))
+	for i, p := range ps {
+		out[i] = view(b, p)
+	}
+	return out
+}
+
+// view shows one payout: its amount with the batch's decimals, card-like
+// numbers masked, and its latest task.
+func view(b ledger.Batch, p ledger.Payout) ui.PayoutView {
+	amount := p.Amount
+	if a, err := money.Parse(p.Amount, 18); err == nil {
+		amount = a.StringFixed(b.Scale)
+	}
+	return ui.PayoutView{
+		Batch: b.ID, File: b.File, Line: p.Line, ExternalID: card.Scrub(p.ExternalID), Amount: amount,
+		Destination: card.Scrub(p.Destination), State: string(p.State), Awaiting: p.Awaiting,
+		OrderID: card.Scrub(p.OrderID), PSPStatus: card.Scrub(p.PSPStatus), Reason: card.Scrub(p.Error),
+		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
+		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
+	}
+}
+
+// latestTask is the id of the payout's latest task: its outcome check
+// while awaiting the outcome, its status check once it was checked, its
+// create otherwise ("" when there is none: a batch not let go yet).
+func latestTask(b ledger.Batch, p ledger.Payout) string {
+	if p.Creates == 0 && p.Seq == 0 && b.Phase != ledger.PhaseLoaded {
+		return ""
+	}
+	switch {
+	case p.Awaiting && p.OutcomeSeq > 0:
+		return jobs.OutcomeTaskID(p.ExternalID, p.OutcomeSeq)
+	case p.Seq > 0:
+		return jobs.StatusTaskID(p.ExternalID, p.Seq)
+	case p.State == ledger.Queued || p.Creates > 0:
+		return jobs.CreateTaskID(p.ExternalID, max(p.Creates, 1))
+	}
+	return ""
+}
+
+// DecidePayout takes a decision on one payout, as payout resolve
+// (recheck, created, rejected) and payout cancel do: the same ledger
+// calls, and after a recheck the same status check enqueued.
+func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.Decision) (string, error) {
+	l := u.Actions.Ledger
+	who := ledger.Resolution{By: strings.TrimSpace(d.By), Note: strings.TrimSpace(d.Note)}
+	if who.By == "" || who.Note == "" {
+		return "", ui.Refuse(errors.New("not done: a decision needs a note saying why"))
+	}
+	var (
+		r   ledger.Resolved
+		err error
+	)
+	switch d.Action {
+	case ui.DecideCancel:
+		was, err := l.Cancel(ctx, batch, ext, who.By, who.Note)
+		switch {
+		case errors.Is(err, ledger.ErrNotFound):
+			return "", ui.Refuse(fmt.Errorf("batch %s has no payout %s", batch, ext))
+		case err != nil:
+			return "", err
+		case was != ledger.Queued:
+			return "", ui.Refuse(fmt.Errorf("payout %s is %s, not queued: only a payout not sent yet can be cancelled", ext, strings.ReplaceAll(string(was), "_", " ")))
+		}
+		u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("by", who.By).Msg("payout cancelled by an operator")
+		return fmt.Sprintf("payout %s cancelled by %s: %s", card.Scrub(ext), who.By, card.Scrub(who.Note)), nil
+	case ui.DecideRecheck:
+		r, err = l.Recheck(ctx, batch, ext, who)
+	case ui.DecideCreated:
+		if strings.TrimSpace(d.OrderID) == "" {
+			return "", ui.Refuse(errors.New("not done: marking a payout created needs the PSP's order id"))
+		}
+		r, err = l.ResolveAsCreated(ctx, batch, ext, strings.TrimSpace(d.OrderID), strings.TrimSpace(d.PSPStatus), who)
+	case ui.DecideRejected:
+		r, err = l.ResolveAsRejected(ctx, batch, ext, who)
+	default:
+		return "", ui.Refuse(fmt.Errorf("unknown decision %q", d.Action))
+	}
+	var conflict *ledger.ConflictError
+	switch {
+	case errors.As(err, &conflict):
+		return "", ui.Refuse(fmt.Errorf("payout %s is %s, not needs review: nothing changed (only a payout that needs review can be resolved)",
+			card.Scrub(ext), strings.ReplaceAll(string(conflict.Found), "_", " ")))
+	case errors.Is(err, ledger.ErrNotFound):
+		return "", ui.Refuse(fmt.Errorf("batch %s has no payout %s", batch, card.Scrub(ext)))
+	case errors.Is(err, ledger.ErrBadResolution):
+		return "", ui.Refuse(errors.New("not done: a decision needs the signed-in person and a note"))
+	case err != nil:
+		return "", err
+	}
+	p := r.Payout
+	u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
+		Str("by", who.By).Msg("payout resolved by an operator")
+	msg := fmt.Sprintf("payout %s: %s -> %s by %s: %s", card.Scrub(ext), label(r.From), label(r.To), who.By, card.Scrub(p.ResolutionNote))
+	if r.To == ledger.Created {
+		msg += " (PSP order " + card.Scrub(p.OrderID) + ")"
+	}
+	if r.To != ledger.Checking {
+		return msg, nil
+	}
+	t, err := jobs.NewStatusTask(jobs.StatusPayload{
+		Batch: batch, ExternalID: ext, Seq: r.Seq, Amount: p.Amount, Destination: p.Destination,
+	}, 0)
+	if err == nil {
+		_, err = jobs.Enqueue(ctx, u.Actions.Client, t)
+	}
+	if err != nil {
+		// The ledger says checking with seq r.Seq; only the reminder is
+		// missing: the workers' sweep enqueues it.
+		return msg + "; its status check is left to the workers' reconciler", ui.PartlyDone(err)
+	}
+	return msg + "; status check " + strconv.Itoa(r.Seq) + " enqueued", nil
+}
+
+func label(s ledger.State) string { return strings.ReplaceAll(string(s), "_", " ") }

@@ -1,0 +1,140 @@
+//go:build integration
+
+package operator_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/uitest"
+)
+
+// bigBatchRows is the size of the batch the console's pages are measured
+// on.
+const bigBatchRows = 100_000
+
+// registerBig registers a batch of n payouts on a real Redis as a loader
+// does (RegisterNew under the load lock), and sends every 1,000th to
+// needs_review and every 500th+1 to rejected through the workers'
+// transitions.
+func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	total := money.Zero
+	var ps []ledger.NewPayout
+	for i := range n {
+		a := money.FromMinor(int64(100+(i*7919)%1_000_000), 2)
+		total = total.Add(a)
+		ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: fmt.Sprintf("BIG-%06d", i), Amount: a, Destination: "card 411111******1111"})
+	}
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: "big.csv", LoadedAt: time.Now(), Rows: int64(n), Total: total, Scale: 2, LoadedBy: "finance-bot"}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := l.LockLoad(ctx, batch, "me", time.Minute); !ok || err != nil {
+		t.Fatalf("load lock: %v %v", ok, err)
+	}
+	for len(ps) > 0 {
+		k := min(5000, len(ps))
+		if err := l.RegisterNew(ctx, batch, "me", ps[:k], 2); err != nil {
+			t.Fatal(err)
+		}
+		ps = ps[k:]
+	}
+	if err := l.FinishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 500 {
+		ext := fmt.Sprintf("BIG-%06d", i)
+		if _, err := l.BeginCreate(ctx, batch, ext, 1); err != nil {
+			t.Fatal(err)
+		}
+		r := ledger.CreateResult{To: ledger.Rejected, Error: "card expired", HTTPStatus: 422}
+		if i%1000 == 0 {
+			r = ledger.CreateResult{To: ledger.NeedsReview, Error: "no answer", HTTPStatus: 500}
+		}
+		if _, err := l.FinishCreate(ctx, batch, ext, 1, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// TestConsolePagesOn100kBatch measures every console page on a batch of
+// 100,000 payouts on a real Redis, through the whole handler (auth,
+// CSRF token, template): the figures are logged (go test -tags
+// integration -run TestConsolePagesOn100kBatch -v ./internal/operator).
+// The bound is generous (it catches a hang or a page that reads the
+// whole batch per row, not a slow machine); the target is under 1 s.
+// "first" is a page's first view (the first filter or amount order of the
+// batch scans it; later ones reuse the scan while the batch's counts stay
+// the same), "best" the best of three.
+func TestConsolePagesOn100kBatch(t *testing.T) {
+	rdb := redistest.Start(t).ClientT(t)
+	l := ledger.New(rdb)
+	start := time.Now()
+	registerBig(t, l, "big", bigBatchRows)
+	t.Logf("registered %d payouts in %v", bigBatchRows, time.Since(start).Round(time.Millisecond))
+
+	cfg := uitest.Config(t, rdb, uitest.Options{User: "op", Password: "op-Pa55-word"})
+	h, err := ui.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages := []struct{ name, path, want string }{
+		{"batches", "/batches", "big.csv"},
+		{"batch, first page", "/batches/big", "BIG-000099"},
+		{"batch, page 700", "/batches/big?page=700", "BIG-069999"},
+		{"batch, needs review", "/batches/big?state=needs_review", "payouts 1-100 of 100"},
+		{"batch, largest first", "/batches/big?sort=-amount", "payouts 1-100 of 100000"},
+		{"batch, rejected, smallest first, page 2", "/batches/big?state=rejected&sort=amount&page=2", "(100 in all)"},
+		{"payout history", "/batches/big/payouts/BIG-001000", "no answer"},
+		{"work queue", "/queue", "BIG-099000"},
+		{"search", "/search?ext=BIG-054321", "BIG-054321"},
+	}
+	for _, p := range pages {
+		best, first := time.Duration(1<<63-1), time.Duration(0)
+		var body string
+		for i := range 3 {
+			req := httptest.NewRequest("GET", p.path, nil)
+			req.SetBasicAuth("op", "op-Pa55-word")
+			w := httptest.NewRecorder()
+			t0 := time.Now()
+			h.ServeHTTP(w, req)
+			took := time.Since(t0)
+			best = min(best, took)
+			if i == 0 {
+				first = took
+			}
+			if w.Code != http.StatusOK {
+				t.Fatalf("%s: %d %s", p.name, w.Code, w.Body.String())
+			}
+			body = w.Body.String()
+		}
+		if !strings.Contains(body, p.want) {
+			t.Errorf("%s does not show %q", p.name, p.want)
+		}
+		t.Logf("%-42s first %8.1f ms, best %8.1f ms  (%d KB)", p.name, ms(first), ms(best), len(body)/1024)
+		if best > 10*time.Second {
+			t.Errorf("%s took %v on a %d-row batch", p.name, best, bigBatchRows)
+		}
+	}
+	req := httptest.NewRequest("GET", "/batches/big/download/result.csv", nil)
+	req.SetBasicAuth("op", "op-Pa55-word")
+	w := httptest.NewRecorder()
+	t0 := time.Now()
+	h.ServeHTTP(w, req)
+	t.Logf("%-42s %8.1f ms  (%d KB)", "result.csv download", ms(time.Since(t0)), w.Body.Len()/1024)
+	if w.Code != http.StatusOK || strings.Count(w.Body.String(), "BIG-") != bigBatchRows {
+		t.Errorf("result.csv: %d, %d rows", w.Code, strings.Count(w.Body.String(), "BIG-"))
+	}
+}

@@ -1,0 +1,462 @@
+package ui
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/ledger"
+)
+
+//go:embed templates/console.html.tmpl
+var consoleTemplateText string
+
+// pageSize is how many payouts a batch page shows.
+const pageSize = 100
+
+// maxReview bounds the work queue's payouts.
+const maxReview = 1000
+
+var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncMap{
+	"money": groupDigits,
+	"label": stateLabel,
+	"utc":   utcTime,
+	"path":  url.PathEscape,
+	"add":   func(a, b int) int { return a + b },
+	"phase": phaseLabel,
+	"queueItem": func(p queuePage, v PayoutView) resolveItem {
+		return resolveItem{Payout: v, CSRF: p.CSRF}
+	},
+}).Parse(consoleTemplateText))
+
+// extPattern bounds the externalIds accepted in a path or a search: no
+// control characters, at most 128 bytes.
+var extPattern = regexp.MustCompile(`^[^\x00-\x1f\x7f]{1,128}$`)
+
+// consolePage is what every console page carries.
+type consolePage struct {
+	Nonce, CSRF, User string
+	Title             string
+	ReadOnly          bool
+	// Act: the page may offer decisions (controls, not read-only).
+	Act bool
+}
+
+type batchPage struct {
+	consolePage
+	Batch     BatchDetail
+	States    []stateAmount
+	Page      PayoutPage
+	Query     PayoutQuery
+	PageNo    int
+	Pages     int
+	From, To  int
+	Downloads []string
+	Approve   approveOffer
+	// Filters: the states one can filter on.
+	Filters []string
+}
+
+type stateAmount struct {
+	State  string
+	N      int64
+	Amount string
+}
+
+// approveOffer says whether the signed-in person is offered Approve for
+// a batch awaiting approval, and why not.
+type approveOffer struct {
+	Awaiting bool
+	Allowed  bool
+	Why      string
+}
+
+type payoutPage struct {
+	consolePage
+	Payout  PayoutView
+	History []AuditView
+	// Resolve: it needs review; Cancel: it is still queued.
+	Resolve, Cancel bool
+}
+
+type queuePage struct {
+	consolePage
+	Review   []PayoutView
+	More     bool
+	Awaiting []batchRow
+	Stuck    []batchRow
+	FourEyes bool
+}
+
+// resolveItem is what the resolve form needs.
+type resolveItem struct {
+	Payout PayoutView
+	CSRF   string
+}
+
+type searchPage struct {
+	consolePage
+	Ext   string
+	Found []PayoutView
+}
+
+// base fills what every console page carries.
+func (h *batchHandlers) base(r *http.Request, title string) consolePage {
+	user := userFrom(r.Context())
+	p := consolePage{Nonce: nonceFrom(r.Context()), User: user, Title: title, ReadOnly: h.readOnly}
+	if !h.readOnly && h.controls != nil {
+		p.Act, p.CSRF = true, h.csrf.token(user)
+	}
+	return p
+}
+
+// renderConsole executes the console template name with data.
+func (h *batchHandlers) renderConsole(w http.ResponseWriter, r *http.Request, name string, data any) {
+	var buf bytes.Buffer
+	if err := consoleTemplate.ExecuteTemplate(&buf, name, data); err != nil {
+		h.fail(w, r, fmt.Errorf("ui: render %s: %w", name, err))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// consoleErr answers a Console error: 404 for ErrNotFound, 503 otherwise.
+func (h *batchHandlers) consoleErr(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrNotFound) {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	h.fail(w, r, err)
+}
+
+// pathBatch reads and checks the batch id of the path (400 when bad).
+func pathBatch(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("id")
+	if !batchIDPattern.MatchString(id) {
+		http.Error(w, "bad batch id", http.StatusBadRequest)
+		return "", false
+	}
+	return id, true
+}
+
+// queryOf reads a batch page's filter, order and page number.
+func queryOf(r *http.Request) (PayoutQuery, int) {
+	q := PayoutQuery{Limit: pageSize, Sort: SortLine}
+	if s := r.URL.Query().Get("state"); s != "" && knownState(s) {
+		q.State = s
+	}
+	switch s := r.URL.Query().Get("sort"); s {
+	case SortAmountAsc, SortAmountDesc:
+		q.Sort = s
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	page = max(page, 1)
+	q.Offset = (page - 1) * pageSize
+	return q, page
+}
+
+func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathBatch(w, r)
+	if !ok {
+		return
+	}
+	if h.console == nil {
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return
+	}
+	b, err := h.console.Batch(r.Context(), id)
+	if err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	q, pageNo := queryOf(r)
+	pg, err := h.console.Payouts(r.Context(), id, q)
+	if err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	p := batchPage{consolePage: h.base(r, "Batch "+b.File), Batch: b, Page: pg, Query: q, PageNo: pageNo,
+		Pages: max(1, (pg.Total+pageSize-1)/pageSize), Downloads: DownloadKinds, Filters: knownStates}
+	p.Filters = append(p.Filters, string(ledger.Cancelled))
+	p.From, p.To = min(q.Offset+1, pg.Total), min(q.Offset+len(pg.Rows), pg.Total)
+	for _, s := range p.Filters {
+		if n := b.Counts[s]; n > 0 {
+			p.States = append(p.States, stateAmount{State: s, N: n, Amount: b.Amounts[s]})
+		}
+	}
+	p.Approve = h.approveOffer(r, b.BatchView)
+	h.renderConsole(w, r, "batch", p)
+}
+
+// approveOffer decides whether the signed-in person may approve b: not
+// the person who loaded it under four-eyes (the ledger would refuse).
+func (h *batchHandlers) approveOffer(r *http.Request, b BatchView) approveOffer {
+	o := approveOffer{Awaiting: b.Phase == ledger.PhaseAwaiting}
+	switch {
+	case !o.Awaiting:
+	case h.readOnly || h.controls == nil:
+		o.Why = "this UI does not approve (read-only or without controls)"
+	case h.fourEyes && samePerson(b.LoadedBy, userFrom(r.Context())):
+		o.Why = "you loaded this batch: under four-eyes another person must approve it"
+	default:
+		o.Allowed = true
+	}
+	return o
+}
+
+// samePerson compares two names as the ledger's four-eyes rule does:
+// ignoring case and surrounding space.
+func samePerson(a, b string) bool {
+	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
+}
+
+func (h *batchHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathBatch(w, r)
+	if !ok {
+		return
+	}
+	ext := r.PathValue("ext")
+	if !extPattern.MatchString(ext) {
+		http.Error(w, "bad externalId", http.StatusBadRequest)
+		return
+	}
+	if h.console == nil {
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return
+	}
+	pv, hist, err := h.console.Payout(r.Context(), id, ext)
+	if err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	p := payoutPage{consolePage: h.base(r, "Payout "+pv.ExternalID), Payout: pv, History: hist}
+	p.Resolve = pv.State == string(ledger.NeedsReview)
+	p.Cancel = pv.State == string(ledger.Queued)
+	h.renderConsole(w, r, "payout", p)
+}
+
+func (h *batchHandlers) queuePage(w http.ResponseWriter, r *http.Request) {
+	if h.console == nil {
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return
+	}
+	review, err := h.console.Review(r.Context(), maxReview+1)
+	if err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	bs, err := listBatches(r.Context(), h.src)
+	if err != nil && !errors.Is(err, errNoBatchSource) {
+		h.fail(w, r, err)
+		return
+	}
+	p := queuePage{consolePage: h.base(r, "Work queue"), Review: review, FourEyes: h.fourEyes}
+	if len(review) > maxReview {
+		p.Review, p.More = review[:maxReview], true
+	}
+	for i, b := range bs {
+		row := batchRow{BatchView: b, Index: i}
+		row.Offer = h.approveOffer(r, b)
+		switch b.Phase {
+		case ledger.PhaseAwaiting:
+			p.Awaiting = append(p.Awaiting, row)
+		case ledger.PhaseLoaded, ledger.PhaseDiscarded, ledger.PhaseLoading, "":
+		default: // a phase this UI does not know (an interrupted load...)
+			p.Stuck = append(p.Stuck, row)
+		}
+	}
+	h.renderConsole(w, r, "queue", p)
+}
+
+func (h *batchHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
+	if h.console == nil {
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return
+	}
+	ext := strings.TrimSpace(r.URL.Query().Get("ext"))
+	p := searchPage{consolePage: h.base(r, "Search"), Ext: ext}
+	if ext != "" {
+		if !extPattern.MatchString(ext) {
+			http.Error(w, "bad externalId", http.StatusBadRequest)
+			return
+		}
+		found, err := h.console.Find(r.Context(), ext)
+		if err != nil {
+			h.consoleErr(w, r, err)
+			return
+		}
+		p.Found = found
+	}
+	h.renderConsole(w, r, "search", p)
+}
+
+func (h *batchHandlers) download(w http.ResponseWriter, r *http.Request) {
+	id, ok := pathBatch(w, r)
+	if !ok {
+		return
+	}
+	kind := r.PathValue("kind")
+	known := false
+	for _, k := range DownloadKinds {
+		known = known || k == kind
+	}
+	if !known || h.console == nil {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	var buf bytes.Buffer
+	if err := h.console.Download(r.Context(), id, kind, &buf); err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	// The whole file is made before the first byte goes out, so a failure
+	// is an error page, never a truncated file. Card numbers are masked
+	// by the writers; a last pass masks anything card-like they missed.
+	body := card.Scrub(buf.String())
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, kind))
+	_, _ = w.Write([]byte(body))
+}
+
+// decide takes a person's decision on a payout (the form of the payout
+// page and the work queue).
+func (h *batchHandlers) decide(w http.ResponseWriter, r *http.Request) {
+	pc, enabled := h.controls.(PayoutControls)
+	id, ok := h.formTarget(w, r, enabled, "batch id", batchIDPattern, func(r *http.Request) string { return r.PathValue("id") })
+	if !ok {
+		return
+	}
+	ext := r.PathValue("ext")
+	if !extPattern.MatchString(ext) {
+		http.Error(w, "bad externalId", http.StatusBadRequest)
+		return
+	}
+	d := Decision{Action: r.PostFormValue("action"), OrderID: r.PostFormValue("order"), PSPStatus: r.PostFormValue("psp_status"),
+		By: userFrom(r.Context()), Note: strings.TrimSpace(r.PostFormValue("note"))}
+	var msg string
+	var err error
+	switch {
+	case d.Action != DecideRecheck && d.Action != DecideCreated && d.Action != DecideRejected && d.Action != DecideCancel:
+		err = Refuse(errors.New("choose what to do: recheck, mark created, mark rejected or cancel"))
+	case d.Note == "":
+		err = Refuse(errors.New("a decision needs a note saying why"))
+	case d.Action == DecideCreated && strings.TrimSpace(d.OrderID) == "":
+		err = Refuse(errors.New("marking a payout created needs the PSP's order id"))
+	default:
+		msg, err = pc.DecidePayout(r.Context(), id, ext, d)
+	}
+	h.doneBack(w, r, "Payout "+card.Scrub(ext), msg, err, "/batches/"+id+"/payouts/"+url.PathEscape(ext), "Back to the payout")
+}
+
+// groupDigits writes a decimal amount with thousands separators:
+// "1234567.50" is "1,234,567.50". Text, never a float: the digits are the
+// ledger's.
+func groupDigits(s string) string {
+	sign := ""
+	if strings.HasPrefix(s, "-") {
+		sign, s = "-", s[1:]
+	}
+	whole, frac, hasFrac := strings.Cut(s, ".")
+	if whole == "" || strings.Trim(whole, "0123456789") != "" {
+		return sign + s
+	}
+	var b strings.Builder
+	for i, c := range whole {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if hasFrac {
+		b.WriteString("." + frac)
+	}
+	return sign + b.String()
+}
+
+func stateLabel(state string) string { return strings.ReplaceAll(state, "_", " ") }
+
+func utcTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// phaseLabel names a batch phase for people ("" for a batch handed to
+// the workers, which its progress shows).
+func phaseLabel(phase string) string {
+	switch phase {
+	case ledger.PhaseLoaded, "":
+		return ""
+	case ledger.PhaseAwaiting:
+		return "awaiting approval"
+	case ledger.PhaseLoading:
+		return "loading"
+	}
+	return stateLabel(phase)
+}
+
+// knownState tells whether s is a ledger state.
+func knownState(s string) bool {
+	for _, st := range ledger.States {
+		if string(st) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// maxRefused bounds the refused files listed.
+const maxRefused = 50
+
+type refusedPage struct {
+	consolePage
+	Files []RefusedFile
+}
+
+// refusedFiles is the spool's refusals, when the UI has a spool.
+func (h *batchHandlers) refusedFiles() (RefusedFiles, bool) {
+	rf, ok := h.uploads.(RefusedFiles)
+	return rf, ok && h.uploads != nil
+}
+
+func (h *batchHandlers) refusedPage(w http.ResponseWriter, r *http.Request) {
+	rf, ok := h.refusedFiles()
+	if !ok {
+		http.Error(w, "not configured in this UI", http.StatusNotFound)
+		return
+	}
+	files, err := rf.Refused(r.Context(), maxRefused)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.renderConsole(w, r, "refused", refusedPage{consolePage: h.base(r, "Refused files"), Files: files})
+}
+
+func (h *batchHandlers) refusedDownload(w http.ResponseWriter, r *http.Request) {
+	rf, ok := h.refusedFiles()
+	name := r.PathValue("name")
+	if !ok || !extPattern.MatchString(name) {
+		http.Error(w, "not found", http.StatusNotFound)
+		return
+	}
+	var buf bytes.Buffer
+	if err := rf.RefusedErrors(r.Context(), name, &buf); err != nil {
+		h.consoleErr(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	w.Header().Set("Content-Disposition", "attachment; filename*=UTF-8''"+url.PathEscape(name+".errors.csv"))
+	_, _ = w.Write([]byte(card.Scrub(buf.String())))
+}

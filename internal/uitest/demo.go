@@ -1,0 +1,143 @@
+package uitest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/vault"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+)
+
+// Demo is what LoadDemo put in the ledger: three batches as finance meets
+// them on a working day.
+type Demo struct {
+	// Worked is the batch the workers went through: paid, failed,
+	// rejected, needs_review, created awaiting its outcome, queued.
+	Worked string
+	// Held awaits approval; it was loaded by HeldBy.
+	Held, HeldBy string
+	// Discarded was refused at approval.
+	Discarded string
+	// ByState lists the externalIds of Worked per state.
+	ByState map[ledger.State][]string
+	// Rows and Total are Worked's figures (Total with its decimals).
+	Rows  int
+	Total string
+}
+
+// demoRows are the rows of the worked batch and where each ends: the
+// amounts are chosen so that every state has a distinct sum.
+var demoRows = []struct {
+	ext, amount, card, to, reason string
+}{
+	{"INV-2026-0001", "1250.00", "4111 1111 1111 1111", "paid", ""},
+	{"INV-2026-0002", "98350.50", "5500 0000 0000 0004", "paid", ""},
+	{"INV-2026-0003", "420.75", "4000 0566 5566 5556", "paid", ""},
+	{"INV-2026-0004", "15000.00", "4111 1111 1111 1111", "failed", "account closed"},
+	{"INV-2026-0005", "2775.50", "5105 1051 0510 5100", "paid", ""},
+	{"INV-2026-0006", "310.00", "4012 8888 8888 1881", "rejected", "card expired"},
+	{"INV-2026-0007", "1234567.89", "4111 1111 1111 1111", "needs_review", "no answer from the PSP after 3 status checks"},
+	{"INV-2026-0008", "88.10", "5555 5555 5555 4444", "needs_review", "PSP answered 500 to the create; status unknown"},
+	{"INV-2026-0009", "5000.00", "4000 0566 5566 5556", "created", ""},
+	{"INV-2026-0010", "640.00", "4111 1111 1111 1111", "failed", "limit exceeded at the issuer"},
+	{"INV-2026-0011", "19.99", "5105 1051 0510 5100", "queued", ""},
+	{"INV-2026-0012", "3300.00", "4012 8888 8888 1881", "paid", ""},
+}
+
+// LoadDemo loads the demo batches through the loader (card numbers sealed
+// with an ephemeral key) and drives the worked batch's payouts through the
+// ledger's transitions as the workers would.
+func LoadDemo(t testing.TB, rdb redis.UniversalClient) Demo {
+	t.Helper()
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	led := ledger.New(rdb)
+	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+	dir := t.TempDir()
+	load := func(name, content string, a loader.Approval) loader.Result {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		res, err := ld.LoadFile(ctx, p, loader.Options{Approval: a})
+		if err != nil || !res.Loaded {
+			t.Fatalf("demo load %s: %+v %v", name, res, err)
+		}
+		return res
+	}
+	var b strings.Builder
+	b.WriteString("externalId,amount,cardNumber\n")
+	for _, r := range demoRows {
+		fmt.Fprintf(&b, "%s,%s,%s\n", r.ext, r.amount, r.card)
+	}
+	d := Demo{HeldBy: "alice", ByState: map[ledger.State][]string{}, Rows: len(demoRows)}
+	worked := load("payouts-2026-11-25.csv", b.String(), loader.Approval{By: "finance-bot"})
+	d.Worked, d.Total = worked.Batch, worked.Total.StringFixed(2)
+	for i, r := range demoRows {
+		d.ByState[ledger.State(r.to)] = append(d.ByState[ledger.State(r.to)], r.ext)
+		if r.to == "queued" {
+			continue
+		}
+		drive(t, led, d.Worked, r.ext, r.to, r.reason, fmt.Sprintf("PSP-%06d", 700100+i))
+	}
+	held := load("payouts-2026-11-26.csv", "externalId,amount,cardNumber\nDEC-0001,12500.00,4111 1111 1111 1111\nDEC-0002,7300.25,5500 0000 0000 0004\nDEC-0003,410.00,4012 8888 8888 1881\n",
+		loader.Approval{Required: true, By: d.HeldBy})
+	d.Held = held.Batch
+	gone := load("payouts-2026-11-24-duplicate.csv", "externalId,amount,cardNumber\nOLD-0001,990.00,4111 1111 1111 1111\nOLD-0002,10.00,5500 0000 0000 0004\n",
+		loader.Approval{Required: true, By: "bob"})
+	d.Discarded = gone.Batch
+	if _, err := led.Discard(ctx, d.Discarded, "carol", "sent twice by the ERP export"); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// drive moves a queued payout to state to as the workers would: its create
+// begun, answered, and for paid and failed the outcome recorded.
+func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order string) {
+	t.Helper()
+	ctx := context.Background()
+	w := led.As("worker-1:4242")
+	if _, err := w.BeginCreate(ctx, batch, ext, 1); err != nil {
+		t.Fatal(err)
+	}
+	r := ledger.CreateResult{To: ledger.State(to), OrderID: order, PSPStatus: "NEW", HTTPStatus: 200}
+	switch to {
+	case "paid", "failed", "created":
+		r.To, r.OutcomeWindow = ledger.Created, 72*time.Hour
+	case "rejected":
+		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 422
+	case "needs_review":
+		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 500
+	}
+	if _, err := w.FinishCreate(ctx, batch, ext, 1, r); err != nil {
+		t.Fatalf("demo: finish create of %s: %v", ext, err)
+	}
+	if to != "paid" && to != "failed" {
+		return
+	}
+	p, err := led.Get(ctx, batch, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, status := ledger.VerdictPaid, "SUCCESS"
+	if to == "failed" {
+		v, status = ledger.VerdictFailed, "DECLINED"
+	}
+	if _, err := w.RecordOutcome(ctx, batch, ext, max(p.OutcomeSeq, 1), v, status, reason, 200); err != nil {
+		t.Fatalf("demo: outcome of %s: %v", ext, err)
+	}
+	if p, _ = led.Get(ctx, batch, ext); string(p.State) != to {
+		t.Fatalf("demo: %s is %s, want %s", ext, p.State, to)
+	}
+}
