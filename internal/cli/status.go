@@ -125,6 +125,12 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 	if detail {
 		v := views[0]
 		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, v.File, v.LoadedAt.Format(time.RFC3339))
+		if v.State != "" && v.State != ledger.PhaseLoaded {
+			fmt.Fprintf(w, "phase     %s\n", v.State)
+		}
+		if v.Interrupted {
+			fmt.Fprintf(w, "          no payment is sent: load the same file again to complete it, or payout discard to abandon it\n")
+		}
 		fmt.Fprintf(w, "progress  %s\n", bar(v))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "state\trows\t")
@@ -146,6 +152,9 @@ func printStatus(w io.Writer, views []ui.BatchView, detail bool) {
 		file := v.File
 		if v.Archive != "" {
 			file += " (archived)"
+		}
+		if v.Interrupted {
+			file += " (loading, interrupted)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
 			v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],

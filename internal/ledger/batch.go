@@ -32,6 +32,9 @@ type Batch struct {
 	// that every queued payout has its create task (a rerun of the file,
 	// or the reconciler, enqueues the missing ones).
 	TasksPending bool
+	// Abandoned: the batch was discarded while loading (an interrupted
+	// load given up by payout discard): its claims were released.
+	Abandoned bool
 	// Approval: who loaded the batch, why it waits (PhaseAwaiting), and
 	// who approved or discarded it, when, with what note.
 	LoadedBy   string
@@ -261,7 +264,8 @@ func parseBatch(m map[string]string) Batch {
 	return Batch{
 		ID: m["id"], File: m["file"], LoadedAt: msTime(m["loaded"]), Rows: atoi64(m["rows"]),
 		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1", TasksPending: m["tasks"] == "pending",
-		LoadedBy: m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
+		Abandoned: m["abandoned"] == "1",
+		LoadedBy:  m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
 	}
 }
 

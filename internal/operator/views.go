@@ -26,6 +26,7 @@ func BatchViews(sts []ledger.BatchStatus) []ui.BatchView {
 			AmountAwaiting: money.FromMinor(s.Counts.AwaitingUnits, s.Scale).StringFixed(s.Scale),
 			AmountTotal:    s.Total.StringFixed(s.Scale),
 			Phase:          s.Phase, WaitReason: s.WaitReason, LoadedBy: s.LoadedBy,
+			Interrupted: s.Interrupted, State: s.State(),
 		})
 	}
 	return out

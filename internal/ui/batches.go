@@ -51,7 +51,13 @@ type BatchView struct {
 	// awaiting_approval, discarded); WaitReason says why it awaits
 	// approval and LoadedBy who loaded it.
 	Phase      string `json:"phase,omitempty"`
-	WaitReason string `json:"waitReason,omitempty"`
+	// Interrupted: the batch is loading but no loader works on it (its
+	// load lease expired or was released): no payment is sent for it;
+	// loading the same file again completes it, payout discard abandons
+	// it. State is "loading, interrupted" then, else Phase.
+	Interrupted bool   `json:"interrupted,omitempty"`
+	State       string `json:"state,omitempty"`
+	WaitReason  string `json:"waitReason,omitempty"`
 	LoadedBy   string `json:"loadedBy,omitempty"`
 }
 
