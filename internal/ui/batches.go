@@ -50,7 +50,7 @@ type BatchView struct {
 	// Phase is the batch's ledger phase (loading, loaded,
 	// awaiting_approval, discarded); WaitReason says why it awaits
 	// approval and LoadedBy who loaded it.
-	Phase      string `json:"phase,omitempty"`
+	Phase string `json:"phase,omitempty"`
 	// Interrupted: the batch is loading but no loader works on it (its
 	// load lease expired or was released): no payment is sent for it;
 	// loading the same file again completes it, payout discard abandons
@@ -58,7 +58,7 @@ type BatchView struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 	State       string `json:"state,omitempty"`
 	WaitReason  string `json:"waitReason,omitempty"`
-	LoadedBy   string `json:"loadedBy,omitempty"`
+	LoadedBy    string `json:"loadedBy,omitempty"`
 }
 
 // knownStates are the ledger's states in the order the page shows them;
