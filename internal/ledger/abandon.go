@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrLoadRunning: the batch is loading and its loader holds the load lock
+// ErrLoadRunning is returned when the batch is loading and its loader holds the load lock
 // now: it is not interrupted, so it cannot be discarded.
 var ErrLoadRunning = errors.New("ledger: a loader is loading the batch now")
 
