@@ -39,6 +39,17 @@ func queueKeys(id string) []string {
 	return []string{taskKey(id), pendingKey(), activeKey(), leaseKey(), scheduledKey(), retryKey()}
 }
 
+// Asynq's keys of Queue, for tools and tests that look at (or, like the
+// chaos suite, damage) the queue as Asynq keeps it.
+var (
+	TaskKey      = taskKey
+	PendingKey   = pendingKey
+	ActiveKey    = activeKey
+	LeaseKey     = leaseKey
+	ScheduledKey = scheduledKey
+	RetryKey     = retryKey
+)
+
 // DefaultLeaseGrace is how long after its lease expired an active task is
 // still left to Asynq's recoverer: it acts on leases expired 30 s ago or
 // more, once a minute; two minutes leave room for a slow sweep and

@@ -28,11 +28,11 @@ type shape struct {
 
 func toActive(ctx context.Context, rdb *redis.Client, id string, lease time.Time, withLease bool) error {
 	pipe := rdb.TxPipeline()
-	pipe.LRem(ctx, jobs.PendingKeyForTest(), 0, id)
-	pipe.LPush(ctx, jobs.ActiveKeyForTest(), id)
-	pipe.HSet(ctx, jobs.TaskKeyForTest(id), "state", "active")
+	pipe.LRem(ctx, jobs.PendingKey(), 0, id)
+	pipe.LPush(ctx, jobs.ActiveKey(), id)
+	pipe.HSet(ctx, jobs.TaskKey(id), "state", "active")
 	if withLease {
-		pipe.ZAdd(ctx, jobs.LeaseKeyForTest(), redis.Z{Score: float64(lease.Unix()), Member: id})
+		pipe.ZAdd(ctx, jobs.LeaseKey(), redis.Z{Score: float64(lease.Unix()), Member: id})
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -40,8 +40,8 @@ func toActive(ctx context.Context, rdb *redis.Client, id string, lease time.Time
 
 func toZset(ctx context.Context, rdb *redis.Client, id, state, key string, add bool) error {
 	pipe := rdb.TxPipeline()
-	pipe.LRem(ctx, jobs.PendingKeyForTest(), 0, id)
-	pipe.HSet(ctx, jobs.TaskKeyForTest(id), "state", state)
+	pipe.LRem(ctx, jobs.PendingKey(), 0, id)
+	pipe.HSet(ctx, jobs.TaskKey(id), "state", state)
 	if add {
 		pipe.ZAdd(ctx, key, redis.Z{Score: float64(time.Now().Add(time.Hour).Unix()), Member: id})
 	}
@@ -61,16 +61,16 @@ var shapes = []shape{
 		if err := toActive(ctx, rdb, id, now.Add(30*time.Second), true); err != nil {
 			return err
 		}
-		return rdb.LRem(ctx, jobs.ActiveKeyForTest(), 0, id).Err()
+		return rdb.LRem(ctx, jobs.ActiveKey(), 0, id).Err()
 	}},
 	{"pending, not in the pending list", true, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return rdb.LRem(ctx, jobs.PendingKeyForTest(), 0, id).Err()
+		return rdb.LRem(ctx, jobs.PendingKey(), 0, id).Err()
 	}},
 	{"scheduled, not in its zset", true, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "scheduled", jobs.ScheduledKeyForTest(), false)
+		return toZset(ctx, rdb, id, "scheduled", jobs.ScheduledKey(), false)
 	}},
 	{"retry, not in its zset", true, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "retry", jobs.RetryKeyForTest(), false)
+		return toZset(ctx, rdb, id, "retry", jobs.RetryKey(), false)
 	}},
 	// Live: left alone.
 	{"pending in the list", false, func(context.Context, *redis.Client, string, time.Time) error { return nil }},
@@ -81,10 +81,10 @@ var shapes = []shape{
 		return toActive(ctx, rdb, id, now.Add(-40*time.Second), true)
 	}},
 	{"scheduled in its zset", false, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "scheduled", jobs.ScheduledKeyForTest(), true)
+		return toZset(ctx, rdb, id, "scheduled", jobs.ScheduledKey(), true)
 	}},
 	{"retry in its zset", false, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "retry", jobs.RetryKeyForTest(), true)
+		return toZset(ctx, rdb, id, "retry", jobs.RetryKey(), true)
 	}},
 }
 
@@ -187,10 +187,10 @@ func testShapes(t *testing.T, submitting bool) {
 			if p.State != ledger.Checking || p.Creates != 1 {
 				t.Errorf("%s: payout %s creates %d, want checking after 1 create", sh.name, p.State, p.Creates)
 			}
-			if n := rdb.Exists(ctx, jobs.TaskKeyForTest(createID)).Val(); n != 0 {
+			if n := rdb.Exists(ctx, jobs.TaskKey(createID)).Val(); n != 0 {
 				t.Errorf("%s: the orphaned create task is still there", sh.name)
 			}
-			if st := rdb.HGet(ctx, jobs.TaskKeyForTest(jobs.StatusTaskID(ext, p.Seq)), "state").Val(); st != "pending" && st != "scheduled" {
+			if st := rdb.HGet(ctx, jobs.TaskKey(jobs.StatusTaskID(ext, p.Seq)), "state").Val(); st != "pending" && st != "scheduled" {
 				t.Errorf("%s: status check %d is %q, want enqueued", sh.name, p.Seq, st)
 			}
 			continue
@@ -199,18 +199,18 @@ func testShapes(t *testing.T, submitting bool) {
 			t.Errorf("%s: payout %s, want queued", sh.name, p.State)
 		}
 		// Exactly one task under the ID, where a worker will take it.
-		if st := rdb.HGet(ctx, jobs.TaskKeyForTest(createID), "state").Val(); st != "pending" {
+		if st := rdb.HGet(ctx, jobs.TaskKey(createID), "state").Val(); st != "pending" {
 			t.Errorf("%s: restored create task is %q, want pending", sh.name, st)
 		}
-		pending, _ := rdb.LRange(ctx, jobs.PendingKeyForTest(), 0, -1).Result()
+		pending, _ := rdb.LRange(ctx, jobs.PendingKey(), 0, -1).Result()
 		n := 0
 		for _, id := range pending {
 			if id == createID {
 				n++
 			}
 		}
-		inActive := rdb.LPos(ctx, jobs.ActiveKeyForTest(), createID, redis.LPosArgs{}).Err() == nil
-		_, leaseErr := rdb.ZScore(ctx, jobs.LeaseKeyForTest(), createID).Result()
+		inActive := rdb.LPos(ctx, jobs.ActiveKey(), createID, redis.LPosArgs{}).Err() == nil
+		_, leaseErr := rdb.ZScore(ctx, jobs.LeaseKey(), createID).Result()
 		if n != 1 || inActive || leaseErr == nil {
 			t.Errorf("%s: %s %d times in the pending list, in the active list %v, lease kept %v; want once, nowhere else", sh.name, createID, n, inActive, leaseErr == nil)
 		}
