@@ -2,38 +2,224 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// taskKey is where Asynq (v0.26) keeps a task of Queue: a hash whose field
+// Asynq v0.26 keeps a task of Queue as a hash (taskKey) whose field
 // "state" is pending, active, scheduled, retry, archived, completed or
-// aggregating. Reading it directly lets the reconciler look at thousands of
-// tasks in one pipelined round trip instead of one Inspector call each;
-// TestLiveAgreesWithTheInspector fails if Asynq ever moves it.
+// aggregating, and keeps its ID in the structure that makes it run:
+//
+//	pending    the queue's pending list (LPUSHed, popped by a worker)
+//	active     the active list AND the lease zset (score: the lease's
+//	           expiry, unix seconds, extended by the worker's heartbeat);
+//	           a task whose lease expired is moved back by Asynq's
+//	           recoverer, which looks every minute for leases expired
+//	           more than 30 s ago
+//	scheduled  the scheduled zset; retry the retry zset
+//
+// The state word alone is not enough: Asynq users report tasks left in
+// state active with no lease entry after Redis access was lost during a
+// worker restart (hibiken/asynq#1051, #1144), which the recoverer never
+// sees. A task is live only where something will run it. Reading these
+// keys directly lets the reconciler look at thousands of tasks in a few
+// pipelined round trips; TestLiveAgreesWithTheInspector fails if Asynq
+// ever moves them.
 func taskKey(id string) string { return "asynq:{" + Queue + "}:t:" + id }
+func pendingKey() string       { return "asynq:{" + Queue + "}:pending" }
+func activeKey() string        { return "asynq:{" + Queue + "}:active" }
+func leaseKey() string         { return "asynq:{" + Queue + "}:lease" }
+func scheduledKey() string     { return "asynq:{" + Queue + "}:scheduled" }
+func retryKey() string         { return "asynq:{" + Queue + "}:retry" }
+func queueKeys(id string) []string {
+	return []string{taskKey(id), pendingKey(), activeKey(), leaseKey(), scheduledKey(), retryKey()}
+}
 
-// Live reports, for each task ID, whether a live task (pending, active,
-// scheduled, retry or aggregating) holds it in Queue. A missing, completed
-// or archived task is not live: it will never run by itself.
+// Asynq's keys of Queue, for tools and tests that look at (or, like the
+// chaos suite, damage) the queue as Asynq keeps it.
+var (
+	TaskKey      = taskKey
+	PendingKey   = pendingKey
+	ActiveKey    = activeKey
+	LeaseKey     = leaseKey
+	ScheduledKey = scheduledKey
+	RetryKey     = retryKey
+)
+
+// DefaultLeaseGrace is how long after its lease expired an active task is
+// still left to Asynq's recoverer: it acts on leases expired 30 s ago or
+// more, once a minute; two minutes leave room for a slow sweep and
+// clock skew.
+const DefaultLeaseGrace = 2 * time.Minute
+
+// Liveness judges tasks by where they sit. It keeps a snapshot of the
+// pending list between calls (refreshed when a task said pending is not
+// in it), so a sweep of many chunks reads that list about once.
+type Liveness struct {
+	rdb redis.UniversalClient
+	// LeaseGrace: an active task whose lease expired longer ago than this
+	// is lost (Asynq's recoverer would have moved it). Default
+	// DefaultLeaseGrace.
+	LeaseGrace time.Duration
+	pending    map[string]struct{}
+}
+
+// NewLiveness judges the tasks of Queue on rdb.
+func NewLiveness(rdb redis.UniversalClient, leaseGrace time.Duration) *Liveness {
+	if leaseGrace <= 0 {
+		leaseGrace = DefaultLeaseGrace
+	}
+	return &Liveness{rdb: rdb, LeaseGrace: leaseGrace}
+}
+
+// Live reports, for each task ID, whether a task holds it in Queue where
+// something will run it: pending and in the pending list; active, in the
+// active list, with a lease not expired longer ago than LeaseGrace;
+// scheduled or retry and in its zset. A missing, completed or archived
+// task is not live, nor is one in any other state or shape (lost).
 func Live(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]bool, error) {
-	pipe := rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, taskKey(id), "state")
-	}
-	if len(ids) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-			return nil, fmt.Errorf("jobs: read task states: %w", err)
-		}
-	}
+	return NewLiveness(rdb, 0).Live(ctx, ids)
+}
+
+// Live is the package's Live with this Liveness's grace and snapshot.
+func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 	live := make([]bool, len(ids))
-	for i, c := range cmds {
-		switch c.Val() {
-		case "pending", "active", "scheduled", "retry", "aggregating":
-			live[i] = true
+	if len(ids) == 0 {
+		return live, nil
+	}
+	pipe := lv.rdb.Pipeline()
+	now := pipe.Time(ctx)
+	states := make([]*redis.StringCmd, len(ids))
+	leases := make([]*redis.FloatCmd, len(ids))
+	active := make([]*redis.IntCmd, len(ids))
+	sched := make([]*redis.FloatCmd, len(ids))
+	retry := make([]*redis.FloatCmd, len(ids))
+	for i, id := range ids {
+		states[i] = pipe.HGet(ctx, taskKey(id), "state")
+		leases[i] = pipe.ZScore(ctx, leaseKey(), id)
+		active[i] = pipe.LPos(ctx, activeKey(), id, redis.LPosArgs{}) // the active list is short: at most the workers' concurrency
+		sched[i] = pipe.ZScore(ctx, scheduledKey(), id)
+		retry[i] = pipe.ZScore(ctx, retryKey(), id)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("jobs: read task states: %w", err)
+	}
+	var pendingIdx []int
+	for i := range ids {
+		switch states[i].Val() {
+		case "pending":
+			pendingIdx = append(pendingIdx, i)
+		case "active":
+			live[i] = active[i].Err() == nil && leases[i].Err() == nil &&
+				!leaseExpired(leases[i].Val(), now.Val(), lv.LeaseGrace)
+		case "scheduled":
+			live[i] = sched[i].Err() == nil
+		case "retry":
+			live[i] = retry[i].Err() == nil
 		}
+	}
+	if len(pendingIdx) == 0 {
+		return live, nil
+	}
+	// A task said pending that was in the snapshot is in the list now:
+	// Asynq sets the state and pushes the ID in one script, and pops it
+	// setting active in another. One not in it may have been enqueued
+	// since: read the list again (after the states) before calling it lost.
+	missing := false
+	for _, i := range pendingIdx {
+		if _, ok := lv.pending[ids[i]]; ok {
+			live[i] = true
+		} else {
+			missing = true
+		}
+	}
+	if !missing {
+		return live, nil
+	}
+	if err := lv.refreshPending(ctx); err != nil {
+		return nil, err
+	}
+	for _, i := range pendingIdx {
+		_, live[i] = lv.pending[ids[i]]
 	}
 	return live, nil
+}
+
+func (lv *Liveness) refreshPending(ctx context.Context) error {
+	ids, err := lv.rdb.LRange(ctx, pendingKey(), 0, -1).Result()
+	if err != nil {
+		return fmt.Errorf("jobs: read the pending list: %w", err)
+	}
+	lv.pending = make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		lv.pending[id] = struct{}{}
+	}
+	return nil
+}
+
+// leaseExpired reports whether a lease (unix seconds) expired longer ago
+// than grace at now.
+func leaseExpired(lease float64, now time.Time, grace time.Duration) bool {
+	return time.Unix(int64(lease), 0).Add(grace).Before(now)
+}
+
+// Orphan is what RemoveOrphan found.
+type Orphan string
+
+// The answers of RemoveOrphan.
+const (
+	OrphanNone    Orphan = "none"    // no task holds the ID (or only a completed or archived one: Ensure replaces it)
+	OrphanLive    Orphan = "live"    // the task is where something will run it after all: leave it
+	OrphanRemoved Orphan = "removed" // a lost task: every trace of it removed, the ID is free
+)
+
+// removeOrphanScript checks, atomically, where a task sits and removes it
+// if nothing will run it: its hash, and its ID from every list and zset of
+// the queue (a worker that still holds it finds nothing to acknowledge:
+// Asynq's done and retry scripts refuse a task not in the active list).
+// KEYS: task, pending, active, lease, scheduled, retry; ARGV: id, lease
+// grace in seconds.
+var removeOrphanScript = redis.NewScript(`
+local st = redis.call('HGET', KEYS[1], 'state')
+if not st or st == 'completed' or st == 'archived' then return 'none' end
+local id = ARGV[1]
+if st == 'pending' then
+  if redis.call('LPOS', KEYS[2], id) then return 'live' end
+elseif st == 'active' then
+  local lease = redis.call('ZSCORE', KEYS[4], id)
+  if lease and redis.call('LPOS', KEYS[3], id) then
+    local now = tonumber(redis.call('TIME')[1])
+    if tonumber(lease) + tonumber(ARGV[2]) >= now then return 'live' end
+  end
+elseif st == 'scheduled' then
+  if redis.call('ZSCORE', KEYS[5], id) then return 'live' end
+elseif st == 'retry' then
+  if redis.call('ZSCORE', KEYS[6], id) then return 'live' end
+end
+redis.call('LREM', KEYS[2], 0, id)
+redis.call('LREM', KEYS[3], 0, id)
+redis.call('ZREM', KEYS[4], id)
+redis.call('ZREM', KEYS[5], id)
+redis.call('ZREM', KEYS[6], id)
+redis.call('DEL', KEYS[1])
+return 'removed'
+`)
+
+// RemoveOrphan removes the task holding id if it is lost (as Live judges,
+// checked again atomically), so that the ID is free for the step's task
+// to be enqueued again (payout's tasks have fixed IDs: Asynq refuses a
+// second task with the ID of one that exists in any state).
+func RemoveOrphan(ctx context.Context, rdb redis.UniversalClient, id string, leaseGrace time.Duration) (Orphan, error) {
+	if leaseGrace <= 0 {
+		leaseGrace = DefaultLeaseGrace
+	}
+	res, err := removeOrphanScript.Run(ctx, rdb, queueKeys(id), id, strconv.FormatInt(int64(leaseGrace/time.Second), 10)).Text()
+	if err != nil {
+		return "", fmt.Errorf("jobs: remove orphaned task %s: %w", id, err)
+	}
+	return Orphan(res), nil
 }

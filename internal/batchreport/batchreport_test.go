@@ -46,6 +46,9 @@ func failedLedger(t *testing.T) *ledger.Ledger {
 	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.FinishBatch(ctx, "b"); err != nil { // as the loader does, before any task
+		t.Fatal(err)
+	}
 	for _, r := range rows {
 		if _, err := l.BeginCreate(ctx, "b", r.ext, 1); err != nil {
 			t.Fatal(err)

@@ -12,13 +12,14 @@ import (
 // batch's counters by PhaseOf, in one place, so that every view says the
 // same.
 const (
-	PhaseLoading          = "loading"           // rows are being registered
-	PhaseAwaitingApproval = "awaiting_approval" // registered; nothing is sent before payout approve
-	PhaseWorking          = "working"           // handed to the workers; payouts still in progress
-	PhaseFinished         = "finished"          // every payout final, none needs a person
-	PhaseNeedsReview      = "needs_review"      // every payout final or stopped, N need a person (payout resolve)
-	PhaseDiscarded        = "discarded"         // refused at approval; every payout cancelled
-	PhaseArchived         = "archived"          // written to the archive; Redis keeps a summary
+	PhaseLoading          = "loading"             // rows are being registered
+	PhaseInterrupted      = "loading_interrupted" // its load died; nothing is sent until the file is loaded again
+	PhaseAwaitingApproval = "awaiting_approval"   // registered; nothing is sent before payout approve
+	PhaseWorking          = "working"             // handed to the workers; payouts still in progress
+	PhaseFinished         = "finished"            // every payout final, none needs a person
+	PhaseNeedsReview      = "needs_review"        // every payout final or stopped, N need a person (payout resolve)
+	PhaseDiscarded        = "discarded"           // refused at approval; every payout cancelled
+	PhaseArchived         = "archived"            // written to the archive; Redis keeps a summary
 )
 
 // Phase is a batch's phase for people.
@@ -54,6 +55,9 @@ type PhaseFacts struct {
 	DecidedBy   string // who approved or discarded it
 	Note        string // the note of that decision
 	FourEyes    bool   // the batch needs a second person's approval
+	// Interrupted: the batch is loading and no loader holds its load
+	// lock (ledger.BatchStatus.Interrupted).
+	Interrupted bool
 }
 
 // FactsOf gathers the facts of a batch from the ledger's record and
@@ -70,11 +74,24 @@ func FactsOf(b ledger.Batch, c ledger.Counts) PhaseFacts {
 // BatchPhase is PhaseOf(FactsOf(b, c)).
 func BatchPhase(b ledger.Batch, c ledger.Counts) Phase { return PhaseOf(FactsOf(b, c)) }
 
+// StatusPhase is the phase of a batch as the ledger's Statuses report it,
+// an interrupted load included.
+func StatusPhase(s ledger.BatchStatus) Phase {
+	f := FactsOf(s.Batch, s.Counts)
+	f.Interrupted = s.Interrupted
+	return PhaseOf(f)
+}
+
 // PhaseOf names a batch's phase for people. A new ledger phase is one more
 // case of the switch (and a constant above).
 func PhaseOf(f PhaseFacts) Phase {
 	switch f.Phase {
 	case ledger.PhaseLoading:
+		if f.Interrupted {
+			return Phase{Code: PhaseInterrupted, Label: "loading, interrupted", Reason: joinReasons(
+				"no payment is sent: load the same file again to complete it, or payout discard to abandon it",
+				fmt.Sprintf("%d rows registered", f.Rows), by("loaded", f.LoadedBy))}
+		}
 		return Phase{Code: PhaseLoading, Label: "loading", Reason: joinReasons(fmt.Sprintf("%d rows registered so far", f.Rows), by("loaded", f.LoadedBy))}
 	case ledger.PhaseAwaiting:
 		four := ""

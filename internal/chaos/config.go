@@ -73,6 +73,17 @@ type Config struct {
 	TaskDeleteEvery time.Duration
 	TaskDeletes     int
 
+	// InterruptLoads is how many loader runs the suite kills (SIGKILL)
+	// in the middle of a file, once some of its rows are registered: the
+	// batch must pay nothing until a later run completes it.
+	InterruptLoads int
+	// OrphanEvery is how often, until ChaosFor, the suite removes the
+	// lease entries of up to Orphans active tasks, as hibiken/asynq#1051
+	// and #1144 leave them: Asynq's recoverer never sees them, the
+	// reconciler must (0: never).
+	OrphanEvery time.Duration
+	Orphans     int
+
 	// ClockOffset runs one worker (the first, and whoever replaces it)
 	// built with the payout_test_clock tag and its task clock this far off
 	// (0: none).
@@ -157,6 +168,7 @@ func DefaultConfig() Config {
 		AbsentChecks: 2, MaxCreates: 5, MaxStatusChecks: 10,
 		ReconcileInterval: 5 * time.Second, ReconcileGrace: 7 * time.Second,
 		RedisReplyDrop: 0.01, TaskDeleteEvery: 2 * time.Second, TaskDeletes: 3,
+		InterruptLoads: 1, OrphanEvery: 3 * time.Second, Orphans: 3,
 		ClockOffset: -5 * time.Minute, H2: true, H2Reset: 0.05,
 		SettleAfter: 6 * time.Second, PFail: 0.1, OutcomeIntervals: "1s,2s", OutcomeWindow: 10 * time.Minute,
 		Callbacks: true, PCallbackDup: 0.2, CallbackDelay: 2 * time.Second, ForgeEvery: 250 * time.Millisecond,
@@ -175,6 +187,7 @@ func ShortConfig() Config {
 	c.RedisRestartAt, c.RotateAt = 7*time.Second, 10*time.Second
 	c.Outage = "4s:6s"
 	c.TaskDeleteEvery = time.Second
+	c.OrphanEvery = 2 * time.Second
 	c.SettleAfter, c.OutcomeWindow = 4*time.Second, 4*time.Minute
 	c.ForgeEvery = 100 * time.Millisecond
 	c.Cancels = 20
@@ -200,6 +213,7 @@ func BrokenConfig() Config {
 	c.ReconcileGrace = c.PSPTimeout + 5*time.Second
 	// Only the fault the broken build is about.
 	c.RedisReplyDrop, c.TaskDeleteEvery, c.ClockOffset, c.H2Reset = 0, 0, 0, 0
+	c.InterruptLoads, c.OrphanEvery = 0, 0
 	noLifecycle(&c)
 	c.Broken = true
 	// Redelivered creates come back once asynq recovers the tasks of the
@@ -219,6 +233,7 @@ func BrokenReplayConfig() Config {
 	c.RedisRestartAt, c.RotateAt, c.Outage = 0, 0, ""
 	c.PAmbiguous, c.PRefuse = 0, 0
 	c.RedisReplyDrop, c.TaskDeleteEvery, c.ClockOffset = 0, 0, 0
+	c.InterruptLoads, c.OrphanEvery = 0, 0
 	c.H2, c.H2Reset = true, 0.3
 	noLifecycle(&c)
 	c.BrokenReplay = true
@@ -265,8 +280,12 @@ func (c Config) Validate() error {
 		c.AbsentChecks < 1 || c.MaxCreates < 1 || c.MaxStatusChecks < 1 {
 		errs = append(errs, errors.New("worker timings must be > 0 and counts >= 1"))
 	}
-	if c.ReconcileInterval < 0 || c.ReconcileGrace < 0 || c.TaskDeleteEvery < 0 || c.TaskDeletes < 0 {
-		errs = append(errs, errors.New("reconcile times, task-delete-every and task-deletes must not be negative"))
+	if c.ReconcileInterval < 0 || c.ReconcileGrace < 0 || c.TaskDeleteEvery < 0 || c.TaskDeletes < 0 ||
+		c.InterruptLoads < 0 || c.OrphanEvery < 0 || c.Orphans < 0 {
+		errs = append(errs, errors.New("reconcile times, task-delete-every, task-deletes, interrupt-loads, orphan-every and orphans must not be negative"))
+	}
+	if c.OrphanEvery > 0 && c.ReconcileInterval == 0 {
+		errs = append(errs, errors.New("orphan-every needs the reconciler (reconcile-interval > 0): nothing else restores an orphaned task"))
 	}
 	if c.ReconcileInterval > 0 && c.ReconcileGrace < c.PSPTimeout+5*time.Second {
 		// The worker refuses this too: a create in flight must not look
@@ -358,6 +377,9 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.Float64Var(&c.RedisReplyDrop, "redis-reply-drop", c.RedisReplyDrop, "share of the workers' EVAL/EVALSHA replies a proxy loses after Redis ran them (0: no proxy)")
 	fs.DurationVar(&c.TaskDeleteEvery, "task-delete-every", c.TaskDeleteEvery, "delete or archive random tasks through the web UI this often, until chaos-for (0: never)")
 	fs.IntVar(&c.TaskDeletes, "task-deletes", c.TaskDeletes, "tasks deleted or archived each time at most")
+	fs.IntVar(&c.InterruptLoads, "interrupt-loads", c.InterruptLoads, "loader runs killed -9 in the middle of a file (the next run must complete it)")
+	fs.DurationVar(&c.OrphanEvery, "orphan-every", c.OrphanEvery, "remove the lease entries of active tasks this often, until chaos-for, as hibiken/asynq#1051 does (0: never)")
+	fs.IntVar(&c.Orphans, "orphans", c.Orphans, "active tasks orphaned each time at most")
 	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "one worker (payout_test_clock build) schedules its tasks with its clock this far off (0: none)")
 	fs.BoolVar(&c.H2, "h2", c.H2, "the token gateway speaks HTTP/2 over TLS to the workers")
 	fs.Float64Var(&c.H2Reset, "h2-reset", c.H2Reset, "gateway: probability of resetting the stream of a create the sandbox stored and answered 200")

@@ -83,7 +83,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 func TestFigures(t *testing.T) {
 	f := Figures{Payouts: 10000, Created: 9900, Paid: 8900, Failed: 1000, Rejected: 100, Ambiguous: 3000, WorkerKills: 12,
 		RedisRestarts: 1, TokenRotations: 1, ForgedCallbacks: 600, Elapsed: 161234 * time.Millisecond}
-	want := "payouts=10000 created=9900 paid=8900 failed=1000 rejected=100 needs_review=0 ambiguous=3000 worker_kills=12 redis_restarts=1 token_rotations=1 h2_resets=0 redis_reply_drops=0 tasks_deleted=0 repaired=0 forged_callbacks=600 approved=0 cancelled=0 duplicates=0 lost=0 outcome_mismatches=0 leaks=0 mismatches=0 audit_mismatches=0 elapsed=2m41.2s"
+	want := "payouts=10000 created=9900 paid=8900 failed=1000 rejected=100 needs_review=0 ambiguous=3000 worker_kills=12 redis_restarts=1 token_rotations=1 h2_resets=0 redis_reply_drops=0 tasks_deleted=0 interrupted_loads=0 orphaned_tasks=0 repaired=0 forged_callbacks=600 approved=0 cancelled=0 duplicates=0 lost=0 outcome_mismatches=0 leaks=0 mismatches=0 audit_mismatches=0 elapsed=2m41.2s"
 	if f.String() != want {
 		t.Errorf("got  %s\nwant %s", f, want)
 	}

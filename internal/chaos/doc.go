@@ -33,7 +33,11 @@
 //  4. meanwhile SIGKILLs a random worker every [Config.KillEvery] (and
 //     starts another), deletes or archives random pending, scheduled and
 //     retry tasks through the web UI's API (asynqmon) every
-//     [Config.TaskDeleteEvery], kills Redis with SIGKILL once and starts it
+//     [Config.TaskDeleteEvery], removes the lease entries of random active
+//     tasks every [Config.OrphanEvery] (hibiken/asynq#1051: orphans only
+//     the reconciler can restore), SIGKILLs the first loader run that is
+//     in the middle of a file ([Config.InterruptLoads]: the batch must pay
+//     nothing until a later run completes it), kills Redis with SIGKILL once and starts it
 //     again on the same AOF, rotates the PSP token once, and every
 //     [Config.ForgeEvery] sends a worker a forged callback (see below);
 //  5. when every payout is final, outcomes included (or the deadline

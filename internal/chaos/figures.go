@@ -31,6 +31,11 @@ type Figures struct {
 	RedisReplyDrops int
 	TasksDeleted    int
 	Repaired        int
+	// InterruptedLoads counts loader runs killed in the middle of a file
+	// (and completed by a later run); OrphanedTasks active tasks whose
+	// lease entry the suite removed (hibiken/asynq#1051).
+	InterruptedLoads int
+	OrphanedTasks    int
 	// ForgedCallbacks counts the callbacks the suite forged and a worker
 	// answered: a wrong or missing secret (refused 401, or a mismatch),
 	// an unknown order, a false status for a real payout.
@@ -68,9 +73,9 @@ type Figures struct {
 
 // String is the figures line.
 func (f Figures) String() string {
-	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d repaired=%d forged_callbacks=%d approved=%d cancelled=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d audit_mismatches=%d elapsed=%s",
+	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d interrupted_loads=%d orphaned_tasks=%d repaired=%d forged_callbacks=%d approved=%d cancelled=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d audit_mismatches=%d elapsed=%s",
 		f.Payouts, f.Created, f.Paid, f.Failed, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
-		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.Repaired, f.ForgedCallbacks, f.Approved, f.Cancelled, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.AuditMismatches, f.Elapsed.Round(100*time.Millisecond))
+		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.InterruptedLoads, f.OrphanedTasks, f.Repaired, f.ForgedCallbacks, f.Approved, f.Cancelled, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.AuditMismatches, f.Elapsed.Round(100*time.Millisecond))
 }
 
 // ErrUnsafe is matched (errors.Is) by the error of a run that found

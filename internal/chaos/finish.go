@@ -31,9 +31,10 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 	if h.open > 0 {
 		within = 0 // the deadline passed: one last run, no waiting
 	}
+	h.finishing = true // no more interrupted loads
 	if err := testenv.Poll(ctx, within, 500*time.Millisecond, func() (bool, error) {
 		r := <-h.startLoader(ctx)
-		if err := h.loaderDone(r); err != nil {
+		if err := h.loaderDone(ctx, r); err != nil {
 			return false, err
 		}
 		return h.allResultFiles(), nil
@@ -125,6 +126,7 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		Payouts: len(books.Rows), Created: v.Created, Paid: v.Paid, Failed: v.Failed, Rejected: v.Rejected, NeedsReview: v.NeedsReview,
 		Ambiguous: v.Ambiguous, WorkerKills: h.kills, RedisRestarts: h.restarts, TokenRotations: h.rotations,
 		H2Resets: h.gw.H2Resets(), RedisReplyDrops: drops, TasksDeleted: h.tasksDeleted + h.tasksArchived, Repaired: repaired,
+		InterruptedLoads: h.interruptedLoads, OrphanedTasks: h.orphaned,
 		ForgedCallbacks: forged, Approved: h.ctl.nApprove, Cancelled: v.Cancelled, AuditMismatches: v.AuditMismatches,
 		Duplicates: v.Duplicates, Lost: v.Lost, OutcomeMismatches: v.OutcomeMismatches, Leaks: len(leaks), Mismatches: v.Mismatches,
 		Elapsed: time.Since(h.start),

@@ -101,6 +101,8 @@ type harness struct {
 	archived                       int // batches archived by the end (finish)
 	pauses, workerExits            int
 	loaderRuns, loaderInfra        int
+	interruptedLoads, orphaned     int
+	finishing                      bool // finish runs the loader: no interruption then
 	problems                       []string
 	lastPoll, lastProgress         time.Time
 	registered, open, batchesReady int64
@@ -504,21 +506,68 @@ func (h *harness) startUI(ctx context.Context, name string, readOnly bool) (*pro
 
 // loaderResult is the end of one loader run.
 type loaderResult struct {
-	code int
-	err  error
+	code   int
+	err    error
+	killed string // the batch whose load the suite killed mid-file ("": none)
 }
 
-// startLoader runs `payout load --spool` once in the background.
+// startLoader runs `payout load --spool` once in the background. While
+// InterruptLoads are due, it kills the run (SIGKILL) as soon as a batch is
+// loading with rows registered: the middle of a file.
 func (h *harness) startLoader(ctx context.Context) <-chan loaderResult {
 	ch := make(chan loaderResult, 1)
 	args := []string{"load", "--spool", h.path(dirSpool), "--delivery", "rename", "--settle", "0s", "--redis", h.redis.URL(),
 		"--data-key-file", h.keyFile, "--log-format", "json", "--archive-after", h.cfg.ArchiveAfter.String()}
 	args = append(args, h.loaderApprovalArgs()...)
+	p, err := startProc("loader", h.payoutBin, args, h.env, h.path(dirLogs, "loader.log"))
+	if err != nil {
+		ch <- loaderResult{err: err}
+		return ch
+	}
+	interrupt := !h.finishing && h.interruptedLoads < h.cfg.InterruptLoads
 	go func() {
-		code, _, err := runOnce(ctx, h.payoutBin, args, h.env, h.path(dirLogs, "loader.log"), false)
-		ch <- loaderResult{code, err}
+		var killed string
+		if interrupt {
+			killed = h.killMidFile(ctx, p)
+		}
+		select {
+		case <-p.Done():
+		case <-ctx.Done():
+			p.Kill()
+			ch <- loaderResult{err: ctx.Err()}
+			return
+		}
+		u, err := p.Wait()
+		ch <- loaderResult{code: u.ExitCode, err: err, killed: killed}
 	}()
 	return ch
+}
+
+// killMidFile watches the ledger while the loader p runs and kills p once
+// a batch it works on is loading with rows registered; it returns that
+// batch ("" when p ended first).
+func (h *harness) killMidFile(ctx context.Context, p *proc.Proc) string {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.Done():
+			return ""
+		case <-ctx.Done():
+			return ""
+		case <-t.C:
+		}
+		sts, err := h.led.Statuses(ctx)
+		if err != nil {
+			continue
+		}
+		for _, b := range sts {
+			if b.Phase == ledger.PhaseLoading && !b.Interrupted && b.Counts.Rows[ledger.Queued] > 0 {
+				p.Kill()
+				return b.ID
+			}
+		}
+	}
 }
 
 // drop moves a staged file into the inbox (a rename: the loader never

@@ -26,6 +26,7 @@ type schedule struct {
 	lastLoad   time.Time
 	nextKill   time.Duration
 	nextDelete time.Duration
+	nextOrphan time.Duration
 	nextForge  time.Duration
 	restarted  bool
 	rot        rotation
@@ -38,7 +39,7 @@ type schedule struct {
 // event happened, or the deadline passes (testenv.ErrDeadline).
 func (h *harness) drive(ctx context.Context) error {
 	c := h.cfg
-	s := &schedule{nextKill: c.KillEvery, nextDelete: c.TaskDeleteEvery, nextForge: c.ForgeEvery,
+	s := &schedule{nextKill: c.KillEvery, nextDelete: c.TaskDeleteEvery, nextForge: c.ForgeEvery, nextOrphan: c.OrphanEvery,
 		restarted: c.RedisRestartAt == 0, uiMidAt: c.ChaosFor * 2 / 3}
 	if c.RotateAt == 0 {
 		s.rot.phase = 2
@@ -121,7 +122,7 @@ func (h *harness) tendLoader(ctx context.Context, s *schedule) error {
 		select {
 		case r := <-s.loader:
 			s.loader = nil
-			if err := h.loaderDone(r); err != nil {
+			if err := h.loaderDone(ctx, r); err != nil {
 				return err
 			}
 		default:
@@ -148,6 +149,10 @@ func (h *harness) chaosDue(ctx context.Context, s *schedule, el time.Duration) e
 	if c.TaskDeleteEvery > 0 && el < c.ChaosFor && el >= s.nextDelete {
 		s.nextDelete += c.TaskDeleteEvery
 		h.deleteTasks(ctx)
+	}
+	if c.OrphanEvery > 0 && el < c.ChaosFor && el >= s.nextOrphan {
+		s.nextOrphan += c.OrphanEvery
+		h.orphanActive(ctx)
 	}
 	if h.forge != nil && c.ForgeEvery > 0 && s.dropped > 0 && el >= s.nextForge {
 		s.nextForge += c.ForgeEvery
@@ -219,9 +224,12 @@ func (h *harness) forgeCallback(ctx context.Context, dropped int) {
 // loaderDone accounts for a finished loader run. Exit 0 and 1 are normal
 // (1: the batch has rejected rows), 3 means Redis was unreachable (the
 // restart): the next run resumes. Anything else is a harness failure.
-func (h *harness) loaderDone(r loaderResult) error {
+func (h *harness) loaderDone(ctx context.Context, r loaderResult) error {
 	h.loaderRuns++
 	switch {
+	case r.killed != "":
+		h.interruptedLoads++
+		h.checkInterrupted(ctx, r.killed)
 	case r.err != nil:
 		return fmt.Errorf("payout load: %w", r.err)
 	case r.code == 0 || r.code == 1:
@@ -396,4 +404,45 @@ func (h *harness) spoolSettled() bool {
 func (h *harness) anyFailed() bool {
 	entries, _ := os.ReadDir(h.path(dirSpool, "failed"))
 	return len(entries) > 0
+}
+
+// checkInterrupted looks at a batch whose loader the suite killed mid-file:
+// it must say "loading, interrupted" once the dead loader's lease expires,
+// and none of its payouts may have gone past queued (no create for a batch
+// whose load has not completed), however long the workers have had.
+func (h *harness) checkInterrupted(ctx context.Context, batch string) {
+	st, err := h.led.Status(ctx, batch)
+	if err != nil {
+		h.logf("interrupted load of %s: status: %v", batch, err)
+		return
+	}
+	h.logf("loader killed -9 in the middle of batch %s: %d of %d rows registered, phase %s", batch,
+		st.Counts.Total(), st.Rows, st.State())
+	if st.Phase != ledger.PhaseLoading {
+		return // completed meanwhile by nobody: cannot happen, the lock is held
+	}
+	if moved := st.Counts.Total() - st.Counts.Rows[ledger.Queued]; moved > 0 {
+		h.problem("%d payouts of the interrupted load of %s went past queued before the load completed", moved, batch)
+	}
+}
+
+// orphanActive removes the lease entries of up to Orphans active tasks,
+// leaving them in the active list in state active: the shape
+// hibiken/asynq#1051 and #1144 report after Redis access was lost during a
+// worker restart. Asynq's recoverer never sees such a task; the
+// reconciler must restore its step. Errors (Redis restarting) skip the
+// round.
+func (h *harness) orphanActive(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	ids, err := h.rdb.LRange(ctx, jobs.ActiveKey(), 0, -1).Result()
+	if err != nil {
+		return
+	}
+	h.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+	for _, id := range ids[:min(len(ids), h.cfg.Orphans)] {
+		if n, err := h.rdb.ZRem(ctx, jobs.LeaseKey(), id).Result(); err == nil && n == 1 {
+			h.orphaned++
+		}
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/payout/internal/redisconn"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
+	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -252,6 +253,7 @@ type workerFlags struct {
 	trustExtLookup  bool
 	reconcileEvery  time.Duration
 	reconcileGrace  time.Duration
+	leaseGrace      time.Duration
 	trackOutcome    bool
 	outcomeWindow   time.Duration
 	outcomeEvery    string
@@ -271,6 +273,7 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "creates of a payout that provably did not reach the PSP (dial errors, 429) before it needs review")
 	fs.DurationVar(&w.reconcileEvery, "reconcile-interval", reconcile.DefaultInterval, "how often one worker sweeps for open payouts whose task was lost (deleted, archived, or dropped after a lost Redis reply) and restores it; 0: this process never sweeps")
 	fs.DurationVar(&w.reconcileGrace, "reconcile-grace", reconcile.DefaultGrace, "a payout changed more recently than this is left to the worker acting on it")
+	fs.DurationVar(&w.leaseGrace, "reconcile-lease-grace", jobs.DefaultLeaseGrace, leaseGraceUsage)
 	fs.BoolVar(&w.trackOutcome, "track-outcome", true, "follow every created order to paid or failed by status queries (false: created is final, for a PSP that reports nothing after creation)")
 	fs.DurationVar(&w.outcomeWindow, "outcome-window", d.Outcome.Window, "a created payout without a final status after this long needs review")
 	fs.StringVar(&w.outcomeEvery, "outcome-intervals", joinDurations(d.Outcome.Intervals), "waits between the outcome status queries of a created order, comma-separated; the last repeats")
@@ -309,7 +312,7 @@ func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
 	c.TrustStatusByExternal = w.trustExtLookup
 	c.ShutdownTimeout = p.timeout + 5*time.Second
 	w.outcome(&c, probs)
-	c.Reconcile = reconcile.Config{Interval: w.reconcileEvery, Grace: w.reconcileGrace}
+	c.Reconcile = reconcile.Config{Interval: w.reconcileEvery, Grace: w.reconcileGrace, LeaseGrace: w.leaseGrace}
 	c.ReconcileOff = w.reconcileEvery == 0
 	// A create in flight must never look abandoned to the sweep.
 	if !c.ReconcileOff && w.reconcileEvery > 0 && w.reconcileGrace >= 0 && w.reconcileGrace < c.ShutdownTimeout {

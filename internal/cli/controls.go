@@ -177,7 +177,9 @@ func (o *operatorAction) open(ctx context.Context, e *env, fs *flag.FlagSet) (re
 	return rdb, nil
 }
 
-// runDiscard refuses a batch that awaits approval: every payout cancelled.
+// runDiscard refuses a batch that awaits approval (every payout cancelled)
+// or abandons an interrupted load (every payout cancelled, every claim
+// released).
 func runDiscard(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "discard", "[flags] BATCH-or-FILE")
 	var o operatorAction
@@ -193,15 +195,15 @@ func runDiscard(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	n, err := operator.New(rdb, nil, zerolog.Nop()).Discard(ctx, o.batch, o.who, o.note)
-	if errors.Is(err, ledger.ErrNotAwaiting) {
+	d, err := operator.New(rdb, nil, zerolog.Nop()).Discard(ctx, o.batch, o.who, o.note)
+	if errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrLoadRunning) {
 		fmt.Fprintf(e.stderr, "not discarded: %v\n", err)
 		return errRejected
 	}
 	if err != nil {
 		return infraErr(err)
 	}
-	fmt.Fprintf(e.stdout, "batch %s discarded by %s: %d payouts cancelled\n", o.batch, o.who, n)
+	fmt.Fprintln(e.stdout, operator.DiscardedText(o.batch, o.who, d))
 	return nil
 }
 

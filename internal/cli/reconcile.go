@@ -6,6 +6,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/reconcile"
+	"github.com/acme/payout/jobs"
 )
 
 // runReconcile runs the reconciler's sweep once, the same sweep every
@@ -21,8 +22,9 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	)
 	lf.register(fs)
 	rf.register(fs)
-	fs.BoolVar(&dryRun, "dry-run", false, "only list the open payouts whose task is missing, archived or completed; change nothing")
+	fs.BoolVar(&dryRun, "dry-run", false, "only list the open payouts whose task is missing, archived, completed or lost (where nothing runs it); change nothing")
 	fs.DurationVar(&cfg.Grace, "reconcile-grace", reconcile.DefaultGrace, "leave alone a payout changed more recently than this (a worker may be acting on it)")
+	fs.DurationVar(&cfg.LeaseGrace, "reconcile-lease-grace", jobs.DefaultLeaseGrace, leaseGraceUsage)
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -48,3 +50,6 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "swept %d batch(es), %d open payout(s); %s %d task(s)\n", rep.Batches, rep.Open, verb, len(rep.Repairs))
 	return nil
 }
+
+// leaseGraceUsage describes --reconcile-lease-grace.
+const leaseGraceUsage = "an active task whose lease expired longer ago than this (or that has none) is lost, and its step restored; at least 90s, the time Asynq's own recoverer takes"

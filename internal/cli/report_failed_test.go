@@ -69,6 +69,9 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 	if _, err := l.Register(ctx, batch, ps, 2); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.FinishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
 	for _, r := range outcomeFixture {
 		if r.to == ledger.Queued {
 			continue

@@ -34,6 +34,9 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
 		t.Fatal(err)
 	}
+	if err := l.FinishBatch(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
 	finish := func(ext string, r ledger.CreateResult) ledger.Finished {
 		t.Helper()
 		if b, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || b.Action != ledger.Proceed {

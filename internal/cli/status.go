@@ -19,19 +19,10 @@ import (
 )
 
 // statusView is one batch as payout status shows it: the figures of the
-// UI's batches page (ui.BatchView) and its phase for people
-// (batchreport.PhaseOf, the function the UI uses too).
+// UI's batches page, its phase for people included (ui.BatchView, built by
+// operator.BatchViews with batchreport.StatusPhase, as the UI does).
 type statusView struct {
 	ui.BatchView
-	// PhaseCode is batchreport's phase code (loading, awaiting_approval,
-	// working, finished, needs_review, discarded, archived), PhaseLabel
-	// and PhaseReason what a person reads.
-	PhaseCode   string `json:"phaseCode"`
-	PhaseLabel  string `json:"phaseLabel"`
-	PhaseReason string `json:"phaseReason,omitempty"`
-	// FourEyes: a second person must approve the batch (its loader
-	// cannot).
-	FourEyes bool `json:"fourEyes"`
 }
 
 // statusViews turns ledger statuses into what payout status shows.
@@ -40,8 +31,7 @@ func statusViews(sts []ledger.BatchStatus, archives map[string]string) []statusV
 	out := make([]statusView, len(views))
 	for i, v := range views {
 		v.Archive = archives[v.ID]
-		p := batchreport.BatchPhase(sts[i].Batch, sts[i].Counts)
-		out[i] = statusView{BatchView: v, PhaseCode: p.Code, PhaseLabel: p.Label, PhaseReason: p.Reason, FourEyes: sts[i].FourEyes}
+		out[i] = statusView{BatchView: v}
 	}
 	return out
 }

@@ -29,6 +29,13 @@ type Batch struct {
 	Scale    int
 	Phase    string
 	Reported bool // the final result file was written (spool mode)
+	// TasksPending: the batch is loaded but its loader has not confirmed
+	// that every queued payout has its create task (a rerun of the file,
+	// or the reconciler, enqueues the missing ones).
+	TasksPending bool
+	// Abandoned: the batch was discarded while loading (an interrupted
+	// load given up by payout discard): its claims were released.
+	Abandoned bool
 	// Approval: who loaded the batch, why it waits (PhaseAwaiting), and
 	// who approved or discarded it, when, with what note.
 	LoadedBy   string
@@ -73,12 +80,63 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 	return stored, res[0] == "1", nil
 }
 
-// FinishBatch marks a batch loaded.
+// FinishBatch marks a batch loaded: every row is registered, and its
+// create tasks may now be enqueued (TasksPending until TasksEnqueued).
+// Workers send no create for a batch before this (BeginCreate holds them).
 func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
-	if err := l.rdb.HSet(ctx, metaKey(id), "phase", PhaseLoaded).Err(); err != nil {
+	if err := l.rdb.HSet(ctx, metaKey(id), "phase", PhaseLoaded, "tasks", "pending").Err(); err != nil {
 		return fmt.Errorf("ledger: finish batch %s: %w", id, err)
 	}
 	return nil
+}
+
+// TasksEnqueued records that every queued payout of a loaded batch has its
+// create task.
+func (l *Ledger) TasksEnqueued(ctx context.Context, id string) error {
+	if err := l.rdb.HSet(ctx, metaKey(id), "tasks", "all").Err(); err != nil {
+		return fmt.Errorf("ledger: record the tasks of batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// SetBatchFigures records the rows and total a load registers: known only
+// after the file was validated, while the batch exists from the start of
+// its load.
+func (l *Ledger) SetBatchFigures(ctx context.Context, id string, rows int64, total money.Amount, scale int, info []string) error {
+	args := []any{"rows", rows, "total", total.String(), "scale", scale}
+	if len(info) > 0 {
+		args = append(args, "info", strings.Join(info, infoSep))
+	}
+	if err := l.rdb.HSet(ctx, metaKey(id), args...).Err(); err != nil {
+		return fmt.Errorf("ledger: record the figures of batch %s: %w", id, err)
+	}
+	return nil
+}
+
+// dropEmptyScript deletes the metadata of a batch still loading that has
+// no payout registered. KEYS: meta, counts, lk, audit. Replies 1 if dropped.
+var dropEmptyScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'phase') ~= 'loading' then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
+redis.call('DEL', KEYS[1], KEYS[4])
+return 1
+`)
+
+// DropEmptyBatch removes a batch begun by a load that was then refused,
+// if it is still loading and has no payout: a refused file leaves no
+// batch. It reports whether it removed it.
+func (l *Ledger) DropEmptyBatch(ctx context.Context, id string) (bool, error) {
+	n, err := dropEmptyScript.Run(ctx, l.rdb, []string{metaKey(id), countsKey(id), lineChunksKey(id), auditKey(id)}).Int()
+	if err != nil {
+		return false, fmt.Errorf("ledger: drop empty batch %s: %w", id, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	if err := l.rdb.ZRem(ctx, batchesKey(), id).Err(); err != nil {
+		return true, fmt.Errorf("ledger: unindex batch %s: %w", id, err)
+	}
+	return true, nil
 }
 
 // MarkReported records that the final result file of a batch was written.
@@ -151,6 +209,20 @@ func (l *Ledger) Counts(ctx context.Context, id string) (Counts, error) {
 type BatchStatus struct {
 	Batch
 	Counts Counts
+	// Interrupted: the batch is loading but no loader holds its load lock
+	// (the lock expires LoadLockTTL after its loader died, and is released
+	// at once by a loader that failed). No create is sent for it; running
+	// the same file again completes it, payout discard abandons it.
+	Interrupted bool
+}
+
+// State is how a person reads the batch's phase: "loading, interrupted"
+// for an interrupted load, else the phase.
+func (b BatchStatus) State() string {
+	if b.Interrupted {
+		return PhaseLoading + ", interrupted"
+	}
+	return b.Phase
 }
 
 // Statuses returns every batch with its counters, newest first, in two
@@ -163,9 +235,11 @@ func (l *Ledger) Statuses(ctx context.Context) ([]BatchStatus, error) {
 	pipe := l.rdb.Pipeline()
 	metas := make([]*redis.MapStringStringCmd, len(ids))
 	counts := make([]*redis.MapStringStringCmd, len(ids))
+	locks := make([]*redis.IntCmd, len(ids))
 	for i, id := range ids {
 		metas[i] = pipe.HGetAll(ctx, metaKey(id))
 		counts[i] = pipe.HGetAll(ctx, countsKey(id))
+		locks[i] = pipe.Exists(ctx, loadLockKey(id))
 	}
 	if len(ids) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
@@ -178,9 +252,27 @@ func (l *Ledger) Statuses(ctx context.Context) ([]BatchStatus, error) {
 		if len(m) == 0 {
 			continue
 		}
-		out = append(out, BatchStatus{Batch: parseBatch(m), Counts: parseCounts(counts[i].Val())})
+		b := parseBatch(m)
+		out = append(out, BatchStatus{Batch: b, Counts: parseCounts(counts[i].Val()),
+			Interrupted: b.Phase == PhaseLoading && locks[i].Val() == 0})
 	}
 	return out, nil
+}
+
+// Status returns one batch with its counters, or ErrNotFound.
+func (l *Ledger) Status(ctx context.Context, id string) (BatchStatus, error) {
+	pipe := l.rdb.Pipeline()
+	meta := pipe.HGetAll(ctx, metaKey(id))
+	counts := pipe.HGetAll(ctx, countsKey(id))
+	lock := pipe.Exists(ctx, loadLockKey(id))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return BatchStatus{}, fmt.Errorf("ledger: read batch %s: %w", id, err)
+	}
+	if len(meta.Val()) == 0 {
+		return BatchStatus{}, fmt.Errorf("batch %s: %w", id, ErrNotFound)
+	}
+	b := parseBatch(meta.Val())
+	return BatchStatus{Batch: b, Counts: parseCounts(counts.Val()), Interrupted: b.Phase == PhaseLoading && lock.Val() == 0}, nil
 }
 
 func parseBatch(m map[string]string) Batch {
@@ -191,8 +283,9 @@ func parseBatch(m map[string]string) Batch {
 	}
 	return Batch{
 		ID: m["id"], File: m["file"], LoadedAt: msTime(m["loaded"]), Rows: atoi64(m["rows"]),
-		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1",
-		LoadedBy: m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
+		Total: total, Scale: scale, Phase: m["phase"], Reported: m["reported"] == "1", TasksPending: m["tasks"] == "pending",
+		Abandoned: m["abandoned"] == "1",
+		LoadedBy:  m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
 		FourEyes:    m["fe"] == "1",
 		InfoColumns: splitInfo(m["info"]),
 	}

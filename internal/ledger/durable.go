@@ -37,7 +37,7 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 	var begin, wait *redis.Cmd
 	for try := 1; ; try++ {
 		pipe := c.Pipeline()
-		begin = beginCreateScript.Eval(ctx, pipe, []string{key, countsKey(batch), auditKey(batch)}, attempt, l.actor, op)
+		begin = beginCreateScript.Eval(ctx, pipe, beginKeys(batch, ext), attempt, l.actor, op)
 		wait = pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
 		_, err := pipe.Exec(ctx)
 		if err == nil {
@@ -59,8 +59,7 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 	if err != nil {
 		return Begin{}, 0, fmt.Errorf("ledger: WAIT after begin create of %s: %w", ext, err)
 	}
-	seq, _ := strconv.Atoi(res[1])
-	return Begin{Action: BeginAction(res[0]), Seq: seq, Payout: parsePayout(batch, pairs(res[2:]))}, acked, nil
+	return parseBegin(batch, res), acked, nil
 }
 
 // Durability is what Redis says of how it keeps the ledger.

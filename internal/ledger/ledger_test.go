@@ -46,6 +46,9 @@ func seed(t *testing.T, l *Ledger, batch string, n int) {
 	if err != nil || added != n {
 		t.Fatalf("Register = %d, %v", added, err)
 	}
+	if err := l.FinishBatch(ctx, batch); err != nil { // loaded: creates may begin
+		t.Fatal(err)
+	}
 }
 
 func mustState(t *testing.T, l *Ledger, batch, ext string, want State) Payout {
@@ -432,5 +435,39 @@ func TestRegisterNewNeedsTheLoadLock(t *testing.T) {
 	}
 	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("unlock by a non-owner released the lock")
+	}
+}
+
+// TestBeginCreateHoldsUntilLoaded: no create begins for a batch that is
+// not loaded (a load not completed, awaiting approval, discarded, no
+// metadata): the payout stays queued, untouched, and the decision says why.
+func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
+	for _, phase := range []string{PhaseLoading, PhaseAwaiting, PhaseDiscarded, ""} {
+		t.Run("phase "+phase, func(t *testing.T) {
+			l, _ := newTestLedger(t)
+			ctx := context.Background()
+			seed(t, l, "b", 1)
+			if phase == "" {
+				l.rdb.Del(ctx, metaKey("b"))
+			} else {
+				l.rdb.HSet(ctx, metaKey("b"), "phase", phase)
+			}
+			b, err := l.BeginCreate(ctx, "b", "E1", 1)
+			if err != nil || b.Action != Hold || b.Phase != phase {
+				t.Fatalf("begin create in phase %q: %+v %v, want hold", phase, b, err)
+			}
+			p := mustState(t, l, "b", "E1", Queued)
+			if p.Creates != 0 {
+				t.Fatalf("held begin counted a create: %+v", p)
+			}
+			c, _ := l.Counts(ctx, "b")
+			if c.Rows[Queued] != 1 || c.Rows[Submitting] != 0 {
+				t.Fatalf("counts %+v", c.Rows)
+			}
+			l.rdb.HSet(ctx, metaKey("b"), "phase", PhaseLoaded)
+			if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != Proceed {
+				t.Fatalf("begin create once loaded: %+v %v, want proceed", b, err)
+			}
+		})
 	}
 }

@@ -162,10 +162,14 @@ return added
 `)
 
 // beginCreateScript is run by a create task before anything is sent.
-// KEYS: payout, counts; ARGV: attempt, op.
+// KEYS: payout, counts, audit, the batch's meta; ARGV: attempt, actor, op.
 // Replies {action, seq, hash...}:
 //
 //	proceed  queued -> submitting: POST now
+//	hold     queued, but the batch is not loaded (its load has not
+//	         completed, it awaits approval or was discarded): nothing
+//	         changes, nothing is sent; the reply's third element is the
+//	         batch's phase, then the hash
 //	check    submitting with this attempt (a worker died mid-request or the
 //	         task was delivered twice) -> checking: enqueue status check seq
 //	ensure   already checking: make sure status check seq is enqueued
@@ -182,6 +186,12 @@ local units = h[3]
 local now = nowms()
 AUD.extra = {'attempt', attempt}
 if st == 'queued' and attempt == creates + 1 then
+  -- No create for a batch whose load has not completed (or that awaits
+  -- approval, or was discarded): hold the task, decide nothing.
+  local phase = redis.call('HGET', KEYS[4], 'phase')
+  if phase ~= 'loaded' then
+    return reply({'hold', '0', phase or ''}, KEYS[1])
+  end
   local head = {'proceed', '0'}
   redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', now, decided(head))
   move(KEYS[2], st, 'submitting', units)

@@ -16,29 +16,52 @@ const (
 	CheckNow     BeginAction = "check"   // a create of this attempt may have been sent: moved to checking, enqueue status check Seq
 	EnsureStatus BeginAction = "ensure"  // already checking: make sure status check Seq is enqueued
 	Skip         BeginAction = "skip"    // final, or the task is stale: nothing to do
+	// Hold: the payout is queued but its batch is not loaded (a load not
+	// completed, awaiting approval, discarded): nothing changed, nothing
+	// may be sent; Begin.Phase says the batch's phase.
+	Hold BeginAction = "hold"
 )
 
 // Begin is BeginCreate's decision and the payout as it stands after it.
 type Begin struct {
 	Action BeginAction
 	Seq    int
+	Phase  string // with Hold: the batch's phase ("" when it has no metadata)
 	Payout Payout
+}
+
+// beginKeys are the keys of beginCreateScript.
+func beginKeys(batch, ext string) []string {
+	return []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch), metaKey(batch)}
+}
+
+// parseBegin reads beginCreateScript's reply.
+func parseBegin(batch string, res []string) Begin {
+	seq, _ := strconv.Atoi(res[1])
+	b := Begin{Action: BeginAction(res[0]), Seq: seq}
+	rest := res[2:]
+	if b.Action == Hold && len(rest)%2 == 1 {
+		b.Phase, rest = rest[0], rest[1:]
+	}
+	b.Payout = parsePayout(batch, pairs(rest))
+	return b
 }
 
 // BeginCreate moves a payout from queued to submitting for create attempt
 // attempt, BEFORE the request is sent. A payout found in submitting with the
 // same attempt is moved to checking instead: that request may have reached
-// the PSP, so it must never be sent again.
+// the PSP, so it must never be sent again. A queued payout of a batch that
+// is not loaded is held (Hold): no create before the whole batch is
+// registered (and approved, where approval applies).
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
-	res, err := l.transition(ctx, beginCreateScript, batch, ext, attempt).StringSlice()
+	res, err := l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext), attempt).StringSlice()
 	if err != nil {
 		return Begin{}, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
 	}
 	if res[0] == "missing" {
 		return Begin{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
-	seq, _ := strconv.Atoi(res[1])
-	return Begin{Action: BeginAction(res[0]), Seq: seq, Payout: parsePayout(batch, pairs(res[2:]))}, nil
+	return parseBegin(batch, res), nil
 }
 
 // CreateResult is the classified answer of a create request.

@@ -23,7 +23,12 @@ const transitionTries = 5
 // status check for a create that was never sent). An error reply of Redis
 // itself, or the caller's context ending, is returned at once.
 func (l *Ledger) transition(ctx context.Context, s *redis.Script, batch, ext string, args ...any) *redis.Cmd {
-	keys := []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch)}
+	return l.transitionKeys(ctx, s, []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch)}, args...)
+}
+
+// transitionKeys is transition with the script's keys given (the payout,
+// counts and audit keys first).
+func (l *Ledger) transitionKeys(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	args = append(args, l.actor, l.newOp())
 	var cmd *redis.Cmd
 	wait := 20 * time.Millisecond

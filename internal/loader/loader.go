@@ -10,13 +10,21 @@
 //     run, only look them up): one owned by an earlier batch is an error
 //     like any other, and a refused file releases the claims it took
 //     (never one of a row registered by an earlier run: see release);
-//  3. register the rows in the ledger (state queued) chunk by chunk and
-//     enqueue one create task per registered row, the three stages (read
-//     and seal, register, enqueue) overlapping.
+//  3. register the rows in the ledger (state queued) chunk by chunk, the
+//     reading and sealing overlapping the registering; then mark the batch
+//     loaded and only then enqueue one create task per queued payout.
 //
-// A loader killed during step 3 leaves the batch in phase "loading";
-// running it again on the same content resumes: claims, registrations and
-// enqueues are all idempotent (task IDs derive from the externalId).
+// The batch exists, in phase "loading", from before its first claim, under
+// its load lock (a lease the loader renews while it works): a loader that
+// dies or fails leaves a batch that `payout status` shows as "loading,
+// interrupted" once the lease has expired or been released. No task of it
+// exists before it is loaded, and the workers refuse a create of a batch
+// that is not loaded (ledger.BeginCreate holds it): a batch pays only when
+// all of it is loaded. Running the same content again resumes: claims,
+// registrations and enqueues are all idempotent (task IDs derive from the
+// externalId); a loader killed while enqueuing leaves a loaded batch with
+// TasksPending, which a rerun (or the reconciler) completes. `payout
+// discard` abandons an interrupted load and releases its claims.
 package loader
 
 import (
@@ -65,6 +73,25 @@ type Options struct {
 	Expect         Control
 	RequireControl bool          // refuse a file that declares nothing
 	controlWait    time.Duration // spool: how long a missing NAME.ctl was waited for
+	// interrupt, for the tests, is called at the points of a load where a
+	// crash is interesting; an error it returns ends the load there.
+	interrupt func(point string, rows int) error
+}
+
+// The points of a load passed to Options.interrupt.
+const (
+	pointLocked     = "locked"     // the batch is begun, nothing claimed
+	pointClaimed    = "claimed"    // rows claimed so far (every chunk of the claim pass)
+	pointRegistered = "registered" // rows registered so far (every chunk)
+	pointLoaded     = "loaded"     // every row registered, the batch not yet marked loaded
+	pointEnqueued   = "enqueued"   // the batch marked loaded, tasks enqueued so far
+)
+
+func (o Options) hook(point string, rows int) error {
+	if o.interrupt == nil {
+		return nil
+	}
+	return o.interrupt(point, rows)
 }
 
 // Approval decides whether a loaded batch goes to the workers at once or
@@ -155,9 +182,14 @@ type Result struct {
 // grow with the file (about 2 MB at the default chunk size).
 const stageDepth = 4
 
-// loadLockTTL bounds how long a dead loader blocks a rerun of its batch;
-// a live one refreshes the lock with every chunk.
-const loadLockTTL = time.Minute
+// LoadLockTTL bounds how long a dead loader blocks a rerun of its batch,
+// and how long after its death `payout status` says the load is
+// interrupted; a live loader renews the lock every LoadLockTTL/4 and with
+// every chunk it registers.
+const LoadLockTTL = 20 * time.Second
+
+// loadLockTTL is LoadLockTTL (a variable for the tests).
+var loadLockTTL = LoadLockTTL
 
 func randomToken() (string, error) {
 	b := make([]byte, 16)
@@ -230,7 +262,15 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
 	log := ld.log.With().Str("file", name).Str("batch", res.Batch).Logger()
-	if done, err := ld.seenBefore(ctx, &res, log); done || err != nil {
+	tasksOnly, done, err := ld.seenBefore(ctx, &res, log)
+	if done || err != nil {
+		return res, err
+	}
+	if tasksOnly && !opts.DryRun {
+		// Loaded, but its loader died while enqueuing: add the missing tasks.
+		res.Loaded = true
+		n, err := ld.enqueueQueued(ctx, res.Batch, opts, log)
+		res.Enqueued = n
 		return res, err
 	}
 
@@ -246,15 +286,36 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	}
 	res.Control = decls
 
+	var lk *loadLease
+	if !opts.DryRun {
+		// From here the batch exists, in phase loading, under this
+		// loader's lease: an interruption from now on is visible.
+		var fresh bool
+		if lk, fresh, err = ld.beginLoad(ctx, &res, opts, log); err != nil || lk == nil {
+			return res, err
+		}
+		defer lk.stop()
+		ctx = lk.ctx
+		lk.fresh = fresh
+		if err := opts.hook(pointLocked, 0); err != nil {
+			return res, err
+		}
+	}
+
 	pass, err := ld.claimPass(ctx, f, path, res.Batch, opts)
 	if err != nil {
-		return res, err
+		return res, lk.cause(err)
 	}
 	bad := badLines(pass.sum.BadLines)
 	if !judge(&res, pass, decls, bad, opts) || res.Valid == 0 {
 		if !opts.DryRun {
-			if err := ld.release(ctx, f, res, opts, pass.took, bad, log); err != nil {
-				return res, err
+			if err := ld.release(ctx, f, res, opts, pass.took, bad, lk.owner); err != nil {
+				return res, lk.cause(err)
+			}
+			if lk.fresh {
+				if _, err := ld.ledger.DropEmptyBatch(ctx, res.Batch); err != nil {
+					return res, err
+				}
 			}
 		}
 		return res, nil
@@ -263,7 +324,100 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	if opts.DryRun {
 		return res, nil
 	}
-	return ld.load(ctx, f, res, opts, bad, log)
+	res, err = ld.load(ctx, f, res, opts, bad, lk, log)
+	return res, lk.cause(err)
+}
+
+// loadLease is a loader's hold on its batch's load lock: renewed in the
+// background every loadLockTTL/4; ctx is cancelled when it is lost.
+type loadLease struct {
+	ld     *Loader
+	batch  string
+	owner  string
+	fresh  bool // the batch was begun by this load: it had no rows
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+	log    zerolog.Logger
+}
+
+// beginLoad takes the batch's load lock and begins the batch (phase
+// loading). It returns nil (and res.Busy) when another loader holds the
+// lock.
+func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log zerolog.Logger) (*loadLease, bool, error) {
+	owner, err := randomToken()
+	if err != nil {
+		return nil, false, err
+	}
+	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
+	if err != nil {
+		return nil, false, err
+	}
+	if !locked { // another loader is loading this batch
+		res.Busy = true
+		return nil, false, nil
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	lk := &loadLease{ld: ld, batch: res.Batch, owner: owner, ctx: lctx, cancel: cancel, done: make(chan struct{}), log: log}
+	go lk.renew()
+	scale := opts.File.Scale
+	if scale == 0 {
+		scale = money.DefaultScale
+	}
+	_, fresh, err := ld.ledger.BeginBatch(lctx, ledger.Batch{
+		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Total: money.Zero, Scale: scale,
+		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes,
+	})
+	if err != nil {
+		lk.stop()
+		return nil, false, err
+	}
+	return lk, fresh, nil
+}
+
+// renew extends the lock until stop; a lock found taken by another owner
+// (it expired and another loader took it) cancels the load.
+func (lk *loadLease) renew() {
+	defer close(lk.done)
+	t := time.NewTicker(loadLockTTL / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-lk.ctx.Done():
+			return
+		case <-t.C:
+		}
+		held, err := lk.ld.ledger.RefreshLoad(lk.ctx, lk.batch, lk.owner, loadLockTTL)
+		if err != nil {
+			continue // Redis unreachable: the load's own steps fail or the next renewal succeeds
+		}
+		if !held {
+			lk.cancel(ledger.ErrLoadLockLost)
+			return
+		}
+	}
+}
+
+// stop ends the renewal and releases the lock.
+func (lk *loadLease) stop() {
+	lk.cancel(nil)
+	<-lk.done
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(lk.ctx), 5*time.Second)
+	defer cancel()
+	if err := lk.ld.ledger.UnlockLoad(uctx, lk.batch, lk.owner); err != nil {
+		lk.log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
+	}
+}
+
+// cause turns the cancellation of a lost lease into ErrLoadLockLost.
+func (lk *loadLease) cause(err error) error {
+	if lk == nil || err == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if c := context.Cause(lk.ctx); errors.Is(c, ledger.ErrLoadLockLost) {
+		return fmt.Errorf("%w: %w", c, err)
+	}
+	return err
 }
 
 // judge fills in res's figures and errors from the claim pass and the
@@ -287,19 +441,24 @@ func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Op
 
 // seenBefore looks up res.Batch: done is true when the file's content was
 // loaded before (res.DuplicateOf, also for a batch archived since); an
-// interrupted load of it is resumed (res.Resumed).
-func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logger) (done bool, err error) {
+// interrupted load of it is resumed (res.Resumed), and tasksOnly says the
+// batch is loaded but its loader died before every task was enqueued.
+func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logger) (tasksOnly, done bool, err error) {
 	existing, err := ld.ledger.Batch(ctx, res.Batch)
 	switch {
+	case err == nil && existing.Phase == ledger.PhaseLoaded && existing.TasksPending:
+		res.Resumed = true
+		log.Warn().Msg("resuming an interrupted load of this file: enqueuing the missing tasks")
+		return true, false, nil
 	case err == nil && existing.Phase != ledger.PhaseLoading:
 		res.DuplicateOf = &existing
-		return true, nil
+		return false, true, nil
 	case err == nil:
 		res.Resumed = true
 		log.Warn().Msg("resuming an interrupted load of this file")
-		return false, nil
+		return false, false, nil
 	case !errors.Is(err, ledger.ErrNotFound):
-		return true, err
+		return false, true, err
 	}
 	// An archived batch (package archive) keeps its content refused.
 	a, err := ld.ledger.Archived(ctx, res.Batch)
@@ -307,11 +466,11 @@ func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logge
 	case err == nil:
 		b := a.AsBatch()
 		res.DuplicateOf = &b
-		return true, nil
+		return false, true, nil
 	case !errors.Is(err, ledger.ErrNotFound):
-		return true, err
+		return false, true, err
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // claimResult is what the validating and claiming pass found.
@@ -336,9 +495,16 @@ func (ld *Loader) claimPass(ctx context.Context, f *os.File, path, batch string,
 	name := filepath.Base(path)
 	owners := ld.newOwnerCheck(ctx, name, batch, opts.ChunkSize, !opts.DryRun)
 	var counted tally
+	n := 0
 	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
 		counted.add(r)
-		return owners.add(r.ExternalID, r.Line)
+		if err := owners.add(r.ExternalID, r.Line); err != nil {
+			return err
+		}
+		if n++; n%opts.ChunkSize == 0 {
+			return opts.hook(pointClaimed, n)
+		}
+		return nil
 	})
 	known, took, werr := owners.wait()
 	if err == nil || errors.Is(err, context.Canceled) && werr != nil {
@@ -402,35 +568,17 @@ func refuseOwned(res *Result, pass claimResult, bad *lineSet) []payfile.Error {
 // stands on: the claims of such rows are released together with every
 // spelling of their id in the file, and only if the batch has a payout
 // under none of them.
-func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, bad *lineSet, log zerolog.Logger) error {
+// The caller holds the batch's load lock (taken before the claim pass).
+func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, bad *lineSet, owner string) error {
 	if took.empty() {
 		return nil
 	}
-	owner, err := randomToken()
-	if err != nil {
-		return err
-	}
-	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
-	if err != nil {
-		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
-	}
-	if !locked {
-		log.Warn().Msg("another loader holds this batch's load lock: the externalIds claimed by this refused run stay claimed")
-		return nil
-	}
-	defer func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := ld.ledger.UnlockLoad(uctx, res.Batch, owner); err != nil {
-			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
-		}
-	}()
 	// The keys of the repeated rows whose claim this run took.
 	dupKeys := map[string][]string{}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
-	err = payfile.Each(ctx, res.File, f, opts.File, func(line int) bool { return !took.has(line) || !bad.has(line) }, func(r payfile.Row) error {
+	err := payfile.Each(ctx, res.File, f, opts.File, func(line int) bool { return !took.has(line) || !bad.has(line) }, func(r payfile.Row) error {
 		dupKeys[extid.Key(r.ExternalID)] = nil
 		return nil
 	})
@@ -577,9 +725,9 @@ func (c *ownerCheck) wait() ([]payfile.Error, *lineBits, error) {
 	return c.known, &c.took, nil
 }
 
-// load is step 3: under the batch's load lock, begin the batch, register
-// and enqueue its valid rows, then finish it (or hold it for approval).
-func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, log zerolog.Logger) (Result, error) {
+// load is step 3: under the batch's load lock (lk), register its valid
+// rows, mark it loaded and enqueue their tasks (or hold it for approval).
+func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, lk *loadLease, log zerolog.Logger) (Result, error) {
 	total, err := ld.validTotal(ctx, f, res, opts, bad)
 	if err != nil {
 		return res, err
@@ -589,33 +737,29 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	if scale == 0 {
 		scale = money.DefaultScale
 	}
-	owner, unlock, err := ld.lockLoad(ctx, res.Batch, log)
-	if err != nil {
-		return res, err
-	}
-	if owner == "" { // another loader is registering this batch
-		res.Loaded, res.Busy = false, true
-		return res, nil
-	}
-	defer unlock()
 	if res.Held, err = ld.hold(ctx, opts.Approval, total, res.Scale); err != nil {
 		return res, err
 	}
-	_, fresh, err := ld.ledger.BeginBatch(ctx, ledger.Batch{
-		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Rows: int64(res.Valid), Total: total, Scale: scale,
-		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes, InfoColumns: res.InfoColumns,
-	})
-	if err != nil {
+	if err := ld.ledger.SetBatchFigures(ctx, res.Batch, int64(res.Valid), total, scale, res.InfoColumns); err != nil {
 		return res, err
 	}
-	run := &loadRun{ld: ld, res: res, owner: owner, fresh: fresh, scale: scale, opts: opts, log: log,
-		enqueue: res.Held == ""} // a batch that waits gets no task before approval
+	run := &loadRun{ld: ld, res: res, owner: lk.owner, fresh: lk.fresh, scale: scale, opts: opts, log: log}
 	err = run.stages(ctx, f, bad)
-	res.Registered, res.Enqueued = int(run.registered.Load()), int(run.enqueued.Load())
+	res.Registered = int(run.registered.Load())
 	if err != nil {
 		return res, err
 	}
-	return res, ld.finishLoad(ctx, res, opts, run.enqueue, log)
+	if err := opts.hook(pointLoaded, res.Registered); err != nil {
+		return res, err
+	}
+	if res.Held != "" { // a batch that waits gets no task before approval
+		return res, ld.holdLoad(ctx, res, opts, log)
+	}
+	if err := ld.ledger.FinishBatch(ctx, res.Batch); err != nil {
+		return res, err
+	}
+	res.Enqueued, err = ld.enqueueQueued(ctx, res.Batch, opts, log)
+	return res, err
 }
 
 // validTotal is the sum of the valid rows: the file's total, or summed
@@ -634,34 +778,9 @@ func (ld *Loader) validTotal(ctx context.Context, f *os.File, res Result, opts O
 	return total, err
 }
 
-// lockLoad takes the batch's load lock: one loader registers a batch at a
-// time, since two loads of the same content at once (two names, two
-// spools) would otherwise interleave. owner is "" when another loader
-// holds it; unlock releases it.
-func (ld *Loader) lockLoad(ctx context.Context, batch string, log zerolog.Logger) (owner string, unlock func(), err error) {
-	owner, err = randomToken()
-	if err != nil {
-		return "", nil, err
-	}
-	locked, err := ld.ledger.LockLoad(ctx, batch, owner, loadLockTTL)
-	if err != nil || !locked {
-		return "", nil, err
-	}
-	return owner, func() {
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := ld.ledger.UnlockLoad(uctx, batch, owner); err != nil {
-			log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
-		}
-	}, nil
-}
-
-// finishLoad ends a registered batch: finished for the workers, or held
-// for approval (with its notification).
-func (ld *Loader) finishLoad(ctx context.Context, res Result, opts Options, enqueued bool, log zerolog.Logger) error {
-	if enqueued {
-		return ld.ledger.FinishBatch(ctx, res.Batch)
-	}
+// holdLoad ends a registered batch that waits for approval (with its
+// notification).
+func (ld *Loader) holdLoad(ctx context.Context, res Result, opts Options, log zerolog.Logger) error {
 	led := ld.ledger
 	if opts.Approval.By != "" {
 		led = led.As(opts.Approval.By) // the audit trail names who loaded it
@@ -674,36 +793,76 @@ func (ld *Loader) finishLoad(ctx context.Context, res Result, opts Options, enqu
 	return nil
 }
 
+// enqueueQueued enqueues the create task of every queued payout of a
+// loaded batch, opts.EnqueueWorkers at a time, and records that the batch
+// has all its tasks. A task already present counts as done, so a rerun
+// after a crash adds only the missing ones.
+func (ld *Loader) enqueueQueued(ctx context.Context, batch string, opts Options, log zerolog.Logger) (int, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	pending := make(chan ledger.OpenPayout, stageDepth*opts.ChunkSize)
+	var enqueued atomic.Int64
+	for i := 0; i < opts.EnqueueWorkers; i++ {
+		g.Go(func() error {
+			for p := range pending {
+				t, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: batch, ExternalID: p.ExternalID, Attempt: p.Creates + 1,
+					Amount: p.Amount, Destination: p.Destination})
+				if err != nil {
+					return err
+				}
+				if _, err := jobs.Enqueue(gctx, ld.client, t); err != nil {
+					return err
+				}
+				if n := enqueued.Add(1); n%int64(opts.ChunkSize) == 0 {
+					if err := opts.hook(pointEnqueued, int(n)); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	err := ld.ledger.EachOpen(gctx, batch, func(p ledger.OpenPayout) error {
+		if p.State != ledger.Queued {
+			return nil
+		}
+		select {
+		case pending <- p:
+			return nil
+		case <-gctx.Done():
+			return gctx.Err()
+		}
+	})
+	close(pending)
+	if werr := g.Wait(); err == nil || errors.Is(err, context.Canceled) && werr != nil {
+		err = werr
+	}
+	if err != nil {
+		return int(enqueued.Load()), err
+	}
+	log.Debug().Int64("tasks", enqueued.Load()).Msg("create tasks enqueued")
+	return int(enqueued.Load()), ld.ledger.TasksEnqueued(ctx, batch)
+}
+
 // loadRun registers and enqueues the valid rows of one batch under its
 // load lock.
 type loadRun struct {
-	ld                   *Loader
-	res                  Result
-	owner                string
-	fresh                bool // the batch was begun by this run: it has no rows yet
-	enqueue              bool // enqueue the create tasks (false: the batch awaits approval)
-	scale                int
-	opts                 Options
-	log                  zerolog.Logger
-	registered, enqueued atomic.Int64
+	ld         *Loader
+	res        Result
+	owner      string
+	fresh      bool // the batch was begun by this run: it has no rows yet
+	scale      int
+	opts       Options
+	log        zerolog.Logger
+	registered atomic.Int64
 }
 
-// stages runs three stages, each overlapping the others: this goroutine
-// reads and seals chunk by chunk; one registrar writes each chunk to the
-// ledger; a pool of enqueuers submits the tasks of registered rows. A row
-// is always registered before its task is enqueued. The channels bound
-// what is in flight to a few chunks, whatever the file's size.
+// stages runs two stages, overlapping: this goroutine reads and seals
+// chunk by chunk; a registrar writes each chunk to the ledger. The channel
+// bounds what is in flight to a few chunks, whatever the file's size.
 func (r *loadRun) stages(ctx context.Context, f *os.File, bad *lineSet) error {
 	g, gctx := errgroup.WithContext(ctx)
 	chunks := make(chan []ledger.NewPayout, stageDepth)
-	pending := make(chan ledger.NewPayout, stageDepth*r.opts.ChunkSize)
-	g.Go(func() error {
-		defer close(pending)
-		return r.registrar(gctx, chunks, pending)
-	})
-	for i := 0; i < r.opts.EnqueueWorkers; i++ {
-		g.Go(func() error { return r.enqueuer(gctx, pending) })
-	}
+	g.Go(func() error { return r.registrar(gctx, chunks) })
 	err := r.read(gctx, f, bad, chunks)
 	close(chunks)
 	if werr := g.Wait(); err == nil || errors.Is(err, context.Canceled) && werr != nil {
@@ -712,9 +871,8 @@ func (r *loadRun) stages(ctx context.Context, f *os.File, bad *lineSet) error {
 	return err
 }
 
-// registrar writes each chunk to the ledger, then hands its rows to the
-// enqueuers.
-func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayout, pending chan<- ledger.NewPayout) error {
+// registrar writes each chunk to the ledger under the load lock.
+func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayout) error {
 	led, batch := r.ld.ledger, r.res.Batch
 	for ps := range chunks {
 		if held, err := led.RefreshLoad(ctx, batch, r.owner, loadLockTTL); err != nil || !held {
@@ -736,28 +894,9 @@ func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayou
 		if err != nil {
 			return err
 		}
-		r.registered.Add(int64(n))
-		if !r.enqueue {
-			continue
-		}
-		for _, p := range ps {
-			select {
-			case pending <- p:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	return nil
-}
-
-// enqueuer submits the create task of each registered row.
-func (r *loadRun) enqueuer(ctx context.Context, pending <-chan ledger.NewPayout) error {
-	for p := range pending {
-		if err := r.ld.enqueue(ctx, r.res.Batch, p); err != nil {
+		if err := r.opts.hook(pointRegistered, int(r.registered.Add(int64(n)))); err != nil {
 			return err
 		}
-		r.enqueued.Add(1)
 	}
 	return nil
 }
@@ -783,7 +922,7 @@ func (r *loadRun) read(ctx context.Context, f *os.File, bad *lineSet, chunks cha
 		}
 		if time.Since(lastLog) >= r.opts.Progress {
 			lastLog = time.Now()
-			done := int(r.enqueued.Load())
+			done := int(r.registered.Load())
 			r.log.Info().Int("rows", done).Int("of", r.res.Valid).
 				Float64("rowsPerSec", float64(done)/time.Since(start).Seconds()).Msg("loading")
 		}
@@ -835,19 +974,6 @@ func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, erro
 		p.Extra = string(b)
 	}
 	return p, nil
-}
-
-// enqueue submits the create task of one payout. A task already present
-// (a rerun) counts as done.
-func (ld *Loader) enqueue(ctx context.Context, batch string, p ledger.NewPayout) error {
-	t, err := jobs.NewCreateTask(jobs.CreatePayload{
-		Batch: batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination,
-	})
-	if err != nil {
-		return err
-	}
-	_, err = jobs.Enqueue(ctx, ld.client, t)
-	return err
 }
 
 // eachValid streams the valid rows in chunks.

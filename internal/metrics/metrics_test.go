@@ -43,6 +43,9 @@ func fixture(t *testing.T) (*ledger.Ledger, *miniredis.Miniredis, redis.Universa
 	}
 	step := func(d time.Duration) { clock = clock.Add(d); m.SetTime(clock) }
 	load("A", "10.50", "20.25", "5.00")
+	if err := l.FinishBatch(ctx, "A"); err != nil { // as the loader does, before any task
+		t.Fatal(err)
+	}
 	step(time.Minute)
 	for _, ext := range []string{"A1", "A2"} {
 		if _, err := l.BeginCreate(ctx, "A", ext, 1); err != nil {

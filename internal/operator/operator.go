@@ -84,16 +84,26 @@ func Approved(b ledger.Batch, by string, n int, err error) string {
 
 // Discard refuses a batch awaiting approval: every payout is cancelled
 // (ledger.Discard). It returns the number cancelled by this call.
-func (a *Actions) Discard(ctx context.Context, batch, by, note string) (int, error) {
+func (a *Actions) Discard(ctx context.Context, batch, by, note string) (ledger.Discarded, error) {
 	if by == "" || note == "" {
-		return 0, ErrMissingOperator
+		return ledger.Discarded{}, ErrMissingOperator
 	}
-	n, err := a.Ledger.Discard(ctx, batch, by, note)
+	d, err := a.Ledger.DiscardBatch(ctx, batch, by, note)
 	if err != nil {
-		return n, err
+		return d, err
 	}
-	a.Log.Info().Str("batch", batch).Str("by", by).Int("cancelled", n).Msg("batch discarded")
-	return n, nil
+	a.Log.Info().Str("batch", batch).Str("by", by).Str("phase", d.Phase).Int("cancelled", d.Cancelled).
+		Int("released", d.Released).Msg("batch discarded")
+	return d, nil
+}
+
+// DiscardedText says what a discard did, for a person.
+func DiscardedText(batch, by string, d ledger.Discarded) string {
+	if d.Phase == ledger.PhaseLoading {
+		return fmt.Sprintf("interrupted load of batch %s discarded by %s: %d payouts cancelled, %d externalId claims released (a corrected file with those ids can be loaded)",
+			batch, by, d.Cancelled, d.Released)
+	}
+	return fmt.Sprintf("batch %s discarded by %s: %d payouts cancelled", batch, by, d.Cancelled)
 }
 
 // QueueChanged records that queue was paused (or resumed) by by, after

@@ -31,7 +31,7 @@ type UIControls struct {
 // refused tells the ledger's refusals (shown to the operator) from
 // faults.
 func refused(err error) bool {
-	return errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrFourEyes) ||
+	return errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrFourEyes) || errors.Is(err, ledger.ErrLoadRunning) ||
 		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator)
 }
 
@@ -53,14 +53,14 @@ func (u UIControls) Approve(ctx context.Context, batch, by string) (string, erro
 
 // Discard discards the batch as payout discard --by by --note note does.
 func (u UIControls) Discard(ctx context.Context, batch, by, note string) (string, error) {
-	n, err := u.Actions.Discard(ctx, batch, by, note)
+	d, err := u.Actions.Discard(ctx, batch, by, note)
 	if refused(err) {
 		return "", ui.Refuse(fmt.Errorf("not discarded: %w", err))
 	}
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("batch %s discarded by %s: %d payouts cancelled", batch, by, n), nil
+	return DiscardedText(batch, by, d), nil
 }
 
 // QueueChanged records a pause or resume made in asynqmon; the note names

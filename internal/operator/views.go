@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 
+	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/ui"
@@ -13,6 +14,7 @@ import (
 func BatchViews(sts []ledger.BatchStatus) []ui.BatchView {
 	out := make([]ui.BatchView, 0, len(sts))
 	for _, s := range sts {
+		ph := batchreport.StatusPhase(s)
 		counts := map[string]int64{}
 		for _, st := range ledger.States {
 			counts[string(st)] = s.Counts.Rows[st]
@@ -26,6 +28,8 @@ func BatchViews(sts []ledger.BatchStatus) []ui.BatchView {
 			AmountAwaiting: money.FromMinor(s.Counts.AwaitingUnits, s.Scale).StringFixed(s.Scale),
 			AmountTotal:    s.Total.StringFixed(s.Scale),
 			Phase:          s.Phase, WaitReason: s.WaitReason, LoadedBy: s.LoadedBy,
+			Interrupted: s.Interrupted, State: s.State(),
+			PhaseCode: ph.Code, PhaseLabel: ph.Label, PhaseReason: ph.Reason, FourEyes: s.FourEyes,
 		})
 	}
 	return out

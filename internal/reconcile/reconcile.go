@@ -11,6 +11,15 @@
 //	               its status check: never a create
 //	created     -> (awaiting its outcome) the current outcome check
 //
+// A task is live only where something will run it (jobs.Liveness): a
+// pending task in the queue's pending list, an active one in the active
+// list with a lease not expired longer ago than LeaseGrace, a scheduled or
+// retry one in its zset. Any other task holding the step's ID (an active
+// task without a lease, as hibiken/asynq#1051 and #1144 leave behind, a
+// pending one not in the list...) is an orphan: it is removed
+// (jobs.RemoveOrphan, which checks again atomically) and the step restored
+// as for a deleted task, so that exactly one task holds the ID.
+//
 // A payout whose last transition is younger than the grace period is left
 // to the handler that is acting on it. Every repair is a compare-and-set in
 // the ledger or an idempotent enqueue (jobs.Ensure), so two sweeps at once,
@@ -45,12 +54,20 @@ type Config struct {
 	// Redis's clock). It must exceed the time a handler needs between a
 	// transition and the enqueue that follows it. Default 1m.
 	Grace time.Duration
+	// LeaseGrace: an active task whose lease expired longer ago than this
+	// is lost (Asynq's recoverer, which acts on leases expired 30 s ago
+	// once a minute, would have moved it). Default jobs.DefaultLeaseGrace
+	// (2m).
+	LeaseGrace time.Duration
 }
 
 // Validate reports what is wrong with c.
 func (c Config) Validate() error {
-	if c.Interval < 0 || c.Grace < 0 {
-		return fmt.Errorf("reconcile: interval and grace must not be negative")
+	if c.Interval < 0 || c.Grace < 0 || c.LeaseGrace < 0 {
+		return fmt.Errorf("reconcile: interval and graces must not be negative")
+	}
+	if c.LeaseGrace > 0 && c.LeaseGrace < 90*time.Second {
+		return fmt.Errorf("reconcile: lease grace %s is shorter than Asynq's recoverer takes (90s): a task it is about to recover would be run twice", c.LeaseGrace)
 	}
 	return nil
 }
@@ -62,6 +79,9 @@ func (c Config) withDefaults() Config {
 	if c.Grace == 0 {
 		c.Grace = DefaultGrace
 	}
+	if c.LeaseGrace == 0 {
+		c.LeaseGrace = jobs.DefaultLeaseGrace
+	}
 	return c
 }
 
@@ -71,6 +91,7 @@ type Repair struct {
 	ExternalID string
 	Found      ledger.State // the payout's state when found
 	Task       string       // the task ID restored
+	Orphan     bool         // a task held the ID where nothing runs it; it was removed
 	Done       bool         // false in a dry run
 }
 
@@ -110,6 +131,7 @@ const chunk = 1000
 // reports what it would restore.
 func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 	var rep Report
+	live := jobs.NewLiveness(s.rdb, s.cfg.LeaseGrace)
 	now, err := s.ledger.Time(ctx)
 	if err != nil {
 		return rep, err
@@ -129,7 +151,7 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 		rep.Batches++
 		var buf []ledger.OpenPayout
 		flush := func() error {
-			err := s.repairChunk(ctx, now, buf, dryRun, &rep)
+			err := s.repairChunk(ctx, live, now, buf, dryRun, &rep)
 			buf = buf[:0]
 			return err
 		}
@@ -167,21 +189,40 @@ func due(p ledger.OpenPayout) string {
 	return jobs.StatusTaskID(p.ExternalID, p.Seq)
 }
 
-func (s *Sweeper) repairChunk(ctx context.Context, now time.Time, ps []ledger.OpenPayout, dryRun bool, rep *Report) error {
+func (s *Sweeper) repairChunk(ctx context.Context, lv *jobs.Liveness, now time.Time, ps []ledger.OpenPayout, dryRun bool, rep *Report) error {
+	// A payout that moved within the grace period is its handler's.
+	settled := ps[:0:0]
+	for _, p := range ps {
+		if now.Sub(p.UpdatedAt) >= s.cfg.Grace {
+			settled = append(settled, p)
+		}
+	}
+	ps = settled
 	ids := make([]string, len(ps))
 	for i, p := range ps {
 		ids[i] = due(p)
 	}
-	live, err := jobs.Live(ctx, s.rdb, ids)
+	live, err := lv.Live(ctx, ids)
 	if err != nil {
 		return err
 	}
 	for i, p := range ps {
-		if live[i] || now.Sub(p.UpdatedAt) < s.cfg.Grace {
+		if live[i] {
 			continue
 		}
 		r := Repair{Batch: p.Batch, ExternalID: p.ExternalID, Found: p.State, Task: ids[i]}
 		if !dryRun {
+			// A task holding the ID where nothing runs it goes first (the
+			// step's task gets the same ID); one found live after all
+			// stays, and nothing is restored.
+			o, err := jobs.RemoveOrphan(ctx, s.rdb, ids[i], s.cfg.LeaseGrace)
+			if err != nil {
+				return err
+			}
+			if o == jobs.OrphanLive {
+				continue
+			}
+			r.Orphan = o == jobs.OrphanRemoved
 			ok, err := s.repair(ctx, p, &r)
 			if err != nil {
 				return err
@@ -194,7 +235,7 @@ func (s *Sweeper) repairChunk(ctx context.Context, now time.Time, ps []ledger.Op
 				s.OnRepair(r)
 			}
 			s.log.Warn().Str("batch", r.Batch).Str("externalId", r.ExternalID).Str("found", string(r.Found)).
-				Str("task", r.Task).Msg("reconciler restored a lost task")
+				Str("task", r.Task).Bool("orphanRemoved", r.Orphan).Msg("reconciler restored a lost task")
 		}
 		rep.Repairs = append(rep.Repairs, r)
 	}

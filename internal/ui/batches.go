@@ -50,9 +50,22 @@ type BatchView struct {
 	// Phase is the batch's ledger phase (loading, loaded,
 	// awaiting_approval, discarded); WaitReason says why it awaits
 	// approval and LoadedBy who loaded it.
-	Phase      string `json:"phase,omitempty"`
-	WaitReason string `json:"waitReason,omitempty"`
-	LoadedBy   string `json:"loadedBy,omitempty"`
+	Phase string `json:"phase,omitempty"`
+	// Interrupted: the batch is loading but no loader works on it (its
+	// load lease expired or was released): no payment is sent for it;
+	// loading the same file again completes it, payout discard abandons
+	// it. State is "loading, interrupted" then, else Phase.
+	Interrupted bool   `json:"interrupted,omitempty"`
+	State       string `json:"state,omitempty"`
+	// PhaseCode, PhaseLabel and PhaseReason are the batch's phase for
+	// people (batchreport.PhaseOf: payout status says the same); FourEyes:
+	// a second person must approve it.
+	PhaseCode   string `json:"phaseCode,omitempty"`
+	PhaseLabel  string `json:"phaseLabel,omitempty"`
+	PhaseReason string `json:"phaseReason,omitempty"`
+	FourEyes    bool   `json:"fourEyes"`
+	WaitReason  string `json:"waitReason,omitempty"`
+	LoadedBy    string `json:"loadedBy,omitempty"`
 }
 
 // knownStates are the ledger's states in the order the page shows them;
@@ -96,7 +109,6 @@ var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncM
 	},
 	"label":   func(state string) string { return strings.ReplaceAll(state, "_", " ") },
 	"money":   groupDigits,
-	"phase":   phaseLabel,
 	"nonzero": func(s string) bool { return strings.Trim(s, "0.-") != "" },
 	"utc": func(t time.Time) string {
 		if t.IsZero() {

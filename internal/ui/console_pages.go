@@ -32,7 +32,6 @@ var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncM
 	"utc":   utcTime,
 	"path":  url.PathEscape,
 	"add":   func(a, b int) int { return a + b },
-	"phase": phaseLabel,
 	"queueItem": func(p queuePage, v PayoutView) resolveItem {
 		return resolveItem{Payout: v, CSRF: p.CSRF}
 	},
@@ -390,20 +389,6 @@ func utcTime(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
-}
-
-// phaseLabel names a batch phase for people ("" for a batch handed to
-// the workers, which its progress shows).
-func phaseLabel(phase string) string {
-	switch phase {
-	case ledger.PhaseLoaded, "":
-		return ""
-	case ledger.PhaseAwaiting:
-		return "awaiting approval"
-	case ledger.PhaseLoading:
-		return "loading"
-	}
-	return stateLabel(phase)
 }
 
 // knownState tells whether s is a ledger state.

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,41 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 	h.assertOrders(ids[0], 0, 0)
 	for _, id := range ids[1:] {
 		h.assertOrders(id, 1, 1)
+	}
+}
+
+// TestCreateHeldWhileBatchLoading: a create task of a batch whose load has
+// not completed (an older loader enqueued it, or the load died) reaches a
+// running worker, which sends nothing and defers the task without using
+// its retries; once the batch is loaded the payout is created with
+// exactly one POST. Before, the worker sent it at once.
+func TestCreateHeldWhileBatchLoading(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := fastConfig()
+	cfg.PauseRetry = 100 * time.Millisecond
+	h := newHarness(t, cfg, sandbox.Config{})
+	ids := h.add("tel:MTS", "tel:MTS")
+	if err := h.rdb.HSet(ctx, ledger.MetaKey(h.batch), "phase", ledger.PhaseLoading).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.waitFor("the create tasks to be deferred", 10*time.Second, func() bool {
+		return strings.Contains(h.logs.String(), "create held: the batch is not loaded")
+	})
+	if got := h.sbx.Stats().CreatesReceived; got != 0 {
+		t.Fatalf("the PSP received %d creates for a batch still loading", got)
+	}
+	for _, ext := range ids {
+		if p := h.payout(ext); p.State != ledger.Queued || p.Creates != 0 {
+			t.Fatalf("%s: %s after %d creates, want queued, none", ext, p.State, p.Creates)
+		}
+	}
+	if err := h.ledger.FinishBatch(ctx, h.batch); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFinal(20 * time.Second)
+	for _, ext := range ids {
+		h.assertOrders(ext, 1, 1)
 	}
 }

@@ -80,6 +80,18 @@ func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log z
 		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
 	case ledger.EnsureStatus:
 		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
+	case ledger.Hold:
+		// A batch not loaded (its load has not completed, or it awaits
+		// approval): nothing is sent, and the task comes back later
+		// without using its retry budget. An abandoned load's tasks end
+		// when `payout discard` cancels its payouts.
+		phase := b.Phase
+		if phase == "" {
+			phase = "unknown"
+		}
+		w.metrics.deferred.WithLabelValues("batch_not_loaded").Inc()
+		log.Debug().Str("phase", phase).Msg("create held: the batch is not loaded")
+		return true, &deferral{reason: "batch is " + phase + ", not loaded: no create before its load completes", after: w.cfg.PauseRetry}
 	case ledger.Proceed:
 		return false, nil
 	}

@@ -128,6 +128,9 @@ func (h *harness) add(dests ...string) []string {
 	if _, err := h.ledger.Register(ctx, h.batch, ps, 2); err != nil {
 		h.t.Fatal(err)
 	}
+	if err := h.ledger.FinishBatch(ctx, h.batch); err != nil { // as the loader does, before any task
+		h.t.Fatal(err)
+	}
 	for _, p := range ps {
 		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: h.batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination})
 		if err != nil {

@@ -1,0 +1,206 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrLoadRunning is returned when the batch is loading and its loader holds the load lock
+// now: it is not interrupted, so it cannot be discarded.
+var ErrLoadRunning = errors.New("ledger: a loader is loading the batch now")
+
+// Discarded is what DiscardBatch did.
+type Discarded struct {
+	Phase     string // the phase the batch was in (loading: an interrupted load abandoned)
+	Cancelled int    // payouts moved from queued to cancelled
+	Released  int    // externalId claims released (an abandoned load only)
+}
+
+// discardLoadScript abandons a batch whose load was interrupted: loading
+// -> discarded, recording who, when and why. KEYS: meta, audit; ARGV: by,
+// note. Replies 1 when it moved the batch.
+var discardLoadScript = redis.NewScript(luaMove + `
+if redis.call('HGET', KEYS[1], 'phase') ~= 'loading' then return 0 end
+local now = nowms()
+redis.call('HSET', KEYS[1], 'phase', 'discarded', 'abandoned', 1, 'dby', ARGV[1], 'dat', now, 'note', ARGV[2])
+redis.call('XADD', KEYS[2], '*', 't', now, 'actor', ARGV[1], 'ext', '', 'from', 'loading', 'to', 'discarded', 'note', ARGV[2])
+return 1
+`)
+
+// DiscardBatch refuses a batch that awaits approval (as Discard), or
+// abandons one whose load was interrupted: its phase becomes discarded,
+// every payout it registered (all queued: no create is ever sent for a
+// batch that is not loaded) becomes cancelled, and every externalId claim
+// it holds is released, so that a corrected file with those ids loads. A
+// batch whose loader is at work now is refused (ErrLoadRunning); the
+// discard holds the load lock meanwhile, so no loader resumes it. A rerun
+// after a crash goes on cancelling and releasing.
+func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discarded, error) {
+	if by == "" || note == "" {
+		return Discarded{}, fmt.Errorf("discard %s: operator name and note are required: %w", id, ErrBadResolution)
+	}
+	b, err := l.Batch(ctx, id)
+	if err != nil {
+		return Discarded{}, err
+	}
+	if b.Phase != PhaseLoading && !(b.Phase == PhaseDiscarded && b.Abandoned) {
+		n, err := l.Discard(ctx, id, by, note)
+		return Discarded{Phase: b.Phase, Cancelled: n}, err
+	}
+	res := Discarded{Phase: PhaseLoading}
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return res, err
+	}
+	owner := "discard:" + hex.EncodeToString(tok)
+	locked, err := l.LockLoad(ctx, id, owner, 10*time.Minute)
+	if err != nil {
+		return res, err
+	}
+	if !locked {
+		return res, fmt.Errorf("batch %s: %w (wait for it, or for its lease to expire if it died)", id, ErrLoadRunning)
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = l.UnlockLoad(uctx, id, owner)
+	}()
+	if b.Phase == PhaseLoading {
+		if err := discardLoadScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, by, note).Err(); err != nil {
+			return res, fmt.Errorf("ledger: discard %s: %w", id, err)
+		}
+	}
+	if res.Cancelled, err = l.cancelQueued(ctx, id, by, "interrupted load discarded: "+note); err != nil {
+		return res, err
+	}
+	res.Released, err = l.releaseClaimsOf(ctx, id)
+	return res, err
+}
+
+// cancelQueued cancels every queued payout of a batch.
+func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, error) {
+	var ids []string
+	if err := l.EachOpen(ctx, id, func(p OpenPayout) error {
+		if p.State == Queued {
+			ids = append(ids, p.ExternalID)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ext := range ids {
+		found, err := l.Cancel(ctx, id, ext, by, note)
+		if err != nil {
+			return n, err
+		}
+		if found == Queued {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// releaseClaimsOf releases every live externalId claim batch holds whose
+// payout does not exist or is cancelled (never one of a payout that may
+// have been sent). It scans the claim keys: a rare operator action.
+func (l *Ledger) releaseClaimsOf(ctx context.Context, batch string) (int, error) {
+	var (
+		mu       sync.Mutex
+		released int
+	)
+	scan := func(ctx context.Context, c *redis.Client) error {
+		it := c.Scan(ctx, 0, ownerKey("*"), 1000).Iterator()
+		var keys []string
+		flush := func() error {
+			n, err := l.releaseIfAbandoned(ctx, batch, keys)
+			mu.Lock()
+			released += n
+			mu.Unlock()
+			keys = keys[:0]
+			return err
+		}
+		for it.Next(ctx) {
+			keys = append(keys, it.Val())
+			if len(keys) == 1000 {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("ledger: scan the claims: %w", err)
+		}
+		return flush()
+	}
+	var err error
+	switch c := l.rdb.(type) {
+	case *redis.Client:
+		err = scan(ctx, c)
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return scan(ctx, m) })
+	default:
+		err = fmt.Errorf("ledger: release the claims of %s: unsupported Redis client %T", batch, l.rdb)
+	}
+	return released, err
+}
+
+// releaseIfAbandoned releases those of the claim keys that batch holds and
+// whose payout in batch is missing or cancelled.
+func (l *Ledger) releaseIfAbandoned(ctx context.Context, batch string, keys []string) (int, error) {
+	if len(keys) == 0 {
+		return 0, nil
+	}
+	pipe := l.rdb.Pipeline()
+	owners := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		owners[i] = pipe.Get(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("ledger: read claims: %w", err)
+	}
+	var mine []string
+	for i, c := range owners {
+		if c.Val() == batch {
+			mine = append(mine, keys[i][len(ownerKey("")):])
+		}
+	}
+	if len(mine) == 0 {
+		return 0, nil
+	}
+	pipe = l.rdb.Pipeline()
+	states := make([]*redis.StringCmd, len(mine))
+	for i, ext := range mine {
+		states[i] = pipe.HGet(ctx, payoutKey(batch, ext), "state")
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+	}
+	pipe = l.rdb.Pipeline()
+	var dels []*redis.Cmd
+	for i, ext := range mine {
+		if st := states[i].Val(); st == "" || st == string(Cancelled) {
+			dels = append(dels, releaseScript.Eval(ctx, pipe, []string{ownerKey(ext)}, batch))
+		}
+	}
+	if len(dels) == 0 {
+		return 0, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("ledger: release externalIds of %s: %w", batch, err)
+	}
+	n := 0
+	for _, c := range dels {
+		if v, _ := c.Int(); v == 1 {
+			n++
+		}
+	}
+	return n, nil
+}
