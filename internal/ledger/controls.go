@@ -226,26 +226,7 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 			return 0, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 		}
 	}
-	var ids []string
-	if err := l.EachOpen(ctx, id, func(p OpenPayout) error {
-		if p.State == Queued {
-			ids = append(ids, p.ExternalID)
-		}
-		return nil
-	}); err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, ext := range ids {
-		found, err := l.Cancel(ctx, id, ext, by, "batch discarded: "+note)
-		if err != nil {
-			return n, err
-		}
-		if found == Queued {
-			n++
-		}
-	}
-	return n, nil
+	return l.cancelQueued(ctx, id, by, "batch discarded: "+note)
 }
 
 // cancelScript moves a queued payout to cancelled. KEYS: payout, counts,
