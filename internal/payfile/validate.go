@@ -64,6 +64,8 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	switch {
 	case hasCard && hasTel:
 		bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
+	case !hasCard && !hasTel && totalLabel(rec.ExternalID):
+		bad(ColumnRow, fmt.Sprintf("has no destination and %s %q: a total row, not a payout; delete it (keep totals out of the payout rows, and give the expected total with --expect-total)", ColExternalID, rec.ExternalID))
 	case !hasCard && !hasTel:
 		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
@@ -211,4 +213,14 @@ func cardMessage(err error) string {
 		return ce.Masked + " " + ce.Reason
 	}
 	return "is not a valid card number"
+}
+
+// totalLabel reports whether an externalId is the label of a total row
+// ("Total", "Grand total:", "Итого").
+func totalLabel(id string) bool {
+	switch strings.TrimRight(fold(id), ":.") {
+	case "total", "totals", "grandtotal", "subtotal", "sum", "итого", "всего":
+		return true
+	}
+	return false
 }
