@@ -1,10 +1,12 @@
 package payfile
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/money"
 	"github.com/xuri/excelize/v2"
 )
 
@@ -126,4 +128,41 @@ func repeatRows(r []string, n int) [][]string {
 		out[i] = r
 	}
 	return out
+}
+
+// TestCSVScientific: a card number or an amount that a spreadsheet wrote
+// to a CSV file in scientific notation is named as such, without its
+// digits, in every amount format.
+func TestCSVScientific(t *testing.T) {
+	const cardMsg = "holds a number in scientific notation (%s), as a spreadsheet shows a long number in a column not formatted as Text: the card number's last digits are lost; format the cardNumber column as Text and type or paste the card numbers again"
+	const amountMsg = "holds a number in scientific notation (%s), not an amount: format the amount column as Number with the amount's decimals, or as Text, and check the values"
+	tests := []struct {
+		name, in string
+		opts     Options
+		want     string
+	}{
+		{"card as Excel exports it", "externalId,amount,cardNumber\nPO-1,1.00,6.75964982643845E+018\n", Options{}, "f.csv:2: cardNumber: " + fmt.Sprintf(cardMsg, "6.7…E+018")},
+		{"card of 16 digits", "externalId,amount,cardNumber\nPO-1,1.00,4.11111111111111E+15\n", Options{}, "f.csv:2: cardNumber: " + fmt.Sprintf(cardMsg, "4.1…E+15")},
+		{"card short mantissa", "externalId,amount,cardNumber\nPO-1,1.00, 4.1E+15 \n", Options{}, "f.csv:2: cardNumber: " + fmt.Sprintf(cardMsg, "4.1E+15")},
+		{"card, semicolons", "externalId;amount;cardNumber\nPO-1;1,5;5.55555555555544E+15\n", Options{AmountFormat: money.Comma}, "f.csv:2: cardNumber: " + fmt.Sprintf(cardMsg, "5.5…E+15")},
+		{"amount", "externalId,amount,cardNumber\nPO-1,1.5E+03,4111111111111111\n", Options{}, "f.csv:2: amount: " + fmt.Sprintf(amountMsg, "1.5E+03")},
+		{"amount lower case", "externalId,amount,cardNumber\nPO-1,2e3,4111111111111111\n", Options{}, "f.csv:2: amount: " + fmt.Sprintf(amountMsg, "2e3")},
+		{"long amount", "externalId,amount,cardNumber\nPO-1,4.11111111111111E+15,4111111111111111\n", Options{AmountFormat: money.DotComma}, "f.csv:2: amount: " + fmt.Sprintf(amountMsg, "4.1…E+15")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, errs := collect(t, tt.in, tt.opts)
+			if len(errs) != 1 || errs[0] != tt.want {
+				t.Fatalf("errors %q\nwant %q", errs, tt.want)
+			}
+			if strings.Contains(errs[0], "4111") || strings.Contains(errs[0], "6759") || strings.Contains(errs[0], "5555") || strings.Contains(errs[0], "*") {
+				t.Errorf("message shows the digits: %s", errs[0])
+			}
+		})
+	}
+	// Not scientific: the usual messages.
+	_, errs := collect(t, "externalId,amount,cardNumber\nPO-1,1.00,4111-1111-1111-111E\n", Options{})
+	if len(errs) != 1 || strings.Contains(errs[0], "scientific") {
+		t.Errorf("%q", errs)
+	}
 }

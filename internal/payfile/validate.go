@@ -49,7 +49,12 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		row.ExternalID, idOK = rec.ExternalID, true
 	}
 
+	// A number in scientific notation, as a spreadsheet exports a long
+	// number to CSV, is named as such before any message that masks or
+	// quotes it (a workbook's text cells are caught in textOfCell).
 	if rec.cellBad(ColAmount) {
+	} else if isScientific(rec.Amount) {
+		bad(ColAmount, sciMessage(ColAmount, rec.Amount))
 	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
 		bad(ColAmount, msg)
 	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
@@ -70,7 +75,9 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
 	if hasCard && !rec.cellBad(ColCardNumber) {
-		if digits, err := card.Normalize(rec.CardNumber); err != nil {
+		if isScientific(rec.CardNumber) {
+			bad(ColCardNumber, sciMessage(ColCardNumber, rec.CardNumber))
+		} else if digits, err := card.Normalize(rec.CardNumber); err != nil {
 			bad(ColCardNumber, cardMessage(err))
 		} else {
 			row.CardNumber = digits

@@ -204,7 +204,7 @@ func sciShort(s string) string {
 	if len(m) > 3 {
 		m = m[:3] + "…"
 	}
-	return m + "E" + s[i+1:]
+	return m + s[i:]
 }
 
 // sciOf shows d in scientific notation without its digits: "6.7…E+15".
