@@ -200,11 +200,14 @@ func sciShort(s string) string {
 	if i < 0 {
 		return s
 	}
-	m := s[:i]
+	sign, m := "", s[:i]
+	if strings.HasPrefix(m, "-") {
+		sign, m = "-", m[1:]
+	}
 	if len(m) > 3 {
 		m = m[:3] + "…"
 	}
-	return m + s[i:]
+	return sign + m + s[i:]
 }
 
 // sciOf shows d in scientific notation without its digits: "6.7…E+15".
