@@ -99,6 +99,10 @@ func FuzzCheck(f *testing.F) {
 	f.Add([]byte("Payouts\n\nexternalId;amount;cardNumber;notes;Pay date\nPO-1;1;4111111111111111;PO-4111111111111111;x\npo-1;2;5555555555554444;;\n"), uint8(0))
 	f.Add([]byte(hdr+"PO-caf\u00e9,1,,MTS\nPO-cafe\u0301,1,,MTS 4111 1111 1111 1111\nPO-Case,1,,MTS\nPO-CASE,2,,MTS\n"), uint8(0))
 	f.Add([]byte("externalId,amount,telecomOperator,phoneNumber,amout\nA,1,MTS,+380501234567,1\n"), uint8(2))
+	// Numbers in scientific notation, as Excel saves long numbers to CSV,
+	// and a total row under the payouts.
+	f.Add([]byte("externalId;amount;cardNumber\nPO-1;1,5E+03;6.75964982643845E+018\nPO-2;1;4.11111111111111e15\nИтого:;1;\n"), uint8(0))
+	f.Add([]byte("Title\n,\nexternalId,amount,telecomOperator\nPO-1,1e-2,MTS\nGrand total,1,\n"), uint8(4))
 
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
 		opts := fuzzOptions(mode)

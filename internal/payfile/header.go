@@ -94,6 +94,70 @@ func (c *config) titleRow(fields []string) bool {
 	return n > 0 && n <= 2
 }
 
+// titles finds the header among the rows at the top of a file, for CSV
+// files and workbooks alike: a non-blank row that looks like a title
+// (titleRow) is skipped, MaxTitleRows of them at most; the first other row
+// is the header. sheet is the workbook's sheet as errors name it ("" for
+// CSV).
+type titles struct {
+	cfg   *config
+	sheet string
+	lines []int
+}
+
+// skip reports whether the non-blank row fields, on line, is a title, and
+// notes it.
+func (t *titles) skip(fields []string, line int) bool {
+	if len(t.lines) < MaxTitleRows && t.cfg.titleRow(fields) {
+		t.lines = append(t.lines, line)
+		return true
+	}
+	return false
+}
+
+// noHeader is the refusal of a file that ends after its title rows, or
+// false when no row was taken as a title.
+func (t *titles) noHeader() (Error, bool) {
+	if len(t.lines) == 0 {
+		return Error{}, false
+	}
+	return Error{Line: t.lines[0], Sheet: t.sheet, Column: ColumnHeader, Kind: KindHeader,
+		Message: fmt.Sprintf("no header row after %s taken as a title: expected %s", placeList(t.sheet, t.lines), t.cfg.expected())}, true
+}
+
+// explain adds to a problem of the header the rows taken as a title.
+func (t *titles) explain(e Error) Error {
+	if len(t.lines) > 0 {
+		e.Message += fmt.Sprintf(" (%s above it taken as a title)", placeList(t.sheet, t.lines))
+	}
+	return e
+}
+
+// titleWarning is the warning of a file whose header follows title rows.
+func titleWarning(sheet string, lines []int, header int) string {
+	return fmt.Sprintf("%s above the header row (%s) taken as a title and skipped", placeList(sheet, lines), placeList(sheet, []int{header}))
+}
+
+// placeList names lines of a CSV file ("lines 1-2") or rows of a
+// workbook's sheet, sheet as errors name it ("rows Payouts!1-2").
+func placeList(sheet string, lines []int) string {
+	l := lineList(lines)
+	if sheet == "" {
+		return l
+	}
+	word, nums, _ := strings.Cut(l, " ")
+	if word == "line" {
+		word = "row"
+	} else {
+		word = "rows"
+	}
+	parts := strings.Split(nums, ", ")
+	for i, p := range parts {
+		parts[i] = sheet + "!" + p
+	}
+	return word + " " + strings.Join(parts, ", ")
+}
+
 // parseHeader checks the header fields read on line and returns the header,
 // or the problems that make the file unusable. Columns of a known name
 // (fixed or configured extra) are mapped by it; any other named column is

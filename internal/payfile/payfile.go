@@ -482,7 +482,7 @@ func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]ui
 	c.sum.HiddenRows = res.hidden
 	c.sum.HeaderLine, c.sum.Info = res.headerLine, c.cfg.info()
 	if len(res.titles) > 0 && !res.aborted {
-		c.sum.Warnings = append(c.sum.Warnings, fmt.Sprintf("%s above the header row (line %d) taken as a title and skipped", lineList(res.titles), res.headerLine))
+		c.sum.Warnings = append(c.sum.Warnings, titleWarning(res.titleSheet(), res.titles, res.headerLine))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("payfile: %s: %w", c.name, err)

@@ -92,7 +92,7 @@ type scanResult struct {
 	sheet   string // a workbook's sheet
 	hidden  int    // a workbook's data rows not shown
 	// headerLine is the line of the header row; titles the lines above it
-	// skipped as a title (CSV).
+	// skipped as a title.
 	headerLine int
 	titles     []int
 }
@@ -126,19 +126,21 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 
-	// The header is the first row that is not blank or a title (at most
-	// MaxTitleRows of them, each of at most 2 cells and no known column
-	// name).
+	// The header is the first row that is not blank or a title.
 	var h *header
+	tt := titles{cfg: cfg}
 	for {
 		lr.startRecord()
 		fields, err := cr.Read()
 		if err != nil {
 			var fe *fatalError
 			var pe *csv.ParseError
+			if e, ok := tt.noHeader(); ok && err == io.EOF {
+				emit(e)
+				res.aborted = true
+				return res, nil
+			}
 			switch {
-			case err == io.EOF && len(res.titles) > 0:
-				emit(Error{Line: res.titles[0], Column: ColumnHeader, Kind: KindHeader, Message: fmt.Sprintf("no header row after %s taken as a title: expected %s", lineList(res.titles), cfg.expected())})
 			case err == io.EOF:
 				emit(Error{Line: 1, Column: ColumnFile, Kind: KindEmpty, Message: "the file is empty"})
 			case errors.As(err, &fe):
@@ -152,28 +154,21 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 			return res, nil
 		}
 		line, _ := cr.FieldPos(0)
-		if blankFields(fields) {
-			continue
-		}
-		if len(res.titles) < MaxTitleRows && cfg.titleRow(fields) {
-			res.titles = append(res.titles, line)
+		if blankFields(fields) || tt.skip(fields, line) {
 			continue
 		}
 		var problems []Error
 		h, problems = cfg.parseHeader(fields, line)
 		if problems != nil {
 			for _, e := range problems {
-				if len(res.titles) > 0 {
-					e.Message += fmt.Sprintf(" (%s above it taken as a title)", lineList(res.titles))
-				}
-				emit(e)
+				emit(tt.explain(e))
 			}
 			res.aborted = true
 			return res, nil
 		}
 		break
 	}
-	res.columns, res.headerLine = h.names, h.line
+	res.columns, res.headerLine, res.titles = h.names, h.line, tt.lines
 
 	d := newDecoder(ctx, lr, cr, h, len(cfg.extras))
 	ch := make(chan record, 64)
@@ -357,4 +352,12 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// titleSheet is the sheet as errors name it, "" for a CSV file.
+func (res *scanResult) titleSheet() string {
+	if res.sheet == "" {
+		return ""
+	}
+	return sheetRef(res.sheet)
 }

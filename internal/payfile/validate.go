@@ -49,7 +49,12 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		row.ExternalID, idOK = rec.ExternalID, true
 	}
 
+	// A number in scientific notation, as a spreadsheet exports a long
+	// number to CSV, is named as such before any message that masks or
+	// quotes it (a workbook's text cells are caught in textOfCell).
 	if rec.cellBad(ColAmount) {
+	} else if isScientific(rec.Amount) {
+		bad(ColAmount, sciMessage(ColAmount, rec.Amount))
 	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
 		bad(ColAmount, msg)
 	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
@@ -64,11 +69,15 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	switch {
 	case hasCard && hasTel:
 		bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
+	case !hasCard && !hasTel && totalLabel(rec.ExternalID):
+		bad(ColumnRow, fmt.Sprintf("has no destination and %s %q: a total row, not a payout; delete it (keep totals out of the payout rows, and give the expected total with --expect-total)", ColExternalID, rec.ExternalID))
 	case !hasCard && !hasTel:
 		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
 	if hasCard && !rec.cellBad(ColCardNumber) {
-		if digits, err := card.Normalize(rec.CardNumber); err != nil {
+		if isScientific(rec.CardNumber) {
+			bad(ColCardNumber, sciMessage(ColCardNumber, rec.CardNumber))
+		} else if digits, err := card.Normalize(rec.CardNumber); err != nil {
 			bad(ColCardNumber, cardMessage(err))
 		} else {
 			row.CardNumber = digits
@@ -211,4 +220,14 @@ func cardMessage(err error) string {
 		return ce.Masked + " " + ce.Reason
 	}
 	return "is not a valid card number"
+}
+
+// totalLabel reports whether an externalId is the label of a total row
+// ("Total", "Grand total:", "Итого").
+func totalLabel(id string) bool {
+	switch strings.TrimRight(fold(id), ":.") {
+	case "total", "totals", "grandtotal", "subtotal", "sum", "итого", "всего":
+		return true
+	}
+	return false
 }

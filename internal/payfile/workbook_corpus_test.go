@@ -67,6 +67,11 @@ func TestCorpus(t *testing.T) {
 			if sum.Sheet != "" && !sum.Aborted {
 				got += fmt.Sprintf("-- sheet %s shows %d of its %d rows\n", sum.Sheet, sum.Rows-sum.HiddenRows, sum.Rows)
 			}
+			if !sum.Aborted {
+				for _, w := range sum.Warnings {
+					got += "-- warning: " + w + "\n"
+				}
+			}
 			golden.CheckString(t, filepath.Join(corpusDir, name+".golden"), got)
 		})
 	}

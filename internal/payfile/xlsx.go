@@ -200,11 +200,14 @@ func sciShort(s string) string {
 	if i < 0 {
 		return s
 	}
-	m := s[:i]
+	sign, m := "", s[:i]
+	if strings.HasPrefix(m, "-") {
+		sign, m = "-", m[1:]
+	}
 	if len(m) > 3 {
 		m = m[:3] + "…"
 	}
-	return m + "E" + s[i+1:]
+	return sign + m + s[i:]
 }
 
 // sciOf shows d in scientific notation without its digits: "6.7…E+15".
@@ -369,7 +372,8 @@ func hiddenMessage(sh sheetInfo, row int) string {
 }
 
 // scanWorkbook is scan for an XLSX workbook: the first non-empty row of
-// the sheet is the header, every later non-empty row a record.
+// the sheet that is not a title (the rule of CSV files) is the header,
+// every later non-empty row a record.
 func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn func(*record) error) (scanResult, error) {
 	var res scanResult
 	wb, err := openWorkbook(r, cfg.sheet)
@@ -397,7 +401,16 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		cur     record
 		rows    int
 		stopped = errors.New("stop")
+		tt      = titles{cfg: cfg, sheet: sheet}
 	)
+	// otherSheets names the workbook's sheets after the refusal of a sheet
+	// without a header.
+	otherSheets := func(row int) {
+		if len(wb.book.sheets) > 1 {
+			emit(Error{Line: row, Sheet: sheet, Column: ColumnHeader, Kind: KindHeader,
+				Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", wb.sheet.name, andList(wb.book.names()))})
+		}
+	}
 	err = wb.eachRow(ctx, func(sr *sheetReader, row int, hidden bool, cells []xcell) error {
 		blank := true
 		for _, x := range cells {
@@ -417,20 +430,20 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 			for len(fields) > 0 && strings.Trim(fields[len(fields)-1], " ") == "" {
 				fields = fields[:len(fields)-1]
 			}
+			if tt.skip(fields, row) {
+				return nil
+			}
 			var problems []Error
 			h, problems = cfg.parseHeader(fields, row)
 			if problems != nil {
 				for _, e := range problems {
 					e.Sheet = sheet
-					emit(e)
+					emit(tt.explain(e))
 				}
-				if len(wb.book.sheets) > 1 {
-					emit(Error{Line: row, Sheet: sheet, Column: ColumnHeader, Kind: KindHeader,
-						Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", wb.sheet.name, andList(wb.book.names()))})
-				}
+				otherSheets(row)
 				return stopped
 			}
-			res.columns = h.names
+			res.columns, res.headerLine, res.titles = h.names, h.line, tt.lines
 			letters = make(map[string]string, len(h.names))
 			for i, n := range h.names {
 				letters[n] = colName(i + 1)
@@ -509,6 +522,11 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		return res, nil
 	case err != nil:
 		return res, err
+	case h == nil && len(tt.lines) > 0:
+		e, _ := tt.noHeader()
+		emit(e)
+		otherSheets(e.Line)
+		res.aborted = true
 	case h == nil:
 		emit(Error{Line: 1, Sheet: sheet, Column: ColumnFile, Kind: KindEmpty, Message: fmt.Sprintf("the sheet %s is empty", wb.sheet.name)})
 		res.aborted = true

@@ -72,6 +72,12 @@ func FuzzWorkbook(f *testing.F) {
 		[]byte(`<sst><si><t>PO-1</t></si><si><r><t>4111111111</t></r><r><t>111111</t></r></si></sst>`),
 		[]byte(`<styleSheet><numFmts><numFmt numFmtId="164" formatCode="#,##0.00\ [$€-407]"/></numFmts><cellXfs><xf numFmtId="0"/><xf numFmtId="164"/></cellXfs></styleSheet>`), uint8(1))
 
+	// Title rows above the header (one of 2 cells, then a blank row), a
+	// card and an amount in scientific notation as text, a total row.
+	f.Add([]byte(`<worksheet><sheetData><row r="1"><c t="inlineStr"><is><t>Payouts</t></is></c><c t="inlineStr"><is><t>March</t></is></c></row><row r="2"><c t="inlineStr"><is><t> </t></is></c></row><row r="3"><c t="inlineStr"><is><t>externalId</t></is></c><c t="inlineStr"><is><t>amount</t></is></c><c t="inlineStr"><is><t>cardNumber</t></is></c></row><row r="4"><c t="inlineStr"><is><t>PO-1</t></is></c><c t="inlineStr"><is><t>1.5E+03</t></is></c><c t="inlineStr"><is><t>6.75964982643845E+018</t></is></c></row><row r="5"><c t="inlineStr"><is><t>PO-2</t></is></c><c s="1"><v>10</v></c><c t="s"><v>0</v></c></row><row r="6"><c t="inlineStr"><is><t>Total</t></is></c><c><f>SUM(B4:B5)</f><v>10</v></c></row></sheetData></worksheet>`),
+		[]byte(`<sst><si><t>4111111111111111</t></si></sst>`),
+		[]byte(`<styleSheet><cellXfs><xf numFmtId="0"/><xf numFmtId="4"/></cellXfs></styleSheet>`), uint8(0))
+
 	f.Fuzz(func(t *testing.T, sheet, shared, styles []byte, mode uint8) {
 		opts := fuzzOptions(mode)
 		opts.IncludeHiddenRows = mode&16 != 0
