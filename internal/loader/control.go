@@ -173,8 +173,8 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 			c.Rows = rows
 		case "total":
 			a, err := money.Parse(val, 18)
-			if err == nil && !a.Decimal().Equal(a.Decimal().Truncate(int32(decimals(scale)))) {
-				err = &money.ParseError{Input: val, Reason: fmt.Sprintf("has more than %d decimal places (--decimals)", decimals(scale))}
+			if err == nil && !a.Decimal().Equal(a.Decimal().Truncate(int32(payfile.Options{Scale: scale}.Decimals()))) {
+				err = &money.ParseError{Input: val, Reason: fmt.Sprintf("has more than %d decimal places (--decimals)", payfile.Options{Scale: scale}.Decimals())}
 			}
 			if err != nil {
 				var pe *money.ParseError
@@ -242,16 +242,6 @@ func clip(s string) string {
 	return s
 }
 
-// decimals turns payfile.Options.Scale into a number of decimals.
-func decimals(scale int) int {
-	switch {
-	case scale == 0:
-		return money.DefaultScale
-	case scale < 0:
-		return 0
-	}
-	return scale
-}
 
 // declarations gathers what the file at path declares: the command line's
 // (opts.Expect), then its sidecar's. Problems of the sidecar, or no
@@ -354,7 +344,7 @@ func checkControl(name string, decls []Control, sum payfile.Summary, t tally, pa
 		// were never read.
 		return nil
 	}
-	scale = decimals(scale)
+	scale = payfile.Options{Scale: scale}.Decimals()
 	total := money.Zero.Add(t.total)
 	totalKnown := t.rows == sum.Rows
 	var errs []payfile.Error

@@ -252,7 +252,7 @@ func fileBatchID(ctx context.Context, f io.ReadSeeker, name string, opts payfile
 func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Result, error) {
 	opts = opts.withDefaults()
 	name := filepath.Base(path)
-	res := Result{File: name, Scale: displayScale(opts.File.Scale)}
+	res := Result{File: name, Scale: opts.File.Decimals()}
 	f, err := os.Open(path)
 	if err != nil {
 		return res, fmt.Errorf("open %s: %w", path, err)
@@ -1072,15 +1072,3 @@ func (b *lineBits) has(l int) bool {
 
 func (b *lineBits) empty() bool { return b.n == 0 }
 
-// displayScale is the number of decimals the amounts of a file read with
-// payfile scale are shown with: payfile's default for 0, none for a
-// negative scale (whole units only).
-func displayScale(scale int) int {
-	switch {
-	case scale == 0:
-		return money.DefaultScale
-	case scale < 0:
-		return 0
-	}
-	return scale
-}

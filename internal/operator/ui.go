@@ -122,7 +122,7 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 		_ = os.RemoveAll(filepath.Dir(path))
 		return p, err
 	}
-	p = previewOf(res, scaleOf(opts.File))
+	p = previewOf(res, opts.File.Decimals())
 	p.Hash, p.FileChoices, p.ExpectRows, p.ExpectTotal = id, up.FileChoices, up.ExpectRows, up.ExpectTotal
 	p.Acceptable = res.Loaded && len(res.Errors) == 0 && res.DuplicateOf == nil
 	if !p.Acceptable {
@@ -147,9 +147,9 @@ func (u UIUploads) Confirm(ctx context.Context, id, by string, f ui.FileChoices)
 	case errors.Is(err, loader.ErrLocked):
 		return ui.Preview{}, ui.Refuse(errors.New("a spool run is busy loading: confirm again in a moment"))
 	case err != nil:
-		return previewOf(res, scaleOf(o.Load.File)), err
+		return previewOf(res, o.Load.File.Decimals()), err
 	}
-	p := previewOf(res, scaleOf(o.Load.File))
+	p := previewOf(res, o.Load.File.Decimals())
 	p.Hash, p.Loaded, p.Held, p.FileChoices = id, res.Loaded, res.Held, f
 	return p, nil
 }
@@ -168,18 +168,6 @@ func choose(o *payfile.Options, f ui.FileChoices) error {
 		o.Sheet = s
 	}
 	return nil
-}
-
-// scaleOf is the decimals the file's amounts are shown with, as the
-// loader registers them.
-func scaleOf(o payfile.Options) int {
-	switch {
-	case o.Scale < 0:
-		return 0
-	case o.Scale == 0:
-		return money.DefaultScale
-	}
-	return o.Scale
 }
 
 // previewOf shows a load's result, its total with the file's decimals.

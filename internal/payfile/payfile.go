@@ -131,6 +131,19 @@ type Options struct {
 	CardPrefixes CardPrefixes
 }
 
+// Decimals is the number of decimal places amounts read with o are shown
+// and registered with: money.DefaultScale for Scale 0, none for a
+// negative Scale (whole units only), else Scale.
+func (o Options) Decimals() int {
+	switch {
+	case o.Scale == 0:
+		return money.DefaultScale
+	case o.Scale < 0:
+		return 0
+	}
+	return o.Scale
+}
+
 // Kind classifies an Error. A Kind is itself an error, so that
 // errors.Is(err, payfile.KindDuplicate) works on an Error.
 type Kind int
