@@ -141,40 +141,26 @@ func Mask(s string) string {
 	return string(out)
 }
 
-// Scrub replaces every run of 12 to 19 digits (optionally separated by
-// single spaces or dashes) in free text by its masked form. It is the last
-// line of defence for text that comes from outside (PSP error messages).
+// Scrub replaces every run of digits (a Run: groups joined by separators,
+// in any Unicode decimal digits) that holds 12 or more digits, by its masked
+// form, whether it passes Luhn or not. It is the last line of defence for
+// text that comes from outside (PSP error messages) and for every output.
+// Its result holds no run of 12 or more digits.
 func Scrub(s string) string {
 	var out strings.Builder
-	i := 0
-	for i < len(s) {
-		if s[i] < '0' || s[i] > '9' {
-			out.WriteByte(s[i])
-			i++
+	prev := 0
+	for run := range Runs(s) {
+		d := run.Digits()
+		if len(d) < MinDigits {
 			continue
 		}
-		j, digits := i, 0
-		end := i
-		for j < len(s) {
-			c := s[j]
-			if c >= '0' && c <= '9' {
-				digits++
-				j++
-				end = j
-				continue
-			}
-			if (c == ' ' || c == '-') && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9' {
-				j++
-				continue
-			}
-			break
-		}
-		if digits >= MinDigits {
-			out.WriteString(Mask(s[i:end]))
-		} else {
-			out.WriteString(s[i:end])
-		}
-		i = end
+		out.WriteString(s[prev:run.Start])
+		out.WriteString(Mask(d))
+		prev = run.End
 	}
+	if prev == 0 {
+		return s
+	}
+	out.WriteString(s[prev:])
 	return out.String()
 }

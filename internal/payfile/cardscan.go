@@ -2,6 +2,7 @@ package payfile
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/acme/payout/internal/card"
 )
@@ -14,10 +15,13 @@ import (
 //
 // What counts as a card number in another field (docs/file-formats.md):
 //
-//   - a run of 12 to 19 digits, possibly in groups separated by single
-//     spaces or dashes ("4111 1111 1111 1111", "4111-1111-1111-1111"), found
-//     anywhere in the field ("PO-4111111111111111", "card 4111111111111111
-//     of Ivanov"); when a run has more groups, every stretch of whole groups
+//   - a run of 12 to 19 digits, possibly in groups joined by one or two
+//     separators (card.Runs: a space, including the Unicode ones, '.', '-'
+//     or any dash, '/', '_', their full-width forms, and invisible format
+//     characters uncounted: "4111 1111 1111 1111", "4111.1111.1111.1111",
+//     "4111/1111/1111/1111"), its digits in any Unicode script
+//     ("４１１１…" is folded to 4111…), found anywhere in the field
+//     ("PO-4111111111111111", "card 4111111111111111 of Ivanov"); when a run has more groups, every stretch of whole groups
 //     of 12 to 19 digits is tried ("PO-2026-4111111111111111");
 //   - that passes the Luhn check;
 //   - and whose first digits are those of a card scheme (CardPrefixesIIN):
@@ -93,34 +97,14 @@ func schemePrefix(d string) bool {
 
 // cardIn returns the masked form of the first card number in s, or "".
 // phone applies the phoneNumber rule (a '+' run of up to 15 digits is a
-// phone number).
+// phone number). The runs of digits are card.Runs': any Unicode decimal
+// digits, groups joined by one or two separators.
 func cardIn(s string, prefixes CardPrefixes, phone bool) string {
-	var groups [][2]int // start and end of each digit group of the run
-	for i := 0; i < len(s); {
-		if !isDigit(s[i]) {
-			i++
+	for run := range card.Runs(s) {
+		if phone && run.Start > 0 && s[run.Start-1] == '+' && len(run.Digits()) <= maxE164 {
 			continue
 		}
-		// A run: digit groups joined by single spaces or dashes.
-		groups = groups[:0]
-		start := i
-		for {
-			j := i
-			for j < len(s) && isDigit(s[j]) {
-				j++
-			}
-			groups = append(groups, [2]int{i, j})
-			if j+1 < len(s) && (s[j] == ' ' || s[j] == '-') && isDigit(s[j+1]) {
-				i = j + 1
-				continue
-			}
-			i = j
-			break
-		}
-		if phone && start > 0 && s[start-1] == '+' && runDigits(groups, 0, len(groups)) <= maxE164 {
-			continue
-		}
-		if m := cardInRun(s, groups, prefixes); m != "" {
+		if m := cardInRun(run.Groups, prefixes); m != "" {
 			return m
 		}
 	}
@@ -128,38 +112,25 @@ func cardIn(s string, prefixes CardPrefixes, phone bool) string {
 }
 
 // cardInRun tries every stretch of whole groups of a run.
-func cardInRun(s string, groups [][2]int, prefixes CardPrefixes) string {
+func cardInRun(groups []string, prefixes CardPrefixes) string {
 	for a := range groups {
 		n := 0
 		for b := a; b < len(groups); b++ {
-			n += groups[b][1] - groups[b][0]
+			n += len(groups[b])
 			if n > card.MaxDigits {
 				break
 			}
 			if n < card.MinDigits {
 				continue
 			}
-			d := make([]byte, 0, n)
-			for _, g := range groups[a : b+1] {
-				d = append(d, s[g[0]:g[1]]...)
-			}
-			if card.Luhn(string(d)) && (prefixes == CardPrefixesAny || schemePrefix(string(d))) {
-				return card.Mask(string(d))
+			d := strings.Join(groups[a:b+1], "")
+			if card.Luhn(d) && (prefixes == CardPrefixesAny || schemePrefix(d)) {
+				return card.Mask(d)
 			}
 		}
 	}
 	return ""
 }
-
-func runDigits(groups [][2]int, a, b int) int {
-	n := 0
-	for _, g := range groups[a:b] {
-		n += g[1] - g[0]
-	}
-	return n
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // cardProblem is the refusal of a field of column col holding a card
 // number, or "".

@@ -31,33 +31,13 @@ func fuzzOptions(mode uint8) Options {
 	return o
 }
 
-// fullCard returns the first run of digits in s (optionally separated by
-// single spaces or dashes, as card.Scrub reads them) that is a 12-19 digit
-// Luhn-valid card number, or "".
+// fullCard returns the digits of the first run of s (as card.Scrub reads
+// them: card.Runs) that is a 12-19 digit Luhn-valid card number, or "".
 func fullCard(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			continue
+	for run := range card.Runs(s) {
+		if d := run.Digits(); len(d) >= card.MinDigits && len(d) <= card.MaxDigits && card.Luhn(d) {
+			return d
 		}
-		var digits []byte
-		j := i
-		for j < len(s) {
-			c := s[j]
-			if c >= '0' && c <= '9' {
-				digits = append(digits, c)
-				j++
-				continue
-			}
-			if (c == ' ' || c == '-') && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9' {
-				j++
-				continue
-			}
-			break
-		}
-		if n := len(digits); n >= card.MinDigits && n <= card.MaxDigits && card.Luhn(string(digits)) {
-			return string(digits)
-		}
-		i = j
 	}
 	return ""
 }
@@ -71,6 +51,8 @@ func TestFullCard(t *testing.T) {
 		"line 12, column 5":       "",
 		"x 378282246310005":       "378282246310005",
 		"41111111111111111":       "",
+		"4111.1111.1111.1111":     "4111111111111111",
+		"４１１１１１１１１１１１１１１１": "4111111111111111",
 	} {
 		if got := fullCard(s); got != want {
 			t.Errorf("fullCard(%q) = %q, want %q", s, got, want)

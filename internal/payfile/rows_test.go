@@ -128,10 +128,11 @@ func TestCardIn(t *testing.T) {
 		{"x4111-1111-1111-1111y", CardPrefixesIIN, false, "411111******1111"},
 		{"PO-2026-4111111111111111", CardPrefixesIIN, false, "411111******1111"},
 		{"4111111111111111-2026", CardPrefixesIIN, false, "411111******1111"},
-		{"4111  1111 1111 1111", CardPrefixesIIN, false, ""}, // two spaces end a run
-		{"41111111111111110", CardPrefixesIIN, false, ""},    // not Luhn
-		{"40817810099910004312", CardPrefixesIIN, false, ""}, // 20 digits: not searched inside
-		{"1000000000000008", CardPrefixesIIN, false, ""},     // UATP prefix
+		{"4111  1111 1111 1111", CardPrefixesIIN, false, "411111******1111"}, // two spaces join
+		{"4111   1111 1111 1111", CardPrefixesIIN, false, ""},                // three end a run
+		{"41111111111111110", CardPrefixesIIN, false, ""},                    // not Luhn
+		{"40817810099910004312", CardPrefixesIIN, false, ""},                 // 20 digits: not searched inside
+		{"1000000000000008", CardPrefixesIIN, false, ""},                     // UATP prefix
 		{"1000000000000008", CardPrefixesAny, false, "100000******0008"},
 		{"2200123456789019", CardPrefixesIIN, false, "220012******9019"}, // Mir
 		{luhnOf("272100000000000"), CardPrefixesIIN, false, ""},          // just above Mastercard's 2221-2720

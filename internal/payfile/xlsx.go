@@ -321,7 +321,11 @@ func (c *config) amountOfNumber(x xcell) (string, bool, string) {
 		return "", false, fmt.Sprintf("is a number cell%s holding %q, which is not a number", formulaNote, x.raw)
 	}
 	if d.Abs().GreaterThanOrEqual(decimal.New(1, 15)) {
-		return "", false, "is a number cell" + formulaNote + " that " + sciMessage(ColAmount, x.raw)
+		shown := x.raw // never its digits: a 16-digit card typed as a number
+		if !isScientific(shown) {
+			shown = sciOf(d)
+		}
+		return "", false, "is a number cell" + formulaNote + " that " + sciMessage(ColAmount, shown)
 	}
 	if !d.Round(int32(c.scale)).Equal(d) {
 		return "", false, fmt.Sprintf("is a number cell%s holding %s, more than %d decimal places: the binary rounding of a spreadsheet's arithmetic (0.1+0.2 is not 0.3 but a little more); round it in the sheet (=ROUND(...;%d)) and paste as values, or format the amount column as Text and type the amounts", formulaNote, shortDecimal(d), c.scale, c.scale)
@@ -335,10 +339,13 @@ func (c *config) amountOfNumber(x xcell) (string, bool, string) {
 	return d.String(), true, ""
 }
 
-// shortDecimal writes d for a message: in full when short, else its first
-// digits and how many decimal places it has ("0.3000000... with 17
-// decimal places"), so that no long run of digits is taken for a card
-// number by card.Scrub.
+// shortDecimal writes d for a message: in full when short (11 characters
+// at most: no card number has fewer than 12 digits), else never more than
+// its first 6 digits, as much as a masked card number shows ("0.30000...
+// with 17 decimal places"), or, with more than 6 digits before the point,
+// in scientific notation without its digits ("4.1…E+15"). A card number
+// typed as a number into any column is so never shown, not even its first
+// 10 digits, which card.Scrub would let through.
 func shortDecimal(d decimal.Decimal) string {
 	s := d.String()
 	if len(s) <= 11 {
@@ -348,8 +355,26 @@ func shortDecimal(d decimal.Decimal) string {
 	if i := strings.IndexByte(s, '.'); i >= 0 {
 		places = len(s) - i - 1
 	}
-	return fmt.Sprintf("%s... with %d decimal places", s[:10], places)
+	if len(d.Abs().Truncate(0).String()) > maxShownDigits {
+		if places == 0 {
+			return sciOf(d)
+		}
+		return fmt.Sprintf("%s with %d decimal places", sciOf(d), places)
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if isDigits(s[i : i+1]) {
+			if n++; n == maxShownDigits {
+				return fmt.Sprintf("%s... with %d decimal places", s[:i+1], places)
+			}
+		}
+	}
+	return s // not reached: 12 characters of which at most 2 are not digits
 }
+
+// maxShownDigits is how many leading digits of a long number a message
+// shows: the first 6 of a masked card number.
+const maxShownDigits = 6
 
 func isDigits(s string) bool {
 	if s == "" {
