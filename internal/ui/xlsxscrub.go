@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/acme/payout/internal/card"
@@ -13,12 +12,6 @@ import (
 
 // xlsxType is the media type of a workbook.
 const xlsxType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-
-// xlsxText matches the text of a cell (an inline string or a shared
-// string: <t>…</t> or <t xml:space="preserve">…</t>) in a part of a
-// workbook. Numbers (<v>) and markup are left alone: masking them would
-// change an amount or break the file.
-var xlsxText = regexp.MustCompile(`(<t(?:\s[^>]*)?>)([^<]*)(</t>)`)
 
 // scrubXLSX is the download's last pass over a workbook: it masks every
 // card-like number in the text cells of its sheets and shared strings
@@ -86,14 +79,57 @@ func readPart(f *zip.File) ([]byte, error) {
 	return b, nil
 }
 
-// scrubText masks card-like numbers in the cell texts of one XML part.
+// scrubText masks card-like numbers in the cell texts of one XML part:
+// the text of each <t>…</t> or <t attributes>…</t> (an inline or shared
+// string). Numbers (<v>) and markup are left alone: masking them would
+// change an amount or break the file. It returns part itself when nothing
+// changed.
 func scrubText(part []byte) []byte {
-	return xlsxText.ReplaceAllFunc(part, func(m []byte) []byte {
-		sub := xlsxText.FindSubmatch(m)
-		text := string(sub[2])
-		if s := card.Scrub(text); s != text {
-			return append(append(append([]byte{}, sub[1]...), s...), sub[3]...)
+	var out []byte // nil until something changes
+	done := 0      // part[:done] is in out
+	for i := 0; ; {
+		k := bytes.Index(part[i:], []byte("<t"))
+		if k < 0 {
+			break
 		}
-		return m
-	})
+		open := i + k + 2
+		if open >= len(part) || (part[open] != '>' && !isSpace(part[open])) {
+			i = open
+			continue
+		}
+		gt := bytes.IndexByte(part[open:], '>')
+		if gt < 0 {
+			break
+		}
+		from := open + gt + 1
+		end := bytes.Index(part[from:], []byte("</t>"))
+		if end < 0 {
+			break
+		}
+		to := from + end
+		if text := part[from:to]; digits(text) >= card.MinDigits {
+			if s := card.Scrub(string(text)); s != string(text) {
+				out = append(append(out, part[done:from]...), s...)
+				done = to
+			}
+		}
+		i = to + len("</t>")
+	}
+	if out == nil {
+		return part
+	}
+	return append(out, part[done:]...)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// digits counts the digits of b.
+func digits(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			n++
+		}
+	}
+	return n
 }
