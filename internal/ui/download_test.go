@@ -240,3 +240,24 @@ func TestConsoleDownloadsAsReport(t *testing.T) {
 		t.Errorf("summary.txt lacks the total %s:\n%s", d.Total, sum)
 	}
 }
+
+// TestConsoleNewDownloadsGuarded: result.xlsx and summary.txt need a
+// signed-in person like every page (401 without, 404 for an unknown
+// batch) and stay available when the UI is read-only: a download changes
+// nothing.
+func TestConsoleNewDownloadsGuarded(t *testing.T) {
+	e, d := demoEnv(t, uitest.Options{ReadOnly: true})
+	for _, kind := range []string{"result.xlsx", "summary.txt"} {
+		r := httptest.NewRequest("GET", "/batches/"+d.Worked+"/download/"+kind, nil)
+		r.RemoteAddr = "192.0.2.1:40000"
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		if w.Code != 401 || w.Body.Len() > 200 {
+			t.Errorf("%s without credentials: %d, %d bytes", kind, w.Code, w.Body.Len())
+		}
+		if w := e.do(httptest.NewRequest("GET", "/batches/"+d.Worked+"/download/"+kind, nil)); w.Code != 200 {
+			t.Errorf("%s in read-only mode: %d %s", kind, w.Code, w.Body.String())
+		}
+		e.get("/batches/no-such-batch/download/"+kind, 404)
+	}
+}

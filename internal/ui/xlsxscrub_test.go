@@ -104,3 +104,20 @@ func BenchmarkScrubXLSX(b *testing.B) {
 		}
 	}
 }
+
+// FuzzScrubText: the pass over a part never panics, is idempotent, and
+// leaves a part without cell text as it is.
+func FuzzScrubText(f *testing.F) {
+	f.Add([]byte(`<c t="inlineStr"><is><t>4111 1111 1111 1111</t></is></c><v>4111111111111111</v>`))
+	f.Add([]byte(`<si><t xml:space="preserve">order 5500000000000004 </t></si><t/><tableParts/>`))
+	f.Add([]byte(`<t>`))
+	f.Fuzz(func(t *testing.T, part []byte) {
+		once := scrubText(part)
+		if twice := scrubText(once); !bytes.Equal(once, twice) {
+			t.Errorf("not idempotent:\n%q\n%q", once, twice)
+		}
+		if !bytes.Contains(part, []byte("<t")) && !bytes.Equal(once, part) {
+			t.Errorf("changed a part without cell text:\n%q\n%q", part, once)
+		}
+	})
+}
