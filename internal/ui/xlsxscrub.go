@@ -107,7 +107,7 @@ func scrubText(part []byte) []byte {
 			break
 		}
 		to := from + end
-		if text := part[from:to]; digits(text) >= card.MinDigits {
+		if text := part[from:to]; mayHoldCard(text) {
 			if s := card.Scrub(string(text)); s != string(text) {
 				out = append(append(out, part[done:from]...), s...)
 				done = to
@@ -123,13 +123,18 @@ func scrubText(part []byte) []byte {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// digits counts the digits of b.
-func digits(b []byte) int {
+// mayHoldCard is false when text cannot hold a card number for
+// card.Scrub: fewer than card.MinDigits ASCII digits and nothing beyond
+// ASCII (digits of other scripts). It spares the Scrub of most cells.
+func mayHoldCard(text []byte) bool {
 	n := 0
-	for _, c := range b {
-		if c >= '0' && c <= '9' {
+	for _, c := range text {
+		switch {
+		case c >= 0x80:
+			return true
+		case c >= '0' && c <= '9':
 			n++
 		}
 	}
-	return n
+	return n >= card.MinDigits
 }
