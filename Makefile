@@ -97,6 +97,7 @@ fuzz:
 		./internal/card:FuzzMaskNeverShowsTheWhole \
 		./internal/psp:FuzzClassify \
 		./internal/vault:FuzzOpen \
+		./internal/ui:FuzzScrubText \
 		./internal/redisconn:FuzzParseOptions; do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "== $$fn ($$pkg) for $(FUZZTIME)"; \

@@ -3,6 +3,8 @@
 package e2e_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/csv"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +22,13 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/rs/zerolog"
+	"github.com/xuri/excelize/v2"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
@@ -167,6 +172,14 @@ func TestBrowserConsole(t *testing.T) {
 	if lines != fmt.Sprint(demo.Rows) {
 		t.Errorf("batch page lists %s payouts, want %d", lines, demo.Rows)
 	}
+	// The page's download links, followed in step 6.
+	links := map[string]string{}
+	for _, id := range []string{"dl-result", "dl-xlsx", "dl-summary"} {
+		links[id] = b.read(id, chromedp.Evaluate[string](`(document.getElementById('`+id+`') || {getAttribute: () => ''}).getAttribute('href') || ''`))
+		if links[id] == "" {
+			t.Fatalf("the batch page has no #%s link", id)
+		}
+	}
 
 	// 2. Filter by state: the failed ones, with their reasons.
 	b.step("filter failed", 20*time.Second,
@@ -243,12 +256,22 @@ func TestBrowserConsole(t *testing.T) {
 		t.Errorf("resolved payout is %q", st)
 	}
 
-	// 6. The downloads: the result file, one row per payout, masked.
-	code, body := get(t, base, "/batches/"+demo.Worked+"/download/result.csv", "alice", alicePass)
+	// 6. The downloads: the result file as CSV and as XLSX, one row per
+	// payout, masked, and the summary, through the batch page's links.
+	code, body := get(t, base, links["dl-result"], "alice", alicePass)
 	if code != 200 {
 		t.Fatalf("result.csv: %d %s", code, body)
 	}
 	checkResult(t, body, demo)
+	code, body = get(t, base, links["dl-xlsx"], "alice", alicePass)
+	if code != 200 {
+		t.Fatalf("result.xlsx: %d %s", code, body)
+	}
+	checkXLSX(t, []byte(body), demo)
+	code, body = get(t, base, links["dl-summary"], "alice", alicePass)
+	if code != 200 || card.Scrub(body) != body || !strings.Contains(body, demo.Total) || !strings.Contains(body, "reconciled: ") {
+		t.Errorf("summary.txt: %d, masked %v, total %s in it %v:\n%s", code, card.Scrub(body) == body, demo.Total, strings.Contains(body, demo.Total), body)
+	}
 	for _, kind := range []string{"failed.csv", "audit.csv"} {
 		code, body := get(t, base, "/batches/"+demo.Worked+"/download/"+kind, "alice", alicePass)
 		if code != 200 || card.Scrub(body) != body {
@@ -351,5 +374,98 @@ func checkResult(t *testing.T, body string, demo uitest.Demo) {
 	}
 	if got := sum.StringFixed(2); got != demo.Total {
 		t.Errorf("result.csv amounts add up to %s, want %s", got, demo.Total)
+	}
+}
+
+// checkXLSX opens the result workbook and checks it against the demo:
+// the Payouts and Summary sheets, one row per payout, their amounts
+// adding up to the batch's total, the Summary's totals and reconciliation
+// agreeing, no card number in full in any cell nor in any part of the
+// file.
+func checkXLSX(t *testing.T, data []byte, demo uitest.Demo) {
+	t.Helper()
+	f, err := excelize.OpenReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("result.xlsx does not open: %v", err)
+	}
+	defer f.Close()
+	if got := f.GetSheetList(); !slices.Equal(got, []string{report.SheetPayouts, report.SheetSummary}) {
+		t.Fatalf("result.xlsx sheets %v", got)
+	}
+	for _, sheet := range f.GetSheetList() {
+		rows, err := f.GetRows(sheet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rows {
+			for _, c := range r {
+				if card.Scrub(c) != c {
+					t.Errorf("result.xlsx %s row %d shows a card number unmasked: %q", sheet, i+1, c)
+				}
+			}
+		}
+	}
+	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range zr.File {
+		rc, err := p.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		part, err := io.ReadAll(rc)
+		rc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The demo's card numbers, as the ledger holds them.
+		for _, pan := range []string{"4111111111111111", "5500000000000004", "4000056655665556", "5105105105105100", "4012888888881881", "5555555555554444"} {
+			if bytes.Contains(part, []byte(pan)) {
+				t.Errorf("result.xlsx %s holds card number %s in full", p.Name, card.Mask(pan))
+			}
+		}
+	}
+
+	rows, err := f.GetRows(report.SheetPayouts, excelize.Options{RawCellValue: true})
+	if err != nil || len(rows) < 1 {
+		t.Fatalf("Payouts: %v", err)
+	}
+	amt := slices.Index(rows[0], "amount")
+	if amt < 0 {
+		t.Fatalf("Payouts header %v", rows[0])
+	}
+	if len(rows)-1 != demo.Rows {
+		t.Errorf("result.xlsx has %d payout rows, want %d", len(rows)-1, demo.Rows)
+	}
+	sum := money.Zero
+	for _, r := range rows[1:] {
+		a, err := money.Parse(r[amt], 18)
+		if err != nil {
+			t.Fatalf("amount %q: %v", r[amt], err)
+		}
+		sum = sum.Add(a)
+	}
+	if got := sum.StringFixed(2); got != demo.Total {
+		t.Errorf("result.xlsx amounts add up to %s, want %s", got, demo.Total)
+	}
+	summary, err := f.GetRows(report.SheetSummary, excelize.Options{RawCellValue: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	totals, verdict := 0, ""
+	for i, r := range summary {
+		if len(r) >= 3 && r[0] == "total" {
+			totals++
+			if a, err := money.Parse(r[2], 18); err != nil || a.StringFixed(2) != demo.Total {
+				t.Errorf("result.xlsx Summary total %q, want %s", r[2], demo.Total)
+			}
+		}
+		if len(r) > 0 && r[0] == "reconciliation" && i+1 < len(summary) {
+			verdict = summary[i+1][len(summary[i+1])-1]
+		}
+	}
+	if totals != 2 || verdict != "OK" {
+		t.Errorf("result.xlsx Summary: %d total rows, reconciliation %q", totals, verdict)
 	}
 }

@@ -280,7 +280,13 @@ func (c Console) Download(ctx context.Context, batch, kind string, w io.Writer) 
 	}
 	switch kind {
 	case ui.DownloadResult:
-		_, err = batchreport.Write(ctx, c.Ledger, batch, batchreport.CSV, w)
+		_, err = batchreport.WriteCSV(ctx, c.Ledger, batch, w)
+		return err
+	case ui.DownloadXLSX:
+		_, err = batchreport.WriteXLSX(ctx, c.Ledger, batch, w)
+		return err
+	case ui.DownloadSummary:
+		_, err = batchreport.WriteSummary(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadFailed:
 		_, err = report.WriteCSV(w, batchreport.Batch(b), failedRows(batchreport.Rows(ctx, c.Ledger, batch)))

@@ -3,6 +3,7 @@
 package operator_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -11,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
@@ -128,13 +132,50 @@ func TestConsolePagesOn100kBatch(t *testing.T) {
 			t.Errorf("%s took %v on a %d-row batch", p.name, best, bigBatchRows)
 		}
 	}
-	req := httptest.NewRequest("GET", "/batches/big/download/result.csv", nil)
-	req.SetBasicAuth("op", "op-Pa55-word")
-	w := httptest.NewRecorder()
-	t0 := time.Now()
-	h.ServeHTTP(w, req)
-	t.Logf("%-42s %8.1f ms  (%d KB)", "result.csv download", ms(time.Since(t0)), w.Body.Len()/1024)
-	if w.Code != http.StatusOK || strings.Count(w.Body.String(), "BIG-") != bigBatchRows {
-		t.Errorf("result.csv: %d, %d rows", w.Code, strings.Count(w.Body.String(), "BIG-"))
+	for _, kind := range []string{ui.DownloadResult, ui.DownloadXLSX, ui.DownloadSummary} {
+		req := httptest.NewRequest("GET", "/batches/big/download/"+kind, nil)
+		req.SetBasicAuth("op", "op-Pa55-word")
+		w := httptest.NewRecorder()
+		t0 := time.Now()
+		h.ServeHTTP(w, req)
+		t.Logf("%-42s %8.1f ms  (%d KB)", kind+" download", ms(time.Since(t0)), w.Body.Len()/1024)
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", kind, w.Code, w.Body.String())
+		}
+		switch kind {
+		case ui.DownloadResult:
+			if n := strings.Count(w.Body.String(), "BIG-"); n != bigBatchRows {
+				t.Errorf("result.csv: %d rows", n)
+			}
+		case ui.DownloadXLSX:
+			checkBigXLSX(t, w.Body.Bytes())
+		case ui.DownloadSummary:
+			if !strings.Contains(w.Body.String(), "reconciled: ") {
+				t.Errorf("summary.txt:\n%s", w.Body.String())
+			}
+		}
+	}
+}
+
+// checkBigXLSX opens the workbook of the big batch and counts its payout
+// rows.
+func checkBigXLSX(t *testing.T, data []byte) {
+	t.Helper()
+	f, err := excelize.OpenReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("result.xlsx: %v", err)
+	}
+	defer f.Close()
+	rows, err := f.Rows(report.SheetPayouts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Error(); err != nil || n-1 != bigBatchRows {
+		t.Errorf("result.xlsx: %v, %d payout rows", err, n-1)
 	}
 }

@@ -59,13 +59,15 @@ var ErrNotFound = errors.New("not found")
 
 // The files a batch page offers (Console.Download).
 const (
-	DownloadResult = "result.csv" // the result file: one row per payout, the summary after it
-	DownloadFailed = "failed.csv" // the failed and rejected payouts with their reasons, masked
-	DownloadAudit  = "audit.csv"  // the batch's audit trail
+	DownloadResult  = "result.csv"  // the result file: a clean table, one row per payout (as payout report writes it)
+	DownloadXLSX    = "result.xlsx" // the result workbook: a Payouts sheet and a Summary sheet
+	DownloadSummary = "summary.txt" // the summary and reconciliation of the result file
+	DownloadFailed  = "failed.csv"  // the failed and rejected payouts with their reasons, masked
+	DownloadAudit   = "audit.csv"   // the batch's audit trail
 )
 
 // DownloadKinds are the downloads in the order the page lists them.
-var DownloadKinds = []string{DownloadResult, DownloadFailed, DownloadAudit}
+var DownloadKinds = []string{DownloadResult, DownloadXLSX, DownloadSummary, DownloadFailed, DownloadAudit}
 
 // BatchDetail is a batch's header on its page.
 type BatchDetail struct {

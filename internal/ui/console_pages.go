@@ -320,11 +320,29 @@ func (h *batchHandlers) download(w http.ResponseWriter, r *http.Request) {
 	}
 	// The whole file is made before the first byte goes out, so a failure
 	// is an error page, never a truncated file. Card numbers are masked
-	// by the writers; a last pass masks anything card-like they missed.
-	body := card.Scrub(buf.String())
-	w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+	// by the writers; a last pass masks anything card-like they missed:
+	// in the text of a text file, in the text cells of a workbook (its
+	// parts are compressed: a pass over its bytes would find nothing and
+	// could break the file).
+	var body []byte
+	ctype := "text/csv; charset=utf-8"
+	switch kind {
+	case DownloadXLSX:
+		ctype = xlsxType
+		var err error
+		if body, err = scrubXLSX(buf.Bytes()); err != nil {
+			h.consoleErr(w, r, fmt.Errorf("download %s of %s: %w", kind, id, err))
+			return
+		}
+	case DownloadSummary:
+		ctype = "text/plain; charset=utf-8"
+		fallthrough
+	default:
+		body = []byte(card.Scrub(buf.String()))
+	}
+	w.Header().Set("Content-Type", ctype)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, kind))
-	_, _ = w.Write([]byte(body))
+	_, _ = w.Write(body)
 }
 
 // decide takes a person's decision on a payout (the form of the payout
