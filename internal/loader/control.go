@@ -242,7 +242,6 @@ func clip(s string) string {
 	return s
 }
 
-
 // declarations gathers what the file at path declares: the command line's
 // (opts.Expect), then its sidecar's. Problems of the sidecar, or no
 // declaration under opts.RequireControl, refuse the file before it is

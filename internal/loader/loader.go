@@ -1071,4 +1071,3 @@ func (b *lineBits) has(l int) bool {
 }
 
 func (b *lineBits) empty() bool { return b.n == 0 }
-
