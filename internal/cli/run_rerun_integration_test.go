@@ -75,7 +75,8 @@ func TestRunRerunAfterInterruption(t *testing.T) {
 				return n
 			}
 
-			redisURL := redistest.Start(t).URL()
+			// Durable (AOF, fsync always): run refuses a Redis that is not.
+			redisURL := redistest.StartConfig(t, redistest.Config{AOF: true}).URL()
 			key, err := vault.GenerateKey()
 			if err != nil {
 				t.Fatal(err)
