@@ -36,8 +36,21 @@ func leaseKey() string         { return "asynq:{" + Queue + "}:lease" }
 func scheduledKey() string     { return "asynq:{" + Queue + "}:scheduled" }
 func retryKey() string         { return "asynq:{" + Queue + "}:retry" }
 func queueKeys(id string) []string {
-	return []string{taskKey(id), pendingKey(), activeKey(), leaseKey(), scheduledKey(), retryKey()}
+	return []string{taskKey(id), pendingKey(), activeKey(), leaseKey(), scheduledKey(), retryKey(), suspectKey(id)}
 }
+
+// Asynq's worker registry: every server's heartbeat (every few seconds)
+// rewrites the hash asynq:workers:{host:pid:sid}, one field per task it is
+// running (field: the task ID), and gives it a TTL of two heartbeats, set
+// by Redis (EXPIRE): the registry says which tasks a live worker holds
+// without reading any worker's clock. The zset asynq:workers lists those
+// hashes (its scores are the worker's clock: not read).
+const workersKey = "asynq:workers"
+
+// suspectKey holds the Redis time (unix seconds) a sweep first found the
+// active task id orphaned; in the queue's hash slot, so RemoveOrphan's
+// script reads it with the task's keys.
+func suspectKey(id string) string { return "payout:reconcile:{" + Queue + "}:suspect:" + id }
 
 // Asynq's keys of Queue, for tools and tests that look at (or, like the
 // chaos suite, damage) the queue as Asynq keeps it.
@@ -48,6 +61,7 @@ var (
 	LeaseKey     = leaseKey
 	ScheduledKey = scheduledKey
 	RetryKey     = retryKey
+	SuspectKey   = suspectKey
 )
 
 // DefaultLeaseGrace is how long after its lease expired an active task is
@@ -78,7 +92,9 @@ func NewLiveness(rdb redis.UniversalClient, leaseGrace time.Duration) *Liveness 
 
 // Live reports, for each task ID, whether a task holds it in Queue where
 // something will run it: pending and in the pending list; active, in the
-// active list, with a lease not expired longer ago than LeaseGrace;
+// active list, with a lease not expired longer ago than LeaseGrace, or
+// active and listed by a live worker in Asynq's registry (the lease is in
+// the worker's clock, which may be behind Redis's);
 // scheduled or retry and in its zset. A missing, completed or archived
 // task is not live, nor is one in any other state or shape (lost).
 func Live(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]bool, error) {
@@ -108,7 +124,7 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("jobs: read task states: %w", err)
 	}
-	var pendingIdx []int
+	var pendingIdx, activeIdx []int
 	for i := range ids {
 		switch states[i].Val() {
 		case "pending":
@@ -116,10 +132,25 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 		case "active":
 			live[i] = active[i].Err() == nil && leases[i].Err() == nil &&
 				!leaseExpired(leases[i].Val(), now.Val(), lv.LeaseGrace)
+			if !live[i] {
+				activeIdx = append(activeIdx, i)
+			}
 		case "scheduled":
 			live[i] = sched[i].Err() == nil
 		case "retry":
 			live[i] = retry[i].Err() == nil
+		}
+	}
+	if len(activeIdx) > 0 {
+		// The lease's score is the worker's clock: a worker whose clock
+		// is behind Redis's looks expired while it runs the task. One the
+		// registry lists is running.
+		running, err := Running(ctx, lv.rdb)
+		if err != nil {
+			return nil, err
+		}
+		for _, i := range activeIdx {
+			_, live[i] = running[ids[i]]
 		}
 	}
 	if len(pendingIdx) == 0 {
@@ -149,6 +180,34 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 	return live, nil
 }
 
+// Running returns the IDs of the tasks Asynq's worker registry says a
+// live worker runs now (see workersKey): the fields of every
+// asynq:workers:{...} hash not expired.
+func Running(ctx context.Context, rdb redis.UniversalClient) (map[string]struct{}, error) {
+	keys, err := rdb.ZRange(ctx, workersKey, 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("jobs: read the worker registry: %w", err)
+	}
+	running := map[string]struct{}{}
+	if len(keys) == 0 {
+		return running, nil
+	}
+	pipe := rdb.Pipeline()
+	fields := make([]*redis.StringSliceCmd, len(keys))
+	for i, k := range keys {
+		fields[i] = pipe.HKeys(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("jobs: read the worker registry: %w", err)
+	}
+	for _, f := range fields {
+		for _, id := range f.Val() {
+			running[id] = struct{}{}
+		}
+	}
+	return running, nil
+}
+
 func (lv *Liveness) refreshPending(ctx context.Context) error {
 	ids, err := lv.rdb.LRange(ctx, pendingKey(), 0, -1).Result()
 	if err != nil {
@@ -175,25 +234,47 @@ const (
 	OrphanNone    Orphan = "none"    // no task holds the ID (or only a completed or archived one: Ensure replaces it)
 	OrphanLive    Orphan = "live"    // the task is where something will run it after all: leave it
 	OrphanRemoved Orphan = "removed" // a lost task: every trace of it removed, the ID is free
+	// OrphanSuspect: an active task that looks lost, first seen so less
+	// than the lease grace ago (by Redis's clock): left for a later sweep.
+	OrphanSuspect Orphan = "suspect"
 )
 
 // removeOrphanScript checks, atomically, where a task sits and removes it
 // if nothing will run it: its hash, and its ID from every list and zset of
 // the queue (a worker that still holds it finds nothing to acknowledge:
 // Asynq's done and retry scripts refuse a task not in the active list).
-// KEYS: task, pending, active, lease, scheduled, retry; ARGV: id, lease
-// grace in seconds.
+// An active task is removed only when a sweep found it lost at least the
+// lease grace after a sweep first did (suspect key, Redis's clock): a task
+// a worker just took (fresh lease, in the worker's clock, possibly behind
+// Redis's; not yet in the registry) is in the registry by then.
+// KEYS: task, pending, active, lease, scheduled, retry, suspect; ARGV: id,
+// lease grace in seconds, how long a suspicion is kept in seconds.
 var removeOrphanScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'state')
-if not st or st == 'completed' or st == 'archived' then return 'none' end
+if not st or st == 'completed' or st == 'archived' then
+  redis.call('DEL', KEYS[7])
+  return 'none'
+end
 local id = ARGV[1]
 if st == 'pending' then
   if redis.call('LPOS', KEYS[2], id) then return 'live' end
 elseif st == 'active' then
+  local now = tonumber(redis.call('TIME')[1])
   local lease = redis.call('ZSCORE', KEYS[4], id)
   if lease and redis.call('LPOS', KEYS[3], id) then
-    local now = tonumber(redis.call('TIME')[1])
-    if tonumber(lease) + tonumber(ARGV[2]) >= now then return 'live' end
+    if tonumber(lease) + tonumber(ARGV[2]) >= now then
+      redis.call('DEL', KEYS[7])
+      return 'live'
+    end
+  end
+  local seen = redis.call('GET', KEYS[7])
+  if not seen then
+    redis.call('SET', KEYS[7], now, 'EX', ARGV[3])
+    return 'suspect'
+  end
+  if tonumber(seen) + tonumber(ARGV[2]) > now then
+    redis.call('EXPIRE', KEYS[7], ARGV[3])
+    return 'suspect'
   end
 elseif st == 'scheduled' then
   if redis.call('ZSCORE', KEYS[5], id) then return 'live' end
@@ -206,6 +287,7 @@ redis.call('ZREM', KEYS[4], id)
 redis.call('ZREM', KEYS[5], id)
 redis.call('ZREM', KEYS[6], id)
 redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[7])
 return 'removed'
 `)
 
@@ -213,11 +295,29 @@ return 'removed'
 // checked again atomically), so that the ID is free for the step's task
 // to be enqueued again (payout's tasks have fixed IDs: Asynq refuses a
 // second task with the ID of one that exists in any state).
-func RemoveOrphan(ctx context.Context, rdb redis.UniversalClient, id string, leaseGrace time.Duration) (Orphan, error) {
+//
+// An active task is removed only on a second finding at least leaseGrace
+// after the first (OrphanSuspect until then), both by Redis's clock and
+// kept in Redis, so that every reconciler agrees; one the worker registry
+// lists is live. A first finding not confirmed within forget (0:
+// 4×leaseGrace; give more than the sweep interval plus leaseGrace) is
+// forgotten.
+func RemoveOrphan(ctx context.Context, rdb redis.UniversalClient, id string, leaseGrace, forget time.Duration) (Orphan, error) {
 	if leaseGrace <= 0 {
 		leaseGrace = DefaultLeaseGrace
 	}
-	res, err := removeOrphanScript.Run(ctx, rdb, queueKeys(id), id, strconv.FormatInt(int64(leaseGrace/time.Second), 10)).Text()
+	if forget <= leaseGrace {
+		forget = 4 * leaseGrace
+	}
+	running, err := Running(ctx, rdb)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := running[id]; ok {
+		return OrphanLive, nil
+	}
+	res, err := removeOrphanScript.Run(ctx, rdb, queueKeys(id), id, strconv.FormatInt(int64(leaseGrace/time.Second), 10),
+		strconv.FormatInt(int64(forget/time.Second), 10)).Text()
 	if err != nil {
 		return "", fmt.Errorf("jobs: remove orphaned task %s: %w", id, err)
 	}

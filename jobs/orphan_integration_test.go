@@ -5,6 +5,7 @@ package jobs_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +89,19 @@ var shapes = []shape{
 	}},
 }
 
+// ageSuspect moves a sweep's first sighting of id as orphaned back by d
+// (by Redis's clock), as if it had been made that long ago.
+func ageSuspect(ctx context.Context, t *testing.T, rdb *redis.Client, id string, d time.Duration) {
+	t.Helper()
+	seen, err := rdb.Get(ctx, jobs.SuspectKey(id)).Int64()
+	if err != nil {
+		t.Fatalf("%s: no first sighting as orphaned: %v", id, err)
+	}
+	if err := rdb.Set(ctx, jobs.SuspectKey(id), seen-int64(d/time.Second)-1, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestReconcilerJudgesTasksByWhereTheySit puts the task of each of a
 // loaded batch's payouts in one shape. The sweep restores the step of
 // every lost shape exactly as for a deleted task (a queued payout gets its
@@ -161,7 +175,30 @@ func testShapes(t *testing.T, submitting bool) {
 	}
 	repaired := map[string]reconcile.Repair{}
 	for _, r := range rep.Repairs {
-		repaired[r.ExternalID] = r
+		if r.Done {
+			repaired[r.ExternalID] = r
+		}
+	}
+	// A lost active task is only suspect on a first sweep; its sighting
+	// is aged by the lease grace (as a sweep that long later would find
+	// it), and the next sweep removes it.
+	for i, sh := range shapes {
+		active := strings.HasPrefix(sh.name, "active")
+		if _, ok := repaired[ps[i].ExternalID]; ok && active {
+			t.Errorf("%s: repaired on the first sweep; want it suspect until a sweep the lease grace later", sh.name)
+		}
+		if sh.lost && active {
+			ageSuspect(ctx, t, rdb, jobs.CreateTaskID(ps[i].ExternalID, 1), jobs.DefaultLeaseGrace)
+		}
+	}
+	rep, err = sw.Sweep(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Repairs {
+		if r.Done {
+			repaired[r.ExternalID] = r
+		}
 	}
 	for i, sh := range shapes {
 		ext := ps[i].ExternalID
@@ -218,5 +255,93 @@ func testShapes(t *testing.T, submitting bool) {
 	// A second sweep finds nothing more to do.
 	if rep, err := sw.Sweep(ctx, false); err != nil || len(rep.Repairs) != 0 {
 		t.Fatalf("second sweep: %d repairs %v, want none", len(rep.Repairs), err)
+	}
+}
+
+// TestOrphanCheckTrustsTheWorkerRegistry: Asynq scores a lease with the
+// worker's clock; a worker whose clock is behind Redis's by more than the
+// lease grace runs a task whose lease looks long expired. Listed in
+// Asynq's worker registry (asynq:workers:{host:pid:sid}, TTL set by
+// Redis), it is live: never removed, however many sweeps find its lease
+// old. A real orphan (no worker lists it) is removed only by a sweep at
+// least the lease grace after the first that found it. Before, both were
+// removed at the first sweep.
+func TestOrphanCheckTrustsTheWorkerRegistry(t *testing.T) {
+	ctx := context.Background()
+	opt, err := redis.ParseURL(redistest.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	client := asynq.NewClientFromRedisClient(rdb)
+	t.Cleanup(func() { client.Close() })
+	now := time.Now()
+	var ids []string
+	for _, ext := range []string{"SKEW-1", "LOST-1"} {
+		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: "b", ExternalID: ext, Attempt: 1, Amount: "1.00", Destination: "telecom MTS"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.EnqueueContext(ctx, task); err != nil {
+			t.Fatal(err)
+		}
+		id := jobs.CreateTaskID(ext, 1)
+		// The lease as a worker 10 minutes behind Redis writes it.
+		if err := toActive(ctx, rdb, id, now.Add(-10*time.Minute+30*time.Second), true); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	skewed, lost := ids[0], ids[1]
+	// The skewed worker's heartbeat, as Asynq v0.26 writes it.
+	wkey := "asynq:workers:{host-b:4242:8f1c}"
+	pipe := rdb.TxPipeline()
+	pipe.ZAdd(ctx, "asynq:workers", redis.Z{Score: float64(now.Add(-10 * time.Minute).Unix()), Member: wkey})
+	pipe.HSet(ctx, wkey, skewed, "worker-info")
+	pipe.Expire(ctx, wkey, 10*time.Second)
+	if _, err := pipe.Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	live, err := jobs.NewLiveness(rdb, 0).Live(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !live[0] || live[1] {
+		t.Fatalf("live %v, want [true false]: the registry lists %s, nothing lists %s", live, skewed, lost)
+	}
+	for sweep := 1; sweep <= 2; sweep++ {
+		o, err := jobs.RemoveOrphan(ctx, rdb, skewed, 0, 0)
+		if err != nil || o != jobs.OrphanLive {
+			t.Fatalf("sweep %d, %s (listed by a worker): %q %v, want live", sweep, skewed, o, err)
+		}
+	}
+	if st := rdb.HGet(ctx, jobs.TaskKey(skewed), "state").Val(); st != "active" {
+		t.Errorf("%s is %q, want still active", skewed, st)
+	}
+
+	if o, err := jobs.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != jobs.OrphanSuspect {
+		t.Fatalf("first sweep, %s: %q %v, want suspect", lost, o, err)
+	}
+	if o, err := jobs.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != jobs.OrphanSuspect {
+		t.Fatalf("second sweep within the lease grace, %s: %q %v, want suspect", lost, o, err)
+	}
+	if n := rdb.Exists(ctx, jobs.TaskKey(lost)).Val(); n != 1 {
+		t.Fatalf("%s removed before a sweep the lease grace later", lost)
+	}
+	ageSuspect(ctx, t, rdb, lost, jobs.DefaultLeaseGrace)
+	if o, err := jobs.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != jobs.OrphanRemoved {
+		t.Fatalf("sweep the lease grace later, %s: %q %v, want removed", lost, o, err)
+	}
+	if n := rdb.Exists(ctx, jobs.TaskKey(lost), jobs.SuspectKey(lost)).Val(); n != 0 {
+		t.Errorf("%s: task or its sighting left after removal", lost)
+	}
+
+	// The worker dies: its registry entry expires (Redis's TTL), and the
+	// task is judged like any other.
+	rdb.Del(ctx, wkey)
+	if o, err := jobs.RemoveOrphan(ctx, rdb, skewed, 0, 0); err != nil || o != jobs.OrphanSuspect {
+		t.Fatalf("%s after its worker died: %q %v, want suspect", skewed, o, err)
 	}
 }

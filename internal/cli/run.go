@@ -61,6 +61,7 @@ type runCmd struct {
 	pf                     pspFlags
 	pspCA, pspCert, pspKey string
 	wf                     workerFlags
+	df                     durabilityFlags
 	useSbx                 bool
 	sbx                    *sandbox.Config
 	out, format            string
@@ -134,6 +135,7 @@ func (r *runCmd) parse(args []string) error {
 	fs.StringVar(&r.pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
 	fs.StringVar(&r.pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
 	r.wf.register(fs)
+	r.df.registerRun(fs)
 	fs.BoolVar(&r.useSbx, "sandbox", false, "start the PSP simulator in-process and send payouts to it")
 	r.sbx = addSandboxFlags(fs)
 	fs.StringVar(&r.out, "out", "", "result file (default: NAME.result.csv next to the input)")
@@ -250,6 +252,14 @@ func (r *runCmd) openRedis(ctx context.Context) (closeAll func(), err error) {
 		if r.ring, err = r.kf.keyring(r.e); err != nil {
 			r.rdb.Close()
 			return nil, err
+		}
+		if !r.useSbx {
+			// Against a real PSP the ledger must outlive a Redis crash:
+			// a rerun trusts it not to create an order twice.
+			if err := r.df.apply(ctx, r.rdb, &r.wcfg, r.log); err != nil {
+				r.rdb.Close()
+				return nil, err
+			}
 		}
 		checkHashLimits(ctx, r.rdb, r.log)
 		return func() { r.rdb.Close() }, nil

@@ -99,9 +99,10 @@ func TestRunOutcomesMatchTheSimulator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Against a PSP other than its own --sandbox, run needs a Redis that
-	// outlives it: here an in-process one the test owns.
+	// outlives it: here an in-process one the test owns, volatile by its
+	// nature (--allow-volatile-redis).
 	mr := miniredis.RunT(t)
-	args := append([]string{"run", "--psp-url", srv.URL, "--redis", "redis://" + mr.Addr(), "--insecure-plaintext", "--out", out}, fastOutcomeFlags...)
+	args := append([]string{"run", "--psp-url", srv.URL, "--redis", "redis://" + mr.Addr(), "--allow-volatile-redis", "--insecure-plaintext", "--out", out}, fastOutcomeFlags...)
 	code := Main(ctx, append(args, "../../samples/payouts-good.csv"), nil, &stdout, &stderr,
 		func(k string) string { return map[string]string{"PAYOUT_PSP_TOKEN": cfg.Token}[k] })
 	if code != ExitOK {

@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/payfile"
+	"github.com/rs/zerolog"
 )
 
 // Delivery is how senders mark a file in inbox/ as complete.
@@ -348,6 +349,35 @@ func removeStaleCopies(processing string) {
 			_ = os.Remove(filepath.Join(processing, n))
 		}
 	}
+}
+
+// removeOrphanSent removes the sender's inodes (.NAME.sent) whose file is
+// no longer in processing/: a run killed between moving NAME to done/ or
+// failed/ and sentLater leaves it, with the card numbers the sender wrote,
+// and nothing else would ever purge it. It returns the names removed.
+func removeOrphanSent(processing string, log zerolog.Logger) []string {
+	entries, err := os.ReadDir(processing)
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range entries {
+		n := e.Name()
+		name, ok := strings.CutSuffix(strings.TrimPrefix(n, "."), ".sent")
+		if !ok || !strings.HasPrefix(n, ".") || name == "" {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(processing, name)); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			continue // its file is still being worked on: sentLater forgets it
+		}
+		if err := os.Remove(filepath.Join(processing, n)); err != nil {
+			log.Error().Err(err).Str("file", name).Msg("cannot remove the sender's copy of a file already processed")
+			continue
+		}
+		log.Warn().Str("file", name).Msg("removed the sender's copy of a file already processed, left by an interrupted run")
+		removed = append(removed, n)
+	}
+	return removed
 }
 
 // sentLater tells whether the sender wrote to its file after the spool

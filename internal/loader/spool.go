@@ -122,6 +122,7 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	// (loading the same content again is idempotent: the batch id is its
 	// hash).
 	removeStaleCopies(filepath.Join(dir, Processing))
+	removeOrphanSent(filepath.Join(dir, Processing), ld.log)
 	left, err := listFiles(filepath.Join(dir, Processing))
 	if err != nil {
 		return out, err

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/rs/zerolog"
 )
 
 // The spool's delivery tests drive the settle window with SpoolOptions.Now:
@@ -651,5 +653,46 @@ func TestSpoolResumesAfterAKilledTake(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(proc); len(left) != 0 || exists(half) {
 		t.Fatalf("left in processing/: %v", left)
+	}
+}
+
+// TestSpoolRemovesOrphanSentInodes: a run killed after moving a file to
+// done/ (or failed/) and before forgetting the sender's inode left
+// processing/.NAME.sent, the sender's file with its card numbers, which
+// nothing purged. The next Spool removes it, logged; the inode of a file
+// still in processing/ stays (its load resumes and reads it).
+func TestSpoolRemovesOrphanSentInodes(t *testing.T) {
+	f := newFixture(t)
+	var logs bytes.Buffer
+	f.ld.log = zerolog.New(&logs)
+	dir, _ := newSpool(t)
+	proc := filepath.Join(dir, Processing)
+	if err := os.MkdirAll(proc, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	orphan := writeFile(t, proc, ".gone.csv.sent", "externalId,telecomOperator,amount\nG-1,MTS,1.00\n")
+	writeFile(t, proc, "open.csv", "externalId,telecomOperator,amount\nO-1,MTS,1.00\n")
+	if _, err := f.ld.Spool(context.Background(), dir, SpoolOptions{Delivery: DeliveryRename}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(orphan); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("%s left in processing/ (stat: %v)", filepath.Base(orphan), err)
+	}
+	if !strings.Contains(logs.String(), `"file":"gone.csv"`) || !strings.Contains(logs.String(), "sender's copy") {
+		t.Errorf("the removal is not logged:\n%s", logs.String())
+	}
+	// open.csv was loaded this run, so its inode went with sentLater;
+	// what matters is that the orphan check did not take it before.
+	if _, err := os.Stat(filepath.Join(dir, Done, "open.csv")); err != nil {
+		t.Errorf("open.csv not loaded: %v", err)
+	}
+	// Called alone, it leaves the inode of a file still in processing/.
+	writeFile(t, proc, "busy.csv", "x")
+	busy := writeFile(t, proc, ".busy.csv.sent", "x")
+	if got := removeOrphanSent(proc, zerolog.Nop()); len(got) != 0 {
+		t.Errorf("removed %v, want nothing", got)
+	}
+	if _, err := os.Stat(busy); err != nil {
+		t.Errorf("the inode of busy.csv, still in processing/, was removed: %v", err)
 	}
 }

@@ -215,11 +215,18 @@ func (s *Sweeper) repairChunk(ctx context.Context, lv *jobs.Liveness, now time.T
 			// A task holding the ID where nothing runs it goes first (the
 			// step's task gets the same ID); one found live after all
 			// stays, and nothing is restored.
-			o, err := jobs.RemoveOrphan(ctx, s.rdb, ids[i], s.cfg.LeaseGrace)
+			o, err := jobs.RemoveOrphan(ctx, s.rdb, ids[i], s.cfg.LeaseGrace, 2*s.cfg.Interval+s.cfg.LeaseGrace)
 			if err != nil {
 				return err
 			}
 			if o == jobs.OrphanLive {
+				continue
+			}
+			if o == jobs.OrphanSuspect {
+				// Lost in this sweep's eyes; removed when a sweep at least
+				// the lease grace later still finds it so.
+				s.log.Info().Str("batch", p.Batch).Str("externalId", p.ExternalID).Str("task", ids[i]).
+					Msg("active task looks orphaned: removed if still so after the lease grace")
 				continue
 			}
 			r.Orphan = o == jobs.OrphanRemoved
