@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -146,6 +147,11 @@ func runLoad(ctx context.Context, e *env, args []string) (err error) {
 	refused := false
 	for _, path := range files {
 		res, err := ld.LoadFile(ctx, path, opts)
+		if errors.Is(err, loader.ErrOtherOptions) {
+			// A rerun of an interrupted load under other options: the
+			// person's to fix, not an infrastructure fault.
+			return &exitError{ExitUsage, err}
+		}
 		if err != nil {
 			return infraErr(err)
 		}
