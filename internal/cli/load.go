@@ -183,6 +183,11 @@ func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loa
 			h.File, h.Since.UTC().Format(time.RFC3339), h.Reason, loader.HeldListing)
 		refused = true
 	}
+	if errors.Is(err, loader.ErrOtherOptions) {
+		// An interrupted load resumed under other options: it stays in
+		// processing/ until run with the first run's options (or discarded).
+		return &exitError{ExitUsage, err}
+	}
 	if err != nil {
 		// Redis (or the spool's filesystem): the files it concerns stay
 		// in processing/ for the next run.
