@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -146,6 +147,11 @@ func runLoad(ctx context.Context, e *env, args []string) (err error) {
 	refused := false
 	for _, path := range files {
 		res, err := ld.LoadFile(ctx, path, opts)
+		if errors.Is(err, loader.ErrOtherOptions) {
+			// A rerun of an interrupted load under other options: the
+			// person's to fix, not an infrastructure fault.
+			return &exitError{ExitUsage, err}
+		}
 		if err != nil {
 			return infraErr(err)
 		}
@@ -176,6 +182,11 @@ func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loa
 		fmt.Fprintf(e.stderr, "%s: held in inbox/ since %s, not loaded: %s (listed in outbox/%s)\n",
 			h.File, h.Since.UTC().Format(time.RFC3339), h.Reason, loader.HeldListing)
 		refused = true
+	}
+	if errors.Is(err, loader.ErrOtherOptions) {
+		// An interrupted load resumed under other options: it stays in
+		// processing/ until run with the first run's options (or discarded).
+		return &exitError{ExitUsage, err}
 	}
 	if err != nil {
 		// Redis (or the spool's filesystem): the files it concerns stay

@@ -377,6 +377,9 @@ func (r *runCmd) loadOnce(ctx context.Context) (loader.Result, error) {
 	said := false
 	for {
 		res, err := r.ld.LoadFile(ctx, r.path, r.fopts)
+		if errors.Is(err, loader.ErrOtherOptions) {
+			return res, &exitError{ExitUsage, err}
+		}
 		if err != nil {
 			return res, infraErr(err)
 		}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/payout/internal/extid"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -110,8 +112,20 @@ func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, er
 
 // releaseClaimsOf releases every live externalId claim batch holds whose
 // payout does not exist or is cancelled (never one of a payout that may
-// have been sent). It scans the claim keys: a rare operator action.
+// have been sent). A claim is stored under its id's folded form
+// (extid.Key) while a payout is stored under the id as written: the
+// batch's payouts that are not cancelled are read first, by their folded
+// form. It scans the claim keys: a rare operator action.
 func (l *Ledger) releaseClaimsOf(ctx context.Context, batch string) (int, error) {
+	keep := map[string]bool{}
+	if err := l.Each(ctx, batch, func(p Payout) error {
+		if p.State != Cancelled {
+			keep[extid.Key(p.ExternalID)] = true
+		}
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("ledger: read the payouts of %s: %w", batch, err)
+	}
 	var (
 		mu       sync.Mutex
 		released int
@@ -120,7 +134,7 @@ func (l *Ledger) releaseClaimsOf(ctx context.Context, batch string) (int, error)
 		it := c.Scan(ctx, 0, ownerKey("*"), 1000).Iterator()
 		var keys []string
 		flush := func() error {
-			n, err := l.releaseIfAbandoned(ctx, batch, keys)
+			n, err := l.releaseIfAbandoned(ctx, batch, keys, keep)
 			mu.Lock()
 			released += n
 			mu.Unlock()
@@ -152,9 +166,10 @@ func (l *Ledger) releaseClaimsOf(ctx context.Context, batch string) (int, error)
 	return released, err
 }
 
-// releaseIfAbandoned releases those of the claim keys that batch holds and
-// whose payout in batch is missing or cancelled.
-func (l *Ledger) releaseIfAbandoned(ctx context.Context, batch string, keys []string) (int, error) {
+// releaseIfAbandoned releases those of the claim keys that batch holds
+// whose folded form is not in keep (the batch's payouts that are not
+// cancelled).
+func (l *Ledger) releaseIfAbandoned(ctx context.Context, batch string, keys []string, keep map[string]bool) (int, error) {
 	if len(keys) == 0 {
 		return 0, nil
 	}
@@ -166,28 +181,11 @@ func (l *Ledger) releaseIfAbandoned(ctx context.Context, batch string, keys []st
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("ledger: read claims: %w", err)
 	}
-	var mine []string
-	for i, c := range owners {
-		if c.Val() == batch {
-			mine = append(mine, keys[i][len(ownerKey("")):])
-		}
-	}
-	if len(mine) == 0 {
-		return 0, nil
-	}
-	pipe = l.rdb.Pipeline()
-	states := make([]*redis.StringCmd, len(mine))
-	for i, ext := range mine {
-		states[i] = pipe.HGet(ctx, payoutKey(batch, ext), "state")
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
-	}
 	pipe = l.rdb.Pipeline()
 	var dels []*redis.Cmd
-	for i, ext := range mine {
-		if st := states[i].Val(); st == "" || st == string(Cancelled) {
-			dels = append(dels, releaseScript.Eval(ctx, pipe, []string{ownerKey(ext)}, batch))
+	for i, c := range owners {
+		if form := keys[i][len(ownerKey("")):]; c.Val() == batch && !keep[form] {
+			dels = append(dels, releaseScript.Eval(ctx, pipe, []string{ownerKey(form)}, batch))
 		}
 	}
 	if len(dels) == 0 {

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -54,7 +55,27 @@ type Batch struct {
 	// InfoColumns name the file's informational columns (payfile
 	// Summary.Info), whose values each payout keeps in Payout.Info.
 	InfoColumns []string
+	// Reading is the canonical encoding of the options that decide what
+	// a row of the file means (amount format, scale, ...), recorded by
+	// BeginBatch: a load resuming the batch must read the file the same
+	// way. Empty for a batch recorded before it was recorded.
+	Reading string
+	// Policy is the approval policy the batch was begun under (opaque to
+	// the ledger, recorded by BeginBatch): a load resuming it decides
+	// with it, whatever its own options.
+	Policy string
+	// Decided: the load recorded its approval decision (HoldReason, ""
+	// to go at once, and Reserved: the day's sum was reserved for it)
+	// before registering its first row; a resuming load reuses it.
+	Decided    bool
+	HoldReason string
+	Reserved   bool
 }
+
+// ErrNotLoading is returned by the steps of a load (SetBatchFigures,
+// FinishLoad, FinishBatch) on a batch that is no longer loading: it was
+// discarded (payout discard), or finished by another load.
+var ErrNotLoading = errors.New("ledger: the batch is no longer loading")
 
 // BeginBatch registers a batch in phase loading unless it exists. It returns
 // the stored batch and whether this call created it.
@@ -63,6 +84,12 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
 		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading, "by", b.LoadedBy,
 		"fe", boolField(b.FourEyes),
+	}
+	if b.Reading != "" {
+		args = append(args, "reading", b.Reading)
+	}
+	if b.Policy != "" {
+		args = append(args, "policy", b.Policy)
 	}
 	if len(b.InfoColumns) > 0 {
 		args = append(args, "info", strings.Join(b.InfoColumns, infoSep))
@@ -80,14 +107,58 @@ func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 	return stored, res[0] == "1", nil
 }
 
-// FinishBatch marks a batch loaded: every row is registered, and its
-// create tasks may now be enqueued (TasksPending until TasksEnqueued).
-// Workers send no create for a batch before this (BeginCreate holds them).
-func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
-	if err := l.rdb.HSet(ctx, metaKey(id), "phase", PhaseLoaded, "tasks", "pending").Err(); err != nil {
-		return fmt.Errorf("ledger: finish batch %s: %w", id, err)
+// loadStepScript writes fields of a batch's metadata only if the batch is
+// loading and, unless ARGV[1] is empty, its load lock is owner's: a loader
+// whose lease expired (and whose batch payout discard may have abandoned
+// meanwhile) writes nothing; without an owner (FinishBatch) a batch
+// loaded already is written again. KEYS: meta, load lock; ARGV: owner,
+// field/value pairs. Replies "ok", "lock" (the lock is not owner's) or the
+// phase found ("" for no batch).
+var loadStepScript = redis.NewScript(`
+if ARGV[1] ~= '' and redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lock' end
+local ph = redis.call('HGET', KEYS[1], 'phase')
+if ph ~= 'loading' and not (ARGV[1] == '' and ph == 'loaded') then return ph or '' end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+return 'ok'
+`)
+
+// loadStep runs loadStepScript; what names the step in errors.
+func (l *Ledger) loadStep(ctx context.Context, id, owner, what string, fields ...any) error {
+	args := append([]any{owner}, fields...)
+	r, err := loadStepScript.Run(ctx, l.rdb, []string{metaKey(id), loadLockKey(id)}, args...).Text()
+	switch {
+	case err != nil:
+		return fmt.Errorf("ledger: %s %s: %w", what, id, err)
+	case r == "lock":
+		return fmt.Errorf("ledger: %s %s: %w", what, id, ErrLoadLockLost)
+	case r != "ok":
+		if r == "" {
+			r = "gone"
+		}
+		return fmt.Errorf("ledger: %s %s: it is %s: %w", what, id, r, ErrNotLoading)
 	}
 	return nil
+}
+
+// FinishLoad marks a batch loaded, as its loader: every row is
+// registered, and its create tasks may now be enqueued (TasksPending
+// until TasksEnqueued). Workers send no create for a batch before this
+// (BeginCreate holds them). It is a compare-and-set: only while owner
+// holds the batch's load lock (else ErrLoadLockLost) and the batch is
+// loading (else ErrNotLoading: a batch discarded meanwhile stays so).
+func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
+	if owner == "" {
+		return fmt.Errorf("ledger: finish batch %s: no load lock owner: %w", id, ErrLoadLockLost)
+	}
+	return l.loadStep(ctx, id, owner, "finish batch", "phase", PhaseLoaded, "tasks", "pending")
+}
+
+// FinishBatch marks a batch loaded without a load lock (tests and tools
+// that build batches by hand; a loader uses FinishLoad): only a batch
+// that is loading or loaded (else ErrNotLoading: a discarded batch, or
+// one awaiting approval, stays so).
+func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
+	return l.loadStep(ctx, id, "", "finish batch", "phase", PhaseLoaded, "tasks", "pending")
 }
 
 // TasksEnqueued records that every queued payout of a loaded batch has its
@@ -99,18 +170,33 @@ func (l *Ledger) TasksEnqueued(ctx context.Context, id string) error {
 	return nil
 }
 
-// SetBatchFigures records the rows and total a load registers: known only
-// after the file was validated, while the batch exists from the start of
-// its load.
-func (l *Ledger) SetBatchFigures(ctx context.Context, id string, rows int64, total money.Amount, scale int, info []string) error {
-	args := []any{"rows", rows, "total", total.String(), "scale", scale}
-	if len(info) > 0 {
-		args = append(args, "info", strings.Join(info, infoSep))
+// Figures are what a load records on its batch before registering its
+// first row: the rows and total it registers (known only after the file
+// was validated, while the batch exists from the start of its load) and
+// its approval decision.
+type Figures struct {
+	Rows  int64
+	Total money.Amount
+	Info  []string
+	// Hold is why the batch must await approval ("" : it goes at once);
+	// Reserved: the day's sum was reserved for it (ReserveDaily). A load
+	// that resumes the batch reuses both (Batch.Decided).
+	Hold     string
+	Reserved bool
+}
+
+// SetBatchFigures records f on a batch, as its loader owner (the load
+// lock's token): ErrLoadLockLost or ErrNotLoading as FinishLoad. The
+// batch's scale is BeginBatch's, never changed.
+func (l *Ledger) SetBatchFigures(ctx context.Context, id, owner string, f Figures) error {
+	if owner == "" {
+		return fmt.Errorf("ledger: record the figures of batch %s: no load lock owner: %w", id, ErrLoadLockLost)
 	}
-	if err := l.rdb.HSet(ctx, metaKey(id), args...).Err(); err != nil {
-		return fmt.Errorf("ledger: record the figures of batch %s: %w", id, err)
+	args := []any{"rows", f.Rows, "total", f.Total.String(), "decided", 1, "hold", f.Hold, "rsv", boolField(f.Reserved)}
+	if len(f.Info) > 0 {
+		args = append(args, "info", strings.Join(f.Info, infoSep))
 	}
-	return nil
+	return l.loadStep(ctx, id, owner, "record the figures of batch", args...)
 }
 
 // dropEmptyScript deletes the metadata of a batch still loading that has
@@ -288,6 +374,8 @@ func parseBatch(m map[string]string) Batch {
 		LoadedBy:  m["by"], WaitReason: m["wait"], DecidedBy: m["dby"], DecidedAt: msTime(m["dat"]), Note: m["note"],
 		FourEyes:    m["fe"] == "1",
 		InfoColumns: splitInfo(m["info"]),
+		Reading:     m["reading"], Policy: m["policy"],
+		Decided: m["decided"] == "1", HoldReason: m["hold"], Reserved: m["rsv"] == "1",
 	}
 }
 

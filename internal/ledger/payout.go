@@ -198,14 +198,30 @@ func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error 
 // Register stores the payouts that are not stored yet, in state queued, in
 // one script call (all keys share the batch's slot). It returns how many
 // were new: a rerun after a crash registers only what is missing.
+// It checks no load lock: a loader uses RegisterLocked.
 func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, scale int) (int, error) {
+	return l.register(ctx, batch, "", ps, scale)
+}
+
+// RegisterLocked is Register for a loader resuming a batch: it registers
+// nothing unless owner holds the batch's load lock (else ErrLoadLockLost)
+// and the batch is loading (else ErrNotLoading: payout discard abandoned
+// it while this loader's lease had expired).
+func (l *Ledger) RegisterLocked(ctx context.Context, batch, owner string, ps []NewPayout, scale int) (int, error) {
+	if owner == "" {
+		return 0, fmt.Errorf("ledger: register payouts of %s: no load lock owner: %w", batch, ErrLoadLockLost)
+	}
+	return l.register(ctx, batch, owner, ps, scale)
+}
+
+func (l *Ledger) register(ctx context.Context, batch, owner string, ps []NewPayout, scale int) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	keys := make([]string, 0, len(ps)+2)
-	keys = append(keys, countsKey(batch), lineChunksKey(batch))
-	args := make([]any, 0, 1+9*len(ps))
-	args = append(args, l.nowMillis())
+	keys := make([]string, 0, len(ps)+4)
+	keys = append(keys, countsKey(batch), lineChunksKey(batch), metaKey(batch), loadLockKey(batch))
+	args := make([]any, 0, 2+9*len(ps))
+	args = append(args, l.nowMillis(), owner)
 	chunks := map[int64]bool{}
 	for _, p := range ps {
 		chunks[int64(p.Line)/lineChunk] = true
@@ -217,8 +233,13 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 		keys = append(keys, lineChunkKey(batch, c))
 	}
 	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
-	if err != nil {
+	switch {
+	case err != nil:
 		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
+	case n == -1:
+		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, ErrLoadLockLost)
+	case n == -2:
+		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, ErrNotLoading)
 	}
 	return n, nil
 }

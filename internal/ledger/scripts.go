@@ -124,15 +124,23 @@ end
 // missing field as 0 or ""), and the row counter is written once per call.
 // The line index is chunked: PREFIX:{B}:l:K holds the lines of chunk K
 // (line / 128), PREFIX:{B}:lk the chunk numbers.
-// KEYS: counts, lk, payout..., then the chunks the payouts' lines fall in
-// (declared for Redis Cluster; the script names them itself);
-// ARGV: now, then 9 fields per payout.
+// With an owner (a loader's load lock token) it registers nothing unless
+// owner holds the batch's load lock (reply -1) and the batch is loading
+// (reply -2).
+// KEYS: counts, lk, meta, load lock, payout..., then the chunks the
+// payouts' lines fall in (declared for Redis Cluster; the script names
+// them itself); ARGV: now, owner ("": not checked), then 9 fields per
+// payout.
 var registerScript = redis.NewScript(luaMove + `
+if ARGV[2] ~= '' then
+  if redis.call('GET', KEYS[4]) ~= ARGV[2] then return -1 end
+  if redis.call('HGET', KEYS[3], 'phase') ~= 'loading' then return -2 end
+end
 local base = string.sub(KEYS[2], 1, -3) .. 'l:'
 local added = 0
 local chunks = {}
-for i = 3, 2 + (#ARGV - 1) / 9 do
-  local b = 2 + (i - 3) * 9
+for i = 5, 4 + (#ARGV - 2) / 9 do
+  local b = 3 + (i - 5) * 9
   local k = KEYS[i]
   if redis.call('EXISTS', k) == 0 then
     local f = {'line', ARGV[b], 'ext', ARGV[b+1], 'amount', ARGV[b+2], 'units', ARGV[b+3],

@@ -114,22 +114,22 @@ type Approval struct {
 }
 
 // hold decides, before anything is registered, whether the batch must
-// wait for approval and why; when it may go, the day's sum is reserved.
-// Amounts in the reason have the file's decimals (scale).
-func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount, scale int) (reason string, err error) {
+// wait for approval and why; when it may go, the day's sum is reserved
+// (reserved). Amounts in the reason have the file's decimals (scale).
+func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount, scale int) (reason string, reserved bool, err error) {
 	switch {
 	case a.Required && !(a.AutoBelow.Cmp(money.Zero) > 0 && total.Cmp(a.AutoBelow) < 0):
-		return "approval required", nil
+		return "approval required", false, nil
 	case a.MaxBatchTotal.Cmp(money.Zero) > 0 && total.Cmp(a.MaxBatchTotal) > 0:
-		return fmt.Sprintf("total %s is above the batch limit %s", total.StringFixed(scale), a.MaxBatchTotal.StringFixed(scale)), nil
+		return fmt.Sprintf("total %s is above the batch limit %s", total.StringFixed(scale), a.MaxBatchTotal.StringFixed(scale)), false, nil
 	}
 	if _, _, err := ld.ledger.ReserveDaily(ctx, total, a.DailyLimit, scale); err != nil {
 		if errors.Is(err, ledger.ErrDailyLimit) {
-			return err.Error(), nil
+			return err.Error(), false, nil
 		}
-		return "", err
+		return "", false, err
 	}
-	return "", nil
+	return "", true, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -334,7 +334,8 @@ type loadLease struct {
 	ld     *Loader
 	batch  string
 	owner  string
-	fresh  bool // the batch was begun by this load: it had no rows
+	fresh  bool         // the batch was begun by this load: it had no rows
+	meta   ledger.Batch // the batch as BeginBatch found or made it
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -342,8 +343,12 @@ type loadLease struct {
 }
 
 // beginLoad takes the batch's load lock and begins the batch (phase
-// loading). It returns nil (and res.Busy) when another loader holds the
-// lock.
+// loading), recording how its rows are read and its approval policy. It
+// returns nil (and res.Busy) when another loader holds the lock, and nil
+// (and res.DuplicateOf) when the batch is no longer loading (finished or
+// discarded since seenBefore looked). A batch loading already, begun
+// under other reading options, is refused (an *OptionsError): one batch
+// never holds rows read two ways.
 func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log zerolog.Logger) (*loadLease, bool, error) {
 	owner, err := randomToken()
 	if err != nil {
@@ -364,14 +369,26 @@ func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log 
 	if scale == 0 {
 		scale = money.DefaultScale
 	}
-	_, fresh, err := ld.ledger.BeginBatch(lctx, ledger.Batch{
+	stored, fresh, err := ld.ledger.BeginBatch(lctx, ledger.Batch{
 		ID: res.Batch, File: res.File, LoadedAt: time.Now().UTC(), Total: money.Zero, Scale: scale,
 		LoadedBy: opts.Approval.By, FourEyes: opts.Approval.FourEyes,
+		Reading: encodeReading(opts), Policy: encodePolicy(opts.Approval),
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		lk.stop()
 		return nil, false, err
+	case stored.Phase != ledger.PhaseLoading:
+		lk.stop()
+		res.Resumed = false
+		res.DuplicateOf = &stored
+		log.Warn().Str("phase", stored.Phase).Msg("the batch is no longer loading (finished or discarded meanwhile); nothing done")
+		return nil, false, nil
+	case !fresh && stored.Reading != "" && stored.Reading != encodeReading(opts):
+		lk.stop()
+		return nil, false, &OptionsError{Batch: res.Batch, Diffs: readingDiffs(stored.Reading, opts)}
 	}
+	lk.meta = stored
 	return lk, fresh, nil
 }
 
@@ -733,14 +750,27 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		return res, err
 	}
 	res.Total = total
-	scale := opts.File.Scale
-	if scale == 0 {
-		scale = money.DefaultScale
+	scale := lk.meta.Scale // BeginBatch's: a resumed batch keeps its scale
+	// The approval decision is taken once, by the run that registers the
+	// first row, under the policy the batch was begun with, and recorded
+	// before that row: a resumed load reuses it, whatever its own options
+	// (and never reserves the day's sum again).
+	reserved := lk.meta.Reserved
+	if lk.meta.Decided {
+		res.Held = lk.meta.HoldReason
+	} else {
+		a := opts.Approval
+		if lk.meta.Policy != "" {
+			if a, err = decodePolicy(lk.meta.Policy, opts.Approval.By); err != nil {
+				return res, err
+			}
+		}
+		if res.Held, reserved, err = ld.hold(ctx, a, total, res.Scale); err != nil {
+			return res, err
+		}
 	}
-	if res.Held, err = ld.hold(ctx, opts.Approval, total, res.Scale); err != nil {
-		return res, err
-	}
-	if err := ld.ledger.SetBatchFigures(ctx, res.Batch, int64(res.Valid), total, scale, res.InfoColumns); err != nil {
+	if err := ld.ledger.SetBatchFigures(ctx, res.Batch, lk.owner, ledger.Figures{Rows: int64(res.Valid), Total: total,
+		Info: res.InfoColumns, Hold: res.Held, Reserved: reserved}); err != nil {
 		return res, err
 	}
 	run := &loadRun{ld: ld, res: res, owner: lk.owner, fresh: lk.fresh, scale: scale, opts: opts, log: log}
@@ -755,7 +785,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	if res.Held != "" { // a batch that waits gets no task before approval
 		return res, ld.holdLoad(ctx, res, opts, log)
 	}
-	if err := ld.ledger.FinishBatch(ctx, res.Batch); err != nil {
+	if err := ld.ledger.FinishLoad(ctx, res.Batch, lk.owner); err != nil {
 		return res, err
 	}
 	res.Enqueued, err = ld.enqueueQueued(ctx, res.Batch, opts, log)
@@ -889,7 +919,7 @@ func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayou
 		if r.fresh {
 			err = led.RegisterNew(ctx, batch, r.owner, ps, r.scale)
 		} else {
-			n, err = led.Register(ctx, batch, ps, r.scale)
+			n, err = led.RegisterLocked(ctx, batch, r.owner, ps, r.scale)
 		}
 		if err != nil {
 			return err

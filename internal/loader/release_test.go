@@ -62,6 +62,9 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 		kept func(registered map[string]bool) []string
 		// busy: the rerun finds the load lock held and does nothing.
 		busy bool
+		// otherOptions: the rerun is refused for options other than the
+		// first run's, before its claim pass.
+		otherOptions bool
 	}{
 		{
 			// The issue: load with --partial, die mid-load, run again
@@ -77,6 +80,9 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 			},
 			registered: 7, // the chunks handed over before the 8th row
 			kept:       func(registered map[string]bool) []string { return unregistered(ids, registered) },
+			// Without --partial the rerun reads the file otherwise: it
+			// is refused before it claims anything (ErrOtherOptions).
+			otherOptions: true,
 		},
 		{
 			// This run's claim pass takes the ids of rows a concurrent
@@ -144,6 +150,10 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 			if tt.busy {
 				if err != nil || !res.Busy || res.Loaded {
 					t.Fatalf("rerun with the lock held elsewhere: %+v %v, want busy", res, err)
+				}
+			} else if tt.otherOptions {
+				if !errors.Is(err, ErrOtherOptions) || res.Loaded {
+					t.Fatalf("rerun without --partial: %+v %v, want refused for its other options", res, err)
 				}
 			} else if err != nil || res.Loaded || len(res.Errors) != 1 {
 				t.Fatalf("rerun without --partial: %+v %v, want refused for its bad row", res, err)
