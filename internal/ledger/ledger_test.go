@@ -471,3 +471,66 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 		})
 	}
 }
+
+// renewBeforeExec is a go-redis hook that, before the first n MULTI/EXEC
+// pipelines, renews the load lock from another connection, as the
+// loader's lease goroutine does while a registration is in flight.
+type renewBeforeExec struct {
+	n     int
+	renew func()
+}
+
+func (h *renewBeforeExec) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *renewBeforeExec) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *renewBeforeExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if h.n > 0 && len(cmds) > 0 && cmds[0].Name() == "multi" {
+			h.n--
+			h.renew()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestRegisterNewSurvivesLeaseRenewal: the owner's own lease renewal
+// between WATCH and EXEC aborts the transaction; RegisterNew tries again
+// and registers, instead of taking its own renewal for a lost lock (which
+// failed 100,000-row loads on a busy machine).
+func TestRegisterNewSurvivesLeaseRenewal(t *testing.T) {
+	ctx := context.Background()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	other := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close(); other.Close() })
+	l, renewer := New(rdb), New(other)
+	if ok, err := l.LockLoad(ctx, "b", "me", time.Minute); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	hook := &renewBeforeExec{n: 3, renew: func() {
+		if ok, err := renewer.RefreshLoad(ctx, "b", "me", time.Minute); !ok || err != nil {
+			t.Errorf("renew: %v %v", ok, err)
+		}
+	}}
+	rdb.AddHook(hook)
+	ps := []NewPayout{{Line: 2, ExternalID: "A", Amount: money.MustParse("1.50"), Destination: "card 411111******1111", Sealed: "s"}}
+	if err := l.RegisterNew(ctx, "b", "me", ps, 2); err != nil {
+		t.Fatalf("RegisterNew with the lease renewed before EXEC: %v", err)
+	}
+	if hook.n != 0 {
+		t.Fatalf("the renewal did not come between WATCH and EXEC (%d left)", hook.n)
+	}
+	if p, err := l.Get(ctx, "b", "A"); err != nil || p.State != Queued {
+		t.Fatalf("payout after the retried registration: %+v %v", p, err)
+	}
+	// A lock taken over between WATCH and EXEC is still a lost lock.
+	hook.n, hook.renew = 1, func() { other.Set(ctx, loadLockKey("b"), "thief", time.Minute) }
+	ps[0].ExternalID, ps[0].Line = "B", 3
+	if err := l.RegisterNew(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
+		t.Fatalf("lock taken over: %v", err)
+	}
+	if _, err := l.Get(ctx, "b", "B"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a refused RegisterNew wrote the payout: %v", err)
+	}
+}

@@ -299,7 +299,7 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewP
 		sum += units[i]
 	}
 	lock := loadLockKey(batch)
-	err := l.rdb.Watch(ctx, func(tx *redis.Tx) error {
+	attempt := func(tx *redis.Tx) error {
 		held, err := tx.Get(ctx, lock).Result()
 		if err != nil && err != redis.Nil {
 			return err
@@ -311,16 +311,27 @@ func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewP
 			l.queueNew(ctx, pipe, batch, ps, scale, units, sum, exact, now)
 			return nil
 		})
-		if errors.Is(err, redis.TxFailedErr) {
-			return ErrLoadLockLost
-		}
 		return err
-	}, lock)
-	if err != nil {
-		return fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
 	}
-	return nil
+	// An aborted EXEC means the lock key was touched: by the owner's own
+	// lease renewal (PEXPIRE), most of the time. Nothing was written; the
+	// next attempt reads the lock again and tells a renewal from a loss.
+	for range maxRegisterAttempts {
+		err := l.rdb.Watch(ctx, attempt, lock)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("ledger: register payouts of %s: the load lock changed during %d attempts: %w", batch, maxRegisterAttempts, ErrLoadLockLost)
 }
+
+// maxRegisterAttempts bounds RegisterNew's retries of a transaction whose
+// WATCHed load lock was touched (renewed) before its EXEC.
+const maxRegisterAttempts = 8
 
 // queueNew queues the writes of RegisterNew.
 func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch string, ps []NewPayout, scale int, units []int64, sum int64, exact bool, now int64) {
