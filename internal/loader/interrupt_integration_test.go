@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,20 +134,21 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 	dir := t.TempDir()
 	path := writeBig(t, dir, "big.csv", interruptRows, 0)
 	opts := Options{ChunkSize: 100, EnqueueWorkers: 4}
-	fired := false
+	// The hook runs in the enqueue workers too, several at once: fire
+	// once, and kill Redis once.
+	var fired atomic.Bool
 	opts.interrupt = func(pt string, rows int) error {
-		if fired || pt != point || rows < at {
+		if pt != point || rows < at {
 			return nil
 		}
-		fired = true
-		if fault == "redis" {
+		if fired.CompareAndSwap(false, true) && fault == "redis" {
 			e.srv.Kill()
 		}
 		return errKilled
 	}
 	res, err := e.ld.LoadFile(ctx, path, opts)
-	if err == nil || !fired {
-		t.Fatalf("load not interrupted at %s (fired %v): %+v %v", point, fired, res, err)
+	if err == nil || !fired.Load() {
+		t.Fatalf("load not interrupted at %s (fired %v): %+v %v", point, fired.Load(), res, err)
 	}
 	if fault == "redis" {
 		if err := e.srv.Restart(ctx); err != nil {
