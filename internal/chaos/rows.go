@@ -83,7 +83,10 @@ func (f PayoutFile) CSV() []byte {
 // Generate makes rows payouts split over files files. Card numbers are
 // Luhn-valid, distinct and never the sandbox's magic card except in the
 // declined rows; amounts are never the magic amount except in the refused
-// rows. runID makes the externalIds and file names unique to the run.
+// rows. runID makes the externalIds and file names unique to the run; the
+// letters F and R keep the id's digits in short runs, since an id of
+// digit groups such as CH-226756-01-000006 (runID is hex, sometimes all
+// digits) may pass the loader's card-number scan and refuse its file.
 func Generate(rng *rand.Rand, runID string, rows, files int) []PayoutFile {
 	out := make([]PayoutFile, files)
 	used := map[string]bool{sandbox.DeclinedCard: true}
@@ -92,7 +95,7 @@ func Generate(rng *rand.Rand, runID string, rows, files int) []PayoutFile {
 	}
 	for i := 0; i < rows; i++ {
 		f := i * files / rows // contiguous, even split
-		r := Row{File: out[f].Name, ExternalID: fmt.Sprintf("CH-%s-%02d-%06d", runID, f+1, i+1)}
+		r := Row{File: out[f].Name, ExternalID: fmt.Sprintf("CH-%s-F%02d-R%06d", runID, f+1, i+1)}
 		minor := minMinor + rng.Int64N(maxMinor-minMinor+1)
 		if minor == refusedMinor {
 			minor++
