@@ -2,8 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync"
@@ -57,11 +55,11 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 		return Discarded{Phase: b.Phase, Cancelled: n}, err
 	}
 	res := Discarded{Phase: PhaseLoading}
-	tok := make([]byte, 16)
-	if _, err := rand.Read(tok); err != nil {
+	tok, err := NewLoadOwner()
+	if err != nil {
 		return res, err
 	}
-	owner := "discard:" + hex.EncodeToString(tok)
+	owner := "discard:" + tok
 	locked, err := l.LockLoad(ctx, id, owner, 10*time.Minute)
 	if err != nil {
 		return res, err

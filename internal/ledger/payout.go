@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -265,6 +267,16 @@ func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.
 		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
 	}
 	return n == 1, nil
+}
+
+// NewLoadOwner returns a random token for a LockLoad owner: 16 random
+// bytes in hex.
+func NewLoadOwner() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // UnlockLoad releases owner's load lock (a lock taken over by another

@@ -29,7 +29,6 @@ package loader
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -191,14 +190,6 @@ const LoadLockTTL = 20 * time.Second
 // loadLockTTL is LoadLockTTL (a variable for the tests).
 var loadLockTTL = LoadLockTTL
 
-func randomToken() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
-
 // ErrRefused is wrapped by the error of a refused file.
 var ErrRefused = errors.New("file refused")
 
@@ -350,7 +341,7 @@ type loadLease struct {
 // under other reading options, is refused (an *OptionsError): one batch
 // never holds rows read two ways.
 func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log zerolog.Logger) (*loadLease, bool, error) {
-	owner, err := randomToken()
+	owner, err := ledger.NewLoadOwner()
 	if err != nil {
 		return nil, false, err
 	}
