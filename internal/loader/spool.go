@@ -131,7 +131,9 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	if err := ld.tidyControls(dir, left, o.Settle, now); err != nil {
 		return out, err
 	}
+	resumed := make(map[string]bool, len(left))
 	for _, name := range left {
+		resumed[name] = true
 		ld.log.Warn().Str("file", name).Msg("resuming a file left in processing/ by an interrupted run")
 	}
 	fresh, err := listFiles(filepath.Join(dir, Inbox))
@@ -165,7 +167,7 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		res, err := ld.spoolFile(ctx, dir, name, o)
+		res, err := ld.spoolFile(ctx, dir, name, resumed[name], o)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, err
@@ -240,7 +242,9 @@ func (ld *Loader) putBack(from, to string, in intake) (intake, bool) {
 	return in, true
 }
 
-func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOptions) (Result, error) {
+// spoolFile loads the file name of processing/; resumed: it was there
+// before this run, left by a run that was killed.
+func (ld *Loader) spoolFile(ctx context.Context, dir, name string, resumed bool, o SpoolOptions) (Result, error) {
 	path := filepath.Join(dir, Processing, name)
 	opts := o.Load
 	if opts.Approval.By == "" {
@@ -266,7 +270,10 @@ func (ld *Loader) spoolFile(ctx context.Context, dir, name string, o SpoolOption
 		return res, err // stays in processing/: the next run resumes it
 	}
 	dest := Done
-	if !res.Loaded {
+	// A file the killed run had loaded (its batch, from this very file,
+	// exists) is done, not a duplicate of itself.
+	ownBatch := resumed && res.DuplicateOf != nil && res.DuplicateOf.ID == res.Batch && res.DuplicateOf.File == name && len(res.Errors) == 0
+	if !res.Loaded && !ownBatch {
 		dest = Failed
 		if err := writeErrors(dir, name, res); err != nil {
 			return res, err

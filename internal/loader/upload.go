@@ -189,7 +189,7 @@ func (ld *Loader) LoadStaged(ctx context.Context, dir, id, by string, o SpoolOpt
 	_ = os.RemoveAll(filepath.Dir(src))
 	o.Load.Approval.By = by
 	o.Load.DryRun = false
-	return ld.spoolFile(ctx, dir, filepath.Base(dst), o)
+	return ld.spoolFile(ctx, dir, filepath.Base(dst), false, o)
 }
 
 func waitLock(ctx context.Context, dir string) (func(), error) {
