@@ -265,128 +265,202 @@ type record struct {
 	End    map[string]string `json:"end,omitempty"`
 }
 
-// one archives (or finishes archiving) one batch.
+// one archives (or finishes archiving) one batch, under the batch's load
+// lock, step by step (see the package comment).
 func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledger.ArchivedBatch) (Outcome, error) {
-	oc := Outcome{Batch: id, Resumed: prev != nil}
-	hook := func(step string) error {
-		if o.Hook == nil {
-			return nil
-		}
-		return o.Hook(id, step)
-	}
+	r := &batchArchive{l: l, o: o, id: id, prev: prev, oc: Outcome{Batch: id, Resumed: prev != nil}}
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
-	owner := "archive:" + hex.EncodeToString(tok[:])
-	const lockTTL = 15 * time.Minute
-	ok, err := l.LockLoad(ctx, id, owner, lockTTL)
+	r.owner = "archive:" + hex.EncodeToString(tok[:])
+	ok, err := l.LockLoad(ctx, id, r.owner, lockTTL)
 	if err != nil {
-		return oc, err
+		return r.oc, err
 	}
 	if !ok {
-		oc.Skipped = "a loader or another archive run holds the batch's load lock"
-		return oc, nil
+		r.oc.Skipped = "a loader or another archive run holds the batch's load lock"
+		return r.oc, nil
 	}
-	defer l.UnlockLoad(context.WithoutCancel(ctx), id, owner)
+	defer l.UnlockLoad(context.WithoutCancel(ctx), id, r.owner)
 
-	meta, counts, err := l.RawBatch(ctx, id)
+	for _, step := range []func(context.Context) error{r.load, r.write, r.verify, r.saveSummary, r.deletePayouts} {
+		if err := step(ctx); err != nil || r.oc.Skipped != "" {
+			return r.oc, err
+		}
+	}
+	// 5. The rest, meta last.
+	if err := l.DropBatch(ctx, id); err != nil {
+		return r.oc, err
+	}
+	return r.oc, r.hook(StepDropped)
+}
+
+// lockTTL is how long the batch's load lock is held between refreshes.
+const lockTTL = 15 * time.Minute
+
+// batchArchive is the archiving of one batch: each step fills in what the
+// next ones need. A step that leaves the batch alone says why in
+// oc.Skipped.
+type batchArchive struct {
+	l     *ledger.Ledger
+	o     Options
+	id    string
+	prev  *ledger.ArchivedBatch // the summary of an interrupted archive, or nil
+	owner string                // the load lock's owner token
+	oc    Outcome
+
+	meta, counts map[string]string // as read from Redis
+	b            ledger.Batch
+	c            ledger.Counts
+	dir          string
+	paths        Paths
+	now, last    time.Time
+	n            int                  // payouts written
+	fps          []ledger.Fingerprint // of the payouts read back
+	ids          []string             // their externalIds
+	auditPath    string               // "" without an audit trail
+}
+
+func (r *batchArchive) hook(step string) error {
+	if r.o.Hook == nil {
+		return nil
+	}
+	return r.o.Hook(r.id, step)
+}
+
+// load reads the batch, checks it is still final and makes its folder.
+func (r *batchArchive) load(ctx context.Context) error {
+	meta, counts, err := r.l.RawBatch(ctx, r.id)
 	if errors.Is(err, ledger.ErrNotFound) {
-		oc.Skipped = "archived meanwhile"
-		return oc, nil
+		r.oc.Skipped = "archived meanwhile"
+		return nil
 	}
 	if err != nil {
-		return oc, err
+		return err
 	}
-	b, c := ledger.BatchFromFields(meta), ledger.CountsFromFields(counts)
-	oc.File, oc.Rows = b.File, c.Total()
-	if !Final(b, c) {
-		if prev != nil {
-			return oc, fmt.Errorf("batch is partly archived but has %d open payouts (phase %s): resolve them, then run the archive again", c.Open(), b.Phase)
+	r.meta, r.counts = meta, counts
+	r.b, r.c = ledger.BatchFromFields(meta), ledger.CountsFromFields(counts)
+	r.oc.File, r.oc.Rows = r.b.File, r.c.Total()
+	if !Final(r.b, r.c) {
+		if r.prev != nil {
+			return fmt.Errorf("batch is partly archived but has %d open payouts (phase %s): resolve them, then run the archive again", r.c.Open(), r.b.Phase)
 		}
-		oc.Skipped = "not final any more"
-		return oc, nil
+		r.oc.Skipped = "not final any more"
+		return nil
 	}
-	dir := o.Dir
-	if prev != nil && prev.Archive != "" {
-		dir = filepath.Dir(prev.Archive) // finish where it began
+	r.dir = r.o.Dir
+	if r.prev != nil && r.prev.Archive != "" {
+		r.dir = filepath.Dir(r.prev.Archive) // finish where it began
 	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return oc, fmt.Errorf("archive folder: %w", err)
+	if err := os.MkdirAll(r.dir, 0o750); err != nil {
+		return fmt.Errorf("archive folder: %w", err)
 	}
-	paths := PathsFor(dir, b)
-	oc.Archive = paths.Archive
+	r.paths = PathsFor(r.dir, r.b)
+	r.oc.Archive = r.paths.Archive
+	return nil
+}
 
-	// Payouts a run before deleted come from the archive it wrote.
-	var kept map[string]map[string]string
-	if prev != nil {
-		kept = map[string]map[string]string{}
-		if _, err := readArchive(paths.Archive, func(f map[string]string) error {
-			kept[f["ext"]] = f
-			return nil
-		}); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return oc, err
-		}
+// kept returns the payouts a run before deleted, from the archive it
+// wrote (nil on a first run).
+func (r *batchArchive) kept() (map[string]map[string]string, error) {
+	if r.prev == nil {
+		return nil, nil
 	}
+	kept := map[string]map[string]string{}
+	if _, err := readArchive(r.paths.Archive, func(f map[string]string) error {
+		kept[f["ext"]] = f
+		return nil
+	}); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return kept, nil
+}
 
-	// 1. Write the archive.
-	now, err := o.now(ctx, l)
+// write is step 1: write the archive, unless the batch changed too
+// recently.
+func (r *batchArchive) write(ctx context.Context) error {
+	kept, err := r.kept()
 	if err != nil {
-		return oc, err
+		return err
 	}
-	last := later(b.LoadedAt, b.DecidedAt)
-	if t, ok, err := l.LastAudit(ctx, id); err != nil {
-		return oc, err
+	if r.now, err = r.o.now(ctx, r.l); err != nil {
+		return err
+	}
+	r.last = later(r.b.LoadedAt, r.b.DecidedAt)
+	if t, ok, err := r.l.LastAudit(ctx, r.id); err != nil {
+		return err
 	} else if ok {
-		last = later(last, t)
+		r.last = later(r.last, t)
 	}
-	n := 0
-	err = writeFile(paths.Archive, func(w io.Writer) error {
-		zw := gzip.NewWriter(w)
-		enc := json.NewEncoder(zw)
-		if err := enc.Encode(record{Batch: meta, Counts: counts}); err != nil {
-			return err
-		}
-		err := l.EachRaw(ctx, id, func(p ledger.RawPayout) error {
-			f := p.Fields
-			if f == nil {
-				if f = kept[p.ExternalID]; f == nil {
-					return fmt.Errorf("payout %s is neither in Redis nor in %s", p.ExternalID, paths.Archive)
-				}
-			}
-			f = withoutSealed(f)
-			last = later(last, ledger.PayoutFromFields(id, f).UpdatedAt)
-			n++
-			return enc.Encode(record{Payout: f})
-		})
-		if err != nil {
-			return err
-		}
-		if prev == nil && now.Sub(last) < o.OlderThan {
-			return errTooRecent
-		}
-		if err := enc.Encode(record{End: map[string]string{"payouts": strconv.Itoa(n)}}); err != nil {
-			return err
-		}
-		return zw.Close()
-	})
+	err = writeFile(r.paths.Archive, func(w io.Writer) error { return r.encode(ctx, w, kept) })
 	if errors.Is(err, errTooRecent) {
-		oc.Skipped = "changed since " + last.Format(time.RFC3339)
-		return oc, nil
+		r.oc.Skipped = "changed since " + r.last.Format(time.RFC3339)
+		return nil
 	}
 	if err != nil {
-		return oc, err
+		return err
 	}
-	oc.LastChange = last
-	if err := hook(StepWritten); err != nil {
-		return oc, err
-	}
+	r.oc.LastChange = r.last
+	return r.hook(StepWritten)
+}
 
-	// 2. Read it back, match it with the counters, and write the result
-	// file from it.
+// encode writes the gzipped archive to w: header, payouts (from Redis, or
+// from kept for those a run before deleted), end line.
+func (r *batchArchive) encode(ctx context.Context, w io.Writer, kept map[string]map[string]string) error {
+	zw := gzip.NewWriter(w)
+	enc := json.NewEncoder(zw)
+	if err := enc.Encode(record{Batch: r.meta, Counts: r.counts}); err != nil {
+		return err
+	}
+	err := r.l.EachRaw(ctx, r.id, func(p ledger.RawPayout) error {
+		f := p.Fields
+		if f == nil {
+			if f = kept[p.ExternalID]; f == nil {
+				return fmt.Errorf("payout %s is neither in Redis nor in %s", p.ExternalID, r.paths.Archive)
+			}
+		}
+		f = withoutSealed(f)
+		r.last = later(r.last, ledger.PayoutFromFields(r.id, f).UpdatedAt)
+		r.n++
+		return enc.Encode(record{Payout: f})
+	})
+	if err != nil {
+		return err
+	}
+	if r.prev == nil && r.now.Sub(r.last) < r.o.OlderThan {
+		return errTooRecent
+	}
+	if err := enc.Encode(record{End: map[string]string{"payouts": strconv.Itoa(r.n)}}); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+// verify is step 2: read the archive back, match it with the counters,
+// write the result file from it and the audit trail beside it.
+func (r *batchArchive) verify(ctx context.Context) error {
+	if err := r.readBack(); err != nil {
+		return err
+	}
+	if err := r.writeResult(); err != nil {
+		return err
+	}
+	auditPath, err := writeAudit(ctx, r.l, r.id, r.paths.Audit)
+	if err != nil {
+		return err
+	}
+	r.auditPath = auditPath
+	if err := syncDir(r.dir); err != nil {
+		return err
+	}
+	return r.hook(StepVerified)
+}
+
+// readBack reads the archive and matches its payouts per state and their
+// amounts with the batch's counters, to the unit.
+func (r *batchArchive) readBack() error {
 	rows := map[ledger.State]int64{}
 	units := map[ledger.State]int64{}
-	var fps []ledger.Fingerprint
-	var ids []string
-	got, err := readArchive(paths.Archive, func(f map[string]string) error {
+	got, err := readArchive(r.paths.Archive, func(f map[string]string) error {
 		st := ledger.State(f["state"])
 		rows[st]++
 		u, err := strconv.ParseInt(f["units"], 10, 64)
@@ -394,88 +468,78 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 			return fmt.Errorf("payout %s: units %q: %w", f["ext"], f["units"], err)
 		}
 		units[st] += u
-		fps = append(fps, ledger.FingerprintOf(f["ext"], f))
-		ids = append(ids, f["ext"])
+		r.fps = append(r.fps, ledger.FingerprintOf(f["ext"], f))
+		r.ids = append(r.ids, f["ext"])
 		return nil
 	})
 	if err != nil {
-		return oc, fmt.Errorf("read back %s: %w", paths.Archive, err)
+		return fmt.Errorf("read back %s: %w", r.paths.Archive, err)
 	}
-	if got != n {
-		return oc, fmt.Errorf("%s: %d payouts read back, %d written: %w", paths.Archive, got, n, ErrMismatch)
+	if got != r.n {
+		return fmt.Errorf("%s: %d payouts read back, %d written: %w", r.paths.Archive, got, r.n, ErrMismatch)
 	}
 	var total int64
 	for _, s := range ledger.States {
-		if rows[s] != c.Rows[s] || units[s] != c.Units[s] {
-			return oc, fmt.Errorf("%s: %s: %d payouts of %d units, the ledger counts %d of %d: %w",
-				paths.Archive, s, rows[s], units[s], c.Rows[s], c.Units[s], ErrMismatch)
+		if rows[s] != r.c.Rows[s] || units[s] != r.c.Units[s] {
+			return fmt.Errorf("%s: %s: %d payouts of %d units, the ledger counts %d of %d: %w",
+				r.paths.Archive, s, rows[s], units[s], r.c.Rows[s], r.c.Units[s], ErrMismatch)
 		}
 		total += rows[s]
 	}
-	if int64(n) != total {
-		return oc, fmt.Errorf("%s: %d payouts, the ledger counts %d: %w", paths.Archive, n, total, ErrMismatch)
+	if int64(r.n) != total {
+		return fmt.Errorf("%s: %d payouts, the ledger counts %d: %w", r.paths.Archive, r.n, total, ErrMismatch)
 	}
+	return nil
+}
+
+// writeResult writes the result file from the archive, and its summary
+// beside it (the result CSV is a clean table).
+func (r *batchArchive) writeResult() error {
 	var sum report.Summary
-	if err := writeFile(paths.Result, func(w io.Writer) error {
-		sum, err = report.WriteCSV(w, batchreport.Batch(b), Rows(paths.Archive))
+	if err := writeFile(r.paths.Result, func(w io.Writer) error {
+		var err error
+		sum, err = report.WriteCSV(w, batchreport.Batch(r.b), Rows(r.paths.Archive))
 		return err
 	}); err != nil {
-		return oc, err
+		return err
 	}
-	if sum.Rows != n {
-		return oc, fmt.Errorf("%s: %d rows, the archive has %d: %w", paths.Result, sum.Rows, n, ErrMismatch)
+	if sum.Rows != r.n {
+		return fmt.Errorf("%s: %d rows, the archive has %d: %w", r.paths.Result, sum.Rows, r.n, ErrMismatch)
 	}
-	// The result CSV is a clean table; its summary goes beside it.
-	if err := writeFile(report.SummaryPath(paths.Result), func(w io.Writer) error {
-		return report.WriteSummary(w, batchreport.Batch(b), sum)
-	}); err != nil {
-		return oc, err
-	}
-	auditPath, err := writeAudit(ctx, l, id, paths.Audit)
-	if err != nil {
-		return oc, err
-	}
-	if err := syncDir(dir); err != nil {
-		return oc, err
-	}
-	if err := hook(StepVerified); err != nil {
-		return oc, err
-	}
+	return writeFile(report.SummaryPath(r.paths.Result), func(w io.Writer) error {
+		return report.WriteSummary(w, batchreport.Batch(r.b), sum)
+	})
+}
 
-	// 3. The summary, then the claims' expiry.
-	a := ledger.ArchivedBatch{Batch: b, Counts: c, Archive: paths.Archive, Result: paths.Result, Audit: auditPath,
-		ArchivedAt: now, LastChange: last, ClaimsTill: now.Add(o.IDWindow)}
-	if prev != nil {
-		a.ArchivedAt, a.ClaimsTill = prev.ArchivedAt, prev.ClaimsTill
+// saveSummary is step 3: the summary, then the claims' expiry.
+func (r *batchArchive) saveSummary(ctx context.Context) error {
+	a := ledger.ArchivedBatch{Batch: r.b, Counts: r.c, Archive: r.paths.Archive, Result: r.paths.Result, Audit: r.auditPath,
+		ArchivedAt: r.now, LastChange: r.last, ClaimsTill: r.now.Add(r.o.IDWindow)}
+	if r.prev != nil {
+		a.ArchivedAt, a.ClaimsTill = r.prev.ArchivedAt, r.prev.ClaimsTill
 	}
-	if err := l.SaveArchived(ctx, a); err != nil {
-		return oc, err
+	if err := r.l.SaveArchived(ctx, a); err != nil {
+		return err
 	}
-	if oc.Claims, err = l.ArchiveClaims(ctx, id, ids, a.ClaimsTill, now); err != nil {
-		return oc, err
+	var err error
+	if r.oc.Claims, err = r.l.ArchiveClaims(ctx, r.id, r.ids, a.ClaimsTill, r.now); err != nil {
+		return err
 	}
-	if err := hook(StepSummary); err != nil {
-		return oc, err
-	}
+	return r.hook(StepSummary)
+}
 
-	// 4. The payouts, chunk by chunk, each only if unchanged.
-	if ok, err := l.RefreshLoad(ctx, id, owner, lockTTL); err != nil {
-		return oc, err
+// deletePayouts is step 4: the payouts, chunk by chunk, each only if
+// unchanged.
+func (r *batchArchive) deletePayouts(ctx context.Context) error {
+	if ok, err := r.l.RefreshLoad(ctx, r.id, r.owner, lockTTL); err != nil {
+		return err
 	} else if !ok {
-		return oc, fmt.Errorf("lost the batch's load lock: nothing deleted")
+		return fmt.Errorf("lost the batch's load lock: nothing deleted")
 	}
-	if _, err := l.DeleteArchivedPayouts(ctx, id, fps, o.Chunk, func(int) error { return hook(StepChunk) }); err != nil {
-		return oc, err
+	if _, err := r.l.DeleteArchivedPayouts(ctx, r.id, r.fps, r.o.Chunk, func(int) error { return r.hook(StepChunk) }); err != nil {
+		return err
 	}
-	if err := hook(StepDeleted); err != nil {
-		return oc, err
-	}
-
-	// 5. The rest, meta last.
-	if err := l.DropBatch(ctx, id); err != nil {
-		return oc, err
-	}
-	return oc, hook(StepDropped)
+	return r.hook(StepDeleted)
 }
 
 var errTooRecent = errors.New("changed too recently")

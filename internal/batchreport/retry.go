@@ -153,33 +153,16 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 		return RetryFile{}, err
 	}
 	res := RetryFile{Total: money.Zero, FinalTotal: money.Zero, Scale: b.Scale}
-	names := map[string]bool{}
-	err = l.Each(ctx, batch, func(p ledger.Payout) error {
-		if !o.retried(p) {
-			return nil
-		}
-		props, err := extraProps(p)
-		for _, pr := range props {
-			names[pr.Key] = true
-		}
-		return err
-	})
+	extras, err := retryExtras(ctx, l, batch, o)
 	if err != nil {
 		return res, err
 	}
-	extras := extraOrder(names)
 	res.Extras = extras
 	cw := csv.NewWriter(w)
-	header := append([]string{payfile.ColExternalID, payfile.ColAmount, payfile.ColCardNumber, payfile.ColTelecomOperator}, extras...)
-	// The file's informational columns, as loaded, after the properties;
-	// the reason last.
-	infoAt := len(header)
-	header = append(header, b.InfoColumns...)
-	header = append(header, payfile.ColReason)
-	if err := cw.Write(header); err != nil {
+	rr := newRetryRecord(batch, b, extras, o)
+	if err := cw.Write(rr.header); err != nil {
 		return res, fmt.Errorf("write failed rows: %w", err)
 	}
-	rec := make([]string, len(header))
 	err = l.Each(ctx, batch, func(p ledger.Payout) error {
 		if p.State != ledger.Failed {
 			return nil
@@ -193,36 +176,10 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 			res.FinalTotal = res.FinalTotal.Add(amount)
 			return nil
 		}
-		clear(rec)
-		rec[0], rec[1] = RetryID(p.ExternalID), amount.Fixed(b.Scale)
-		switch {
-		case p.Sealed != "" && o.Keys != nil:
-			pan, err := o.Keys.Open(p.Sealed, ledger.SealAD(batch, p.ExternalID))
-			if err != nil {
-				return fmt.Errorf("card number of payout %s: %w", p.ExternalID, err)
-			}
-			rec[2] = pan
-		case p.Sealed != "":
-			rec[2] = card.Scrub(strings.TrimPrefix(p.Destination, "card "))
-		case p.Telecom != "":
-			rec[3] = p.Telecom
-		default:
-			return fmt.Errorf("payout %s has no destination in the ledger", p.ExternalID)
-		}
-		props, err := extraProps(p)
-		if err != nil {
+		if err := rr.fill(p, amount); err != nil {
 			return err
 		}
-		for _, pr := range props {
-			rec[4+slices.Index(extras, pr.Key)] = retryCell(pr.Value)
-		}
-		for i, v := range ledger.UnpackInfo(p.Info) {
-			if i < len(b.InfoColumns) {
-				rec[infoAt+i] = retryCell(v)
-			}
-		}
-		rec[len(rec)-1] = retryCell(card.Scrub(p.Error))
-		if err := cw.Write(rec); err != nil {
+		if err := cw.Write(rr.rec); err != nil {
 			return fmt.Errorf("write failed rows: %w", err)
 		}
 		res.Rows++
@@ -237,4 +194,92 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 		return res, fmt.Errorf("write failed rows: %w", err)
 	}
 	return res, nil
+}
+
+// retryExtras reads the batch once for the extra properties of the
+// payouts WriteRetry writes, and returns their columns in order.
+func retryExtras(ctx context.Context, l *ledger.Ledger, batch string, o RetryOptions) ([]string, error) {
+	names := map[string]bool{}
+	err := l.Each(ctx, batch, func(p ledger.Payout) error {
+		if !o.retried(p) {
+			return nil
+		}
+		props, err := extraProps(p)
+		for _, pr := range props {
+			names[pr.Key] = true
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return extraOrder(names), nil
+}
+
+// retryRecord is the header of a retry file and the record of its row
+// being written.
+type retryRecord struct {
+	batch  string
+	b      ledger.Batch
+	o      RetryOptions
+	extras []string
+	infoAt int // the first informational column
+	header []string
+	rec    []string
+}
+
+// newRetryRecord makes the header: the columns of a payout file, the
+// extra properties, the informational columns, the reason.
+func newRetryRecord(batch string, b ledger.Batch, extras []string, o RetryOptions) *retryRecord {
+	header := append([]string{payfile.ColExternalID, payfile.ColAmount, payfile.ColCardNumber, payfile.ColTelecomOperator}, extras...)
+	// The file's informational columns, as loaded, after the properties;
+	// the reason last.
+	infoAt := len(header)
+	header = append(header, b.InfoColumns...)
+	header = append(header, payfile.ColReason)
+	return &retryRecord{batch: batch, b: b, o: o, extras: extras, infoAt: infoAt, header: header, rec: make([]string, len(header))}
+}
+
+// fill sets r.rec to the row of payout p, of amount.
+func (r *retryRecord) fill(p ledger.Payout, amount money.Amount) error {
+	rec := r.rec
+	clear(rec)
+	rec[0], rec[1] = RetryID(p.ExternalID), amount.Fixed(r.b.Scale)
+	if err := r.destination(p); err != nil {
+		return err
+	}
+	props, err := extraProps(p)
+	if err != nil {
+		return err
+	}
+	for _, pr := range props {
+		rec[4+slices.Index(r.extras, pr.Key)] = retryCell(pr.Value)
+	}
+	for i, v := range ledger.UnpackInfo(p.Info) {
+		if i < len(r.b.InfoColumns) {
+			rec[r.infoAt+i] = retryCell(v)
+		}
+	}
+	rec[len(rec)-1] = retryCell(card.Scrub(p.Error))
+	return nil
+}
+
+// destination sets the card number (opened with the keys, else masked) or
+// the telecom operator of payout p.
+func (r *retryRecord) destination(p ledger.Payout) error {
+	switch {
+	case p.Sealed != "" && r.o.Keys != nil:
+		pan, err := r.o.Keys.Open(p.Sealed, ledger.SealAD(r.batch, p.ExternalID))
+		if err != nil {
+			return fmt.Errorf("card number of payout %s: %w", p.ExternalID, err)
+		}
+		r.rec[2] = pan
+	case p.Sealed != "":
+		r.rec[2] = card.Scrub(strings.TrimPrefix(p.Destination, "card "))
+	case p.Telecom != "":
+		r.rec[3] = p.Telecom
+	default:
+		return fmt.Errorf("payout %s has no destination in the ledger", p.ExternalID)
+	}
+	return nil
 }

@@ -76,7 +76,28 @@ func Profile(ctx context.Context, cfg ProfileConfig) error {
 	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	out := func(name string) string { return filepath.Join(cfg.Dir, name) }
 
-	// Loader.
+	if err := b.profileLoader(ctx, cfg, ring, log); err != nil {
+		return err
+	}
+	if cfg.HeapRows > 0 {
+		if err := b.profileLoaderPeak(ctx, cfg.HeapRows, ring, log, out("loader-peak.heap.pprof")); err != nil {
+			return err
+		}
+	}
+
+	// Worker.
+	if err := b.profileWorker(ctx, cfg, ring, log, out("worker.cpu.pprof")); err != nil {
+		return err
+	}
+	return b.profileBareWorker(ctx, cfg, out("bare-worker.cpu.pprof"))
+}
+
+// profileLoader profiles a load of cfg.Rows rows (loader.cpu.pprof, then
+// loader.heap.pprof) and the bare enqueue of as many tasks
+// (bare-enqueue.cpu.pprof).
+func (b *runner) profileLoader(ctx context.Context, cfg ProfileConfig, ring *vault.Keyring, log zerolog.Logger) error {
+	out := func(name string) string { return filepath.Join(cfg.Dir, name) }
+	rdb := b.rdb
 	file, err := b.file(cfg.Rows)
 	if err != nil {
 		return err
@@ -119,18 +140,7 @@ func Profile(ctx context.Context, cfg ProfileConfig) error {
 		return err
 	}
 	b.logf("profile: bare enqueue %d tasks in %.2f s = %.0f tasks/s (in-process)", cfg.Rows, d.Seconds(), float64(cfg.Rows)/d.Seconds())
-
-	if cfg.HeapRows > 0 {
-		if err := b.profileLoaderPeak(ctx, cfg.HeapRows, ring, log, out("loader-peak.heap.pprof")); err != nil {
-			return err
-		}
-	}
-
-	// Worker.
-	if err := b.profileWorker(ctx, cfg, ring, log, out("worker.cpu.pprof")); err != nil {
-		return err
-	}
-	return b.profileBareWorker(ctx, cfg, out("bare-worker.cpu.pprof"))
+	return nil
 }
 
 func (b *runner) profileWorker(ctx context.Context, cfg ProfileConfig, ring *vault.Keyring, log zerolog.Logger, path string) error {

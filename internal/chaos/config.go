@@ -309,6 +309,14 @@ func (c Config) Validate() error {
 		// in progress at the PSP when its absence is counted.
 		errs = append(errs, errors.New("absent-spacing must not be shorter than psp-timeout"))
 	}
+	errs = append(errs, c.outcomeErrors()...)
+	return errors.Join(errs...)
+}
+
+// outcomeErrors checks the settings of the orders' outcomes, the
+// approvals and the callbacks.
+func (c Config) outcomeErrors() []error {
+	var errs []error
 	if c.SettleAfter < 0 || c.OutcomeWindow < 0 || c.CallbackDelay < 0 || c.ForgeEvery < 0 {
 		errs = append(errs, errors.New("settle-after, outcome-window, callback-delay and forge-every must not be negative"))
 	}
@@ -338,7 +346,7 @@ func (c Config) Validate() error {
 	if !c.Callbacks && (c.PCallbackDup > 0 || c.CallbackDelay > 0 || c.ForgeEvery > 0) {
 		errs = append(errs, errors.New("p-callback-dup, callback-delay and forge-every need callbacks"))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // EnvPrefix prefixes the environment variable of every flag

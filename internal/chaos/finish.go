@@ -18,6 +18,7 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/redisdump"
+	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/testenv"
 	"github.com/acme/payout/internal/testenv/proc"
 )
@@ -25,82 +26,18 @@ import (
 // finish writes the last result files, stops the workers, gathers the
 // books, scans for leaks and computes the figures.
 func (h *harness) finish(ctx context.Context) (Figures, error) {
-	c := h.cfg
-	// The loader writes a result file once a batch has no open row.
-	within := 30 * time.Second
-	if h.open > 0 {
-		within = 0 // the deadline passed: one last run, no waiting
-	}
-	h.finishing = true // no more interrupted loads
-	if err := testenv.Poll(ctx, within, 500*time.Millisecond, func() (bool, error) {
-		r := <-h.startLoader(ctx)
-		if err := h.loaderDone(ctx, r); err != nil {
-			return false, err
-		}
-		return h.allResultFiles(), nil
-	}); err != nil && !errors.Is(err, testenv.ErrDeadline) {
+	if err := h.lastLoads(ctx); err != nil {
 		return Figures{}, err
 	}
 	h.snapshotUI(ctx, "end")
-	if h.forge != nil {
-		h.forge.wait()
-	}
-	for _, w := range h.workers {
-		_ = w.Signal(syscall.SIGTERM) // all at once, then wait for each
-	}
-	for _, w := range h.workers {
-		w.Stop(c.PSPTimeout + 10*time.Second)
-	}
-
-	var books Books
-	books.Rows = h.rows()
-	adm := h.sandboxAdmin()
-	var err error
-	if books.Orders, err = adm.Orders(ctx); err != nil {
-		return Figures{}, err
-	}
-	stats, err := adm.Stats(ctx)
+	h.stopWorkers()
+	books, stats, life, err := h.gatherBooks(ctx)
 	if err != nil {
 		return Figures{}, err
 	}
-	life, err := adm.Lifecycle(ctx)
+	drops, err := h.stopServices(ctx)
 	if err != nil {
 		return Figures{}, err
-	}
-	books.PaidStatus, books.FailedStatus = life.PaidStatus, life.FailedStatus
-	books.CancelAsked, books.CancelReported, books.CheckAudit = h.ctl.asked, h.ctl.reported, true
-	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
-		return Figures{}, err
-	}
-	var audited, entries int
-	for _, fc := range books.Files {
-		if fc.AuditFile {
-			audited++
-			entries += len(fc.Audit)
-		}
-	}
-	h.logf("audit files: %d of %d batches have theirs in the outbox, %d entries in all", audited, len(books.Files), entries)
-	h.logf("archive: %d of %d batches archived during the run (--archive-after %s), read back from their archives", h.archived, len(books.Files), c.ArchiveAfter)
-	dump, err := redisdump.Text(ctx, h.rdb)
-	if err != nil {
-		return Figures{}, err
-	}
-	if err := os.WriteFile(h.path("redis-contents.txt"), []byte(dump), 0o600); err != nil {
-		return Figures{}, err
-	}
-	for _, u := range []*proc.Proc{h.ui, h.ops} {
-		if u != nil {
-			u.Stop(5 * time.Second)
-		}
-	}
-	h.sandbox.Stop(10 * time.Second)
-	_ = h.rdb.Close()
-	h.redis.Stop(10 * time.Second)
-	h.gw.Close()
-	var drops int
-	if h.rfault != nil {
-		drops = int(h.rfault.Drops())
-		_ = h.rfault.Close()
 	}
 	repaired, err := h.countRepairs()
 	if err != nil {
@@ -131,6 +68,109 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		Duplicates: v.Duplicates, Lost: v.Lost, OutcomeMismatches: v.OutcomeMismatches, Leaks: len(leaks), Mismatches: v.Mismatches,
 		Elapsed: time.Since(h.start),
 	}
+	h.logRun(stats, life, scanned, repaired)
+	h.writeFindings(v.Findings, leaks)
+	fmt.Fprintln(h.out, fig.String())
+	return fig, nil
+}
+
+// lastLoads runs the loader until every batch has its result file (the
+// loader writes one once a batch has no open row), for up to 30 s; once
+// the run's deadline passed with rows open, once, without waiting.
+func (h *harness) lastLoads(ctx context.Context) error {
+	within := 30 * time.Second
+	if h.open > 0 {
+		within = 0 // the deadline passed: one last run, no waiting
+	}
+	h.finishing = true // no more interrupted loads
+	if err := testenv.Poll(ctx, within, 500*time.Millisecond, func() (bool, error) {
+		r := <-h.startLoader(ctx)
+		if err := h.loaderDone(ctx, r); err != nil {
+			return false, err
+		}
+		return h.allResultFiles(), nil
+	}); err != nil && !errors.Is(err, testenv.ErrDeadline) {
+		return err
+	}
+	return nil
+}
+
+// stopWorkers waits for the forged callbacks, then stops every worker.
+func (h *harness) stopWorkers() {
+	if h.forge != nil {
+		h.forge.wait()
+	}
+	for _, w := range h.workers {
+		_ = w.Signal(syscall.SIGTERM) // all at once, then wait for each
+	}
+	for _, w := range h.workers {
+		w.Stop(h.cfg.PSPTimeout + 10*time.Second)
+	}
+}
+
+// gatherBooks reads what the sandbox and the ledger hold at the end.
+func (h *harness) gatherBooks(ctx context.Context) (Books, sandbox.Stats, sandbox.LifecycleJSON, error) {
+	var books Books
+	books.Rows = h.rows()
+	adm := h.sandboxAdmin()
+	var err error
+	if books.Orders, err = adm.Orders(ctx); err != nil {
+		return books, sandbox.Stats{}, sandbox.LifecycleJSON{}, err
+	}
+	stats, err := adm.Stats(ctx)
+	if err != nil {
+		return books, stats, sandbox.LifecycleJSON{}, err
+	}
+	life, err := adm.Lifecycle(ctx)
+	if err != nil {
+		return books, stats, life, err
+	}
+	books.PaidStatus, books.FailedStatus = life.PaidStatus, life.FailedStatus
+	books.CancelAsked, books.CancelReported, books.CheckAudit = h.ctl.asked, h.ctl.reported, true
+	if books.Payouts, books.Files, err = h.readLedger(ctx); err != nil {
+		return books, stats, life, err
+	}
+	var audited, entries int
+	for _, fc := range books.Files {
+		if fc.AuditFile {
+			audited++
+			entries += len(fc.Audit)
+		}
+	}
+	h.logf("audit files: %d of %d batches have theirs in the outbox, %d entries in all", audited, len(books.Files), entries)
+	h.logf("archive: %d of %d batches archived during the run (--archive-after %s), read back from their archives", h.archived, len(books.Files), h.cfg.ArchiveAfter)
+	return books, stats, life, nil
+}
+
+// stopServices writes Redis's contents to redis-contents.txt, then stops
+// the UIs, the sandbox, Redis and the gateways; it returns how many Redis
+// replies the fault proxy dropped.
+func (h *harness) stopServices(ctx context.Context) (drops int, err error) {
+	dump, err := redisdump.Text(ctx, h.rdb)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.WriteFile(h.path("redis-contents.txt"), []byte(dump), 0o600); err != nil {
+		return 0, err
+	}
+	for _, u := range []*proc.Proc{h.ui, h.ops} {
+		if u != nil {
+			u.Stop(5 * time.Second)
+		}
+	}
+	h.sandbox.Stop(10 * time.Second)
+	_ = h.rdb.Close()
+	h.redis.Stop(10 * time.Second)
+	h.gw.Close()
+	if h.rfault != nil {
+		drops = int(h.rfault.Drops())
+		_ = h.rfault.Close()
+	}
+	return drops, nil
+}
+
+// logRun logs what the sandbox, the forwarder and the harness saw.
+func (h *harness) logRun(stats sandbox.Stats, life sandbox.LifecycleJSON, scanned, repaired int) {
 	h.logf("sandbox: %d creates received, %d orders stored, %d status queries, answers %v",
 		stats.CreatesReceived, stats.OrdersStored, stats.StatusQueries, stats.Answers)
 	if h.cfg.Tracking() {
@@ -147,8 +187,13 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		h.loaderRuns, h.loaderInfra, h.workerExits, h.pauses, h.gw.Refused(), scanned)
 	h.logf("operator through the web UI: %d tasks deleted, %d archived; the workers restored %d steps",
 		h.tasksDeleted, h.tasksArchived, repaired)
+}
+
+// writeFindings writes the findings and the leaks (the first maxExamples)
+// to findings.txt and logs them.
+func (h *harness) writeFindings(findings []string, leaks []Leak) {
 	var lines []string
-	lines = append(lines, v.Findings...)
+	lines = append(lines, findings...)
 	for i, l := range leaks {
 		if i == maxExamples {
 			lines = append(lines, fmt.Sprintf("leak: ... %d in all", len(leaks)))
@@ -162,8 +207,6 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 			h.logf("FINDING %s", l)
 		}
 	}
-	fmt.Fprintln(h.out, fig.String())
-	return fig, nil
 }
 
 // repairMessages are the log messages of a worker that restored a lost

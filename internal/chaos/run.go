@@ -233,21 +233,9 @@ func (h *harness) setUp(ctx context.Context) error {
 	c := h.cfg
 	h.logf("work directory %s, seed %d, run %s: %d rows in %d files, %d workers x %d, broken=%t, broken-replay=%t",
 		h.dir, c.Seed, h.runID, c.Rows, c.Files, c.Workers, c.Concurrency, c.Broken, c.BrokenReplay)
-	t := time.Now()
-	bins := binaries(c)
-	paths, err := gobuild.Build(ctx, gobuild.Options{ModuleDir: c.ModuleDir, Log: h.path(dirLogs, "build.log")}, h.path(dirBin), bins)
-	if err != nil {
+	if err := h.build(ctx); err != nil {
 		return err
 	}
-	h.payoutBin, h.sandboxBin, h.clockBin = paths["payout"], paths["psp-sandbox"], paths["payout-clock"]
-	names := make([]string, len(bins))
-	for i, b := range bins {
-		names[i] = b.Name
-		if len(b.Tags) > 0 {
-			names[i] += " (" + strings.Join(b.Tags, ",") + ")"
-		}
-	}
-	h.logf("built %s in %s", strings.Join(names, ", "), time.Since(t).Round(100*time.Millisecond))
 	for _, f := range h.files {
 		if err := os.WriteFile(h.path(dirStaging, f.Name), f.CSV(), 0o600); err != nil {
 			return err
@@ -260,6 +248,64 @@ func (h *harness) setUp(ctx context.Context) error {
 		}
 	}
 
+	if err := h.startRedis(ctx); err != nil {
+		return err
+	}
+	if err := h.makeSecrets(ctx); err != nil {
+		return err
+	}
+	if err := h.startSandbox(ctx); err != nil {
+		return err
+	}
+	if err := h.startGateway(); err != nil {
+		return err
+	}
+	for i := 0; i < c.Workers; i++ {
+		if err := h.startWorker(i == 0 && c.ClockOffset != 0); err != nil {
+			return err
+		}
+	}
+	var err error
+	if h.ui, h.uiURL, err = h.startUI(ctx, "ui", true); err != nil {
+		// The run goes on without the UI (its pages are then not
+		// scanned), and fails as a harness failure at the end.
+		h.problem("web UI: %v", err)
+		h.ui = nil
+	}
+	if c.TaskDeleteEvery > 0 {
+		if h.ops, h.opsURL, err = h.startUI(ctx, "ui-ops", false); err != nil {
+			h.problem("web UI (read-write): %v", err)
+			h.ops = nil
+		}
+	}
+	return nil
+}
+
+// build builds the binaries the run starts.
+func (h *harness) build(ctx context.Context) error {
+	t := time.Now()
+	bins := binaries(h.cfg)
+	paths, err := gobuild.Build(ctx, gobuild.Options{ModuleDir: h.cfg.ModuleDir, Log: h.path(dirLogs, "build.log")}, h.path(dirBin), bins)
+	if err != nil {
+		return err
+	}
+	h.payoutBin, h.sandboxBin, h.clockBin = paths["payout"], paths["psp-sandbox"], paths["payout-clock"]
+	names := make([]string, len(bins))
+	for i, b := range bins {
+		names[i] = b.Name
+		if len(b.Tags) > 0 {
+			names[i] += " (" + strings.Join(b.Tags, ",") + ")"
+		}
+	}
+	h.logf("built %s in %s", strings.Join(names, ", "), time.Since(t).Round(100*time.Millisecond))
+	return nil
+}
+
+// startRedis starts Redis (with its append-only file) and, with
+// RedisReplyDrop, the proxy the workers reach it through.
+func (h *harness) startRedis(ctx context.Context) error {
+	c := h.cfg
+	var err error
 	if h.redis, err = redistest.Launch(ctx, redistest.Config{Dir: h.path(dirRedis), Log: h.path(dirLogs, "redis.log"), AOF: true}); err != nil {
 		return err
 	}
@@ -278,7 +324,14 @@ func (h *harness) setUp(ctx context.Context) error {
 		}
 		h.logf("the workers reach Redis through a proxy that loses %.1f%% of their script replies", 100*c.RedisReplyDrop)
 	}
+	return nil
+}
 
+// makeSecrets makes the data key (payout keygen), the PSP tokens, the UI
+// password and, with Callbacks, the callback secret with its forger and
+// forwarder.
+func (h *harness) makeSecrets(ctx context.Context) error {
+	c := h.cfg
 	code, key, err := runOnce(ctx, h.payoutBin, []string{"keygen"}, h.env, h.path(dirLogs, "keygen.log"), true)
 	if err != nil || code != 0 {
 		return fmt.Errorf("payout keygen: exit %d: %v", code, err)
@@ -304,10 +357,14 @@ func (h *harness) setUp(ctx context.Context) error {
 		h.logf("the sandbox settles orders after %s (%.0f%% fail) and sends its callbacks (%.0f%% twice, delayed up to %s) through a forwarder to the live workers",
 			c.SettleAfter, 100*c.PFail, 100*c.PCallbackDup, c.CallbackDelay)
 	}
+	return nil
+}
 
-	if err := h.startSandbox(ctx); err != nil {
-		return err
-	}
+// startGateway starts the token gateway in front of the sandbox and, with
+// H2, its HTTP/2 TLS listener.
+func (h *harness) startGateway() error {
+	c := h.cfg
+	var err error
 	if h.gw, err = NewGateway(h.sandboxURL, h.sandboxToken, h.tokens[0]); err != nil {
 		return err
 	}
@@ -321,23 +378,6 @@ func (h *harness) setUp(ctx context.Context) error {
 			return err
 		}
 		h.logf("the workers reach the PSP over HTTP/2 with TLS; %.0f%% of the creates the sandbox answers 200 get their stream reset", 100*c.H2Reset)
-	}
-	for i := 0; i < c.Workers; i++ {
-		if err := h.startWorker(i == 0 && c.ClockOffset != 0); err != nil {
-			return err
-		}
-	}
-	if h.ui, h.uiURL, err = h.startUI(ctx, "ui", true); err != nil {
-		// The run goes on without the UI (its pages are then not
-		// scanned), and fails as a harness failure at the end.
-		h.problem("web UI: %v", err)
-		h.ui = nil
-	}
-	if c.TaskDeleteEvery > 0 {
-		if h.ops, h.opsURL, err = h.startUI(ctx, "ui-ops", false); err != nil {
-			h.problem("web UI (read-write): %v", err)
-			h.ops = nil
-		}
 	}
 	return nil
 }

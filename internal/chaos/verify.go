@@ -116,13 +116,7 @@ func Verify(b Books) Verdict {
 	}
 	var v Verdict
 	var f findings
-	orders := map[string][]sandbox.Order{}
-	for _, o := range b.Orders {
-		if o.Kind != "" && o.Kind != "withdrawal" {
-			continue
-		}
-		orders[o.ExternalID] = append(orders[o.ExternalID], o)
-	}
+	orders := withdrawals(b.Orders)
 	known := map[string]bool{}
 	for _, r := range b.Rows {
 		known[r.ExternalID] = true
@@ -137,73 +131,102 @@ func Verify(b Books) Verdict {
 			}
 			continue
 		}
-		if p.Seq > 0 {
-			v.Ambiguous++
-		}
-		if a, err := money.Parse(p.Amount, 18); err != nil || a.Cmp(r.Amount) != 0 {
-			v.Mismatches++
-			f.add("mismatch", "%s: ledger amount %q, file amount %s", r.ExternalID, p.Amount, r.AmountText)
-		}
-		switch p.State {
-		case ledger.Created, ledger.Paid, ledger.Failed:
-			v.Created++
-			switch p.State {
-			case ledger.Paid:
-				v.Paid++
-			case ledger.Failed:
-				v.Failed++
-			}
-			if v.checkCreated(&f, r, p, ords) {
-				v.checkOutcome(&f, r, p, ords, paidWord, failedWord)
-			}
-		case ledger.Cancelled:
-			v.Cancelled++
-			if !b.CancelAsked[r.ExternalID] {
-				v.Mismatches++
-				f.add("mismatch", "%s is cancelled, but nobody asked for it", r.ExternalID)
-			}
-			if len(ords) > 0 {
-				v.Duplicates += len(ords)
-				f.add("duplicate", "%s is cancelled but has %d order(s) at the PSP %s", r.ExternalID, len(ords), orderIDs(ords))
-			}
-		case ledger.NeedsReview:
-			if p.OrderID != "" && len(ords) == 1 && ords[0].PSPOrderID == p.OrderID {
-				// Created, then no outcome within the outcome window:
-				// the order is rightful, the missing outcome is not.
-				v.NeedsReview++
-				v.OutcomeMismatches++
-				f.add("outcome", "%s: order %s ends %q at the PSP but the payout needs review: %s",
-					r.ExternalID, p.OrderID, ords[0].FinalStatus, p.Error)
-				continue
-			}
-			fallthrough
-		case ledger.Rejected:
-			if p.State == ledger.Rejected {
-				v.Rejected++
-				if r.Magic == NotMagic {
-					v.Mismatches++
-					f.add("mismatch", "%s: an ordinary row was rejected: %s", r.ExternalID, p.Error)
-				}
-			} else {
-				v.NeedsReview++
-			}
-			if len(ords) > 0 {
-				v.Duplicates += len(ords)
-				f.add("duplicate", "%s is %s but has %d order(s) at the PSP %s", r.ExternalID, p.State, len(ords), orderIDs(ords))
-			}
-		default:
-			v.Lost++
-			f.add("lost", "%s is still %s", r.ExternalID, p.State)
-			if len(ords) > 1 {
-				v.Duplicates += len(ords) - 1
-				f.add("duplicate", "%s (%s) has %d orders %s", r.ExternalID, p.State, len(ords), orderIDs(ords))
-			}
-		}
+		v.checkRow(&f, b, r, p, ords, paidWord, failedWord)
 	}
 	if v.Cancelled != b.CancelReported {
 		v.Mismatches++
 		f.add("mismatch", "%d payouts are cancelled in the ledger, payout cancel reported %d", v.Cancelled, b.CancelReported)
 	}
+	v.checkUnknown(&f, orders, known)
+	for _, fc := range b.Files {
+		v.checkFile(&f, fc, b)
+	}
+	v.Findings = f.result()
+	return v
+}
+
+// withdrawals groups the withdrawal orders by externalId.
+func withdrawals(all []sandbox.Order) map[string][]sandbox.Order {
+	orders := map[string][]sandbox.Order{}
+	for _, o := range all {
+		if o.Kind != "" && o.Kind != "withdrawal" {
+			continue
+		}
+		orders[o.ExternalID] = append(orders[o.ExternalID], o)
+	}
+	return orders
+}
+
+// checkRow checks the payout p of row r, in the ledger, against the
+// orders ords the PSP has for it.
+func (v *Verdict) checkRow(f *findings, b Books, r Row, p ledger.Payout, ords []sandbox.Order, paidWord, failedWord string) {
+	if p.Seq > 0 {
+		v.Ambiguous++
+	}
+	if a, err := money.Parse(p.Amount, 18); err != nil || a.Cmp(r.Amount) != 0 {
+		v.Mismatches++
+		f.add("mismatch", "%s: ledger amount %q, file amount %s", r.ExternalID, p.Amount, r.AmountText)
+	}
+	switch p.State {
+	case ledger.Created, ledger.Paid, ledger.Failed:
+		v.Created++
+		switch p.State {
+		case ledger.Paid:
+			v.Paid++
+		case ledger.Failed:
+			v.Failed++
+		}
+		if v.checkCreated(f, r, p, ords) {
+			v.checkOutcome(f, r, p, ords, paidWord, failedWord)
+		}
+	case ledger.Cancelled:
+		v.Cancelled++
+		if !b.CancelAsked[r.ExternalID] {
+			v.Mismatches++
+			f.add("mismatch", "%s is cancelled, but nobody asked for it", r.ExternalID)
+		}
+		if len(ords) > 0 {
+			v.Duplicates += len(ords)
+			f.add("duplicate", "%s is cancelled but has %d order(s) at the PSP %s", r.ExternalID, len(ords), orderIDs(ords))
+		}
+	case ledger.NeedsReview:
+		if p.OrderID != "" && len(ords) == 1 && ords[0].PSPOrderID == p.OrderID {
+			// Created, then no outcome within the outcome window:
+			// the order is rightful, the missing outcome is not.
+			v.NeedsReview++
+			v.OutcomeMismatches++
+			f.add("outcome", "%s: order %s ends %q at the PSP but the payout needs review: %s",
+				r.ExternalID, p.OrderID, ords[0].FinalStatus, p.Error)
+			return
+		}
+		fallthrough
+	case ledger.Rejected:
+		if p.State == ledger.Rejected {
+			v.Rejected++
+			if r.Magic == NotMagic {
+				v.Mismatches++
+				f.add("mismatch", "%s: an ordinary row was rejected: %s", r.ExternalID, p.Error)
+			}
+		} else {
+			v.NeedsReview++
+		}
+		if len(ords) > 0 {
+			v.Duplicates += len(ords)
+			f.add("duplicate", "%s is %s but has %d order(s) at the PSP %s", r.ExternalID, p.State, len(ords), orderIDs(ords))
+		}
+	default:
+		v.Lost++
+		f.add("lost", "%s is still %s", r.ExternalID, p.State)
+		if len(ords) > 1 {
+			v.Duplicates += len(ords) - 1
+			f.add("duplicate", "%s (%s) has %d orders %s", r.ExternalID, p.State, len(ords), orderIDs(ords))
+		}
+	}
+}
+
+// checkUnknown counts the orders for an externalId no row has as
+// duplicates.
+func (v *Verdict) checkUnknown(f *findings, orders map[string][]sandbox.Order, known map[string]bool) {
 	var unknown []string
 	for ext := range orders {
 		if !known[ext] {
@@ -215,31 +238,33 @@ func Verify(b Books) Verdict {
 		v.Duplicates += len(orders[ext])
 		f.add("duplicate", "order(s) %s for an externalId no row has: %s", orderIDs(orders[ext]), ext)
 	}
-	for _, fc := range b.Files {
-		switch {
-		case fc.Batch == "":
-			v.Mismatches++
-			f.add("mismatch", "file %s was never loaded as a batch", fc.File)
-			continue
-		case fc.Problem != "":
-			v.Mismatches++
-			f.add("mismatch", "file %s (batch %s): %s", fc.File, fc.Batch, fc.Problem)
-			continue
-		}
-		if !fc.Final || !fc.Reconciled {
-			v.Mismatches++
-			f.add("mismatch", "file %s (batch %s): report final=%t reconciled=%t", fc.File, fc.Batch, fc.Final, fc.Reconciled)
-		}
-		if !fc.ResultFile {
-			v.Mismatches++
-			f.add("mismatch", "file %s (batch %s): no result file in the outbox", fc.File, fc.Batch)
-		}
-		if b.CheckAudit {
-			v.checkAudit(&f, fc, b)
-		}
+}
+
+// checkFile checks that file fc was loaded, its report is final and
+// reconciled, its result file written and (with b.CheckAudit) its audit
+// trail right.
+func (v *Verdict) checkFile(f *findings, fc FileCheck, b Books) {
+	switch {
+	case fc.Batch == "":
+		v.Mismatches++
+		f.add("mismatch", "file %s was never loaded as a batch", fc.File)
+		return
+	case fc.Problem != "":
+		v.Mismatches++
+		f.add("mismatch", "file %s (batch %s): %s", fc.File, fc.Batch, fc.Problem)
+		return
 	}
-	v.Findings = f.result()
-	return v
+	if !fc.Final || !fc.Reconciled {
+		v.Mismatches++
+		f.add("mismatch", "file %s (batch %s): report final=%t reconciled=%t", fc.File, fc.Batch, fc.Final, fc.Reconciled)
+	}
+	if !fc.ResultFile {
+		v.Mismatches++
+		f.add("mismatch", "file %s (batch %s): no result file in the outbox", fc.File, fc.Batch)
+	}
+	if b.CheckAudit {
+		v.checkAudit(f, fc, b)
+	}
 }
 
 // checkAudit compares a file's audit trail with the ledger: every payout

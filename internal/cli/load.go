@@ -20,133 +20,184 @@ import (
 // spool mode has them all.
 const maxPrintedErrors = 200
 
+// loadCmd is one `payout load`: its flags, then what each step sets up for
+// the next one.
+type loadCmd struct {
+	e  *env
+	fs *flag.FlagSet
+	// flags
+	lf      logFlags
+	rf      redisFlags
+	kf      keyFlags
+	ff      fileFlags
+	ef      enqueueFlags
+	af      approvalFlags
+	arf     archiveFlags
+	nf      notifyFlags
+	cf      controlFlags
+	spool   string
+	settle  time.Duration
+	deliv   string
+	heldRep time.Duration
+	purge   time.Duration
+	partial bool
+	dryRun  bool
+	mfile   string
+
+	// set up by the steps
+	files    []string // the payout files named (control files left out)
+	delivery loader.Delivery
+	log      zerolog.Logger
+	opts     loader.Options
+	led      *ledger.Ledger
+	ld       *loader.Loader
+}
+
+// runLoad loads the payout files named, or one run's worth of a spool.
 func runLoad(ctx context.Context, e *env, args []string) (err error) {
-	fs := newFlags(e, "load", "[flags] FILE... | --spool DIR")
-	var (
-		lf      logFlags
-		rf      redisFlags
-		kf      keyFlags
-		ff      fileFlags
-		ef      enqueueFlags
-		af      approvalFlags
-		arf     archiveFlags
-		nf      notifyFlags
-		cf      controlFlags
-		spool   string
-		settle  time.Duration
-		deliv   string
-		heldRep time.Duration
-		purge   time.Duration
-		partial bool
-		dryRun  bool
-		mfile   string
-	)
-	lf.register(fs)
-	rf.register(fs)
-	kf.register(fs)
-	ff.register(fs)
-	ef.register(fs)
-	af.register(fs)
-	arf.register(fs, true)
-	nf.register(fs)
-	cf.register(fs, true)
-	fs.StringVar(&spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
-	fs.DurationVar(&settle, "settle", 30*time.Second, "spool mode: a file (and its NAME.ctl) is taken once unchanged this long")
-	fs.StringVar(&deliv, "delivery", string(loader.DeliveryControl), "spool mode: how a sender marks a file in inbox/ complete: control (NAME is taken once NAME.ctl is next to it) or rename (every file under its own name is complete: senders write elsewhere and rename); see docs/operations.md")
-	fs.DurationVar(&heldRep, "held-report", loader.DefaultHeldReport, "spool mode: a file held in inbox/ (incomplete, no NAME.ctl) longer than this is reported: a warning, outbox/held.csv and exit 1")
-	fs.DurationVar(&purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
-	fs.BoolVar(&partial, "partial", false, "load the valid rows of a file that has invalid ones (default: one bad row refuses the whole file)")
-	fs.BoolVar(&dryRun, "dry-run", false, "validate only; write nothing")
-	fs.StringVar(&mfile, "metrics-textfile", "", "write this run's outcome, files and rows to FILE (atomically) in Prometheus text format, for node_exporter's textfile collector (name it *.prom in its --collector.textfile.directory)")
-	if err := parse(e, fs, args); err != nil {
+	c := &loadCmd{e: e}
+	if err := c.parse(args); err != nil {
 		return err
 	}
 	var tally *loadTally
-	if mfile != "" && !dryRun {
+	if c.mfile != "" && !c.dryRun {
 		tally = &loadTally{start: time.Now()}
-		defer func() { tally.record(e, mfile, err) }()
+		defer func() { tally.record(e, c.mfile, err) }()
 	}
-	if (spool == "") == (fs.NArg() == 0) {
-		fs.Usage()
+	if err := c.configure(); err != nil {
+		return err
+	}
+	closeRedis, err := c.openLoader(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	if c.spool != "" {
+		c.log.Info().Str("spool", c.spool).Str("delivery", string(c.delivery)).Dur("settle", c.settle).
+			Msg("spool run: delivery contract in force (also written to inbox/" + loader.DeliveryNote + ")")
+		return spoolOnce(ctx, e, c.ld, c.spool, loader.SpoolOptions{Load: c.opts, Delivery: c.delivery, Settle: c.settle, HeldReport: c.heldRep, PurgeAfter: c.purge,
+			Archive: spoolArchive(e, c.led, c.spool, c.arf)}, c.log, tally)
+	}
+	return c.loadFiles(ctx, tally)
+}
+
+// parse registers and parses the flags of payout load.
+func (c *loadCmd) parse(args []string) error {
+	fs := newFlags(c.e, "load", "[flags] FILE... | --spool DIR")
+	c.fs = fs
+	c.lf.register(fs)
+	c.rf.register(fs)
+	c.kf.register(fs)
+	c.ff.register(fs)
+	c.ef.register(fs)
+	c.af.register(fs)
+	c.arf.register(fs, true)
+	c.nf.register(fs)
+	c.cf.register(fs, true)
+	fs.StringVar(&c.spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
+	fs.DurationVar(&c.settle, "settle", 30*time.Second, "spool mode: a file (and its NAME.ctl) is taken once unchanged this long")
+	fs.StringVar(&c.deliv, "delivery", string(loader.DeliveryControl), "spool mode: how a sender marks a file in inbox/ complete: control (NAME is taken once NAME.ctl is next to it) or rename (every file under its own name is complete: senders write elsewhere and rename); see docs/operations.md")
+	fs.DurationVar(&c.heldRep, "held-report", loader.DefaultHeldReport, "spool mode: a file held in inbox/ (incomplete, no NAME.ctl) longer than this is reported: a warning, outbox/held.csv and exit 1")
+	fs.DurationVar(&c.purge, "purge-after", 0, "spool mode: delete files in done/ and failed/ older than this (0: keep)")
+	fs.BoolVar(&c.partial, "partial", false, "load the valid rows of a file that has invalid ones (default: one bad row refuses the whole file)")
+	fs.BoolVar(&c.dryRun, "dry-run", false, "validate only; write nothing")
+	fs.StringVar(&c.mfile, "metrics-textfile", "", "write this run's outcome, files and rows to FILE (atomically) in Prometheus text format, for node_exporter's textfile collector (name it *.prom in its --collector.textfile.directory)")
+	return parse(c.e, fs, args)
+}
+
+// configure checks the flags and the files named, and builds the loader's
+// options.
+func (c *loadCmd) configure() error {
+	if (c.spool == "") == (c.fs.NArg() == 0) {
+		c.fs.Usage()
 		return usageErr("give payout files or --spool DIR (not both)")
 	}
-	delivery, err := loader.ParseDelivery(deliv)
-	if err != nil {
+	var err error
+	if c.delivery, err = loader.ParseDelivery(c.deliv); err != nil {
 		return usageErr("--delivery: %v", err)
 	}
-	if heldRep <= 0 {
-		return usageErr("--held-report %s: want a duration above 0 (1h)", heldRep)
+	if c.heldRep <= 0 {
+		return usageErr("--held-report %s: want a duration above 0 (1h)", c.heldRep)
 	}
-	log, err := lf.logger(e)
+	if c.log, err = c.lf.logger(c.e); err != nil {
+		return err
+	}
+	fopts, err := c.ff.options()
 	if err != nil {
 		return err
 	}
-	fopts, err := ff.options()
+	approval, err := c.af.options()
 	if err != nil {
 		return err
 	}
-	approval, err := af.options()
-	if err != nil {
-		return err
-	}
-	if approval.FourEyes && approval.By == "" && spool == "" {
+	if approval.FourEyes && approval.By == "" && c.spool == "" {
 		return usageErr("--four-eyes needs --by NAME (who loads): the batch records it, and that person cannot approve it")
 	}
-	if err := nf.check(e); err != nil {
+	if err := c.nf.check(c.e); err != nil {
 		return err
 	}
-	// A control file named among the files (a glob) is not one of them:
-	// it is read beside its payout file.
+	c.files = payoutFiles(c.e.stderr, c.fs.Args())
+	if c.spool == "" && len(c.files) == 0 {
+		return usageErr("give payout files, not only control files")
+	}
+	expect, err := c.cf.expect(len(c.files), c.spool != "")
+	if err != nil {
+		return err
+	}
+	c.opts = loader.Options{File: fopts, Partial: c.partial, DryRun: c.dryRun, EnqueueWorkers: c.ef.concurrency, Approval: approval,
+		Expect: expect, RequireControl: c.cf.require}
+	return nil
+}
+
+// payoutFiles returns the paths that are not control files: a control file
+// named among the files (a glob) is not one of them, it is read beside its
+// payout file.
+func payoutFiles(stderr io.Writer, paths []string) []string {
 	var files []string
-	for _, path := range fs.Args() {
+	for _, path := range paths {
 		if loader.IsControlFile(path) {
-			fmt.Fprintf(e.stderr, "%s: a control file (read beside %s), not a payout file: skipped\n", path, strings.TrimSuffix(filepath.Base(path), loader.ControlExt))
+			fmt.Fprintf(stderr, "%s: a control file (read beside %s), not a payout file: skipped\n", path, strings.TrimSuffix(filepath.Base(path), loader.ControlExt))
 			continue
 		}
 		files = append(files, path)
 	}
-	if spool == "" && len(files) == 0 {
-		return usageErr("give payout files, not only control files")
-	}
-	expect, err := cf.expect(len(files), spool != "")
-	if err != nil {
-		return err
-	}
-	opts := loader.Options{File: fopts, Partial: partial, DryRun: dryRun, EnqueueWorkers: ef.concurrency, Approval: approval,
-		Expect: expect, RequireControl: cf.require}
+	return files
+}
+
+// openLoader opens Redis and makes the ledger and the loader; the function
+// it returns closes Redis.
+func (c *loadCmd) openLoader(ctx context.Context) (closeRedis func(), err error) {
 	var sealer loader.Sealer = noSealer{}
-	if !dryRun {
-		ring, err := kf.keyring(e)
+	if !c.dryRun {
+		ring, err := c.kf.keyring(c.e)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		sealer = ring
 	}
-	rdb, err := rf.open(ctx, e)
+	rdb, err := c.rf.open(ctx, c.e)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer rdb.Close()
-	if !dryRun {
-		checkHashLimits(ctx, rdb, log)
+	if !c.dryRun {
+		checkHashLimits(ctx, rdb, c.log)
 	}
-	client, err := ef.client(rdb)
+	client, err := c.ef.client(rdb)
 	if err != nil {
-		return err
+		rdb.Close()
+		return nil, err
 	}
-	led := ledger.New(rdb)
-	ld := loader.New(led, client, sealer, log)
-	ld.Notify = nf.emitter(rdb)
+	c.led = ledger.New(rdb)
+	c.ld = loader.New(c.led, client, sealer, c.log)
+	c.ld.Notify = c.nf.emitter(rdb)
+	return func() { rdb.Close() }, nil
+}
 
-	if spool != "" {
-		log.Info().Str("spool", spool).Str("delivery", string(delivery)).Dur("settle", settle).
-			Msg("spool run: delivery contract in force (also written to inbox/" + loader.DeliveryNote + ")")
-		return spoolOnce(ctx, e, ld, spool, loader.SpoolOptions{Load: opts, Delivery: delivery, Settle: settle, HeldReport: heldRep, PurgeAfter: purge,
-			Archive: spoolArchive(e, led, spool, arf)}, log, tally)
-	}
+// loadFiles loads the files named, one after the other.
+func (c *loadCmd) loadFiles(ctx context.Context, tally *loadTally) error {
 	refused := false
-	for _, path := range files {
-		res, err := ld.LoadFile(ctx, path, opts)
+	for _, path := range c.files {
+		res, err := c.ld.LoadFile(ctx, path, c.opts)
 		if errors.Is(err, loader.ErrOtherOptions) {
 			// A rerun of an interrupted load under other options: the
 			// person's to fix, not an infrastructure fault.
@@ -155,7 +206,7 @@ func runLoad(ctx context.Context, e *env, args []string) (err error) {
 		if err != nil {
 			return infraErr(err)
 		}
-		printResult(e.stdout, e.stderr, res, dryRun)
+		printResult(c.e.stdout, c.e.stderr, res, c.dryRun)
 		tally.add(res)
 		refused = refused || !res.Loaded || len(res.Errors) > 0
 	}

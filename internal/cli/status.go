@@ -213,99 +213,141 @@ func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, er
 	return arg, nil
 }
 
+// reportCmd is one `payout report`: its flags and the batch or file named.
+type reportCmd struct {
+	e            *env
+	lf           logFlags
+	rf           redisFlags
+	kf           keyFlags
+	format       string
+	out          string
+	failedOnly   bool
+	force        bool
+	inCSV        bool
+	includeFinal bool
+	arg          string // the batch id or payout file
+}
+
+// runReport writes the result file of a batch, live or archived, or with
+// --failed-only its failed payouts as a payout file to load again.
 func runReport(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "report", "[flags] BATCH-or-FILE")
-	var (
-		lf           logFlags
-		rf           redisFlags
-		kf           keyFlags
-		format       string
-		out          string
-		failedOnly   bool
-		force        bool
-		inCSV        bool
-		includeFinal bool
-	)
-	lf.register(fs)
-	rf.register(fs)
-	fs.StringVar(&format, "format", "", "csv, json or xlsx (default: the --out file's extension, .xlsx or .json, else csv); csv is a clean table, its summary goes to NAME.summary.txt beside --out; xlsx has a Payouts and a Summary sheet")
-	fs.StringVar(&out, "out", "", "write to this file instead of stdout (the summary then goes to stdout and, for csv, to NAME.summary.txt beside it); with --failed-only the default is NAME.failed.csv after the loaded file")
-	fs.BoolVar(&inCSV, "summary-in-csv", false, "csv: end the result file with a blank line and the '# ...' summary lines (the layout before the summary file, for readers that parse it); no summary file is written")
-	fs.BoolVar(&failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), the reason each failed, card numbers in clear (needs the data key), mode 0600; payouts failed for good only with --include-final")
-	fs.BoolVar(&force, "force", false, "with --failed-only: replace an existing --out file")
-	fs.BoolVar(&includeFinal, "include-final", false, "with --failed-only: also write the payouts the PSP failed for good (reason account closed or card expired), left out by default")
-	fs.StringVar(&kf.keyFile, "data-key-file", "", "with --failed-only: file holding the base64 data key that opens the card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
-	fs.BoolVar(&kf.plaintext, "insecure-plaintext", false, "with --failed-only: also read card numbers stored unencrypted by an --insecure-plaintext load (never in production)")
-	if err := parse(e, fs, args); err != nil {
+	c := &reportCmd{e: e}
+	if err := c.parse(args); err != nil {
+		return err
+	}
+	if err := c.checkFormat(); err != nil {
+		return err
+	}
+	keys, err := c.keys()
+	if err != nil {
+		return err
+	}
+	rdb, err := c.rf.open(ctx, e)
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	l := ledger.New(rdb)
+	batch, arch, err := resolveAny(ctx, l, c.arg)
+	if err != nil {
+		return err
+	}
+	if arch != nil {
+		return reportArchived(e, arch, c.format, c.out, c.failedOnly, c.inCSV)
+	}
+	if c.failedOnly {
+		return runReportFailed(ctx, e, l, batch, keys, c.out, c.force, c.includeFinal)
+	}
+	return c.write(ctx, l, batch)
+}
+
+// parse registers and parses the flags of payout report.
+func (c *reportCmd) parse(args []string) error {
+	fs := newFlags(c.e, "report", "[flags] BATCH-or-FILE")
+	c.lf.register(fs)
+	c.rf.register(fs)
+	fs.StringVar(&c.format, "format", "", "csv, json or xlsx (default: the --out file's extension, .xlsx or .json, else csv); csv is a clean table, its summary goes to NAME.summary.txt beside --out; xlsx has a Payouts and a Summary sheet")
+	fs.StringVar(&c.out, "out", "", "write to this file instead of stdout (the summary then goes to stdout and, for csv, to NAME.summary.txt beside it); with --failed-only the default is NAME.failed.csv after the loaded file")
+	fs.BoolVar(&c.inCSV, "summary-in-csv", false, "csv: end the result file with a blank line and the '# ...' summary lines (the layout before the summary file, for readers that parse it); no summary file is written")
+	fs.BoolVar(&c.failedOnly, "failed-only", false, "write the failed payouts as a payout file to correct and load again: new externalIds (ID-R1, ID-R<n+1>), the reason each failed, card numbers in clear (needs the data key), mode 0600; payouts failed for good only with --include-final")
+	fs.BoolVar(&c.force, "force", false, "with --failed-only: replace an existing --out file")
+	fs.BoolVar(&c.includeFinal, "include-final", false, "with --failed-only: also write the payouts the PSP failed for good (reason account closed or card expired), left out by default")
+	fs.StringVar(&c.kf.keyFile, "data-key-file", "", "with --failed-only: file holding the base64 data key that opens the card numbers in Redis (or the key itself in PAYOUT_DATA_KEY; old keys in PAYOUT_DATA_KEYS_OLD)")
+	fs.BoolVar(&c.kf.plaintext, "insecure-plaintext", false, "with --failed-only: also read card numbers stored unencrypted by an --insecure-plaintext load (never in production)")
+	if err := parse(c.e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return usageErr("give one batch id or payout file")
 	}
+	c.arg = fs.Arg(0)
+	return nil
+}
+
+// checkFormat settles --format (by default from --out) and checks it goes
+// with --out and --summary-in-csv.
+func (c *reportCmd) checkFormat() error {
 	switch {
-	case format == "" && out != "":
-		format = batchreport.FormatOf(out)
-	case format == "":
-		format = batchreport.CSV
-	case format != batchreport.CSV && format != batchreport.JSON && format != batchreport.XLSX:
-		return usageErr("--format %q: want csv, json or xlsx", format)
-	case out != "" && batchreport.FormatOf(out) != format && batchreport.FormatOf(out) != batchreport.CSV:
-		return usageErr("--format %s does not match --out %s", format, out)
+	case c.format == "" && c.out != "":
+		c.format = batchreport.FormatOf(c.out)
+	case c.format == "":
+		c.format = batchreport.CSV
+	case c.format != batchreport.CSV && c.format != batchreport.JSON && c.format != batchreport.XLSX:
+		return usageErr("--format %q: want csv, json or xlsx", c.format)
+	case c.out != "" && batchreport.FormatOf(c.out) != c.format && batchreport.FormatOf(c.out) != batchreport.CSV:
+		return usageErr("--format %s does not match --out %s", c.format, c.out)
 	}
-	if inCSV && format != batchreport.CSV {
+	if c.inCSV && c.format != batchreport.CSV {
 		return usageErr("--summary-in-csv goes with the csv format")
 	}
-	var keys opener
-	if failedOnly {
-		if format != batchreport.CSV {
-			return usageErr("--failed-only writes a payout file (CSV): drop --format %s", format)
+	return nil
+}
+
+// keys checks the flags that go with --failed-only and, with it, returns
+// the data keys that open the card numbers (nil without it).
+func (c *reportCmd) keys() (opener, error) {
+	if !c.failedOnly {
+		if c.force || c.includeFinal {
+			return nil, usageErr("--force and --include-final go with --failed-only (a result file is always replaced)")
 		}
-		ring, err := kf.keyring(e)
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return &exitError{ee.code, fmt.Errorf("--failed-only writes the card numbers and needs the data key: %w", ee.err)}
-		}
-		if err != nil {
-			return err
-		}
-		keys = ring
-	} else if force || includeFinal {
-		return usageErr("--force and --include-final go with --failed-only (a result file is always replaced)")
+		return nil, nil
 	}
-	rdb, err := rf.open(ctx, e)
+	if c.format != batchreport.CSV {
+		return nil, usageErr("--failed-only writes a payout file (CSV): drop --format %s", c.format)
+	}
+	ring, err := c.kf.keyring(c.e)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return nil, &exitError{ee.code, fmt.Errorf("--failed-only writes the card numbers and needs the data key: %w", ee.err)}
+	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer rdb.Close()
-	l := ledger.New(rdb)
-	batch, arch, err := resolveAny(ctx, l, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	if arch != nil {
-		return reportArchived(e, arch, format, out, failedOnly, inCSV)
-	}
-	if failedOnly {
-		return runReportFailed(ctx, e, l, batch, keys, out, force, includeFinal)
-	}
-	opts := batchreport.Options{SummaryInCSV: inCSV}
-	if out == "" {
-		sum, err := batchreport.WriteWith(ctx, l, batch, format, e.stdout, opts)
+	return ring, nil
+}
+
+// write writes the result file of a live batch to stdout or, with --out,
+// to files, and says by the exit code whether the batch is final and
+// reconciled.
+func (c *reportCmd) write(ctx context.Context, l *ledger.Ledger, batch string) error {
+	opts := batchreport.Options{SummaryInCSV: c.inCSV}
+	if c.out == "" {
+		sum, err := batchreport.WriteWith(ctx, l, batch, c.format, c.e.stdout, opts)
 		if err != nil {
 			return infraErr(err)
 		}
 		return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 	}
-	sum, files, err := batchreport.WriteFiles(ctx, l, batch, out, format, opts)
+	sum, files, err := batchreport.WriteFiles(ctx, l, batch, c.out, c.format, opts)
 	if err != nil {
 		return infraErr(err)
 	}
-	if err := reportSummary(e.stdout, sum); err != nil {
+	if err := reportSummary(c.e.stdout, sum); err != nil {
 		return err
 	}
 	for _, f := range files {
-		fmt.Fprintf(e.stdout, "%s file written: %s\n", f.Kind, f.Path)
+		fmt.Fprintf(c.e.stdout, "%s file written: %s\n", f.Kind, f.Path)
 	}
 	return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 }

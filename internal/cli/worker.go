@@ -21,106 +21,154 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// workerCmd is one `payout worker`: its flags, then what each step sets up
+// for the next one.
+type workerCmd struct {
+	e *env
+	// flags
+	lf                     logFlags
+	rf                     redisFlags
+	kf                     keyFlags
+	pf                     pspFlags
+	pspCA, pspCert, pspKey string
+	wf                     workerFlags
+	pl                     pipelineFlag
+	df                     durabilityFlags
+	cf                     callbackFlags
+	nf                     notifyFlags
+	metricsAddr            string
+	gaugesEvery            time.Duration
+	check                  bool
+
+	// set up by the steps
+	log zerolog.Logger
+	cfg worker.Config
+	reg *prometheus.Registry
+}
+
+// runWorker runs a worker until ctx ends (or, with --check, checks the
+// PSP's token and exits).
 func runWorker(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "worker", "[flags]")
-	var (
-		lf          logFlags
-		rf          redisFlags
-		kf          keyFlags
-		pf          pspFlags
-		pspCA       string
-		pspCert     string
-		pspKey      string
-		wf          workerFlags
-		pl          pipelineFlag
-		df          durabilityFlags
-		cf          callbackFlags
-		nf          notifyFlags
-		metricsAddr string
-		gaugesEvery time.Duration
-		check       bool
-	)
-	lf.register(fs)
-	rf.register(fs)
-	kf.register(fs)
-	pf.register(fs)
-	fs.StringVar(&pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
-	fs.StringVar(&pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
-	fs.StringVar(&pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
-	wf.register(fs)
-	pl.register(fs)
-	df.register(fs)
-	cf.register(fs)
-	nf.register(fs)
-	fs.StringVar(&metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
-	fs.DurationVar(&gaugesEvery, "ledger-metrics-interval", metrics.DefaultInterval, "how often one worker (under a lease) recomputes the on-call gauges read from the ledger (open payouts by state and the oldest one's age, needs review, awaiting approval) that every worker exports; 0: this process never computes them")
-	fs.BoolVar(&check, "check", false, "prove that --psp-url is the PSP's API and that it accepts the token (status of a random id, with and without the token; see docs/psp-api.md), then exit; touch no payout")
-	if err := parse(e, fs, args); err != nil {
+	c := &workerCmd{e: e}
+	if err := c.parse(args); err != nil {
 		return err
 	}
-	log, err := lf.logger(e)
+	if err := c.configure(); err != nil {
+		return err
+	}
+	client, err := c.openPSP()
 	if err != nil {
 		return err
-	}
-	var probs problems
-	if pf.url == "" {
-		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required")
-	}
-	cfg := wf.config(&pf, &probs)
-	if err := probs.err(); err != nil {
-		return err
-	}
-	tokens, err := pf.tokenSource(e)
-	if err != nil {
-		return err
-	}
-	reg := prometheus.NewRegistry()
-	m := worker.NewMetrics(reg)
-	client, err := psp.New(psp.Config{
-		BaseURL: pf.url, Token: tokens, Timeout: pf.timeout, AmountAsNumber: pf.amountAsNumber,
-		StatusIDByExternalID: pf.statusByExtID, MaxConnsPerHost: cfg.Concurrency,
-		CAFile: pspCA, ClientCertFile: pspCert, ClientKeyFile: pspKey,
-		Logger: log.With().Str("component", "psp").Logger(), Observe: m.ObservePSP,
-	})
-	if err != nil {
-		return configErr(err)
 	}
 	defer client.Close()
-	if check {
+	if c.check {
 		return checkToken(ctx, e, client)
 	}
-	ring, err := kf.keyring(e)
+	c.cfg.PSP = client
+	ring, err := c.kf.keyring(e)
 	if err != nil {
 		return err
 	}
-	rdb, err := rf.open(ctx, e)
+	c.cfg.Opener = ring
+	rdb, err := c.rf.open(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	if err := df.apply(ctx, rdb, &cfg, log); err != nil {
+	if err := c.setUpRedis(ctx, rdb); err != nil {
 		return err
 	}
-	checkHashLimits(ctx, rdb, log)
-	if err := nf.configure(e, rdb, &cfg, log); err != nil {
-		return err
-	}
+	return c.run(ctx, rdb)
+}
 
-	ledgerConn, err := pl.conn(rdb)
+// parse registers and parses the flags of payout worker.
+func (c *workerCmd) parse(args []string) error {
+	fs := newFlags(c.e, "worker", "[flags]")
+	c.lf.register(fs)
+	c.rf.register(fs)
+	c.kf.register(fs)
+	c.pf.register(fs)
+	fs.StringVar(&c.pspCA, "psp-ca-file", "", "PEM CA certificates that sign the PSP's certificate, trusted instead of the system roots; re-read when it changes")
+	fs.StringVar(&c.pspCert, "psp-client-cert", "", "PEM client certificate for mutual TLS with the PSP (with --psp-client-key); re-read when it changes")
+	fs.StringVar(&c.pspKey, "psp-client-key", "", "PEM private key of --psp-client-cert; re-read when it changes")
+	c.wf.register(fs)
+	c.pl.register(fs)
+	c.df.register(fs)
+	c.cf.register(fs)
+	c.nf.register(fs)
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
+	fs.DurationVar(&c.gaugesEvery, "ledger-metrics-interval", metrics.DefaultInterval, "how often one worker (under a lease) recomputes the on-call gauges read from the ledger (open payouts by state and the oldest one's age, needs review, awaiting approval) that every worker exports; 0: this process never computes them")
+	fs.BoolVar(&c.check, "check", false, "prove that --psp-url is the PSP's API and that it accepts the token (status of a random id, with and without the token; see docs/psp-api.md), then exit; touch no payout")
+	return parse(c.e, fs, args)
+}
+
+// configure checks the flags and builds the worker's configuration; every
+// problem of the worker flags is reported at once.
+func (c *workerCmd) configure() error {
+	var err error
+	if c.log, err = c.lf.logger(c.e); err != nil {
+		return err
+	}
+	var probs problems
+	if c.pf.url == "" {
+		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required")
+	}
+	c.cfg = c.wf.config(&c.pf, &probs)
+	return probs.err()
+}
+
+// openPSP makes the PSP client and the worker's metrics, which observe it.
+func (c *workerCmd) openPSP() (*psp.Client, error) {
+	tokens, err := c.pf.tokenSource(c.e)
+	if err != nil {
+		return nil, err
+	}
+	c.reg = prometheus.NewRegistry()
+	m := worker.NewMetrics(c.reg)
+	c.cfg.Metrics = m
+	client, err := psp.New(psp.Config{
+		BaseURL: c.pf.url, Token: tokens, Timeout: c.pf.timeout, AmountAsNumber: c.pf.amountAsNumber,
+		StatusIDByExternalID: c.pf.statusByExtID, MaxConnsPerHost: c.cfg.Concurrency,
+		CAFile: c.pspCA, ClientCertFile: c.pspCert, ClientKeyFile: c.pspKey,
+		Logger: c.log.With().Str("component", "psp").Logger(), Observe: m.ObservePSP,
+	})
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return client, nil
+}
+
+// setUpRedis applies the durability rules to rdb, checks its hash limits,
+// configures the notifications and makes the ledger.
+func (c *workerCmd) setUpRedis(ctx context.Context, rdb redis.UniversalClient) error {
+	if err := c.df.apply(ctx, rdb, &c.cfg, c.log); err != nil {
+		return err
+	}
+	checkHashLimits(ctx, rdb, c.log)
+	if err := c.nf.configure(c.e, rdb, &c.cfg, c.log); err != nil {
+		return err
+	}
+	ledgerConn, err := c.pl.conn(rdb)
 	if err != nil {
 		return err
 	}
-	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener, cfg.Metrics, cfg.Logger = rdb, ledger.New(ledgerConn), client, ring, m, log
-	w, err := worker.New(cfg)
+	c.cfg.Redis, c.cfg.Ledger, c.cfg.Logger = rdb, ledger.New(ledgerConn), c.log
+	return nil
+}
+
+// run starts the worker, its callback receiver, the gauge publisher and
+// the metrics endpoint, and runs until ctx ends.
+func (c *workerCmd) run(ctx context.Context, rdb redis.UniversalClient) error {
+	w, err := worker.New(c.cfg)
 	if err != nil {
 		return workerProblems(err)
 	}
-	if err := cf.start(ctx, e, w, reg, log); err != nil {
+	if err := c.cf.start(ctx, c.e, w, c.reg, c.log); err != nil {
 		return err
 	}
-	go metrics.Publisher{Redis: rdb, Ledger: cfg.Ledger, Interval: gaugesEvery, Logger: log.With().Str("component", "metrics").Logger()}.Run(ctx)
-	if metricsAddr != "" {
-		stop, err := serveMetrics(ctx, metricsAddr, rdb, reg, log)
+	go metrics.Publisher{Redis: rdb, Ledger: c.cfg.Ledger, Interval: c.gaugesEvery, Logger: c.log.With().Str("component", "metrics").Logger()}.Run(ctx)
+	if c.metricsAddr != "" {
+		stop, err := serveMetrics(ctx, c.metricsAddr, rdb, c.reg, c.log)
 		if err != nil {
 			return configErr(err)
 		}

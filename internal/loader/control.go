@@ -163,49 +163,65 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 			continue
 		}
 		seen[key] = n
-		switch key {
-		case "rows":
-			rows, msg := parseRows(val)
-			if msg != "" {
-				bad(n, "rows=%s: %s", clip(val), msg)
-				continue
-			}
-			c.Rows = rows
-		case "total":
-			a, err := money.Parse(val, 18)
-			if err == nil && !a.Decimal().Equal(a.Decimal().Truncate(int32(payfile.Options{Scale: scale}.Decimals()))) {
-				err = &money.ParseError{Input: val, Reason: fmt.Sprintf("has more than %d decimal places (--decimals)", payfile.Options{Scale: scale}.Decimals())}
-			}
-			if err != nil {
-				var pe *money.ParseError
-				msg := err.Error()
-				if errors.As(err, &pe) {
-					msg = pe.Reason
-				}
-				bad(n, "total=%s: %s (write the exact sum of the file's amounts plain, as 98350.50)", clip(val), msg)
-				continue
-			}
-			c.Total = a
-		case "size":
-			size, msg := parseCount(val, "want the file's length in bytes, digits only (48213)", "a payout file is never empty")
-			if msg != "" {
-				bad(n, "size=%s: %s", clip(val), msg)
-				continue
-			}
-			c.Size = int64(size)
-		case "sha256":
-			v := strings.ToLower(val)
-			if len(v) != sha256.Size*2 || strings.Trim(v, "0123456789abcdef") != "" {
-				bad(n, "sha256=%s: want the 64 hex digits of the file's SHA-256 (sha256sum prints them)", clip(val))
-				continue
-			}
-			c.SHA256 = v
+		if msg := c.setField(key, val, scale); msg != "" {
+			bad(n, "%s", msg)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return c, nil, fmt.Errorf("control file %s: %w", name, err)
 	}
 	return c, problems, nil
+}
+
+// setField sets the field of key (rows, total, size or sha256) from the value
+// val of a control file's line; it returns what is wrong with the line ("":
+// nothing), and then leaves c as it was.
+func (c *Control) setField(key, val string, scale int) string {
+	switch key {
+	case "rows":
+		rows, msg := parseRows(val)
+		if msg != "" {
+			return fmt.Sprintf("rows=%s: %s", clip(val), msg)
+		}
+		c.Rows = rows
+	case "total":
+		a, msg := parseControlTotal(val, scale)
+		if msg != "" {
+			return fmt.Sprintf("total=%s: %s (write the exact sum of the file's amounts plain, as 98350.50)", clip(val), msg)
+		}
+		c.Total = a
+	case "size":
+		size, msg := parseCount(val, "want the file's length in bytes, digits only (48213)", "a payout file is never empty")
+		if msg != "" {
+			return fmt.Sprintf("size=%s: %s", clip(val), msg)
+		}
+		c.Size = int64(size)
+	case "sha256":
+		v := strings.ToLower(val)
+		if len(v) != sha256.Size*2 || strings.Trim(v, "0123456789abcdef") != "" {
+			return fmt.Sprintf("sha256=%s: want the 64 hex digits of the file's SHA-256 (sha256sum prints them)", clip(val))
+		}
+		c.SHA256 = v
+	}
+	return ""
+}
+
+// parseControlTotal reads a control file's total=, an amount with at most the
+// file's decimals; it returns what is wrong with it ("": nothing).
+func parseControlTotal(val string, scale int) (money.Amount, string) {
+	a, err := money.Parse(val, 18)
+	if err == nil && !a.Decimal().Equal(a.Decimal().Truncate(int32(payfile.Options{Scale: scale}.Decimals()))) {
+		err = &money.ParseError{Input: val, Reason: fmt.Sprintf("has more than %d decimal places (--decimals)", payfile.Options{Scale: scale}.Decimals())}
+	}
+	if err != nil {
+		var pe *money.ParseError
+		msg := err.Error()
+		if errors.As(err, &pe) {
+			msg = pe.Reason
+		}
+		return a, msg
+	}
+	return a, ""
 }
 
 // parseRows reads a declared row count (rows= of a NAME.ctl): a positive

@@ -100,10 +100,8 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	if o.HeldReport <= 0 {
 		o.HeldReport = DefaultHeldReport
 	}
-	for _, sub := range []string{Inbox, Processing, Done, Failed, Outbox} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
-			return out, fmt.Errorf("spool: %w", err)
-		}
+	if err := makeSpoolDirs(dir); err != nil {
+		return out, err
 	}
 	unlock, err := lockDir(dir)
 	if errors.Is(err, ErrLocked) {
@@ -121,9 +119,7 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	// Files a killed run left behind come first: their batches resume
 	// (loading the same content again is idempotent: the batch id is its
 	// hash).
-	removeStaleCopies(filepath.Join(dir, Processing))
-	removeOrphanSent(filepath.Join(dir, Processing), ld.log)
-	left, err := listFiles(filepath.Join(dir, Processing))
+	left, err := ld.leftBehind(dir)
 	if err != nil {
 		return out, err
 	}
@@ -131,15 +127,59 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 	if err := ld.tidyControls(dir, left, o.Settle, now); err != nil {
 		return out, err
 	}
+	resumed := ld.resuming(left)
+	taken, err := ld.takeInbox(dir, o, delivery, now, &out)
+	if err != nil {
+		return out, err
+	}
+	left = append(left, taken...)
+	if err := writeHeld(dir, out.Held); err != nil {
+		return out, err
+	}
+	out.Files, err = ld.spoolFiles(ctx, dir, left, resumed, o)
+	if err != nil {
+		return out, err
+	}
+	return out, ld.finishSpool(ctx, dir, o, &out)
+}
+
+// makeSpoolDirs makes the spool's folders that do not exist yet.
+func makeSpoolDirs(dir string) error {
+	for _, sub := range []string{Inbox, Processing, Done, Failed, Outbox} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o750); err != nil {
+			return fmt.Errorf("spool: %w", err)
+		}
+	}
+	return nil
+}
+
+// leftBehind lists the files a killed run left in processing/, once the
+// private copies and .sent marks it left without their file are gone.
+func (ld *Loader) leftBehind(dir string) ([]string, error) {
+	removeStaleCopies(filepath.Join(dir, Processing))
+	removeOrphanSent(filepath.Join(dir, Processing), ld.log)
+	return listFiles(filepath.Join(dir, Processing))
+}
+
+// resuming logs each file left in processing/ and returns them as a set.
+func (ld *Loader) resuming(left []string) map[string]bool {
 	resumed := make(map[string]bool, len(left))
 	for _, name := range left {
 		resumed[name] = true
 		ld.log.Warn().Str("file", name).Msg("resuming a file left in processing/ by an interrupted run")
 	}
+	return resumed
+}
+
+// takeInbox takes the files of inbox/ that are complete under the delivery
+// contract into processing/ and returns their names; the others are held,
+// listed in out.Held.
+func (ld *Loader) takeInbox(dir string, o SpoolOptions, delivery Delivery, now time.Time, out *SpoolResult) ([]string, error) {
 	fresh, err := listFiles(filepath.Join(dir, Inbox))
 	if err != nil {
-		return out, err
+		return nil, err
 	}
+	var taken []string
 	for _, name := range fresh {
 		in, ok := inspect(dir, name, o, delivery, now)
 		if ok && in.take {
@@ -147,7 +187,7 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 		}
 		if !ok || in.take {
 			if in.take {
-				left = append(left, name)
+				taken = append(taken, name)
 			}
 			continue
 		}
@@ -159,18 +199,23 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 		}
 		ev.Str("file", name).Time("since", h.Since).Str("reason", h.Reason).Msg("file held in inbox/, not taken")
 	}
-	if err := writeHeld(dir, out.Held); err != nil {
-		return out, err
-	}
+	return taken, nil
+}
+
+// spoolFiles loads the files in processing/, in order, and returns what
+// became of them. A file whose load fails on the infrastructure stays in
+// processing/ and the others go on; their errors come back together.
+func (ld *Loader) spoolFiles(ctx context.Context, dir string, names []string, resumed map[string]bool, o SpoolOptions) ([]Result, error) {
+	var files []Result
 	var errs []error
-	for _, name := range left {
+	for _, name := range names {
 		if err := ctx.Err(); err != nil {
-			return out, err
+			return files, err
 		}
 		res, err := ld.spoolFile(ctx, dir, name, resumed[name], o)
 		if err != nil {
 			if ctx.Err() != nil {
-				return out, err
+				return files, err
 			}
 			// This file stays in processing/ for the next run; the
 			// others are not held up by it.
@@ -178,24 +223,28 @@ func (ld *Loader) Spool(ctx context.Context, dir string, o SpoolOptions) (SpoolR
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 			continue
 		}
-		out.Files = append(out.Files, res)
+		files = append(files, res)
 	}
-	if len(errs) > 0 {
-		return out, errors.Join(errs...)
-	}
+	return files, errors.Join(errs...)
+}
+
+// finishSpool ends a run whose files all loaded: result files for the
+// batches that became final, the archive, the purge of old input files.
+func (ld *Loader) finishSpool(ctx context.Context, dir string, o SpoolOptions, out *SpoolResult) error {
+	var err error
 	out.Reports, err = ld.writeFinalReports(ctx, dir)
 	if err != nil {
-		return out, err
+		return err
 	}
 	if o.Archive != nil && !o.Load.DryRun {
 		if err := o.Archive(ctx); err != nil {
-			return out, err
+			return err
 		}
 	}
 	if o.PurgeAfter > 0 {
 		out.Purged, err = purge(dir, o.PurgeAfter)
 	}
-	return out, err
+	return err
 }
 
 // take moves the file name from inbox/ to processing/ (with its control

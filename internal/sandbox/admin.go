@@ -208,66 +208,75 @@ func (s *Server) registerAdmin(mux *http.ServeMux) {
 	mux.HandleFunc("GET /sandbox/faults", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, faultsToJSON(s.Faults()))
 	})
-	mux.HandleFunc("PUT /sandbox/faults", func(w http.ResponseWriter, r *http.Request) {
-		// Fields absent from the body keep their current value.
-		j := faultsToJSON(s.Faults())
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&j); err != nil {
-			writeError(w, http.StatusBadRequest, "faults: "+err.Error())
-			return
-		}
-		f, err := j.faults()
-		if err == nil {
-			err = s.SetFaults(f)
-		}
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, faultsToJSON(s.Faults()))
-	})
+	mux.HandleFunc("PUT /sandbox/faults", s.putFaults)
 	mux.HandleFunc("GET /sandbox/force", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		pending := append([]Force{}, s.forced...)
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, pending)
 	})
-	mux.HandleFunc("POST /sandbox/force", func(w http.ResponseWriter, r *http.Request) {
-		var f Force
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&f); err != nil {
-			writeError(w, http.StatusBadRequest, "force: "+err.Error())
-			return
-		}
-		if err := s.Force(f); err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "forced"})
-	})
+	mux.HandleFunc("POST /sandbox/force", s.postForce)
 	mux.HandleFunc("DELETE /sandbox/force", func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.forced = nil
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, map[string]string{"status": "cleared"})
 	})
-	mux.HandleFunc("GET /sandbox/pay/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id := r.PathValue("id")
-		s.mu.Lock()
-		i, ok := s.byID[id]
-		var o Order
-		if ok {
-			o = s.orders[i]
-		}
-		s.mu.Unlock()
-		if !ok || o.Kind != "deposit" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, "<!doctype html><title>Sandbox payment</title><h1>Sandbox payment form</h1><p>Order %s: %s %s</p>\n",
-			html.EscapeString(o.PSPOrderID), html.EscapeString(o.Amount), html.EscapeString(o.Currency))
-	})
+	mux.HandleFunc("GET /sandbox/pay/{id}", s.payPage)
+}
+
+// putFaults sets the faults from the JSON body; fields absent from the
+// body keep their current value.
+func (s *Server) putFaults(w http.ResponseWriter, r *http.Request) {
+	j := faultsToJSON(s.Faults())
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		writeError(w, http.StatusBadRequest, "faults: "+err.Error())
+		return
+	}
+	f, err := j.faults()
+	if err == nil {
+		err = s.SetFaults(f)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, faultsToJSON(s.Faults()))
+}
+
+// postForce queues the Force of the JSON body.
+func (s *Server) postForce(w http.ResponseWriter, r *http.Request) {
+	var f Force
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		writeError(w, http.StatusBadRequest, "force: "+err.Error())
+		return
+	}
+	if err := s.Force(f); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "forced"})
+}
+
+// payPage is the payment form of a deposit order.
+func (s *Server) payPage(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	i, ok := s.byID[id]
+	var o Order
+	if ok {
+		o = s.orders[i]
+	}
+	s.mu.Unlock()
+	if !ok || o.Kind != "deposit" {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	fmt.Fprintf(w, "<!doctype html><title>Sandbox payment</title><h1>Sandbox payment form</h1><p>Order %s: %s %s</p>\n",
+		html.EscapeString(o.PSPOrderID), html.EscapeString(o.Amount), html.EscapeString(o.Currency))
 }
