@@ -17,85 +17,137 @@ import (
 // (it then takes part in the duplicate search even if the row has other
 // problems).
 func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool) {
-	row.Line = rec.Line
 	if rec.Problem != "" {
 		emit(rec.at(Error{Line: rec.Line, Column: ColumnRow, Kind: KindStructure, Message: rec.Problem}))
-		return row, false, false
+		return Row{Line: rec.Line}, false, false
 	}
-	ok = true
-	bad := func(col, msg string) {
-		ok = false
-		emit(rec.at(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg}))
-	}
+	v := rowCheck{c: c, rec: rec, emit: emit, ok: true}
+	v.row.Line = rec.Line
 	// A workbook's cells that could not be taken as text are reported in
 	// column order, and their columns not checked further.
 	for _, e := range rec.cellErrs {
-		ok = false
+		v.ok = false
 		emit(rec.at(e))
 	}
+	v.externalID()
+	v.amount()
+	v.destination()
+	v.extras()
+	if !v.ok {
+		return Row{Line: rec.Line, ExternalID: v.row.ExternalID}, false, v.idOK
+	}
+	return v.row, true, v.idOK
+}
 
+// rowCheck is the state of validate: the row taken from the record so
+// far, and whether it is valid.
+type rowCheck struct {
+	c    *config
+	rec  *record
+	emit func(Error)
+	row  Row
+	ok   bool
+	idOK bool
+}
+
+// bad reports a problem of the record's field col (or ColumnRow).
+func (v *rowCheck) bad(col, msg string) {
+	v.ok = false
+	v.emit(v.rec.at(Error{Line: v.rec.Line, Column: col, Kind: KindField, Message: msg}))
+}
+
+// externalID checks the externalId. A card number outside cardNumber
+// refuses its field first, so that no other message quotes it.
+func (v *rowCheck) externalID() {
+	if v.rec.cellBad(ColExternalID) {
+		return
+	}
+	id := v.rec.ExternalID
+	if msg := v.c.cardProblem(ColExternalID, id); msg != "" {
+		v.bad(ColExternalID, msg)
+	} else if msg := v.c.externalIDProblem(id); msg != "" {
+		v.bad(ColExternalID, msg)
+	} else {
+		v.row.ExternalID, v.idOK = id, true
+	}
+}
+
+// amount checks the amount. A number in scientific notation, as a
+// spreadsheet exports a long number to CSV, is named as such before any
+// message that masks or quotes it (a workbook's text cells are caught in
+// textOfCell).
+func (v *rowCheck) amount() {
+	if v.rec.cellBad(ColAmount) {
+		return
+	}
+	c, s := v.c, v.rec.Amount
 	amounts := c.amounts
-	if rec.amountPlain {
+	if v.rec.amountPlain {
 		amounts = money.Plain
 	}
-	// A card number outside cardNumber refuses its field first, so that no
-	// other message quotes it.
-	if rec.cellBad(ColExternalID) {
-	} else if msg := c.cardProblem(ColExternalID, rec.ExternalID); msg != "" {
-		bad(ColExternalID, msg)
-	} else if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
-		bad(ColExternalID, msg)
-	} else {
-		row.ExternalID, idOK = rec.ExternalID, true
-	}
-
-	// A number in scientific notation, as a spreadsheet exports a long
-	// number to CSV, is named as such before any message that masks or
-	// quotes it (a workbook's text cells are caught in textOfCell).
-	if rec.cellBad(ColAmount) {
-	} else if isScientific(rec.Amount) {
-		bad(ColAmount, sciMessage(ColAmount, rec.Amount))
-	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
-		bad(ColAmount, msg)
-	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
-		bad(ColAmount, c.amountMessage(rec.Amount, err))
+	if isScientific(s) {
+		v.bad(ColAmount, sciMessage(ColAmount, s))
+	} else if msg := c.cardProblem(ColAmount, s); msg != "" {
+		v.bad(ColAmount, msg)
+	} else if a, err := money.ParseIn(s, c.scale, amounts); err != nil {
+		v.bad(ColAmount, c.amountMessage(s, err))
 	} else if c.hasMax && a.Cmp(c.max) > 0 {
-		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
+		v.bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", s, c.max.StringFixed(c.scale)))
 	} else {
-		row.Amount = a
+		v.row.Amount = a
 	}
+}
 
+// destination checks that the record has exactly one destination, and
+// checks it.
+func (v *rowCheck) destination() {
+	rec := v.rec
 	hasCard, hasTel := rec.CardNumber != "" || rec.cellBad(ColCardNumber), rec.Telecom != "" || rec.cellBad(ColTelecomOperator)
 	switch {
 	case hasCard && hasTel:
-		bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
+		v.bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
 	case !hasCard && !hasTel && totalLabel(rec.ExternalID):
-		bad(ColumnRow, fmt.Sprintf("has no destination and %s %q: a total row, not a payout; delete it (keep totals out of the payout rows, and give the expected total with --expect-total)", ColExternalID, rec.ExternalID))
+		v.bad(ColumnRow, fmt.Sprintf("has no destination and %s %q: a total row, not a payout; delete it (keep totals out of the payout rows, and give the expected total with --expect-total)", ColExternalID, rec.ExternalID))
 	case !hasCard && !hasTel:
-		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
+		v.bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
 	if hasCard && !rec.cellBad(ColCardNumber) {
-		if isScientific(rec.CardNumber) {
-			bad(ColCardNumber, sciMessage(ColCardNumber, rec.CardNumber))
-		} else if digits, err := card.Normalize(rec.CardNumber); err != nil {
-			bad(ColCardNumber, cardMessage(err))
-		} else {
-			row.CardNumber = digits
-		}
+		v.cardNumber()
 	}
 	if hasTel && !rec.cellBad(ColTelecomOperator) {
-		if msg := c.cardProblem(ColTelecomOperator, rec.Telecom); msg != "" {
-			bad(ColTelecomOperator, msg)
-		} else if msg := textProblem(rec.Telecom, true); msg != "" {
-			bad(ColTelecomOperator, msg)
-		} else if msg := c.telecom.check(rec.Telecom); msg != "" {
-			bad(ColTelecomOperator, msg)
-		} else {
-			row.TelecomOperator = rec.Telecom
-		}
+		v.telecom()
 	}
+}
 
-	// The extra properties, then the informational columns (c.extras).
+// cardNumber checks the card number.
+func (v *rowCheck) cardNumber() {
+	if isScientific(v.rec.CardNumber) {
+		v.bad(ColCardNumber, sciMessage(ColCardNumber, v.rec.CardNumber))
+	} else if digits, err := card.Normalize(v.rec.CardNumber); err != nil {
+		v.bad(ColCardNumber, cardMessage(err))
+	} else {
+		v.row.CardNumber = digits
+	}
+}
+
+// telecom checks the telecom operator.
+func (v *rowCheck) telecom() {
+	tel := v.rec.Telecom
+	if msg := v.c.cardProblem(ColTelecomOperator, tel); msg != "" {
+		v.bad(ColTelecomOperator, msg)
+	} else if msg := textProblem(tel, true); msg != "" {
+		v.bad(ColTelecomOperator, msg)
+	} else if msg := v.c.telecom.check(tel); msg != "" {
+		v.bad(ColTelecomOperator, msg)
+	} else {
+		v.row.TelecomOperator = tel
+	}
+}
+
+// extras checks the extra properties, then takes the informational
+// columns (c.extras).
+func (v *rowCheck) extras() {
+	c, rec := v.c, v.rec
 	rest := rec.Extra
 	for k, name := range c.extras {
 		var val string
@@ -104,32 +156,28 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 			continue
 		}
 		if msg := c.cardProblem(name, val); msg != "" {
-			bad(name, msg)
+			v.bad(name, msg)
 			continue
 		}
 		if msg := textProblem(val, false); msg != "" {
-			bad(name, msg)
+			v.bad(name, msg)
 			continue
 		}
 		if k >= len(c.props) {
-			if row.Info == nil {
-				row.Info = make([]string, len(c.extras)-len(c.props))
+			if v.row.Info == nil {
+				v.row.Info = make([]string, len(c.extras)-len(c.props))
 			}
-			row.Info[k-len(c.props)] = val
+			v.row.Info[k-len(c.props)] = val
 			continue
 		}
 		if fold(name) == fold(ColBankName) {
 			if msg := c.banks.check(val); msg != "" {
-				bad(name, msg)
+				v.bad(name, msg)
 				continue
 			}
 		}
-		row.Extra = append(row.Extra, psp.Property{Key: name, Value: val})
+		v.row.Extra = append(v.row.Extra, psp.Property{Key: name, Value: val})
 	}
-	if !ok {
-		return Row{Line: rec.Line, ExternalID: row.ExternalID}, false, idOK
-	}
-	return row, true, idOK
 }
 
 // formulaStarts are the first characters that make a spreadsheet treat a
