@@ -17,137 +17,131 @@ import (
 // (it then takes part in the duplicate search even if the row has other
 // problems).
 func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool) {
+	row.Line = rec.Line
 	if rec.Problem != "" {
 		emit(rec.at(Error{Line: rec.Line, Column: ColumnRow, Kind: KindStructure, Message: rec.Problem}))
-		return Row{Line: rec.Line}, false, false
+		return row, false, false
 	}
-	v := rowCheck{c: c, rec: rec, emit: emit, ok: true}
-	v.row.Line = rec.Line
+	ok = true
+	// bad is passed to the checks below, which only call it: it stays on
+	// the stack (a struct holding emit would make the caller's closure
+	// escape, an allocation per row).
+	bad := func(col, msg string) {
+		ok = false
+		emit(rec.at(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg}))
+	}
 	// A workbook's cells that could not be taken as text are reported in
 	// column order, and their columns not checked further.
 	for _, e := range rec.cellErrs {
-		v.ok = false
+		ok = false
 		emit(rec.at(e))
 	}
-	v.externalID()
-	v.amount()
-	v.destination()
-	v.extras()
-	if !v.ok {
-		return Row{Line: rec.Line, ExternalID: v.row.ExternalID}, false, v.idOK
+	row.ExternalID, idOK = c.checkExternalID(rec, bad)
+	row.Amount = c.checkAmount(rec, bad)
+	row.CardNumber, row.TelecomOperator = c.checkDestination(rec, bad)
+	row.Extra, row.Info = c.checkExtras(rec, bad)
+	if !ok {
+		return Row{Line: rec.Line, ExternalID: row.ExternalID}, false, idOK
 	}
-	return v.row, true, v.idOK
+	return row, true, idOK
 }
 
-// rowCheck is the state of validate: the row taken from the record so
-// far, and whether it is valid.
-type rowCheck struct {
-	c    *config
-	rec  *record
-	emit func(Error)
-	row  Row
-	ok   bool
-	idOK bool
-}
-
-// bad reports a problem of the record's field col (or ColumnRow).
-func (v *rowCheck) bad(col, msg string) {
-	v.ok = false
-	v.emit(v.rec.at(Error{Line: v.rec.Line, Column: col, Kind: KindField, Message: msg}))
-}
-
-// externalID checks the externalId. A card number outside cardNumber
-// refuses its field first, so that no other message quotes it.
-func (v *rowCheck) externalID() {
-	if v.rec.cellBad(ColExternalID) {
-		return
+// checkExternalID returns the record's externalId and true if it is well
+// formed, else reports its problem to bad. A card number outside
+// cardNumber refuses its field first, so that no other message quotes it.
+func (c *config) checkExternalID(rec *record, bad func(col, msg string)) (string, bool) {
+	if rec.cellBad(ColExternalID) {
+		return "", false
 	}
-	id := v.rec.ExternalID
-	if msg := v.c.cardProblem(ColExternalID, id); msg != "" {
-		v.bad(ColExternalID, msg)
-	} else if msg := v.c.externalIDProblem(id); msg != "" {
-		v.bad(ColExternalID, msg)
+	if msg := c.cardProblem(ColExternalID, rec.ExternalID); msg != "" {
+		bad(ColExternalID, msg)
+	} else if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
+		bad(ColExternalID, msg)
 	} else {
-		v.row.ExternalID, v.idOK = id, true
+		return rec.ExternalID, true
 	}
+	return "", false
 }
 
-// amount checks the amount. A number in scientific notation, as a
-// spreadsheet exports a long number to CSV, is named as such before any
-// message that masks or quotes it (a workbook's text cells are caught in
-// textOfCell).
-func (v *rowCheck) amount() {
-	if v.rec.cellBad(ColAmount) {
-		return
+// checkAmount returns the record's amount if it is valid, else reports its
+// problem to bad. A number in scientific notation, as a spreadsheet
+// exports a long number to CSV, is named as such before any message that
+// masks or quotes it (a workbook's text cells are caught in textOfCell).
+func (c *config) checkAmount(rec *record, bad func(col, msg string)) money.Amount {
+	if rec.cellBad(ColAmount) {
+		return money.Amount{}
 	}
-	c, s := v.c, v.rec.Amount
 	amounts := c.amounts
-	if v.rec.amountPlain {
+	if rec.amountPlain {
 		amounts = money.Plain
 	}
-	if isScientific(s) {
-		v.bad(ColAmount, sciMessage(ColAmount, s))
-	} else if msg := c.cardProblem(ColAmount, s); msg != "" {
-		v.bad(ColAmount, msg)
-	} else if a, err := money.ParseIn(s, c.scale, amounts); err != nil {
-		v.bad(ColAmount, c.amountMessage(s, err))
+	if isScientific(rec.Amount) {
+		bad(ColAmount, sciMessage(ColAmount, rec.Amount))
+	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
+		bad(ColAmount, msg)
+	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
+		bad(ColAmount, c.amountMessage(rec.Amount, err))
 	} else if c.hasMax && a.Cmp(c.max) > 0 {
-		v.bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", s, c.max.StringFixed(c.scale)))
+		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
 	} else {
-		v.row.Amount = a
+		return a
 	}
+	return money.Amount{}
 }
 
-// destination checks that the record has exactly one destination, and
-// checks it.
-func (v *rowCheck) destination() {
-	rec := v.rec
+// checkDestination checks that the record has exactly one destination,
+// and returns it (the normalized card number, or the telecom operator) if
+// it is valid, else reports the problems to bad.
+func (c *config) checkDestination(rec *record, bad func(col, msg string)) (cardNumber, telecom string) {
 	hasCard, hasTel := rec.CardNumber != "" || rec.cellBad(ColCardNumber), rec.Telecom != "" || rec.cellBad(ColTelecomOperator)
 	switch {
 	case hasCard && hasTel:
-		v.bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
+		bad(ColumnRow, fmt.Sprintf("has both a %s and a %s: give exactly one destination", ColCardNumber, ColTelecomOperator))
 	case !hasCard && !hasTel && totalLabel(rec.ExternalID):
-		v.bad(ColumnRow, fmt.Sprintf("has no destination and %s %q: a total row, not a payout; delete it (keep totals out of the payout rows, and give the expected total with --expect-total)", ColExternalID, rec.ExternalID))
+		bad(ColumnRow, fmt.Sprintf("has no destination and %s %q: a total row, not a payout; delete it (keep totals out of the payout rows, and give the expected total with --expect-total)", ColExternalID, rec.ExternalID))
 	case !hasCard && !hasTel:
-		v.bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
+		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
 	if hasCard && !rec.cellBad(ColCardNumber) {
-		v.cardNumber()
+		cardNumber = checkCardNumber(rec.CardNumber, bad)
 	}
 	if hasTel && !rec.cellBad(ColTelecomOperator) {
-		v.telecom()
+		telecom = c.checkTelecom(rec.Telecom, bad)
 	}
+	return cardNumber, telecom
 }
 
-// cardNumber checks the card number.
-func (v *rowCheck) cardNumber() {
-	if isScientific(v.rec.CardNumber) {
-		v.bad(ColCardNumber, sciMessage(ColCardNumber, v.rec.CardNumber))
-	} else if digits, err := card.Normalize(v.rec.CardNumber); err != nil {
-		v.bad(ColCardNumber, cardMessage(err))
+// checkCardNumber returns the digits of the card number s if it is valid,
+// else reports its problem to bad.
+func checkCardNumber(s string, bad func(col, msg string)) string {
+	if isScientific(s) {
+		bad(ColCardNumber, sciMessage(ColCardNumber, s))
+	} else if digits, err := card.Normalize(s); err != nil {
+		bad(ColCardNumber, cardMessage(err))
 	} else {
-		v.row.CardNumber = digits
+		return digits
 	}
+	return ""
 }
 
-// telecom checks the telecom operator.
-func (v *rowCheck) telecom() {
-	tel := v.rec.Telecom
-	if msg := v.c.cardProblem(ColTelecomOperator, tel); msg != "" {
-		v.bad(ColTelecomOperator, msg)
-	} else if msg := textProblem(tel, true); msg != "" {
-		v.bad(ColTelecomOperator, msg)
-	} else if msg := v.c.telecom.check(tel); msg != "" {
-		v.bad(ColTelecomOperator, msg)
+// checkTelecom returns the telecom operator s if it is valid, else reports
+// its problem to bad.
+func (c *config) checkTelecom(s string, bad func(col, msg string)) string {
+	if msg := c.cardProblem(ColTelecomOperator, s); msg != "" {
+		bad(ColTelecomOperator, msg)
+	} else if msg := textProblem(s, true); msg != "" {
+		bad(ColTelecomOperator, msg)
+	} else if msg := c.telecom.check(s); msg != "" {
+		bad(ColTelecomOperator, msg)
 	} else {
-		v.row.TelecomOperator = tel
+		return s
 	}
+	return ""
 }
 
-// extras checks the extra properties, then takes the informational
-// columns (c.extras).
-func (v *rowCheck) extras() {
-	c, rec := v.c, v.rec
+// checkExtras returns the valid extra properties, then the informational
+// columns (c.extras), and reports the problems of the others to bad.
+func (c *config) checkExtras(rec *record, bad func(col, msg string)) (extra []psp.Property, info []string) {
 	rest := rec.Extra
 	for k, name := range c.extras {
 		var val string
@@ -156,28 +150,29 @@ func (v *rowCheck) extras() {
 			continue
 		}
 		if msg := c.cardProblem(name, val); msg != "" {
-			v.bad(name, msg)
+			bad(name, msg)
 			continue
 		}
 		if msg := textProblem(val, false); msg != "" {
-			v.bad(name, msg)
+			bad(name, msg)
 			continue
 		}
 		if k >= len(c.props) {
-			if v.row.Info == nil {
-				v.row.Info = make([]string, len(c.extras)-len(c.props))
+			if info == nil {
+				info = make([]string, len(c.extras)-len(c.props))
 			}
-			v.row.Info[k-len(c.props)] = val
+			info[k-len(c.props)] = val
 			continue
 		}
 		if fold(name) == fold(ColBankName) {
 			if msg := c.banks.check(val); msg != "" {
-				v.bad(name, msg)
+				bad(name, msg)
 				continue
 			}
 		}
-		v.row.Extra = append(v.row.Extra, psp.Property{Key: name, Value: val})
+		extra = append(extra, psp.Property{Key: name, Value: val})
 	}
+	return extra, info
 }
 
 // formulaStarts are the first characters that make a spreadsheet treat a
