@@ -167,7 +167,7 @@ func placeList(sheet string, lines []int) string {
 // columns.
 func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 	bad := func(format string, args ...any) Error {
-		return Error{Line: line, Column: ColumnHeader, Kind: KindHeader, Message: fmt.Sprintf(format, args...)}
+		return headerProblem(line, format, args...)
 	}
 	c.extras = c.props
 	allowed := strings.Join(c.allowed, ", ")
@@ -201,20 +201,8 @@ func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 			// A destination property, never mere information.
 			errs = append(errs, bad("column %q is a destination property sent to the PSP: it is allowed only with the PSP's bank dictionary (--bank-names FILE)", f))
 		default:
-			if near, ok := c.nearName(h.folded[i]); ok {
-				errs = append(errs, bad("unknown column %q: did you mean %q? (allowed: %s; other columns are kept as information, but not one named so close to a known one)", f, near, allowed))
-				continue
-			}
-			if m := cardIn(f, CardPrefixesAny, false); m != "" {
-				errs = append(errs, bad("column %d is named with a card number (%s)", i+1, m))
-				continue
-			}
-			if msg := textProblem(f, false); msg != "" {
-				errs = append(errs, bad("column %d %s", i+1, msg))
-				continue
-			}
-			if j, dup := infoCol[h.folded[i]]; dup {
-				errs = append(errs, bad("column %d %q repeats column %d", i+1, f, j+1))
+			if msg := c.infoProblem(i, f, h.folded[i], allowed, infoCol); msg != "" {
+				errs = append(errs, bad("%s", msg))
 				continue
 			}
 			infoCol[h.folded[i]] = i
@@ -225,19 +213,59 @@ func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 	if known == 0 {
 		return nil, []Error{bad("no known column name: is the header row missing, or a title row above it (more than 2 cells)? Expected %s", c.expected())}
 	}
+	if errs = append(errs, missingColumns(seen, line, allowed)...); len(errs) > 0 {
+		return nil, errs
+	}
+	c.mapColumns(h, seen, infoCol, info)
+	return h, nil
+}
+
+// headerProblem is a problem of the header row, on line.
+func headerProblem(line int, format string, args ...any) Error {
+	return Error{Line: line, Column: ColumnHeader, Kind: KindHeader, Message: fmt.Sprintf(format, args...)}
+}
+
+// infoProblem says why column i, named f (folded), of no known name, is
+// refused as an informational column, or "": a near miss of a known name,
+// a card number, a non-printable character, or a repeat of another
+// informational column (infoCol).
+func (c *config) infoProblem(i int, f, folded, allowed string, infoCol map[string]int) string {
+	if near, ok := c.nearName(folded); ok {
+		return fmt.Sprintf("unknown column %q: did you mean %q? (allowed: %s; other columns are kept as information, but not one named so close to a known one)", f, near, allowed)
+	}
+	if m := cardIn(f, CardPrefixesAny, false); m != "" {
+		return fmt.Sprintf("column %d is named with a card number (%s)", i+1, m)
+	}
+	if msg := textProblem(f, false); msg != "" {
+		return fmt.Sprintf("column %d %s", i+1, msg)
+	}
+	if j, dup := infoCol[folded]; dup {
+		return fmt.Sprintf("column %d %q repeats column %d", i+1, f, j+1)
+	}
+	return ""
+}
+
+// missingColumns are the problems of a header, on line, whose known
+// columns (seen) lack a required column or a destination.
+func missingColumns(seen map[string]int, line int, allowed string) []Error {
+	var errs []Error
 	for _, req := range []string{ColExternalID, ColAmount} {
 		if _, ok := seen[req]; !ok {
-			errs = append(errs, bad("missing required column %s (allowed: %s)", req, allowed))
+			errs = append(errs, headerProblem(line, "missing required column %s (allowed: %s)", req, allowed))
 		}
 	}
 	_, hasCard := seen[ColCardNumber]
 	_, hasTel := seen[ColTelecomOperator]
 	if !hasCard && !hasTel {
-		errs = append(errs, bad("missing a destination column: %s or %s", ColCardNumber, ColTelecomOperator))
+		errs = append(errs, headerProblem(line, "missing a destination column: %s or %s", ColCardNumber, ColTelecomOperator))
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
+	return errs
+}
+
+// mapColumns completes a valid header h: the fixed columns it lacks, and
+// the file column of each of c.extras, which it sets to the configured
+// extra properties, then the informational columns info.
+func (c *config) mapColumns(h *header, seen, infoCol map[string]int, info []string) {
 	for _, n := range []string{ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator} {
 		if _, ok := seen[n]; !ok {
 			h.missing = append(h.missing, n)
@@ -253,7 +281,6 @@ func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 			h.extras[k] = i
 		}
 	}
-	return h, nil
 }
 
 // nearName returns the known column name that the folded name f is a

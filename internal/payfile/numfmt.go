@@ -114,127 +114,161 @@ type numberFormat struct {
 // readSection reads one section of a format code: its decimal places, or
 // why it does not show a number exactly.
 func readSection(sec string) (numberFormat, string) {
-	var (
-		f            numberFormat
-		digits       bool // a digit placeholder seen
-		dot          bool // the decimal point seen
-		digitsEnded  bool // something else followed the digits
-		commaPending bool // a ',' after the last digit placeholder
-	)
-	endDigits := func() string {
-		if digits && !digitsEnded {
-			digitsEnded = true
-			if commaPending {
-				return "scaled by a thousand (a ',' after the digits)"
-			}
-		}
-		return ""
-	}
 	if strings.TrimSpace(sec) == "@" {
 		return numberFormat{general: true}, ""
 	}
 	if strings.Contains(unquoted(sec), "/") {
-		return f, "a fraction or a date"
+		return numberFormat{}, "a fraction or a date"
 	}
+	s := sectionReader{sec: sec}
 	for i := 0; i < len(sec); {
-		r, size := utf8.DecodeRuneInString(sec[i:])
-		next := i + size
-		switch {
-		case r == '"':
-			if j := strings.IndexByte(sec[next:], '"'); j >= 0 {
-				next += j + 1
-			} else {
-				next = len(sec)
-			}
-			if p := endDigits(); p != "" {
-				return f, p
-			}
-		case r == '\\' || r == '_' || r == '*':
-			if next < len(sec) {
-				_, s2 := utf8.DecodeRuneInString(sec[next:])
-				next += s2
-			}
-			if p := endDigits(); p != "" {
-				return f, p
-			}
-		case r == '[':
-			j := strings.IndexByte(sec[next:], ']')
-			if j < 0 {
-				return f, "a format that cannot be read"
-			}
-			in := sec[next : next+j]
-			next += j + 1
-			switch {
-			case strings.HasPrefix(in, "$"): // a currency or a locale
-				if p := endDigits(); p != "" {
-					return f, p
-				}
-			case isColor(in):
-			case strings.ContainsAny(in[:min(1, len(in))], "<>="):
-				return f, "a conditional format"
-			case strings.Trim(strings.ToLower(in), "hms") == "":
-				return f, "a time"
-			default:
-				return f, "a special number format [" + in + "]"
-			}
-		case r == '0' || r == '#' || r == '?':
-			if digitsEnded {
-				return f, "digits broken up by text"
-			}
-			digits, commaPending = true, false
-			if dot {
-				f.decimals++
-			}
-		case r == '.':
-			switch {
-			case digitsEnded:
-				// a literal after the number ("руб.")
-			case dot:
-				return f, "digits broken up by text"
-			case commaPending:
-				return f, "scaled by a thousand (a ',' before the decimal point)"
-			default:
-				dot = true
-			}
-		case r == ',':
-			if digitsEnded {
-				break
-			}
-			if digits {
-				commaPending = true
-			}
-		case r == '%' || r == '‰':
-			return f, "a percentage"
-		case (r == 'E' || r == 'e') && next < len(sec) && (sec[next] == '+' || sec[next] == '-'):
-			return f, "scientific notation (an exponent)"
-		case r == '/':
-			return f, "a fraction or a date"
-		case r == '@':
-			return f, "text"
-		case r < 128 && (r|0x20 >= 'a' && r|0x20 <= 'z'):
-			if len(sec)-i >= 7 && strings.EqualFold(sec[i:i+7], "general") {
-				if digits {
-					return f, "digits broken up by text"
-				}
-				f.general, digits = true, true
-				next = i + 7
-				break
-			}
-			return f, "a date or a time"
-		default: // a literal: a space, a sign, a currency sign, a letter of another alphabet
-			if p := endDigits(); p != "" {
-				return f, p
-			}
+		next, problem := s.token(i)
+		if problem != "" {
+			return s.f, problem
 		}
 		i = next
 	}
-	if p := endDigits(); p != "" {
-		return f, p
+	if p := s.endDigits(); p != "" {
+		return s.f, p
 	}
-	if !digits {
-		return f, "text without the number"
+	if !s.digits {
+		return s.f, "text without the number"
 	}
-	return f, ""
+	return s.f, ""
+}
+
+// sectionReader is the state of readSection along a section.
+type sectionReader struct {
+	sec          string
+	f            numberFormat
+	digits       bool // a digit placeholder seen
+	dot          bool // the decimal point seen
+	digitsEnded  bool // something else followed the digits
+	commaPending bool // a ',' after the last digit placeholder
+}
+
+// endDigits notes that something other than the number follows the digit
+// placeholders, if they have not ended yet, and refuses a ',' just before
+// it (scaling).
+func (s *sectionReader) endDigits() string {
+	if s.digits && !s.digitsEnded {
+		s.digitsEnded = true
+		if s.commaPending {
+			return "scaled by a thousand (a ',' after the digits)"
+		}
+	}
+	return ""
+}
+
+// token reads the token of the section that starts at i, and returns where
+// the next one starts, or why the section does not show a number exactly.
+func (s *sectionReader) token(i int) (next int, problem string) {
+	sec := s.sec
+	r, size := utf8.DecodeRuneInString(sec[i:])
+	next = i + size
+	switch {
+	case r == '"':
+		if j := strings.IndexByte(sec[next:], '"'); j >= 0 {
+			next += j + 1
+		} else {
+			next = len(sec)
+		}
+		return next, s.endDigits()
+	case r == '\\' || r == '_' || r == '*':
+		if next < len(sec) {
+			_, s2 := utf8.DecodeRuneInString(sec[next:])
+			next += s2
+		}
+		return next, s.endDigits()
+	case r == '[':
+		return s.bracket(next)
+	case r == '0' || r == '#' || r == '?':
+		return next, s.placeholder()
+	case r == '.':
+		return next, s.point()
+	case r == ',':
+		if s.digits && !s.digitsEnded {
+			s.commaPending = true
+		}
+		return next, ""
+	case r == '%' || r == '‰':
+		return next, "a percentage"
+	case (r == 'E' || r == 'e') && next < len(sec) && (sec[next] == '+' || sec[next] == '-'):
+		return next, "scientific notation (an exponent)"
+	case r == '/':
+		return next, "a fraction or a date"
+	case r == '@':
+		return next, "text"
+	case r < 128 && (r|0x20 >= 'a' && r|0x20 <= 'z'):
+		return s.letter(i)
+	}
+	// A literal: a space, a sign, a currency sign, a letter of another
+	// alphabet.
+	return next, s.endDigits()
+}
+
+// bracket reads a bracketed part of the section, whose text starts at
+// from: a currency or a locale ends the digits, a colour is no matter; a
+// condition, a time or another special format is refused.
+func (s *sectionReader) bracket(from int) (next int, problem string) {
+	j := strings.IndexByte(s.sec[from:], ']')
+	if j < 0 {
+		return from, "a format that cannot be read"
+	}
+	in := s.sec[from : from+j]
+	next = from + j + 1
+	switch {
+	case strings.HasPrefix(in, "$"): // a currency or a locale
+		return next, s.endDigits()
+	case isColor(in):
+		return next, ""
+	case strings.ContainsAny(in[:min(1, len(in))], "<>="):
+		return next, "a conditional format"
+	case strings.Trim(strings.ToLower(in), "hms") == "":
+		return next, "a time"
+	}
+	return next, "a special number format [" + in + "]"
+}
+
+// placeholder reads a digit placeholder ('0', '#', '?'): a decimal place
+// after the point.
+func (s *sectionReader) placeholder() string {
+	if s.digitsEnded {
+		return "digits broken up by text"
+	}
+	s.digits, s.commaPending = true, false
+	if s.dot {
+		s.f.decimals++
+	}
+	return ""
+}
+
+// point reads a '.': the decimal point, or a literal after the number.
+func (s *sectionReader) point() string {
+	switch {
+	case s.digitsEnded:
+		// a literal after the number ("руб.")
+	case s.dot:
+		return "digits broken up by text"
+	case s.commaPending:
+		return "scaled by a thousand (a ',' before the decimal point)"
+	default:
+		s.dot = true
+	}
+	return ""
+}
+
+// letter reads the ASCII letter at i: the General format, else a date or
+// a time code.
+func (s *sectionReader) letter(i int) (next int, problem string) {
+	if len(s.sec)-i >= 7 && strings.EqualFold(s.sec[i:i+7], "general") {
+		if s.digits {
+			return i + 7, "digits broken up by text"
+		}
+		s.f.general, s.digits = true, true
+		return i + 7, ""
+	}
+	return i + 1, "a date or a time"
 }
 
 // unquoted is a section without its quoted text, escaped characters and

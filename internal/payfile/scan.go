@@ -126,51 +126,84 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 
-	// The header is the first row that is not blank or a title.
-	var h *header
+	h, titleLines, err := readHeader(cfg, lr, cr, emit)
+	if err != nil {
+		return res, err
+	}
+	if h == nil {
+		res.aborted = true
+		return res, nil
+	}
+	res.columns, res.headerLine, res.titles = h.names, h.line, titleLines
+
+	rows, aborted, err := readRecords(ctx, lr, cr, h, len(cfg.extras), emit, fn)
+	if err != nil || aborted {
+		res.aborted = aborted
+		return res, err
+	}
+	if rows == 0 {
+		emit(Error{Line: h.line, Column: ColumnFile, Kind: KindEmpty, Message: "the file has a header but no data rows"})
+		res.aborted = true
+	}
+	return res, nil
+}
+
+// readHeader reads the rows up to the header, the first row that is not
+// blank or a title, and returns it with the lines taken as a title. A
+// problem that makes the file unusable is reported to emit and returns no
+// header and no error; the error return is for I/O.
+func readHeader(cfg *config, lr *lineReader, cr *csv.Reader, emit func(Error)) (*header, []int, error) {
 	tt := titles{cfg: cfg}
 	for {
 		lr.startRecord()
 		fields, err := cr.Read()
 		if err != nil {
-			var fe *fatalError
-			var pe *csv.ParseError
-			if e, ok := tt.noHeader(); ok && err == io.EOF {
-				emit(e)
-				res.aborted = true
-				return res, nil
-			}
-			switch {
-			case err == io.EOF:
-				emit(Error{Line: 1, Column: ColumnFile, Kind: KindEmpty, Message: "the file is empty"})
-			case errors.As(err, &fe):
-				emit(fe.e)
-			case errors.As(err, &pe):
-				emit(Error{Line: pe.StartLine, Column: ColumnHeader, Kind: KindStructure, Message: quoteMessage(pe, lr)})
-			default:
-				return res, err
-			}
-			res.aborted = true
-			return res, nil
+			return nil, nil, reportNoHeader(err, &tt, lr, emit)
 		}
 		line, _ := cr.FieldPos(0)
 		if blankFields(fields) || tt.skip(fields, line) {
 			continue
 		}
-		var problems []Error
-		h, problems = cfg.parseHeader(fields, line)
+		h, problems := cfg.parseHeader(fields, line)
 		if problems != nil {
 			for _, e := range problems {
 				emit(tt.explain(e))
 			}
-			res.aborted = true
-			return res, nil
+			return nil, nil, nil
 		}
-		break
+		return h, tt.lines, nil
 	}
-	res.columns, res.headerLine, res.titles = h.names, h.line, tt.lines
+}
 
-	d := newDecoder(ctx, lr, cr, h, len(cfg.extras))
+// reportNoHeader reports to emit why the file ended or failed, with err,
+// before its header: it has only titles, it is empty, or it cannot be
+// read. The error return is err when it is not the file's problem (I/O).
+func reportNoHeader(err error, tt *titles, lr *lineReader, emit func(Error)) error {
+	if e, ok := tt.noHeader(); ok && err == io.EOF {
+		emit(e)
+		return nil
+	}
+	var fe *fatalError
+	var pe *csv.ParseError
+	switch {
+	case err == io.EOF:
+		emit(Error{Line: 1, Column: ColumnFile, Kind: KindEmpty, Message: "the file is empty"})
+	case errors.As(err, &fe):
+		emit(fe.e)
+	case errors.As(err, &pe):
+		emit(Error{Line: pe.StartLine, Column: ColumnHeader, Kind: KindStructure, Message: quoteMessage(pe, lr)})
+	default:
+		return err
+	}
+	return nil
+}
+
+// readRecords maps the data records after the header h through gocsv and
+// hands each to fn in file order, and returns how many. A problem of the
+// file that stops the reading is reported to emit and sets aborted; the
+// error return is for I/O, ctx and fn's own errors.
+func readRecords(ctx context.Context, lr *lineReader, cr *csv.Reader, h *header, nExtras int, emit func(Error), fn func(*record) error) (rows int, aborted bool, err error) {
+	d := newDecoder(ctx, lr, cr, h, nExtras)
 	ch := make(chan record, 64)
 	errc := make(chan error, 1)
 	go func() {
@@ -181,7 +214,6 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 		}()
 		errc <- gocsv.UnmarshalDecoderToChan(d, ch)
 	}()
-	rows := 0
 	var fnErr error
 	var cur record // one variable for all records: fn gets a pointer to it
 	for rec := range ch {
@@ -196,25 +228,19 @@ func scan(ctx context.Context, r io.Reader, cfg *config, emit func(Error), fn fu
 			d.stop.Store(true)
 		}
 	}
-	err := <-errc
+	err = <-errc
 	if fnErr != nil {
-		return res, fnErr
+		return rows, false, fnErr
 	}
 	var fe *fatalError
 	switch {
 	case err == nil:
+		return rows, false, nil
 	case errors.As(err, &fe):
 		emit(fe.e)
-		res.aborted = true
-		return res, nil
-	default:
-		return res, err
+		return rows, true, nil
 	}
-	if rows == 0 {
-		emit(Error{Line: h.line, Column: ColumnFile, Kind: KindEmpty, Message: "the file has a header but no data rows"})
-		res.aborted = true
-	}
-	return res, nil
+	return rows, false, err
 }
 
 // decoder is the gocsv.SimpleDecoder between encoding/csv and gocsv. It runs

@@ -23,6 +23,9 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		return row, false, false
 	}
 	ok = true
+	// bad is passed to the checks below, which only call it: it stays on
+	// the stack (a struct holding emit would make the caller's closure
+	// escape, an allocation per row).
 	bad := func(col, msg string) {
 		ok = false
 		emit(rec.at(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg}))
@@ -33,27 +36,46 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		ok = false
 		emit(rec.at(e))
 	}
-
-	amounts := c.amounts
-	if rec.amountPlain {
-		amounts = money.Plain
+	row.ExternalID, idOK = c.checkExternalID(rec, bad)
+	row.Amount = c.checkAmount(rec, bad)
+	row.CardNumber, row.TelecomOperator = c.checkDestination(rec, bad)
+	row.Extra, row.Info = c.checkExtras(rec, bad)
+	if !ok {
+		return Row{Line: rec.Line, ExternalID: row.ExternalID}, false, idOK
 	}
-	// A card number outside cardNumber refuses its field first, so that no
-	// other message quotes it.
+	return row, true, idOK
+}
+
+// checkExternalID returns the record's externalId and true if it is well
+// formed, else reports its problem to bad. A card number outside
+// cardNumber refuses its field first, so that no other message quotes it.
+func (c *config) checkExternalID(rec *record, bad func(col, msg string)) (string, bool) {
 	if rec.cellBad(ColExternalID) {
-	} else if msg := c.cardProblem(ColExternalID, rec.ExternalID); msg != "" {
+		return "", false
+	}
+	if msg := c.cardProblem(ColExternalID, rec.ExternalID); msg != "" {
 		bad(ColExternalID, msg)
 	} else if msg := c.externalIDProblem(rec.ExternalID); msg != "" {
 		bad(ColExternalID, msg)
 	} else {
-		row.ExternalID, idOK = rec.ExternalID, true
+		return rec.ExternalID, true
 	}
+	return "", false
+}
 
-	// A number in scientific notation, as a spreadsheet exports a long
-	// number to CSV, is named as such before any message that masks or
-	// quotes it (a workbook's text cells are caught in textOfCell).
+// checkAmount returns the record's amount if it is valid, else reports its
+// problem to bad. A number in scientific notation, as a spreadsheet
+// exports a long number to CSV, is named as such before any message that
+// masks or quotes it (a workbook's text cells are caught in textOfCell).
+func (c *config) checkAmount(rec *record, bad func(col, msg string)) money.Amount {
 	if rec.cellBad(ColAmount) {
-	} else if isScientific(rec.Amount) {
+		return money.Amount{}
+	}
+	amounts := c.amounts
+	if rec.amountPlain {
+		amounts = money.Plain
+	}
+	if isScientific(rec.Amount) {
 		bad(ColAmount, sciMessage(ColAmount, rec.Amount))
 	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
 		bad(ColAmount, msg)
@@ -62,9 +84,15 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	} else if c.hasMax && a.Cmp(c.max) > 0 {
 		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
 	} else {
-		row.Amount = a
+		return a
 	}
+	return money.Amount{}
+}
 
+// checkDestination checks that the record has exactly one destination,
+// and returns it (the normalized card number, or the telecom operator) if
+// it is valid, else reports the problems to bad.
+func (c *config) checkDestination(rec *record, bad func(col, msg string)) (cardNumber, telecom string) {
 	hasCard, hasTel := rec.CardNumber != "" || rec.cellBad(ColCardNumber), rec.Telecom != "" || rec.cellBad(ColTelecomOperator)
 	switch {
 	case hasCard && hasTel:
@@ -75,27 +103,45 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		bad(ColumnRow, fmt.Sprintf("has no destination: give a %s or a %s", ColCardNumber, ColTelecomOperator))
 	}
 	if hasCard && !rec.cellBad(ColCardNumber) {
-		if isScientific(rec.CardNumber) {
-			bad(ColCardNumber, sciMessage(ColCardNumber, rec.CardNumber))
-		} else if digits, err := card.Normalize(rec.CardNumber); err != nil {
-			bad(ColCardNumber, cardMessage(err))
-		} else {
-			row.CardNumber = digits
-		}
+		cardNumber = checkCardNumber(rec.CardNumber, bad)
 	}
 	if hasTel && !rec.cellBad(ColTelecomOperator) {
-		if msg := c.cardProblem(ColTelecomOperator, rec.Telecom); msg != "" {
-			bad(ColTelecomOperator, msg)
-		} else if msg := textProblem(rec.Telecom, true); msg != "" {
-			bad(ColTelecomOperator, msg)
-		} else if msg := c.telecom.check(rec.Telecom); msg != "" {
-			bad(ColTelecomOperator, msg)
-		} else {
-			row.TelecomOperator = rec.Telecom
-		}
+		telecom = c.checkTelecom(rec.Telecom, bad)
 	}
+	return cardNumber, telecom
+}
 
-	// The extra properties, then the informational columns (c.extras).
+// checkCardNumber returns the digits of the card number s if it is valid,
+// else reports its problem to bad.
+func checkCardNumber(s string, bad func(col, msg string)) string {
+	if isScientific(s) {
+		bad(ColCardNumber, sciMessage(ColCardNumber, s))
+	} else if digits, err := card.Normalize(s); err != nil {
+		bad(ColCardNumber, cardMessage(err))
+	} else {
+		return digits
+	}
+	return ""
+}
+
+// checkTelecom returns the telecom operator s if it is valid, else reports
+// its problem to bad.
+func (c *config) checkTelecom(s string, bad func(col, msg string)) string {
+	if msg := c.cardProblem(ColTelecomOperator, s); msg != "" {
+		bad(ColTelecomOperator, msg)
+	} else if msg := textProblem(s, true); msg != "" {
+		bad(ColTelecomOperator, msg)
+	} else if msg := c.telecom.check(s); msg != "" {
+		bad(ColTelecomOperator, msg)
+	} else {
+		return s
+	}
+	return ""
+}
+
+// checkExtras returns the valid extra properties, then the informational
+// columns (c.extras), and reports the problems of the others to bad.
+func (c *config) checkExtras(rec *record, bad func(col, msg string)) (extra []psp.Property, info []string) {
 	rest := rec.Extra
 	for k, name := range c.extras {
 		var val string
@@ -112,10 +158,10 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 			continue
 		}
 		if k >= len(c.props) {
-			if row.Info == nil {
-				row.Info = make([]string, len(c.extras)-len(c.props))
+			if info == nil {
+				info = make([]string, len(c.extras)-len(c.props))
 			}
-			row.Info[k-len(c.props)] = val
+			info[k-len(c.props)] = val
 			continue
 		}
 		if fold(name) == fold(ColBankName) {
@@ -124,12 +170,9 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 				continue
 			}
 		}
-		row.Extra = append(row.Extra, psp.Property{Key: name, Value: val})
+		extra = append(extra, psp.Property{Key: name, Value: val})
 	}
-	if !ok {
-		return Row{Line: rec.Line, ExternalID: row.ExternalID}, false, idOK
-	}
-	return row, true, idOK
+	return extra, info
 }
 
 // formulaStarts are the first characters that make a spreadsheet treat a

@@ -420,146 +420,197 @@ func scanWorkbook(ctx context.Context, r io.Reader, cfg *config, emit func(Error
 		res.aborted = true
 		return res, nil
 	}
-	var (
-		h       *header
-		letters map[string]string // canonical column name -> column letter
-		cur     record
-		rows    int
-		stopped = errors.New("stop")
-		tt      = titles{cfg: cfg, sheet: sheet}
-	)
-	// otherSheets names the workbook's sheets after the refusal of a sheet
-	// without a header.
-	otherSheets := func(row int) {
-		if len(wb.book.sheets) > 1 {
-			emit(Error{Line: row, Sheet: sheet, Column: ColumnHeader, Kind: KindHeader,
-				Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", wb.sheet.name, andList(wb.book.names()))})
+	s := &sheetScan{cfg: cfg, wb: wb, emit: emit, fn: fn, sheet: sheet, res: res, tt: titles{cfg: cfg, sheet: sheet}}
+	return s.finish(wb.eachRow(ctx, s.row))
+}
+
+// errSheetRefused stops the reading of a sheet whose header is refused
+// (the problems are reported already).
+var errSheetRefused = errors.New("payfile: sheet refused")
+
+// sheetScan is the state of scanWorkbook while it reads the sheet's rows.
+type sheetScan struct {
+	cfg   *config
+	wb    *workbook
+	emit  func(Error)
+	fn    func(*record) error
+	sheet string // sheetRef of the sheet
+	res   scanResult
+	tt    titles
+
+	h       *header           // nil until the header is read
+	letters map[string]string // canonical column name -> column letter
+	cur     record            // one variable for all records: fn gets a pointer to it
+	rows    int               // data rows
+}
+
+// blank reports whether a cell is empty or a text of spaces only.
+func (x *xcell) blank() bool {
+	return x.kind == cellEmpty || x.kind == cellText && strings.Trim(x.raw, " ") == ""
+}
+
+// row takes a row of the sheet: a blank one is skipped, the first others
+// are titles or the header, then each is a record.
+func (s *sheetScan) row(sr *sheetReader, row int, hidden bool, cells []xcell) error {
+	blank := true
+	for i := range cells {
+		if !cells[i].blank() {
+			blank = false
+			break
 		}
-	}
-	err = wb.eachRow(ctx, func(sr *sheetReader, row int, hidden bool, cells []xcell) error {
-		blank := true
-		for _, x := range cells {
-			if x.kind != cellEmpty && (x.kind != cellText || strings.Trim(x.raw, " ") != "") {
-				blank = false
-				break
-			}
-		}
-		if blank {
-			return nil
-		}
-		if h == nil {
-			fields := make([]string, len(cells))
-			for i, x := range cells {
-				fields[i] = x.raw
-			}
-			for len(fields) > 0 && strings.Trim(fields[len(fields)-1], " ") == "" {
-				fields = fields[:len(fields)-1]
-			}
-			if tt.skip(fields, row) {
-				return nil
-			}
-			var problems []Error
-			h, problems = cfg.parseHeader(fields, row)
-			if problems != nil {
-				for _, e := range problems {
-					e.Sheet = sheet
-					emit(tt.explain(e))
-				}
-				otherSheets(row)
-				return stopped
-			}
-			res.columns, res.headerLine, res.titles = h.names, h.line, tt.lines
-			letters = make(map[string]string, len(h.names))
-			for i, n := range h.names {
-				letters[n] = colName(i + 1)
-			}
-			if !cfg.includeHidden {
-				for i, n := range h.names {
-					if n != "" && sr.colHidden(i+1) {
-						emit(Error{Line: row, Sheet: sheet, Cell: cellRef(i+1, row), Column: ColumnHeader, Kind: KindHeader,
-							Message: fmt.Sprintf("the %s column (%s) is hidden: the sheet does not show it, yet it would be paid; unhide it and check it, or load with --include-hidden-rows", n, colName(i+1))})
-						h = nil
-					}
-				}
-				if h == nil {
-					return stopped
-				}
-			}
-			return nil
-		}
-		rows++
-		if hidden {
-			res.hidden++
-		}
-		cur = record{Line: row, sheet: sheet, letters: letters}
-		if hidden && !cfg.includeHidden {
-			cur.cellErrs = append(cur.cellErrs, Error{Line: row, Column: ColumnRow, Kind: KindField, Message: hiddenMessage(wb.sheet, row)})
-		}
-		for i := len(h.names); i < len(cells); i++ {
-			if cells[i].kind != cellEmpty && !(cells[i].kind == cellText && strings.Trim(cells[i].raw, " ") == "") {
-				cur.Problem = fmt.Sprintf("has a value in column %s, right of the header's last column %s", colName(i+1), colName(len(h.names)))
-				return fn(&cur)
-			}
-		}
-		extra := make([]string, len(cfg.extras))
-		for i, name := range h.names {
-			if name == ColReason {
-				continue // informational (a retry file's), never read
-			}
-			var x xcell
-			if i < len(cells) {
-				x = cells[i]
-			}
-			text, plain, problem := cfg.textOfCell(name, x)
-			if problem != "" {
-				cur.cellErrs = append(cur.cellErrs, Error{Line: row, Column: name, Kind: KindField, Message: problem})
-				continue
-			}
-			switch name {
-			case ColExternalID:
-				cur.ExternalID = text
-			case ColAmount:
-				cur.Amount, cur.amountPlain = text, plain
-			case ColCardNumber:
-				cur.CardNumber = text
-			case ColTelecomOperator:
-				cur.Telecom = text
-			default:
-				for k, n := range cfg.extras {
-					if n == name {
-						extra[k] = text
-					}
-				}
-			}
-		}
-		cur.Extra = strings.Join(extra, extraSep)
-		return fn(&cur)
-	})
-	if e, ok := fileProblem(err); ok {
-		e.Sheet = sheet
-		emit(e)
-		res.aborted = true
-		return res, nil
 	}
 	switch {
-	case err == stopped:
-		res.aborted = true
-		return res, nil
-	case err != nil:
-		return res, err
-	case h == nil && len(tt.lines) > 0:
-		e, _ := tt.noHeader()
-		emit(e)
-		otherSheets(e.Line)
-		res.aborted = true
-	case h == nil:
-		emit(Error{Line: 1, Sheet: sheet, Column: ColumnFile, Kind: KindEmpty, Message: fmt.Sprintf("the sheet %s is empty", wb.sheet.name)})
-		res.aborted = true
-	case rows == 0:
-		emit(Error{Line: h.line, Sheet: sheet, Column: ColumnFile, Kind: KindEmpty, Message: "the sheet has a header but no data rows"})
-		res.aborted = true
+	case blank:
+		return nil
+	case s.h == nil:
+		return s.headerRow(sr, row, cells)
 	}
-	return res, nil
+	return s.dataRow(row, hidden, cells)
+}
+
+// headerRow takes a non-blank row before the header: a title, or the
+// header, refused (errSheetRefused) if it has problems or a payout column
+// is hidden.
+func (s *sheetScan) headerRow(sr *sheetReader, row int, cells []xcell) error {
+	fields := make([]string, len(cells))
+	for i, x := range cells {
+		fields[i] = x.raw
+	}
+	for len(fields) > 0 && strings.Trim(fields[len(fields)-1], " ") == "" {
+		fields = fields[:len(fields)-1]
+	}
+	if s.tt.skip(fields, row) {
+		return nil
+	}
+	h, problems := s.cfg.parseHeader(fields, row)
+	if problems != nil {
+		for _, e := range problems {
+			e.Sheet = s.sheet
+			s.emit(s.tt.explain(e))
+		}
+		s.otherSheets(row)
+		return errSheetRefused
+	}
+	s.res.columns, s.res.headerLine, s.res.titles = h.names, h.line, s.tt.lines
+	s.letters = make(map[string]string, len(h.names))
+	for i, n := range h.names {
+		s.letters[n] = colName(i + 1)
+	}
+	if !s.cfg.includeHidden && s.hiddenColumns(sr, h, row) {
+		return errSheetRefused
+	}
+	s.h = h
+	return nil
+}
+
+// hiddenColumns reports each column of the header h, on row, that the
+// sheet hides, and whether there is one.
+func (s *sheetScan) hiddenColumns(sr *sheetReader, h *header, row int) bool {
+	found := false
+	for i, n := range h.names {
+		if n != "" && sr.colHidden(i+1) {
+			s.emit(Error{Line: row, Sheet: s.sheet, Cell: cellRef(i+1, row), Column: ColumnHeader, Kind: KindHeader,
+				Message: fmt.Sprintf("the %s column (%s) is hidden: the sheet does not show it, yet it would be paid; unhide it and check it, or load with --include-hidden-rows", n, colName(i+1))})
+			found = true
+		}
+	}
+	return found
+}
+
+// otherSheets names the workbook's sheets after the refusal of a sheet
+// without a header.
+func (s *sheetScan) otherSheets(row int) {
+	if len(s.wb.book.sheets) > 1 {
+		s.emit(Error{Line: row, Sheet: s.sheet, Column: ColumnHeader, Kind: KindHeader,
+			Message: fmt.Sprintf("the sheet %s has no payout header; the workbook's sheets are %s: if the payouts are on another sheet, name it with --sheet", s.wb.sheet.name, andList(s.wb.book.names()))})
+	}
+}
+
+// dataRow hands a non-blank row after the header to fn as a record.
+func (s *sheetScan) dataRow(row int, hidden bool, cells []xcell) error {
+	s.rows++
+	if hidden {
+		s.res.hidden++
+	}
+	s.cur = record{Line: row, sheet: s.sheet, letters: s.letters}
+	if hidden && !s.cfg.includeHidden {
+		s.cur.cellErrs = append(s.cur.cellErrs, Error{Line: row, Column: ColumnRow, Kind: KindField, Message: hiddenMessage(s.wb.sheet, row)})
+	}
+	for i := len(s.h.names); i < len(cells); i++ {
+		if !cells[i].blank() {
+			s.cur.Problem = fmt.Sprintf("has a value in column %s, right of the header's last column %s", colName(i+1), colName(len(s.h.names)))
+			return s.fn(&s.cur)
+		}
+	}
+	s.takeCells(row, cells)
+	return s.fn(&s.cur)
+}
+
+// takeCells sets the record's fields from the cells of the header's
+// columns, or notes why a cell cannot be taken.
+func (s *sheetScan) takeCells(row int, cells []xcell) {
+	extra := make([]string, len(s.cfg.extras))
+	for i, name := range s.h.names {
+		if name == ColReason {
+			continue // informational (a retry file's), never read
+		}
+		var x xcell
+		if i < len(cells) {
+			x = cells[i]
+		}
+		text, plain, problem := s.cfg.textOfCell(name, x)
+		if problem != "" {
+			s.cur.cellErrs = append(s.cur.cellErrs, Error{Line: row, Column: name, Kind: KindField, Message: problem})
+			continue
+		}
+		switch name {
+		case ColExternalID:
+			s.cur.ExternalID = text
+		case ColAmount:
+			s.cur.Amount, s.cur.amountPlain = text, plain
+		case ColCardNumber:
+			s.cur.CardNumber = text
+		case ColTelecomOperator:
+			s.cur.Telecom = text
+		default:
+			for k, n := range s.cfg.extras {
+				if n == name {
+					extra[k] = text
+				}
+			}
+		}
+	}
+	s.cur.Extra = strings.Join(extra, extraSep)
+}
+
+// finish ends the reading of the sheet with err, eachRow's: a problem of
+// the file, or of a sheet without a header or data rows, is reported and
+// aborts.
+func (s *sheetScan) finish(err error) (scanResult, error) {
+	if e, ok := fileProblem(err); ok {
+		e.Sheet = s.sheet
+		s.emit(e)
+		s.res.aborted = true
+		return s.res, nil
+	}
+	switch {
+	case err == errSheetRefused:
+		s.res.aborted = true
+	case err != nil:
+		return s.res, err
+	case s.h == nil && len(s.tt.lines) > 0:
+		e, _ := s.tt.noHeader()
+		s.emit(e)
+		s.otherSheets(e.Line)
+		s.res.aborted = true
+	case s.h == nil:
+		s.emit(Error{Line: 1, Sheet: s.sheet, Column: ColumnFile, Kind: KindEmpty, Message: fmt.Sprintf("the sheet %s is empty", s.wb.sheet.name)})
+		s.res.aborted = true
+	case s.rows == 0:
+		s.emit(Error{Line: s.h.line, Sheet: s.sheet, Column: ColumnFile, Kind: KindEmpty, Message: "the sheet has a header but no data rows"})
+		s.res.aborted = true
+	}
+	return s.res, nil
 }
 
 // ErrNotWorkbook is matched by WorkbookDigest's error for a file that is

@@ -396,28 +396,63 @@ func (p *xlsxPackage) readBook() (*bookInfo, error) {
 	if wbPart == "" {
 		wbPart = "xl/workbook.xml"
 	}
-	dir := path.Dir(wbPart)
-	rels, err := p.rels(path.Join(dir, "_rels", path.Base(wbPart)+".rels"))
+	parts, err := p.readBookParts(wbPart)
 	if err != nil {
 		return nil, err
 	}
-	byID := make(map[string]string, len(rels))
-	var sstPart, stylesPart string
+	b := &bookInfo{}
+	if b.sheets, err = p.readSheets(wbPart, parts.byID); err != nil {
+		return nil, err
+	}
+	if len(b.sheets) == 0 {
+		return nil, notXLSX("it has no sheet")
+	}
+	if b.formats, err = p.readStyles(parts.styles); err != nil {
+		return nil, err
+	}
+	if b.shared, err = p.readShared(parts.shared); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// bookParts are the parts the workbook part's relationships name.
+type bookParts struct {
+	byID   map[string]string // the part of each relationship id
+	shared string            // the shared strings, "" if none
+	styles string            // the styles, "" if none
+}
+
+// readBookParts reads the relationships of the workbook part wbPart.
+func (p *xlsxPackage) readBookParts(wbPart string) (bookParts, error) {
+	dir := path.Dir(wbPart)
+	rels, err := p.rels(path.Join(dir, "_rels", path.Base(wbPart)+".rels"))
+	if err != nil {
+		return bookParts{}, err
+	}
+	bp := bookParts{byID: make(map[string]string, len(rels))}
 	for _, r := range rels {
-		byID[r.id] = partPath(dir, r.target)
+		bp.byID[r.id] = partPath(dir, r.target)
 		switch {
 		case strings.HasSuffix(r.typ, "/sharedStrings"):
-			sstPart = partPath(dir, r.target)
+			bp.shared = partPath(dir, r.target)
 		case strings.HasSuffix(r.typ, "/styles"):
-			stylesPart = partPath(dir, r.target)
+			bp.styles = partPath(dir, r.target)
 		}
 	}
-	b := &bookInfo{}
+	return bp, nil
+}
+
+// readSheets reads the sheets the workbook part wbPart lists, each with
+// its part (byID, by relationship id) and its autofilter's rows (the
+// defined name _xlnm._FilterDatabase local to it).
+func (p *xlsxPackage) readSheets(wbPart string, byID map[string]string) ([]sheetInfo, error) {
 	d, c, err := p.open(wbPart)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
+	var sheets []sheetInfo
 	filters := map[int][2]int{}
 	inName, nameLocal, nameFilter := false, -1, false
 	var nameText strings.Builder
@@ -433,11 +468,11 @@ func (p *xlsxPackage) readBook() (*bookInfo, error) {
 		case xml.StartElement:
 			switch el.Name.Local {
 			case "sheet":
-				if len(b.sheets) >= xlsxMaxSheets {
+				if len(sheets) >= xlsxMaxSheets {
 					return nil, overLimit("it has more than %d sheets", xlsxMaxSheets)
 				}
 				st := attr(el, "state")
-				b.sheets = append(b.sheets, sheetInfo{name: attr(el, "name"), part: byID[nsAttr(el, "id")],
+				sheets = append(sheets, sheetInfo{name: attr(el, "name"), part: byID[nsAttr(el, "id")],
 					hidden: st == "hidden" || st == "veryHidden"})
 			case "definedName":
 				inName, nameLocal = true, -1
@@ -463,20 +498,11 @@ func (p *xlsxPackage) readBook() (*bookInfo, error) {
 		}
 	}
 	for i, r := range filters {
-		if i < len(b.sheets) {
-			b.sheets[i].filterFrom, b.sheets[i].filterTo = r[0], r[1]
+		if i < len(sheets) {
+			sheets[i].filterFrom, sheets[i].filterTo = r[0], r[1]
 		}
 	}
-	if len(b.sheets) == 0 {
-		return nil, notXLSX("it has no sheet")
-	}
-	if b.formats, err = p.readStyles(stylesPart); err != nil {
-		return nil, err
-	}
-	if b.shared, err = p.readShared(sstPart); err != nil {
-		return nil, err
-	}
-	return b, nil
+	return sheets, nil
 }
 
 // rowRange reads the rows of a range such as "Sheet1!$A$1:$D$10" or
