@@ -684,7 +684,7 @@ func (b *runner) overheadFigure(ctx context.Context) Figure {
 	n, c := b.cfg.OverheadPayouts, b.cfg.OverheadConcurrency
 	f := Figure{Name: fmt.Sprintf("worker, PSP latency 0, c=%d, %s payouts", c, thousands(int64(n))), Unit: "payouts/s",
 		BaselineName: "(bare handler)", Target: Target{Kind: RatioAtLeast, Value: TargetOverheadRatio}}
-	var oursCPU, baseCPU []float64
+	var oursCPU, baseCPU, oursRedis, baseRedis []float64
 	for i := 0; i < max(b.cfg.OverheadRepeat, 1); i++ {
 		ours, bare, oursErr, bareErr := b.workerPair(ctx, "worker PSP 0 ms", n, c, 0, i%2 == 1)
 		if err := errors.Join(oursErr, bareErr); err != nil {
@@ -693,9 +693,11 @@ func (b *runner) overheadFigure(ctx context.Context) Figure {
 		}
 		f.OursSamples, f.BaseSamples = append(f.OursSamples, ours.rate), append(f.BaseSamples, bare.rate)
 		oursCPU, baseCPU = append(oursCPU, ours.u.CPU.Seconds()), append(baseCPU, bare.u.CPU.Seconds())
+		oursRedis, baseRedis = append(oursRedis, 1e6*ours.redisCPU/float64(n)), append(baseRedis, 1e6*bare.redisCPU/float64(n))
 	}
 	f.Ours, f.Baseline = median(f.OursSamples), median(f.BaseSamples)
 	f.OursCPU, f.BaseCPU = median(oursCPU), median(baseCPU)
+	f.OursRedisUS, f.BaseRedisUS = median(oursRedis), median(baseRedis)
 	f.Name += fmt.Sprintf(" (median of %d)", len(f.OursSamples))
 	return f
 }
@@ -714,6 +716,9 @@ func (b *runner) latencyFigures(ctx context.Context) []Figure {
 	ours.Ours, ours.OursCPU = o.rate, o.u.CPU.Seconds()
 	rss.Ours = o.u.MaxRSSMB()
 	bare.Ours, bare.OursCPU = bw.rate, bw.u.CPU.Seconds()
+	if oursErr == nil && bareErr == nil {
+		ours.OursRedisUS, bare.OursRedisUS = 1e6*o.redisCPU/float64(n), 1e6*bw.redisCPU/float64(n)
+	}
 	bareRSS.Ours = bw.u.MaxRSSMB()
 	if oursErr != nil {
 		ours.Error, rss.Error = oursErr.Error(), oursErr.Error()

@@ -56,10 +56,16 @@ type Figure struct {
 	BaselineName string    `json:"baselineName,omitempty"`
 	BaseSamples  []float64 `json:"baselineSamples,omitempty"`
 	BaseCPU      float64   `json:"baselineCpuSeconds,omitempty"`
-	Ratio        float64   `json:"ratio,omitempty"`
-	Target       Target    `json:"target"`
-	Met          *bool     `json:"met,omitempty"`
-	Error        string    `json:"error,omitempty"`
+	// OursRedisUS and BaseRedisUS are the Redis server's CPU microseconds
+	// per item (payout) while ours and the baseline ran: the table shows
+	// them beside the figures, as they do not depend on the load of the
+	// machine as much as the rates do.
+	OursRedisUS float64 `json:"oursRedisUsPerItem,omitempty"`
+	BaseRedisUS float64 `json:"baselineRedisUsPerItem,omitempty"`
+	Ratio       float64 `json:"ratio,omitempty"`
+	Target      Target  `json:"target"`
+	Met         *bool   `json:"met,omitempty"`
+	Error       string  `json:"error,omitempty"`
 }
 
 // Evaluate fills Ratio and Met from Ours, Baseline and Target. A figure
@@ -157,14 +163,14 @@ func (r *Report) WriteTable(w io.Writer) error {
 	for _, f := range r.Figures {
 		base, ratio := "-", "-"
 		if f.Baseline > 0 {
-			base = formatValue(f.Baseline, f.Unit) + " " + f.BaselineName
+			base = formatValue(f.Baseline, f.Unit) + " " + f.BaselineName + redisUS(f.BaseRedisUS)
 			ratio = strconv.FormatFloat(f.Ratio, 'f', 2, 64)
 		}
 		met := "-"
 		if f.Met != nil {
 			met = map[bool]string{true: "yes", false: "NO"}[*f.Met]
 		}
-		ours := formatValue(f.Ours, f.Unit)
+		ours := formatValue(f.Ours, f.Unit) + redisUS(f.OursRedisUS)
 		if f.Error != "" {
 			ours = "FAILED " + ours
 		}
@@ -208,6 +214,14 @@ func (r *Report) WriteJSON(dir string) (string, error) {
 		return "", fmt.Errorf("bench: write results: %w", err)
 	}
 	return path, nil
+}
+
+// redisUS is the Redis CPU per item of a table cell ("" when unmeasured).
+func redisUS(us float64) string {
+	if us <= 0 {
+		return ""
+	}
+	return ", Redis " + thousands(int64(us+0.5)) + " us"
 }
 
 // formatValue prints v with its unit: thousands separated for rates, one

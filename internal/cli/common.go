@@ -307,7 +307,6 @@ func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
 	c.Rate = w.rate
 	c.StatusDelay = w.statusDelay
 	c.Policy = ledger.CheckPolicy{AbsentChecks: w.absentChecks, AbsentSpacing: w.absentSpacing, MaxCreates: w.maxCreates, MaxFaults: w.maxStatusChecks}
-	c.StatusByExternal = p.statusByExtID
 	c.MaxCreateRetries = w.maxRetries
 	c.TrustStatusByExternal = w.trustExtLookup
 	c.ShutdownTimeout = p.timeout + 5*time.Second

@@ -234,7 +234,7 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 var cancelScript = redis.NewScript(luaMove + luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'units')
 if first then return first end
-if not h[1] then return {'missing', ''} end
+if not h[1] then return {'nopayout', ''} end
 if h[1] ~= 'queued' then return {'no', h[1]} end
 local now = nowms()
 AUD.extra = {'note', 'cancelled: ' .. ARGV[2]}
@@ -257,7 +257,7 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 		return "", fmt.Errorf("ledger: cancel %s: %w", ext, err)
 	}
 	switch res[0] {
-	case "missing":
+	case replyNoPayout:
 		return "", fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case "ok":
 		return Queued, nil

@@ -31,35 +31,29 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 		}
 		c = m
 	}
-	// One operation id for every try: a transport fault is retried like
-	// transition does, and a run that happened answers its first decision.
-	op := l.newOp()
+	// One operation id for every try, and transition's retry of a
+	// transport fault: a run that happened answers its first decision.
+	args := []any{attempt, interruptedNote, l.actor, l.newOp()}
 	var begin, wait *redis.Cmd
-	for try := 1; ; try++ {
+	err := retryTransport(ctx, func() error {
 		pipe := c.Pipeline()
-		begin = beginCreateScript.Eval(ctx, pipe, beginKeys(batch, ext), attempt, l.actor, op)
+		begin = beginCreateScript.Eval(ctx, pipe, beginKeys(batch, ext), args...)
 		wait = pipe.Do(ctx, "WAIT", replicas, timeout.Milliseconds())
 		_, err := pipe.Exec(ctx)
-		if err == nil {
-			break
-		}
-		if !transportFault(ctx, err) || try == transitionTries {
-			return Begin{}, 0, fmt.Errorf("ledger: begin create of %s with WAIT: %w", ext, err)
-		}
-		time.Sleep(time.Duration(try) * 20 * time.Millisecond)
-	}
-	res, err := begin.StringSlice()
+		return err
+	})
 	if err != nil {
-		return Begin{}, 0, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
+		return Begin{}, 0, fmt.Errorf("ledger: begin create of %s with WAIT: %w", ext, err)
 	}
-	if res[0] == "missing" {
-		return Begin{}, 0, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	b, err := parseBegin(batch, ext, begin)
+	if err != nil {
+		return Begin{}, 0, err
 	}
 	acked, err := wait.Int()
 	if err != nil {
 		return Begin{}, 0, fmt.Errorf("ledger: WAIT after begin create of %s: %w", ext, err)
 	}
-	return parseBegin(batch, res), acked, nil
+	return b, acked, nil
 }
 
 // Durability is what Redis says of how it keeps the ledger.

@@ -23,12 +23,12 @@ import (
 //	to rejected  the reason stays.
 //
 // Replies {'ok', seq, to, hash...} or {'conflict', state} (the payout is
-// not in needs_review) or {'missing'}.
+// not in needs_review) or {'nopayout'}.
 var resolveScript = redis.NewScript(luaMove + luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'units')
 if first then return reply(first, KEYS[1]) end
 local st = h[1]
-if not st then return {'missing', ''} end
+if not st then return {'nopayout', ''} end
 if st ~= 'needs_review' then return {'conflict', st} end
 local to = ARGV[1]
 if to ~= 'checking' and to ~= 'created' and to ~= 'rejected' then
@@ -105,7 +105,7 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 	case "ok":
 		seq, _ := strconv.Atoi(res[1])
 		return Resolved{From: NeedsReview, To: State(res[2]), Seq: seq, Payout: parsePayout(batch, pairs(res[3:]))}, nil
-	case "missing":
+	case replyNoPayout:
 		return Resolved{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
 	return Resolved{}, fmt.Errorf("resolve %s: only a payout in %s can be resolved: %w", ext, NeedsReview,

@@ -66,13 +66,22 @@ local function reply(head, key)
 end
 -- await marks a payout just created as awaiting its outcome when windowms
 -- (the outcome window) is positive: outcome check 1 is due, and after
--- now + windowms without a final status the payout needs review.
-local function await(key, counts, units, windowms, now)
-  if (tonumber(windowms) or 0) <= 0 then return end
-  redis.call('HSET', key, 'track', 1, 'oseq', 1, 'opolls', 0,
-    'odue', string.format('%.0f', tonumber(now) + tonumber(windowms)))
+-- now + windowms without a final status the payout needs review. It
+-- appends the payout's fields to f (the caller's one HSET) and moves the
+-- awaiting counters; it returns whether the payout awaits its outcome.
+local function await(f, counts, units, windowms, now)
+  if (tonumber(windowms) or 0) <= 0 then return false end
+  f[#f+1] = 'track'; f[#f+1] = 1; f[#f+1] = 'oseq'; f[#f+1] = 1; f[#f+1] = 'opolls'; f[#f+1] = 0
+  f[#f+1] = 'odue'; f[#f+1] = string.format('%.0f', tonumber(now) + tonumber(windowms))
   redis.call('HINCRBY', counts, 'n:awaiting', 1)
   redis.call('HINCRBY', counts, 'u:awaiting', units)
+  return true
+end
+-- push appends name/value pairs to f.
+local function push(f, ...)
+  local a = {...}
+  for i = 1, #a do f[#f+1] = a[i] end
+  return f
 end
 `
 
@@ -84,6 +93,8 @@ end
 // (go-redis or the autopipeliner sent it again after the first reply was
 // lost) and gets the first run's decision back, so the caller still does the
 // follow-up step it decided (enqueue the status check, return the retry).
+// The decision is stored as its elements joined by US (0x1F): heads are
+// short words and decimal numbers, and a join is cheaper than cjson.
 //
 // The argument before the operation id is the actor (a worker's host:pid,
 // or an operator's name), and KEYS[3], when given, the batch's audit
@@ -96,21 +107,31 @@ if KEYS[3] then
   AUD.actor = ARGV[#ARGV - 1]
   AUD.ext = string.match(KEYS[1], ':p:(.*)$') or ''
 end
+-- unjoin splits a stored decision back into its elements.
+local function unjoin(s)
+  local t, i = {}, 1
+  while true do
+    local j = string.find(s, '\031', i, true)
+    if not j then t[#t + 1] = string.sub(s, i) return t end
+    t[#t + 1] = string.sub(s, i, j - 1)
+    i = j + 1
+  end
+end
 -- fetch reads the payout's fields named in ... and, in the same HMGET, the
--- stored operation: on a replay it returns the first run's decision, else
--- nil and the fields (false when missing), in the order named.
+-- stored operation. It returns the first run's decision on a replay (else
+-- nil) and the fields (false when missing), in the order named.
 local function fetch(key, ...)
   local m = redis.call('HMGET', key, 'op', 'opr', ...)
-  if m[1] == OP and m[2] then return cjson.decode(m[2]), nil end
   local h = {}
   for i = 3, #m do h[i - 2] = m[i] end
+  if m[1] == OP and m[2] then return unjoin(m[2]), h end
   return nil, h
 end
 -- decided is the field/value pairs that store head as this call's
 -- decision: the last arguments of the HSET that writes the transition, so
 -- the state change and its decision are one write.
 local function decided(head)
-  return 'op', OP, 'opr', cjson.encode(head)
+  return 'op', OP, 'opr', table.concat(head, '\031')
 end
 -- remember stores head as this call's decision on its own.
 local function remember(key, head)
@@ -170,194 +191,224 @@ return added
 `)
 
 // beginCreateScript is run by a create task before anything is sent.
-// KEYS: payout, counts, audit, the batch's meta; ARGV: attempt, actor, op.
-// Replies {action, seq, hash...}:
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit    KEYS[4] batch meta
+//	ARGV[1] attempt   the create attempt the task is for
+//	ARGV[2] note      the error kept when an interrupted create is moved
+//	                  to checking (built by the caller)
+//	ARGV[3] actor     ARGV[4] op (luaReplay)
+//
+// Replies {action, seq, phase, state, creates, seq field, amount, dest,
+// sealed, tel, extra}: the decision, then the fields a create task uses,
+// as they stand after the call (beginFields):
 //
 //	proceed  queued -> submitting: POST now
 //	hold     queued, but the batch is not loaded (its load has not
 //	         completed, it awaits approval or was discarded): nothing
-//	         changes, nothing is sent; the reply's third element is the
-//	         batch's phase, then the hash
+//	         changes, nothing is sent; phase is the batch's phase
 //	check    submitting with this attempt (a worker died mid-request or the
 //	         task was delivered twice) -> checking: enqueue status check seq
 //	ensure   already checking: make sure status check seq is enqueued
 //	skip     final state, or a stale attempt: nothing to do
-//	missing  no such payout
+//	nopayout no such payout (nothing else follows)
 var beginCreateScript = redis.NewScript(luaMove + luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq')
-if first then return reply(first, KEYS[1]) end
-local st = h[1]
-if not st then return {'missing', '0'} end
 local attempt = tonumber(ARGV[1])
-local creates = num(h[2])
+local note = ARGV[2]
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra')
+local st = h[1]
+if not st then return {'nopayout'} end
+local creates, seq = tostring(num(h[2])), tostring(num(h[4]))
+local function answer(head)
+  return {head[1], head[2], head[3] or '', st, creates, seq,
+    h[5] or '', h[6] or '', h[7] or '', h[8] or '', h[9] or ''}
+end
+if first then return answer(first) end
 local units = h[3]
-local now = nowms()
 AUD.extra = {'attempt', attempt}
-if st == 'queued' and attempt == creates + 1 then
+if st == 'queued' and attempt == num(h[2]) + 1 then
   -- No create for a batch whose load has not completed (or that awaits
   -- approval, or was discarded): hold the task, decide nothing.
   local phase = redis.call('HGET', KEYS[4], 'phase')
-  if phase ~= 'loaded' then
-    return reply({'hold', '0', phase or ''}, KEYS[1])
-  end
+  if phase ~= 'loaded' then return answer({'hold', '0', phase or ''}) end
   local head = {'proceed', '0'}
-  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', now, decided(head))
+  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', nowms(), decided(head))
   move(KEYS[2], st, 'submitting', units)
-  return reply(head, KEYS[1])
+  st, creates = 'submitting', tostring(attempt)
+  return answer(head)
 end
-if st == 'submitting' and attempt == creates then
-  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  local head = {'check', tostring(seq)}
-  AUD.extra = {'attempt', attempt, 'seq', seq, 'note', 'create interrupted before its answer was recorded'}
-  redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
-    'error', 'create interrupted before its answer was recorded; checking status', 'updated', now, decided(head))
+if st == 'submitting' and attempt == num(h[2]) then
+  seq = tostring(num(h[4]) + 1)
+  local head = {'check', seq}
+  AUD.extra = {'attempt', attempt, 'seq', seq, 'note', note}
+  redis.call('HSET', KEYS[1], 'state', 'checking', 'seq', seq, 'misses', 0, 'lastmiss', 0, 'faults', 0,
+    'error', note, 'updated', nowms(), decided(head))
   move(KEYS[2], st, 'checking', units)
-  return reply(head, KEYS[1])
+  st = 'checking'
+  return answer(head)
 end
-if st == 'checking' then
-  return reply({'ensure', tostring(num(h[4]))}, KEYS[1])
-end
-return reply({'skip', '0'}, KEYS[1])
+if st == 'checking' then return answer({'ensure', seq}) end
+return answer({'skip', '0'})
 `)
 
 // finishCreateScript records the classified answer of a create.
-// KEYS: payout, counts, audit; ARGV: attempt, to, outcome window ms (0:
-// created is final), orderId, pspStatus, error, maxTries, HTTP status,
-// actor, op. With to = queued and maxTries > 0 the request provably did not
-// reach the PSP and counts against the payout's budget of such tries: past
-// maxTries the payout goes to needs_review instead.
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	ARGV[1] attempt     the create attempt answered
+//	ARGV[2] to          the state the answer leads to
+//	ARGV[3] windowms    outcome window in ms (0: created is final)
+//	ARGV[4] order       the PSP's order id (to created)
+//	ARGV[5] pspstatus   the PSP's status word (to created)
+//	ARGV[6] note        the error to keep
+//	ARGV[7] maxtries    with to = queued and maxtries > 0 the request
+//	                    provably did not reach the PSP and counts against
+//	                    the payout's budget of such tries
+//	ARGV[8] reviewnote  the error kept when that budget is used up: the
+//	                    payout goes to needs_review instead
+//	ARGV[9] http        HTTP status of the answer (audit)
+//	ARGV[10] actor      ARGV[11] op (luaReplay)
+//
 // Allowed: submitting -> any of created, rejected, checking, queued,
 // needs_review; checking -> created or rejected (a definite answer of the
 // same attempt that arrived after another delivery moved it to checking).
-// Replies {'ok', seq, newState} or {'conflict', state}.
+// Replies {'ok', seq, newState, awaiting (1: outcome check 1 is due)},
+// {'conflict', state} or {'nopayout'}.
 var finishCreateScript = redis.NewScript(luaMove + luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'creates', 'units')
+local attempt, to, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local order, pspstatus, note = ARGV[4], ARGV[5], ARGV[6]
+local maxtries, reviewnote, http = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'tries', 'seq')
 if first then return first end
 local st = h[1]
-if not st then return {'missing', ''} end
-local attempt = tonumber(ARGV[1])
-local creates = num(h[2])
-local to = ARGV[2]
-if creates ~= attempt then return {'conflict', st} end
+if not st then return {'nopayout'} end
+if num(h[2]) ~= attempt then return {'conflict', st} end
 if not (st == 'submitting' or (st == 'checking' and (to == 'created' or to == 'rejected'))) then
   return {'conflict', st}
 end
 local units = h[3]
-local msg = ARGV[6]
-local maxTries = tonumber(ARGV[7])
-if to == 'queued' and maxTries > 0 then
-  local tries = redis.call('HINCRBY', KEYS[1], 'tries', 1)
-  if tries > maxTries then
-    to = 'needs_review'
-    msg = 'PSP did not take the request after ' .. tries .. ' tries (nothing was sent): ' .. msg
-  end
-end
 local now = nowms()
-AUD.extra = {'attempt', attempt, 'http', ARGV[8], 'order', ARGV[4], 'note', msg}
-local seq = 0
-if to == 'checking' then seq = redis.call('HINCRBY', KEYS[1], 'seq', 1) end
-local head = {'ok', tostring(seq), to}
-local f = {'state', to, 'updated', now, 'error', msg}
-if to == 'created' then
-  f[#f+1] = 'order'; f[#f+1] = ARGV[4]; f[#f+1] = 'pspstatus'; f[#f+1] = ARGV[5]
-elseif to == 'checking' then
-  f[#f+1] = 'misses'; f[#f+1] = 0; f[#f+1] = 'lastmiss'; f[#f+1] = 0; f[#f+1] = 'faults'; f[#f+1] = 0
-elseif to == 'queued' then
-  f[#f+1] = 'creates'; f[#f+1] = attempt - 1
+local f = {'updated', now}
+if to == 'queued' and maxtries > 0 then
+  local tries = num(h[4]) + 1
+  push(f, 'tries', tries)
+  if tries > maxtries then to, note = 'needs_review', reviewnote end
 end
-for _, v in ipairs({decided(head)}) do f[#f+1] = v end
+AUD.extra = {'attempt', attempt, 'http', http, 'order', order, 'note', note}
+local seq, awaiting = 0, '0'
+push(f, 'state', to, 'error', note)
+if to == 'created' then
+  push(f, 'order', order, 'pspstatus', pspstatus)
+  if await(f, KEYS[2], units, windowms, now) then awaiting = '1' end
+elseif to == 'checking' then
+  seq = num(h[5]) + 1
+  push(f, 'seq', seq, 'misses', 0, 'lastmiss', 0, 'faults', 0)
+elseif to == 'queued' then
+  push(f, 'creates', attempt - 1)
+end
+local head = {'ok', tostring(seq), to, awaiting}
+push(f, decided(head))
 redis.call('HSET', KEYS[1], unpack(f))
-if to == 'created' then await(KEYS[1], KEYS[2], units, ARGV[3], now) end
 move(KEYS[2], st, to, units)
 return head
 `)
 
 // recordCheckScript records the answer of status check seq.
-// KEYS: payout, counts; ARGV: seq, outcome (found|missing|noanswer), outcome
-// window ms (0: created is final), orderId, pspStatus, absentChecks K,
-// absentSpacing D (ms), maxCreates M, maxFaults N, message, fault backoff
-// base ms, fault backoff cap ms, HTTP status, actor, op. All times are Redis's: counted misses
-// are D apart, and a check that runs before the due time the previous one
-// set (a worker whose clock is behind schedules too early) counts nothing.
-// Replies {action, value, extra, wait}:
 //
-//	done     -> created
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	ARGV[1] seq            the status check answered
+//	ARGV[2] outcome        found | missing (the PSP answered 404) | noanswer
+//	ARGV[3] windowms       outcome window in ms (0: created is final)
+//	ARGV[4] order          ARGV[5] pspstatus: the order found
+//	ARGV[6] absentchecks   K: counted 404s that confirm absence
+//	ARGV[7] spacingms      D: least time between counted 404s
+//	ARGV[8] maxcreates     M: creates in all
+//	ARGV[9] maxfaults      N: checks without an answer before needs_review
+//	ARGV[10] note          the answer's message (error kept on a fault)
+//	ARGV[11] faultms       ARGV[12] faultcapms: backoff after a fault
+//	ARGV[13] http          HTTP status of the answer (audit)
+//	ARGV[14] recreatenote  error kept when absence is confirmed
+//	ARGV[15] absentnote    error kept when absence is confirmed after M creates
+//	ARGV[16] faultnote     error kept after N faults
+//	ARGV[17] actor         ARGV[18] op (luaReplay)
+//
+// All times are Redis's: counted misses are D apart, and a check that runs
+// before the due time the previous one set (a worker whose clock is behind
+// schedules too early) counts nothing. Replies {action, value, extra, wait}:
+//
+//	done     -> created; value 1 when it awaits its outcome
 //	again    next check seq = value, due in wait ms; extra: faults so far
 //	recreate absence confirmed -> queued; create attempt = value
 //	review   -> needs_review
 //	early    check seq = value is not due for wait ms: nothing recorded
 //	stale    payout is checking under another seq = value: ensure that one exists
 //	skip     payout is not checking
+//	nopayout no such payout
 var recordCheckScript = redis.NewScript(luaMove + luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates', 'due')
+local seqarg, outcome, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local order, pspstatus = ARGV[4], ARGV[5]
+local absentchecks, spacing = tonumber(ARGV[6]), tonumber(ARGV[7])
+local maxcreates, maxfaults, note = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+local faultms, faultcapms, http = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13]
+local recreatenote, absentnote, faultnote = ARGV[14], ARGV[15], ARGV[16]
+local first, h = fetch(KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates', 'due', 'faults')
 if first then return first end
 local st = h[1]
-if not st then return {'missing', '0', '0', '0'} end
+if not st then return {'nopayout', '0', '0', '0'} end
 local cur = num(h[2])
 if st ~= 'checking' then return {'skip', tostring(cur), '0', '0'} end
-if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0', '0'} end
+if seqarg ~= cur then return {'stale', tostring(cur), '0', '0'} end
 local nowtxt = nowms()
 local now = tonumber(nowtxt)
 local due = num(h[7])
-if ARGV[2] ~= 'found' and now < due then
+if outcome ~= 'found' and now < due then
   return {'early', tostring(cur), '0', string.format('%.0f', due - now)}
 end
-AUD.extra = {'seq', ARGV[1], 'http', ARGV[13], 'order', ARGV[4], 'note', ARGV[10]}
-local function later(wait)
-  redis.call('HSET', KEYS[1], 'due', string.format('%.0f', now + wait))
-end
+AUD.extra = {'seq', seqarg, 'http', http, 'order', order, 'note', note}
 local units = h[3]
-local outcome = ARGV[2]
-if outcome == 'found' then
-  redis.call('HSET', KEYS[1], 'state', 'created', 'order', ARGV[4], 'pspstatus', ARGV[5], 'error', '', 'updated', nowtxt)
-  move(KEYS[2], st, 'created', units)
-  await(KEYS[1], KEYS[2], units, ARGV[3], nowtxt)
-  return remember(KEYS[1], {'done', '0', '0', '0'})
+local f = {'updated', nowtxt}
+-- leave moves the payout out of checking with error msg and decision head.
+local function leave(to, msg, head)
+  push(f, 'state', to, 'error', msg)
+  if to == 'created' then
+    push(f, 'order', order, 'pspstatus', pspstatus)
+    if await(f, KEYS[2], units, windowms, nowtxt) then head[2] = '1' end
+  end
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+  move(KEYS[2], st, to, units)
+  return head
 end
+-- again schedules check cur + 1 due in wait ms.
+local function again(faults, wait)
+  local head = {'again', tostring(cur + 1), tostring(faults), string.format('%.0f', wait)}
+  push(f, 'seq', cur + 1, 'due', string.format('%.0f', now + wait), decided(head))
+  redis.call('HSET', KEYS[1], unpack(f))
+  return head
+end
+if outcome == 'found' then return leave('created', '', {'done', '0', '0', '0'}) end
 if outcome == 'missing' then
-  local misses = num(h[4])
-  local last = num(h[5])
-  local spacing = tonumber(ARGV[7])
+  local misses, last = num(h[4]), num(h[5])
   if last == 0 or now - last >= spacing then
-    misses = misses + 1
-    last = now
-    redis.call('HSET', KEYS[1], 'misses', misses, 'lastmiss', nowtxt)
+    misses, last = misses + 1, now
+    push(f, 'misses', misses, 'lastmiss', nowtxt)
   end
-  if misses >= tonumber(ARGV[6]) then
+  if misses >= absentchecks then
     local creates = num(h[6])
-    if creates < tonumber(ARGV[8]) then
-      redis.call('HSET', KEYS[1], 'state', 'queued', 'updated', nowtxt,
-        'error', 'PSP confirmed it has no order after ' .. misses .. ' status checks; creating again')
-      move(KEYS[2], st, 'queued', units)
-      return remember(KEYS[1], {'recreate', tostring(creates + 1), '0', '0'})
+    if creates < maxcreates then
+      return leave('queued', recreatenote, {'recreate', tostring(creates + 1), '0', '0'})
     end
-    redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', nowtxt,
-      'error', 'PSP has no order after ' .. creates .. ' creates; a person must decide')
-    move(KEYS[2], st, 'needs_review', units)
-    return remember(KEYS[1], {'review', '0', '0', '0'})
+    return leave('needs_review', absentnote, {'review', '0', '0', '0'})
   end
-  local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  local wait = spacing - (now - last)
-  redis.call('HSET', KEYS[1], 'updated', nowtxt)
-  later(wait)
-  return remember(KEYS[1], {'again', tostring(seq), '0', string.format('%.0f', wait)})
+  return again(0, spacing - (now - last))
 end
-local faults = redis.call('HINCRBY', KEYS[1], 'faults', 1)
-if faults >= tonumber(ARGV[9]) then
-  redis.call('HSET', KEYS[1], 'state', 'needs_review', 'updated', nowtxt,
-    'error', 'status unknown after ' .. faults .. ' status checks without an answer: ' .. ARGV[10])
-  move(KEYS[2], st, 'needs_review', units)
-  return remember(KEYS[1], {'review', '0', '0', '0'})
-end
-local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-local wait = tonumber(ARGV[11])
+local faults = num(h[8]) + 1
+push(f, 'faults', faults)
+if faults >= maxfaults then return leave('needs_review', faultnote, {'review', '0', '0', '0'}) end
+local wait = faultms
 for i = 2, faults do
   wait = wait * 2
-  if wait >= tonumber(ARGV[12]) then wait = tonumber(ARGV[12]) break end
+  if wait >= faultcapms then wait = faultcapms break end
 end
-redis.call('HSET', KEYS[1], 'updated', nowtxt, 'error', ARGV[10])
-later(wait)
-return remember(KEYS[1], {'again', tostring(seq), tostring(faults), string.format('%.0f', wait)})
+push(f, 'error', note)
+return again(faults, wait)
 `)
 
 // releaseScript deletes an externalId claim only if this batch holds it.
@@ -390,50 +441,50 @@ return 0
 
 // recordOutcomeScript records the answer of outcome check oseq of a created
 // payout that awaits its outcome.
-// KEYS: payout, counts, audit; ARGV: oseq, verdict
-// (paid|failed|pending|noanswer), pspStatus, reason, HTTP status, actor, op.
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	ARGV[1] oseq        the outcome check answered
+//	ARGV[2] verdict     paid | failed | pending | noanswer
+//	ARGV[3] pspstatus   the PSP's status word ("": none, the stored one stays)
+//	ARGV[4] reason      the error kept with paid or failed
+//	ARGV[5] reviewnote  the error kept when the outcome window is over
+//	ARGV[6] http        HTTP status of the answer (audit)
+//	ARGV[7] actor       ARGV[8] op (luaReplay)
+//
 // Replies {action, value, extra}:
 //
-//	done   -> paid or failed (value)
-//	again  next outcome check = value; extra = checks so far (for the interval)
-//	review the outcome window ended without a final status -> needs_review
-//	stale  another check (value) is current
-//	skip   the payout does not await an outcome (value: its state)
+//	done     -> paid or failed (value)
+//	again    next outcome check = value; extra = checks so far (for the interval)
+//	review   the outcome window ended without a final status -> needs_review
+//	stale    another check (value) is current
+//	skip     the payout does not await an outcome (value: its state)
+//	nopayout no such payout
 var recordOutcomeScript = redis.NewScript(luaMove + luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'pspstatus')
+local oseq, verdict, pspstatus = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local reason, reviewnote, http = ARGV[4], ARGV[5], ARGV[6]
+local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'opolls')
 if first then return first end
 local st = h[1]
-if not st then return {'missing', '0', '0'} end
+if not st then return {'nopayout', '0', '0'} end
 if st ~= 'created' or h[2] ~= '1' then return {'skip', st, '0'} end
 local cur = num(h[3])
-if tonumber(ARGV[1]) ~= cur then return {'stale', tostring(cur), '0'} end
+if oseq ~= cur then return {'stale', tostring(cur), '0'} end
 local now = nowms()
 local units = h[4]
-local verdict = ARGV[2]
-AUD.extra = {'oseq', ARGV[1], 'http', ARGV[5], 'psp', ARGV[3], 'note', ARGV[4]}
-local last = h[6] or ''
-if ARGV[3] ~= '' then
-  last = ARGV[3]
-  redis.call('HSET', KEYS[1], 'pspstatus', last)
-end
-local function leave(to, msg)
-  redis.call('HSET', KEYS[1], 'state', to, 'track', 0, 'updated', now, 'error', msg)
+AUD.extra = {'oseq', oseq, 'http', http, 'psp', pspstatus, 'note', reason}
+local f = {'updated', now}
+if pspstatus ~= '' then push(f, 'pspstatus', pspstatus) end
+local function leave(to, msg, head)
+  redis.call('HSET', KEYS[1], unpack(push(f, 'state', to, 'track', 0, 'error', msg, decided(head))))
   move(KEYS[2], 'created', to, units)
   redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
   redis.call('HINCRBY', KEYS[2], 'u:awaiting', '-' .. units)
+  return head
 end
-if verdict == 'paid' or verdict == 'failed' then
-  leave(verdict, ARGV[4])
-  return remember(KEYS[1], {'done', verdict, '0'})
-end
-if tonumber(now) >= num(h[5]) then
-  if last == '' then last = '(none)' end
-  leave('needs_review', 'no final status from the PSP within the outcome window; last status ' .. last ..
-    '; ask the PSP whether the money was sent')
-  return remember(KEYS[1], {'review', '0', '0'})
-end
-local polls = redis.call('HINCRBY', KEYS[1], 'opolls', 1)
-local seq = redis.call('HINCRBY', KEYS[1], 'oseq', 1)
-redis.call('HSET', KEYS[1], 'updated', now)
-return remember(KEYS[1], {'again', tostring(seq), tostring(polls)})
+if verdict == 'paid' or verdict == 'failed' then return leave(verdict, reason, {'done', verdict, '0'}) end
+if tonumber(now) >= num(h[5]) then return leave('needs_review', reviewnote, {'review', '0', '0'}) end
+local polls = num(h[6]) + 1
+local head = {'again', tostring(cur + 1), tostring(polls)}
+redis.call('HSET', KEYS[1], unpack(push(f, 'opolls', polls, 'oseq', cur + 1, decided(head))))
+return head
 `)

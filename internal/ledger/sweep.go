@@ -82,7 +82,7 @@ var interruptScript = redis.NewScript(luaMove + luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'updated')
 if first then return first end
 local st = h[1]
-if not st then return {'missing', ''} end
+if not st then return {'nopayout', ''} end
 local now = nowms()
 if st ~= 'submitting' or num(h[2]) ~= tonumber(ARGV[1]) or tonumber(now) - num(h[4]) < tonumber(ARGV[2]) then
   return {'current', st}
@@ -108,7 +108,7 @@ func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, att
 	case "check":
 		seq, _ = strconv.Atoi(res[1])
 		return seq, true, nil
-	case "missing":
+	case replyNoPayout:
 		return 0, false, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
 	return 0, false, nil

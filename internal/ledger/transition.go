@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // BeginAction is what a create task must do, as decided by BeginCreate.
@@ -22,11 +24,22 @@ const (
 	Hold BeginAction = "hold"
 )
 
+// replyNoPayout is every transition script's answer for a payout that
+// does not exist: ErrNotFound. It is not an answer of the PSP (a status
+// query's 404 is the CheckOutcome Missing).
+const replyNoPayout = "nopayout"
+
+// interruptedNote is the error BeginCreate keeps on a payout whose
+// earlier create delivery died before recording its answer.
+const interruptedNote = "create interrupted before its answer was recorded; checking status"
+
 // Begin is BeginCreate's decision and the payout as it stands after it.
 type Begin struct {
 	Action BeginAction
 	Seq    int
 	Phase  string // with Hold: the batch's phase ("" when it has no metadata)
+	// Payout holds the fields a create task uses: Batch, ExternalID,
+	// State, Creates, Seq, Amount, Destination, Sealed, Telecom, Extra.
 	Payout Payout
 }
 
@@ -35,16 +48,56 @@ func beginKeys(batch, ext string) []string {
 	return []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch), metaKey(batch)}
 }
 
-// parseBegin reads beginCreateScript's reply.
-func parseBegin(batch string, res []string) Begin {
-	seq, _ := strconv.Atoi(res[1])
-	b := Begin{Action: BeginAction(res[0]), Seq: seq}
-	rest := res[2:]
-	if b.Action == Hold && len(rest)%2 == 1 {
-		b.Phase, rest = rest[0], rest[1:]
+// notFound is the error of a transition on a payout that does not exist.
+func notFound(batch, ext string) error {
+	return fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+}
+
+// replyOf reads a transition script's reply: an array of strings whose
+// first element is the decision, at least n elements unless the payout
+// does not exist.
+func replyOf(cmd *redis.Cmd, batch, ext, what string, n int) ([]string, error) {
+	res, err := cmd.StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %s of %s: %w", what, ext, err)
 	}
-	b.Payout = parsePayout(batch, pairs(rest))
-	return b
+	if len(res) > 0 && res[0] == replyNoPayout {
+		return nil, notFound(batch, ext)
+	}
+	if len(res) < n {
+		return nil, fmt.Errorf("ledger: %s of %s: reply %q has %d elements, want %d", what, ext, res, len(res), n)
+	}
+	return res, nil
+}
+
+// replyInts parses the decimal elements of a reply at the indexes idx.
+func replyInts(res []string, what string, idx ...int) ([]int, error) {
+	out := make([]int, len(idx))
+	for i, j := range idx {
+		n, err := strconv.Atoi(res[j])
+		if err != nil {
+			return nil, fmt.Errorf("ledger: %s: element %d of reply %q: %w", what, j, res, err)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// parseBegin reads beginCreateScript's reply: {action, seq, phase, state,
+// creates, seq field, amount, dest, sealed, tel, extra}.
+func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
+	res, err := replyOf(cmd, batch, ext, "begin create", 11)
+	if err != nil {
+		return Begin{}, err
+	}
+	n, err := replyInts(res, "begin create of "+ext, 1, 4, 5)
+	if err != nil {
+		return Begin{}, err
+	}
+	return Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Payout: Payout{
+		Batch: batch, ExternalID: ext, State: State(res[3]), Creates: n[1], Seq: n[2],
+		Amount: res[6], Destination: res[7], Sealed: unpackSealed(res[8]), Telecom: res[9], Extra: res[10],
+	}}, nil
 }
 
 // BeginCreate moves a payout from queued to submitting for create attempt
@@ -54,14 +107,7 @@ func parseBegin(batch string, res []string) Begin {
 // is not loaded is held (Hold): no create before the whole batch is
 // registered (and approved, where approval applies).
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
-	res, err := l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext), attempt).StringSlice()
-	if err != nil {
-		return Begin{}, fmt.Errorf("ledger: begin create of %s: %w", ext, err)
-	}
-	if res[0] == "missing" {
-		return Begin{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
-	}
-	return parseBegin(batch, res), nil
+	return parseBegin(batch, ext, l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext), attempt, interruptedNote))
 }
 
 // CreateResult is the classified answer of a create request.
@@ -72,7 +118,8 @@ type CreateResult struct {
 	Error     string
 	// MaxTries, with To queued, counts this as a try that provably did not
 	// reach the PSP; past MaxTries such tries the payout goes to
-	// needs_review instead. 0: not counted (paused queue, breaker).
+	// needs_review instead, with TriesNote as its error. 0: not counted
+	// (paused queue, breaker).
 	MaxTries int
 	// OutcomeWindow, with To created, makes the payout await its outcome
 	// (paid or failed) for that long; 0: created is final.
@@ -80,28 +127,50 @@ type CreateResult struct {
 	HTTPStatus    int // of the answer, for the audit trail (0: none)
 }
 
+// TriesNote is the error of a payout whose budget of maxTries tries that
+// provably did not reach the PSP is used up (the last one answered msg).
+func TriesNote(maxTries int, msg string) string {
+	return fmt.Sprintf("PSP did not take the request after %d tries (nothing was sent): %s", maxTries+1, msg)
+}
+
 // Finished is what FinishCreate did.
 type Finished struct {
 	State State // the payout's new state
 	Seq   int   // the status check to enqueue, when State is checking
+	// Awaiting: State is created and the payout awaits its outcome:
+	// outcome check 1 is due.
+	Awaiting bool
+	Error    string // the error recorded with the state
 }
 
 // FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
-	res, err := l.transition(ctx, finishCreateScript, batch, ext,
-		attempt, string(r.To), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries, r.HTTPStatus).StringSlice()
+	var review string
+	if r.To == Queued && r.MaxTries > 0 {
+		review = TriesNote(r.MaxTries, r.Error)
+	}
+	res, err := replyOf(l.transition(ctx, finishCreateScript, batch, ext,
+		attempt, string(r.To), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries, review, r.HTTPStatus),
+		batch, ext, "finish create", 2)
 	if err != nil {
-		return Finished{}, fmt.Errorf("ledger: finish create of %s: %w", ext, err)
+		return Finished{}, err
 	}
-	switch res[0] {
-	case "ok":
-		seq, _ := strconv.Atoi(res[1])
-		return Finished{State: State(res[2]), Seq: seq}, nil
-	case "missing":
-		return Finished{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	if res[0] != "ok" {
+		return Finished{}, &ConflictError{ExternalID: ext, Found: State(res[1])}
 	}
-	return Finished{}, &ConflictError{ExternalID: ext, Found: State(res[1])}
+	if len(res) < 4 {
+		return Finished{}, fmt.Errorf("ledger: finish create of %s: reply %q has %d elements, want 4", ext, res, len(res))
+	}
+	n, err := replyInts(res, "finish create of "+ext, 1)
+	if err != nil {
+		return Finished{}, err
+	}
+	fin := Finished{State: State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: r.Error}
+	if fin.State == NeedsReview && r.To == Queued {
+		fin.Error = review
+	}
+	return fin, nil
 }
 
 // CheckOutcome is what a status query told.
@@ -110,7 +179,7 @@ type CheckOutcome string
 // Status query outcomes.
 const (
 	Found    CheckOutcome = "found"    // the PSP has the order
-	Missing  CheckOutcome = "missing"  // the PSP answered 404
+	Missing  CheckOutcome = "missing"  // the PSP answered 404 (not: no such payout, which is ErrNotFound)
 	NoAnswer CheckOutcome = "noanswer" // a fault: nothing learned
 )
 
@@ -130,6 +199,33 @@ type CheckPolicy struct {
 	FaultDelayMax time.Duration
 }
 
+// faultDelays returns FaultDelay and FaultDelayMax with their defaults.
+func (p CheckPolicy) faultDelays() (base, max time.Duration) {
+	base, max = p.FaultDelay, p.FaultDelayMax
+	if base <= 0 {
+		base = time.Second
+	}
+	if max < base {
+		max = 5 * time.Minute
+	}
+	return base, max
+}
+
+// The errors RecordCheck keeps when a status check ends the checking:
+// absence confirmed with creates left, absence confirmed after the last
+// create, too many checks without an answer (the last one's message).
+func (p CheckPolicy) recreateNote() string {
+	return fmt.Sprintf("PSP confirmed it has no order after %d status checks; creating again", p.AbsentChecks)
+}
+
+func (p CheckPolicy) absentNote() string {
+	return fmt.Sprintf("PSP has no order after %d creates; a person must decide", p.MaxCreates)
+}
+
+func (p CheckPolicy) faultNote(msg string) string {
+	return fmt.Sprintf("status unknown after %d status checks without an answer: %s", p.MaxFaults, msg)
+}
+
 // CheckAction is what follows a recorded status check.
 type CheckAction string
 
@@ -146,11 +242,13 @@ const (
 
 // CheckStep is RecordCheck's decision.
 type CheckStep struct {
-	Action  CheckAction
-	Seq     int
-	Attempt int
-	Wait    time.Duration // again, early: until the check is due (Redis time)
-	Faults  int
+	Action   CheckAction
+	Seq      int
+	Attempt  int
+	Wait     time.Duration // again, early: until the check is due (Redis time)
+	Faults   int
+	Awaiting bool   // done: the payout awaits its outcome (outcome check 1 is due)
+	Error    string // recreate, review: the error recorded with the new state
 }
 
 // CheckAnswer is the result of a status query.
@@ -165,33 +263,42 @@ type CheckAnswer struct {
 // RecordCheck records the answer to status check seq and decides what
 // follows, under policy p.
 func (l *Ledger) RecordCheck(ctx context.Context, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
-	base, max := p.FaultDelay, p.FaultDelayMax
-	if base <= 0 {
-		base = time.Second
+	base, max := p.faultDelays()
+	var recreate, absent, fault string
+	switch a.Outcome {
+	case Missing:
+		recreate, absent = p.recreateNote(), p.absentNote()
+	case NoAnswer:
+		fault = p.faultNote(a.Message)
 	}
-	if max < base {
-		max = 5 * time.Minute
-	}
-	res, err := l.transition(ctx, recordCheckScript, batch, ext,
+	res, err := replyOf(l.transition(ctx, recordCheckScript, batch, ext,
 		seq, string(a.Outcome), p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus,
 		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message,
-		base.Milliseconds(), max.Milliseconds(), a.HTTPStatus).StringSlice()
+		base.Milliseconds(), max.Milliseconds(), a.HTTPStatus, recreate, absent, fault),
+		batch, ext, "record status check", 4)
 	if err != nil {
-		return CheckStep{}, fmt.Errorf("ledger: record status check of %s: %w", ext, err)
+		return CheckStep{}, err
 	}
-	v, _ := strconv.Atoi(res[1])
-	faults, _ := strconv.Atoi(res[2])
-	wait, _ := strconv.ParseInt(res[3], 10, 64)
+	n, err := replyInts(res, "record status check of "+ext, 1, 2, 3)
+	if err != nil {
+		return CheckStep{}, err
+	}
+	v, wait := n[0], time.Duration(n[2])*time.Millisecond
 	step := CheckStep{Action: CheckAction(res[0])}
 	switch step.Action {
-	case "missing":
-		return CheckStep{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	case CheckDone:
+		step.Awaiting = v == 1
 	case CheckAgain:
-		step.Seq, step.Faults, step.Wait = v, faults, time.Duration(wait)*time.Millisecond
+		step.Seq, step.Faults, step.Wait = v, n[1], wait
 	case CheckEarly:
-		step.Seq, step.Wait = v, time.Duration(wait)*time.Millisecond
+		step.Seq, step.Wait = v, wait
 	case CheckRecreate:
-		step.Attempt = v
+		step.Attempt, step.Error = v, recreate
+	case CheckReview:
+		step.Error = absent
+		if a.Outcome == NoAnswer {
+			step.Error = fault
+		}
 	case CheckStale, CheckSkip:
 		step.Seq = v
 	}
@@ -227,30 +334,47 @@ type OutcomeStep struct {
 	State  State
 	Seq    int
 	Polls  int
+	Error  string // review: the error recorded with needs_review
+}
+
+// outcomeReviewNote is the error of a payout whose outcome window ended
+// without a final status; last is the PSP's last status word, if known.
+func outcomeReviewNote(last string) string {
+	if last == "" {
+		last = "(none)"
+	}
+	return "no final status from the PSP within the outcome window; last status " + last +
+		"; ask the PSP whether the money was sent"
 }
 
 // RecordOutcome records outcome check oseq of a created payout that awaits
 // its outcome: the verdict, the PSP's status word and, for a failure, its
 // reason. Past the payout's outcome window (Redis time) without a final
-// status, the payout needs review.
-func (l *Ledger) RecordOutcome(ctx context.Context, batch, ext string, oseq int, v Verdict, pspStatus, reason string, httpStatus int) (OutcomeStep, error) {
-	res, err := l.transition(ctx, recordOutcomeScript, batch, ext, oseq, string(v), pspStatus, reason, httpStatus).StringSlice()
+// status, the payout needs review; lastStatus is the status word the
+// caller last saw, named in the review note when this answer has none.
+func (l *Ledger) RecordOutcome(ctx context.Context, batch, ext string, oseq int, v Verdict, pspStatus, reason string, httpStatus int, lastStatus ...string) (OutcomeStep, error) {
+	last := pspStatus
+	if last == "" && len(lastStatus) > 0 {
+		last = lastStatus[0]
+	}
+	review := outcomeReviewNote(last)
+	res, err := replyOf(l.transition(ctx, recordOutcomeScript, batch, ext, oseq, string(v), pspStatus, reason, review, httpStatus),
+		batch, ext, "record outcome", 3)
 	if err != nil {
-		return OutcomeStep{}, fmt.Errorf("ledger: record outcome of %s: %w", ext, err)
+		return OutcomeStep{}, err
 	}
 	step := OutcomeStep{Action: OutcomeAction(res[0])}
 	switch step.Action {
-	case "missing":
-		return OutcomeStep{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case OutcomeDone:
 		step.State = State(res[1])
 	case OutcomeReview:
-		step.State = NeedsReview
-	case OutcomeAgain:
-		step.Seq, _ = strconv.Atoi(res[1])
-		step.Polls, _ = strconv.Atoi(res[2])
-	case OutcomeStale:
-		step.Seq, _ = strconv.Atoi(res[1])
+		step.State, step.Error = NeedsReview, review
+	case OutcomeAgain, OutcomeStale:
+		n, err := replyInts(res, "record outcome of "+ext, 1, 2)
+		if err != nil {
+			return OutcomeStep{}, err
+		}
+		step.Seq, step.Polls = n[0], n[1]
 	case OutcomeSkip:
 		step.State = State(res[1])
 	}

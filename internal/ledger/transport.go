@@ -31,18 +31,32 @@ func (l *Ledger) transition(ctx context.Context, s *redis.Script, batch, ext str
 func (l *Ledger) transitionKeys(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
 	args = append(args, l.actor, l.newOp())
 	var cmd *redis.Cmd
+	_ = retryTransport(ctx, func() error {
+		cmd = s.Run(ctx, l.rdb, keys, args...)
+		return cmd.Err()
+	})
+	return cmd
+}
+
+// retryTransport calls send until it returns no transport fault, at most
+// transitionTries times, waiting a jittered backoff from 20ms, doubling,
+// between calls; the caller's context ending stops the waiting. send must
+// repeat the same call (the same operation id): see transition. It
+// returns send's last error.
+func retryTransport(ctx context.Context, send func() error) error {
 	wait := 20 * time.Millisecond
 	for try := 1; ; try++ {
-		cmd = s.Run(ctx, l.rdb, keys, args...)
-		err := cmd.Err()
+		err := send()
 		if err == nil || err == redis.Nil || !transportFault(ctx, err) || try == transitionTries {
-			return cmd
+			return err
 		}
 		d := wait/2 + time.Duration(rand.Int64N(int64(wait/2)+1))
+		t := time.NewTimer(d)
 		select {
 		case <-ctx.Done():
-			return cmd
-		case <-time.After(d):
+			t.Stop()
+			return err
+		case <-t.C:
 		}
 		wait *= 2
 	}

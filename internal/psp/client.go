@@ -43,8 +43,8 @@ type Config struct {
 	// strings ("10.50"). Either way the digits are written exactly from the
 	// decimal, never through float64.
 	AmountAsNumber bool
-	// StatusIDByExternalID makes WithdrawalStatusFor query by externalId
-	// even when the PSP order id is known.
+	// StatusIDByExternalID makes CheckWithdrawal query by externalId
+	// even when the PSP order id is known (--status-by-external-id).
 	StatusIDByExternalID bool
 	// MaxConnsPerHost sizes the connection pool (idle and total
 	// connections to the PSP); set it to the worker concurrency. Default 16.
@@ -209,29 +209,21 @@ func (c *Client) WithdrawalStatus(ctx context.Context, id string) Result {
 
 // CheckWithdrawal queries the status of our order and checks the answer
 // against want: by the PSP order id when want.OrderID is known and
-// StatusIDByExternalID is off, else by want.ExternalID. A 200 counts as
-// Created only when it carries an order id and its externalId, order id
-// and amount (those it gives) are ours; otherwise the Outcome is
-// Ambiguous and Result.Mismatch says what differs.
+// StatusIDByExternalID is off, else by want.ExternalID (Result.ByExternalID
+// says which). A 200 counts as Created only when it carries an order id
+// and its externalId, order id and amount (those it gives) are ours;
+// otherwise the Outcome is Ambiguous and Result.Mismatch says what differs.
 func (c *Client) CheckWithdrawal(ctx context.Context, want Expect) Result {
-	id := want.ExternalID
-	if want.OrderID != "" && !c.cfg.StatusIDByExternalID {
-		id = want.OrderID
+	id, byExt := want.OrderID, false
+	if id == "" || c.cfg.StatusIDByExternalID {
+		id, byExt = want.ExternalID, true
 	}
 	if id == "" {
 		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
 	}
 	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil, &want)
+	res.ByExternalID = byExt
 	return res
-}
-
-// WithdrawalStatusFor queries by the PSP order id when one is known and
-// StatusIDByExternalID is off, else by the externalId.
-func (c *Client) WithdrawalStatusFor(ctx context.Context, externalID, orderID string) Result {
-	if orderID != "" && !c.cfg.StatusIDByExternalID {
-		return c.WithdrawalStatus(ctx, orderID)
-	}
-	return c.WithdrawalStatus(ctx, externalID)
 }
 
 // DepositRequest is a deposit order to create.
@@ -308,36 +300,48 @@ func (c *Client) invalid(op Operation, ref, msg string) Result {
 // when it is not nil.
 func (c *Client) do(ctx context.Context, op Operation, ref, method, path string, body []byte, want *Expect) (Result, *depositBody) {
 	start := time.Now()
+	fail := func(res Result) (Result, *depositBody) {
+		res.Op, res.Message, res.Duration = op, c.redact(finish(res.Message)), time.Since(start)
+		c.report(res, ref)
+		return res, nil
+	}
 	tok, err := c.cfg.Token.Token()
 	if err != nil {
 		// No token: a configuration fault, nothing sent.
-		res := Result{Op: op, Outcome: AuthFault, Message: c.redact(finish(err.Error())), Duration: time.Since(start)}
-		c.report(res, ref)
-		return res, nil
+		return fail(Result{Outcome: AuthFault, Message: err.Error()})
 	}
 	c.lastTok.Store(tok)
 
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-
 	var sent atomic.Bool
-	trace := &httptrace.ClientTrace{
-		WroteHeaders: func() { sent.Store(true) },
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaders: func() { sent.Store(true) }})
+	req, err := c.request(ctx, method, path, tok, body)
+	if err != nil {
+		return fail(Result{Outcome: Rejected, Message: "not sent: build request: " + transportMessage(err)})
 	}
-	ctx = httptrace.WithClientTrace(ctx, trace)
+	status, header, payload, err := c.send(req)
+	res, dep := classify(op, status, header, payload, err, sent.Load())
+	if want != nil {
+		res = want.Check(res)
+	}
+	c.redactResult(&res, dep)
+	res.Duration = time.Since(start)
+	c.report(res, ref)
+	return res, dep
+}
 
-	// path is already escaped (the status id went through url.PathEscape)
-	// and the base URL has no query or fragment: plain concatenation.
-	urlStr := c.baseStr + path
+// request builds a request with the bearer token. path is already escaped
+// (the status id went through url.PathEscape) and the base URL has no
+// query or fragment: plain concatenation.
+func (c *Client) request(ctx context.Context, method, path, tok string, body []byte) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = &onceBody{r: bytes.NewReader(body)}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, urlStr, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.baseStr+path, rd)
 	if err != nil {
-		res := Result{Op: op, Outcome: Rejected, Message: c.redact(finish("not sent: build request: " + transportMessage(err))), Duration: time.Since(start)}
-		c.report(res, ref)
-		return res, nil
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Accept", "application/json")
@@ -353,28 +357,28 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 	}
+	return req, nil
+}
 
-	var (
-		status  int
-		header  http.Header
-		payload []byte
-	)
+// send sends req and reads at most maxBody of the answer.
+func (c *Client) send(req *http.Request) (status int, header http.Header, payload []byte, err error) {
 	resp, err := c.http.Do(req)
-	if err == nil {
-		status, header = resp.StatusCode, resp.Header
-		payload, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-		if err == nil && len(payload) > maxBody {
-			err = errBodyTooLarge
-		}
-		_ = resp.Body.Close()
+	if err != nil {
+		return 0, nil, nil, err
 	}
-	res, dep := classify(op, status, header, payload, err, sent.Load())
-	if want != nil {
-		res = want.Check(res)
+	status, header = resp.StatusCode, resp.Header
+	payload, err = io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err == nil && len(payload) > maxBody {
+		err = errBodyTooLarge
 	}
+	_ = resp.Body.Close()
+	return status, header, payload, err
+}
+
+// redactResult puts the display texts of a classified answer through the
+// token filter. Identifiers are kept exact (see cleanID).
+func (c *Client) redactResult(res *Result, dep *depositBody) {
 	res.Message = c.redact(res.Message)
-	// Identifiers are kept exact (see cleanID); only the display fields
-	// go through the token filter.
 	res.Order.Amount = c.redact(res.Order.Amount)
 	res.Order.Status = c.redact(res.Order.Status)
 	if m := res.Mismatch; m != nil {
@@ -385,9 +389,6 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 	if dep != nil {
 		dep.PaymentDetails.FormURL = flexString(c.redact(string(dep.PaymentDetails.FormURL)))
 	}
-	res.Duration = time.Since(start)
-	c.report(res, ref)
-	return res, dep
 }
 
 var errBodyTooLarge = errors.New("answer body larger than 1 MiB")

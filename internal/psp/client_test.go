@@ -204,9 +204,19 @@ func TestStatusOutcomes(t *testing.T) {
 	if byExt.Order.OrderID != created.Order.OrderID {
 		t.Errorf("by externalId found %q", byExt.Order.OrderID)
 	}
-	check("StatusFor prefers the order id", c.WithdrawalStatusFor(ctx, "no-such-ext", created.Order.OrderID), psp.Created, 200)
+	mine := psp.Expect{ExternalID: "ext/with/slash?#", OrderID: created.Order.OrderID}
+	if r := c.CheckWithdrawal(ctx, mine); r.ByExternalID {
+		t.Error("CheckWithdrawal queried by externalId although the order id is known")
+	} else {
+		check("CheckWithdrawal prefers the order id", r, psp.Created, 200)
+	}
 	byExtCfg := newClient(t, ts.URL, func(c *psp.Config) { c.StatusIDByExternalID = true })
-	check("StatusFor by externalId when configured", byExtCfg.WithdrawalStatusFor(ctx, "no-such-ext", created.Order.OrderID), psp.NotFound, 404)
+	other := psp.Expect{ExternalID: "no-such-ext", OrderID: created.Order.OrderID}
+	if r := byExtCfg.CheckWithdrawal(ctx, other); !r.ByExternalID {
+		t.Error("CheckWithdrawal with StatusIDByExternalID queried by the order id")
+	} else {
+		check("CheckWithdrawal by externalId when configured", r, psp.NotFound, 404)
+	}
 
 	check("unknown", c.WithdrawalStatus(ctx, "WD-unknown"), psp.NotFound, 404)
 	wrong := newClient(t, ts.URL, func(c *psp.Config) { c.Token = psp.StaticToken("nope-nope") })

@@ -126,4 +126,8 @@ type Result struct {
 	// order (no order id, or another externalId, order id or amount than
 	// expected): Outcome is then Ambiguous, and the worker should alert.
 	Mismatch *Mismatch
+	// ByExternalID: the status query named the order by our externalId,
+	// not by the PSP's order id (CheckWithdrawal). A 404 to such a query
+	// may only mean the PSP does not look orders up that way.
+	ByExternalID bool
 }

@@ -43,8 +43,7 @@ type Config struct {
 	// AbsentSpacing is used as given (0: no spacing; DefaultConfig has
 	// 60s). OutcomeWindow and the fault delays are derived from Outcome
 	// and StatusDelay.
-	Policy           ledger.CheckPolicy
-	StatusByExternal bool // always query status by externalId, even when the order id is known
+	Policy ledger.CheckPolicy
 	// TrustStatusByExternal believes a 404 to a status query by externalId
 	// without first seeing the PSP find a known order that way.
 	TrustStatusByExternal bool

@@ -141,7 +141,7 @@ func (w *Worker) sendCreate(ctx, wctx context.Context, p jobs.CreatePayload, pay
 	}
 	res := w.psp.CreateWithdrawal(ctx, req)
 	done(res)
-	return w.finishCreate(wctx, p, res)
+	return w.finishCreate(wctx, p, pay, res)
 }
 
 // beginCreate runs the ledger's begin-create transition, with a WAIT for
@@ -177,7 +177,9 @@ func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause err
 	return needsReview(p.ExternalID, reason)
 }
 
-func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp.Result) error {
+// finishCreate records the answer res to the create of pay (as BeginCreate
+// read it) and makes sure of the step that follows.
+func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay ledger.Payout, res psp.Result) error {
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("attempt", p.Attempt).
 		Int("http", res.HTTPStatus).Str("outcome", res.Outcome.String()).Logger()
 	finish := func(r ledger.CreateResult) (ledger.Finished, error) {
@@ -197,13 +199,14 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 	}
 	switch res.Outcome {
 	case psp.Created:
-		if _, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
-			OutcomeWindow: w.cfg.Outcome.window()}); err != nil {
+		fin, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
+			OutcomeWindow: w.cfg.Outcome.window()})
+		if err != nil {
 			return settled(err)
 		}
 		log.Info().Str("order", res.Order.OrderID).Msg("payout created")
 		w.lookup.sample(ctx, p.ExternalID)
-		return w.followOutcome(ctx, p.Batch, p.ExternalID)
+		return w.followOutcome(ctx, pay, fin.Awaiting)
 	case psp.Rejected:
 		_, err := finish(ledger.CreateResult{To: ledger.Rejected, Error: res.Message})
 		log.Info().Str("reason", res.Message).Msg("payout rejected by the PSP")
@@ -215,10 +218,6 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 			return settled(err)
 		}
 		log.Warn().Str("reason", res.Message).Int("seq", fin.Seq).Msg("create outcome unknown; status check scheduled")
-		pay, err := w.ledger.Get(ctx, p.Batch, p.ExternalID)
-		if err != nil {
-			return err
-		}
 		return w.enqueueStatus(ctx, pay, fin.Seq, w.cfg.StatusDelay)
 	case psp.AuthFault:
 		if _, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message}); err != nil {
@@ -231,9 +230,8 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, res psp
 			return settled(err)
 		}
 		if fin.State == ledger.NeedsReview {
-			after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
-			log.Error().Str("reason", after.Error).Msg("payout needs review")
-			return needsReview(p.ExternalID, after.Error)
+			log.Error().Str("reason", fin.Error).Msg("payout needs review")
+			return needsReview(p.ExternalID, fin.Error)
 		}
 		log.Warn().Str("reason", res.Message).Dur("retryAfter", res.RetryAfter).Msg("create not processed by the PSP; will retry")
 		return &retryAfter{err: fmt.Errorf("create of %s not processed: %s", p.ExternalID, res.Message), after: res.RetryAfter}
@@ -279,13 +277,13 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 	if handled, err := w.statusNotCurrent(ctx, pay, p.Seq, log); handled {
 		return err
 	}
-	res, trusted, err := w.queryStatus(ctx, pay, log)
+	res, err := w.queryStatus(ctx, pay, log)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	answer, err := w.checkAnswer(ctx, res, trusted)
+	answer, err := w.checkAnswer(ctx, res)
 	if err != nil {
 		return err
 	}
@@ -327,45 +325,39 @@ func (w *Worker) statusNotCurrent(ctx context.Context, pay ledger.Payout, seq in
 }
 
 // queryStatus asks the PSP about pay's order, through the gate, by order
-// id or by externalId. trusted says whether a 404 may count as a miss. A
-// 200 is proof only when it is about our order (psp.Expect): another
-// externalId, order id or amount, or no order id, counts as a check
-// without an answer, and a person is alerted.
-func (w *Worker) queryStatus(ctx context.Context, pay ledger.Payout, log zerolog.Logger) (res psp.Result, trusted bool, err error) {
+// id or by externalId (psp.Client.CheckWithdrawal: --status-by-external-id).
+// A 200 is proof only when it is about our order (psp.Expect): another
+// externalId, order id or amount, or no order id, is Ambiguous, and a
+// person is alerted.
+func (w *Worker) queryStatus(ctx context.Context, pay ledger.Payout, log zerolog.Logger) (psp.Result, error) {
 	if err := w.gate.hold(ctx); err != nil {
-		return res, false, err
+		return psp.Result{}, err
 	}
-	byExternal := pay.OrderID == "" || w.cfg.StatusByExternal
-	id := pay.OrderID
-	if byExternal {
-		id = pay.ExternalID
-	}
-	trusted = !byExternal || w.lookup.trusted(ctx)
 	done, err := w.gate.allow()
 	if err != nil {
-		return res, false, err
+		return psp.Result{}, err
 	}
-	res = w.psp.WithdrawalStatus(ctx, id)
+	res := w.psp.CheckWithdrawal(ctx, w.expect(pay))
 	done(res)
-	res = w.expect(pay).Check(res)
 	if res.Mismatch != nil {
 		w.metrics.mismatch.WithLabelValues(string(res.Mismatch.Reasons[0])).Inc()
 		log.Error().Str("alert", "psp_status_mismatch").Str("reason", res.Message).
 			Msg("PSP status answer does not match our payout; not taken as proof")
 	}
-	return res, trusted, nil
+	return res, nil
 }
 
-// checkAnswer turns the PSP's answer into what the ledger records. A
-// refused credential pauses the queue, a request not processed defers the
-// task: neither is recorded.
-func (w *Worker) checkAnswer(ctx context.Context, res psp.Result, trusted bool) (ledger.CheckAnswer, error) {
+// checkAnswer turns the PSP's answer into what the ledger records. A 404
+// to a query by externalId counts as a miss only once such lookups are
+// trusted (lookupCheck). A refused credential pauses the queue, a request
+// not processed defers the task: neither is recorded.
+func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckAnswer, error) {
 	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message, HTTPStatus: res.HTTPStatus}
 	switch res.Outcome {
 	case psp.Created:
 		answer = ledger.CheckAnswer{Outcome: ledger.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status, HTTPStatus: res.HTTPStatus}
 	case psp.NotFound:
-		if trusted {
+		if !res.ByExternalID || w.lookup.trusted(ctx) {
 			answer.Outcome = ledger.Missing
 		} else {
 			answer.Message = "404 by externalId not trusted yet: no order known to exist has been found by its externalId (see --trust-status-by-external-id)"
@@ -392,7 +384,7 @@ func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, ste
 	case ledger.CheckDone:
 		w.outcome(ctx, pay.Batch, ledger.Created)
 		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
-		return w.followOutcome(ctx, pay.Batch, pay.ExternalID)
+		return w.followOutcome(ctx, pay, step.Awaiting)
 	case ledger.CheckAgain:
 		// Due after Wait on Redis's clock; a little jitter on top spreads
 		// the checks of payouts that failed together.
@@ -408,9 +400,8 @@ func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, ste
 		return w.enqueueCreate(ctx, pay, step.Attempt)
 	case ledger.CheckReview:
 		w.outcome(ctx, pay.Batch, ledger.NeedsReview)
-		after, _ := w.ledger.Get(ctx, pay.Batch, pay.ExternalID)
-		log.Error().Str("reason", after.Error).Msg("payout needs review")
-		return needsReview(pay.ExternalID, after.Error)
+		log.Error().Str("reason", step.Error).Msg("payout needs review")
+		return needsReview(pay.ExternalID, step.Error)
 	case ledger.CheckStale:
 		pay.Seq = step.Seq
 		return w.enqueueStatus(ctx, pay, step.Seq, w.cfg.StatusDelay)

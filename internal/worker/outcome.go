@@ -11,22 +11,16 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
+	"github.com/rs/zerolog"
 )
 
-// followOutcome queues the first outcome check of a payout just created,
-// when the worker follows orders to their outcome.
-func (w *Worker) followOutcome(ctx context.Context, batch, ext string) error {
-	if !w.cfg.Outcome.Track {
+// followOutcome queues the first outcome check of pay, just created, when
+// the transition that created it made it await its outcome.
+func (w *Worker) followOutcome(ctx context.Context, pay ledger.Payout, awaiting bool) error {
+	if !w.cfg.Outcome.Track || !awaiting {
 		return nil
 	}
-	pay, err := w.ledger.Get(ctx, batch, ext)
-	if err != nil {
-		return err
-	}
-	if !pay.Awaiting {
-		return nil // another delivery moved it on
-	}
-	return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
+	return w.enqueueOutcome(ctx, pay, 1, w.cfg.Outcome.interval(1))
 }
 
 // HandleOutcome processes a withdrawal:outcome task: it asks the PSP for
@@ -53,60 +47,18 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 	case pay.OutcomeSeq != p.Seq:
 		return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
 	}
-	if err := w.gate.hold(ctx); err != nil {
-		return err
-	}
-	id := pay.OrderID
-	if w.cfg.StatusByExternal || id == "" {
-		id = pay.ExternalID
-	}
-	done, err := w.gate.allow()
+	res, err := w.queryStatus(ctx, pay, log)
 	if err != nil {
 		return err
 	}
-	res := w.psp.WithdrawalStatus(ctx, id)
-	done(res)
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	res = w.expect(pay).Check(res)
-
-	verdict, reason := ledger.VerdictNoAnswer, ""
-	switch res.Outcome {
-	case psp.Created:
-		switch w.cfg.Outcome.Words.Outcome(res.Order.Status) {
-		case psp.OrderPaid:
-			verdict = ledger.VerdictPaid
-		case psp.OrderFailed:
-			verdict, reason = ledger.VerdictFailed, "PSP status "+res.Order.Status
-			if res.Order.Reason != "" {
-				reason += ": " + res.Order.Reason
-			}
-		default:
-			verdict = ledger.VerdictPending
-		}
-	case psp.AuthFault:
-		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
-	case psp.RetryLater:
-		w.metrics.deferred.WithLabelValues("status_not_processed").Inc()
-		return &deferral{reason: "outcome query not processed: " + res.Message, after: w.cfg.Outcome.interval(1)}
-	case psp.NotFound:
-		// Right after creation a PSP's status view may lag (the same lag
-		// the absence spacing D covers): a 404 then is no news. Later it is.
-		created := pay.OutcomeDue.Add(-w.cfg.Outcome.Window)
-		if time.Since(created) > w.cfg.Policy.AbsentSpacing {
-			log.Error().Str("alert", "psp_order_vanished").Str("order", pay.OrderID).
-				Msg("PSP no longer finds an order it created; still waiting for its outcome")
-		} else {
-			log.Debug().Str("order", pay.OrderID).Msg("PSP does not show the new order yet (status lag)")
-		}
-	}
-	if res.Mismatch != nil {
-		w.metrics.mismatch.WithLabelValues(string(res.Mismatch.Reasons[0])).Inc()
-		log.Error().Str("alert", "psp_status_mismatch").Str("reason", res.Message).
-			Msg("PSP status answer does not match our payout; not taken as proof")
+	verdict, reason, err := w.verdict(ctx, pay, res, log)
+	if err != nil {
+		return err
 	}
 	w.metrics.checks.WithLabelValues("outcome_" + string(verdict)).Inc()
-	step, err := w.ledger.RecordOutcome(ctx, p.Batch, p.ExternalID, p.Seq, verdict, res.Order.Status, reason, res.HTTPStatus)
+	step, err := w.ledger.RecordOutcome(ctx, p.Batch, p.ExternalID, p.Seq, verdict, res.Order.Status, reason, res.HTTPStatus, pay.PSPStatus)
 	if err != nil {
 		return err
 	}
@@ -123,14 +75,49 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(step.Polls+1))
 	case ledger.OutcomeReview:
 		w.outcome(ctx, p.Batch, ledger.NeedsReview)
-		after, _ := w.ledger.Get(ctx, p.Batch, p.ExternalID)
-		log.Error().Str("reason", after.Error).Msg("payout needs review")
-		return needsReview(p.ExternalID, after.Error)
+		log.Error().Str("reason", step.Error).Msg("payout needs review")
+		return needsReview(p.ExternalID, step.Error)
 	case ledger.OutcomeStale:
 		pay.OutcomeSeq = step.Seq
 		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(1))
 	}
 	return nil
+}
+
+// verdict is what the status answer res says of the outcome of pay's
+// order, with the reason of a failure. A refused credential pauses the
+// queue and a query not processed defers the task: neither is recorded.
+func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result, log zerolog.Logger) (ledger.Verdict, string, error) {
+	switch res.Outcome {
+	case psp.Created:
+		switch w.cfg.Outcome.Words.Outcome(res.Order.Status) {
+		case psp.OrderPaid:
+			return ledger.VerdictPaid, "", nil
+		case psp.OrderFailed:
+			reason := "PSP status " + res.Order.Status
+			if res.Order.Reason != "" {
+				reason += ": " + res.Order.Reason
+			}
+			return ledger.VerdictFailed, reason, nil
+		}
+		return ledger.VerdictPending, "", nil
+	case psp.AuthFault:
+		return "", "", w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+	case psp.RetryLater:
+		w.metrics.deferred.WithLabelValues("status_not_processed").Inc()
+		return "", "", &deferral{reason: "outcome query not processed: " + res.Message, after: w.cfg.Outcome.interval(1)}
+	case psp.NotFound:
+		// Right after creation a PSP's status view may lag (the same lag
+		// the absence spacing D covers): a 404 then is no news. Later it is.
+		created := pay.OutcomeDue.Add(-w.cfg.Outcome.Window)
+		if time.Since(created) > w.cfg.Policy.AbsentSpacing {
+			log.Error().Str("alert", "psp_order_vanished").Str("order", pay.OrderID).
+				Msg("PSP no longer finds an order it created; still waiting for its outcome")
+		} else {
+			log.Debug().Str("order", pay.OrderID).Msg("PSP does not show the new order yet (status lag)")
+		}
+	}
+	return ledger.VerdictNoAnswer, "", nil
 }
 
 // enqueueOutcome makes sure outcome check seq of pay is a live task, as

@@ -103,9 +103,9 @@ func TestOperatorRemovesTasks(t *testing.T) {
 // order: another externalId and amount.
 type otherOrderPSP struct{ PSP }
 
-func (o otherOrderPSP) WithdrawalStatus(ctx context.Context, id string) psp.Result {
-	return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.Created, HTTPStatus: 200, Sent: true,
-		Order: psp.Order{OrderID: "WD-someone-else", ExternalID: "NOT-" + id, Amount: "999.00", Status: "Created"}}
+func (o otherOrderPSP) CheckWithdrawal(ctx context.Context, want psp.Expect) psp.Result {
+	return want.Check(psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.Created, HTTPStatus: 200, Sent: true,
+		Order: psp.Order{OrderID: "WD-someone-else", ExternalID: "NOT-" + want.ExternalID, Amount: "999.00", Status: "Created"}})
 }
 
 // TestStatusAnswerAboutAnotherOrderIsNoProof: a 200 naming another

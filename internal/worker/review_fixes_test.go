@@ -27,6 +27,13 @@ func (o orderIDOnlyPSP) WithdrawalStatus(ctx context.Context, id string) psp.Res
 	return o.PSP.WithdrawalStatus(ctx, id)
 }
 
+func (o orderIDOnlyPSP) CheckWithdrawal(ctx context.Context, want psp.Expect) psp.Result {
+	if want.OrderID == "" {
+		return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.NotFound, HTTPStatus: 404, Sent: true, Message: "HTTP 404", ByExternalID: true}
+	}
+	return o.PSP.CheckWithdrawal(ctx, want)
+}
+
 // TestUntrustedExternalIDLookupNeverRecreates: against a PSP that cannot
 // find orders by externalId, 404s are not taken as absence; the payout
 // whose create was ambiguous ends in needs_review after one create, never

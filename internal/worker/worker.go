@@ -29,6 +29,12 @@ import (
 // PSP is the part of the PSP client the handlers use.
 type PSP interface {
 	CreateWithdrawal(ctx context.Context, r psp.WithdrawalRequest) psp.Result
+	// CheckWithdrawal queries the status of our order (by its PSP order
+	// id, or by externalId: the client's --status-by-external-id) and
+	// checks the answer is about it.
+	CheckWithdrawal(ctx context.Context, want psp.Expect) psp.Result
+	// WithdrawalStatus queries the order whose id is given (the lookup
+	// check asks by externalId on purpose).
 	WithdrawalStatus(ctx context.Context, id string) psp.Result
 }
 

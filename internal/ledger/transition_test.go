@@ -1,0 +1,137 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TestTransitionsOfAnUnknownPayout: every transition answers ErrNotFound
+// for a payout that does not exist, never a decision, and never a
+// CheckOutcome (the PSP's 404 is Missing, a different thing).
+func TestTransitionsOfAnUnknownPayout(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	seed(t, l, "b", 1)
+	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+	for _, tc := range []struct {
+		name string
+		call func() error
+	}{
+		{"BeginCreate", func() error { _, err := l.BeginCreate(ctx, "b", "nope", 1); return err }},
+		{"FinishCreate", func() error {
+			_, err := l.FinishCreate(ctx, "b", "nope", 1, CreateResult{To: Queued, MaxTries: 2})
+			return err
+		}},
+		{"RecordCheck", func() error {
+			_, err := l.RecordCheck(ctx, "b", "nope", 1, CheckAnswer{Outcome: Missing}, policy)
+			return err
+		}},
+		{"RecordOutcome", func() error { _, err := l.RecordOutcome(ctx, "b", "nope", 1, VerdictPaid, "Paid", "", 200); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("err = %v, want ErrNotFound", err)
+			}
+		})
+	}
+}
+
+// TestReplyParsing: a reply that is short or whose numbers do not parse is
+// an error, never a zero taken for a sequence or an attempt.
+func TestReplyParsing(t *testing.T) {
+	reply := func(v ...any) *redis.Cmd {
+		c := redis.NewCmd(context.Background())
+		c.SetVal(v)
+		return c
+	}
+	full := []any{"check", "3", "", "checking", "1", "3", "10.50", "card 411111******1111", "", "", ""}
+	for _, tc := range []struct {
+		name    string
+		cmd     *redis.Cmd
+		wantErr string
+		wantSeq int
+	}{
+		{"whole reply", reply(full...), "", 3},
+		{"no such payout", reply("nopayout"), "not found", 0},
+		{"short", reply("check", "3"), "has 2 elements", 0},
+		{"seq not a number", reply(append([]any{"check", "x"}, full[2:]...)...), "element 1", 0},
+		{"creates not a number", reply(append(append([]any{}, full[:4]...), append([]any{"1.5"}, full[5:]...)...)...), "element 4", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := parseBegin("b", "E1", tc.cmd)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("err = %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
+			case tc.wantErr == "" && (b.Seq != tc.wantSeq || b.Payout.State != Checking || b.Payout.Amount != "10.50"):
+				t.Fatalf("begin = %+v", b)
+			}
+		})
+	}
+}
+
+// TestNotesForPeople: the errors the transitions keep are built here; the
+// report groups needs_review payouts by their first words
+// (report.notSentReasons), so those stay as they were.
+func TestNotesForPeople(t *testing.T) {
+	p := CheckPolicy{AbsentChecks: 3, MaxCreates: 2, MaxFaults: 10}
+	for _, tc := range []struct{ got, want string }{
+		{TriesNote(5, "HTTP 429"), "PSP did not take the request after 6 tries (nothing was sent): HTTP 429"},
+		{p.recreateNote(), "PSP confirmed it has no order after 3 status checks; creating again"},
+		{p.absentNote(), "PSP has no order after 2 creates; a person must decide"},
+		{p.faultNote("HTTP 502"), "status unknown after 10 status checks without an answer: HTTP 502"},
+		{outcomeReviewNote("Processing"), "no final status from the PSP within the outcome window; last status Processing; ask the PSP whether the money was sent"},
+		{outcomeReviewNote(""), "no final status from the PSP within the outcome window; last status (none); ask the PSP whether the money was sent"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("note %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// TestStepsCarryTheirNotes: the step of a transition that moved a payout
+// to needs_review carries the error it recorded, so the worker needs no
+// read-back.
+func TestStepsCarryTheirNotes(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	seed(t, l, "b", 2)
+	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
+		t.Fatal(err)
+	}
+	fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "HTTP 429", MaxTries: 1})
+	if err != nil || fin.State != Queued || fin.Error != "HTTP 429" {
+		t.Fatalf("finish within the budget = %+v, %v", fin, err)
+	}
+	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
+		t.Fatal(err)
+	}
+	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "HTTP 429", MaxTries: 1})
+	if err != nil || fin.State != NeedsReview || fin.Error != TriesNote(1, "HTTP 429") {
+		t.Fatalf("finish past the budget = %+v, %v", fin, err)
+	}
+	if got, _ := l.Get(ctx, "b", "E1"); got.Error != fin.Error {
+		t.Fatalf("stored error %q, step says %q", got.Error, fin.Error)
+	}
+	if _, err := l.BeginCreate(ctx, "b", "E2", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: Checking, Error: "timeout"}); err != nil {
+		t.Fatal(err)
+	}
+	p := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 1}
+	step, err := l.RecordCheck(ctx, "b", "E2", 1, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 502"}, p)
+	if err != nil || step.Action != CheckReview || step.Error != p.faultNote("HTTP 502") {
+		t.Fatalf("RecordCheck = %+v, %v", step, err)
+	}
+	got, err := l.Get(ctx, "b", "E2")
+	if err != nil || got.State != NeedsReview || got.Error != step.Error {
+		t.Fatalf("payout %s %q, want needs_review %q (%v)", got.State, got.Error, step.Error, err)
+	}
+}
