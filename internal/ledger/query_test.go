@@ -68,11 +68,100 @@ func TestPageByLine(t *testing.T) {
 			t.Fatalf("size %d: pages give %d payouts, not the file's order", size, len(got))
 		}
 	}
-	// A batch indexed before the chunks is paged by a scan.
+	// An entry of the index before the chunks is moved into them first.
 	l.rdb.ZAdd(ctx, linesKey("b"), redis.Z{Score: 2, Member: "Q0000"}) // its line, as the old index held it
 	ps, total, err := l.PageByLine(ctx, "b", 1, 2)
 	if err != nil || total != 700 || len(ps) != 2 || ps[0].ExternalID != "Q0001" {
 		t.Fatalf("old index page: %d %v %v", total, ps, err)
+	}
+	if l.rdb.Exists(ctx, linesKey("b")).Val() != 0 {
+		t.Fatal("the old index is still there after a page")
+	}
+}
+
+// registerSparse registers n payouts one per line chunk (line 128i+2),
+// every seventh sent to needs_review: a batch of many chunks, so that a
+// scan takes several scripts and round trips.
+func registerSparse(t *testing.T, l *Ledger, batch string, n int) (all, review []string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: batch + ".csv", LoadedAt: time.Now(), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []NewPayout
+	for i := range n {
+		ext := fmt.Sprintf("S%04d", i)
+		all = append(all, ext)
+		ps = append(ps, NewPayout{Line: i*lineChunk + 2, ExternalID: ext, Amount: money.FromMinor(int64(i+1), 2), Destination: "telecom MTS"})
+	}
+	if _, err := l.Register(ctx, batch, ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FinishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 7 {
+		if _, err := l.BeginCreate(ctx, batch, all[i], 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.FinishCreate(ctx, batch, all[i], 1, CreateResult{To: NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+			t.Fatal(err)
+		}
+		review = append(review, all[i])
+	}
+	return all, review
+}
+
+// TestBriefsAcrossRoundTrips: a scan of more chunks than one round trip
+// reads gives every payout once, in line order, with its line, state and
+// amount; BriefsIn gives those in one state, the first limit of them.
+func TestBriefsAcrossRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	n := 2*scanGroup*scanWave + 5
+	all, review := registerSparse(t, l, "b", n)
+	bs, err := l.Briefs(ctx, "b")
+	if err != nil || len(bs) != n {
+		t.Fatalf("%d briefs of %d, %v", len(bs), n, err)
+	}
+	for i, b := range bs {
+		st := map[bool]State{true: NeedsReview, false: Queued}[i%7 == 0]
+		if b.ExternalID != all[i] || b.Line != i*lineChunk+2 || b.Units != int64(i+1) || b.State != st {
+			t.Fatalf("brief %d: %+v", i, b)
+		}
+	}
+	cases := []struct {
+		st    State
+		limit int
+		want  []string
+	}{
+		{NeedsReview, 0, review},
+		{NeedsReview, 3, review[:3]},
+		{NeedsReview, len(review) + 1, review},
+		{Paid, 0, nil},
+		{"", 5, all[:5]},
+	}
+	for _, c := range cases {
+		got, err := l.BriefsIn(ctx, "b", c.st, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{}
+		for _, b := range got {
+			ids = append(ids, b.ExternalID)
+		}
+		if !slices.Equal(ids, append([]string{}, c.want...)) {
+			t.Fatalf("BriefsIn(%q, %d) = %d payouts %v, want %d", c.st, c.limit, len(ids), ids[:min(3, len(ids))], len(c.want))
+		}
+	}
+}
+
+// TestBriefsOfAnEmptyBatch: a batch without payouts, or none at all,
+// scans to nothing.
+func TestBriefsOfAnEmptyBatch(t *testing.T) {
+	l, _ := newTestLedger(t)
+	if bs, err := l.Briefs(context.Background(), "none"); err != nil || len(bs) != 0 {
+		t.Fatalf("%v %v", bs, err)
 	}
 }
 
