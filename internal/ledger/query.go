@@ -254,3 +254,87 @@ func (l *Ledger) FindPayout(ctx context.Context, ext string) ([]Payout, error) {
 	}
 	return out, nil
 }
+
+// maxIndexedBriefs bounds the payouts of one state that BriefsInIndex
+// reads (in one script call): more, and the caller scans the batch.
+const maxIndexedBriefs = 10_000
+
+// stateIndex reads, in one MULTI/EXEC, batch's counts per state and the
+// size of its index of every state but queued (stateIndexKey), plus the
+// commands more queues in the same transaction. The index is complete
+// when each size is the count: the transition that changes a count
+// changes the index in the same script, so a batch whose payouts moved
+// while the index was not kept shows a difference and is scanned instead.
+func (l *Ledger) stateIndex(ctx context.Context, batch string, more func(redis.Pipeliner)) (Counts, bool, error) {
+	var counts *redis.MapStringStringCmd
+	sizes := map[State]*redis.IntCmd{}
+	_, err := l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		counts = pipe.HGetAll(ctx, countsKey(batch))
+		for _, st := range States {
+			if st != Queued {
+				sizes[st] = pipe.ZCard(ctx, stateIndexKey(batch, st))
+			}
+		}
+		more(pipe)
+		return nil
+	})
+	if err != nil {
+		return Counts{}, false, fmt.Errorf("ledger: read state index of %s: %w", batch, err)
+	}
+	c := parseCounts(counts.Val())
+	for st, n := range sizes {
+		if n.Val() != c.Rows[st] {
+			return c, false, nil
+		}
+	}
+	return c, true, nil
+}
+
+// PageInState returns the payouts offset..offset+limit-1 of batch in state
+// st, in file line order, and how many are in st, from the index per state
+// at the cost of the page; ok is false when the index is not complete (or
+// st is queued and some payout has left it): the caller scans instead.
+func (l *Ledger) PageInState(ctx context.Context, batch string, st State, offset, limit int) (ps []Payout, total int, ok bool, err error) {
+	offset = max(offset, 0)
+	var ids *redis.StringSliceCmd
+	c, ok, err := l.stateIndex(ctx, batch, func(pipe redis.Pipeliner) {
+		if st != Queued && limit > 0 {
+			ids = pipe.ZRange(ctx, stateIndexKey(batch, st), int64(offset), int64(offset+limit-1))
+		}
+	})
+	switch {
+	case err != nil || !ok:
+		return nil, 0, false, err
+	case st == Queued:
+		if c.Rows[Queued] != c.Total() {
+			return nil, 0, false, nil
+		}
+		ps, total, err := l.PageByLine(ctx, batch, offset, limit)
+		return ps, total, err == nil, err
+	}
+	total = int(c.Rows[st])
+	if ids == nil {
+		return nil, total, true, nil
+	}
+	ps, err = l.Payouts(ctx, batch, ids.Val())
+	return ps, total, err == nil, err
+}
+
+// BriefsInIndex returns the payouts of batch in state st, in file line
+// order, from the index per state: briefsScript over the state's zset.
+// ok is false when the index is not complete, st is queued, or st holds
+// more than maxIndexedBriefs payouts: the caller scans instead.
+func (l *Ledger) BriefsInIndex(ctx context.Context, batch string, st State) (bs []PayoutBrief, ok bool, err error) {
+	if st == Queued {
+		return nil, false, nil
+	}
+	c, ok, err := l.stateIndex(ctx, batch, func(redis.Pipeliner) {})
+	if err != nil || !ok || c.Rows[st] > maxIndexedBriefs {
+		return nil, false, err
+	}
+	r := briefsScript.Run(ctx, l.rdb, []string{stateIndexKey(batch, st)}, payoutKey(batch, ""), string(st))
+	if bs, err = appendBriefs(nil, r); err != nil {
+		return nil, false, fmt.Errorf("ledger: read payouts of %s in %s: %w", batch, st, err)
+	}
+	return bs, true, nil
+}

@@ -215,3 +215,70 @@ func TestFindPayout(t *testing.T) {
 		t.Fatalf("nope: %+v %v", ps, err)
 	}
 }
+
+// writeStateIndex writes batch's index per state from a scan, as the
+// transition scripts' move() is to keep it: every payout not queued in
+// the zset of its state, scored by line.
+func writeStateIndex(t *testing.T, l *Ledger, batch string) {
+	t.Helper()
+	ctx := context.Background()
+	bs, err := l.Briefs(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.State != Queued {
+			l.rdb.ZAdd(ctx, stateIndexKey(batch, b.State), redis.Z{Score: float64(b.Line), Member: b.ExternalID})
+		}
+	}
+}
+
+// TestStateIndex: a page in one state comes from the index per state when
+// the index is complete (what the scan gives, at the cost of the page),
+// and is refused (ok false: the caller scans) when a payout moved without
+// the index following it.
+func TestStateIndex(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	ids := func(ps []Payout) []string {
+		out := []string{}
+		for _, p := range ps {
+			out = append(out, p.ExternalID)
+		}
+		return out
+	}
+	// Nothing moved yet: every payout is queued, the empty index complete.
+	registerGappy(t, l, "fresh", 300)
+	ps, total, ok, err := l.PageInState(ctx, "fresh", Queued, 100, 50)
+	want, _, _ := l.PageByLine(ctx, "fresh", 100, 50)
+	if err != nil || !ok || total != 300 || !slices.Equal(ids(ps), ids(want)) {
+		t.Fatalf("fresh, queued: %d %v %v, %v", total, ok, err, ids(ps))
+	}
+	if ps, total, ok, err := l.PageInState(ctx, "fresh", NeedsReview, 0, 50); err != nil || !ok || total != 0 || len(ps) != 0 {
+		t.Fatalf("fresh, needs review: %d %v %v %v", total, ok, err, ps)
+	}
+
+	_, review := registerSparse(t, l, "b", 200)
+	if _, _, ok, err := l.PageInState(ctx, "b", NeedsReview, 0, 10); err != nil || ok {
+		t.Fatalf("payouts moved without the index: ok %v, %v", ok, err)
+	}
+	if _, ok, err := l.BriefsInIndex(ctx, "b", NeedsReview); err != nil || ok {
+		t.Fatalf("briefs without the index: ok %v, %v", ok, err)
+	}
+	writeStateIndex(t, l, "b")
+	for _, c := range []struct{ offset, limit int }{{0, 10}, {5, 10}, {25, 100}, {len(review), 10}, {0, 0}} {
+		ps, total, ok, err := l.PageInState(ctx, "b", NeedsReview, c.offset, c.limit)
+		lo := min(c.offset, len(review))
+		if err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review[lo:min(lo+c.limit, len(review))]) {
+			t.Fatalf("needs review %d+%d: %d %v %v, %v", c.offset, c.limit, total, ok, err, ids(ps))
+		}
+	}
+	if _, _, ok, err := l.PageInState(ctx, "b", Queued, 0, 10); err != nil || ok {
+		t.Fatalf("queued once payouts left it: ok %v, %v", ok, err)
+	}
+	bs, ok, err := l.BriefsInIndex(ctx, "b", NeedsReview)
+	scan, _ := l.BriefsIn(ctx, "b", NeedsReview, 0)
+	if err != nil || !ok || !slices.Equal(bs, scan) {
+		t.Fatalf("briefs from the index: %v %v, %d of %d", ok, err, len(bs), len(scan))
+	}
+}

@@ -203,6 +203,12 @@ func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.P
 		}
 		return ui.PayoutPage{Rows: views(b, ps), Total: total}, nil
 	}
+	if q.State != "" {
+		page, ok, err := c.indexedPage(ctx, b, q)
+		if err != nil || ok {
+			return page, err
+		}
+	}
 	all, err := c.briefs(ctx, id, q.Sort)
 	if err != nil {
 		return ui.PayoutPage{}, err
@@ -229,6 +235,38 @@ func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.P
 	}
 	page.Rows = views(b, ps)
 	return page, nil
+}
+
+// indexedPage is a page of batch b's payouts in state q.State from the
+// ledger's index per state: at the cost of the page in file order, of the
+// state's payouts in an amount order. ok is false when the index cannot
+// give it (not complete for the batch, or too many payouts in the state
+// for an amount order): the caller scans.
+func (c Console) indexedPage(ctx context.Context, b ledger.Batch, q ui.PayoutQuery) (ui.PayoutPage, bool, error) {
+	st := ledger.State(q.State)
+	if q.Sort == "" || q.Sort == ui.SortLine {
+		ps, total, ok, err := c.Ledger.PageInState(ctx, b.ID, st, q.Offset, q.Limit)
+		if err != nil || !ok {
+			return ui.PayoutPage{}, false, err
+		}
+		return ui.PayoutPage{Rows: views(b, ps), Total: total}, true, nil
+	}
+	bs, ok, err := c.Ledger.BriefsInIndex(ctx, b.ID, st)
+	if err != nil || !ok {
+		return ui.PayoutPage{}, false, err
+	}
+	bs = sortedBriefs(bs, q.Sort)
+	lo := min(max(q.Offset, 0), len(bs))
+	hi := min(lo+q.Limit, len(bs))
+	ids := make([]string, 0, hi-lo)
+	for _, p := range bs[lo:hi] {
+		ids = append(ids, p.ExternalID)
+	}
+	ps, err := c.Ledger.Payouts(ctx, b.ID, ids)
+	if err != nil {
+		return ui.PayoutPage{}, false, err
+	}
+	return ui.PayoutPage{Rows: views(b, ps), Total: len(bs)}, true, nil
 }
 
 // Payout is one payout and its history.
@@ -290,9 +328,10 @@ func (c Console) viewsAcross(ctx context.Context, ps []ledger.Payout) ([]ui.Payo
 }
 
 // Review lists the payouts in needs_review of every batch that counts
-// some, newest batch first, in file order, at most limit: a batch's scan
-// stops once it has found what the list still needs, and the batches
-// after the limit are not read.
+// some, newest batch first, in file order, at most limit: from the
+// ledger's index per state when it is complete for the batch, else from a
+// scan that stops once it has found what the list still needs; the
+// batches after the limit are not read.
 func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error) {
 	sts, err := c.Ledger.Statuses(ctx)
 	if err != nil {
@@ -306,6 +345,14 @@ func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error)
 		if s.Counts.Rows[ledger.NeedsReview] == 0 {
 			continue
 		}
+		ps, _, ok, err := c.Ledger.PageInState(ctx, s.ID, ledger.NeedsReview, 0, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, views(s.Batch, ps)...)
+			continue
+		}
 		briefs, err := c.reviewBriefs(ctx, s.ID, s.Counts.Rows, limit-len(out))
 		if err != nil {
 			return nil, err
@@ -314,8 +361,7 @@ func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error)
 		for i, p := range briefs {
 			ids[i] = p.ExternalID
 		}
-		ps, err := c.Ledger.Payouts(ctx, s.ID, ids)
-		if err != nil {
+		if ps, err = c.Ledger.Payouts(ctx, s.ID, ids); err != nil {
 			return nil, err
 		}
 		out = append(out, views(s.Batch, ps)...)
