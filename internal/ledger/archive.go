@@ -281,10 +281,17 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 }
 
 // BatchKeys returns the keys of a batch other than its payout hashes, the
-// chunks of its line index and its archive summary, meta last: the order
+// chunks of its line index and its archive summary (its index per state
+// included), meta last: the order
 // DropBatch deletes them in.
 func (l *Ledger) BatchKeys(batch string) []string {
-	return []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch), metaKey(batch)}
+	keys := []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch)}
+	for _, st := range States {
+		if st != Queued {
+			keys = append(keys, stateIndexKey(batch, st))
+		}
+	}
+	return append(keys, metaKey(batch))
 }
 
 // DropBatch deletes the chunks of the line index, then the keys of

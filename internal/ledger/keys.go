@@ -43,6 +43,11 @@ func lineChunkKey(batch string, k int64) string {
 	return tag(batch) + ":l:" + strconv.FormatInt(k, 10)
 }
 
+// stateIndexKey is the zset of the externalIds of a batch's payouts in
+// state st (any state but queued), scored by line: the console's index
+// per state (query.go), which the transition scripts' move() is to keep.
+func stateIndexKey(batch string, st State) string { return tag(batch) + ":s:" + string(st) }
+
 // countsKey is the hash of a batch's rows and minor units per state.
 func countsKey(batch string) string { return tag(batch) + ":counts" }
 
@@ -101,6 +106,10 @@ func PayoutKey(batch, externalID string) string { return payoutKey(batch, extern
 
 // MetaKey is the hash of a batch's metadata (phase, file, total...).
 func MetaKey(batch string) string { return metaKey(batch) }
+
+// StateIndexKey is the zset of a batch's payouts in state st (any state
+// but queued), scored by line.
+func StateIndexKey(batch string, st State) string { return stateIndexKey(batch, st) }
 
 // CountsKey is the hash of a batch's counters per state.
 func CountsKey(batch string) string { return countsKey(batch) }

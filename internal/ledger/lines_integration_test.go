@@ -9,13 +9,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// TestEachIDsReadsBothLineIndexesOnRealRedis is TestEachIDsReadsBothLineIndexes
-// on a redis-server: ZRANGE's order of equal scores and the paging are
-// Redis's own, not miniredis's.
-func TestEachIDsReadsBothLineIndexesOnRealRedis(t *testing.T) {
+// TestLineIndexMadeOneOnRealRedis is TestLineIndexMadeOne on a
+// redis-server: ZRANGE's order of equal scores, the paging and MULTI/EXEC
+// are Redis's own, not miniredis's.
+func TestLineIndexMadeOneOnRealRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	db := 0
-	checkEachIDsUnion(t, func(t *testing.T) *Ledger {
+	checkLineIndexMadeOne(t, func(t *testing.T) *Ledger {
 		db++ // each case a database of its own on one server
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DB: db})
 		t.Cleanup(func() { rdb.Close() })

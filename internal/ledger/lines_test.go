@@ -74,8 +74,7 @@ type lineIndexCase struct {
 	old, new []int
 }
 
-// lineIndexCases: eachIDs must give the union of both indexes, in file
-// line order, each externalId once, at most eachChunk per call.
+// lineIndexCases: the index the two make must hold their union.
 var lineIndexCases = []lineIndexCase{
 	{name: "old only", old: []int{4, 2, 3}},
 	{name: "new only", new: []int{2, 3, 4, 300}},
@@ -117,12 +116,17 @@ func writeLineIndexes(t *testing.T, l *Ledger, batch string, c lineIndexCase) {
 	}
 }
 
-// checkEachIDsUnion runs lineIndexCases against the ledger newLedger
-// returns (miniredis here, a redis-server in the integration test).
-func checkEachIDsUnion(t *testing.T, newLedger func(t *testing.T) *Ledger) {
+// checkLineIndexMadeOne runs lineIndexCases against the ledger newLedger
+// returns (miniredis here, a redis-server in the integration test): the
+// first eachIDs moves the old index into the chunks and gives the union
+// of both in file line order, each externalId once, at most eachChunk per
+// call; afterwards the old index is gone and each chunk holds only its
+// lines.
+func checkLineIndexMadeOne(t *testing.T, newLedger func(t *testing.T) *Ledger) {
 	for _, c := range lineIndexCases {
 		t.Run(c.name, func(t *testing.T) {
 			l := newLedger(t)
+			ctx := context.Background()
 			writeLineIndexes(t, l, "b", c)
 			lines := slices.Concat(c.old, c.new)
 			slices.Sort(lines)
@@ -132,7 +136,7 @@ func checkEachIDsUnion(t *testing.T, newLedger func(t *testing.T) *Ledger) {
 				want = append(want, lineID(line))
 			}
 			got := []string{}
-			err := l.eachIDs(context.Background(), "b", func(ids []string) error {
+			err := l.eachIDs(ctx, "b", func(ids []string) error {
 				if len(ids) == 0 || len(ids) > eachChunk {
 					t.Errorf("a call with %d ids, want 1..%d", len(ids), eachChunk)
 				}
@@ -150,13 +154,41 @@ func checkEachIDsUnion(t *testing.T, newLedger func(t *testing.T) *Ledger) {
 				t.Fatalf("eachIDs gave %d ids, want %d in line order; first difference at %d: got %v, want %v",
 					len(got), len(want), i, got[i:min(i+3, len(got))], want[i:min(i+3, len(want))])
 			}
+			if n := l.rdb.Exists(ctx, linesKey("b")).Val(); n != 0 {
+				t.Fatalf("the old line index is still there")
+			}
+			checkChunks(t, l, "b", len(want))
 		})
 	}
 }
 
-// TestEachIDsReadsBothLineIndexes: a batch with the index before the chunks
-// and chunks too (a loader of the new version registered more rows of it)
-// loses no line.
-func TestEachIDsReadsBothLineIndexes(t *testing.T) {
-	checkEachIDsUnion(t, func(t *testing.T) *Ledger { l, _ := newTestLedger(t); return l })
+// checkChunks fails unless batch's chunks hold n entries in all, each
+// within its chunk's lines.
+func checkChunks(t *testing.T, l *Ledger, batch string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	chunks, err := l.lineChunks(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := 0
+	for _, c := range chunks {
+		zs := l.rdb.ZRangeWithScores(ctx, lineChunkKey(batch, c), 0, -1).Val()
+		for _, z := range zs {
+			if int64(z.Score)/lineChunk != c {
+				t.Fatalf("line %v in chunk %d", z.Score, c)
+			}
+		}
+		held += len(zs)
+	}
+	if held != n {
+		t.Fatalf("the chunks hold %d entries, want %d", held, n)
+	}
+}
+
+// TestLineIndexMadeOne: a batch with the index before the chunks, and
+// chunks too (a loader of the new version registered more rows of it),
+// loses no line when its old index is moved into the chunks.
+func TestLineIndexMadeOne(t *testing.T) {
+	checkLineIndexMadeOne(t, func(t *testing.T) *Ledger { l, _ := newTestLedger(t); return l })
 }

@@ -1,10 +1,13 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -23,47 +26,123 @@ type PayoutBrief struct {
 	Units      int64 // amount in the batch's minor units
 }
 
-// briefsScript reads the line, state and units of each payout KEYS[i]:
-// one call per thousand payouts instead of a command each (the client's
-// per-command cost is what a scan of a large batch spends). Every key is
-// declared and of one batch, so one slot. Replies line, state, units per
-// key ("" for a field or payout that is gone).
+// scanGroup is how many line chunks (scanGroup*lineChunk payouts) one
+// call of briefsScript reads: a few milliseconds of Redis.
+const scanGroup = 16
+
+// scanWave is how many calls of briefsScript go in one pipelined round
+// trip: about 16,000 payouts, so that a 100,000-payout batch is read in 7
+// round trips (each a wake-up of client and server, which a busy machine
+// makes costly) while a round trip holds Redis for tens of milliseconds
+// at most.
+const scanWave = 8
+
+// briefsScript reads, in Redis, the payouts of the line chunks KEYS (every
+// one of a batch): for each externalId of a chunk, in line order, its
+// hash ARGV[1]..externalId. It replies one text per payout in state
+// ARGV[2] (any state when ARGV[2] is ""): "state units line externalId",
+// the externalId last so that it may hold any character. A payout whose
+// hash is gone (archived meanwhile) is left out. The hashes are named by
+// the script (all in the batch's slot); only the chunks are declared:
+// declaring the hashes would mean shipping every externalId to Redis and
+// back.
 var briefsScript = redis.NewScript(`
 local out = {}
-for i, k in ipairs(KEYS) do
-  local v = redis.call('HMGET', k, 'line', 'state', 'units')
-  out[#out + 1] = v[1] or ''
-  out[#out + 1] = v[2] or ''
-  out[#out + 1] = v[3] or ''
+for _, k in ipairs(KEYS) do
+  local z = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
+  for i = 1, #z, 2 do
+    local v = redis.call('HMGET', ARGV[1] .. z[i], 'state', 'units')
+    if v[1] and (ARGV[2] == '' or v[1] == ARGV[2]) then
+      out[#out + 1] = v[1] .. ' ' .. (v[2] or '0') .. ' ' .. z[i + 1] .. ' ' .. z[i]
+    end
+  end
 end
 return out
 `)
 
 // Briefs returns every payout of batch in file line order with its state
-// and amount, a script call per eachChunk payouts.
+// and amount: briefsScript over every group of chunks, scanWave calls per
+// round trip.
 func (l *Ledger) Briefs(ctx context.Context, batch string) ([]PayoutBrief, error) {
+	return l.scanBriefs(ctx, batch, "", 0)
+}
+
+// BriefsIn returns the first limit payouts of batch in state st (any
+// state when st is ""), in file line order (every one when limit <= 0):
+// the scan of Briefs, with the state compared in Redis, so that only those
+// payouts travel, and stopped at the round trip that finds the limit-th.
+func (l *Ledger) BriefsIn(ctx context.Context, batch string, st State, limit int) ([]PayoutBrief, error) {
+	return l.scanBriefs(ctx, batch, st, limit)
+}
+
+// scanBriefs runs briefsScript over the line index of batch.
+func (l *Ledger) scanBriefs(ctx context.Context, batch string, st State, limit int) ([]PayoutBrief, error) {
+	chunks, err := l.lineIndex(ctx, batch)
+	if err != nil || len(chunks) == 0 {
+		return nil, err
+	}
+	// EVALSHA after a SCRIPT LOAD per scan: a pipelined EVALSHA cannot
+	// fall back to EVAL.
+	if err := briefsScript.Load(ctx, l.rdb).Err(); err != nil {
+		return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+	}
+	prefix := payoutKey(batch, "")
 	var out []PayoutBrief
-	err := l.eachIDs(ctx, batch, func(ids []string) error {
-		keys := make([]string, len(ids))
-		for i, id := range ids {
-			keys[i] = payoutKey(batch, id)
-		}
-		v, err := briefsScript.Run(ctx, l.rdb, keys).StringSlice()
-		if err != nil {
-			return fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
-		}
-		for i := range ids {
-			line, st, units := v[3*i], v[3*i+1], v[3*i+2]
-			if st == "" {
-				continue // gone (archived meanwhile)
+	for len(chunks) > 0 && (limit <= 0 || len(out) < limit) {
+		pipe := l.rdb.Pipeline()
+		cmds := make([]*redis.Cmd, 0, scanWave)
+		for len(chunks) > 0 && len(cmds) < scanWave {
+			group := chunks[:min(scanGroup, len(chunks))]
+			chunks = chunks[len(group):]
+			keys := make([]string, len(group))
+			for i, c := range group {
+				keys[i] = lineChunkKey(batch, c)
 			}
-			n, _ := strconv.Atoi(line)
-			u, _ := strconv.ParseInt(units, 10, 64)
-			out = append(out, PayoutBrief{ExternalID: ids[i], Line: n, State: State(st), Units: u})
+			cmds = append(cmds, briefsScript.EvalSha(ctx, pipe, keys, prefix, string(st)))
 		}
-		return nil
-	})
-	return out, err
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+		}
+		for _, c := range cmds {
+			if out, err = appendBriefs(out, c); err != nil {
+				return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+			}
+		}
+	}
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// errBriefReply is a briefsScript reply that is not "state units line
+// externalId" with numbers where they belong.
+var errBriefReply = errors.New("ledger: malformed reply of the brief scan")
+
+// appendBriefs appends the payouts of a briefsScript reply to dst.
+func appendBriefs(dst []PayoutBrief, c *redis.Cmd) ([]PayoutBrief, error) {
+	rows, err := c.StringSlice()
+	if err != nil {
+		return dst, err
+	}
+	for _, r := range rows {
+		st, rest, _ := strings.Cut(r, " ")
+		units, rest, _ := strings.Cut(rest, " ")
+		line, ext, ok := strings.Cut(rest, " ")
+		if !ok {
+			return dst, fmt.Errorf("%w: brief %q", errBriefReply, r)
+		}
+		u, err := strconv.ParseInt(units, 10, 64)
+		if err != nil {
+			return dst, fmt.Errorf("%w: units of %s: %w", errBriefReply, ext, err)
+		}
+		n, err := strconv.ParseFloat(line, 64)
+		if err != nil {
+			return dst, fmt.Errorf("%w: line of %s: %w", errBriefReply, ext, err)
+		}
+		dst = append(dst, PayoutBrief{ExternalID: ext, Line: int(n), State: State(st), Units: u})
+	}
+	return dst, nil
 }
 
 // Payouts returns the payouts ids of batch in that order (a payout that is
@@ -88,19 +167,10 @@ func (l *Ledger) Payouts(ctx context.Context, batch string, ids []string) ([]Pay
 // PageByLine returns the payouts offset..offset+limit-1 of batch in file
 // line order, and how many the batch has. Its Redis work is the chunk
 // list and sizes (one entry per 128 lines) and the page's chunks and
-// hashes; a batch registered before the index was chunked is read whole.
+// hashes.
 func (l *Ledger) PageByLine(ctx context.Context, batch string, offset, limit int) ([]Payout, int, error) {
-	if offset < 0 {
-		offset = 0
-	}
-	old, err := l.rdb.Exists(ctx, linesKey(batch)).Result()
-	if err != nil {
-		return nil, 0, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
-	}
-	if old > 0 {
-		return l.pageByScan(ctx, batch, offset, limit)
-	}
-	chunks, err := l.lineChunks(ctx, batch)
+	offset = max(offset, 0)
+	chunks, err := l.lineIndex(ctx, batch)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -140,33 +210,20 @@ func (l *Ledger) PageByLine(ctx context.Context, batch string, offset, limit int
 	return ps, total, err
 }
 
-// pageByScan pages a batch through its whole line index.
-func (l *Ledger) pageByScan(ctx context.Context, batch string, offset, limit int) ([]Payout, int, error) {
-	var ids []string
-	total := 0
-	err := l.eachIDs(ctx, batch, func(page []string) error {
-		for _, id := range page {
-			if total >= offset && len(ids) < limit {
-				ids = append(ids, id)
-			}
-			total++
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	ps, err := l.Payouts(ctx, batch, ids)
-	return ps, total, err
-}
-
-// SortBriefs orders briefs by amount (descending when desc), then by line.
+// SortBriefs orders briefs by amount (descending when desc), then by line
+// (then externalId: a total order, so no stable sort is needed).
 func SortBriefs(bs []PayoutBrief, desc bool) {
-	sort.SliceStable(bs, func(i, j int) bool {
-		if bs[i].Units != bs[j].Units {
-			return (bs[i].Units > bs[j].Units) == desc
+	slices.SortFunc(bs, func(a, b PayoutBrief) int {
+		if a.Units != b.Units {
+			if desc {
+				return cmp.Compare(b.Units, a.Units)
+			}
+			return cmp.Compare(a.Units, b.Units)
 		}
-		return bs[i].Line < bs[j].Line
+		if a.Line != b.Line {
+			return cmp.Compare(a.Line, b.Line)
+		}
+		return strings.Compare(a.ExternalID, b.ExternalID)
 	})
 }
 
@@ -196,4 +253,88 @@ func (l *Ledger) FindPayout(ctx context.Context, ext string) ([]Payout, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxIndexedBriefs bounds the payouts of one state that BriefsInIndex
+// reads (in one script call): more, and the caller scans the batch.
+const maxIndexedBriefs = 10_000
+
+// stateIndex reads, in one MULTI/EXEC, batch's counts per state and the
+// size of its index of every state but queued (stateIndexKey), plus the
+// commands more queues in the same transaction. The index is complete
+// when each size is the count: the transition that changes a count
+// changes the index in the same script, so a batch whose payouts moved
+// while the index was not kept shows a difference and is scanned instead.
+func (l *Ledger) stateIndex(ctx context.Context, batch string, more func(redis.Pipeliner)) (Counts, bool, error) {
+	var counts *redis.MapStringStringCmd
+	sizes := map[State]*redis.IntCmd{}
+	_, err := l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		counts = pipe.HGetAll(ctx, countsKey(batch))
+		for _, st := range States {
+			if st != Queued {
+				sizes[st] = pipe.ZCard(ctx, stateIndexKey(batch, st))
+			}
+		}
+		more(pipe)
+		return nil
+	})
+	if err != nil {
+		return Counts{}, false, fmt.Errorf("ledger: read state index of %s: %w", batch, err)
+	}
+	c := parseCounts(counts.Val())
+	for st, n := range sizes {
+		if n.Val() != c.Rows[st] {
+			return c, false, nil
+		}
+	}
+	return c, true, nil
+}
+
+// PageInState returns the payouts offset..offset+limit-1 of batch in state
+// st, in file line order, and how many are in st, from the index per state
+// at the cost of the page; ok is false when the index is not complete (or
+// st is queued and some payout has left it): the caller scans instead.
+func (l *Ledger) PageInState(ctx context.Context, batch string, st State, offset, limit int) (ps []Payout, total int, ok bool, err error) {
+	offset = max(offset, 0)
+	var ids *redis.StringSliceCmd
+	c, ok, err := l.stateIndex(ctx, batch, func(pipe redis.Pipeliner) {
+		if st != Queued && limit > 0 {
+			ids = pipe.ZRange(ctx, stateIndexKey(batch, st), int64(offset), int64(offset+limit-1))
+		}
+	})
+	switch {
+	case err != nil || !ok:
+		return nil, 0, false, err
+	case st == Queued:
+		if c.Rows[Queued] != c.Total() {
+			return nil, 0, false, nil
+		}
+		ps, total, err := l.PageByLine(ctx, batch, offset, limit)
+		return ps, total, err == nil, err
+	}
+	total = int(c.Rows[st])
+	if ids == nil {
+		return nil, total, true, nil
+	}
+	ps, err = l.Payouts(ctx, batch, ids.Val())
+	return ps, total, err == nil, err
+}
+
+// BriefsInIndex returns the payouts of batch in state st, in file line
+// order, from the index per state: briefsScript over the state's zset.
+// ok is false when the index is not complete, st is queued, or st holds
+// more than maxIndexedBriefs payouts: the caller scans instead.
+func (l *Ledger) BriefsInIndex(ctx context.Context, batch string, st State) (bs []PayoutBrief, ok bool, err error) {
+	if st == Queued {
+		return nil, false, nil
+	}
+	c, ok, err := l.stateIndex(ctx, batch, func(redis.Pipeliner) {})
+	if err != nil || !ok || c.Rows[st] > maxIndexedBriefs {
+		return nil, false, err
+	}
+	r := briefsScript.Run(ctx, l.rdb, []string{stateIndexKey(batch, st)}, payoutKey(batch, ""), string(st))
+	if bs, err = appendBriefs(nil, r); err != nil {
+		return nil, false, fmt.Errorf("ledger: read payouts of %s in %s: %w", batch, st, err)
+	}
+	return bs, true, nil
 }

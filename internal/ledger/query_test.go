@@ -68,11 +68,100 @@ func TestPageByLine(t *testing.T) {
 			t.Fatalf("size %d: pages give %d payouts, not the file's order", size, len(got))
 		}
 	}
-	// A batch indexed before the chunks is paged by a scan.
+	// An entry of the index before the chunks is moved into them first.
 	l.rdb.ZAdd(ctx, linesKey("b"), redis.Z{Score: 2, Member: "Q0000"}) // its line, as the old index held it
 	ps, total, err := l.PageByLine(ctx, "b", 1, 2)
 	if err != nil || total != 700 || len(ps) != 2 || ps[0].ExternalID != "Q0001" {
 		t.Fatalf("old index page: %d %v %v", total, ps, err)
+	}
+	if l.rdb.Exists(ctx, linesKey("b")).Val() != 0 {
+		t.Fatal("the old index is still there after a page")
+	}
+}
+
+// registerSparse registers n payouts one per line chunk (line 128i+2),
+// every seventh sent to needs_review: a batch of many chunks, so that a
+// scan takes several scripts and round trips.
+func registerSparse(t *testing.T, l *Ledger, batch string, n int) (all, review []string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: batch + ".csv", LoadedAt: time.Now(), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []NewPayout
+	for i := range n {
+		ext := fmt.Sprintf("S%04d", i)
+		all = append(all, ext)
+		ps = append(ps, NewPayout{Line: i*lineChunk + 2, ExternalID: ext, Amount: money.FromMinor(int64(i+1), 2), Destination: "telecom MTS"})
+	}
+	if _, err := l.Register(ctx, batch, ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FinishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i += 7 {
+		if _, err := l.BeginCreate(ctx, batch, all[i], 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.FinishCreate(ctx, batch, all[i], 1, CreateResult{To: NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+			t.Fatal(err)
+		}
+		review = append(review, all[i])
+	}
+	return all, review
+}
+
+// TestBriefsAcrossRoundTrips: a scan of more chunks than one round trip
+// reads gives every payout once, in line order, with its line, state and
+// amount; BriefsIn gives those in one state, the first limit of them.
+func TestBriefsAcrossRoundTrips(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	n := 2*scanGroup*scanWave + 5
+	all, review := registerSparse(t, l, "b", n)
+	bs, err := l.Briefs(ctx, "b")
+	if err != nil || len(bs) != n {
+		t.Fatalf("%d briefs of %d, %v", len(bs), n, err)
+	}
+	for i, b := range bs {
+		st := map[bool]State{true: NeedsReview, false: Queued}[i%7 == 0]
+		if b.ExternalID != all[i] || b.Line != i*lineChunk+2 || b.Units != int64(i+1) || b.State != st {
+			t.Fatalf("brief %d: %+v", i, b)
+		}
+	}
+	cases := []struct {
+		st    State
+		limit int
+		want  []string
+	}{
+		{NeedsReview, 0, review},
+		{NeedsReview, 3, review[:3]},
+		{NeedsReview, len(review) + 1, review},
+		{Paid, 0, nil},
+		{"", 5, all[:5]},
+	}
+	for _, c := range cases {
+		got, err := l.BriefsIn(ctx, "b", c.st, c.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{}
+		for _, b := range got {
+			ids = append(ids, b.ExternalID)
+		}
+		if !slices.Equal(ids, append([]string{}, c.want...)) {
+			t.Fatalf("BriefsIn(%q, %d) = %d payouts %v, want %d", c.st, c.limit, len(ids), ids[:min(3, len(ids))], len(c.want))
+		}
+	}
+}
+
+// TestBriefsOfAnEmptyBatch: a batch without payouts, or none at all,
+// scans to nothing.
+func TestBriefsOfAnEmptyBatch(t *testing.T) {
+	l, _ := newTestLedger(t)
+	if bs, err := l.Briefs(context.Background(), "none"); err != nil || len(bs) != 0 {
+		t.Fatalf("%v %v", bs, err)
 	}
 }
 
@@ -124,5 +213,72 @@ func TestFindPayout(t *testing.T) {
 	}
 	if ps, err = l.FindPayout(ctx, "nope"); err != nil || len(ps) != 0 {
 		t.Fatalf("nope: %+v %v", ps, err)
+	}
+}
+
+// writeStateIndex writes batch's index per state from a scan, as the
+// transition scripts' move() is to keep it: every payout not queued in
+// the zset of its state, scored by line.
+func writeStateIndex(t *testing.T, l *Ledger, batch string) {
+	t.Helper()
+	ctx := context.Background()
+	bs, err := l.Briefs(ctx, batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.State != Queued {
+			l.rdb.ZAdd(ctx, stateIndexKey(batch, b.State), redis.Z{Score: float64(b.Line), Member: b.ExternalID})
+		}
+	}
+}
+
+// TestStateIndex: a page in one state comes from the index per state when
+// the index is complete (what the scan gives, at the cost of the page),
+// and is refused (ok false: the caller scans) when a payout moved without
+// the index following it.
+func TestStateIndex(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	ids := func(ps []Payout) []string {
+		out := []string{}
+		for _, p := range ps {
+			out = append(out, p.ExternalID)
+		}
+		return out
+	}
+	// Nothing moved yet: every payout is queued, the empty index complete.
+	registerGappy(t, l, "fresh", 300)
+	ps, total, ok, err := l.PageInState(ctx, "fresh", Queued, 100, 50)
+	want, _, _ := l.PageByLine(ctx, "fresh", 100, 50)
+	if err != nil || !ok || total != 300 || !slices.Equal(ids(ps), ids(want)) {
+		t.Fatalf("fresh, queued: %d %v %v, %v", total, ok, err, ids(ps))
+	}
+	if ps, total, ok, err := l.PageInState(ctx, "fresh", NeedsReview, 0, 50); err != nil || !ok || total != 0 || len(ps) != 0 {
+		t.Fatalf("fresh, needs review: %d %v %v %v", total, ok, err, ps)
+	}
+
+	_, review := registerSparse(t, l, "b", 200)
+	if _, _, ok, err := l.PageInState(ctx, "b", NeedsReview, 0, 10); err != nil || ok {
+		t.Fatalf("payouts moved without the index: ok %v, %v", ok, err)
+	}
+	if _, ok, err := l.BriefsInIndex(ctx, "b", NeedsReview); err != nil || ok {
+		t.Fatalf("briefs without the index: ok %v, %v", ok, err)
+	}
+	writeStateIndex(t, l, "b")
+	for _, c := range []struct{ offset, limit int }{{0, 10}, {5, 10}, {25, 100}, {len(review), 10}, {0, 0}} {
+		ps, total, ok, err := l.PageInState(ctx, "b", NeedsReview, c.offset, c.limit)
+		lo := min(c.offset, len(review))
+		if err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review[lo:min(lo+c.limit, len(review))]) {
+			t.Fatalf("needs review %d+%d: %d %v %v, %v", c.offset, c.limit, total, ok, err, ids(ps))
+		}
+	}
+	if _, _, ok, err := l.PageInState(ctx, "b", Queued, 0, 10); err != nil || ok {
+		t.Fatalf("queued once payouts left it: ok %v, %v", ok, err)
+	}
+	bs, ok, err := l.BriefsInIndex(ctx, "b", NeedsReview)
+	scan, _ := l.BriefsIn(ctx, "b", NeedsReview, 0)
+	if err != nil || !ok || !slices.Equal(bs, scan) {
+		t.Fatalf("briefs from the index: %v %v, %d of %d", ok, err, len(bs), len(scan))
 	}
 }

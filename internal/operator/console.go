@@ -58,6 +58,32 @@ type briefEntry struct {
 	sorted map[string][]ledger.PayoutBrief
 }
 
+// get returns the entry key while it is fresh and the batch's counts per
+// state are those it was taken at; it drops the stale entries meanwhile,
+// so that the cache stays small.
+func (bc *briefCache) get(key string, counts map[ledger.State]int64) (briefEntry, bool) {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	for k, v := range bc.m {
+		if time.Since(v.at) >= briefsFor {
+			delete(bc.m, k)
+		}
+	}
+	e, ok := bc.m[key]
+	return e, ok && maps.Equal(e.counts, counts)
+}
+
+// put stores the entry key.
+func (bc *briefCache) put(key string, e briefEntry) {
+	bc.mu.Lock()
+	defer bc.mu.Unlock()
+	bc.m[key] = e
+}
+
+// reviewKey is the cache key of the scan of batch id for its payouts in
+// needs_review only (the whole scan's key is id).
+func reviewKey(id string) string { return id + "\x00" + string(ledger.NeedsReview) }
+
 // briefs is the scan of batch id in order (ui.SortLine, SortAmountAsc or
 // SortAmountDesc): the cached one while the batch's counts per state are
 // those it was taken at, a new one otherwise. The caller must not modify
@@ -71,32 +97,57 @@ func (c Console) briefs(ctx context.Context, id, order string) ([]ledger.PayoutB
 	if err != nil {
 		return nil, err
 	}
-	c.cache.mu.Lock()
-	e, ok := c.cache.m[id]
-	c.cache.mu.Unlock()
-	if !ok || time.Since(e.at) >= briefsFor || !maps.Equal(e.counts, counts.Rows) {
+	e, ok := c.cache.get(id, counts.Rows)
+	if !ok {
 		bs, err := c.Ledger.Briefs(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		e = briefEntry{briefs: bs, counts: counts.Rows, at: time.Now(), sorted: map[string][]ledger.PayoutBrief{}}
 	}
-	c.cache.mu.Lock()
-	defer c.cache.mu.Unlock()
-	for k, v := range c.cache.m { // drop what is stale, so the cache stays small
-		if time.Since(v.at) >= briefsFor {
-			delete(c.cache.m, k)
-		}
-	}
 	out := e.briefs
 	if order == ui.SortAmountAsc || order == ui.SortAmountDesc {
-		if e.sorted[order] == nil {
-			e.sorted[order] = sortedBriefs(e.briefs, order)
+		c.cache.mu.Lock()
+		sorted := e.sorted[order]
+		c.cache.mu.Unlock()
+		if sorted == nil {
+			sorted = sortedBriefs(e.briefs, order)
+			c.cache.mu.Lock()
+			e.sorted[order] = sorted
+			c.cache.mu.Unlock()
 		}
-		out = e.sorted[order]
+		out = sorted
 	}
-	c.cache.m[id] = e
+	c.cache.put(id, e)
 	return out, nil
+}
+
+// reviewBriefs is up to limit payouts of batch id in needs_review, in file
+// order, from the batch's cached scan when there is one, else from a scan
+// that compares the state in Redis (cached when it found them all). counts
+// are the batch's counts per state.
+func (c Console) reviewBriefs(ctx context.Context, id string, counts map[ledger.State]int64, limit int) ([]ledger.PayoutBrief, error) {
+	if c.cache == nil {
+		return c.Ledger.BriefsIn(ctx, id, ledger.NeedsReview, limit)
+	}
+	if e, ok := c.cache.get(id, counts); ok {
+		var out []ledger.PayoutBrief
+		for _, p := range e.briefs {
+			if p.State == ledger.NeedsReview && len(out) < limit {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	if e, ok := c.cache.get(reviewKey(id), counts); ok && (len(e.briefs) >= limit || int64(len(e.briefs)) == counts[ledger.NeedsReview]) {
+		return e.briefs[:min(limit, len(e.briefs))], nil
+	}
+	bs, err := c.Ledger.BriefsIn(ctx, id, ledger.NeedsReview, limit)
+	if err != nil {
+		return nil, err
+	}
+	c.cache.put(reviewKey(id), briefEntry{briefs: bs, counts: counts, at: time.Now()})
+	return bs, nil
 }
 
 // sortedBriefs is a copy of bs in an amount order, or bs itself in file
@@ -152,6 +203,12 @@ func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.P
 		}
 		return ui.PayoutPage{Rows: views(b, ps), Total: total}, nil
 	}
+	if q.State != "" {
+		page, ok, err := c.indexedPage(ctx, b, q)
+		if err != nil || ok {
+			return page, err
+		}
+	}
 	all, err := c.briefs(ctx, id, q.Sort)
 	if err != nil {
 		return ui.PayoutPage{}, err
@@ -178,6 +235,38 @@ func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.P
 	}
 	page.Rows = views(b, ps)
 	return page, nil
+}
+
+// indexedPage is a page of batch b's payouts in state q.State from the
+// ledger's index per state: at the cost of the page in file order, of the
+// state's payouts in an amount order. ok is false when the index cannot
+// give it (not complete for the batch, or too many payouts in the state
+// for an amount order): the caller scans.
+func (c Console) indexedPage(ctx context.Context, b ledger.Batch, q ui.PayoutQuery) (ui.PayoutPage, bool, error) {
+	st := ledger.State(q.State)
+	if q.Sort == "" || q.Sort == ui.SortLine {
+		ps, total, ok, err := c.Ledger.PageInState(ctx, b.ID, st, q.Offset, q.Limit)
+		if err != nil || !ok {
+			return ui.PayoutPage{}, false, err
+		}
+		return ui.PayoutPage{Rows: views(b, ps), Total: total}, true, nil
+	}
+	bs, ok, err := c.Ledger.BriefsInIndex(ctx, b.ID, st)
+	if err != nil || !ok {
+		return ui.PayoutPage{}, false, err
+	}
+	bs = sortedBriefs(bs, q.Sort)
+	lo := min(max(q.Offset, 0), len(bs))
+	hi := min(lo+q.Limit, len(bs))
+	ids := make([]string, 0, hi-lo)
+	for _, p := range bs[lo:hi] {
+		ids = append(ids, p.ExternalID)
+	}
+	ps, err := c.Ledger.Payouts(ctx, b.ID, ids)
+	if err != nil {
+		return ui.PayoutPage{}, false, err
+	}
+	return ui.PayoutPage{Rows: views(b, ps), Total: len(bs)}, true, nil
 }
 
 // Payout is one payout and its history.
@@ -239,7 +328,10 @@ func (c Console) viewsAcross(ctx context.Context, ps []ledger.Payout) ([]ui.Payo
 }
 
 // Review lists the payouts in needs_review of every batch that counts
-// some, newest batch first, in file order.
+// some, newest batch first, in file order, at most limit: from the
+// ledger's index per state when it is complete for the batch, else from a
+// scan that stops once it has found what the list still needs; the
+// batches after the limit are not read.
 func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error) {
 	sts, err := c.Ledger.Statuses(ctx)
 	if err != nil {
@@ -247,27 +339,32 @@ func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error)
 	}
 	var out []ui.PayoutView
 	for _, s := range sts {
-		if s.Counts.Rows[ledger.NeedsReview] == 0 {
-			continue
-		}
-		briefs, err := c.briefs(ctx, s.ID, ui.SortLine)
-		if err != nil {
-			return nil, err
-		}
-		var ids []string
-		for _, p := range briefs {
-			if p.State == ledger.NeedsReview && len(out)+len(ids) < limit {
-				ids = append(ids, p.ExternalID)
-			}
-		}
-		ps, err := c.Ledger.Payouts(ctx, s.ID, ids)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, views(s.Batch, ps)...)
 		if len(out) >= limit {
 			break
 		}
+		if s.Counts.Rows[ledger.NeedsReview] == 0 {
+			continue
+		}
+		ps, _, ok, err := c.Ledger.PageInState(ctx, s.ID, ledger.NeedsReview, 0, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, views(s.Batch, ps)...)
+			continue
+		}
+		briefs, err := c.reviewBriefs(ctx, s.ID, s.Counts.Rows, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, len(briefs))
+		for i, p := range briefs {
+			ids[i] = p.ExternalID
+		}
+		if ps, err = c.Ledger.Payouts(ctx, s.ID, ids); err != nil {
+			return nil, err
+		}
+		out = append(out, views(s.Batch, ps)...)
 	}
 	return out, nil
 }
