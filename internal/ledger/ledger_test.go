@@ -492,3 +492,38 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 		})
 	}
 }
+
+// TestNextCall: a script call holds a run of payouts of one line chunk,
+// at most registerCall of them.
+func TestNextCall(t *testing.T) {
+	lines := func(ls ...int) []NewPayout {
+		ps := make([]NewPayout, len(ls))
+		for i, l := range ls {
+			ps[i].Line = l
+		}
+		return ps
+	}
+	run := func(from, n int) []NewPayout {
+		ps := make([]NewPayout, n)
+		for i := range ps {
+			ps[i].Line = from + i
+		}
+		return ps
+	}
+	tests := []struct {
+		name string
+		ps   []NewPayout
+		want int
+	}{
+		{"one", lines(7), 1},
+		{"to the chunk's end", run(2, 300), lineChunk - 2},
+		{"a whole chunk", run(lineChunk, 300), registerCall},
+		{"a gap in the chunk", lines(2, 5, 9, lineChunk+1), 3},
+		{"out of order", lines(lineChunk+1, 2, lineChunk+2), 1},
+	}
+	for _, tt := range tests {
+		if got := nextCall(tt.ps); got != tt.want {
+			t.Errorf("%s: nextCall = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

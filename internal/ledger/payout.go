@@ -197,7 +197,7 @@ func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error 
 }
 
 // Register stores the payouts that are not stored yet, in state queued,
-// in script calls of at most registerCall payouts, pipelined (all keys
+// in script calls of at most registerCall payouts (nextCall), pipelined (all keys
 // share the batch's slot). It returns how many were new: a rerun after a
 // crash registers only what is missing.
 // It checks no load lock: a loader uses RegisterLocked.
@@ -221,8 +221,23 @@ func (l *Ledger) RegisterLocked(ctx context.Context, batch, owner string, ps []N
 // registerCall is the most payouts one registerScript call registers:
 // about half a millisecond of Redis, so that the workers' transitions
 // are not held up behind a load; a chunk of a load is several calls in
-// one round trip.
-const registerCall = 100
+// one round trip. A call holds the payouts of one line chunk (a run of
+// consecutive payouts whose lines fall in it): a loader's call fills its
+// chunk's key at once, in one ZADD into an empty listpack, rather than
+// adding lines above those of an earlier call (each one scanned to the
+// end of the listpack).
+const registerCall = lineChunk
+
+// nextCall is the length of ps's first script call: at most registerCall
+// payouts, all in the line chunk of the first.
+func nextCall(ps []NewPayout) int {
+	c := ps[0].Line / lineChunk
+	n := 1
+	for n < len(ps) && n < registerCall && ps[n].Line/lineChunk == c {
+		n++
+	}
+	return n
+}
 
 func (l *Ledger) register(ctx context.Context, batch, owner string, ps []NewPayout, scale int) (int, error) {
 	if len(ps) == 0 {
@@ -233,7 +248,7 @@ func (l *Ledger) register(ctx context.Context, batch, owner string, ps []NewPayo
 	var calls []*redis.Cmd
 	var parts [][]NewPayout
 	for len(ps) > 0 {
-		part := ps[:min(registerCall, len(ps))]
+		part := ps[:nextCall(ps)]
 		ps = ps[len(part):]
 		keys, args := registerArgs(batch, owner, part, scale, now)
 		calls = append(calls, registerScript.EvalSha(ctx, pipe, keys, args...))
