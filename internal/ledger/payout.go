@@ -259,10 +259,10 @@ func (l *Ledger) register(ctx context.Context, batch, owner string, ps []NewPayo
 	var lost error
 	for i, c := range calls {
 		if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
-			// The script was not cached (a restarted Redis): this call ran
-			// nothing; EVAL it.
+			// The script was not cached (a new or restarted Redis): this
+			// call ran nothing; EVAL it (which caches it).
 			keys, args := registerArgs(batch, owner, parts[i], scale, now)
-			c = registerScript.Run(ctx, l.rdb, keys, args...)
+			c = registerScript.Eval(ctx, l.rdb, keys, args...)
 		}
 		added, err := c.Int()
 		switch {
