@@ -197,9 +197,9 @@ func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error 
 }
 
 // Register stores the payouts that are not stored yet, in state queued,
-// in script calls of at most registerCall payouts (nextCall), pipelined (all keys
-// share the batch's slot). It returns how many were new: a rerun after a
-// crash registers only what is missing.
+// in script calls of at most registerCall payouts (nextCall), pipelined
+// (all keys share the batch's slot). It returns how many were new: a
+// rerun after a crash registers only what is missing.
 // It checks no load lock: a loader uses RegisterLocked.
 func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, scale int) (int, error) {
 	return l.register(ctx, batch, "", ps, scale)
