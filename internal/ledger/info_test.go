@@ -11,15 +11,15 @@ import (
 )
 
 // infoRoundTrip registers payouts with informational values of every
-// size, through Register (a script) and RegisterNew (a transaction), and
-// reads them back; it returns the payout keys.
+// size, through Register and RegisterLocked (a loader's, under the load
+// lock), and reads them back; it returns the payout keys.
 func infoRoundTrip(t *testing.T, l *Ledger) []string {
 	t.Helper()
 	ctx := context.Background()
 	long := strings.Repeat("Ёж ", 50) // multi-byte runes across 64-byte chunks
 	infos := [][]string{nil, {"", ""}, {"Ivanov I.I.", "2026-11-30", ""}, {"Ivanov Ivan Ivanovich", "", long}, {"x"}}
 	var keys []string
-	for i, register := range []string{"script", "transaction"} {
+	for i, register := range []string{"plain", "locked"} {
 		batch := "b" + register
 		var ps []NewPayout
 		for j, info := range infos {
@@ -32,10 +32,13 @@ func infoRoundTrip(t *testing.T, l *Ledger) []string {
 				t.Fatal(err)
 			}
 		} else {
+			if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: "f.csv", LoadedAt: time.Now(), Total: money.Zero, Scale: 2}); err != nil {
+				t.Fatal(err)
+			}
 			if ok, err := l.LockLoad(ctx, batch, "me", time.Minute); err != nil || !ok {
 				t.Fatal(ok, err)
 			}
-			if err := l.RegisterNew(ctx, batch, "me", ps, 2); err != nil {
+			if _, err := l.RegisterLocked(ctx, batch, "me", ps, 2); err != nil {
 				t.Fatal(err)
 			}
 		}

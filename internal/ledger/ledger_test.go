@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -368,51 +369,71 @@ func TestCreateTriesBudget(t *testing.T) {
 	}
 }
 
-// TestRegisterNewMatchesRegister: the transaction path stores the same
-// payouts and counters as the script.
-func TestRegisterNewMatchesRegister(t *testing.T) {
+// TestRegisterInCalls: a registration larger than one script call is
+// several calls in one round trip; together they store every payout once,
+// with exact counters and the line index in line order, whether the sum
+// is counted once (all new) or per payout (a rerun that finds some stored).
+func TestRegisterInCalls(t *testing.T) {
 	ctx := context.Background()
-	ps := []NewPayout{
-		{Line: 2, ExternalID: "A", Amount: money.MustParse("10.25"), Destination: "card 411111******1111", Sealed: "s"},
-		{Line: 3, ExternalID: "B", Amount: money.MustParse("0.01"), Destination: "telecom MTS", Telecom: "MTS"},
+	l, _ := newTestLedger(t)
+	var ps []NewPayout
+	var units int64
+	for i := range 2*registerCall + 50 {
+		a := money.FromMinor(int64(100+i*7919%100_000), 2)
+		units += a.Minor(2)
+		ps = append(ps, NewPayout{Line: i + 2, ExternalID: fmt.Sprintf("E%04d", i), Amount: a, Destination: "telecom MTS", Telecom: "MTS"})
 	}
-	l1, _ := newTestLedger(t)
-	l2, _ := newTestLedger(t)
-	if _, err := l1.Register(ctx, "b", ps, 2); err != nil {
+	half := len(ps) / 2
+	if n, err := l.Register(ctx, "b", ps[:half], 2); err != nil || n != half {
+		t.Fatalf("first half: %d %v", n, err)
+	}
+	// The rerun of a load that died half way: all of it again.
+	if n, err := l.Register(ctx, "b", ps, 2); err != nil || n != len(ps)-half {
+		t.Fatalf("rerun: %d %v, want %d", n, err, len(ps)-half)
+	}
+	if n, err := l.Register(ctx, "b", ps, 2); err != nil || n != 0 {
+		t.Fatalf("third run: %d %v", n, err)
+	}
+	c, err := l.Counts(ctx, "b")
+	if err != nil || c.Rows[Queued] != int64(len(ps)) || c.Units[Queued] != units {
+		t.Fatalf("counts %v %v, want %d rows, %d units", c, err, len(ps), units)
+	}
+	var lines []int
+	if err := l.Each(ctx, "b", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := l2.LockLoad(ctx, "b", "me", time.Minute); !ok || err != nil {
-		t.Fatalf("lock: %v %v", ok, err)
-	}
-	if err := l2.RegisterNew(ctx, "b", "me", ps, 2); err != nil {
-		t.Fatal(err)
-	}
-	for _, ext := range []string{"A", "B"} {
-		p1, _ := l1.Get(ctx, "b", ext)
-		p2, _ := l2.Get(ctx, "b", ext)
-		p1.UpdatedAt, p2.UpdatedAt = time.Time{}, time.Time{}
-		if p1 != p2 {
-			t.Errorf("%s: script %+v, transaction %+v", ext, p1, p2)
-		}
-	}
-	c1, _ := l1.Counts(ctx, "b")
-	c2, _ := l2.Counts(ctx, "b")
-	if fmt.Sprint(c1) != fmt.Sprint(c2) || c2.Rows[Queued] != 2 || c2.Units[Queued] != 1026 {
-		t.Errorf("counts: script %v, transaction %v", c1, c2)
-	}
-	// The same payouts again through the script: nothing new.
-	if n, _ := l2.Register(ctx, "b", ps, 2); n != 0 {
-		t.Errorf("script re-registered %d rows stored by the transaction", n)
+	if len(lines) != len(ps) || !slices.IsSorted(lines) {
+		t.Fatalf("Each gave %d lines, sorted %v; want %d in order", len(lines), slices.IsSorted(lines), len(ps))
 	}
 }
 
-// TestRegisterNewNeedsTheLoadLock: without the lock, or after another
-// loader took it over, RegisterNew writes nothing.
-func TestRegisterNewNeedsTheLoadLock(t *testing.T) {
+// TestRegisterWithoutTheCachedScript: a Redis that lost its script cache
+// (restarted) still registers every call of a pipelined registration.
+func TestRegisterWithoutTheCachedScript(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTestLedger(t)
+	var ps []NewPayout
+	for i := range registerCall + 1 {
+		ps = append(ps, NewPayout{Line: i + 2, ExternalID: fmt.Sprintf("E%04d", i), Amount: money.MustParse("1"), Destination: "telecom MTS", Telecom: "MTS"})
+	}
+	if err := l.rdb.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := l.Register(ctx, "b", ps, 2); err != nil || n != len(ps) {
+		t.Fatalf("register: %d %v", n, err)
+	}
+}
+
+// TestRegisterLockedNeedsTheLoadLock: without the lock, or after another
+// loader took it over, RegisterLocked writes nothing.
+func TestRegisterLockedNeedsTheLoadLock(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	if _, _, err := l.BeginBatch(ctx, Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Total: money.Zero, Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
 	ps := []NewPayout{{Line: 2, ExternalID: "A", Amount: money.MustParse("1")}}
-	if err := l.RegisterNew(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
+	if _, err := l.RegisterLocked(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
 		t.Fatalf("without the lock: %v", err)
 	}
 	if ok, _ := l.LockLoad(ctx, "b", "other", time.Minute); !ok {
@@ -421,14 +442,14 @@ func TestRegisterNewNeedsTheLoadLock(t *testing.T) {
 	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("a held lock was taken twice")
 	}
-	if err := l.RegisterNew(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
+	if _, err := l.RegisterLocked(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
 		t.Fatalf("with another's lock: %v", err)
 	}
 	if ok, _ := l.RefreshLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("refreshed another loader's lock")
 	}
 	if _, err := l.Get(ctx, "b", "A"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a refused RegisterNew wrote the payout: %v", err)
+		t.Fatalf("a refused RegisterLocked wrote the payout: %v", err)
 	}
 	if err := l.UnlockLoad(ctx, "b", "me"); err != nil {
 		t.Fatal(err)
@@ -472,65 +493,37 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 	}
 }
 
-// renewBeforeExec is a go-redis hook that, before the first n MULTI/EXEC
-// pipelines, renews the load lock from another connection, as the
-// loader's lease goroutine does while a registration is in flight.
-type renewBeforeExec struct {
-	n     int
-	renew func()
-}
-
-func (h *renewBeforeExec) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *renewBeforeExec) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return next
-}
-func (h *renewBeforeExec) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if h.n > 0 && len(cmds) > 0 && cmds[0].Name() == "multi" {
-			h.n--
-			h.renew()
+// TestNextCall: a script call holds a run of payouts of one line chunk,
+// at most registerCall of them.
+func TestNextCall(t *testing.T) {
+	lines := func(ls ...int) []NewPayout {
+		ps := make([]NewPayout, len(ls))
+		for i, l := range ls {
+			ps[i].Line = l
 		}
-		return next(ctx, cmds)
+		return ps
 	}
-}
-
-// TestRegisterNewSurvivesLeaseRenewal: the owner's own lease renewal
-// between WATCH and EXEC aborts the transaction; RegisterNew tries again
-// and registers, instead of taking its own renewal for a lost lock (which
-// failed 100,000-row loads on a busy machine).
-func TestRegisterNewSurvivesLeaseRenewal(t *testing.T) {
-	ctx := context.Background()
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	other := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	t.Cleanup(func() { rdb.Close(); other.Close() })
-	l, renewer := New(rdb), New(other)
-	if ok, err := l.LockLoad(ctx, "b", "me", time.Minute); !ok || err != nil {
-		t.Fatalf("lock: %v %v", ok, err)
-	}
-	hook := &renewBeforeExec{n: 3, renew: func() {
-		if ok, err := renewer.RefreshLoad(ctx, "b", "me", time.Minute); !ok || err != nil {
-			t.Errorf("renew: %v %v", ok, err)
+	run := func(from, n int) []NewPayout {
+		ps := make([]NewPayout, n)
+		for i := range ps {
+			ps[i].Line = from + i
 		}
-	}}
-	rdb.AddHook(hook)
-	ps := []NewPayout{{Line: 2, ExternalID: "A", Amount: money.MustParse("1.50"), Destination: "card 411111******1111", Sealed: "s"}}
-	if err := l.RegisterNew(ctx, "b", "me", ps, 2); err != nil {
-		t.Fatalf("RegisterNew with the lease renewed before EXEC: %v", err)
+		return ps
 	}
-	if hook.n != 0 {
-		t.Fatalf("the renewal did not come between WATCH and EXEC (%d left)", hook.n)
+	tests := []struct {
+		name string
+		ps   []NewPayout
+		want int
+	}{
+		{"one", lines(7), 1},
+		{"to the chunk's end", run(2, 300), lineChunk - 2},
+		{"a whole chunk", run(lineChunk, 300), registerCall},
+		{"a gap in the chunk", lines(2, 5, 9, lineChunk+1), 3},
+		{"out of order", lines(lineChunk+1, 2, lineChunk+2), 1},
 	}
-	if p, err := l.Get(ctx, "b", "A"); err != nil || p.State != Queued {
-		t.Fatalf("payout after the retried registration: %+v %v", p, err)
-	}
-	// A lock taken over between WATCH and EXEC is still a lost lock.
-	hook.n, hook.renew = 1, func() { other.Set(ctx, loadLockKey("b"), "thief", time.Minute) }
-	ps[0].ExternalID, ps[0].Line = "B", 3
-	if err := l.RegisterNew(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
-		t.Fatalf("lock taken over: %v", err)
-	}
-	if _, err := l.Get(ctx, "b", "B"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a refused RegisterNew wrote the payout: %v", err)
+	for _, tt := range tests {
+		if got := nextCall(tt.ps); got != tt.want {
+			t.Errorf("%s: nextCall = %d, want %d", tt.name, got, tt.want)
+		}
 	}
 }

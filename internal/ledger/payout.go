@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,8 +88,6 @@ func PackInfo(values []string) string {
 // turns the payout's hash into a table about three times its size. Longer
 // values go into fields info, info1, info2... of infoChunk bytes.
 const infoChunk = 64
-
-var infoChunkLua = strconv.Itoa(infoChunk)
 
 // appendInfo appends to fields the hash fields of packed informational
 // values (none for "").
@@ -197,18 +196,21 @@ func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error 
 	return nil
 }
 
-// Register stores the payouts that are not stored yet, in state queued, in
-// one script call (all keys share the batch's slot). It returns how many
-// were new: a rerun after a crash registers only what is missing.
+// Register stores the payouts that are not stored yet, in state queued,
+// in script calls of at most registerCall payouts (nextCall), pipelined
+// (all keys share the batch's slot). It returns how many were new: a
+// rerun after a crash registers only what is missing.
 // It checks no load lock: a loader uses RegisterLocked.
 func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, scale int) (int, error) {
 	return l.register(ctx, batch, "", ps, scale)
 }
 
-// RegisterLocked is Register for a loader resuming a batch: it registers
+// RegisterLocked is Register for a loader: every script call registers
 // nothing unless owner holds the batch's load lock (else ErrLoadLockLost)
 // and the batch is loading (else ErrNotLoading: payout discard abandoned
-// it while this loader's lease had expired).
+// it while this loader's lease had expired). Each call is atomic, the
+// calls of one RegisterLocked are not: a load that fails between them has
+// registered some of ps, which its rerun skips.
 func (l *Ledger) RegisterLocked(ctx context.Context, batch, owner string, ps []NewPayout, scale int) (int, error) {
 	if owner == "" {
 		return 0, fmt.Errorf("ledger: register payouts of %s: no load lock owner: %w", batch, ErrLoadLockLost)
@@ -216,38 +218,127 @@ func (l *Ledger) RegisterLocked(ctx context.Context, batch, owner string, ps []N
 	return l.register(ctx, batch, owner, ps, scale)
 }
 
+// registerCall is the most payouts one registerScript call registers:
+// about half a millisecond of Redis, so that the workers' transitions
+// are not held up behind a load; a chunk of a load is several calls in
+// one round trip. A call holds the payouts of one line chunk (a run of
+// consecutive payouts whose lines fall in it): a loader's call fills its
+// chunk's key at once, in one ZADD into an empty listpack, rather than
+// adding lines above those of an earlier call (each one scanned to the
+// end of the listpack).
+const registerCall = lineChunk
+
+// nextCall is the length of ps's first script call: at most registerCall
+// payouts, all in the line chunk of the first.
+func nextCall(ps []NewPayout) int {
+	c := ps[0].Line / lineChunk
+	n := 1
+	for n < len(ps) && n < registerCall && ps[n].Line/lineChunk == c {
+		n++
+	}
+	return n
+}
+
 func (l *Ledger) register(ctx context.Context, batch, owner string, ps []NewPayout, scale int) (int, error) {
 	if len(ps) == 0 {
 		return 0, nil
 	}
-	keys := make([]string, 0, len(ps)+4)
-	keys = append(keys, countsKey(batch), lineChunksKey(batch), metaKey(batch), loadLockKey(batch))
-	args := make([]any, 0, 2+9*len(ps))
-	args = append(args, l.nowMillis(), owner)
-	chunks := map[int64]bool{}
-	for _, p := range ps {
-		chunks[int64(p.Line)/lineChunk] = true
-		keys = append(keys, payoutKey(batch, p.ExternalID))
-		args = append(args, p.Line, p.ExternalID, p.Amount.String(), strconv.FormatInt(p.Amount.Minor(scale), 10),
-			p.Destination, packSealed(p.Sealed), p.Telecom, p.Extra, p.Info)
+	now := l.nowMillis()
+	pipe := l.rdb.Pipeline()
+	var calls []*redis.Cmd
+	var parts [][]NewPayout
+	for len(ps) > 0 {
+		part := ps[:nextCall(ps)]
+		ps = ps[len(part):]
+		keys, args := registerArgs(batch, owner, part, scale, now)
+		calls = append(calls, registerScript.EvalSha(ctx, pipe, keys, args...))
+		parts = append(parts, part)
 	}
-	for c := range chunks {
-		keys = append(keys, lineChunkKey(batch, c))
+	_, _ = pipe.Exec(ctx) // each call's error is read below
+	n := 0
+	var lost error
+	for i, c := range calls {
+		if c.Err() != nil && redis.HasErrorPrefix(c.Err(), "NOSCRIPT") {
+			// The script was not cached (a new or restarted Redis): this
+			// call ran nothing; EVAL it (which caches it).
+			keys, args := registerArgs(batch, owner, parts[i], scale, now)
+			c = registerScript.Eval(ctx, l.rdb, keys, args...)
+		}
+		added, err := c.Int()
+		switch {
+		case err != nil:
+			return n, fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
+		case added == -1:
+			lost = ErrLoadLockLost
+		case added == -2:
+			lost = ErrNotLoading
+		default:
+			n += added
+		}
 	}
-	n, err := registerScript.Run(ctx, l.rdb, keys, args...).Int()
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
-	case n == -1:
-		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, ErrLoadLockLost)
-	case n == -2:
-		return 0, fmt.Errorf("ledger: register payouts of %s: %w", batch, ErrNotLoading)
+	if lost != nil {
+		return n, fmt.Errorf("ledger: register payouts of %s: %w", batch, lost)
 	}
 	return n, nil
 }
 
-// ErrLoadLockLost is returned by RegisterNew when the caller no longer
-// holds the batch's load lock: nothing was written.
+// registerArgs are the keys and arguments of one registerScript call.
+func registerArgs(batch, owner string, ps []NewPayout, scale int, now int64) ([]string, []any) {
+	keys := make([]string, 0, len(ps)+6)
+	keys = append(keys, countsKey(batch), lineChunksKey(batch), metaKey(batch), loadLockKey(batch))
+	args := make([]any, 2, 2+20*len(ps))
+	args[0] = owner
+	var sum int64
+	exact := true      // false: the sum would overflow an int64; the script counts per payout
+	var chunks []int64 // a call's lines fall in a chunk or two
+	for _, p := range ps {
+		units := p.Amount.Minor(scale)
+		if units < 0 || sum > math.MaxInt64-units {
+			exact = false
+		}
+		sum += units
+		keys = append(keys, payoutKey(batch, p.ExternalID))
+		c := int64(p.Line) / lineChunk
+		if !slices.Contains(chunks, c) {
+			chunks = append(chunks, c)
+		}
+		at := len(args)
+		args = append(args, 0, c)
+		args = registerFields(args, p, units, now)
+		args[at] = len(args) - at - 2
+	}
+	for _, c := range chunks {
+		keys = append(keys, lineChunkKey(batch, c))
+	}
+	args[1] = ""
+	if exact {
+		args[1] = strconv.FormatInt(sum, 10)
+	}
+	return keys, args
+}
+
+// registerFields appends the hash fields of a new payout: line, ext,
+// amount and units first (registerScript reads them there), then the
+// others; empty fields and zero counters are not stored (the scripts read
+// a missing field as "" or 0).
+func registerFields(args []any, p NewPayout, units, now int64) []any {
+	args = append(args, "line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units,
+		"dest", p.Destination, "state", string(Queued), "updated", now)
+	if p.Sealed != "" {
+		args = append(args, "sealed", packSealed(p.Sealed))
+	}
+	if p.Telecom != "" {
+		args = append(args, "tel", p.Telecom)
+	}
+	if p.Extra != "" {
+		args = append(args, "extra", p.Extra)
+	}
+	return appendInfo(args, p.Info)
+}
+
+// ErrLoadLockLost is returned by the steps of a load (RegisterLocked,
+// SetBatchFigures, FinishLoad) when the caller no longer holds the batch's
+// load lock: that step wrote nothing.
 var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
 
 // LockLoad takes the batch's load lock for owner (a random token) for ttl.
@@ -286,98 +377,6 @@ func (l *Ledger) UnlockLoad(ctx context.Context, batch, owner string) error {
 		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
 	}
 	return nil
-}
-
-// RegisterNew stores payouts that are known not to exist yet, with plain
-// commands in one MULTI/EXEC transaction: the same result as Register,
-// atomic per call, at a fraction of the Redis time of a Lua loop. It is for
-// a batch begun by this very load, whose load lock owner holds: the lock
-// key is WATCHed and checked, so the transaction writes nothing (and
-// ErrLoadLockLost is returned) unless owner still holds it at EXEC. No
-// other loader can have registered rows of the batch meanwhile.
-func (l *Ledger) RegisterNew(ctx context.Context, batch, owner string, ps []NewPayout, scale int) error {
-	if len(ps) == 0 {
-		return nil
-	}
-	now := l.nowMillis()
-	units := make([]int64, len(ps))
-	var sum int64
-	exact := true // false: the chunk's sum would overflow int64; count per row
-	for i, p := range ps {
-		units[i] = p.Amount.Minor(scale)
-		if sum > math.MaxInt64-units[i] {
-			exact = false
-		}
-		sum += units[i]
-	}
-	lock := loadLockKey(batch)
-	attempt := func(tx *redis.Tx) error {
-		held, err := tx.Get(ctx, lock).Result()
-		if err != nil && err != redis.Nil {
-			return err
-		}
-		if held != owner {
-			return ErrLoadLockLost
-		}
-		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			l.queueNew(ctx, pipe, batch, ps, scale, units, sum, exact, now)
-			return nil
-		})
-		return err
-	}
-	// An aborted EXEC means the lock key was touched: by the owner's own
-	// lease renewal (PEXPIRE), most of the time. Nothing was written; the
-	// next attempt reads the lock again and tells a renewal from a loss.
-	for range maxRegisterAttempts {
-		err := l.rdb.Watch(ctx, attempt, lock)
-		if errors.Is(err, redis.TxFailedErr) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("ledger: register payouts of %s: %w", batch, err)
-		}
-		return nil
-	}
-	return fmt.Errorf("ledger: register payouts of %s: the load lock changed during %d attempts: %w", batch, maxRegisterAttempts, ErrLoadLockLost)
-}
-
-// maxRegisterAttempts bounds RegisterNew's retries of a transaction whose
-// WATCHed load lock was touched (renewed) before its EXEC.
-const maxRegisterAttempts = 8
-
-// queueNew queues the writes of RegisterNew.
-func (l *Ledger) queueNew(ctx context.Context, pipe redis.Pipeliner, batch string, ps []NewPayout, scale int, units []int64, sum int64, exact bool, now int64) {
-	lines := map[int64][]redis.Z{}
-	for i, p := range ps {
-		fields := []any{"line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units[i],
-			"dest", p.Destination, "state", string(Queued), "updated", now}
-		if p.Sealed != "" {
-			fields = append(fields, "sealed", packSealed(p.Sealed))
-		}
-		if p.Telecom != "" {
-			fields = append(fields, "tel", p.Telecom)
-		}
-		if p.Extra != "" {
-			fields = append(fields, "extra", p.Extra)
-		}
-		fields = appendInfo(fields, p.Info)
-		pipe.HSet(ctx, payoutKey(batch, p.ExternalID), fields...)
-		c := int64(p.Line) / lineChunk
-		lines[c] = append(lines[c], redis.Z{Score: float64(p.Line), Member: p.ExternalID})
-		if !exact {
-			pipe.HIncrBy(ctx, countsKey(batch), "u:"+string(Queued), units[i])
-		}
-	}
-	chunks := make([]redis.Z, 0, len(lines))
-	for c, zs := range lines {
-		pipe.ZAdd(ctx, lineChunkKey(batch, c), zs...)
-		chunks = append(chunks, redis.Z{Score: float64(c), Member: c})
-	}
-	pipe.ZAdd(ctx, lineChunksKey(batch), chunks...)
-	pipe.HIncrBy(ctx, countsKey(batch), "n:"+string(Queued), int64(len(ps)))
-	if exact {
-		pipe.HIncrBy(ctx, countsKey(batch), "u:"+string(Queued), sum)
-	}
 }
 
 // Get returns one payout, or ErrNotFound.

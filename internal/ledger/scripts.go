@@ -1,13 +1,8 @@
 package ledger
 
 import (
-	"strconv"
-
 	"github.com/redis/go-redis/v9"
 )
-
-// lineChunkLua is lineChunk for the scripts.
-var lineChunkLua = strconv.Itoa(lineChunk)
 
 // luaMove is prepended to every script that changes a payout's state: it
 // moves one row and its minor units between the per-state counters.
@@ -140,54 +135,61 @@ local function remember(key, head)
 end
 `
 
-// registerScript adds payouts that do not exist yet, in state queued. Zero
-// counters and empty fields are not stored (the other scripts read a
-// missing field as 0 or ""), and the row counter is written once per call.
-// The line index is chunked: PREFIX:{B}:l:K holds the lines of chunk K
-// (line / 128), PREFIX:{B}:lk the chunk numbers.
+// registerScript adds payouts that do not exist yet, in state queued. The
+// caller builds each payout's hash fields (registerFields): the script
+// stores them as given. The line index is chunked: PREFIX:{B}:l:K holds
+// the lines of chunk K (line / 128), PREFIX:{B}:lk the chunk numbers; each
+// chunk gets one ZADD per call, its lines in descending order (a small
+// sorted set is a listpack, scanned from its head: a line below the
+// head's goes in first thing). The counters are written once per call:
+// the units with ARGV[2], the call's sum computed by the caller, when
+// every payout was new and the sum fits an int64; else one HINCRBY per new
+// payout (a resumed load, whose rows may be stored).
 // With an owner (a loader's load lock token) it registers nothing unless
 // owner holds the batch's load lock (reply -1) and the batch is loading
 // (reply -2).
 // KEYS: counts, lk, meta, load lock, payout..., then the chunks the
 // payouts' lines fall in (declared for Redis Cluster; the script names
-// them itself); ARGV: now, owner ("": not checked), then 9 fields per
-// payout.
+// them itself); ARGV: owner ("": not checked), sum ("": per payout), then
+// per payout: the number n of its hash arguments, its chunk number, and
+// n arguments: line L ext E amount A units U, then the other fields.
 var registerScript = redis.NewScript(luaMove + `
-if ARGV[2] ~= '' then
-  if redis.call('GET', KEYS[4]) ~= ARGV[2] then return -1 end
+if ARGV[1] ~= '' then
+  if redis.call('GET', KEYS[4]) ~= ARGV[1] then return -1 end
   if redis.call('HGET', KEYS[3], 'phase') ~= 'loading' then return -2 end
 end
 local base = string.sub(KEYS[2], 1, -3) .. 'l:'
-local added = 0
-local chunks = {}
-for i = 5, 4 + (#ARGV - 2) / 9 do
-  local b = 3 + (i - 5) * 9
-  local k = KEYS[i]
-  if redis.call('EXISTS', k) == 0 then
-    local f = {'line', ARGV[b], 'ext', ARGV[b+1], 'amount', ARGV[b+2], 'units', ARGV[b+3],
-      'dest', ARGV[b+4], 'state', 'queued', 'updated', ARGV[1]}
-    if ARGV[b+5] ~= '' then f[#f+1] = 'sealed'; f[#f+1] = ARGV[b+5] end
-    if ARGV[b+6] ~= '' then f[#f+1] = 'tel'; f[#f+1] = ARGV[b+6] end
-    if ARGV[b+7] ~= '' then f[#f+1] = 'extra'; f[#f+1] = ARGV[b+7] end
-    local info = ARGV[b+8]
-    for s = 1, #info, ` + infoChunkLua + ` do
-      local n = (s - 1) / ` + infoChunkLua + `
-      f[#f+1] = n == 0 and 'info' or ('info' .. n)
-      f[#f+1] = string.sub(info, s, s + ` + infoChunkLua + ` - 1)
-    end
-    redis.call('HSET', k, unpack(f))
-    local c = tostring(math.floor(tonumber(ARGV[b]) / ` + lineChunkLua + `))
-    redis.call('ZADD', base .. c, ARGV[b], ARGV[b+1])
-    chunks[c] = true
-    added = added + 1
-    redis.call('HINCRBY', KEYS[1], 'u:queued', ARGV[b+3])
+local units, chunks, order = {}, {}, {}
+local i, b = 4, 3
+while b <= #ARGV do
+  i = i + 1
+  local e = b + 1 + ARGV[b]
+  if redis.call('EXISTS', KEYS[i]) == 0 then
+    redis.call('HSET', KEYS[i], unpack(ARGV, b + 2, e))
+    local c = ARGV[b + 1]
+    local z = chunks[c]
+    if not z then z = {}; chunks[c] = z; order[#order + 1] = c end
+    z[#z + 1] = b
+    units[#units + 1] = ARGV[b + 9]
   end
+  b = e + 1
 end
-for c in pairs(chunks) do redis.call('ZADD', KEYS[2], c, c) end
-if added > 0 then
-  redis.call('HINCRBY', KEYS[1], 'n:queued', added)
+if #units == 0 then return 0 end
+local lk = {}
+for _, c in ipairs(order) do
+  local z, m = chunks[c], {}
+  for j = #z, 1, -1 do m[#m + 1] = ARGV[z[j] + 3]; m[#m + 1] = ARGV[z[j] + 5] end
+  redis.call('ZADD', base .. c, unpack(m))
+  lk[#lk + 1] = c; lk[#lk + 1] = c
 end
-return added
+redis.call('ZADD', KEYS[2], unpack(lk))
+redis.call('HINCRBY', KEYS[1], 'n:queued', #units)
+if #units == i - 4 and ARGV[2] ~= '' then
+  redis.call('HINCRBY', KEYS[1], 'u:queued', ARGV[2])
+else
+  for _, u in ipairs(units) do redis.call('HINCRBY', KEYS[1], 'u:queued', u) end
+end
+return #units
 `)
 
 // beginCreateScript is run by a create task before anything is sent.

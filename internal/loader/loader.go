@@ -764,7 +764,7 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 		Info: res.InfoColumns, Hold: res.Held, Reserved: reserved}); err != nil {
 		return res, err
 	}
-	run := &loadRun{ld: ld, res: res, owner: lk.owner, fresh: lk.fresh, scale: scale, opts: opts, log: log}
+	run := &loadRun{ld: ld, res: res, owner: lk.owner, scale: scale, opts: opts, log: log}
 	err = run.stages(ctx, f, bad)
 	res.Registered = int(run.registered.Load())
 	if err != nil {
@@ -870,7 +870,6 @@ type loadRun struct {
 	ld         *Loader
 	res        Result
 	owner      string
-	fresh      bool // the batch was begun by this run: it has no rows yet
 	scale      int
 	opts       Options
 	log        zerolog.Logger
@@ -902,16 +901,8 @@ func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayou
 			}
 			return err
 		}
-		// A batch begun by this run has no rows yet: plain commands in
-		// a transaction do (guarded by the load lock). A resumed one may
-		// have some: the script skips them.
-		n := len(ps)
-		var err error
-		if r.fresh {
-			err = led.RegisterNew(ctx, batch, r.owner, ps, r.scale)
-		} else {
-			n, err = led.RegisterLocked(ctx, batch, r.owner, ps, r.scale)
-		}
+		// Rows a resumed batch holds already are skipped.
+		n, err := led.RegisterLocked(ctx, batch, r.owner, ps, r.scale)
 		if err != nil {
 			return err
 		}

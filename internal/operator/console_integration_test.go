@@ -29,7 +29,7 @@ import (
 const bigBatchRows = 100_000
 
 // registerBig registers a batch of n payouts on a real Redis as a loader
-// does (RegisterNew under the load lock), and sends every 1,000th to
+// does (RegisterLocked under the load lock), and sends every 1,000th to
 // needs_review and every 500th+1 to rejected through the workers'
 // transitions.
 func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
@@ -50,7 +50,7 @@ func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
 	}
 	for len(ps) > 0 {
 		k := min(5000, len(ps))
-		if err := l.RegisterNew(ctx, batch, "me", ps[:k], 2); err != nil {
+		if _, err := l.RegisterLocked(ctx, batch, "me", ps[:k], 2); err != nil {
 			t.Fatal(err)
 		}
 		ps = ps[k:]
