@@ -88,7 +88,7 @@ func TestApproval(t *testing.T) {
 	})
 	t.Run("a batch recorded before the policy follows the approver's policy", func(t *testing.T) {
 		l, _ := newTestLedger(t)
-		rdb := l.Redis()
+		rdb := l.rdb
 		awaitingBatch(t, l, "old", "alice", 1)
 		// As written before the field existed.
 		if err := rdb.HDel(ctx, metaKey("old"), "fe").Err(); err != nil {

@@ -115,16 +115,6 @@ func OwnerKey(externalID string) string { return ownerKey(extid.Key(externalID))
 // BatchKeyPrefix is the common prefix of every key of a batch.
 func BatchKeyPrefix(batch string) string { return tag(batch) + ":" }
 
-// RateLimitKey is the PSP request rate limit shared by every worker.
-func RateLimitKey() string { return prefix + ":ratelimit:psp" }
-
-// LookupSampleKey holds the externalId of a payout the PSP created: the
-// subject of the workers' check that the PSP finds orders by externalId.
-func LookupSampleKey() string { return prefix + ":psp:lookup-sample" }
-
-// LookupVerifiedKey exists once that check succeeded.
-func LookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
-
 // ArchivedKey marks a batch moved out of Redis into an archive file.
 func ArchivedKey(batch string) string { return archivedKey(batch) }
 

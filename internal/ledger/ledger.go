@@ -125,9 +125,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
 	return l
 }
 
-// Redis returns the client the ledger uses.
-func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
-
 // As returns a ledger that records its transitions in the audit trail as
 // done by actor: a worker's host:pid, an operator's name.
 func (l *Ledger) As(actor string) *Ledger {
