@@ -12,18 +12,8 @@ import (
 
 // The keys the workers share besides the payouts: the PSP lookup check's
 // sample and verdict, the PSP request rate limit and the on-call gauges'
-// snapshot. The ledger owns their names; other packages reach them through
-// the methods and functions below, never by key.
-
-// rateLimitKey is the PSP request rate limit shared by every worker.
-func rateLimitKey() string { return prefix + ":ratelimit:psp" }
-
-// lookupSampleKey holds the externalId of a payout the PSP created: the
-// subject of the workers' check that the PSP finds orders by externalId.
-func lookupSampleKey() string { return prefix + ":psp:lookup-sample" }
-
-// lookupVerifiedKey exists once that check succeeded.
-func lookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
+// snapshot. The ledger owns their names (keys.go); other packages reach
+// them through the methods and functions below, never by key.
 
 // SampleLookup records ext, a payout the PSP created, as the subject of the
 // lookup check unless one is recorded already (SET NX): the first one
