@@ -59,7 +59,7 @@ func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval)
 	if ap.By == "" {
 		return ledger.Batch{}, 0, ErrMissingOperator
 	}
-	b, err := a.Ledger.Approve(ctx, batch, ap)
+	b, err := a.Ledger.Controls().Approve(ctx, batch, ap)
 	if err != nil {
 		return b, 0, err
 	}
