@@ -221,7 +221,7 @@ func Final(b ledger.Batch, c ledger.Counts) bool {
 // the latest 'updated' of its payouts.
 func lastChangeHint(ctx context.Context, l *ledger.Ledger, b ledger.Batch) (time.Time, error) {
 	last := later(b.LoadedAt, b.DecidedAt)
-	t, ok, err := l.LastAudit(ctx, b.ID)
+	t, ok, err := l.Audit().Last(ctx, b.ID)
 	if err != nil {
 		return last, err
 	}
@@ -333,7 +333,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 		return oc, err
 	}
 	last := later(b.LoadedAt, b.DecidedAt)
-	if t, ok, err := l.LastAudit(ctx, id); err != nil {
+	if t, ok, err := l.Audit().Last(ctx, id); err != nil {
 		return oc, err
 	} else if ok {
 		last = later(last, t)
@@ -496,13 +496,13 @@ func withoutSealed(f map[string]string) map[string]string {
 // writeAudit writes the batch's audit trail to path and reads it back; it
 // returns "" and writes nothing when the batch has no audit trail.
 func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (string, error) {
-	want, err := l.AuditLen(ctx, batch)
+	want, err := l.Audit().Len(ctx, batch)
 	if err != nil || want == 0 {
 		return "", err
 	}
 	err = writeFile(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
-		return l.EachAuditRaw(ctx, batch, func(e ledger.RawAudit) error {
+		return l.Audit().EachRaw(ctx, batch, func(e ledger.RawAudit) error {
 			return enc.Encode(e.Entry())
 		})
 	})

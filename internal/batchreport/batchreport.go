@@ -147,7 +147,7 @@ func WriteSummary(ctx context.Context, l *ledger.Ledger, batch string, w io.Writ
 // other context masked (card.Scrub).
 func WriteAudit(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer) error {
 	enc := json.NewEncoder(w)
-	return l.EachAudit(ctx, batch, "", func(e ledger.AuditEntry) error {
+	return l.Audit().Each(ctx, batch, "", func(e ledger.AuditEntry) error {
 		e.Actor = card.Scrub(e.Actor)
 		for k, v := range e.Context {
 			e.Context[k] = card.Scrub(v)
