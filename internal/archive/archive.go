@@ -645,22 +645,10 @@ func scan(path string, fn func(map[string]string) error) (map[string]string, int
 // Rows iterates the payouts of an archive as result file rows, in file
 // order (the order they were archived in).
 func Rows(path string) iter.Seq2[report.Row, error] {
-	return func(yield func(report.Row, error) bool) {
-		stop := errors.New("stop")
-		_, err := readArchive(path, func(f map[string]string) error {
-			r, err := batchreport.Row(ledger.PayoutFromFields("", f))
-			if err != nil {
-				return err
-			}
-			if !yield(r, nil) {
-				return stop
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, stop) {
-			yield(report.Row{}, err)
-		}
-	}
+	return batchreport.RowsOf(func(fn func(ledger.Payout) error) error {
+		_, err := readArchive(path, func(f map[string]string) error { return fn(ledger.PayoutFromFields("", f)) })
+		return err
+	})
 }
 
 // Report writes the result file of an archived batch, read from its
