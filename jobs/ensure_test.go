@@ -110,7 +110,7 @@ func TestLiveAgreesWithTheInspector(t *testing.T) {
 	if err := insp.DeleteTask(Queue, ids[2]); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Live(ctx, rdb, ids)
+	got, err := NewLiveness(rdb, 0).Live(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}

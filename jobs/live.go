@@ -97,11 +97,7 @@ func NewLiveness(rdb redis.UniversalClient, leaseGrace time.Duration) *Liveness 
 // the worker's clock, which may be behind Redis's);
 // scheduled or retry and in its zset. A missing, completed or archived
 // task is not live, nor is one in any other state or shape (lost).
-func Live(ctx context.Context, rdb redis.UniversalClient, ids []string) ([]bool, error) {
-	return NewLiveness(rdb, 0).Live(ctx, ids)
-}
-
-// Live is the package's Live with this Liveness's grace and snapshot.
+// LeaseGrace and the snapshot are this Liveness's.
 func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 	live := make([]bool, len(ids))
 	if len(ids) == 0 {

@@ -221,7 +221,7 @@ func Final(b ledger.Batch, c ledger.Counts) bool {
 // the latest 'updated' of its payouts.
 func lastChangeHint(ctx context.Context, l *ledger.Ledger, b ledger.Batch) (time.Time, error) {
 	last := later(b.LoadedAt, b.DecidedAt)
-	t, ok, err := l.LastAudit(ctx, b.ID)
+	t, ok, err := l.Audit().Last(ctx, b.ID)
 	if err != nil {
 		return last, err
 	}
@@ -386,7 +386,7 @@ func (r *batchArchive) write(ctx context.Context) error {
 		return err
 	}
 	r.last = later(r.b.LoadedAt, r.b.DecidedAt)
-	if t, ok, err := r.l.LastAudit(ctx, r.id); err != nil {
+	if t, ok, err := r.l.Audit().Last(ctx, r.id); err != nil {
 		return err
 	} else if ok {
 		r.last = later(r.last, t)
@@ -560,13 +560,13 @@ func withoutSealed(f map[string]string) map[string]string {
 // writeAudit writes the batch's audit trail to path and reads it back; it
 // returns "" and writes nothing when the batch has no audit trail.
 func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (string, error) {
-	want, err := l.AuditLen(ctx, batch)
+	want, err := l.Audit().Len(ctx, batch)
 	if err != nil || want == 0 {
 		return "", err
 	}
 	err = writeFile(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
-		return l.EachAuditRaw(ctx, batch, func(e ledger.RawAudit) error {
+		return l.Audit().EachRaw(ctx, batch, func(e ledger.RawAudit) error {
 			return enc.Encode(e.Entry())
 		})
 	})
@@ -709,22 +709,10 @@ func scan(path string, fn func(map[string]string) error) (map[string]string, int
 // Rows iterates the payouts of an archive as result file rows, in file
 // order (the order they were archived in).
 func Rows(path string) iter.Seq2[report.Row, error] {
-	return func(yield func(report.Row, error) bool) {
-		stop := errors.New("stop")
-		_, err := readArchive(path, func(f map[string]string) error {
-			r, err := batchreport.Row(ledger.PayoutFromFields("", f))
-			if err != nil {
-				return err
-			}
-			if !yield(r, nil) {
-				return stop
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, stop) {
-			yield(report.Row{}, err)
-		}
-	}
+	return batchreport.RowsOf(func(fn func(ledger.Payout) error) error {
+		_, err := readArchive(path, func(f map[string]string) error { return fn(ledger.PayoutFromFields("", f)) })
+		return err
+	})
 }
 
 // Report writes the result file of an archived batch, read from its

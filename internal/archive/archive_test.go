@@ -118,7 +118,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
 	batch := f.load("a.csv", "A", 4)
-	hadAudit, _ := f.led.AuditLen(ctx, batch)
+	hadAudit, _ := f.led.Audit().Len(ctx, batch)
 
 	// Too recent: nothing.
 	if out, err := archive.Run(ctx, f.led, f.opts()); err != nil || len(out) != 0 {

@@ -73,9 +73,15 @@ func Row(p ledger.Payout) (report.Row, error) {
 
 // Rows iterates the payouts of a batch in file order as report rows.
 func Rows(ctx context.Context, l *ledger.Ledger, batch string) iter.Seq2[report.Row, error] {
+	return RowsOf(func(fn func(ledger.Payout) error) error { return l.Each(ctx, batch, fn) })
+}
+
+// RowsOf iterates as report rows the payouts each calls its argument
+// with, in that order: a batch in the ledger (Rows) or in an archive file.
+func RowsOf(each func(fn func(ledger.Payout) error) error) iter.Seq2[report.Row, error] {
 	return func(yield func(report.Row, error) bool) {
 		stop := errors.New("stop")
-		err := l.Each(ctx, batch, func(p ledger.Payout) error {
+		err := each(func(p ledger.Payout) error {
 			r, err := Row(p)
 			if err != nil {
 				return err
@@ -147,7 +153,7 @@ func WriteSummary(ctx context.Context, l *ledger.Ledger, batch string, w io.Writ
 // other context masked (card.Scrub).
 func WriteAudit(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer) error {
 	enc := json.NewEncoder(w)
-	return l.EachAudit(ctx, batch, "", func(e ledger.AuditEntry) error {
+	return l.Audit().Each(ctx, batch, "", func(e ledger.AuditEntry) error {
 		e.Actor = card.Scrub(e.Actor)
 		for k, v := range e.Context {
 			e.Context[k] = card.Scrub(v)

@@ -71,9 +71,6 @@ func FactsOf(b ledger.Batch, c ledger.Counts) PhaseFacts {
 	}
 }
 
-// BatchPhase is PhaseOf(FactsOf(b, c)).
-func BatchPhase(b ledger.Batch, c ledger.Counts) Phase { return PhaseOf(FactsOf(b, c)) }
-
 // StatusPhase is the phase of a batch as the ledger's Statuses report it,
 // an interrupted load included.
 func StatusPhase(s ledger.BatchStatus) Phase {

@@ -47,7 +47,7 @@ func awaitingOn(t *testing.T, mr *miniredis.Miniredis) (*ledger.Ledger, *redis.C
 	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.HoldBatch(ctx, "b", "approval required"); err != nil {
+	if err := l.Controls().HoldBatch(ctx, "b", "approval required"); err != nil {
 		t.Fatal(err)
 	}
 	return l, rdb, "redis://" + mr.Addr()
@@ -144,7 +144,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 	})
 	t.Run("cancel some; one already sent is reported", func(t *testing.T) {
 		l, _, url := awaitingFixture(t)
-		if _, err := l.Approve(ctx, "b", ledger.Approval{By: "bob"}); err != nil {
+		if _, err := l.Controls().Approve(ctx, "b", ledger.Approval{By: "bob"}); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := l.BeginCreate(ctx, "b", "P3", 1); b.Action != ledger.Proceed {
@@ -227,7 +227,7 @@ func TestStatusShowsPhase(t *testing.T) {
 		v.PhaseReason != "approval required; loaded by alice" || v.LoadedBy != "alice" {
 		t.Errorf("status --json: %+v", v)
 	}
-	if _, err := ledger.New(rdb).Discard(context.Background(), "b", "bob", "wrong month"); err != nil {
+	if _, err := ledger.New(rdb).Controls().Discard(context.Background(), "b", "bob", "wrong month"); err != nil {
 		t.Fatal(err)
 	}
 	if out := status("b"); !strings.Contains(out, "phase     discarded (discarded by bob: wrong month)\n") {

@@ -44,7 +44,7 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 	}
 	enc := json.NewEncoder(e.stdout)
 	n := 0
-	err = l.EachAudit(ctx, batch, ext, func(a ledger.AuditEntry) error {
+	err = l.Audit().Each(ctx, batch, ext, func(a ledger.AuditEntry) error {
 		n++
 		if asJSON {
 			return enc.Encode(a)

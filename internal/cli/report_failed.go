@@ -25,9 +25,6 @@ import (
 // opener opens the sealed card numbers of the ledger (a *vault.Keyring).
 type opener = batchreport.Opener
 
-// retryID is batchreport.RetryID.
-func retryID(id string) string { return batchreport.RetryID(id) }
-
 // failedFileName is the default output of --failed-only: the loaded file's
 // base name with .failed.csv, in the current directory.
 func failedFileName(b ledger.Batch) string {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
@@ -128,8 +129,8 @@ func TestRetryID(t *testing.T) {
 		{"PO-r1", "PO-r1-R1"},
 		{"PO-1-R1x", "PO-1-R1x-R1"},
 	} {
-		if got := retryID(tt.in); got != tt.want {
-			t.Errorf("retryID(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := batchreport.RetryID(tt.in); got != tt.want {
+			t.Errorf("RetryID(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

@@ -125,7 +125,13 @@ func TestResolve(t *testing.T) {
 					t.Errorf("%s is %s order %q by %q, want %s %q %q", tt.ext, p.State, p.OrderID, p.ResolvedBy, tt.state, tt.order, tt.by)
 				}
 			}
-			insp := asynq.NewInspectorFromRedisClient(l.Redis())
+			opt, err := redis.ParseURL(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rdb := redis.NewClient(opt)
+			t.Cleanup(func() { rdb.Close() })
+			insp := asynq.NewInspectorFromRedisClient(rdb)
 			// A status task is due within the second (asynq keeps whole
 			// seconds): pending or scheduled.
 			queued := func() int {

@@ -44,6 +44,3 @@ func Key(id string) string {
 	// A Caser holds state: one per call (Key runs on many goroutines).
 	return norm.NFC.String(cases.Fold().String(norm.NFC.String(id)))
 }
-
-// Same reports whether a and b are the same id.
-func Same(a, b string) bool { return a == b || Key(a) == Key(b) }

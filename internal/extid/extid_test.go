@@ -22,8 +22,8 @@ func TestKey(t *testing.T) {
 		{"PO-\uff11", "PO-1", false},           // compatibility forms stay apart (NFC, not NFKC)
 	}
 	for _, tt := range tests {
-		if got := Same(tt.a, tt.b); got != tt.same {
-			t.Errorf("Same(%q, %q) = %v, want %v (keys %q, %q)", tt.a, tt.b, got, tt.same, Key(tt.a), Key(tt.b))
+		if got := Key(tt.a) == Key(tt.b); got != tt.same {
+			t.Errorf("Key(%q) == Key(%q) is %v, want %v (keys %q, %q)", tt.a, tt.b, got, tt.same, Key(tt.a), Key(tt.b))
 		}
 		if k := Key(tt.a); Key(k) != k {
 			t.Errorf("Key(%q) = %q is not its own key (%q)", tt.a, k, Key(k))

@@ -51,7 +51,7 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 		return Discarded{}, err
 	}
 	if b.Phase != PhaseLoading && !(b.Phase == PhaseDiscarded && b.Abandoned) {
-		n, err := l.Discard(ctx, id, by, note)
+		n, err := l.Controls().Discard(ctx, id, by, note)
 		return Discarded{Phase: b.Phase, Cancelled: n}, err
 	}
 	res := Discarded{Phase: PhaseLoading}

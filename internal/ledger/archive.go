@@ -173,29 +173,6 @@ func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) e
 	})
 }
 
-// AuditLen returns the number of entries of batch's audit stream.
-func (l *Ledger) AuditLen(ctx context.Context, batch string) (int64, error) {
-	n, err := l.rdb.XLen(ctx, auditKey(batch)).Result()
-	if err != nil {
-		return 0, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
-	}
-	return n, nil
-}
-
-// LastAudit returns the Redis time of the last entry of batch's audit
-// stream; ok is false when the batch has no audit trail.
-func (l *Ledger) LastAudit(ctx context.Context, batch string) (t time.Time, ok bool, err error) {
-	msgs, err := l.rdb.XRevRangeN(ctx, auditKey(batch), "+", "-", 1).Result()
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
-	}
-	if len(msgs) == 0 {
-		return time.Time{}, false, nil
-	}
-	ms, _, _ := cutDash(msgs[0].ID)
-	return time.UnixMilli(ms).UTC(), true, nil
-}
-
 func cutDash(id string) (int64, string, bool) {
 	for i := 0; i < len(id); i++ {
 		if id[i] == '-' {

@@ -56,17 +56,25 @@ func (e RawAudit) Entry() AuditEntry {
 	return a
 }
 
+// Audit is the audit trail: one stream a batch of its payouts' state
+// changes (the transition scripts write it), and the global one of the
+// operator actions that concern no batch.
+type Audit struct{ l *Ledger }
+
+// Audit returns the ledger's audit trail.
+func (l *Ledger) Audit() Audit { return Audit{l} }
+
 // Actor is who this ledger records transitions as.
 func (l *Ledger) Actor() string { return l.actor }
 
-// AuditQueue records an action on the payout queue (paused, resumed) in
+// Queue records an action on the payout queue (paused, resumed) in
 // the global audit trail.
-func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) error {
-	now, err := l.Time(ctx)
+func (a Audit) Queue(ctx context.Context, actor, action, note string) error {
+	now, err := a.l.Time(ctx)
 	if err != nil {
 		return err
 	}
-	err = l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: globalAuditKey(), Values: []any{
+	err = a.l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: globalAuditKey(), Values: []any{
 		"t", now.UnixMilli(), "actor", actor, "ext", "", "from", "", "to", action, "note", note}}).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: audit %s: %w", action, err)
@@ -74,15 +82,15 @@ func (l *Ledger) AuditQueue(ctx context.Context, actor, action, note string) err
 	return nil
 }
 
-// EachAudit calls fn for every entry of a batch's audit trail ("" for the
+// Each calls fn for every entry of a batch's audit trail ("" for the
 // global one) in time order, 1,000 per round trip; with ext set, only that
 // payout's.
-func (l *Ledger) EachAudit(ctx context.Context, batch, ext string, fn func(AuditEntry) error) error {
+func (a Audit) Each(ctx context.Context, batch, ext string, fn func(AuditEntry) error) error {
 	key, of := globalAuditKey(), "the queue"
 	if batch != "" {
 		key, of = auditKey(batch), batch
 	}
-	return l.eachAudit(ctx, key, of, func(r RawAudit) error {
+	return a.l.eachAudit(ctx, key, of, func(r RawAudit) error {
 		e := r.Entry()
 		if ext != "" && e.ExternalID != ext {
 			return nil
@@ -91,10 +99,10 @@ func (l *Ledger) EachAudit(ctx context.Context, batch, ext string, fn func(Audit
 	})
 }
 
-// EachAuditRaw calls fn for every entry of batch's audit stream in order,
+// EachRaw calls fn for every entry of batch's audit stream in order,
 // 1,000 per round trip.
-func (l *Ledger) EachAuditRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
-	return l.eachAudit(ctx, auditKey(batch), batch, fn)
+func (a Audit) EachRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
+	return a.l.eachAudit(ctx, auditKey(batch), batch, fn)
 }
 
 // eachAudit calls fn for every entry of the audit stream key (the trail
@@ -125,4 +133,27 @@ func rawAudit(m redis.XMessage) RawAudit {
 		e.Fields[k], _ = v.(string)
 	}
 	return e
+}
+
+// Len returns the number of entries of batch's audit stream.
+func (a Audit) Len(ctx context.Context, batch string) (int64, error) {
+	n, err := a.l.rdb.XLen(ctx, auditKey(batch)).Result()
+	if err != nil {
+		return 0, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
+	}
+	return n, nil
+}
+
+// Last returns the Redis time of the last entry of batch's audit
+// stream; ok is false when the batch has no audit trail.
+func (a Audit) Last(ctx context.Context, batch string) (t time.Time, ok bool, err error) {
+	msgs, err := a.l.rdb.XRevRangeN(ctx, auditKey(batch), "+", "-", 1).Result()
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("ledger: audit trail of %s: %w", batch, err)
+	}
+	if len(msgs) == 0 {
+		return time.Time{}, false, nil
+	}
+	ms, _, _ := cutDash(msgs[0].ID)
+	return time.UnixMilli(ms).UTC(), true, nil
 }

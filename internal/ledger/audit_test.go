@@ -28,7 +28,7 @@ func TestAuditTrail(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := l.EachAudit(ctx, "b", "", func(e AuditEntry) error {
+	if err := l.Audit().Each(ctx, "b", "", func(e AuditEntry) error {
 		if e.Time.IsZero() || time.Since(e.Time) > time.Hour*24*365*10 {
 			t.Errorf("entry %s has time %v", e.ID, e.Time)
 		}
@@ -47,15 +47,15 @@ func TestAuditTrail(t *testing.T) {
 		t.Fatalf("audit trail:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	var only []AuditEntry
-	l.EachAudit(ctx, "b", "E2", func(e AuditEntry) error { only = append(only, e); return nil })
+	l.Audit().Each(ctx, "b", "E2", func(e AuditEntry) error { only = append(only, e); return nil })
 	if len(only) != 1 || only[0].To != "cancelled" {
 		t.Fatalf("filtered trail: %+v", only)
 	}
-	if err := l.AuditQueue(ctx, "dave", "paused", "PSP maintenance"); err != nil {
+	if err := l.Audit().Queue(ctx, "dave", "paused", "PSP maintenance"); err != nil {
 		t.Fatal(err)
 	}
 	var global []AuditEntry
-	l.EachAudit(ctx, "", "", func(e AuditEntry) error { global = append(global, e); return nil })
+	l.Audit().Each(ctx, "", "", func(e AuditEntry) error { global = append(global, e); return nil })
 	if len(global) != 1 || global[0].Actor != "dave" || global[0].To != "paused" || global[0].Context["note"] != "PSP maintenance" {
 		t.Fatalf("global trail: %+v", global)
 	}

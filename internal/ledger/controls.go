@@ -24,10 +24,18 @@ var (
 	ErrDailyLimit = errors.New("ledger: daily limit")
 )
 
+// Controls are the financial controls of the ledger: batches held for
+// approval, the approval (four-eyes, the daily limit) or discard of a held
+// batch, and the day's approved sums.
+type Controls struct{ l *Ledger }
+
+// Controls returns the ledger's financial controls.
+func (l *Ledger) Controls() Controls { return Controls{l} }
+
 // HoldBatch ends a load under approval: the batch goes from loading to
 // awaiting_approval with the reason it waits, and no task exists for it.
-func (l *Ledger) HoldBatch(ctx context.Context, id, reason string) error {
-	err := holdScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, reason, l.actor).Err()
+func (c Controls) HoldBatch(ctx context.Context, id, reason string) error {
+	err := holdScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, reason, c.l.actor).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: hold batch %s for approval: %w", id, err)
 	}
@@ -73,8 +81,8 @@ return {1, tostring(n)}
 // pass. Over the limit it returns an error matching ErrDailyLimit that names
 // the figures, with scale decimals (the batch's). day and units let a
 // caller that does not go on give the amount back (UnreserveDaily).
-func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount, scale int) (day string, units int64, err error) {
-	now, err := l.Time(ctx)
+func (c Controls) ReserveDaily(ctx context.Context, amount, limit money.Amount, scale int) (day string, units int64, err error) {
+	now, err := c.l.Time(ctx)
 	if err != nil {
 		return "", 0, err
 	}
@@ -84,7 +92,7 @@ func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount, s
 		max = dailyUnits(limit)
 	}
 	units = dailyUnits(amount)
-	res, err := reserveScript.Run(ctx, l.rdb, []string{day}, units, max, int64((48 * time.Hour).Seconds())).Slice()
+	res, err := reserveScript.Run(ctx, c.l.rdb, []string{day}, units, max, int64((48 * time.Hour).Seconds())).Slice()
 	if err != nil {
 		return "", 0, fmt.Errorf("ledger: daily sum: %w", err)
 	}
@@ -101,11 +109,11 @@ func (l *Ledger) ReserveDaily(ctx context.Context, amount, limit money.Amount, s
 }
 
 // UnreserveDaily gives back what ReserveDaily added.
-func (l *Ledger) UnreserveDaily(ctx context.Context, day string, units int64) error {
+func (c Controls) UnreserveDaily(ctx context.Context, day string, units int64) error {
 	if day == "" {
 		return nil
 	}
-	return l.rdb.DecrBy(context.WithoutCancel(ctx), day, units).Err()
+	return c.l.rdb.DecrBy(context.WithoutCancel(ctx), day, units).Err()
 }
 
 // Approval is one decision to let a batch's payouts go to the workers.
@@ -128,8 +136,8 @@ type Approval struct {
 // Approve moves a batch from awaiting_approval to loaded and records who
 // approved it; the caller then enqueues the creates of its queued payouts
 // (ApprovedQueued; the reconciler does it too if the caller dies).
-func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, error) {
-	b, err := l.Batch(ctx, id)
+func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, error) {
+	b, err := c.l.Batch(ctx, id)
 	if err != nil {
 		return b, err
 	}
@@ -139,21 +147,21 @@ func (l *Ledger) Approve(ctx context.Context, id string, a Approval) (Batch, err
 	if err := b.MayApprove(a.By, a.FourEyes); err != nil {
 		return b, err
 	}
-	day, units, err := l.ReserveDaily(ctx, b.Total, a.DailyLimit, b.Scale)
+	day, units, err := c.ReserveDaily(ctx, b.Total, a.DailyLimit, b.Scale)
 	if err != nil {
 		return b, err
 	}
-	moved, err := decideScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, "approved").Int()
+	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, "approved").Int()
 	if err != nil || moved != 1 {
 		// Not approved after all: give the day's sum back.
-		_ = l.UnreserveDaily(ctx, day, units)
+		_ = c.UnreserveDaily(ctx, day, units)
 		if err != nil {
 			return b, fmt.Errorf("ledger: approve %s: %w", id, err)
 		}
-		b, _ = l.Batch(ctx, id)
+		b, _ = c.l.Batch(ctx, id)
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
-	return l.Batch(ctx, id)
+	return c.l.Batch(ctx, id)
 }
 
 // MayApprove tells whether by may approve the batch under the four-eyes
@@ -185,15 +193,6 @@ func samePerson(a, b string) bool {
 	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 }
 
-// MarkApproved records on a batch loaded without waiting who let it go
-// (for example "auto: below 1000.00").
-func (l *Ledger) MarkApproved(ctx context.Context, id, by string) error {
-	if err := l.rdb.HSet(ctx, metaKey(id), "dby", by).Err(); err != nil {
-		return fmt.Errorf("ledger: record approval of %s: %w", id, err)
-	}
-	return nil
-}
-
 // decideScript moves a batch awaiting approval to ARGV[1] (loaded or
 // discarded), recording who and when (Redis time) in the batch and its
 // audit trail. KEYS: meta, audit; ARGV: phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
@@ -209,16 +208,16 @@ return 1
 // Discard refuses a batch awaiting approval: its phase becomes discarded
 // and every payout still queued becomes cancelled. A rerun after a crash
 // goes on cancelling.
-func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) {
+func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error) {
 	if by == "" || note == "" {
 		return 0, fmt.Errorf("discard %s: operator name and note are required: %w", id, ErrBadResolution)
 	}
-	b, err := l.Batch(ctx, id)
+	b, err := c.l.Batch(ctx, id)
 	if err != nil {
 		return 0, err
 	}
 	if b.Phase != PhaseDiscarded {
-		moved, err := decideScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, PhaseDiscarded, by, note).Int()
+		moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseDiscarded, by, note).Int()
 		if err != nil {
 			return 0, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}
@@ -226,7 +225,7 @@ func (l *Ledger) Discard(ctx context.Context, id, by, note string) (int, error) 
 			return 0, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 		}
 	}
-	return l.cancelQueued(ctx, id, by, "batch discarded: "+note)
+	return c.l.cancelQueued(ctx, id, by, "batch discarded: "+note)
 }
 
 // cancelScript moves a queued payout to cancelled. KEYS: payout, counts,

@@ -17,7 +17,7 @@ func awaitingBatch(t *testing.T, l *Ledger, id, by string, n int) {
 		t.Fatal(err)
 	}
 	seedRows(t, l, id, n)
-	if err := l.HoldBatch(ctx, id, "approval required"); err != nil {
+	if err := l.Controls().HoldBatch(ctx, id, "approval required"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -39,15 +39,15 @@ func TestApproval(t *testing.T) {
 		l, _ := newTestLedger(t)
 		awaitingBatch(t, l, "b", "alice", 2)
 		for _, by := range []string{"alice", "Alice", " ALICE "} {
-			if _, err := l.Approve(ctx, "b", Approval{By: by, FourEyes: true}); !errors.Is(err, ErrFourEyes) {
+			if _, err := l.Controls().Approve(ctx, "b", Approval{By: by, FourEyes: true}); !errors.Is(err, ErrFourEyes) {
 				t.Fatalf("approval by the loader as %q: %v", by, err)
 			}
 		}
-		b, err := l.Approve(ctx, "b", Approval{By: "bob", FourEyes: true})
+		b, err := l.Controls().Approve(ctx, "b", Approval{By: "bob", FourEyes: true})
 		if err != nil || b.Phase != PhaseLoaded || b.DecidedBy != "bob" {
 			t.Fatalf("approval by another: %+v %v", b, err)
 		}
-		if _, err := l.Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
+		if _, err := l.Controls().Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
 			t.Fatalf("second approval: %v", err)
 		}
 	})
@@ -58,7 +58,7 @@ func TestApproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		seedRows(t, l, "fe", 1)
-		if err := l.HoldBatch(ctx, "fe", "approval required"); err != nil {
+		if err := l.Controls().HoldBatch(ctx, "fe", "approval required"); err != nil {
 			t.Fatal(err)
 		}
 		b, err := l.Batch(ctx, "fe")
@@ -66,7 +66,7 @@ func TestApproval(t *testing.T) {
 			t.Fatalf("batch record: %+v %v", b, err)
 		}
 		for _, a := range []Approval{{By: "alice"}, {By: "ALICE", FourEyes: false}, {By: "alice", FourEyes: true}} {
-			if _, err := l.Approve(ctx, "fe", a); !errors.Is(err, ErrFourEyes) {
+			if _, err := l.Controls().Approve(ctx, "fe", a); !errors.Is(err, ErrFourEyes) {
 				t.Fatalf("approval %+v by the loader: %v", a, err)
 			}
 			if err := b.MayApprove(a.By, a.FourEyes); !errors.Is(err, ErrFourEyes) {
@@ -76,7 +76,7 @@ func TestApproval(t *testing.T) {
 		if err := b.MayApprove("bob", false); err != nil {
 			t.Fatalf("MayApprove(bob): %v", err)
 		}
-		if b, err := l.Approve(ctx, "fe", Approval{By: "bob"}); err != nil || b.Phase != PhaseLoaded {
+		if b, err := l.Controls().Approve(ctx, "fe", Approval{By: "bob"}); err != nil || b.Phase != PhaseLoaded {
 			t.Fatalf("approval by bob: %+v %v", b, err)
 		}
 	})
@@ -88,7 +88,7 @@ func TestApproval(t *testing.T) {
 	})
 	t.Run("a batch recorded before the policy follows the approver's policy", func(t *testing.T) {
 		l, _ := newTestLedger(t)
-		rdb := l.Redis()
+		rdb := l.rdb
 		awaitingBatch(t, l, "old", "alice", 1)
 		// As written before the field existed.
 		if err := rdb.HDel(ctx, metaKey("old"), "fe").Err(); err != nil {
@@ -97,17 +97,17 @@ func TestApproval(t *testing.T) {
 		if b, _ := l.Batch(ctx, "old"); b.FourEyes {
 			t.Fatal("a batch without the field reads as four-eyes")
 		}
-		if _, err := l.Approve(ctx, "old", Approval{By: "alice", FourEyes: true}); !errors.Is(err, ErrFourEyes) {
+		if _, err := l.Controls().Approve(ctx, "old", Approval{By: "alice", FourEyes: true}); !errors.Is(err, ErrFourEyes) {
 			t.Fatalf("deployment policy on an old batch: %v", err)
 		}
-		if _, err := l.Approve(ctx, "old", Approval{By: "alice"}); err != nil {
+		if _, err := l.Controls().Approve(ctx, "old", Approval{By: "alice"}); err != nil {
 			t.Fatalf("without the policy the old batch's loader may approve (as before): %v", err)
 		}
 	})
 	t.Run("discard cancels every queued payout and nothing can approve it after", func(t *testing.T) {
 		l, _ := newTestLedger(t)
 		awaitingBatch(t, l, "b", "alice", 3)
-		n, err := l.Discard(ctx, "b", "carol", "wrong file")
+		n, err := l.Controls().Discard(ctx, "b", "carol", "wrong file")
 		if err != nil || n != 3 {
 			t.Fatalf("discard: %d %v", n, err)
 		}
@@ -115,7 +115,7 @@ func TestApproval(t *testing.T) {
 		if c.Rows[Cancelled] != 3 || c.Units[Cancelled] != 3000 || c.Open() != 0 {
 			t.Fatalf("counts %+v", c)
 		}
-		if _, err := l.Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
+		if _, err := l.Controls().Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
 			t.Fatalf("approve after discard: %v", err)
 		}
 	})
@@ -133,7 +133,7 @@ func TestApproval(t *testing.T) {
 			wg.Add(1)
 			go func(id string) {
 				defer wg.Done()
-				_, err := l.Approve(ctx, id, Approval{By: "bob", DailyLimit: money.MustParse("550.00")})
+				_, err := l.Controls().Approve(ctx, id, Approval{By: "bob", DailyLimit: money.MustParse("550.00")})
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

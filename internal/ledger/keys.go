@@ -11,7 +11,9 @@ import (
 
 // The ledger owns the Redis keys of payout (Asynq's are Asynq's), and this
 // file builds every one of them: the unexported builders for the ledger's
-// own use, the exported ones for the workers' shared keys and for tests.
+// own use, the exported ones for tests and for tools that name the kind of
+// a key. Other packages read and write the workers' shared keys through
+// the ledger's methods (shared.go), never by key.
 // Code outside the ledger, tests included, gets a key from these
 // functions, never builds one (keys_test.go checks it). The layout:
 // docs/design.md.
@@ -101,6 +103,24 @@ func dailyKey(now time.Time) string { return prefix + ":daily:" + now.UTC().Form
 // leaseKey is the lease of periodic work named name.
 func leaseKey(name string) string { return prefix + ":lease:" + name }
 
+// rateLimitKey is the PSP request rate limit shared by every worker
+// (redis_rate adds its own prefix "rate:").
+func rateLimitKey() string { return prefix + ":ratelimit:psp" }
+
+// lookupSampleKey holds the externalId of a payout the PSP created: the
+// subject of the workers' check that the PSP finds orders by externalId.
+func lookupSampleKey() string { return prefix + ":psp:lookup-sample" }
+
+// lookupVerifiedKey exists once that check succeeded.
+func lookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
+
+// metricsSnapshotKey holds the on-call gauges one worker computed from the
+// ledger (internal/metrics), for every worker to export.
+func metricsSnapshotKey() string { return prefix + ":metrics:snapshot" }
+
+// MetricsSnapshotKey is the key of the on-call gauges' snapshot, for tests.
+func MetricsSnapshotKey() string { return metricsSnapshotKey() }
+
 // PayoutKey is the hash of one payout.
 func PayoutKey(batch, externalID string) string { return payoutKey(batch, externalID) }
 
@@ -123,16 +143,6 @@ func OwnerKey(externalID string) string { return ownerKey(extid.Key(externalID))
 
 // BatchKeyPrefix is the common prefix of every key of a batch.
 func BatchKeyPrefix(batch string) string { return tag(batch) + ":" }
-
-// RateLimitKey is the PSP request rate limit shared by every worker.
-func RateLimitKey() string { return prefix + ":ratelimit:psp" }
-
-// LookupSampleKey holds the externalId of a payout the PSP created: the
-// subject of the workers' check that the PSP finds orders by externalId.
-func LookupSampleKey() string { return prefix + ":psp:lookup-sample" }
-
-// LookupVerifiedKey exists once that check succeeded.
-func LookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
 
 // ArchivedKey marks a batch moved out of Redis into an archive file.
 func ArchivedKey(batch string) string { return archivedKey(batch) }

@@ -11,19 +11,35 @@
 //
 // # Keys
 //
-// All keys of one batch share the hash tag {BATCH}, so every script touches a
-// single Redis Cluster slot:
+// The ledger owns every key under PREFIX ("payout"); keys.go builds them
+// all, and code outside the ledger reaches them only through its methods.
+// All keys of one batch share the hash tag {BATCH}, so every script
+// touches a single Redis Cluster slot:
 //
-//	PREFIX:{B}:meta        hash   batch metadata (file, loadedAt, rows, total, scale, phase)
-//	PREFIX:{B}:p:EXTID     hash   one payout
-//	PREFIX:{B}:l:K         zset   externalIds of file lines 128K..128K+127 scored by line (listpack-sized)
-//	PREFIX:{B}:lk          zset   the chunk numbers K in use, for reports in file order
-//	PREFIX:{B}:lines       zset   the index before the chunks (all externalIds by line); still read
-//	PREFIX:{B}:counts      hash   rows and minor units per state
-//	PREFIX:{B}:loadlock    string the loader registering the batch now (expires)
-//	PREFIX:{B}:audit       stream one entry per state change: time, actor, from, to, context
-//	PREFIX:x:EXTID         string batch that owns an externalId (global uniqueness)
-//	PREFIX:batches         zset   batch ids scored by load time
+//	PREFIX:{B}:meta               hash   batch metadata (file, loadedAt, rows, total, scale, phase, approval)
+//	PREFIX:{B}:p:EXTID            hash   one payout
+//	PREFIX:{B}:l:K                zset   externalIds of file lines 128K..128K+127 scored by line (listpack-sized)
+//	PREFIX:{B}:lk                 zset   the chunk numbers K in use, for reports in file order
+//	PREFIX:{B}:lines              zset   the index before the chunks (all externalIds by line); still read
+//	PREFIX:{B}:counts             hash   rows and minor units per state
+//	PREFIX:{B}:loadlock           string the loader registering the batch now (expires)
+//	PREFIX:{B}:audit              stream one entry per state change: time, actor, from, to, context
+//	PREFIX:{B}:archived           hash   summary of a batch moved into an archive file
+//	PREFIX:x:IDKEY                string the live batch that owns an externalId (global uniqueness)
+//	PREFIX:xa:G:K                 hash   claims of archived batches, bucket K of generation G (expires)
+//	PREFIX:xa:gens                hash   claims and last day per generation of archived claims
+//	PREFIX:batches                zset   batch ids scored by load time
+//	PREFIX:audit                  stream operator actions that concern no batch (pause, resume)
+//	PREFIX:daily:YYYY-MM-DD       string the sum approved on a UTC day, for the daily limit (expires)
+//	PREFIX:lease:NAME             string the process doing periodic work NAME now (expires)
+//	PREFIX:psp:lookup-sample      string an externalId the PSP created, for the lookup check
+//	PREFIX:psp:lookup-verified    string set once the PSP found that order by its externalId
+//	PREFIX:metrics:snapshot       string the on-call gauges one worker computed (expires)
+//	rate:PREFIX:ratelimit:psp     string the workers' shared PSP rate limit (redis_rate)
+//
+// The reconciler's suspect marks (PREFIX:reconcile:{payouts}:suspect:ID)
+// live in the queue's hash slot and belong to package jobs, with Asynq's
+// own keys.
 package ledger
 
 import (
@@ -124,9 +140,6 @@ func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
 	}
 	return l
 }
-
-// Redis returns the client the ledger uses.
-func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
 
 // As returns a ledger that records its transitions in the audit trail as
 // done by actor: a worker's host:pid, an operator's name.

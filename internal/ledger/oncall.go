@@ -13,13 +13,6 @@ import (
 // is created.
 const AwaitingOutcome State = "awaiting_outcome"
 
-// metricsSnapshotKey holds the on-call gauges one worker computed from the
-// ledger (internal/metrics), for every worker to export.
-func metricsSnapshotKey() string { return prefix + ":metrics:snapshot" }
-
-// MetricsSnapshotKey is the key of the on-call gauges' snapshot.
-func MetricsSnapshotKey() string { return metricsSnapshotKey() }
-
 // Oldest returns, for each open state of batch (queued, submitting,
 // checking, AwaitingOutcome) and for needs_review, the time of the last
 // transition of its oldest payout in that state: when the payout entered

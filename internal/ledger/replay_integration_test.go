@@ -264,7 +264,7 @@ func TestLostReplyOfEveryTransition(t *testing.T) {
 func assertOneTransition(ctx context.Context, t *testing.T, l *Ledger, batch string, want State, fields map[string]string) {
 	t.Helper()
 	mustState(t, l, batch, "E1", want)
-	h, err := l.Redis().HGetAll(ctx, payoutKey(batch, "E1")).Result()
+	h, err := l.rdb.HGetAll(ctx, payoutKey(batch, "E1")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}

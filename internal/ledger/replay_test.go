@@ -96,7 +96,7 @@ func TestAbsenceSpacingUsesRedisTime(t *testing.T) {
 	ctx := context.Background()
 	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
 	slow, clk := newTestLedger(t)
-	fast := New(slow.Redis(), WithClock(func() time.Time { return clk.now().Add(10 * time.Minute) }))
+	fast := New(slow.rdb, WithClock(func() time.Time { return clk.now().Add(10 * time.Minute) }))
 	seed(t, slow, "b", 1)
 	slow.BeginCreate(ctx, "b", "E1", 1)
 	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking})

@@ -50,7 +50,7 @@ func TestApprovalControls(t *testing.T) {
 			if err != nil || again.DuplicateOf == nil || f.pending() != 0 {
 				t.Fatalf("reload of a held batch: %+v %v", again, err)
 			}
-			if _, err := f.led.Approve(ctx, res.Batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
+			if _, err := f.led.Controls().Approve(ctx, res.Batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
 				t.Fatal(err)
 			}
 			if n, err := f.ld.EnqueueApproved(ctx, f.insp, res.Batch); err != nil || n != 3 || f.pending() != 3 {

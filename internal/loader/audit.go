@@ -16,6 +16,6 @@ import (
 func (ld *Loader) writeAuditFile(ctx context.Context, path, batch string) error {
 	return writeAtomic(path, func(f *os.File) error {
 		enc := json.NewEncoder(f)
-		return ld.ledger.EachAudit(ctx, batch, "", func(e ledger.AuditEntry) error { return enc.Encode(e) })
+		return ld.ledger.Audit().Each(ctx, batch, "", func(e ledger.AuditEntry) error { return enc.Encode(e) })
 	})
 }

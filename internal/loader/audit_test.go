@@ -22,7 +22,7 @@ func TestFinalBatchWritesItsAuditTrail(t *testing.T) {
 	if err != nil || len(res.Files) != 1 || res.Files[0].Held == "" {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
-	if n, err := f.led.Discard(ctx, res.Files[0].Batch, "bob", "wrong month"); err != nil || n != 3 {
+	if n, err := f.led.Controls().Discard(ctx, res.Files[0].Batch, "bob", "wrong month"); err != nil || n != 3 {
 		t.Fatalf("discard: %d %v", n, err)
 	}
 	res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename})

@@ -122,7 +122,7 @@ func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount, scal
 	case a.MaxBatchTotal.Cmp(money.Zero) > 0 && total.Cmp(a.MaxBatchTotal) > 0:
 		return fmt.Sprintf("total %s is above the batch limit %s", total.StringFixed(scale), a.MaxBatchTotal.StringFixed(scale)), false, nil
 	}
-	if _, _, err := ld.ledger.ReserveDaily(ctx, total, a.DailyLimit, scale); err != nil {
+	if _, _, err := ld.ledger.Controls().ReserveDaily(ctx, total, a.DailyLimit, scale); err != nil {
 		if errors.Is(err, ledger.ErrDailyLimit) {
 			return err.Error(), false, nil
 		}
@@ -806,7 +806,7 @@ func (ld *Loader) holdLoad(ctx context.Context, res Result, opts Options, log ze
 	if opts.Approval.By != "" {
 		led = led.As(opts.Approval.By) // the audit trail names who loaded it
 	}
-	if err := led.HoldBatch(ctx, res.Batch, res.Held); err != nil {
+	if err := led.Controls().HoldBatch(ctx, res.Batch, res.Held); err != nil {
 		return err
 	}
 	log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")

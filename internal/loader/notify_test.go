@@ -46,7 +46,7 @@ func TestSpoolNotifies(t *testing.T) {
 	if ev, ok := events()[held.ID]; !ok || ev.Type != notify.BatchAwaitingApproval || ev.Reason != "approval required" || len(events()) != 1 {
 		t.Fatalf("after the hold: %+v", events())
 	}
-	if _, err := f.led.Discard(ctx, batch, "bob", "wrong file"); err != nil {
+	if _, err := f.led.Controls().Discard(ctx, batch, "bob", "wrong file"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename}); err != nil || len(res.Reports) != 1 {

@@ -179,10 +179,10 @@ func TestResumeKeepsApprovalDecision(t *testing.T) {
 			t.Errorf("rerun held %q, enqueued %d: the day's sum was reserved again", again.Held, again.Enqueued)
 		}
 		// Reserved once: the other half fits, a cent more does not.
-		if _, _, err := e.led.ReserveDaily(ctx, money.FromMinor(units/2, 2), a.DailyLimit, 2); err != nil {
+		if _, _, err := e.led.Controls().ReserveDaily(ctx, money.FromMinor(units/2, 2), a.DailyLimit, 2); err != nil {
 			t.Errorf("the rest of the limit does not fit: %v", err)
 		}
-		if _, _, err := e.led.ReserveDaily(ctx, money.MustParse("0.01"), a.DailyLimit, 2); !errors.Is(err, ledger.ErrDailyLimit) {
+		if _, _, err := e.led.Controls().ReserveDaily(ctx, money.MustParse("0.01"), a.DailyLimit, 2); !errors.Is(err, ledger.ErrDailyLimit) {
 			t.Errorf("the day's sum is below the limit after reserving its rest: %v (the batch was not reserved)", err)
 		}
 	})

@@ -21,7 +21,7 @@ func TestFinalBatchWritesItsSummary(t *testing.T) {
 	if err != nil || len(res.Files) != 1 {
 		t.Fatalf("spool: %+v %v", res, err)
 	}
-	if _, err := f.led.Discard(ctx, res.Files[0].Batch, "bob", "wrong month"); err != nil {
+	if _, err := f.led.Controls().Discard(ctx, res.Files[0].Batch, "bob", "wrong month"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err = f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename}); err != nil || len(res.Reports) != 1 {

@@ -61,7 +61,7 @@ func fixture(t *testing.T) (*ledger.Ledger, *miniredis.Miniredis, redis.Universa
 	}
 	step(10 * time.Minute)
 	load("B", "100", "0.01")
-	if err := l.HoldBatch(ctx, "B", "approval required"); err != nil {
+	if err := l.Controls().HoldBatch(ctx, "B", "approval required"); err != nil {
 		t.Fatal(err)
 	}
 	step(5 * time.Minute)

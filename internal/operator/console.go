@@ -280,7 +280,7 @@ func (c Console) Payout(ctx context.Context, batch, ext string) (ui.PayoutView, 
 		return ui.PayoutView{}, nil, notFound(err)
 	}
 	var hist []ui.AuditView
-	err = c.Ledger.EachAudit(ctx, batch, ext, func(a ledger.AuditEntry) error {
+	err = c.Ledger.Audit().Each(ctx, batch, ext, func(a ledger.AuditEntry) error {
 		hist = append(hist, auditView(a))
 		return nil
 	})
@@ -416,7 +416,7 @@ func (c Console) writeAudit(ctx context.Context, batch string, w io.Writer) erro
 	if err := cw.Write([]string{"time", "actor", "externalId", "from", "to", "note", "details"}); err != nil {
 		return err
 	}
-	err := c.Ledger.EachAudit(ctx, batch, "", func(a ledger.AuditEntry) error {
+	err := c.Ledger.Audit().Each(ctx, batch, "", func(a ledger.AuditEntry) error {
 		v := auditView(a)
 		return cw.Write([]string{v.Time.UTC().Format(time.RFC3339Nano), report.Neutralize(v.Actor),
 			report.Neutralize(card.Scrub(a.ExternalID)), v.From, v.To, report.Neutralize(v.Note), report.Neutralize(v.Details)})

@@ -59,7 +59,7 @@ func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval)
 	if ap.By == "" {
 		return ledger.Batch{}, 0, ErrMissingOperator
 	}
-	b, err := a.Ledger.Approve(ctx, batch, ap)
+	b, err := a.Ledger.Controls().Approve(ctx, batch, ap)
 	if err != nil {
 		return b, 0, err
 	}
@@ -113,7 +113,7 @@ func DiscardedText(batch, by string, d ledger.Discarded) string {
 // returned (the queue's state stands either way).
 func (a *Actions) QueueChanged(ctx context.Context, queue, by, note, how string, paused bool) error {
 	verb := map[bool]string{true: "paused", false: "resumed"}[paused]
-	auditErr := a.Ledger.AuditQueue(ctx, by, verb, note)
+	auditErr := a.Ledger.Audit().Queue(ctx, by, verb, note)
 	if auditErr != nil {
 		auditErr = fmt.Errorf("queue %s %s, but the audit trail could not record it: %w", queue, verb, auditErr)
 	}

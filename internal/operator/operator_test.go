@@ -49,7 +49,7 @@ func TestQueueChangedRecordsAndNotifies(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []ledger.AuditEntry
-			_ = a.Ledger.EachAudit(context.Background(), "", "", func(e ledger.AuditEntry) error {
+			_ = a.Ledger.Audit().Each(context.Background(), "", "", func(e ledger.AuditEntry) error {
 				got = append(got, e)
 				return nil
 			})

@@ -153,7 +153,7 @@ func decisions(entries []ledger.AuditEntry) string {
 func (e *env) audit(batch string) []ledger.AuditEntry {
 	e.t.Helper()
 	var out []ledger.AuditEntry
-	if err := e.led.EachAudit(context.Background(), batch, "", func(a ledger.AuditEntry) error {
+	if err := e.led.Audit().Each(context.Background(), batch, "", func(a ledger.AuditEntry) error {
 		out = append(out, a)
 		return nil
 	}); err != nil {

@@ -96,7 +96,7 @@ func LoadDemo(t testing.TB, rdb redis.UniversalClient) Demo {
 	gone := load("payouts-2026-11-24-duplicate.csv", "externalId,amount,cardNumber\nOLD-0001,990.00,4111 1111 1111 1111\nOLD-0002,10.00,5500 0000 0000 0004\n",
 		loader.Approval{Required: true, By: "bob"})
 	d.Discarded = gone.Batch
-	if _, err := led.Discard(ctx, d.Discarded, "carol", "sent twice by the ERP export"); err != nil {
+	if _, err := led.Controls().Discard(ctx, d.Discarded, "carol", "sent twice by the ERP export"); err != nil {
 		t.Fatal(err)
 	}
 	return d

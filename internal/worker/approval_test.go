@@ -36,7 +36,7 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 	if _, err := h.ledger.Register(ctx, h.batch, ps, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ledger.HoldBatch(ctx, h.batch, "approval required"); err != nil {
+	if err := h.ledger.Controls().HoldBatch(ctx, h.batch, "approval required"); err != nil {
 		t.Fatal(err)
 	}
 	h.start()
@@ -51,7 +51,7 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 	if was, err := h.ledger.Cancel(ctx, h.batch, ids[0], "carol", "not this one"); err != nil || was != ledger.Queued {
 		t.Fatalf("cancel: %s %v", was, err)
 	}
-	if _, err := h.ledger.Approve(ctx, h.batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
+	if _, err := h.ledger.Controls().Approve(ctx, h.batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
 		t.Fatal(err)
 	}
 	ld := loader.New(h.ledger, h.client, nil, zerolog.Nop())

@@ -8,7 +8,6 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
-	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 	"github.com/sony/gobreaker/v2"
@@ -21,8 +20,7 @@ import (
 type gate struct {
 	breaker  *gobreaker.TwoStepCircuitBreaker[struct{}]
 	cooldown time.Duration
-	limiter  *redis_rate.Limiter
-	limit    redis_rate.Limit
+	limiter  *ledger.RateLimiter
 	metrics  *Metrics
 }
 
@@ -53,8 +51,7 @@ func newGate(rdb redis.UniversalClient, cfg Config, m *Metrics, log zerolog.Logg
 		},
 	})
 	if cfg.Rate > 0 {
-		g.limiter = redis_rate.NewLimiter(rdb)
-		g.limit = redis_rate.PerSecond(cfg.Rate)
+		g.limiter = ledger.NewRateLimiter(rdb, cfg.Rate)
 	}
 	return g
 }
@@ -108,19 +105,19 @@ func (g *gate) wait(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		res, err := g.limiter.Allow(ctx, ledger.RateLimitKey(), g.limit)
+		allowed, retryAfter, err := g.limiter.Allow(ctx)
 		if err != nil {
 			return err
 		}
-		if res.Allowed > 0 {
+		if allowed {
 			return nil
 		}
-		if time.Now().Add(res.RetryAfter).After(deadline) {
+		if time.Now().Add(retryAfter).After(deadline) {
 			g.metrics.deferred.WithLabelValues("rate_limit").Inc()
-			return &deferral{reason: "PSP rate limit", after: res.RetryAfter}
+			return &deferral{reason: "PSP rate limit", after: retryAfter}
 		}
 		// Jittered, so that the waiters do not all wake for the same token.
-		t := time.NewTimer(res.RetryAfter + time.Duration(rand.Int64N(int64(res.RetryAfter)+int64(time.Millisecond))))
+		t := time.NewTimer(retryAfter + time.Duration(rand.Int64N(int64(retryAfter)+int64(time.Millisecond))))
 		select {
 		case <-ctx.Done():
 			t.Stop()

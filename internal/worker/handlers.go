@@ -548,7 +548,7 @@ func (w *Worker) pause(ctx context.Context, reason string) error {
 	case err == nil:
 		w.metrics.pauses.Inc()
 		w.notifyPause(ctx, reason)
-		if aerr := w.ledger.AuditQueue(ctx, w.ledger.Actor(), "paused", reason); aerr != nil {
+		if aerr := w.ledger.Audit().Queue(ctx, w.ledger.Actor(), "paused", reason); aerr != nil {
 			w.log.Warn().Err(aerr).Msg("queue paused, but the audit trail could not record it")
 		}
 		w.log.Error().Str("alert", "psp_configuration").Str("queue", jobs.Queue).Str("reason", reason).

@@ -7,7 +7,6 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -19,7 +18,7 @@ import (
 // find an order known to exist (one it created for us) by its externalId.
 // The verdict is kept in Redis for every worker.
 type lookupCheck struct {
-	rdb    redis.UniversalClient
+	ledger *ledger.Ledger
 	psp    PSP
 	log    zerolog.Logger
 	always bool // --trust-status-by-external-id
@@ -44,7 +43,7 @@ func (l *lookupCheck) sample(ctx context.Context, ext string) {
 	if skip {
 		return
 	}
-	if err := l.rdb.SetNX(ctx, ledger.LookupSampleKey(), ext, 0).Err(); err != nil {
+	if err := l.ledger.SampleLookup(ctx, ext); err != nil {
 		l.log.Warn().Err(err).Msg("could not record a lookup sample")
 	}
 }
@@ -61,7 +60,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	if l.isVerified() {
 		return true
 	}
-	if n, err := l.rdb.Exists(ctx, ledger.LookupVerifiedKey()).Result(); err == nil && n == 1 {
+	if ok, err := l.ledger.LookupVerified(ctx); err == nil && ok {
 		l.mu.Lock()
 		l.verified = true
 		l.mu.Unlock()
@@ -75,7 +74,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	l.lastTry = time.Now()
 	l.mu.Unlock()
 
-	ext, err := l.rdb.Get(ctx, ledger.LookupSampleKey()).Result()
+	ext, err := l.ledger.LookupSample(ctx)
 	if err != nil || ext == "" {
 		return false
 	}
@@ -85,7 +84,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 			Msg("the PSP did not find an order it created by its externalId (yet): 404s by externalId are not trusted")
 		return false
 	}
-	if err := l.rdb.Set(ctx, ledger.LookupVerifiedKey(), time.Now().UTC().Format(time.RFC3339), 0).Err(); err != nil {
+	if err := l.ledger.MarkLookupVerified(ctx, time.Now()); err != nil {
 		return false
 	}
 	l.mu.Lock()

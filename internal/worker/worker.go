@@ -71,7 +71,7 @@ func New(cfg Config) (*Worker, error) {
 		client:  asynq.NewClientFromRedisClient(rdb),
 		insp:    asynq.NewInspectorFromRedisClient(rdb),
 		gate:    newGate(rdb, cfg, m, log),
-		lookup:  &lookupCheck{rdb: rdb, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
+		lookup:  &lookupCheck{ledger: cfg.Ledger, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
 		metrics: m,
 		log:     log,
 	}, nil
