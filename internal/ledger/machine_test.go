@@ -125,7 +125,7 @@ func TestLuaMovesAreTheTable(t *testing.T) {
 // counter.
 var (
 	luaMoveRE    = regexp.MustCompile(`move\([^,]+,\s*(?:'(\w*)'|[\w\[\]]+),\s*(?:'(\w*)'|\w+)`)
-	luaWriteRE   = regexp.MustCompile(`'state',\s*'(\w*)'|\bto\s*=\s*'(\w*)'|leave\('(\w*)'`)
+	luaWriteRE   = regexp.MustCompile(`'state',\s*'(\w*)'|\bto(?:,\s*\w+)*\s*=\s*'(\w*)'|leave\('(\w*)'`)
 	luaCompareRE = regexp.MustCompile(`(?:\bst|\bto|h\[1\])\s*[~=]=\s*'(\w*)'`)
 	luaCounterRE = regexp.MustCompile(`'[nu]:(\w*)'`)
 	luaFetchRE   = regexp.MustCompile(`fetch\([^)]*\)`)
@@ -133,33 +133,41 @@ var (
 
 // TestScriptsNameOnlyTheirMoves reads every script composed by Role.script:
 // each state it names is declared, each state it writes is the end of a
-// move its role may make, each move between two named states is one its
-// role may make, and each move of the table is made by a script of its
-// role. (That no path of a script makes another move is enforced when it
-// runs: move() refuses it; TestEveryTransitionIsMade runs every move.)
+// move its role may make, and each move between two named states is one
+// its role may make. That no path of a script makes another move is
+// enforced when it runs (move() refuses it), and TestEveryTransitionIsMade
+// makes every move of the table through the scripts.
 func TestScriptsNameOnlyTheirMoves(t *testing.T) {
 	// awaiting: the counter of created payouts awaiting their outcome.
 	known := map[string]bool{"awaiting": true}
 	for _, s := range Machine {
 		known[string(s.State)] = true
 	}
-	into := map[Role]map[State]bool{}
+	into, outOf := map[Role]map[State]bool{}, map[Role]map[State]bool{}
 	for _, tr := range Transitions {
 		if into[tr.By] == nil {
-			into[tr.By] = map[State]bool{}
+			into[tr.By], outOf[tr.By] = map[State]bool{}, map[State]bool{}
 		}
-		into[tr.By][tr.To] = true
+		into[tr.By][tr.To], outOf[tr.By][tr.From] = true, true
 	}
+	found := map[Role]int{}
 	for _, s := range declaredScripts {
 		// fetch names the fields it reads ('state', 'units', ...).
 		s.body = luaFetchRE.ReplaceAllString(s.body, "")
 		for _, m := range luaMoveRE.FindAllStringSubmatch(s.body, -1) {
+			found[s.role]++
 			from, to := State(m[1]), State(m[2])
-			if m[1] != "" && m[2] != "" && !Allowed(from, to, s.role) {
+			switch {
+			case m[1] != "" && m[2] != "" && !Allowed(from, to, s.role):
 				t.Errorf("%s (%s): %s names the move %s -> %s, which the table does not give %s", s.at, s.role, m[0], from, to, s.role)
+			case m[1] != "" && !outOf[s.role][from]:
+				t.Errorf("%s (%s): %s: no move of the table leaves %q by %s", s.at, s.role, m[0], from, s.role)
+			case m[2] != "" && !into[s.role][to]:
+				t.Errorf("%s (%s): %s: no move of the table takes a payout to %q by %s", s.at, s.role, m[0], to, s.role)
 			}
 		}
 		for _, m := range luaWriteRE.FindAllStringSubmatch(s.body, -1) {
+			found[s.role]++
 			to := State(m[1] + m[2] + m[3])
 			if !into[s.role][to] {
 				t.Errorf("%s (%s): %s: no move of the table takes a payout to %q by %s", s.at, s.role, m[0], to, s.role)
@@ -173,6 +181,11 @@ func TestScriptsNameOnlyTheirMoves(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range Roles {
+		if found[r] == 0 {
+			t.Errorf("found no move or state write in the scripts of %s: the patterns no longer match the scripts", r)
+		}
+	}
 }
 
 // transitionCase brings payout E1 of batch b to From, then makes the move
@@ -182,46 +195,46 @@ type transitionCase struct {
 	move  func(t *testing.T, l *Ledger, clk *fakeClock) error
 }
 
-var outcomeWindow = time.Hour
+var machineWindow = time.Hour
 
-func must(t *testing.T, err error) {
+func machineMust(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func toSubmitting(t *testing.T, l *Ledger, _ *fakeClock) {
+func reachSubmitting(t *testing.T, l *Ledger, _ *fakeClock) {
 	_, err := l.BeginCreate(context.Background(), "b", "E1", 1)
-	must(t, err)
+	machineMust(t, err)
 }
 
-func toChecking(t *testing.T, l *Ledger, clk *fakeClock) {
-	toSubmitting(t, l, clk)
+func reachChecking(t *testing.T, l *Ledger, clk *fakeClock) {
+	reachSubmitting(t, l, clk)
 	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Checking})
-	must(t, err)
+	machineMust(t, err)
 }
 
-func toCreated(t *testing.T, l *Ledger, clk *fakeClock) {
-	toSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-1", OutcomeWindow: outcomeWindow})
-	must(t, err)
+func reachCreated(t *testing.T, l *Ledger, clk *fakeClock) {
+	reachSubmitting(t, l, clk)
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-1", OutcomeWindow: machineWindow})
+	machineMust(t, err)
 }
 
-func toReview(t *testing.T, l *Ledger, clk *fakeClock) {
-	toSubmitting(t, l, clk)
+func reachReview(t *testing.T, l *Ledger, clk *fakeClock) {
+	reachSubmitting(t, l, clk)
 	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: NeedsReview, Error: "gave up"})
-	must(t, err)
+	machineMust(t, err)
 }
 
-func finish(to State) func(*testing.T, *Ledger, *fakeClock) error {
+func viaFinish(to State) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
 		_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: to, OrderID: "WD-1", Error: "e"})
 		return err
 	}
 }
 
-func check(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
+func viaCheck(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
 		_, err := l.RecordCheck(context.Background(), "b", "E1", 1, CheckAnswer{Outcome: o, OrderID: "WD-1"},
 			CheckPolicy{AbsentChecks: 1, MaxCreates: 2, MaxFaults: 1})
@@ -229,7 +242,7 @@ func check(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
 	}
 }
 
-func outcome(v Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeClock) error {
+func viaOutcome(v Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, clk *fakeClock) error {
 		clk.add(after)
 		_, err := l.RecordOutcome(context.Background(), "b", "E1", 1, v, "S", "r", 200)
@@ -237,7 +250,7 @@ func outcome(v Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeCloc
 	}
 }
 
-var resolution = Resolution{By: "alice", Note: "checked with the PSP"}
+var machineResolution = Resolution{By: "alice", Note: "checked with the PSP"}
 
 // transitionCases makes every move of Transitions, keyed "from>to by".
 var transitionCases = map[string]transitionCase{
@@ -250,35 +263,35 @@ var transitionCases = map[string]transitionCase{
 		_, err := l.Cancel(context.Background(), "b", "E1", "alice", "wrong account")
 		return err
 	}},
-	"submitting>created by worker":      {setup: toSubmitting, move: finish(Created)},
-	"submitting>rejected by worker":     {setup: toSubmitting, move: finish(Rejected)},
-	"submitting>checking by worker":     {setup: toSubmitting, move: finish(Checking)},
-	"submitting>queued by worker":       {setup: toSubmitting, move: finish(Queued)},
-	"submitting>needs_review by worker": {setup: toSubmitting, move: finish(NeedsReview)},
-	"submitting>checking by reconciler": {setup: toSubmitting, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+	"submitting>created by worker":      {setup: reachSubmitting, move: viaFinish(Created)},
+	"submitting>rejected by worker":     {setup: reachSubmitting, move: viaFinish(Rejected)},
+	"submitting>checking by worker":     {setup: reachSubmitting, move: viaFinish(Checking)},
+	"submitting>queued by worker":       {setup: reachSubmitting, move: viaFinish(Queued)},
+	"submitting>needs_review by worker": {setup: reachSubmitting, move: viaFinish(NeedsReview)},
+	"submitting>checking by reconciler": {setup: reachSubmitting, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
 		_, ok, err := l.InterruptSubmitting(context.Background(), "b", "E1", 1, 0)
 		if err == nil && !ok {
 			err = errors.New("not interrupted")
 		}
 		return err
 	}},
-	"checking>created by worker":      {setup: toChecking, move: check(Found)},
-	"checking>rejected by worker":     {setup: toChecking, move: finish(Rejected)},
-	"checking>queued by worker":       {setup: toChecking, move: check(Missing)},
-	"checking>needs_review by worker": {setup: toChecking, move: check(NoAnswer)},
-	"created>paid by worker":          {setup: toCreated, move: outcome(VerdictPaid, 0)},
-	"created>failed by worker":        {setup: toCreated, move: outcome(VerdictFailed, 0)},
-	"created>needs_review by worker":  {setup: toCreated, move: outcome(VerdictPending, 2*outcomeWindow)},
-	"needs_review>checking by person": {setup: toReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
-		_, err := l.Recheck(context.Background(), "b", "E1", resolution)
+	"checking>created by worker":      {setup: reachChecking, move: viaCheck(Found)},
+	"checking>rejected by worker":     {setup: reachChecking, move: viaFinish(Rejected)},
+	"checking>queued by worker":       {setup: reachChecking, move: viaCheck(Missing)},
+	"checking>needs_review by worker": {setup: reachChecking, move: viaCheck(NoAnswer)},
+	"created>paid by worker":          {setup: reachCreated, move: viaOutcome(VerdictPaid, 0)},
+	"created>failed by worker":        {setup: reachCreated, move: viaOutcome(VerdictFailed, 0)},
+	"created>needs_review by worker":  {setup: reachCreated, move: viaOutcome(VerdictPending, 2*machineWindow)},
+	"needs_review>checking by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Recheck(context.Background(), "b", "E1", machineResolution)
 		return err
 	}},
-	"needs_review>created by person": {setup: toReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
-		_, err := l.ResolveAsCreated(context.Background(), "b", "E1", "WD-1", "", resolution)
+	"needs_review>created by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.ResolveAsCreated(context.Background(), "b", "E1", "WD-1", "", machineResolution)
 		return err
 	}},
-	"needs_review>rejected by person": {setup: toReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
-		_, err := l.ResolveAsRejected(context.Background(), "b", "E1", resolution)
+	"needs_review>rejected by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.ResolveAsRejected(context.Background(), "b", "E1", machineResolution)
 		return err
 	}},
 }
@@ -302,10 +315,10 @@ func TestEveryTransitionIsMade(t *testing.T) {
 			if tr.From != "" {
 				mustState(t, l, "b", "E1", tr.From)
 			}
-			must(t, tc.move(t, l, clk))
+			machineMust(t, tc.move(t, l, clk))
 			mustState(t, l, "b", "E1", tr.To)
 			c, err := l.Counts(context.Background(), "b")
-			must(t, err)
+			machineMust(t, err)
 			if c.Rows[tr.To] != 1 || c.Total() != 1 {
 				t.Errorf("counts after the move: %+v", c.Rows)
 			}
@@ -332,10 +345,10 @@ func TestRefusedMoveWritesNothing(t *testing.T) {
 		move  func(*testing.T, *Ledger, *fakeClock) error
 		want  string
 	}{
-		{"finish create to paid", toSubmitting, finish(Paid), "MACHINE"},
-		{"finish create to cancelled", toSubmitting, finish(Cancelled), "MACHINE"},
-		{"resolve to paid", toReview, func(_ *testing.T, l *Ledger, _ *fakeClock) error {
-			_, err := l.resolve(context.Background(), "b", "E1", Paid, "", "", resolution)
+		{"finish create to paid", reachSubmitting, viaFinish(Paid), "MACHINE"},
+		{"finish create to cancelled", reachSubmitting, viaFinish(Cancelled), "MACHINE"},
+		{"resolve to paid", reachReview, func(_ *testing.T, l *Ledger, _ *fakeClock) error {
+			_, err := l.resolve(context.Background(), "b", "E1", Paid, "", "", machineResolution)
 			return err
 		}, "bad target"},
 	}
