@@ -36,6 +36,9 @@ type StateInfo struct {
 	Rank int
 	// Label is how people read the state (pages, legends).
 	Label string
+	// Color and Tint are the colours the pages give the state: Color for
+	// its bar and dots, Tint for the background of its tags.
+	Color, Tint string
 	// Meaning is the state's line in docs/design.md.
 	Meaning string
 }
@@ -59,23 +62,23 @@ type Transition struct {
 // (TestDesignDocStates). docs/design.md, "How to add a state", says what
 // to edit.
 var Machine = []StateInfo{
-	{State: Queued, Rank: 8, Label: "queued",
+	{State: Queued, Rank: 8, Label: "queued", Color: "#9e9e9e", Tint: "#eeeeee",
 		Meaning: "registered; a create task waits (none while the batch awaits approval)"},
-	{State: Submitting, Rank: 7, Label: "submitting",
+	{State: Submitting, Rank: 7, Label: "submitting", Color: "#1565c0", Tint: "#e1bee7",
 		Meaning: "create request in flight: written **before** the POST"},
-	{State: Checking, Rank: 6, Label: "checking",
+	{State: Checking, Rank: 6, Label: "checking", Color: "#6a1b9a", Tint: "#e1bee7",
 		Meaning: "outcome of a create unknown; status checks scheduled"},
-	{State: Created, Final: true, Rank: 2, Label: "created",
-		Meaning: "the PSP has the order (`pspOrderId`, `pspStatus` recorded); with outcome tracking it awaits its outcome, else it is final"},
-	{State: Paid, Final: true, Rank: 0, Label: "paid",
+	{State: Created, Final: true, Rank: 2, Label: "created", Color: "#2e7d32", Tint: "#c8e6c9",
+		Meaning: "the PSP has the order (`pspOrderId`, `pspStatus` recorded); with outcome tracking it awaits its outcome; final with `--track-outcome=false`"},
+	{State: Paid, Final: true, Rank: 0, Label: "paid", Color: "#1b5e20", Tint: "#c8e6c9",
 		Meaning: "the PSP reports the money sent"},
-	{State: Failed, Final: true, Rank: 1, Label: "failed",
+	{State: Failed, Final: true, Rank: 1, Label: "failed", Color: "#ad1457", Tint: "#ffcdd2",
 		Meaning: "the PSP reports it will not be paid; its status word and reason kept (`payout report --failed-only` for a corrected retry file; a reason that says the destination is gone for good, `account closed` or `card expired`, is left out of it unless `--include-final`)"},
-	{State: Rejected, Final: true, Rank: 3, Label: "rejected",
+	{State: Rejected, Final: true, Rank: 3, Label: "rejected", Color: "#c62828", Tint: "#ffcdd2",
 		Meaning: "the PSP refused the request (400/422) with a message"},
-	{State: Cancelled, Final: true, Rank: 5, Label: "cancelled",
+	{State: Cancelled, Final: true, Rank: 5, Label: "cancelled", Color: "#616161", Tint: "#cfd8dc",
 		Meaning: "an operator stopped it before it was sent (`payout cancel`, `payout discard`)"},
-	{State: NeedsReview, Final: true, Rank: 4, Label: "needs review",
+	{State: NeedsReview, Final: true, Rank: 4, Label: "needs review", Color: "#ef6c00", Tint: "#ffe0b2",
 		Meaning: "automatic resolution gave up; a person decides"},
 }
 
@@ -133,6 +136,15 @@ func (s State) Info() (StateInfo, bool) {
 		}
 	}
 	return StateInfo{}, false
+}
+
+// Open reports whether the state is one of Machine's and not final: an
+// automatic step is still due (queued, submitting, checking). A created
+// payout awaiting its outcome is open too, though its state is final: see
+// Counts.Awaiting.
+func (s State) Open() bool {
+	i, ok := s.Info()
+	return ok && !i.Final
 }
 
 // Label is how people read the state; an unknown state reads as itself.

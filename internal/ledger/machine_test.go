@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+var stateColor = regexp.MustCompile(`^#[0-9a-f]{6}$`)
+
 // TestMachineIsWellFormed checks the declared table itself: ranks are a
 // permutation, every move names declared states and roles, no move is
 // declared twice, every state can be reached from a registration, and
@@ -31,6 +33,9 @@ func TestMachineIsWellFormed(t *testing.T) {
 		ranks[s.Rank] = true
 		if s.Label == "" || s.Meaning == "" {
 			t.Errorf("state %s lacks a label or a meaning", s.State)
+		}
+		if !stateColor.MatchString(s.Color) || !stateColor.MatchString(s.Tint) {
+			t.Errorf("state %s: colours %q, %q are not #hex (the pages print them into CSS)", s.State, s.Color, s.Tint)
 		}
 	}
 	roles := map[Role]bool{}

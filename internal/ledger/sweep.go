@@ -39,7 +39,7 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 			v := c.Val()
 			st := State(str(v[0]))
 			awaiting := st == Created && str(v[6]) == "1"
-			if st != Queued && st != Submitting && st != Checking && !awaiting {
+			if !st.Open() && !awaiting {
 				continue
 			}
 			creates, _ := strconv.Atoi(str(v[1]))
