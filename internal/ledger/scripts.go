@@ -34,7 +34,9 @@ end
 -- may tells whether this script's role may move a payout from from (nil:
 -- a new payout) to to (MOVES, from luaMachine).
 local function may(from, to)
-  return MOVES[(from or '') .. '>' .. to] == true
+  from, to = from or '', tostring(to)
+  if string.find(from .. to, '[|>]') then return false end
+  return string.find(MOVES, '|' .. from .. '>' .. to .. '|', 1, true) ~= nil
 end
 -- allow raises a MACHINE error for a move the machine does not give this
 -- script's role. A script whose target comes from its arguments calls it
