@@ -180,6 +180,7 @@ func TestScriptsNameOnlyTheirMoves(t *testing.T) {
 		}
 		for _, re := range []*regexp.Regexp{luaCompareRE, luaCounterRE} {
 			for _, m := range re.FindAllStringSubmatch(s.body, -1) {
+				found[s.role]++
 				if !known[m[1]] {
 					t.Errorf("%s (%s): %s names %q, not a state of the table", s.at, s.role, m[0], m[1])
 				}
