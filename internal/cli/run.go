@@ -530,14 +530,15 @@ func progressLine(c ledger.Counts) string {
 	}
 	const width = 30
 	filled := int(pct / 100 * width)
-	outcomes := ""
-	if c.Rows[ledger.Paid]+c.Rows[ledger.Failed]+c.Awaiting > 0 {
-		outcomes = fmt.Sprintf("paid %d  failed %d  awaiting outcome %d  ", c.Rows[ledger.Paid], c.Rows[ledger.Failed], c.Awaiting)
+	var counts strings.Builder
+	for _, s := range ledger.States {
+		fmt.Fprintf(&counts, "  %s %d", s.Label(), c.Rows[s])
+		if s == ledger.Created {
+			fmt.Fprintf(&counts, "  awaiting outcome %d", c.Awaiting)
+		}
 	}
-	return fmt.Sprintf("[%s%s] %5.1f%%  %screated %d  rejected %d  needs_review %d  checking %d  queued %d  submitting %d",
-		strings.Repeat("#", filled), strings.Repeat(".", width-filled), pct, outcomes,
-		c.Rows[ledger.Created], c.Rows[ledger.Rejected], c.Rows[ledger.NeedsReview],
-		c.Rows[ledger.Checking], c.Rows[ledger.Queued], c.Rows[ledger.Submitting])
+	return fmt.Sprintf("[%s%s] %5.1f%%%s",
+		strings.Repeat("#", filled), strings.Repeat(".", width-filled), pct, counts.String())
 }
 
 func writeReportFile(ctx context.Context, l *ledger.Ledger, batch, format, path string) (report.Summary, error) {

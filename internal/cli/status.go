@@ -108,7 +108,13 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 // open counts the payouts with an automatic step still due, created ones
 // awaiting their outcome included (ledger.Counts.Open).
 func open(v statusView) int64 {
-	return v.Counts[string(ledger.Queued)] + v.Counts[string(ledger.Submitting)] + v.Counts[string(ledger.Checking)] + v.Awaiting
+	n := v.Awaiting
+	for _, s := range ledger.States {
+		if s.Open() {
+			n += v.Counts[string(s)]
+		}
+	}
+	return n
 }
 
 func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]statusView, error) {
@@ -156,17 +162,27 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "BATCH\tFILE\tLOADED\tPHASE\tROWS\tPAID\tFAILED\tAWAITING\tCREATED\tREJECTED\tREVIEW\tCHECKING\tQUEUED\tSUBMITTING\tAMOUNT PAID / CREATED / TOTAL")
+	head := "BATCH\tFILE\tLOADED\tPHASE\tROWS\t"
+	for _, s := range ledger.States {
+		head += strings.ToUpper(s.Label()) + "\t"
+		if s == ledger.Created {
+			head += "AWAITING\t"
+		}
+	}
+	fmt.Fprintln(tw, head+"AMOUNT PAID / CREATED / TOTAL")
 	for _, v := range views {
-		c := v.Counts
 		file := v.File
 		if v.Archive != "" {
 			file += " (archived)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%s / %s / %s\n", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"),
-			v.PhaseLabel, v.Rows, c[string(ledger.Paid)], c[string(ledger.Failed)], v.Awaiting, c[string(ledger.Created)], c[string(ledger.Rejected)],
-			c[string(ledger.NeedsReview)], c[string(ledger.Checking)], c[string(ledger.Queued)], c[string(ledger.Submitting)],
-			v.AmountPaid, v.AmountCreated, v.AmountTotal)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"), v.PhaseLabel, v.Rows)
+		for _, s := range ledger.States {
+			fmt.Fprintf(tw, "%d\t", v.Counts[string(s)])
+			if s == ledger.Created {
+				fmt.Fprintf(tw, "%d\t", v.Awaiting)
+			}
+		}
+		fmt.Fprintf(tw, "%s / %s / %s\n", v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
 	tw.Flush()
 }

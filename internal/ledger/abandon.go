@@ -26,7 +26,7 @@ type Discarded struct {
 // discardLoadScript abandons a batch whose load was interrupted: loading
 // -> discarded, recording who, when and why. KEYS: meta, audit; ARGV: by,
 // note. Replies 1 when it moved the batch.
-var discardLoadScript = redis.NewScript(luaMove + `
+var discardLoadScript = Person.script(`
 if redis.call('HGET', KEYS[1], 'phase') ~= 'loading' then return 0 end
 local now = nowms()
 redis.call('HSET', KEYS[1], 'phase', 'discarded', 'abandoned', 1, 'dby', ARGV[1], 'dat', now, 'note', ARGV[2])

@@ -279,7 +279,13 @@ func (c Counts) Total() int64 {
 // Open returns the number of rows for which an automatic step is still
 // due: not in a final state, or created and awaiting their outcome.
 func (c Counts) Open() int64 {
-	return c.Rows[Queued] + c.Rows[Submitting] + c.Rows[Checking] + c.Awaiting
+	n := c.Awaiting
+	for _, s := range States {
+		if s.Open() {
+			n += c.Rows[s]
+		}
+	}
+	return n
 }
 
 // Counts returns the per-state counters of a batch.

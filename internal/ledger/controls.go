@@ -42,7 +42,7 @@ func (c Controls) HoldBatch(ctx context.Context, id, reason string) error {
 	return nil
 }
 
-var holdScript = redis.NewScript(luaMove + `
+var holdScript = Loader.script(`
 local ph = redis.call('HGET', KEYS[1], 'phase')
 if ph == 'loading' then
   redis.call('HSET', KEYS[1], 'phase', 'awaiting_approval', 'wait', ARGV[1])
@@ -196,7 +196,7 @@ func samePerson(a, b string) bool {
 // decideScript moves a batch awaiting approval to ARGV[1] (loaded or
 // discarded), recording who and when (Redis time) in the batch and its
 // audit trail. KEYS: meta, audit; ARGV: phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
-var decideScript = redis.NewScript(luaMove + `
+var decideScript = Person.script(`
 if redis.call('HGET', KEYS[1], 'phase') ~= 'awaiting_approval' then return 0 end
 local now = nowms()
 redis.call('HSET', KEYS[1], 'phase', ARGV[1], 'dby', ARGV[2], 'dat', now, 'note', ARGV[3])
@@ -230,7 +230,7 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 
 // cancelScript moves a queued payout to cancelled. KEYS: payout, counts,
 // audit; ARGV: by, note, actor, op. Replies {'ok', 'queued'} or {'no', state}.
-var cancelScript = redis.NewScript(luaMove + luaReplay + `
+var cancelScript = Person.script(luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'units')
 if first then return first end
 if not h[1] then return {'nopayout', ''} end

@@ -1,8 +1,14 @@
 // Package ledger keeps the state of batches and payouts in Redis and moves
 // payouts between states with compare-and-set Lua scripts.
 //
-// States (docs/design.md): queued -> submitting -> created | rejected | checking |
-// queued; checking -> created | queued (absence confirmed) | needs_review.
+// # States
+//
+// The payout state machine is declared once, in Machine (the states:
+// queued, submitting, checking, created, paid, failed, rejected,
+// cancelled, needs_review) and Transitions (every allowed move and who may
+// make it: loader, worker, reconciler or person); docs/design.md's tables
+// are generated from them. Every transition script runs as one role and
+// refuses any move the table does not give that role.
 // Every transition is one script that checks the current state (and the
 // create attempt or status-check sequence the caller acts on) before it
 // writes, and moves the batch's per-state counters in the same call, so a
@@ -58,7 +64,7 @@ import (
 // State of a payout.
 type State string
 
-// The states of docs/design.md.
+// The states of the payout state machine (Machine).
 const (
 	Queued      State = "queued"
 	Submitting  State = "submitting"
@@ -76,15 +82,10 @@ const (
 	Cancelled State = "cancelled"
 )
 
-// States lists every state, final ones first, in the order reports show them.
-var States = []State{Paid, Failed, Created, Rejected, NeedsReview, Cancelled, Checking, Submitting, Queued}
-
 // Final reports whether no automatic step of the create path follows the
-// state. A created payout whose outcome is followed is not done yet: see
-// Counts.Awaiting and Payout.Awaiting.
-func (s State) Final() bool {
-	return s == Paid || s == Failed || s == Created || s == Rejected || s == NeedsReview || s == Cancelled
-}
+// state (Machine). A created payout whose outcome is followed is not done
+// yet: see Counts.Awaiting and Payout.Awaiting.
+func (s State) Final() bool { return finalStates[s] }
 
 // ErrNotFound is returned for an unknown batch or payout.
 var ErrNotFound = errors.New("ledger: not found")

@@ -42,7 +42,7 @@ func (l *Ledger) Oldest(ctx context.Context, batch string) (map[State]time.Time,
 			switch {
 			case st == Created && str(v[2]) == "1":
 				st = AwaitingOutcome
-			case st == Queued, st == Submitting, st == Checking, st == NeedsReview:
+			case st.Open(), st == NeedsReview:
 			default:
 				continue
 			}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // resolveScript is an operator's decision on a payout in needs_review: the
@@ -24,14 +22,14 @@ import (
 //
 // Replies {'ok', seq, to, hash...} or {'conflict', state} (the payout is
 // not in needs_review) or {'nopayout'}.
-var resolveScript = redis.NewScript(luaMove + luaReplay + `
+var resolveScript = Person.script(luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'units')
 if first then return reply(first, KEYS[1]) end
 local st = h[1]
 if not st then return {'nopayout', ''} end
 if st ~= 'needs_review' then return {'conflict', st} end
 local to = ARGV[1]
-if to ~= 'checking' and to ~= 'created' and to ~= 'rejected' then
+if not may(st, to) then
   return redis.error_reply('resolve: bad target state ' .. to)
 end
 local now = nowms()

@@ -4,8 +4,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// luaMove is prepended to every script that changes a payout's state: it
-// moves one row and its minor units between the per-state counters.
+// luaMove is prepended to every script that changes a payout's state
+// (Role.script, after the machine's prelude luaMachine): it moves one row and
+// its minor units between the per-state counters, and refuses a move the
+// state machine does not give the script's role (Transitions).
 // Units travel as strings so that Redis parses them as int64 (Lua numbers
 // are doubles and would lose cents above 2^53).
 //
@@ -29,7 +31,23 @@ local function nowms()
   end
   return NOWMS
 end
+-- may tells whether this script's role may move a payout from from (nil:
+-- a new payout) to to (MOVES, from luaMachine).
+local function may(from, to)
+  from, to = from or '', tostring(to)
+  if string.find(from .. to, '[|>]') then return false end
+  return string.find(MOVES, '|' .. from .. '>' .. to .. '|', 1, true) ~= nil
+end
+-- allow raises a MACHINE error for a move the machine does not give this
+-- script's role. A script whose target comes from its arguments calls it
+-- before it writes; move calls it before it counts or audits anything.
+local function allow(from, to)
+  if not may(from, to) then
+    error('MACHINE ' .. ROLE .. ' may not move a payout from ' .. (from or '(new)') .. ' to ' .. tostring(to), 0)
+  end
+end
 local function move(counts, from, to, units)
+  allow(from, to)
   if AUD.payout then
     -- when the payout entered its state: its age in that state for the
     -- on-call gauges (Ledger.Oldest); 'updated' moves with every check.
@@ -153,7 +171,7 @@ end
 // them itself); ARGV: owner ("": not checked), sum ("": per payout), then
 // per payout: the number n of its hash arguments, its chunk number, and
 // n arguments: line L ext E amount A units U, then the other fields.
-var registerScript = redis.NewScript(luaMove + `
+var registerScript = Loader.script(`
 if ARGV[1] ~= '' then
   if redis.call('GET', KEYS[4]) ~= ARGV[1] then return -1 end
   if redis.call('HGET', KEYS[3], 'phase') ~= 'loading' then return -2 end
@@ -213,7 +231,7 @@ return #units
 //	ensure   already checking: make sure status check seq is enqueued
 //	skip     final state, or a stale attempt: nothing to do
 //	nopayout no such payout (nothing else follows)
-var beginCreateScript = redis.NewScript(luaMove + luaReplay + `
+var beginCreateScript = Worker.script(luaReplay + `
 local attempt = tonumber(ARGV[1])
 local note = ARGV[2]
 local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra')
@@ -274,7 +292,7 @@ return answer({'skip', '0'})
 // same attempt that arrived after another delivery moved it to checking).
 // Replies {'ok', seq, newState, awaiting (1: outcome check 1 is due)},
 // {'conflict', state} or {'nopayout'}.
-var finishCreateScript = redis.NewScript(luaMove + luaReplay + `
+var finishCreateScript = Worker.script(luaReplay + `
 local attempt, to, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local order, pspstatus, note = ARGV[4], ARGV[5], ARGV[6]
 local maxtries, reviewnote, http = tonumber(ARGV[7]), ARGV[8], ARGV[9]
@@ -286,6 +304,7 @@ if num(h[2]) ~= attempt then return {'conflict', st} end
 if not (st == 'submitting' or (st == 'checking' and (to == 'created' or to == 'rejected'))) then
   return {'conflict', st}
 end
+allow(st, to)
 local units = h[3]
 local now = nowms()
 local f = {'updated', now}
@@ -344,7 +363,7 @@ return head
 //	stale    payout is checking under another seq = value: ensure that one exists
 //	skip     payout is not checking
 //	nopayout no such payout
-var recordCheckScript = redis.NewScript(luaMove + luaReplay + `
+var recordCheckScript = Worker.script(luaReplay + `
 local seqarg, outcome, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local order, pspstatus = ARGV[4], ARGV[5]
 local absentchecks, spacing = tonumber(ARGV[6]), tonumber(ARGV[7])
@@ -461,7 +480,7 @@ return 0
 //	stale    another check (value) is current
 //	skip     the payout does not await an outcome (value: its state)
 //	nopayout no such payout
-var recordOutcomeScript = redis.NewScript(luaMove + luaReplay + `
+var recordOutcomeScript = Worker.script(luaReplay + `
 local oseq, verdict, pspstatus = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local reason, reviewnote, http = ARGV[4], ARGV[5], ARGV[6]
 local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'opolls')

@@ -39,7 +39,7 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 			v := c.Val()
 			st := State(str(v[0]))
 			awaiting := st == Created && str(v[6]) == "1"
-			if st != Queued && st != Submitting && st != Checking && !awaiting {
+			if !st.Open() && !awaiting {
 				continue
 			}
 			creates, _ := strconv.Atoi(str(v[1]))
@@ -78,7 +78,7 @@ func (l *Ledger) Time(ctx context.Context) (time.Time, error) {
 // been sent and must never be sent again. Nothing else is moved.
 // KEYS: payout, counts, audit; ARGV: attempt, minAge ms, actor, op.
 // Replies {'check', seq} or {'current', state}.
-var interruptScript = redis.NewScript(luaMove + luaReplay + `
+var interruptScript = Reconciler.script(luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'updated')
 if first then return first end
 local st = h[1]

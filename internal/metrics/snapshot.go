@@ -26,7 +26,15 @@ import (
 
 // States are the states the ledger gauges are exported for: the open ones
 // (an automatic step is due) and needs_review (a person's step is due).
-var States = []ledger.State{ledger.Queued, ledger.Submitting, ledger.Checking, ledger.AwaitingOutcome, ledger.NeedsReview}
+var States = func() []ledger.State {
+	var out []ledger.State
+	for _, s := range ledger.Machine {
+		if s.State.Open() {
+			out = append(out, s.State)
+		}
+	}
+	return append(out, ledger.AwaitingOutcome, ledger.NeedsReview)
+}()
 
 // Figures are the payouts of one state across all batches.
 type Figures struct {

@@ -66,14 +66,17 @@ var notSentReasons = []string{
 }
 
 // GroupOf returns the outcome group of a row.
+// An open state (ledger.State.Open) is pending; a state this does not
+// name is unknown: the money may have left.
 func GroupOf(r Row) string {
+	if ledger.State(r.State).Open() {
+		return GroupPending
+	}
 	switch r.State {
 	case string(ledger.Paid):
 		return GroupPaid
 	case string(ledger.Failed):
 		return GroupFailed
-	case string(ledger.Queued), string(ledger.Submitting), string(ledger.Checking):
-		return GroupPending
 	case string(ledger.Created):
 		if r.Awaiting {
 			return GroupPending

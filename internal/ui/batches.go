@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -28,9 +29,8 @@ type BatchView struct {
 	ID       string    `json:"id"`
 	File     string    `json:"file"`
 	LoadedAt time.Time `json:"loadedAt"`
-	// Counts holds the number of payouts per state: queued, submitting,
-	// checking, created, paid, failed, rejected, needs_review (and any
-	// other state the ledger reports).
+	// Counts holds the number of payouts per state (ledger.Machine, and
+	// any other state the ledger reports).
 	Counts map[string]int64 `json:"counts"`
 	// Awaiting is the number of created payouts whose outcome (paid or
 	// failed) the workers still follow: part of Counts["created"], not
@@ -68,12 +68,47 @@ type BatchView struct {
 	LoadedBy    string `json:"loadedBy,omitempty"`
 }
 
-// knownStates are the ledger's states in the order the page shows them;
-// final states (ledger.State.Final) end a payout's automatic processing
-// and count as progress (a created payout awaiting its outcome excepted:
-// see BatchView.Awaiting).
-var knownStates = []string{string(ledger.Queued), string(ledger.Submitting), string(ledger.Checking), string(ledger.Created),
-	string(ledger.Paid), string(ledger.Failed), string(ledger.Rejected), string(ledger.NeedsReview)}
+// knownStates are the ledger's states in the order the page shows them:
+// the order a payout goes through them (ledger.Machine). Final states
+// (ledger.State.Final) end a payout's automatic processing and count as
+// progress (a created payout awaiting its outcome excepted: see
+// BatchView.Awaiting).
+var knownStates = func() []string {
+	out := make([]string, len(ledger.Machine))
+	for i, s := range ledger.Machine {
+		out[i] = string(s.State)
+	}
+	return out
+}()
+
+// cssColor is a colour a page may print into its style sheet.
+var cssColor = regexp.MustCompile(`^#[0-9a-fA-F]{3,8}$`)
+
+// stateRules is one CSS rule per state of ledger.Machine: selector(state)
+// given the state's colour (Color, or Tint with tint).
+func stateRules(selector func(ledger.State) string, tint bool) template.CSS {
+	var b strings.Builder
+	for _, s := range ledger.Machine {
+		c := s.Color
+		if tint {
+			c = s.Tint
+		}
+		if cssColor.MatchString(c) {
+			fmt.Fprintf(&b, "%s{background:%s}", selector(s.State), c)
+		}
+	}
+	return template.CSS(b.String())
+}
+
+// stateCSS colours the bars, dots and legend of the batches page.
+func stateCSS() template.CSS {
+	return stateRules(func(s ledger.State) string { return ".s-" + string(s) }, false)
+}
+
+// tagCSS colours the state tags of the console pages.
+func tagCSS() template.CSS {
+	return stateRules(func(s ledger.State) string { return ".tag." + string(s) }, true)
+}
 
 // errNoBatchSource answers the batch pages when Config.Batches is nil.
 var errNoBatchSource = errors.New("no batch source configured")
@@ -107,9 +142,10 @@ var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncM
 		// the segments never add up to more than 100%.
 		return fmt.Sprintf("%d.%02d", n*100/total, (n*10000/total)%100)
 	},
-	"label":   func(state string) string { return strings.ReplaceAll(state, "_", " ") },
-	"money":   groupDigits,
-	"nonzero": func(s string) bool { return strings.Trim(s, "0.-") != "" },
+	"label":    func(state string) string { return ledger.State(state).Label() },
+	"stateCSS": stateCSS,
+	"money":    groupDigits,
+	"nonzero":  func(s string) bool { return strings.Trim(s, "0.-") != "" },
 	"utc": func(t time.Time) string {
 		if t.IsZero() {
 			return "-"

@@ -27,11 +27,12 @@ const pageSize = 100
 const maxReview = 1000
 
 var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncMap{
-	"money": groupDigits,
-	"label": stateLabel,
-	"utc":   utcTime,
-	"path":  url.PathEscape,
-	"add":   func(a, b int) int { return a + b },
+	"money":  groupDigits,
+	"label":  stateLabel,
+	"tagCSS": tagCSS,
+	"utc":    utcTime,
+	"path":   url.PathEscape,
+	"add":    func(a, b int) int { return a + b },
 	"queueItem": func(p queuePage, v PayoutView) resolveItem {
 		return resolveItem{Payout: v, CSRF: p.CSRF}
 	},
@@ -186,7 +187,6 @@ func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p := batchPage{consolePage: h.base(r, "Batch "+b.File), Batch: b, Page: pg, Query: q, PageNo: pageNo,
 		Pages: max(1, (pg.Total+pageSize-1)/pageSize), Downloads: DownloadKinds, Filters: knownStates}
-	p.Filters = append(p.Filters, string(ledger.Cancelled))
 	p.From, p.To = min(q.Offset+1, pg.Total), min(q.Offset+len(pg.Rows), pg.Total)
 	for _, s := range p.Filters {
 		if n := b.Counts[s]; n > 0 {
@@ -400,7 +400,7 @@ func groupDigits(s string) string {
 	return sign + b.String()
 }
 
-func stateLabel(state string) string { return strings.ReplaceAll(state, "_", " ") }
+func stateLabel(state string) string { return ledger.State(state).Label() }
 
 func utcTime(t time.Time) string {
 	if t.IsZero() {
@@ -411,12 +411,8 @@ func utcTime(t time.Time) string {
 
 // knownState tells whether s is a ledger state.
 func knownState(s string) bool {
-	for _, st := range ledger.States {
-		if string(st) == s {
-			return true
-		}
-	}
-	return false
+	_, ok := ledger.State(s).Info()
+	return ok
 }
 
 // maxRefused bounds the refused files listed.

@@ -1,0 +1,387 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+)
+
+var stateColor = regexp.MustCompile(`^#[0-9a-f]{6}$`)
+
+// TestMachineIsWellFormed checks the declared table itself: ranks are a
+// permutation, every move names declared states and roles, no move is
+// declared twice, every state can be reached from a registration, and
+// every state that is not final has a way out.
+func TestMachineIsWellFormed(t *testing.T) {
+	known := map[State]bool{}
+	ranks := map[int]bool{}
+	for _, s := range Machine {
+		if known[s.State] {
+			t.Errorf("state %s declared twice", s.State)
+		}
+		known[s.State] = true
+		if s.Rank < 0 || s.Rank >= len(Machine) || ranks[s.Rank] {
+			t.Errorf("state %s: rank %d is not a free position in States", s.State, s.Rank)
+		}
+		ranks[s.Rank] = true
+		if s.Label == "" || s.Meaning == "" {
+			t.Errorf("state %s lacks a label or a meaning", s.State)
+		}
+		if !stateColor.MatchString(s.Color) || !stateColor.MatchString(s.Tint) {
+			t.Errorf("state %s: colours %q, %q are not #hex (the pages print them into CSS)", s.State, s.Color, s.Tint)
+		}
+	}
+	roles := map[Role]bool{}
+	for _, r := range Roles {
+		roles[r] = true
+	}
+	seen := map[Transition]bool{}
+	out := map[State]bool{}
+	for _, tr := range Transitions {
+		key := Transition{From: tr.From, To: tr.To, By: tr.By}
+		if seen[key] {
+			t.Errorf("move %s -> %s by %s declared twice", tr.From, tr.To, tr.By)
+		}
+		seen[key] = true
+		if (tr.From != "" && !known[tr.From]) || !known[tr.To] || !roles[tr.By] || tr.Note == "" {
+			t.Errorf("move %+v names an undeclared state or role, or lacks its note", tr)
+		}
+		if tr.From == tr.To {
+			t.Errorf("move %+v goes nowhere", tr)
+		}
+		out[tr.From] = true
+	}
+	reached := map[State]bool{"": true}
+	for changed := true; changed; {
+		changed = false
+		for _, tr := range Transitions {
+			if reached[tr.From] && !reached[tr.To] {
+				reached[tr.To], changed = true, true
+			}
+		}
+	}
+	for _, s := range Machine {
+		if !reached[s.State] {
+			t.Errorf("state %s cannot be reached", s.State)
+		}
+		if !s.Final && !out[s.State] {
+			t.Errorf("state %s is not final and has no way out", s.State)
+		}
+		if s.State.Final() != s.Final {
+			t.Errorf("%s.Final() = %v, table says %v", s.State, s.State.Final(), s.Final)
+		}
+	}
+}
+
+// checkLuaMoves runs move() as every role for every pair of states (and a
+// registration) and checks that exactly the moves Allowed gives that role
+// pass: the Lua table luaMachine builds is the Go table. A refused move
+// must leave the counters untouched.
+func checkLuaMoves(t *testing.T, rdb redis.UniversalClient) {
+	ctx := context.Background()
+	const body = `
+local from = ARGV[1]
+if from == '' then from = nil end
+move(KEYS[1], from, ARGV[2], '7')
+return 1
+`
+	froms := []State{""}
+	for _, s := range Machine {
+		froms = append(froms, s.State)
+	}
+	for _, r := range Roles {
+		s := redis.NewScript(luaMachine(r) + luaMove + body)
+		for _, from := range froms {
+			for _, to := range States {
+				key := fmt.Sprintf("machine:{t}:%s:%s:%s", r, from, to)
+				err := s.Run(ctx, rdb, []string{key}, string(from), string(to)).Err()
+				allowed := Allowed(from, to, r)
+				switch {
+				case allowed && err != nil:
+					t.Errorf("%s: %q -> %s refused: %v", r, from, to, err)
+				case !allowed && (err == nil || !strings.Contains(err.Error(), "MACHINE")):
+					t.Errorf("%s: %q -> %s = %v, want a MACHINE error", r, from, to, err)
+				case !allowed:
+					if n, _ := rdb.Exists(ctx, key).Result(); n != 0 {
+						t.Errorf("%s: refused %q -> %s still counted", r, from, to)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestLuaMovesAreTheTable(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	checkLuaMoves(t, rdb)
+}
+
+// Where the scripts name payout states: a move's literal end, the state an
+// HSET writes, a target assigned or passed on, a comparison of a state, a
+// counter.
+var (
+	luaMoveRE    = regexp.MustCompile(`move\([^,]+,\s*(?:'(\w*)'|[\w\[\]]+),\s*(?:'(\w*)'|\w+)`)
+	luaWriteRE   = regexp.MustCompile(`'state',\s*'(\w*)'|\bto(?:,\s*\w+)*\s*=\s*'(\w*)'|leave\('(\w*)'`)
+	luaCompareRE = regexp.MustCompile(`(?:\bst|\bto|h\[1\])\s*[~=]=\s*'(\w*)'`)
+	luaCounterRE = regexp.MustCompile(`'[nu]:(\w*)'`)
+	luaFetchRE   = regexp.MustCompile(`fetch\([^)]*\)`)
+)
+
+// TestScriptsNameOnlyTheirMoves reads every script composed by Role.script:
+// each state it names is declared, each state it writes is the end of a
+// move its role may make, and each move between two named states is one
+// its role may make. That no path of a script makes another move is
+// enforced when it runs (move() refuses it), and TestEveryTransitionIsMade
+// makes every move of the table through the scripts.
+func TestScriptsNameOnlyTheirMoves(t *testing.T) {
+	// awaiting: the counter of created payouts awaiting their outcome.
+	known := map[string]bool{"awaiting": true}
+	for _, s := range Machine {
+		known[string(s.State)] = true
+	}
+	into, outOf := map[Role]map[State]bool{}, map[Role]map[State]bool{}
+	for _, tr := range Transitions {
+		if into[tr.By] == nil {
+			into[tr.By], outOf[tr.By] = map[State]bool{}, map[State]bool{}
+		}
+		into[tr.By][tr.To], outOf[tr.By][tr.From] = true, true
+	}
+	found := map[Role]int{}
+	for _, s := range declaredScripts {
+		// fetch names the fields it reads ('state', 'units', ...).
+		s.body = luaFetchRE.ReplaceAllString(s.body, "")
+		for _, m := range luaMoveRE.FindAllStringSubmatch(s.body, -1) {
+			found[s.role]++
+			from, to := State(m[1]), State(m[2])
+			switch {
+			case m[1] != "" && m[2] != "" && !Allowed(from, to, s.role):
+				t.Errorf("%s (%s): %s names the move %s -> %s, which the table does not give %s", s.at, s.role, m[0], from, to, s.role)
+			case m[1] != "" && !outOf[s.role][from]:
+				t.Errorf("%s (%s): %s: no move of the table leaves %q by %s", s.at, s.role, m[0], from, s.role)
+			case m[2] != "" && !into[s.role][to]:
+				t.Errorf("%s (%s): %s: no move of the table takes a payout to %q by %s", s.at, s.role, m[0], to, s.role)
+			}
+		}
+		for _, m := range luaWriteRE.FindAllStringSubmatch(s.body, -1) {
+			found[s.role]++
+			to := State(m[1] + m[2] + m[3])
+			if !into[s.role][to] {
+				t.Errorf("%s (%s): %s: no move of the table takes a payout to %q by %s", s.at, s.role, m[0], to, s.role)
+			}
+		}
+		for _, re := range []*regexp.Regexp{luaCompareRE, luaCounterRE} {
+			for _, m := range re.FindAllStringSubmatch(s.body, -1) {
+				found[s.role]++
+				if !known[m[1]] {
+					t.Errorf("%s (%s): %s names %q, not a state of the table", s.at, s.role, m[0], m[1])
+				}
+			}
+		}
+	}
+	for _, r := range Roles {
+		if found[r] == 0 {
+			t.Errorf("found no move or state write in the scripts of %s: the patterns no longer match the scripts", r)
+		}
+	}
+}
+
+// transitionCase brings payout E1 of batch b to From, then makes the move
+// as its role through the ledger's API.
+type transitionCase struct {
+	setup func(t *testing.T, l *Ledger, clk *fakeClock) // from a registered (queued) payout to From
+	move  func(t *testing.T, l *Ledger, clk *fakeClock) error
+}
+
+var machineWindow = time.Hour
+
+func machineMust(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func reachSubmitting(t *testing.T, l *Ledger, _ *fakeClock) {
+	_, err := l.BeginCreate(context.Background(), "b", "E1", 1)
+	machineMust(t, err)
+}
+
+func reachChecking(t *testing.T, l *Ledger, clk *fakeClock) {
+	reachSubmitting(t, l, clk)
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Checking})
+	machineMust(t, err)
+}
+
+func reachCreated(t *testing.T, l *Ledger, clk *fakeClock) {
+	reachSubmitting(t, l, clk)
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-1", OutcomeWindow: machineWindow})
+	machineMust(t, err)
+}
+
+func reachReview(t *testing.T, l *Ledger, clk *fakeClock) {
+	reachSubmitting(t, l, clk)
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: NeedsReview, Error: "gave up"})
+	machineMust(t, err)
+}
+
+func viaFinish(to State) func(*testing.T, *Ledger, *fakeClock) error {
+	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
+		_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: to, OrderID: "WD-1", Error: "e"})
+		return err
+	}
+}
+
+func viaCheck(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
+	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
+		_, err := l.RecordCheck(context.Background(), "b", "E1", 1, CheckAnswer{Outcome: o, OrderID: "WD-1"},
+			CheckPolicy{AbsentChecks: 1, MaxCreates: 2, MaxFaults: 1})
+		return err
+	}
+}
+
+func viaOutcome(v Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeClock) error {
+	return func(_ *testing.T, l *Ledger, clk *fakeClock) error {
+		clk.add(after)
+		_, err := l.RecordOutcome(context.Background(), "b", "E1", 1, v, "S", "r", 200)
+		return err
+	}
+}
+
+var machineResolution = Resolution{By: "alice", Note: "checked with the PSP"}
+
+// transitionCases makes every move of Transitions, keyed "from>to by".
+var transitionCases = map[string]transitionCase{
+	">queued by loader": {move: func(*testing.T, *Ledger, *fakeClock) error { return nil }},
+	"queued>submitting by worker": {move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.BeginCreate(context.Background(), "b", "E1", 1)
+		return err
+	}},
+	"queued>cancelled by person": {move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Cancel(context.Background(), "b", "E1", "alice", "wrong account")
+		return err
+	}},
+	"submitting>created by worker":      {setup: reachSubmitting, move: viaFinish(Created)},
+	"submitting>rejected by worker":     {setup: reachSubmitting, move: viaFinish(Rejected)},
+	"submitting>checking by worker":     {setup: reachSubmitting, move: viaFinish(Checking)},
+	"submitting>queued by worker":       {setup: reachSubmitting, move: viaFinish(Queued)},
+	"submitting>needs_review by worker": {setup: reachSubmitting, move: viaFinish(NeedsReview)},
+	"submitting>checking by reconciler": {setup: reachSubmitting, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, ok, err := l.InterruptSubmitting(context.Background(), "b", "E1", 1, 0)
+		if err == nil && !ok {
+			err = errors.New("not interrupted")
+		}
+		return err
+	}},
+	"checking>created by worker":      {setup: reachChecking, move: viaCheck(Found)},
+	"checking>rejected by worker":     {setup: reachChecking, move: viaFinish(Rejected)},
+	"checking>queued by worker":       {setup: reachChecking, move: viaCheck(Missing)},
+	"checking>needs_review by worker": {setup: reachChecking, move: viaCheck(NoAnswer)},
+	"created>paid by worker":          {setup: reachCreated, move: viaOutcome(VerdictPaid, 0)},
+	"created>failed by worker":        {setup: reachCreated, move: viaOutcome(VerdictFailed, 0)},
+	"created>needs_review by worker":  {setup: reachCreated, move: viaOutcome(VerdictPending, 2*machineWindow)},
+	"needs_review>checking by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Recheck(context.Background(), "b", "E1", machineResolution)
+		return err
+	}},
+	"needs_review>created by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.ResolveAsCreated(context.Background(), "b", "E1", "WD-1", "", machineResolution)
+		return err
+	}},
+	"needs_review>rejected by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.ResolveAsRejected(context.Background(), "b", "E1", machineResolution)
+		return err
+	}},
+}
+
+// TestEveryTransitionIsMade makes every move of the table through the
+// ledger's API, as its role, and checks the payout's state and the
+// counters after it. A move added to the table needs its case here.
+func TestEveryTransitionIsMade(t *testing.T) {
+	for _, tr := range Transitions {
+		name := fmt.Sprintf("%s>%s by %s", tr.From, tr.To, tr.By)
+		t.Run(name, func(t *testing.T) {
+			tc, ok := transitionCases[name]
+			if !ok {
+				t.Fatalf("no case makes the move %s: add one to transitionCases", name)
+			}
+			l, clk := newTestLedger(t)
+			seed(t, l, "b", 1)
+			if tc.setup != nil {
+				tc.setup(t, l, clk)
+			}
+			if tr.From != "" {
+				mustState(t, l, "b", "E1", tr.From)
+			}
+			machineMust(t, tc.move(t, l, clk))
+			mustState(t, l, "b", "E1", tr.To)
+			c, err := l.Counts(context.Background(), "b")
+			machineMust(t, err)
+			if c.Rows[tr.To] != 1 || c.Total() != 1 {
+				t.Errorf("counts after the move: %+v", c.Rows)
+			}
+		})
+	}
+	for name := range transitionCases {
+		found := false
+		for _, tr := range Transitions {
+			found = found || name == fmt.Sprintf("%s>%s by %s", tr.From, tr.To, tr.By)
+		}
+		if !found {
+			t.Errorf("case %s makes a move the table does not have", name)
+		}
+	}
+}
+
+// TestRefusedMoveWritesNothing: a target the table does not allow, given
+// to a script that takes its target from its arguments, is refused before
+// anything is written.
+func TestRefusedMoveWritesNothing(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(*testing.T, *Ledger, *fakeClock)
+		move  func(*testing.T, *Ledger, *fakeClock) error
+		want  string
+	}{
+		{"finish create to paid", reachSubmitting, viaFinish(Paid), "MACHINE"},
+		{"finish create to cancelled", reachSubmitting, viaFinish(Cancelled), "MACHINE"},
+		{"finish create to two states", reachSubmitting, viaFinish("created|submitting>rejected"), "MACHINE"},
+		{"resolve to paid", reachReview, func(_ *testing.T, l *Ledger, _ *fakeClock) error {
+			_, err := l.resolve(context.Background(), "b", "E1", Paid, "", "", machineResolution)
+			return err
+		}, "bad target"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, clk := newTestLedger(t)
+			ctx := context.Background()
+			seed(t, l, "b", 1)
+			tt.setup(t, l, clk)
+			before, _ := l.Get(ctx, "b", "E1")
+			audit, _ := l.AuditLen(ctx, "b")
+			err := tt.move(t, l, clk)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("move = %v, want an error with %q", err, tt.want)
+			}
+			after, _ := l.Get(ctx, "b", "E1")
+			if after.State != before.State || after.UpdatedAt != before.UpdatedAt || after.Error != before.Error {
+				t.Errorf("payout changed: %+v -> %+v", before, after)
+			}
+			if n, _ := l.AuditLen(ctx, "b"); n != audit {
+				t.Errorf("audit entries %d -> %d", audit, n)
+			}
+			c, _ := l.Counts(ctx, "b")
+			if c.Rows[before.State] != 1 || c.Total() != 1 {
+				t.Errorf("counts moved: %+v", c.Rows)
+			}
+		})
+	}
+}
