@@ -366,7 +366,7 @@ func TestRefusedMoveWritesNothing(t *testing.T) {
 			seed(t, l, "b", 1)
 			tt.setup(t, l, clk)
 			before, _ := l.Get(ctx, "b", "E1")
-			audit, _ := l.AuditLen(ctx, "b")
+			audit, _ := l.Audit().Len(ctx, "b")
 			err := tt.move(t, l, clk)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("move = %v, want an error with %q", err, tt.want)
@@ -375,7 +375,7 @@ func TestRefusedMoveWritesNothing(t *testing.T) {
 			if after.State != before.State || after.UpdatedAt != before.UpdatedAt || after.Error != before.Error {
 				t.Errorf("payout changed: %+v -> %+v", before, after)
 			}
-			if n, _ := l.AuditLen(ctx, "b"); n != audit {
+			if n, _ := l.Audit().Len(ctx, "b"); n != audit {
 				t.Errorf("audit entries %d -> %d", audit, n)
 			}
 			c, _ := l.Counts(ctx, "b")
