@@ -47,7 +47,7 @@ func lineChunkKey(batch string, k int64) string {
 
 // stateIndexKey is the zset of the externalIds of a batch's payouts in
 // state st (any state but queued), scored by line: the console's index
-// per state (query.go), which the transition scripts' move() is to keep.
+// per state (query.go), kept by the transition scripts' move().
 func stateIndexKey(batch string, st State) string { return tag(batch) + ":s:" + string(st) }
 
 // countsKey is the hash of a batch's rows and minor units per state.

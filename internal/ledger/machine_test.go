@@ -328,6 +328,10 @@ func TestEveryTransitionIsMade(t *testing.T) {
 			if c.Rows[tr.To] != 1 || c.Total() != 1 {
 				t.Errorf("counts after the move: %+v", c.Rows)
 			}
+			// The console's index per state followed the move.
+			if _, kept, err := l.stateIndex(context.Background(), "b", func(redis.Pipeliner) {}); err != nil || !kept {
+				t.Errorf("index per state after the move: kept %v, %v", kept, err)
+			}
 		})
 	}
 	for name := range transitionCases {

@@ -217,8 +217,8 @@ func TestFindPayout(t *testing.T) {
 }
 
 // writeStateIndex writes batch's index per state from a scan, as the
-// transition scripts' move() is to keep it: every payout not queued in
-// the zset of its state, scored by line.
+// transition scripts' move() keeps it: every payout not queued in the
+// zset of its state, scored by line.
 func writeStateIndex(t *testing.T, l *Ledger, batch string) {
 	t.Helper()
 	ctx := context.Background()
@@ -259,6 +259,15 @@ func TestStateIndex(t *testing.T) {
 	}
 
 	_, review := registerSparse(t, l, "b", 200)
+	// The transitions kept the index: what the scan gives, at once.
+	if ps, total, ok, err := l.PageInState(ctx, "b", NeedsReview, 0, 1000); err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review) {
+		t.Fatalf("index kept by the transitions: %d %v %v, %v", total, ok, err, ids(ps))
+	}
+	// A batch whose payouts moved before the index was kept (its zset
+	// short of the count) is scanned instead.
+	if err := l.rdb.Del(ctx, stateIndexKey("b", NeedsReview)).Err(); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, ok, err := l.PageInState(ctx, "b", NeedsReview, 0, 10); err != nil || ok {
 		t.Fatalf("payouts moved without the index: ok %v, %v", ok, err)
 	}

@@ -59,6 +59,17 @@ local function move(counts, from, to, units)
   end
   redis.call('HINCRBY', counts, 'n:' .. to, 1)
   redis.call('HINCRBY', counts, 'u:' .. to, units)
+  if AUD.payout then
+    -- the console's index per state (stateIndexKey: PREFIX:{B}:s:STATE,
+    -- every state but queued, externalIds scored by line), kept in the
+    -- same script as the counters, so its sizes are the counts.
+    local base = string.sub(counts, 1, -7)
+    local ext = string.match(AUD.payout, ':p:(.*)$')
+    if from and from ~= 'queued' then redis.call('ZREM', base .. 's:' .. from, ext) end
+    if to ~= 'queued' then
+      redis.call('ZADD', base .. 's:' .. to, redis.call('HGET', AUD.payout, 'line') or 0, ext)
+    end
+  end
   if AUD.key then
     local f = {'t', nowms(), 'actor', AUD.actor, 'ext', AUD.ext, 'from', from or '', 'to', to}
     for i = 1, #AUD.extra, 2 do
