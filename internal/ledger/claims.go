@@ -55,24 +55,25 @@ func releaseForms(ctx context.Context, pipe redis.Pipeliner, batch, id string) [
 // live key and died before its own check or give-back. An id an archived
 // batch claims is given back (compare-and-delete on batch) and reported.
 func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (taken []bool, owners map[string]string, err error) {
-	taken, live, err := l.claimLive(ctx, batch, ids)
+	taken, live, legacy, err := l.claimLive(ctx, batch, ids)
 	if err != nil {
 		return nil, nil, err
 	}
 	owners = map[string]string{}
-	var mine []string
-	for i, v := range live {
-		if v == batch {
-			mine = append(mine, ids[i])
-		} else {
-			owners[ids[i]] = v
-		}
-	}
 	// Batch's live key gives way to another batch's legacy or archived
 	// claim on the id.
 	giveBack := map[string]string{} // id -> the other batch that owns it
-	if err := l.addLegacyOwners(ctx, batch, mine, giveBack); err != nil {
-		return nil, nil, err
+	var mine []string
+	for i, v := range live {
+		switch {
+		case v != batch:
+			owners[ids[i]] = v
+		case legacy[i] != "" && legacy[i] != batch:
+			giveBack[ids[i]] = legacy[i]
+			mine = append(mine, ids[i])
+		default:
+			mine = append(mine, ids[i])
+		}
 	}
 	if err := l.addArchivedOwners(ctx, batch, mine, giveBack); err != nil {
 		return nil, nil, err
@@ -96,32 +97,6 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 	return taken, owners, nil
 }
 
-// addLegacyOwners adds to owned the batches other than batch that hold a
-// legacy live claim (the id as written, claimForms) on one of ids.
-func (l *Ledger) addLegacyOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
-	pipe := l.rdb.Pipeline()
-	var cmds []*redis.StringCmd
-	var of []string
-	for _, id := range ids {
-		if forms := claimForms(id); len(forms) > 1 {
-			cmds = append(cmds, pipe.Get(ctx, ownerKey(forms[1])))
-			of = append(of, id)
-		}
-	}
-	if len(cmds) == 0 {
-		return nil
-	}
-	if err := execLookups(ctx, pipe); err != nil {
-		return fmt.Errorf("ledger: look up legacy claims: %w", err)
-	}
-	for i, c := range cmds {
-		if v := c.Val(); v != "" && v != batch {
-			owned[of[i]] = v
-		}
-	}
-	return nil
-}
-
 // claimRounds bounds how often claimLive tries again an id whose live key
 // vanished between its SETNX and its GET.
 const claimRounds = 5
@@ -130,41 +105,37 @@ const claimRounds = 5
 // whether this call took it and the owner of each live key afterwards. A
 // key that vanished between the SETNX and the reading of its owner is
 // claimed again, never assumed to be batch's.
-func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (taken []bool, live []string, err error) {
+//
+// legacy[i] is the owner of the legacy claim on ids[i] (claimForms), read
+// in the round trip of the SETNX that took the live key, right after it;
+// for an id it did not take, live[i] already weighs the legacy claim
+// (liveOwners reads every form) and legacy[i] is empty.
+func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (taken []bool, live, legacy []string, err error) {
 	taken = make([]bool, len(ids))
 	live = make([]string, len(ids))
+	legacy = make([]string, len(ids))
 	todo := make([]int, len(ids))
 	for i := range ids {
 		todo[i] = i
 	}
 	for round := 0; len(todo) > 0; round++ {
 		if round == claimRounds {
-			return nil, nil, fmt.Errorf("ledger: claim externalIds: %d live keys vanished %d times in a row", len(todo), claimRounds)
+			return nil, nil, nil, fmt.Errorf("ledger: claim externalIds: %d live keys vanished %d times in a row", len(todo), claimRounds)
 		}
-		pipe := l.rdb.Pipeline()
-		sets := make([]*redis.BoolCmd, len(todo))
-		for j, i := range todo {
-			sets[j] = pipe.SetNX(ctx, ownerKey(extid.Key(ids[i])), batch, 0)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, nil, fmt.Errorf("ledger: claim externalIds: %w", err)
-		}
-		var lost []int
-		var lostIDs []string
-		for j, i := range todo {
-			if sets[j].Val() {
-				taken[i], live[i] = true, batch
-			} else {
-				lost = append(lost, i)
-				lostIDs = append(lostIDs, ids[i])
-			}
+		lost, err := l.setLive(ctx, batch, ids, todo, taken, live, legacy)
+		if err != nil {
+			return nil, nil, nil, err
 		}
 		if len(lost) == 0 {
 			break
 		}
+		lostIDs := make([]string, len(lost))
+		for j, i := range lost {
+			lostIDs[j] = ids[i]
+		}
 		got, err := l.liveOwners(ctx, batch, lostIDs)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		todo = todo[:0]
 		for j, i := range lost {
@@ -175,7 +146,39 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 			}
 		}
 	}
-	return taken, live, nil
+	return taken, live, legacy, nil
+}
+
+// setLive is one round of claimLive: one pipeline of, per id of ids[todo],
+// the SETNX of its live key followed by the GET of its legacy form if it
+// has one. It records the ids taken in taken, live and legacy, and returns
+// the indexes of those not taken.
+func (l *Ledger) setLive(ctx context.Context, batch string, ids []string, todo []int, taken []bool, live, legacy []string) ([]int, error) {
+	pipe := l.rdb.Pipeline()
+	sets := make([]*redis.BoolCmd, len(todo))
+	olds := make([]*redis.StringCmd, len(todo))
+	for j, i := range todo {
+		forms := claimForms(ids[i])
+		sets[j] = pipe.SetNX(ctx, ownerKey(forms[0]), batch, 0)
+		if len(forms) > 1 {
+			olds[j] = pipe.Get(ctx, ownerKey(forms[1]))
+		}
+	}
+	if err := execLookups(ctx, pipe); err != nil {
+		return nil, fmt.Errorf("ledger: claim externalIds: %w", err)
+	}
+	var lost []int
+	for j, i := range todo {
+		if !sets[j].Val() {
+			lost = append(lost, i)
+			continue
+		}
+		taken[i], live[i] = true, batch
+		if olds[j] != nil {
+			legacy[i] = olds[j].Val()
+		}
+	}
+	return lost, nil
 }
 
 // ReleaseUnregistered drops batch's claims on those of ids that have no

@@ -842,7 +842,7 @@ func (ld *Loader) enqueueQueued(ctx context.Context, batch string, opts Options,
 			return nil
 		})
 	}
-	err := ld.ledger.EachOpen(gctx, batch, func(p ledger.OpenPayout) error {
+	err := ld.ledger.EachQueued(gctx, batch, func(p ledger.OpenPayout) error {
 		if p.State != ledger.Queued {
 			return nil
 		}
@@ -947,7 +947,7 @@ func (r *loadRun) read(ctx context.Context, f *os.File, bad *lineSet, chunks cha
 // again: a live task is left as it is.
 func (ld *Loader) EnqueueApproved(ctx context.Context, insp *asynq.Inspector, batch string) (int, error) {
 	var queued []ledger.OpenPayout
-	if err := ld.ledger.EachOpen(ctx, batch, func(p ledger.OpenPayout) error {
+	if err := ld.ledger.EachQueued(ctx, batch, func(p ledger.OpenPayout) error {
 		if p.State == ledger.Queued {
 			queued = append(queued, p)
 		}
