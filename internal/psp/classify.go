@@ -132,39 +132,56 @@ func classify(op Operation, status int, header http.Header, body []byte, transpo
 		return classifyOK(op, res, body)
 	}
 
-	switch op {
-	case OpWithdrawalCreate, OpDepositCreate:
-		switch {
-		case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
-			res.Outcome = Rejected
-		case status == http.StatusUnauthorized || status == http.StatusForbidden:
-			res.Outcome = AuthFault
-		case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
-			res.Outcome = AuthFault
-			prefix += " on create (wrong base URL?)"
-		case status == http.StatusTooManyRequests:
-			res.Outcome = RetryLater
+	res.Outcome = Ambiguous // 423, >= 499 and anything the table does not name
+	if a, ok := lookupAnswer(op, status); ok {
+		res.Outcome = a.Outcome
+		prefix += a.Note
+		if a.RetryAfter {
 			res.RetryAfter = parseRetryAfter(header.Get("Retry-After"), time.Now())
-		default: // 423, >= 499 and anything unexpected
-			res.Outcome = Ambiguous
 		}
-	case OpWithdrawalStatus:
-		switch status {
-		case http.StatusNotFound:
-			res.Outcome = NotFound
-		case http.StatusUnauthorized, http.StatusForbidden:
-			res.Outcome = AuthFault
-		case http.StatusTooManyRequests:
-			res.Outcome = RetryLater
-			res.RetryAfter = parseRetryAfter(header.Get("Retry-After"), time.Now())
-		default:
-			res.Outcome = Ambiguous
-		}
-	default:
-		res.Outcome = Ambiguous
 	}
 	res.Message = finish(prefix + ": " + bodyMessage(status, body))
 	return res, nil
+}
+
+// An Answer is one row of the PSP answer table: what an HTTP status other
+// than 200 means for one kind of request (docs/design.md, "Outcome of a
+// create" and "Outcome of a status check"). A 200 is read by classifyOK,
+// no response at all by whether the request left.
+type Answer struct {
+	Ops        []Operation
+	Statuses   []int
+	Outcome    Outcome
+	Note       string // added to the message after "HTTP <status>"
+	RetryAfter bool   // the answer's Retry-After header is honoured
+}
+
+var creates = []Operation{OpWithdrawalCreate, OpDepositCreate}
+
+// Answers is the PSP answer table. A status it does not name (423, 499
+// and above, anything unexpected) is Ambiguous: it does not tell whether
+// the order exists, so it is followed by status checks, never by a
+// second create. A new row here is a new answer; TestAnswersTable checks
+// that no status is named twice for one request.
+var Answers = []Answer{
+	{Ops: creates, Statuses: []int{http.StatusBadRequest, http.StatusUnprocessableEntity}, Outcome: Rejected},
+	{Ops: creates, Statuses: []int{http.StatusUnauthorized, http.StatusForbidden}, Outcome: AuthFault},
+	{Ops: creates, Statuses: []int{http.StatusNotFound, http.StatusMethodNotAllowed}, Outcome: AuthFault,
+		Note: " on create (wrong base URL?)"},
+	{Ops: creates, Statuses: []int{http.StatusTooManyRequests}, Outcome: RetryLater, RetryAfter: true},
+	{Ops: []Operation{OpWithdrawalStatus}, Statuses: []int{http.StatusNotFound}, Outcome: NotFound},
+	{Ops: []Operation{OpWithdrawalStatus}, Statuses: []int{http.StatusUnauthorized, http.StatusForbidden}, Outcome: AuthFault},
+	{Ops: []Operation{OpWithdrawalStatus}, Statuses: []int{http.StatusTooManyRequests}, Outcome: RetryLater, RetryAfter: true},
+}
+
+// lookupAnswer is the row of Answers for op and status.
+func lookupAnswer(op Operation, status int) (Answer, bool) {
+	for _, a := range Answers {
+		if slices.Contains(a.Ops, op) && slices.Contains(a.Statuses, status) {
+			return a, true
+		}
+	}
+	return Answer{}, false
 }
 
 // classifyOK handles a complete 200 answer.
