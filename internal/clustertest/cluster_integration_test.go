@@ -246,16 +246,23 @@ func checkSlots(t *testing.T, cl *redistest.Cluster, batches []BatchStatus) {
 	for _, b := range batches {
 		ks := groups["batch "+b.ID]
 		// A hash per payout; then meta, counts, audit, the list of line
-		// chunks and one chunk per 128 file lines (at least one).
+		// chunks and one chunk per 128 file lines (at least one), and the
+		// console's index of each state but queued that holds payouts.
 		payouts := 0
 		for _, k := range ks {
 			if strings.HasPrefix(k, ledger.PayoutKey(b.ID, "")) {
 				payouts++
 			}
 		}
-		others, most := len(ks)-payouts, 4+(b.Rows+1)/128+1
+		indexed := 0
+		for _, st := range ledger.States {
+			if st != ledger.Queued && b.Counts[string(st)] > 0 {
+				indexed++
+			}
+		}
+		others, most := len(ks)-payouts, 4+(b.Rows+1)/128+1+indexed
 		if payouts != b.Rows || others < 5 || others > most {
-			t.Errorf("batch %s: %d payout hashes (want %d) and %d other keys (want 5 to %d)", b.ID, payouts, b.Rows, others, most)
+			t.Errorf("batch %s: %d payout hashes (want %d) and %d other keys (want 5 to %d, %d of them indexes per state)", b.ID, payouts, b.Rows, others, most, indexed)
 		}
 	}
 	if len(groups["asynq"]) == 0 {
