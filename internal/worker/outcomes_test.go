@@ -75,7 +75,11 @@ func TestCreateOutcomes(t *testing.T) {
 func TestDialErrorRetriesTheCreate(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fastConfig(), sandbox.Config{})
-	good := h.psp
+	// The create that reaches the PSP gets a generous timeout: the
+	// harness's 500 ms, on a machine busy with -race and parallel tests,
+	// once timed out, and the status checks it then needed are what this
+	// test says a dial error must not cause.
+	good := h.newClient(h.url, 10*time.Second)
 	h.psp = &flakyPSP{PSP: good, first: h.newClient(closedPortURL(t), time.Second), failures: 2}
 	ids := h.add(visa)
 	h.start()
