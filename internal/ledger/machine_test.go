@@ -321,6 +321,12 @@ func TestEveryTransitionIsMade(t *testing.T) {
 			if tr.From != "" {
 				mustState(t, l, "b", "E1", tr.From)
 			}
+			// The payout's 'entered' field before the move, made older
+			// than any time the move can stamp (a registration has none:
+			// a queued payout's age is its batch's).
+			if tr.From != "" {
+				machineMust(t, l.rdb.HSet(context.Background(), payoutKey("b", "E1"), "entered", 1).Err())
+			}
 			machineMust(t, tc.move(t, l, clk))
 			mustState(t, l, "b", "E1", tr.To)
 			c, err := l.Counts(context.Background(), "b")
@@ -331,6 +337,19 @@ func TestEveryTransitionIsMade(t *testing.T) {
 			// The console's index per state followed the move.
 			if _, kept, err := l.stateIndex(context.Background(), "b", func(redis.Pipeliner) {}); err != nil || !kept {
 				t.Errorf("index per state after the move: kept %v, %v", kept, err)
+			}
+			if tr.To != Queued {
+				// E1 is on line 2 of the file (seed): its score.
+				if score, err := l.rdb.ZScore(context.Background(), stateIndexKey("b", tr.To), "E1").Result(); err != nil || score != 2 {
+					t.Errorf("index of %s: E1 scored %v, %v; want its line, 2", tr.To, score, err)
+				}
+			}
+			if tr.From != "" {
+				// The move stamped when the payout entered its state.
+				at, err := l.rdb.HGet(context.Background(), payoutKey("b", "E1"), "entered").Int64()
+				if err != nil || at <= 1 {
+					t.Errorf("entered = %d, %v; want the move's time", at, err)
+				}
 			}
 		})
 	}

@@ -48,9 +48,10 @@ local function allow(from, to)
 end
 local function move(counts, from, to, units)
   allow(from, to)
-  if AUD.payout then
+  if AUD.payout and not AUD.entered then
     -- when the payout entered its state: its age in that state for the
     -- on-call gauges (Ledger.Oldest); 'updated' moves with every check.
+    -- A script that wrote it in its own HSET (entered()) set AUD.entered.
     redis.call('HSET', AUD.payout, 'entered', nowms())
   end
   if from then
@@ -67,7 +68,10 @@ local function move(counts, from, to, units)
     local ext = string.match(AUD.payout, ':p:(.*)$')
     if from and from ~= 'queued' then redis.call('ZREM', base .. 's:' .. from, ext) end
     if to ~= 'queued' then
-      redis.call('ZADD', base .. 's:' .. to, redis.call('HGET', AUD.payout, 'line') or 0, ext)
+      -- the line, as fetch read it with the payout's fields (nil: not read)
+      local line = AUD.line
+      if line == nil then line = redis.call('HGET', AUD.payout, 'line') end
+      redis.call('ZADD', base .. 's:' .. to, line or 0, ext)
     end
   end
   if AUD.key then
@@ -81,6 +85,13 @@ local function move(counts, from, to, units)
     end
     redis.call('XADD', AUD.key, '*', unpack(f))
   end
+end
+-- entered is the pair 'entered', now for a script's own HSET of a payout it
+-- moves (the last arguments, so both values count): move() then writes it
+-- no more.
+local function entered()
+  AUD.entered = true
+  return 'entered', nowms()
 end
 local function num(v) return tonumber(v) or 0 end
 local function reply(head, key)
@@ -142,12 +153,15 @@ local function unjoin(s)
   end
 end
 -- fetch reads the payout's fields named in ... and, in the same HMGET, the
--- stored operation. It returns the first run's decision on a replay (else
--- nil) and the fields (false when missing), in the order named.
+-- stored operation and the payout's line (AUD.line, for the index per
+-- state that move() keeps). It returns the first run's decision on a
+-- replay (else nil) and the fields (false when missing), in the order
+-- named.
 local function fetch(key, ...)
-  local m = redis.call('HMGET', key, 'op', 'opr', ...)
+  local m = redis.call('HMGET', key, 'op', 'opr', 'line', ...)
+  AUD.line = m[3]
   local h = {}
-  for i = 3, #m do h[i - 2] = m[i] end
+  for i = 4, #m do h[i - 3] = m[i] end
   if m[1] == OP and m[2] then return unjoin(m[2]), h end
   return nil, h
 end
@@ -262,7 +276,8 @@ if st == 'queued' and attempt == num(h[2]) + 1 then
   local phase = redis.call('HGET', KEYS[4], 'phase')
   if phase ~= 'loaded' then return answer({'hold', '0', phase or ''}) end
   local head = {'proceed', '0'}
-  redis.call('HSET', KEYS[1], 'state', 'submitting', 'creates', attempt, 'updated', nowms(), decided(head))
+  local f = {'state', 'submitting', 'creates', attempt, 'updated', nowms(), entered()}
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
   move(KEYS[2], st, 'submitting', units)
   st, creates = 'submitting', tostring(attempt)
   return answer(head)
@@ -271,8 +286,9 @@ if st == 'submitting' and attempt == num(h[2]) then
   seq = tostring(num(h[4]) + 1)
   local head = {'check', seq}
   AUD.extra = {'attempt', attempt, 'seq', seq, 'note', note}
-  redis.call('HSET', KEYS[1], 'state', 'checking', 'seq', seq, 'misses', 0, 'lastmiss', 0, 'faults', 0,
-    'error', note, 'updated', nowms(), decided(head))
+  local f = {'state', 'checking', 'seq', seq, 'misses', 0, 'lastmiss', 0, 'faults', 0,
+    'error', note, 'updated', nowms(), entered()}
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
   move(KEYS[2], st, 'checking', units)
   st = 'checking'
   return answer(head)
@@ -337,6 +353,7 @@ elseif to == 'queued' then
   push(f, 'creates', attempt - 1)
 end
 local head = {'ok', tostring(seq), to, awaiting}
+push(f, entered())
 push(f, decided(head))
 redis.call('HSET', KEYS[1], unpack(f))
 move(KEYS[2], st, to, units)
@@ -404,6 +421,7 @@ local function leave(to, msg, head)
     push(f, 'order', order, 'pspstatus', pspstatus)
     if await(f, KEYS[2], units, windowms, nowtxt) then head[2] = '1' end
   end
+  push(f, entered())
   redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
   move(KEYS[2], st, to, units)
   return head
@@ -507,7 +525,8 @@ AUD.extra = {'oseq', oseq, 'http', http, 'psp', pspstatus, 'note', reason}
 local f = {'updated', now}
 if pspstatus ~= '' then push(f, 'pspstatus', pspstatus) end
 local function leave(to, msg, head)
-  redis.call('HSET', KEYS[1], unpack(push(f, 'state', to, 'track', 0, 'error', msg, decided(head))))
+  push(f, 'state', to, 'track', 0, 'error', msg, entered())
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
   move(KEYS[2], 'created', to, units)
   redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
   redis.call('HINCRBY', KEYS[2], 'u:awaiting', '-' .. units)
