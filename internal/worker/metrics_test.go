@@ -52,7 +52,9 @@ func TestLoadToFinalIsObservedOncePerFinalPayout(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			tt.cfg.Metrics = NewMetrics(reg)
 			h := newHarness(t, tt.cfg, sandbox.Config{SettleAfter: 50 * time.Millisecond})
-			start := time.Now()
+			// The batch's load time is kept in whole milliseconds: an
+			// observation counts from up to 1 ms before time.Now().
+			start := time.Now().Truncate(time.Millisecond)
 			h.add(visa, visa, visa)
 			h.start()
 			h.waitFinal(10 * time.Second)
