@@ -140,7 +140,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	summaries, err := l.ArchivedBatches(ctx)
+	summaries, err := l.Archive().ArchivedBatches(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 		}
 	}
 	// 5. The rest, meta last.
-	if err := l.DropBatch(ctx, id); err != nil {
+	if err := l.Archive().DropBatch(ctx, id); err != nil {
 		return r.oc, err
 	}
 	return r.oc, r.hook(StepDropped)
@@ -518,7 +518,7 @@ func (r *batchArchive) saveSummary(ctx context.Context) error {
 	if r.prev != nil {
 		a.ArchivedAt, a.ClaimsTill = r.prev.ArchivedAt, r.prev.ClaimsTill
 	}
-	if err := r.l.SaveArchived(ctx, a); err != nil {
+	if err := r.l.Archive().SaveArchived(ctx, a); err != nil {
 		return err
 	}
 	var err error
@@ -536,7 +536,7 @@ func (r *batchArchive) deletePayouts(ctx context.Context) error {
 	} else if !ok {
 		return fmt.Errorf("lost the batch's load lock: nothing deleted")
 	}
-	if _, err := r.l.DeleteArchivedPayouts(ctx, r.id, r.fps, r.o.Chunk, func(int) error { return r.hook(StepChunk) }); err != nil {
+	if _, err := r.l.Archive().DeleteArchivedPayouts(ctx, r.id, r.fps, r.o.Chunk, func(int) error { return r.hook(StepChunk) }); err != nil {
 		return err
 	}
 	return r.hook(StepDeleted)

@@ -400,6 +400,34 @@ func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) 
 	return l.EachRaw(ctx, batch, func(p RawPayout) error { return fn(parsePayout(batch, p.Fields)) })
 }
 
+// RawPayout is one payout hash as stored. Fields is nil when the lines
+// index names the payout but its hash is gone (deleted by an archive run).
+type RawPayout struct {
+	ExternalID string
+	Fields     map[string]string
+}
+
+// EachRaw calls fn for every payout of batch in file line order with all of
+// its stored fields, eachChunk per pipelined round trip.
+func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) error) error {
+	return l.eachIDs(ctx, batch, func(ids []string) error {
+		hashes, err := l.readPayouts(ctx, batch, ids)
+		if err != nil {
+			return err
+		}
+		for i, m := range hashes {
+			p := RawPayout{ExternalID: ids[i]}
+			if len(m) > 0 {
+				p.Fields = m
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // readPayouts reads the whole hashes of ids in one pipelined round trip
 // (an empty map for a payout that is gone).
 func (l *Ledger) readPayouts(ctx context.Context, batch string, ids []string) ([]map[string]string, error) {

@@ -469,7 +469,7 @@ func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logge
 		return false, true, err
 	}
 	// An archived batch (package archive) keeps its content refused.
-	a, err := ld.ledger.Archived(ctx, res.Batch)
+	a, err := ld.ledger.Archive().Archived(ctx, res.Batch)
 	switch {
 	case err == nil:
 		b := a.AsBatch()
