@@ -157,7 +157,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if !o.DryRun {
 		// Claims of batches archived earlier expire whether or not this
 		// run archives anything; the sweep runs once a day.
-		n, err := l.SweepArchivedClaims(ctx, now)
+		n, err := l.Claims().SweepArchivedClaims(ctx, now)
 		if err != nil {
 			first = err
 		}
@@ -522,7 +522,7 @@ func (r *batchArchive) saveSummary(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if r.oc.Claims, err = r.l.ArchiveClaims(ctx, r.id, r.ids, a.ClaimsTill, r.now); err != nil {
+	if r.oc.Claims, err = r.l.Claims().ArchiveClaims(ctx, r.id, r.ids, a.ClaimsTill, r.now); err != nil {
 		return err
 	}
 	return r.hook(StepSummary)

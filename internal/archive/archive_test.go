@@ -108,7 +108,7 @@ func (f *fixture) checkArchivedClaim(id, batch string) {
 	if f.m.Exists(ledger.OwnerKey(id)) {
 		f.t.Fatalf("live claim of %s kept", id)
 	}
-	own, err := f.led.Owners(context.Background(), "new", []string{id})
+	own, err := f.led.Claims().Owners(context.Background(), "new", []string{id})
 	if err != nil || own[id] != batch {
 		f.t.Fatalf("archived claim of %s: %v %v", id, own, err)
 	}
@@ -184,7 +184,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	// (A claim lasts to the end of the day the window ends.)
 	f.m.FastForward(archive.DefaultIDWindow + 24*time.Hour + time.Second)
 	f.m.SetTime(f.now.Add(archive.DefaultIDWindow + 24*time.Hour + time.Second))
-	if own, err := f.led.Owners(ctx, "new", []string{"A-1"}); err != nil || len(own) != 0 {
+	if own, err := f.led.Claims().Owners(ctx, "new", []string{"A-1"}); err != nil || len(own) != 0 {
 		t.Fatalf("claim outlived the window: %v %v", own, err)
 	}
 	res, err = f.ld.LoadFile(ctx, other, loader.Options{})

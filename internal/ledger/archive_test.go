@@ -11,10 +11,10 @@ func TestArchiveKeys(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
 	seed(t, l, "b", 5)
-	if _, err := l.Claim(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5"}); err != nil {
+	if _, err := l.Claims().Claim(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Claim(ctx, "other", []string{"X"}); err != nil {
+	if _, err := l.Claims().Claim(ctx, "other", []string{"X"}); err != nil {
 		t.Fatal(err)
 	}
 	var fps []Fingerprint
@@ -26,17 +26,17 @@ func TestArchiveKeys(t *testing.T) {
 	}
 
 	// Claims: only the batch's, only once; bucketed, the live keys gone.
-	n, err := l.ArchiveClaims(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5", "X"}, clk.t.Add(time.Hour), clk.t)
+	n, err := l.Claims().ArchiveClaims(ctx, "b", []string{"E1", "E2", "E3", "E4", "E5", "X"}, clk.t.Add(time.Hour), clk.t)
 	if err != nil || n != 5 {
 		t.Fatalf("ArchiveClaims = %d, %v", n, err)
 	}
-	if n, _ := l.ArchiveClaims(ctx, "b", []string{"E1"}, clk.t.Add(2*time.Hour), clk.t); n != 0 {
+	if n, _ := l.Claims().ArchiveClaims(ctx, "b", []string{"E1"}, clk.t.Add(2*time.Hour), clk.t); n != 0 {
 		t.Fatal("a re-run moved a claim again")
 	}
 	if l.rdb.Exists(ctx, OwnerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, OwnerKey("X")).Val() != 1 {
 		t.Fatal("live claim keys: the batch's should be gone, another batch's kept")
 	}
-	if own, err := l.Owners(ctx, "new", []string{"E1", "X", "Z"}); err != nil || own["E1"] != "b" || own["X"] != "other" || len(own) != 2 {
+	if own, err := l.Claims().Owners(ctx, "new", []string{"E1", "X", "Z"}); err != nil || own["E1"] != "b" || own["X"] != "other" || len(own) != 2 {
 		t.Fatalf("Owners = %v, %v", own, err)
 	}
 

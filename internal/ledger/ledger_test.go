@@ -94,24 +94,24 @@ func TestRegisterIsIdempotentAndCounts(t *testing.T) {
 func TestClaimAndRelease(t *testing.T) {
 	l, _ := newTestLedger(t)
 	ctx := context.Background()
-	if lost, err := l.Claim(ctx, "b1", []string{"A", "B"}); err != nil || len(lost) != 0 {
+	if lost, err := l.Claims().Claim(ctx, "b1", []string{"A", "B"}); err != nil || len(lost) != 0 {
 		t.Fatalf("claim: %v %v", lost, err)
 	}
-	if lost, _ := l.Claim(ctx, "b1", []string{"A"}); len(lost) != 0 {
+	if lost, _ := l.Claims().Claim(ctx, "b1", []string{"A"}); len(lost) != 0 {
 		t.Fatalf("reclaim by the same batch lost %v", lost)
 	}
-	lost, err := l.Claim(ctx, "b2", []string{"B", "C"})
+	lost, err := l.Claims().Claim(ctx, "b2", []string{"B", "C"})
 	if err != nil || lost["B"] != "b1" || len(lost) != 1 {
 		t.Fatalf("claim by b2: %v %v", lost, err)
 	}
-	owners, _ := l.Owners(ctx, "b2", []string{"A", "C", "Z"})
+	owners, _ := l.Claims().Owners(ctx, "b2", []string{"A", "C", "Z"})
 	if len(owners) != 1 || owners["A"] != "b1" {
 		t.Fatalf("owners %v", owners)
 	}
-	if err := l.Release(ctx, "b2", []string{"A", "C"}); err != nil {
+	if err := l.Claims().Release(ctx, "b2", []string{"A", "C"}); err != nil {
 		t.Fatal(err)
 	}
-	owners, _ = l.Owners(ctx, "b3", []string{"A", "C"})
+	owners, _ = l.Claims().Owners(ctx, "b3", []string{"A", "C"})
 	if owners["A"] != "b1" || owners["C"] != "" {
 		t.Fatalf("release of b2 touched b1's claim or kept its own: %v", owners)
 	}

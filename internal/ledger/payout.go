@@ -140,62 +140,6 @@ func parsePayout(batch string, m map[string]string) Payout {
 	}
 }
 
-// Owners returns, for each externalId that some batch other than batch
-// already owns (a live claim, or an archived batch's claim within the id
-// window), that batch. It writes nothing (validation, dry runs).
-func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	live, err := l.liveOwners(ctx, batch, ids)
-	if err != nil {
-		return nil, err
-	}
-	owned := map[string]string{}
-	var check []string
-	for i, v := range live {
-		if v == "" || v == batch {
-			// Batch's own live key does not hide an archived claim: a run
-			// may have taken it and died before giving it back.
-			check = append(check, ids[i])
-		} else {
-			owned[ids[i]] = v
-		}
-	}
-	return owned, l.addArchivedOwners(ctx, batch, check, owned)
-}
-
-// addArchivedOwners adds to owned the archived owners other than batch of
-// ids.
-func (l *Ledger) addArchivedOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
-	arch, err := l.archivedOwners(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for id, b := range arch {
-		if b != batch {
-			owned[id] = b
-		}
-	}
-	return nil
-}
-
-// Claim makes batch the owner of each externalId not yet owned. It returns
-// the ids owned by another batch (they were not claimed).
-func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	_, owners, err := l.ClaimTaken(ctx, batch, ids)
-	return owners, err
-}
-
-// Release drops batch's claims on ids (used to undo a refused load).
-func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
-	pipe := l.rdb.Pipeline()
-	for _, id := range ids {
-		releaseForms(ctx, pipe, batch, id)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("ledger: release externalIds: %w", err)
-	}
-	return nil
-}
-
 // Register stores the payouts that are not stored yet, in state queued,
 // in script calls of at most registerCall payouts (nextCall), pipelined
 // (all keys share the batch's slot). It returns how many were new: a

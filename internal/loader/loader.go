@@ -609,7 +609,7 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 			}
 			return err
 		}
-		_, err := ld.ledger.ReleaseUnregistered(ctx, res.Batch, ids)
+		_, err := ld.ledger.Claims().ReleaseUnregistered(ctx, res.Batch, ids)
 		ids = ids[:0]
 		return err
 	}
@@ -698,9 +698,9 @@ func (c *ownerCheck) flush() {
 		var taken []bool
 		var err error
 		if c.claim {
-			taken, owners, err = c.ld.ledger.ClaimTaken(c.ctx, c.batch, ids)
+			taken, owners, err = c.ld.ledger.Claims().ClaimTaken(c.ctx, c.batch, ids)
 		} else {
-			owners, err = c.ld.ledger.Owners(c.ctx, c.batch, ids)
+			owners, err = c.ld.ledger.Claims().Owners(c.ctx, c.batch, ids)
 		}
 		if err != nil {
 			return err

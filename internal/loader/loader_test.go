@@ -206,7 +206,7 @@ func TestExternalIDKnownFromEarlierBatch(t *testing.T) {
 	if _, err := f.led.Batch(ctx, res.Batch); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("refused file left a batch: %v", err)
 	}
-	if owners, _ := f.led.Owners(ctx, "someone-else", []string{"B-1"}); len(owners) != 0 {
+	if owners, _ := f.led.Claims().Owners(ctx, "someone-else", []string{"B-1"}); len(owners) != 0 {
 		t.Fatalf("the refused file kept its claim on B-1: %v", owners)
 	}
 }

@@ -159,7 +159,7 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 				t.Fatalf("rerun without --partial: %+v %v, want refused for its bad row", res, err)
 			}
 
-			owners, err := f.led.Owners(ctx, "someone-else", ids)
+			owners, err := f.led.Claims().Owners(ctx, "someone-else", ids)
 			if err != nil {
 				t.Fatal(err)
 			}
