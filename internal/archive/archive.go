@@ -272,7 +272,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
 	r.owner = "archive:" + hex.EncodeToString(tok[:])
-	ok, err := l.LockLoad(ctx, id, r.owner, lockTTL)
+	ok, err := l.Locks().LockLoad(ctx, id, r.owner, lockTTL)
 	if err != nil {
 		return r.oc, err
 	}
@@ -280,7 +280,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 		r.oc.Skipped = "a loader or another archive run holds the batch's load lock"
 		return r.oc, nil
 	}
-	defer l.UnlockLoad(context.WithoutCancel(ctx), id, r.owner)
+	defer l.Locks().UnlockLoad(context.WithoutCancel(ctx), id, r.owner)
 
 	for _, step := range []func(context.Context) error{r.load, r.write, r.verify, r.saveSummary, r.deletePayouts} {
 		if err := step(ctx); err != nil || r.oc.Skipped != "" {
@@ -531,7 +531,7 @@ func (r *batchArchive) saveSummary(ctx context.Context) error {
 // deletePayouts is step 4: the payouts, chunk by chunk, each only if
 // unchanged.
 func (r *batchArchive) deletePayouts(ctx context.Context) error {
-	if ok, err := r.l.RefreshLoad(ctx, r.id, r.owner, lockTTL); err != nil {
+	if ok, err := r.l.Locks().RefreshLoad(ctx, r.id, r.owner, lockTTL); err != nil {
 		return err
 	} else if !ok {
 		return fmt.Errorf("lost the batch's load lock: nothing deleted")

@@ -54,7 +54,7 @@ func TestInterruptedLoadStatusAndDiscard(t *testing.T) {
 		}
 	}
 	// A load at work (its lock held) is neither interrupted nor discarded.
-	if ok, err := l.LockLoad(ctx, "b-int", "a-loader", time.Minute); !ok || err != nil {
+	if ok, err := l.Locks().LockLoad(ctx, "b-int", "a-loader", time.Minute); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	if code, out := run("status", "b-int"); code != ExitOK || strings.Contains(out, "interrupted") {
@@ -63,7 +63,7 @@ func TestInterruptedLoadStatusAndDiscard(t *testing.T) {
 	if code, out := run("discard", "--by", "alice", "--note", "wrong file", "b-int"); code != ExitRejected || !strings.Contains(out, "not discarded") {
 		t.Fatalf("discard of a load at work: exit %d\n%s", code, out)
 	}
-	if err := l.UnlockLoad(ctx, "b-int", "a-loader"); err != nil {
+	if err := l.Locks().UnlockLoad(ctx, "b-int", "a-loader"); err != nil {
 		t.Fatal(err)
 	}
 	code, out := run("discard", "--by", "alice", "--note", "wrong file", "b-int")

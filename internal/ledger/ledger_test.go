@@ -436,25 +436,25 @@ func TestRegisterLockedNeedsTheLoadLock(t *testing.T) {
 	if _, err := l.RegisterLocked(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
 		t.Fatalf("without the lock: %v", err)
 	}
-	if ok, _ := l.LockLoad(ctx, "b", "other", time.Minute); !ok {
+	if ok, _ := l.Locks().LockLoad(ctx, "b", "other", time.Minute); !ok {
 		t.Fatal("lock not taken")
 	}
-	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
+	if ok, _ := l.Locks().LockLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("a held lock was taken twice")
 	}
 	if _, err := l.RegisterLocked(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
 		t.Fatalf("with another's lock: %v", err)
 	}
-	if ok, _ := l.RefreshLoad(ctx, "b", "me", time.Minute); ok {
+	if ok, _ := l.Locks().RefreshLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("refreshed another loader's lock")
 	}
 	if _, err := l.Get(ctx, "b", "A"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a refused RegisterLocked wrote the payout: %v", err)
 	}
-	if err := l.UnlockLoad(ctx, "b", "me"); err != nil {
+	if err := l.Locks().UnlockLoad(ctx, "b", "me"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
+	if ok, _ := l.Locks().LockLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("unlock by a non-owner released the lock")
 	}
 }

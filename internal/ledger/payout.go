@@ -2,9 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -278,49 +275,6 @@ func registerFields(args []any, p NewPayout, units, now int64) []any {
 		args = append(args, "extra", p.Extra)
 	}
 	return appendInfo(args, p.Info)
-}
-
-// ErrLoadLockLost is returned by the steps of a load (RegisterLocked,
-// SetBatchFigures, FinishLoad) when the caller no longer holds the batch's
-// load lock: that step wrote nothing.
-var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
-
-// LockLoad takes the batch's load lock for owner (a random token) for ttl.
-// It reports false when another loader holds it.
-func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	ok, err := l.rdb.SetNX(ctx, loadLockKey(batch), owner, ttl).Result()
-	if err != nil {
-		return false, fmt.Errorf("ledger: lock load of %s: %w", batch, err)
-	}
-	return ok, nil
-}
-
-// RefreshLoad extends owner's load lock; false means it was lost.
-func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	n, err := refreshLockScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
-	if err != nil {
-		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
-	}
-	return n == 1, nil
-}
-
-// NewLoadOwner returns a random token for a LockLoad owner: 16 random
-// bytes in hex.
-func NewLoadOwner() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// UnlockLoad releases owner's load lock (a lock taken over by another
-// loader is left alone).
-func (l *Ledger) UnlockLoad(ctx context.Context, batch, owner string) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner).Err(); err != nil {
-		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
-	}
-	return nil
 }
 
 // Get returns one payout, or ErrNotFound.

@@ -345,7 +345,7 @@ func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log 
 	if err != nil {
 		return nil, false, err
 	}
-	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
+	locked, err := ld.ledger.Locks().LockLoad(ctx, res.Batch, owner, loadLockTTL)
 	if err != nil {
 		return nil, false, err
 	}
@@ -395,7 +395,7 @@ func (lk *loadLease) renew() {
 			return
 		case <-t.C:
 		}
-		held, err := lk.ld.ledger.RefreshLoad(lk.ctx, lk.batch, lk.owner, loadLockTTL)
+		held, err := lk.ld.ledger.Locks().RefreshLoad(lk.ctx, lk.batch, lk.owner, loadLockTTL)
 		if err != nil {
 			continue // Redis unreachable: the load's own steps fail or the next renewal succeeds
 		}
@@ -412,7 +412,7 @@ func (lk *loadLease) stop() {
 	<-lk.done
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(lk.ctx), 5*time.Second)
 	defer cancel()
-	if err := lk.ld.ledger.UnlockLoad(uctx, lk.batch, lk.owner); err != nil {
+	if err := lk.ld.ledger.Locks().UnlockLoad(uctx, lk.batch, lk.owner); err != nil {
 		lk.log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
 	}
 }
@@ -603,7 +603,7 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 			return nil
 		}
 		// As the registrar does: no step without the lock.
-		if held, err := ld.ledger.RefreshLoad(ctx, res.Batch, owner, loadLockTTL); err != nil || !held {
+		if held, err := ld.ledger.Locks().RefreshLoad(ctx, res.Batch, owner, loadLockTTL); err != nil || !held {
 			if err == nil {
 				err = ledger.ErrLoadLockLost
 			}
@@ -895,7 +895,7 @@ func (r *loadRun) stages(ctx context.Context, f *os.File, bad *lineSet) error {
 func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayout) error {
 	led, batch := r.ld.ledger, r.res.Batch
 	for ps := range chunks {
-		if held, err := led.RefreshLoad(ctx, batch, r.owner, loadLockTTL); err != nil || !held {
+		if held, err := led.Locks().RefreshLoad(ctx, batch, r.owner, loadLockTTL); err != nil || !held {
 			if err == nil {
 				err = ledger.ErrLoadLockLost
 			}

@@ -110,7 +110,7 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 			// it before its first claim, so it claims nothing at all.
 			name: "load lock held by another loader",
 			before: func(t *testing.T, f *fixture, path, batch string) {
-				if ok, err := f.led.LockLoad(context.Background(), batch, "another-loader", time.Minute); !ok || err != nil {
+				if ok, err := f.led.Locks().LockLoad(context.Background(), batch, "another-loader", time.Minute); !ok || err != nil {
 					t.Fatalf("lock: %v %v", ok, err)
 				}
 			},
