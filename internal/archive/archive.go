@@ -95,7 +95,7 @@ type Options struct {
 	// Now, if set, replaces Redis's clock for the age check and the claim
 	// window: tests and the bench's 90-day simulation fake time with it;
 	// never set in production. Expired claims are dropped by the earlier
-	// of Now and Redis's clock (ledger.SweepArchivedClaims).
+	// of Now and Redis's clock (ledger.Claims.SweepArchivedClaims).
 	Now func() time.Time
 	// Batches, if not empty, limits the run to these batches.
 	Batches []string

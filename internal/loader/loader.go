@@ -561,7 +561,7 @@ func refuseOwned(res *Result, pass claimResult, bad *lineSet) []payfile.Error {
 // the same content registered (its own SET NX lost to this run's, which it
 // took for its own). So the release holds the batch's load lock, under
 // which alone rows are registered, and drops a claim only if the batch has
-// no payout for it (ledger.ReleaseUnregistered). If another loader holds
+// no payout for it (ledger.Claims.ReleaseUnregistered). If another loader holds
 // the lock, nothing is released: an externalId left claimed by a batch
 // that never loads is refused by later files, which a person can sort out;
 // one released under a registered row could be paid twice.
