@@ -95,7 +95,7 @@ type Options struct {
 	// Now, if set, replaces Redis's clock for the age check and the claim
 	// window: tests and the bench's 90-day simulation fake time with it;
 	// never set in production. Expired claims are dropped by the earlier
-	// of Now and Redis's clock (ledger.SweepArchivedClaims).
+	// of Now and Redis's clock (ledger.Claims.SweepArchivedClaims).
 	Now func() time.Time
 	// Batches, if not empty, limits the run to these batches.
 	Batches []string
@@ -140,7 +140,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	summaries, err := l.ArchivedBatches(ctx)
+	summaries, err := l.Archive().ArchivedBatches(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if !o.DryRun {
 		// Claims of batches archived earlier expire whether or not this
 		// run archives anything; the sweep runs once a day.
-		n, err := l.SweepArchivedClaims(ctx, now)
+		n, err := l.Claims().SweepArchivedClaims(ctx, now)
 		if err != nil {
 			first = err
 		}
@@ -272,7 +272,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
 	r.owner = "archive:" + hex.EncodeToString(tok[:])
-	ok, err := l.LockLoad(ctx, id, r.owner, lockTTL)
+	ok, err := l.Locks().LockLoad(ctx, id, r.owner, lockTTL)
 	if err != nil {
 		return r.oc, err
 	}
@@ -280,7 +280,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 		r.oc.Skipped = "a loader or another archive run holds the batch's load lock"
 		return r.oc, nil
 	}
-	defer l.UnlockLoad(context.WithoutCancel(ctx), id, r.owner)
+	defer l.Locks().UnlockLoad(context.WithoutCancel(ctx), id, r.owner)
 
 	for _, step := range []func(context.Context) error{r.load, r.write, r.verify, r.saveSummary, r.deletePayouts} {
 		if err := step(ctx); err != nil || r.oc.Skipped != "" {
@@ -288,7 +288,7 @@ func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledg
 		}
 	}
 	// 5. The rest, meta last.
-	if err := l.DropBatch(ctx, id); err != nil {
+	if err := l.Archive().DropBatch(ctx, id); err != nil {
 		return r.oc, err
 	}
 	return r.oc, r.hook(StepDropped)
@@ -518,11 +518,11 @@ func (r *batchArchive) saveSummary(ctx context.Context) error {
 	if r.prev != nil {
 		a.ArchivedAt, a.ClaimsTill = r.prev.ArchivedAt, r.prev.ClaimsTill
 	}
-	if err := r.l.SaveArchived(ctx, a); err != nil {
+	if err := r.l.Archive().SaveArchived(ctx, a); err != nil {
 		return err
 	}
 	var err error
-	if r.oc.Claims, err = r.l.ArchiveClaims(ctx, r.id, r.ids, a.ClaimsTill, r.now); err != nil {
+	if r.oc.Claims, err = r.l.Claims().ArchiveClaims(ctx, r.id, r.ids, a.ClaimsTill, r.now); err != nil {
 		return err
 	}
 	return r.hook(StepSummary)
@@ -531,12 +531,12 @@ func (r *batchArchive) saveSummary(ctx context.Context) error {
 // deletePayouts is step 4: the payouts, chunk by chunk, each only if
 // unchanged.
 func (r *batchArchive) deletePayouts(ctx context.Context) error {
-	if ok, err := r.l.RefreshLoad(ctx, r.id, r.owner, lockTTL); err != nil {
+	if ok, err := r.l.Locks().RefreshLoad(ctx, r.id, r.owner, lockTTL); err != nil {
 		return err
 	} else if !ok {
 		return fmt.Errorf("lost the batch's load lock: nothing deleted")
 	}
-	if _, err := r.l.DeleteArchivedPayouts(ctx, r.id, r.fps, r.o.Chunk, func(int) error { return r.hook(StepChunk) }); err != nil {
+	if _, err := r.l.Archive().DeleteArchivedPayouts(ctx, r.id, r.fps, r.o.Chunk, func(int) error { return r.hook(StepChunk) }); err != nil {
 		return err
 	}
 	return r.hook(StepDeleted)

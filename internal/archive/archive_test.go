@@ -108,7 +108,7 @@ func (f *fixture) checkArchivedClaim(id, batch string) {
 	if f.m.Exists(ledger.OwnerKey(id)) {
 		f.t.Fatalf("live claim of %s kept", id)
 	}
-	own, err := f.led.Owners(context.Background(), "new", []string{id})
+	own, err := f.led.Claims().Owners(context.Background(), "new", []string{id})
 	if err != nil || own[id] != batch {
 		f.t.Fatalf("archived claim of %s: %v %v", id, own, err)
 	}
@@ -142,7 +142,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	if left := f.batchKeys(batch); len(left) != 0 {
 		t.Fatalf("keys left: %v", left)
 	}
-	a, err := f.led.Archived(ctx, batch)
+	a, err := f.led.Archive().Archived(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	// (A claim lasts to the end of the day the window ends.)
 	f.m.FastForward(archive.DefaultIDWindow + 24*time.Hour + time.Second)
 	f.m.SetTime(f.now.Add(archive.DefaultIDWindow + 24*time.Hour + time.Second))
-	if own, err := f.led.Owners(ctx, "new", []string{"A-1"}); err != nil || len(own) != 0 {
+	if own, err := f.led.Claims().Owners(ctx, "new", []string{"A-1"}); err != nil || len(own) != 0 {
 		t.Fatalf("claim outlived the window: %v %v", own, err)
 	}
 	res, err = f.ld.LoadFile(ctx, other, loader.Options{})
@@ -219,7 +219,7 @@ func TestArchiveLeavesOpenBatchesAlone(t *testing.T) {
 	if len(f.batchKeys(res.Batch)) == 0 {
 		t.Fatal("the open batch was archived")
 	}
-	if _, err := f.led.Archived(ctx, res.Batch); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := f.led.Archive().Archived(ctx, res.Batch); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatal("the open batch has a summary", err)
 	}
 }
@@ -251,7 +251,7 @@ func TestArchiveInterrupted(t *testing.T) {
 				// The keys are gone: the archive must be complete.
 				checkArchive(t, paths.Archive, 7)
 			}
-			if _, err := f.led.Archived(ctx, batch); err == nil {
+			if _, err := f.led.Archive().Archived(ctx, batch); err == nil {
 				checkArchive(t, paths.Archive, 7)
 			} else if n := len(f.batchKeys(batch)); n < 7+3 {
 				t.Fatalf("no summary and only %d keys", n)
@@ -378,7 +378,7 @@ func TestSpoolArchives(t *testing.T) {
 	if len(f.batchKeys(batch)) != 0 {
 		t.Fatal("the spool run did not archive the batch")
 	}
-	a, err := f.led.Archived(ctx, batch)
+	a, err := f.led.Archive().Archived(ctx, batch)
 	if err != nil || filepath.Dir(a.Archive) != o.Dir {
 		t.Fatalf("%+v %v", a, err)
 	}

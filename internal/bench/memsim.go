@@ -86,7 +86,7 @@ func (m *memRun) simulate(ctx context.Context, rep *MemoryReport) error {
 		if err != nil {
 			return err
 		}
-		claims, err := ledger.New(m.rdb).ArchivedClaimsHeld(ctx)
+		claims, err := ledger.New(m.rdb).Claims().ArchivedClaimsHeld(ctx)
 		if err != nil {
 			return err
 		}

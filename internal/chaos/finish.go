@@ -270,7 +270,7 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 	byFile := map[string]ledger.BatchStatus{}
 	// Archived batches (the loader's aggressive --archive-after): their
 	// payouts from the archive file, then whatever Redis still holds.
-	arch, err := h.led.ArchivedBatches(ctx)
+	arch, err := h.led.Archive().ArchivedBatches(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

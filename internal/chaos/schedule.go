@@ -350,7 +350,7 @@ func (h *harness) statuses(ctx context.Context) ([]ledger.BatchStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	arch, err := h.led.ArchivedBatches(ctx)
+	arch, err := h.led.Archive().ArchivedBatches(ctx)
 	if err != nil {
 		return nil, err
 	}

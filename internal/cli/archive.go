@@ -170,7 +170,7 @@ func resolveAny(ctx context.Context, l *ledger.Ledger, arg string) (string, *led
 			return "", nil, usageErr("%v", err)
 		}
 	}
-	a, err := l.Archived(ctx, id)
+	a, err := l.Archive().Archived(ctx, id)
 	if err == nil {
 		return id, &a, nil
 	}
@@ -184,7 +184,7 @@ func resolveAny(ctx context.Context, l *ledger.Ledger, arg string) (string, *led
 // refuseArchived turns an archived batch into a clear error for the
 // commands that would change it.
 func refuseArchived(ctx context.Context, l *ledger.Ledger, id string) error {
-	err := l.CheckNotArchived(ctx, id)
+	err := l.Archive().CheckNotArchived(ctx, id)
 	switch {
 	case err == nil:
 		return nil
@@ -199,7 +199,7 @@ func refuseArchived(ctx context.Context, l *ledger.Ledger, id string) error {
 // ledger.PhaseArchived), newest first, with the archive of each archived
 // batch by id.
 func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatus) ([]ledger.BatchStatus, map[string]string, error) {
-	arch, err := l.ArchivedBatches(ctx)
+	arch, err := l.Archive().ArchivedBatches(ctx)
 	if err != nil {
 		return nil, nil, err
 	}

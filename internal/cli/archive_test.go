@@ -33,7 +33,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	for i, ext := range []string{"P1", "P2", "P3"} {
 		ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("10.00"), Destination: "card 411111******1111", Sealed: "x"})
 	}
-	if _, err := l.Claim(ctx, "b", []string{"P1", "P2", "P3"}); err != nil {
+	if _, err := l.Claims().Claim(ctx, "b", []string{"P1", "P2", "P3"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
@@ -80,7 +80,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	if mr.Exists(ledger.OwnerKey("P1")) {
 		t.Fatal("the live claim of P1 was kept")
 	}
-	if own, err := ledger.New(redis.NewClient(&redis.Options{Addr: mr.Addr()})).Owners(context.Background(), "new", []string{"P1"}); err != nil || own["P1"] != "b" {
+	if own, err := ledger.New(redis.NewClient(&redis.Options{Addr: mr.Addr()})).Claims().Owners(context.Background(), "new", []string{"P1"}); err != nil || own["P1"] != "b" {
 		t.Fatalf("archived claim of P1: %v %v", own, err)
 	}
 
@@ -133,7 +133,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 			t.Fatalf("archive run %d after the id window: %d %q, want %q; %s", i+1, code, out, want, errs)
 		}
 	}
-	if own, err := l.Owners(ctx, "new", []string{"P1", "P2", "P3"}); err != nil || len(own) != 0 {
+	if own, err := l.Claims().Owners(ctx, "new", []string{"P1", "P2", "P3"}); err != nil || len(own) != 0 {
 		t.Fatalf("claims after the id window: %v %v", own, err)
 	}
 }

@@ -26,7 +26,7 @@ func TestInterruptedLoadStatusAndDiscard(t *testing.T) {
 	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b-int", File: "big.csv", LoadedAt: time.Now(), Rows: 3, Total: money.MustParse("3"), Scale: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := l.ClaimTaken(ctx, "b-int", []string{"I-1", "I-2", "I-3"}); err != nil {
+	if _, _, err := l.Claims().ClaimTaken(ctx, "b-int", []string{"I-1", "I-2", "I-3"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Register(ctx, "b-int", []ledger.NewPayout{{Line: 2, ExternalID: "I-1", Amount: money.MustParse("1"), Telecom: "MTS"}}, 2); err != nil {
@@ -54,7 +54,7 @@ func TestInterruptedLoadStatusAndDiscard(t *testing.T) {
 		}
 	}
 	// A load at work (its lock held) is neither interrupted nor discarded.
-	if ok, err := l.LockLoad(ctx, "b-int", "a-loader", time.Minute); !ok || err != nil {
+	if ok, err := l.Locks().LockLoad(ctx, "b-int", "a-loader", time.Minute); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	if code, out := run("status", "b-int"); code != ExitOK || strings.Contains(out, "interrupted") {
@@ -63,7 +63,7 @@ func TestInterruptedLoadStatusAndDiscard(t *testing.T) {
 	if code, out := run("discard", "--by", "alice", "--note", "wrong file", "b-int"); code != ExitRejected || !strings.Contains(out, "not discarded") {
 		t.Fatalf("discard of a load at work: exit %d\n%s", code, out)
 	}
-	if err := l.UnlockLoad(ctx, "b-int", "a-loader"); err != nil {
+	if err := l.Locks().UnlockLoad(ctx, "b-int", "a-loader"); err != nil {
 		t.Fatal(err)
 	}
 	code, out := run("discard", "--by", "alice", "--note", "wrong file", "b-int")
@@ -71,7 +71,7 @@ func TestInterruptedLoadStatusAndDiscard(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, want) {
 		t.Fatalf("discard: exit %d, want %q in\n%s", code, want, out)
 	}
-	if owners, err := l.Owners(ctx, "other", []string{"I-1", "I-2", "I-3"}); err != nil || len(owners) != 0 {
+	if owners, err := l.Claims().Owners(ctx, "other", []string{"I-1", "I-2", "I-3"}); err != nil || len(owners) != 0 {
 		t.Fatalf("claims left after the discard: %v %v", owners, err)
 	}
 	if code, out := run("status", "b-int"); code != ExitOK || strings.Contains(out, "interrupted") {

@@ -60,7 +60,7 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 		return res, err
 	}
 	owner := "discard:" + tok
-	locked, err := l.LockLoad(ctx, id, owner, 10*time.Minute)
+	locked, err := l.Locks().LockLoad(ctx, id, owner, 10*time.Minute)
 	if err != nil {
 		return res, err
 	}
@@ -70,7 +70,7 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = l.UnlockLoad(uctx, id, owner)
+		_ = l.Locks().UnlockLoad(uctx, id, owner)
 	}()
 	if b.Phase == PhaseLoading {
 		if err := discardLoadScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, by, note).Err(); err != nil {

@@ -18,7 +18,7 @@ func TestDiscardBatchKeepsClaimsOfPayoutsPastQueued(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{"PO-Sent-1", "po-sent-2", "Queued-3", "never-registered-4"}
-	if owners, err := l.Claim(ctx, "b", ids); err != nil || owners != nil {
+	if owners, err := l.Claims().Claim(ctx, "b", ids); err != nil || owners != nil {
 		t.Fatalf("Claim = %v, %v", owners, err)
 	}
 	var ps []NewPayout
@@ -38,7 +38,7 @@ func TestDiscardBatchKeepsClaimsOfPayoutsPastQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own, err := l.Owners(ctx, "other", ids)
+	own, err := l.Claims().Owners(ctx, "other", ids)
 	if err != nil {
 		t.Fatal(err)
 	}

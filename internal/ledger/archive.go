@@ -63,8 +63,17 @@ func (a ArchivedBatch) AsBatch() Batch {
 	return b
 }
 
+// Archive is the ledger's side of archiving a final batch (package
+// archive): the summary an archived batch leaves in Redis, the refusal of
+// changes to an archived batch, and the deletion of its keys once its
+// files are written.
+type Archive struct{ l *Ledger }
+
+// Archive returns the ledger's archiving.
+func (l *Ledger) Archive() Archive { return Archive{l} }
+
 // SaveArchived writes (or rewrites) the summary of an archived batch.
-func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
+func (ar Archive) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 	f := []any{
 		"id", a.ID, "file", a.File, "loaded", a.LoadedAt.UnixMilli(), "rows", a.Rows, "total", a.Total.String(),
 		"scale", a.Scale, "phase", a.Phase, "by", a.LoadedBy, "dby", a.DecidedBy, "dat", a.DecidedAt.UnixMilli(),
@@ -75,7 +84,7 @@ func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 	for _, s := range States {
 		f = append(f, "n:"+string(s), a.Counts.Rows[s], "u:"+string(s), a.Counts.Units[s])
 	}
-	if err := l.rdb.HSet(ctx, archivedKey(a.ID), f...).Err(); err != nil {
+	if err := ar.l.rdb.HSet(ctx, archivedKey(a.ID), f...).Err(); err != nil {
 		return fmt.Errorf("ledger: save archive summary of %s: %w", a.ID, err)
 	}
 	return nil
@@ -83,8 +92,8 @@ func (l *Ledger) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 
 // Archived returns the summary of an archived batch (or of one being
 // archived: its meta may still exist), or ErrNotFound.
-func (l *Ledger) Archived(ctx context.Context, id string) (ArchivedBatch, error) {
-	m, err := l.rdb.HGetAll(ctx, archivedKey(id)).Result()
+func (ar Archive) Archived(ctx context.Context, id string) (ArchivedBatch, error) {
+	m, err := ar.l.rdb.HGetAll(ctx, archivedKey(id)).Result()
 	if err != nil {
 		return ArchivedBatch{}, fmt.Errorf("ledger: read archive summary of %s: %w", id, err)
 	}
@@ -96,12 +105,12 @@ func (l *Ledger) Archived(ctx context.Context, id string) (ArchivedBatch, error)
 
 // ArchivedBatches returns the summaries of every archived batch (including
 // those still being archived), newest first, in two round trips.
-func (l *Ledger) ArchivedBatches(ctx context.Context) ([]ArchivedBatch, error) {
-	ids, err := l.BatchIDs(ctx)
+func (ar Archive) ArchivedBatches(ctx context.Context) ([]ArchivedBatch, error) {
+	ids, err := ar.l.BatchIDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := ar.l.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, id := range ids {
 		cmds[i] = pipe.HGetAll(ctx, archivedKey(id))
@@ -128,8 +137,8 @@ func parseArchived(m map[string]string) ArchivedBatch {
 
 // CheckNotArchived returns an *ArchivedError when batch has an archive
 // summary (archived, or being archived), nil when it has none.
-func (l *Ledger) CheckNotArchived(ctx context.Context, batch string) error {
-	a, err := l.Archived(ctx, batch)
+func (ar Archive) CheckNotArchived(ctx context.Context, batch string) error {
+	a, err := ar.Archived(ctx, batch)
 	switch {
 	case err == nil:
 		return &ArchivedError{Archived: a}
@@ -139,38 +148,10 @@ func (l *Ledger) CheckNotArchived(ctx context.Context, batch string) error {
 	return err
 }
 
-// RawPayout is one payout hash as stored. Fields is nil when the lines
-// index names the payout but its hash is gone (deleted by an archive run).
-type RawPayout struct {
-	ExternalID string
-	Fields     map[string]string
-}
-
 // PayoutFromFields reads a payout from its stored fields (a RawPayout's, or
 // an archive's).
 func PayoutFromFields(batch string, fields map[string]string) Payout {
 	return parsePayout(batch, fields)
-}
-
-// EachRaw calls fn for every payout of batch in file line order with all of
-// its stored fields, eachChunk per pipelined round trip.
-func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) error) error {
-	return l.eachIDs(ctx, batch, func(ids []string) error {
-		hashes, err := l.readPayouts(ctx, batch, ids)
-		if err != nil {
-			return err
-		}
-		for i, m := range hashes {
-			p := RawPayout{ExternalID: ids[i]}
-			if len(m) > 0 {
-				p.Fields = m
-			}
-			if err := fn(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
 }
 
 func cutDash(id string) (int64, string, bool) {
@@ -227,7 +208,7 @@ func (e *ChangedError) Error() string {
 // chunk, each chunk in one script call and only if none of its payouts
 // changed since fp was taken (a *ChangedError otherwise). after, if not
 // nil, runs after each chunk. It returns how many hashes it deleted.
-func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []Fingerprint, chunk int, after func(deleted int) error) (int, error) {
+func (ar Archive) DeleteArchivedPayouts(ctx context.Context, batch string, fp []Fingerprint, chunk int, after func(deleted int) error) (int, error) {
 	if chunk <= 0 {
 		chunk = 500
 	}
@@ -240,7 +221,7 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 			keys[i] = payoutKey(batch, f.ExternalID)
 			args = append(args, f.State, f.Updated, f.Creates, f.Seq, f.OSeq)
 		}
-		res, err := deleteArchivedScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		res, err := deleteArchivedScript.Run(ctx, ar.l.rdb, keys, args...).Int64Slice()
 		if err != nil {
 			return n, fmt.Errorf("ledger: delete archived payouts of %s: %w", batch, err)
 		}
@@ -261,7 +242,7 @@ func (l *Ledger) DeleteArchivedPayouts(ctx context.Context, batch string, fp []F
 // chunks of its line index and its archive summary (its index per state
 // included), meta last: the order
 // DropBatch deletes them in.
-func (l *Ledger) BatchKeys(batch string) []string {
+func (ar Archive) BatchKeys(batch string) []string {
 	keys := []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch)}
 	for _, st := range States {
 		if st != Queued {
@@ -275,8 +256,8 @@ func (l *Ledger) BatchKeys(batch string) []string {
 // BatchKeys in one command (they share the batch's slot). Call it after
 // DeleteArchivedPayouts: without its line index a batch's remaining
 // payout hashes can no longer be found.
-func (l *Ledger) DropBatch(ctx context.Context, batch string) error {
-	chunks, err := l.lineChunks(ctx, batch)
+func (ar Archive) DropBatch(ctx context.Context, batch string) error {
+	chunks, err := ar.l.lineChunks(ctx, batch)
 	if err != nil {
 		return err
 	}
@@ -285,11 +266,11 @@ func (l *Ledger) DropBatch(ctx context.Context, batch string) error {
 		for _, c := range chunks[start:min(start+eachChunk, len(chunks))] {
 			keys = append(keys, lineChunkKey(batch, c))
 		}
-		if err := l.rdb.Del(ctx, keys...).Err(); err != nil {
+		if err := ar.l.rdb.Del(ctx, keys...).Err(); err != nil {
 			return fmt.Errorf("ledger: drop line index of %s: %w", batch, err)
 		}
 	}
-	if err := l.rdb.Del(ctx, l.BatchKeys(batch)...).Err(); err != nil {
+	if err := ar.l.rdb.Del(ctx, ar.BatchKeys(batch)...).Err(); err != nil {
 		return fmt.Errorf("ledger: drop keys of %s: %w", batch, err)
 	}
 	return nil
@@ -301,18 +282,3 @@ func BatchFromFields(m map[string]string) Batch { return parseBatch(m) }
 
 // CountsFromFields reads per-state counters from their stored fields.
 func CountsFromFields(m map[string]string) Counts { return parseCounts(m) }
-
-// RawBatch returns a batch's meta and counts hashes as stored, or
-// ErrNotFound.
-func (l *Ledger) RawBatch(ctx context.Context, id string) (meta, counts map[string]string, err error) {
-	pipe := l.rdb.Pipeline()
-	mc := pipe.HGetAll(ctx, metaKey(id))
-	cc := pipe.HGetAll(ctx, countsKey(id))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, fmt.Errorf("ledger: read batch %s: %w", id, err)
-	}
-	if len(mc.Val()) == 0 {
-		return nil, nil, fmt.Errorf("batch %s: %w", id, ErrNotFound)
-	}
-	return mc.Val(), cc.Val(), nil
-}

@@ -418,3 +418,18 @@ func splitInfo(s string) []string {
 	}
 	return strings.Split(s, infoSep)
 }
+
+// RawBatch returns a batch's meta and counts hashes as stored, or
+// ErrNotFound.
+func (l *Ledger) RawBatch(ctx context.Context, id string) (meta, counts map[string]string, err error) {
+	pipe := l.rdb.Pipeline()
+	mc := pipe.HGetAll(ctx, metaKey(id))
+	cc := pipe.HGetAll(ctx, countsKey(id))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, nil, fmt.Errorf("ledger: read batch %s: %w", id, err)
+	}
+	if len(mc.Val()) == 0 {
+		return nil, nil, fmt.Errorf("batch %s: %w", id, ErrNotFound)
+	}
+	return mc.Val(), cc.Val(), nil
+}

@@ -111,8 +111,8 @@ type claimGen struct {
 // every claim has expired before today. It writes nothing: only the
 // archiver drops generations (dropClaimGens), so a reader's stale view can
 // never remove a generation the archiver has just reused.
-func (l *Ledger) claimGens(ctx context.Context, today int64) (map[int]claimGen, error) {
-	m, err := l.rdb.HGetAll(ctx, claimGensKey()).Result()
+func (cl Claims) claimGens(ctx context.Context, today int64) (map[int]claimGen, error) {
+	m, err := cl.l.rdb.HGetAll(ctx, claimGensKey()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: read claim generations: %w", err)
 	}
@@ -161,8 +161,8 @@ return 1
 
 // dropClaimGens drops the generations whose every claim has expired before
 // today from the directory. Only the archiver calls it.
-func (l *Ledger) dropClaimGens(ctx context.Context, today int64) error {
-	if err := dropClaimGensScript.Run(ctx, l.rdb, []string{claimGensKey()}, today).Err(); err != nil {
+func (cl Claims) dropClaimGens(ctx context.Context, today int64) error {
+	if err := dropClaimGensScript.Run(ctx, cl.l.rdb, []string{claimGensKey()}, today).Err(); err != nil {
 		return fmt.Errorf("ledger: drop expired claim generations: %w", err)
 	}
 	return nil
@@ -172,8 +172,8 @@ func (l *Ledger) dropClaimGens(ctx context.Context, today int64) error {
 // dropped: the earlier of now's (the archive's clock) and Redis's, which
 // lookups judge by. A clock ahead of Redis's must never drop a claim a
 // lookup would still honour.
-func (l *Ledger) claimToday(ctx context.Context, now time.Time) (int64, error) {
-	rt, err := l.Time(ctx)
+func (cl Claims) claimToday(ctx context.Context, now time.Time) (int64, error) {
+	rt, err := cl.l.Time(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -186,9 +186,9 @@ func (l *Ledger) claimToday(ctx context.Context, now time.Time) (int64, error) {
 // clock) but never ahead of Redis's (claimToday). Claims another batch
 // owns are left alone. It returns how many claims it moved; a re-run moves
 // those still live.
-func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, till, now time.Time) (int, error) {
+func (cl Claims) ArchiveClaims(ctx context.Context, batch string, ids []string, till, now time.Time) (int, error) {
 	moved, dropped := 0, false
-	today, err := l.claimToday(ctx, now)
+	today, err := cl.claimToday(ctx, now)
 	if err != nil {
 		return 0, err
 	}
@@ -196,7 +196,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 	value := batch + ":" + strconv.FormatInt(last, 10)
 	for start := 0; start < len(ids); start += eachChunk {
 		part := ids[start:min(start+eachChunk, len(ids))]
-		owners, err := l.liveOwners(ctx, batch, part)
+		owners, err := cl.liveOwners(ctx, batch, part)
 		if err != nil {
 			return moved, err
 		}
@@ -210,12 +210,12 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 			continue
 		}
 		if !dropped {
-			if err := l.dropClaimGens(ctx, today); err != nil {
+			if err := cl.dropClaimGens(ctx, today); err != nil {
 				return moved, err
 			}
 			dropped = true
 		}
-		gens, err := l.claimGens(ctx, today)
+		gens, err := cl.claimGens(ctx, today)
 		if err != nil {
 			return moved, err
 		}
@@ -226,11 +226,11 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 		if c := gens[g]; c.n+int64(len(mine)) > int64(claimsPerBucket)*int64(claimBucketCount(g)) && g < claimGensMax {
 			g++
 		}
-		if err := l.writeArchivedClaims(ctx, g, mine, value, today, last); err != nil {
+		if err := cl.writeArchivedClaims(ctx, g, mine, value, today, last); err != nil {
 			return moved, err
 		}
 		// Only now the live keys go: a loader meets one or the other.
-		pipe := l.rdb.Pipeline()
+		pipe := cl.l.rdb.Pipeline()
 		for _, id := range mine {
 			releaseForms(ctx, pipe, batch, id)
 		}
@@ -245,7 +245,7 @@ func (l *Ledger) ArchiveClaims(ctx context.Context, batch string, ids []string, 
 // writeArchivedClaims writes ids into generation g's buckets, one script
 // call per bucket, and counts them in the directory: n:g follows the
 // claims a generation holds (recount).
-func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
+func (cl Claims) writeArchivedClaims(ctx context.Context, g int, ids []string, value string, today, last int64) error {
 	byBucket := map[string][]any{}
 	for _, id := range ids {
 		key := extid.Key(id) // a legacy claim moves under the key
@@ -255,7 +255,7 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 		}
 		byBucket[k] = append(byBucket[k], key, value)
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := cl.l.rdb.Pipeline()
 	// The directory first: a bucket is never in use without its generation.
 	raiseScript.Eval(ctx, pipe, []string{claimGensKey()}, "t:"+strconv.Itoa(g), last)
 	writes := make([]*redis.Cmd, 0, len(byBucket))
@@ -264,7 +264,7 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 	}
 	_, err := pipe.Exec(ctx)
 	// The buckets that ran are counted even when others failed.
-	_, cerr := l.recount(ctx, g, writes)
+	_, cerr := cl.recount(ctx, g, writes)
 	if err != nil {
 		return fmt.Errorf("ledger: write archived claims: %w", err)
 	}
@@ -278,7 +278,7 @@ func (l *Ledger) writeArchivedClaims(ctx context.Context, g int, ids []string, v
 // sizes the generations: a count left off by a crash between the scripts
 // and this HINCRBY, or by a bucket that expired by its own TTL, changes
 // when the next generation begins, nothing else.
-func (l *Ledger) recount(ctx context.Context, g int, cmds []*redis.Cmd) (dropped int64, err error) {
+func (cl Claims) recount(ctx context.Context, g int, cmds []*redis.Cmd) (dropped int64, err error) {
 	var change int64
 	for _, c := range cmds {
 		if c.Err() != nil {
@@ -297,7 +297,7 @@ func (l *Ledger) recount(ctx context.Context, g int, cmds []*redis.Cmd) (dropped
 	if change == 0 {
 		return dropped, nil
 	}
-	if err := l.rdb.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), change).Err(); err != nil {
+	if err := cl.l.rdb.HIncrBy(ctx, claimGensKey(), "n:"+strconv.Itoa(g), change).Err(); err != nil {
 		return dropped, fmt.Errorf("ledger: count archived claims: %w", err)
 	}
 	return dropped, nil
@@ -318,12 +318,12 @@ const sweepChunk = 1000
 // the time it took to fill (weeks at high volume). It returns the claims
 // dropped. Running it twice, or at once from two archivers, drops nothing
 // more.
-func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64, error) {
-	today, err := l.claimToday(ctx, now)
+func (cl Claims) SweepArchivedClaims(ctx context.Context, now time.Time) (int64, error) {
+	today, err := cl.claimToday(ctx, now)
 	if err != nil {
 		return 0, err
 	}
-	done, err := l.rdb.HGet(ctx, claimGensKey(), sweptField).Int64()
+	done, err := cl.l.rdb.HGet(ctx, claimGensKey(), sweptField).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("ledger: read claim sweep day: %w", err)
 	}
@@ -338,17 +338,17 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 	// script cache emptied in between fails the sweep, and the next run
 	// does it).
 	var dropped int64
-	err = l.eachBucketChunk(ctx, func(g int, keys []string) error {
-		if err := addArchivedClaimsScript.Load(ctx, l.rdb).Err(); err != nil {
+	err = cl.eachBucketChunk(ctx, func(g int, keys []string) error {
+		if err := addArchivedClaimsScript.Load(ctx, cl.l.rdb).Err(); err != nil {
 			return fmt.Errorf("ledger: sweep archived claims: %w", err)
 		}
-		pipe := l.rdb.Pipeline()
+		pipe := cl.l.rdb.Pipeline()
 		sweeps := make([]*redis.Cmd, len(keys))
 		for i, k := range keys {
 			sweeps[i] = addArchivedClaimsScript.EvalSha(ctx, pipe, []string{k}, today)
 		}
 		_, err := pipe.Exec(ctx)
-		n, cerr := l.recount(ctx, g, sweeps)
+		n, cerr := cl.recount(ctx, g, sweeps)
 		dropped += n
 		if err != nil {
 			return fmt.Errorf("ledger: sweep archived claims: %w", err)
@@ -358,10 +358,10 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 	if err != nil {
 		return dropped, err
 	}
-	if err := l.dropClaimGens(ctx, today); err != nil {
+	if err := cl.dropClaimGens(ctx, today); err != nil {
 		return dropped, err
 	}
-	if err := raiseScript.Run(ctx, l.rdb, []string{claimGensKey()}, sweptField, today).Err(); err != nil {
+	if err := raiseScript.Run(ctx, cl.l.rdb, []string{claimGensKey()}, sweptField, today).Err(); err != nil {
 		return dropped, fmt.Errorf("ledger: record claim sweep day: %w", err)
 	}
 	return dropped, nil
@@ -370,10 +370,10 @@ func (l *Ledger) SweepArchivedClaims(ctx context.Context, now time.Time) (int64,
 // ArchivedClaimsHeld counts the claims the buckets of every generation
 // hold, expired ones not yet dropped included (HLEN of every bucket): for
 // the bench and tests, not for the hot path.
-func (l *Ledger) ArchivedClaimsHeld(ctx context.Context) (int64, error) {
+func (cl Claims) ArchivedClaimsHeld(ctx context.Context) (int64, error) {
 	var held int64
-	err := l.eachBucketChunk(ctx, func(_ int, keys []string) error {
-		pipe := l.rdb.Pipeline()
+	err := cl.eachBucketChunk(ctx, func(_ int, keys []string) error {
+		pipe := cl.l.rdb.Pipeline()
 		lens := make([]*redis.IntCmd, len(keys))
 		for i, k := range keys {
 			lens[i] = pipe.HLen(ctx, k)
@@ -392,8 +392,8 @@ func (l *Ledger) ArchivedClaimsHeld(ctx context.Context) (int64, error) {
 // eachBucketChunk calls run with the keys of every bucket of every
 // generation in the directory, expired generations included, sweepChunk
 // keys at a time.
-func (l *Ledger) eachBucketChunk(ctx context.Context, run func(g int, keys []string) error) error {
-	gens, err := l.claimGens(ctx, math.MinInt64)
+func (cl Claims) eachBucketChunk(ctx context.Context, run func(g int, keys []string) error) error {
+	gens, err := cl.claimGens(ctx, math.MinInt64)
 	if err != nil {
 		return err
 	}
@@ -415,8 +415,8 @@ func (l *Ledger) eachBucketChunk(ctx context.Context, run func(g int, keys []str
 // liveOwners returns the owner of each id's live claim ("" for none),
 // under its key or, legacy, as written (claimForms): another batch's claim
 // before batch's own.
-func (l *Ledger) liveOwners(ctx context.Context, batch string, ids []string) ([]string, error) {
-	pipe := l.rdb.Pipeline()
+func (cl Claims) liveOwners(ctx context.Context, batch string, ids []string) ([]string, error) {
+	pipe := cl.l.rdb.Pipeline()
 	cmds := make([][]*redis.StringCmd, len(ids))
 	for i, id := range ids {
 		for _, f := range claimForms(id) {
@@ -439,21 +439,21 @@ func (l *Ledger) liveOwners(ctx context.Context, batch string, ids []string) ([]
 
 // archivedOwners returns, for each of ids with a claim of an archived
 // batch unexpired on Redis's clock, that batch.
-func (l *Ledger) archivedOwners(ctx context.Context, ids []string) (map[string]string, error) {
+func (cl Claims) archivedOwners(ctx context.Context, ids []string) (map[string]string, error) {
 	owned := map[string]string{}
 	if len(ids) == 0 {
 		return owned, nil
 	}
-	now, err := l.Time(ctx)
+	now, err := cl.l.Time(ctx)
 	if err != nil {
 		return nil, err
 	}
 	today := claimDay(now)
-	gens, err := l.claimGens(ctx, today)
+	gens, err := cl.claimGens(ctx, today)
 	if err != nil || len(gens) == 0 {
 		return owned, err
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := cl.l.rdb.Pipeline()
 	cmds := make([]*redis.StringCmd, 0, len(ids)*len(gens))
 	idOf := make([]string, 0, cap(cmds))
 	for _, id := range ids {

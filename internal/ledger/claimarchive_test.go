@@ -14,7 +14,7 @@ import (
 // claimed makes batch the owner of ids.
 func claimed(t *testing.T, l *Ledger, batch string, ids ...string) {
 	t.Helper()
-	if _, err := l.Claim(context.Background(), batch, ids); err != nil {
+	if _, err := l.Claims().Claim(context.Background(), batch, ids); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -24,7 +24,7 @@ func claimed(t *testing.T, l *Ledger, batch string, ids ...string) {
 func archived(t *testing.T, l *Ledger, clk *fakeClock, window time.Duration, batch string, ids ...string) {
 	t.Helper()
 	claimed(t, l, batch, ids...)
-	if n, err := l.ArchiveClaims(context.Background(), batch, ids, clk.t.Add(window), clk.t); err != nil || n != len(ids) {
+	if n, err := l.Claims().ArchiveClaims(context.Background(), batch, ids, clk.t.Add(window), clk.t); err != nil || n != len(ids) {
 		t.Fatalf("ArchiveClaims = %d, %v; want %d", n, err, len(ids))
 	}
 }
@@ -50,14 +50,14 @@ func TestArchivedClaimsRefuseThenExpire(t *testing.T) {
 	} {
 		clk.t = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 		clk.add(tc.after)
-		own, err := l.Owners(ctx, "new", ids)
+		own, err := l.Claims().Owners(ctx, "new", ids)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := len(own) == 3 && own["A2"] == "old"; got != tc.owned {
 			t.Fatalf("after %v: Owners = %v, want owned %v", tc.after, own, tc.owned)
 		}
-		taken, owners, err := l.ClaimTaken(ctx, "new", ids)
+		taken, owners, err := l.Claims().ClaimTaken(ctx, "new", ids)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,11 +81,11 @@ func TestArchivedClaimsGenerations(t *testing.T) {
 		ids = append(ids, fmt.Sprintf("G-%06d", i))
 	}
 	archived(t, l, clk, time.Hour, "old", ids...)
-	gens, err := l.claimGens(ctx, claimDay(clk.t))
+	gens, err := l.Claims().claimGens(ctx, claimDay(clk.t))
 	if err != nil || len(gens) != 2 {
 		t.Fatalf("generations %v, %v", gens, err)
 	}
-	own, err := l.Owners(ctx, "new", ids)
+	own, err := l.Claims().Owners(ctx, "new", ids)
 	if err != nil || len(own) != n {
 		t.Fatalf("Owners found %d of %d, %v", len(own), n, err)
 	}
@@ -102,14 +102,14 @@ func TestArchivedClaimsCheckedForOwnLiveKey(t *testing.T) {
 	if err := l.rdb.Set(ctx, OwnerKey("X"), "new", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	own, err := l.Owners(ctx, "new", []string{"X"})
+	own, err := l.Claims().Owners(ctx, "new", []string{"X"})
 	if err != nil || own["X"] != "old" {
 		t.Fatalf("Owners = %v, %v; want X owned by old", own, err)
 	}
 	if v := l.rdb.Get(ctx, OwnerKey("X")).Val(); v != "new" {
 		t.Fatalf("Owners wrote: live key is %q", v)
 	}
-	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"X"})
+	taken, owners, err := l.Claims().ClaimTaken(ctx, "new", []string{"X"})
 	if err != nil || taken[0] || owners["X"] != "old" {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want not taken, X owned by old", taken, owners, err)
 	}
@@ -149,7 +149,7 @@ func TestClaimRetriesVanishedLiveKey(t *testing.T) {
 	l, clk := newTestLedger(t)
 	claimed(t, l, "other", "V")
 	l.rdb.AddHook(&beforeGetHook{key: OwnerKey("V"), fn: func() { clk.m.Del(OwnerKey("V")) }})
-	taken, owners, err := l.ClaimTaken(ctx, "new", []string{"V"})
+	taken, owners, err := l.Claims().ClaimTaken(ctx, "new", []string{"V"})
 	if err != nil || !taken[0] || owners != nil {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want taken", taken, owners, err)
 	}
@@ -200,10 +200,10 @@ func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
 				claimed(t, l, "old", "X")
 			}
 			l.rdb.AddHook(failCmdHook{match: tc.match})
-			if own, err := l.Owners(ctx, "new", []string{"M", "X"}); err == nil {
+			if own, err := l.Claims().Owners(ctx, "new", []string{"M", "X"}); err == nil {
 				t.Fatalf("Owners = %v, nil; want the injected error", own)
 			}
-			if taken, own, err := l.ClaimTaken(ctx, "new", []string{"M", "X"}); err == nil {
+			if taken, own, err := l.Claims().ClaimTaken(ctx, "new", []string{"M", "X"}); err == nil {
 				t.Fatalf("ClaimTaken = %v, %v, nil; want the injected error", taken, own)
 			}
 		})
@@ -220,10 +220,10 @@ func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
 	archived(t, l, clk, time.Hour, "old", "X")
 	clk.add(48 * time.Hour)
 	before := l.rdb.HGetAll(ctx, claimGensKey()).Val()
-	if own, err := l.Owners(ctx, "new", []string{"X"}); err != nil || len(own) != 0 {
+	if own, err := l.Claims().Owners(ctx, "new", []string{"X"}); err != nil || len(own) != 0 {
 		t.Fatalf("Owners = %v, %v; want none (expired)", own, err)
 	}
-	if _, _, err := l.ClaimTaken(ctx, "new", []string{"X"}); err != nil {
+	if _, _, err := l.Claims().ClaimTaken(ctx, "new", []string{"X"}); err != nil {
 		t.Fatal(err)
 	}
 	if after := l.rdb.HGetAll(ctx, claimGensKey()).Val(); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -234,7 +234,7 @@ func TestClaimGenerationsDroppedOnlyByArchiver(t *testing.T) {
 	if err := l.rdb.HSet(ctx, claimGensKey(), "t:0", today, "t:1", today-1, "n:1", 5).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.dropClaimGens(ctx, today); err != nil {
+	if err := l.Claims().dropClaimGens(ctx, today); err != nil {
 		t.Fatal(err)
 	}
 	got := l.rdb.HGetAll(ctx, claimGensKey()).Val()
@@ -262,7 +262,7 @@ func TestSweepArchivedClaims(t *testing.T) {
 	clk.add(24 * time.Hour)
 	archived(t, l, clk, 30*24*time.Hour, "new", "N1")
 	// Written again (a re-run), a claim is not counted twice.
-	if err := l.writeArchivedClaims(ctx, 1, []string{"N1"}, "new:"+strconv.FormatInt(claimDay(clk.t)+30, 10), claimDay(clk.t), claimDay(clk.t)+30); err != nil {
+	if err := l.Claims().writeArchivedClaims(ctx, 1, []string{"N1"}, "new:"+strconv.FormatInt(claimDay(clk.t)+30, 10), claimDay(clk.t), claimDay(clk.t)+30); err != nil {
 		t.Fatal(err)
 	}
 	dir := func() map[string]string { return l.rdb.HGetAll(ctx, claimGensKey()).Val() }
@@ -271,13 +271,13 @@ func TestSweepArchivedClaims(t *testing.T) {
 	}
 	sweep := func(now time.Time, want int64) {
 		t.Helper()
-		if got, err := l.SweepArchivedClaims(ctx, now); err != nil || got != want {
+		if got, err := l.Claims().SweepArchivedClaims(ctx, now); err != nil || got != want {
 			t.Fatalf("SweepArchivedClaims(%s) on Redis's %s = %d, %v; want %d dropped", now, clk.t, got, err, want)
 		}
 	}
 	owners := func(want map[string]string) {
 		t.Helper()
-		own, err := l.Owners(ctx, "other", []string{"O1", "O2", "M1", "M2", "N1"})
+		own, err := l.Claims().Owners(ctx, "other", []string{"O1", "O2", "M1", "M2", "N1"})
 		if err != nil || len(own) != len(want) {
 			t.Fatalf("Owners = %v, %v; want %v", own, err, want)
 		}
@@ -324,7 +324,7 @@ func TestSweepArchivedClaims(t *testing.T) {
 		t.Fatalf("directory = %v; want generation 0 gone, n:1 = 1", d)
 	}
 	owners(map[string]string{"N1": "new"})
-	if held, err := l.ArchivedClaimsHeld(ctx); err != nil || held != 1 {
+	if held, err := l.Claims().ArchivedClaimsHeld(ctx); err != nil || held != 1 {
 		t.Fatalf("ArchivedClaimsHeld = %d, %v; want 1", held, err)
 	}
 }
@@ -344,10 +344,10 @@ func TestArchiveClaimsClockAhead(t *testing.T) {
 		}
 	}
 	claimed(t, l, "late", late)
-	if _, err := l.ArchiveClaims(ctx, "late", []string{late}, clk.t.Add(24*time.Hour), clk.t.Add(36*time.Hour)); err != nil {
+	if _, err := l.Claims().ArchiveClaims(ctx, "late", []string{late}, clk.t.Add(24*time.Hour), clk.t.Add(36*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	own, err := l.Owners(ctx, "other", []string{"O1", late})
+	own, err := l.Claims().Owners(ctx, "other", []string{"O1", late})
 	if err != nil || own["O1"] != "old" || own[late] != "late" {
 		t.Fatalf("Owners = %v, %v; want O1 still held by old", own, err)
 	}

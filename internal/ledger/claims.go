@@ -23,6 +23,17 @@ import (
 // (moved under the key) plus the id window; once no claim from before the
 // change can remain, the second read can go.
 
+// Claims is the registry of externalId claims: every externalId belongs
+// to one batch, through a live claim while the batch is in Redis and an
+// archived one (claimarchive.go) for the id window after it is archived.
+// A load claims its ids, gives back those it did not register, and the
+// archiver moves a batch's claims into the archived buckets and sweeps
+// the expired ones.
+type Claims struct{ l *Ledger }
+
+// Claims returns the ledger's externalId claim registry.
+func (l *Ledger) Claims() Claims { return Claims{l} }
+
 // claimForms returns the forms under which a claim on ext may be stored:
 // its key first, then ext as written if that differs (a legacy claim).
 func claimForms(ext string) []string {
@@ -44,6 +55,62 @@ func releaseForms(ctx context.Context, pipe redis.Pipeliner, batch, id string) [
 	return cmds
 }
 
+// Owners returns, for each externalId that some batch other than batch
+// already owns (a live claim, or an archived batch's claim within the id
+// window), that batch. It writes nothing (validation, dry runs).
+func (cl Claims) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
+	live, err := cl.liveOwners(ctx, batch, ids)
+	if err != nil {
+		return nil, err
+	}
+	owned := map[string]string{}
+	var check []string
+	for i, v := range live {
+		if v == "" || v == batch {
+			// Batch's own live key does not hide an archived claim: a run
+			// may have taken it and died before giving it back.
+			check = append(check, ids[i])
+		} else {
+			owned[ids[i]] = v
+		}
+	}
+	return owned, cl.addArchivedOwners(ctx, batch, check, owned)
+}
+
+// addArchivedOwners adds to owned the archived owners other than batch of
+// ids.
+func (cl Claims) addArchivedOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
+	arch, err := cl.archivedOwners(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for id, b := range arch {
+		if b != batch {
+			owned[id] = b
+		}
+	}
+	return nil
+}
+
+// Claim makes batch the owner of each externalId not yet owned. It returns
+// the ids owned by another batch (they were not claimed).
+func (cl Claims) Claim(ctx context.Context, batch string, ids []string) (map[string]string, error) {
+	_, owners, err := cl.ClaimTaken(ctx, batch, ids)
+	return owners, err
+}
+
+// Release drops batch's claims on ids (used to undo a refused load).
+func (cl Claims) Release(ctx context.Context, batch string, ids []string) error {
+	pipe := cl.l.rdb.Pipeline()
+	for _, id := range ids {
+		releaseForms(ctx, pipe, batch, id)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("ledger: release externalIds: %w", err)
+	}
+	return nil
+}
+
 // ClaimTaken is Claim that also tells which claims this call took:
 // taken[i] reports whether ids[i] was unowned and now belongs to batch. An
 // id batch owned already (an earlier run of the same content, or another
@@ -54,8 +121,8 @@ func releaseForms(ctx context.Context, pipe redis.Pipeliner, batch, id string) [
 // checked against the archived claims: an earlier run may have taken the
 // live key and died before its own check or give-back. An id an archived
 // batch claims is given back (compare-and-delete on batch) and reported.
-func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (taken []bool, owners map[string]string, err error) {
-	taken, live, legacy, err := l.claimLive(ctx, batch, ids)
+func (cl Claims) ClaimTaken(ctx context.Context, batch string, ids []string) (taken []bool, owners map[string]string, err error) {
+	taken, live, legacy, err := cl.claimLive(ctx, batch, ids)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -75,11 +142,11 @@ func (l *Ledger) ClaimTaken(ctx context.Context, batch string, ids []string) (ta
 			mine = append(mine, ids[i])
 		}
 	}
-	if err := l.addArchivedOwners(ctx, batch, mine, giveBack); err != nil {
+	if err := cl.addArchivedOwners(ctx, batch, mine, giveBack); err != nil {
 		return nil, nil, err
 	}
 	if len(giveBack) > 0 {
-		pipe := l.rdb.Pipeline()
+		pipe := cl.l.rdb.Pipeline()
 		for i, id := range ids {
 			if other, ok := giveBack[id]; ok {
 				releaseScript.Eval(ctx, pipe, []string{ownerKey(extid.Key(id))}, batch)
@@ -110,7 +177,7 @@ const claimRounds = 5
 // in the round trip of the SETNX that took the live key, right after it;
 // for an id it did not take, live[i] already weighs the legacy claim
 // (liveOwners reads every form) and legacy[i] is empty.
-func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (taken []bool, live, legacy []string, err error) {
+func (cl Claims) claimLive(ctx context.Context, batch string, ids []string) (taken []bool, live, legacy []string, err error) {
 	taken = make([]bool, len(ids))
 	live = make([]string, len(ids))
 	legacy = make([]string, len(ids))
@@ -122,7 +189,7 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 		if round == claimRounds {
 			return nil, nil, nil, fmt.Errorf("ledger: claim externalIds: %d live keys vanished %d times in a row", len(todo), claimRounds)
 		}
-		lost, err := l.setLive(ctx, batch, ids, todo, taken, live, legacy)
+		lost, err := cl.setLive(ctx, batch, ids, todo, taken, live, legacy)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -133,7 +200,7 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 		for j, i := range lost {
 			lostIDs[j] = ids[i]
 		}
-		got, err := l.liveOwners(ctx, batch, lostIDs)
+		got, err := cl.liveOwners(ctx, batch, lostIDs)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -153,8 +220,8 @@ func (l *Ledger) claimLive(ctx context.Context, batch string, ids []string) (tak
 // the SETNX of its live key followed by the GET of its legacy form if it
 // has one. It records the ids taken in taken, live and legacy, and returns
 // the indexes of those not taken.
-func (l *Ledger) setLive(ctx context.Context, batch string, ids []string, todo []int, taken []bool, live, legacy []string) ([]int, error) {
-	pipe := l.rdb.Pipeline()
+func (cl Claims) setLive(ctx context.Context, batch string, ids []string, todo []int, taken []bool, live, legacy []string) ([]int, error) {
+	pipe := cl.l.rdb.Pipeline()
 	sets := make([]*redis.BoolCmd, len(todo))
 	olds := make([]*redis.StringCmd, len(todo))
 	for j, i := range todo {
@@ -195,11 +262,11 @@ func (l *Ledger) setLive(ctx context.Context, batch string, ids []string, todo [
 // its owner. Nothing registers a payout of batch between the two steps as
 // long as the caller holds the batch's load lock (LockLoad): registration
 // happens only under it.
-func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []string) (int, error) {
+func (cl Claims) ReleaseUnregistered(ctx context.Context, batch string, ids []string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := cl.l.rdb.Pipeline()
 	exists := make([]*redis.IntCmd, len(ids))
 	for i, id := range ids {
 		exists[i] = pipe.Exists(ctx, payoutKey(batch, id))
@@ -215,7 +282,7 @@ func (l *Ledger) ReleaseUnregistered(ctx context.Context, batch string, ids []st
 			registered[extid.Key(id)] = true
 		}
 	}
-	pipe = l.rdb.Pipeline()
+	pipe = cl.l.rdb.Pipeline()
 	var dels [][]*redis.Cmd
 	for _, id := range ids {
 		if !registered[extid.Key(id)] {

@@ -57,11 +57,11 @@ func TestCompactEncodingsOnRealRedis(t *testing.T) {
 		t.Fatalf("line chunk: %s", e)
 	}
 
-	if _, err := l.Claim(ctx, "old", ids); err != nil {
+	if _, err := l.Claims().Claim(ctx, "old", ids); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if m, err := l.ArchiveClaims(ctx, "old", ids, now.Add(90*24*time.Hour), now); err != nil || m != n {
+	if m, err := l.Claims().ArchiveClaims(ctx, "old", ids, now.Add(90*24*time.Hour), now); err != nil || m != n {
 		t.Fatalf("ArchiveClaims = %d, %v", m, err)
 	}
 	var bytes int64
@@ -83,23 +83,23 @@ func TestCompactEncodingsOnRealRedis(t *testing.T) {
 	} else {
 		t.Logf("%d archived claims in %d buckets: %.1f bytes each (MEMORY USAGE)", n, buckets, per)
 	}
-	own, err := l.Owners(ctx, "new", ids)
+	own, err := l.Claims().Owners(ctx, "new", ids)
 	if err != nil || len(own) != n {
 		t.Fatalf("Owners found %d of %d: %v", len(own), n, err)
 	}
 
 	// A window that ended yesterday: the buckets go at once.
-	if _, err := l.Claim(ctx, "older", []string{"GONE-1"}); err != nil {
+	if _, err := l.Claims().Claim(ctx, "older", []string{"GONE-1"}); err != nil {
 		t.Fatal(err)
 	}
 	past := now.Add(-100 * 24 * time.Hour)
-	if _, err := l.ArchiveClaims(ctx, "older", []string{"GONE-1"}, past.Add(90*24*time.Hour), past); err != nil {
+	if _, err := l.Claims().ArchiveClaims(ctx, "older", []string{"GONE-1"}, past.Add(90*24*time.Hour), past); err != nil {
 		t.Fatal(err)
 	}
-	if own, err := l.Owners(ctx, "new", []string{"GONE-1"}); err != nil || len(own) != 0 {
+	if own, err := l.Claims().Owners(ctx, "new", []string{"GONE-1"}); err != nil || len(own) != 0 {
 		t.Fatalf("expired claim still owns: %v %v", own, err)
 	}
-	if taken, _, err := l.ClaimTaken(ctx, "new", []string{"GONE-1", ids[5]}); err != nil || !taken[0] || taken[1] {
+	if taken, _, err := l.Claims().ClaimTaken(ctx, "new", []string{"GONE-1", ids[5]}); err != nil || !taken[0] || taken[1] {
 		t.Fatalf("ClaimTaken = %v, %v", taken, err)
 	}
 }

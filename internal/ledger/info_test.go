@@ -35,7 +35,7 @@ func infoRoundTrip(t *testing.T, l *Ledger) []string {
 			if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: "f.csv", LoadedAt: time.Now(), Total: money.Zero, Scale: 2}); err != nil {
 				t.Fatal(err)
 			}
-			if ok, err := l.LockLoad(ctx, batch, "me", time.Minute); err != nil || !ok {
+			if ok, err := l.Locks().LockLoad(ctx, batch, "me", time.Minute); err != nil || !ok {
 				t.Fatal(ok, err)
 			}
 			if _, err := l.RegisterLocked(ctx, batch, "me", ps, 2); err != nil {

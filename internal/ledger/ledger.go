@@ -15,6 +15,26 @@
 // redelivered or duplicated task can never move a payout backwards or cause
 // a second create.
 //
+// # Parts
+//
+// The payouts, their batches and their transitions are methods of
+// *Ledger. The other concepts are each a type of their own with a narrow
+// API, reached from the ledger and sharing its client and actor:
+//
+//   - Controls (l.Controls(), controls.go): the financial controls: a
+//     batch held for approval, its approval (four-eyes, the daily limit)
+//     or discard, the day's approved sums.
+//   - Audit (l.Audit(), audit.go): the audit trail of a batch and the
+//     operators' actions on the queue.
+//   - Archive (l.Archive(), archive.go): the ledger's side of archiving a
+//     final batch: its summary, the refusal of changes to it, the deletion
+//     of its keys.
+//   - Claims (l.Claims(), claims.go, claimarchive.go): the externalId
+//     claim registry: live claims, and the archived batches' claims for
+//     the id window.
+//   - Locks (l.Locks(), locks.go): a batch's load lock and the leases of
+//     periodic work.
+//
 // # Keys
 //
 // The ledger owns every key under PREFIX ("payout"); keys.go builds them

@@ -94,24 +94,24 @@ func TestRegisterIsIdempotentAndCounts(t *testing.T) {
 func TestClaimAndRelease(t *testing.T) {
 	l, _ := newTestLedger(t)
 	ctx := context.Background()
-	if lost, err := l.Claim(ctx, "b1", []string{"A", "B"}); err != nil || len(lost) != 0 {
+	if lost, err := l.Claims().Claim(ctx, "b1", []string{"A", "B"}); err != nil || len(lost) != 0 {
 		t.Fatalf("claim: %v %v", lost, err)
 	}
-	if lost, _ := l.Claim(ctx, "b1", []string{"A"}); len(lost) != 0 {
+	if lost, _ := l.Claims().Claim(ctx, "b1", []string{"A"}); len(lost) != 0 {
 		t.Fatalf("reclaim by the same batch lost %v", lost)
 	}
-	lost, err := l.Claim(ctx, "b2", []string{"B", "C"})
+	lost, err := l.Claims().Claim(ctx, "b2", []string{"B", "C"})
 	if err != nil || lost["B"] != "b1" || len(lost) != 1 {
 		t.Fatalf("claim by b2: %v %v", lost, err)
 	}
-	owners, _ := l.Owners(ctx, "b2", []string{"A", "C", "Z"})
+	owners, _ := l.Claims().Owners(ctx, "b2", []string{"A", "C", "Z"})
 	if len(owners) != 1 || owners["A"] != "b1" {
 		t.Fatalf("owners %v", owners)
 	}
-	if err := l.Release(ctx, "b2", []string{"A", "C"}); err != nil {
+	if err := l.Claims().Release(ctx, "b2", []string{"A", "C"}); err != nil {
 		t.Fatal(err)
 	}
-	owners, _ = l.Owners(ctx, "b3", []string{"A", "C"})
+	owners, _ = l.Claims().Owners(ctx, "b3", []string{"A", "C"})
 	if owners["A"] != "b1" || owners["C"] != "" {
 		t.Fatalf("release of b2 touched b1's claim or kept its own: %v", owners)
 	}
@@ -436,25 +436,25 @@ func TestRegisterLockedNeedsTheLoadLock(t *testing.T) {
 	if _, err := l.RegisterLocked(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
 		t.Fatalf("without the lock: %v", err)
 	}
-	if ok, _ := l.LockLoad(ctx, "b", "other", time.Minute); !ok {
+	if ok, _ := l.Locks().LockLoad(ctx, "b", "other", time.Minute); !ok {
 		t.Fatal("lock not taken")
 	}
-	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
+	if ok, _ := l.Locks().LockLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("a held lock was taken twice")
 	}
 	if _, err := l.RegisterLocked(ctx, "b", "me", ps, 2); !errors.Is(err, ErrLoadLockLost) {
 		t.Fatalf("with another's lock: %v", err)
 	}
-	if ok, _ := l.RefreshLoad(ctx, "b", "me", time.Minute); ok {
+	if ok, _ := l.Locks().RefreshLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("refreshed another loader's lock")
 	}
 	if _, err := l.Get(ctx, "b", "A"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a refused RegisterLocked wrote the payout: %v", err)
 	}
-	if err := l.UnlockLoad(ctx, "b", "me"); err != nil {
+	if err := l.Locks().UnlockLoad(ctx, "b", "me"); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _ := l.LockLoad(ctx, "b", "me", time.Minute); ok {
+	if ok, _ := l.Locks().LockLoad(ctx, "b", "me", time.Minute); ok {
 		t.Fatal("unlock by a non-owner released the lock")
 	}
 }

@@ -42,7 +42,7 @@ func TestLineIndexChunks(t *testing.T) {
 			t.Fatalf("chunk %d holds %d", c, n)
 		}
 	}
-	if err := l.DropBatch(ctx, "b"); err != nil {
+	if err := l.Archive().DropBatch(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range chunks {

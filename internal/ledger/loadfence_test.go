@@ -22,7 +22,7 @@ func TestLoadStepsAfterDiscardAreFenced(t *testing.T) {
 		return []NewPayout{{Line: line, ExternalID: id, Amount: money.MustParse("1"), Destination: "telecom MTS", Telecom: "MTS"}}
 	}
 	const owner = "loader-1"
-	if ok, err := l.LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
+	if ok, err := l.Locks().LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
 		t.Fatalf("LockLoad = %v, %v", ok, err)
 	}
 	if _, err := l.RegisterLocked(ctx, "b", owner, p("e1", 2), 2); err != nil {
@@ -47,7 +47,7 @@ func TestLoadStepsAfterDiscardAreFenced(t *testing.T) {
 	// The loader wakes: its lock is gone.
 	check("lock lost", ErrLoadLockLost)
 	// Even holding the lock again, the batch is discarded.
-	if ok, err := l.LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
+	if ok, err := l.Locks().LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
 		t.Fatalf("LockLoad = %v, %v", ok, err)
 	}
 	check("discarded", ErrNotLoading)
@@ -79,7 +79,7 @@ func TestLoadStepsForTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	const owner = "loader-1"
-	if ok, err := l.LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
+	if ok, err := l.Locks().LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
 		t.Fatalf("LockLoad = %v, %v", ok, err)
 	}
 	if err := l.SetBatchFigures(ctx, "b", owner, Figures{Rows: 1, Total: money.MustParse("1.5"), Hold: "approval required"}); err != nil {

@@ -21,29 +21,29 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 	const nfc, nfd = "PO-caf\u00e9-2", "PO-cafe\u0301-2"
 
 	// Live: b1 claims, b2's look-alikes are b1's.
-	if owners, err := l.Claim(ctx, "b1", []string{"PO-Case-3", nfc}); err != nil || owners != nil {
+	if owners, err := l.Claims().Claim(ctx, "b1", []string{"PO-Case-3", nfc}); err != nil || owners != nil {
 		t.Fatalf("b1 Claim = %v, %v", owners, err)
 	}
-	taken, owners, err := l.ClaimTaken(ctx, "b2", []string{"po-case-3", nfd, "PO-CASE-3", "PO-other"})
+	taken, owners, err := l.Claims().ClaimTaken(ctx, "b2", []string{"po-case-3", nfd, "PO-CASE-3", "PO-other"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if taken[0] || taken[1] || taken[2] || !taken[3] || owners["po-case-3"] != "b1" || owners[nfd] != "b1" || owners["PO-CASE-3"] != "b1" || len(owners) != 3 {
 		t.Fatalf("b2 ClaimTaken = %v, %v; want the look-alikes owned by b1", taken, owners)
 	}
-	if own, err := l.Owners(ctx, "b3", []string{"PO-CASE-3", nfd, "po-other"}); err != nil || own["PO-CASE-3"] != "b1" || own[nfd] != "b1" || own["po-other"] != "b2" {
+	if own, err := l.Claims().Owners(ctx, "b3", []string{"PO-CASE-3", nfd, "po-other"}); err != nil || own["PO-CASE-3"] != "b1" || own[nfd] != "b1" || own["po-other"] != "b2" {
 		t.Fatalf("Owners = %v, %v", own, err)
 	}
 
 	// Archived: the claims of b1 leave their live keys and still refuse
 	// the look-alikes; a live key b3 takes meanwhile is given back.
-	if n, err := l.ArchiveClaims(ctx, "b1", []string{"PO-Case-3", nfc}, now.Add(24*time.Hour), now); err != nil || n != 2 {
+	if n, err := l.Claims().ArchiveClaims(ctx, "b1", []string{"PO-Case-3", nfc}, now.Add(24*time.Hour), now); err != nil || n != 2 {
 		t.Fatalf("ArchiveClaims = %d, %v", n, err)
 	}
 	if rdb.Exists(ctx, OwnerKey("PO-Case-3"), OwnerKey(nfc)).Val() != 0 {
 		t.Fatal("archived claims kept their live keys")
 	}
-	taken, owners, err = l.ClaimTaken(ctx, "b3", []string{"po-CASE-3", nfd})
+	taken, owners, err = l.Claims().ClaimTaken(ctx, "b3", []string{"po-CASE-3", nfd})
 	if err != nil || taken[0] || taken[1] || owners["po-CASE-3"] != "b1" || owners[nfd] != "b1" {
 		t.Fatalf("b3 ClaimTaken after archiving = %v, %v, %v", taken, owners, err)
 	}
@@ -57,29 +57,29 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 	if err := rdb.Set(ctx, ownerKey("PO-Legacy-1"), "old", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	taken, owners, err = l.ClaimTaken(ctx, "b4", []string{"PO-Legacy-1"})
+	taken, owners, err = l.Claims().ClaimTaken(ctx, "b4", []string{"PO-Legacy-1"})
 	if err != nil || taken[0] || owners["PO-Legacy-1"] != "old" {
 		t.Fatalf("ClaimTaken of a legacy-claimed id = %v, %v, %v", taken, owners, err)
 	}
 	if rdb.Exists(ctx, OwnerKey("PO-Legacy-1")).Val() != 0 {
 		t.Fatal("the key taken for a legacy-claimed id was not given back")
 	}
-	if own, err := l.Owners(ctx, "b4", []string{"PO-Legacy-1"}); err != nil || own["PO-Legacy-1"] != "old" {
+	if own, err := l.Claims().Owners(ctx, "b4", []string{"PO-Legacy-1"}); err != nil || own["PO-Legacy-1"] != "old" {
 		t.Fatalf("Owners of a legacy-claimed id = %v, %v", own, err)
 	}
-	if n, err := l.ArchiveClaims(ctx, "old", []string{"PO-Legacy-1"}, now.Add(24*time.Hour), now); err != nil || n != 1 {
+	if n, err := l.Claims().ArchiveClaims(ctx, "old", []string{"PO-Legacy-1"}, now.Add(24*time.Hour), now); err != nil || n != 1 {
 		t.Fatalf("ArchiveClaims of a legacy claim = %d, %v", n, err)
 	}
 	if rdb.Exists(ctx, ownerKey("PO-Legacy-1")).Val() != 0 {
 		t.Fatal("archiving kept the legacy live key")
 	}
-	if own, err := l.Owners(ctx, "b4", []string{"po-legacy-1"}); err != nil || own["po-legacy-1"] != "old" {
+	if own, err := l.Claims().Owners(ctx, "b4", []string{"po-legacy-1"}); err != nil || own["po-legacy-1"] != "old" {
 		t.Fatalf("a look-alike of an archived legacy claim: Owners = %v, %v", own, err)
 	}
 	if err := rdb.Set(ctx, ownerKey("PO-Legacy-2"), "old", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(ctx, "old", []string{"PO-Legacy-2"}); err != nil || rdb.Exists(ctx, ownerKey("PO-Legacy-2")).Val() != 0 {
+	if err := l.Claims().Release(ctx, "old", []string{"PO-Legacy-2"}); err != nil || rdb.Exists(ctx, ownerKey("PO-Legacy-2")).Val() != 0 {
 		t.Fatalf("Release of a legacy claim: %v", err)
 	}
 
@@ -91,18 +91,18 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 	if err := rdb.HSet(ctx, claimBucketKey(0, "PO-Old-9"), "PO-Old-9", "old9"+day[len("b1"):]).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if own, err := l.Owners(ctx, "b5", []string{"PO-Old-9"}); err != nil || own["PO-Old-9"] != "old9" {
+	if own, err := l.Claims().Owners(ctx, "b5", []string{"PO-Old-9"}); err != nil || own["PO-Old-9"] != "old9" {
 		t.Fatalf("Owners of a legacy archived id = %v, %v", own, err)
 	}
 
 	// Claims archived with their window over: the look-alikes are free.
-	if _, err := l.Claim(ctx, "gone", []string{"PO-Gone-1"}); err != nil {
+	if _, err := l.Claims().Claim(ctx, "gone", []string{"PO-Gone-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ArchiveClaims(ctx, "gone", []string{"PO-Gone-1"}, now.Add(-48*time.Hour), now); err != nil {
+	if _, err := l.Claims().ArchiveClaims(ctx, "gone", []string{"PO-Gone-1"}, now.Add(-48*time.Hour), now); err != nil {
 		t.Fatal(err)
 	}
-	if taken, owners, err := l.ClaimTaken(ctx, "b6", []string{"po-gone-1"}); err != nil || !taken[0] || owners != nil {
+	if taken, owners, err := l.Claims().ClaimTaken(ctx, "b6", []string{"po-gone-1"}); err != nil || !taken[0] || owners != nil {
 		t.Fatalf("a look-alike after the window: ClaimTaken = %v, %v, %v", taken, owners, err)
 	}
 }
@@ -122,11 +122,11 @@ func TestReleaseUnregisteredSpellings(t *testing.T) {
 	if _, err := l.Register(ctx, "b", []NewPayout{{Line: 2, ExternalID: "PO-Case-3", Amount: money.MustParse("1"), Destination: "telecom MTS", Telecom: "MTS"}}, 2); err != nil {
 		t.Fatal(err)
 	}
-	n, err := l.ReleaseUnregistered(ctx, "b", []string{"po-case-3", "PO-Case-3", "po-free-1", "PO-FREE-1"})
+	n, err := l.Claims().ReleaseUnregistered(ctx, "b", []string{"po-case-3", "PO-Case-3", "po-free-1", "PO-FREE-1"})
 	if err != nil || n != 1 {
 		t.Fatalf("ReleaseUnregistered = %d, %v; want 1 (PO-Free-1's claim)", n, err)
 	}
-	if own, err := l.Owners(ctx, "other", []string{"po-case-3", "PO-Free-1"}); err != nil || own["po-case-3"] != "b" || own["PO-Free-1"] != "" {
+	if own, err := l.Claims().Owners(ctx, "other", []string{"po-case-3", "PO-Free-1"}); err != nil || own["po-case-3"] != "b" || own["PO-Free-1"] != "" {
 		t.Fatalf("Owners = %v, %v", own, err)
 	}
 }

@@ -2,9 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -138,62 +135,6 @@ func parsePayout(batch string, m map[string]string) Payout {
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
 		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
 	}
-}
-
-// Owners returns, for each externalId that some batch other than batch
-// already owns (a live claim, or an archived batch's claim within the id
-// window), that batch. It writes nothing (validation, dry runs).
-func (l *Ledger) Owners(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	live, err := l.liveOwners(ctx, batch, ids)
-	if err != nil {
-		return nil, err
-	}
-	owned := map[string]string{}
-	var check []string
-	for i, v := range live {
-		if v == "" || v == batch {
-			// Batch's own live key does not hide an archived claim: a run
-			// may have taken it and died before giving it back.
-			check = append(check, ids[i])
-		} else {
-			owned[ids[i]] = v
-		}
-	}
-	return owned, l.addArchivedOwners(ctx, batch, check, owned)
-}
-
-// addArchivedOwners adds to owned the archived owners other than batch of
-// ids.
-func (l *Ledger) addArchivedOwners(ctx context.Context, batch string, ids []string, owned map[string]string) error {
-	arch, err := l.archivedOwners(ctx, ids)
-	if err != nil {
-		return err
-	}
-	for id, b := range arch {
-		if b != batch {
-			owned[id] = b
-		}
-	}
-	return nil
-}
-
-// Claim makes batch the owner of each externalId not yet owned. It returns
-// the ids owned by another batch (they were not claimed).
-func (l *Ledger) Claim(ctx context.Context, batch string, ids []string) (map[string]string, error) {
-	_, owners, err := l.ClaimTaken(ctx, batch, ids)
-	return owners, err
-}
-
-// Release drops batch's claims on ids (used to undo a refused load).
-func (l *Ledger) Release(ctx context.Context, batch string, ids []string) error {
-	pipe := l.rdb.Pipeline()
-	for _, id := range ids {
-		releaseForms(ctx, pipe, batch, id)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("ledger: release externalIds: %w", err)
-	}
-	return nil
 }
 
 // Register stores the payouts that are not stored yet, in state queued,
@@ -336,49 +277,6 @@ func registerFields(args []any, p NewPayout, units, now int64) []any {
 	return appendInfo(args, p.Info)
 }
 
-// ErrLoadLockLost is returned by the steps of a load (RegisterLocked,
-// SetBatchFigures, FinishLoad) when the caller no longer holds the batch's
-// load lock: that step wrote nothing.
-var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
-
-// LockLoad takes the batch's load lock for owner (a random token) for ttl.
-// It reports false when another loader holds it.
-func (l *Ledger) LockLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	ok, err := l.rdb.SetNX(ctx, loadLockKey(batch), owner, ttl).Result()
-	if err != nil {
-		return false, fmt.Errorf("ledger: lock load of %s: %w", batch, err)
-	}
-	return ok, nil
-}
-
-// RefreshLoad extends owner's load lock; false means it was lost.
-func (l *Ledger) RefreshLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
-	n, err := refreshLockScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
-	if err != nil {
-		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
-	}
-	return n == 1, nil
-}
-
-// NewLoadOwner returns a random token for a LockLoad owner: 16 random
-// bytes in hex.
-func NewLoadOwner() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
-
-// UnlockLoad releases owner's load lock (a lock taken over by another
-// loader is left alone).
-func (l *Ledger) UnlockLoad(ctx context.Context, batch, owner string) error {
-	if err := releaseScript.Run(ctx, l.rdb, []string{loadLockKey(batch)}, owner).Err(); err != nil {
-		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
-	}
-	return nil
-}
-
 // Get returns one payout, or ErrNotFound.
 func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
 	m, err := l.rdb.HGetAll(ctx, payoutKey(batch, ext)).Result()
@@ -398,6 +296,34 @@ const eachChunk = 1000
 // eachChunk payouts per pipelined round trip.
 func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) error {
 	return l.EachRaw(ctx, batch, func(p RawPayout) error { return fn(parsePayout(batch, p.Fields)) })
+}
+
+// RawPayout is one payout hash as stored. Fields is nil when the lines
+// index names the payout but its hash is gone (deleted by an archive run).
+type RawPayout struct {
+	ExternalID string
+	Fields     map[string]string
+}
+
+// EachRaw calls fn for every payout of batch in file line order with all of
+// its stored fields, eachChunk per pipelined round trip.
+func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) error) error {
+	return l.eachIDs(ctx, batch, func(ids []string) error {
+		hashes, err := l.readPayouts(ctx, batch, ids)
+		if err != nil {
+			return err
+		}
+		for i, m := range hashes {
+			p := RawPayout{ExternalID: ids[i]}
+			if len(m) > 0 {
+				p.Fields = m
+			}
+			if err := fn(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // readPayouts reads the whole hashes of ids in one pipelined round trip

@@ -172,14 +172,3 @@ func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, att
 	}
 	return 0, false, nil
 }
-
-// TryLease takes the lease name for owner for ttl unless someone holds it:
-// periodic work that one process at a time should do (the reconciler's
-// sweep) runs only where TryLease said true.
-func (l *Ledger) TryLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
-	ok, err := l.rdb.SetNX(ctx, leaseKey(name), owner, ttl).Result()
-	if err != nil {
-		return false, fmt.Errorf("ledger: take lease %s: %w", name, err)
-	}
-	return ok, nil
-}

@@ -172,7 +172,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("INT-%05d", i)
 		}
-		owners, err := e.led.Owners(ctx, "someone-else", ids)
+		owners, err := e.led.Claims().Owners(ctx, "someone-else", ids)
 		if err != nil || len(owners) != 0 {
 			t.Fatalf("the batch was lost but %d claims survived (%v)", len(owners), err)
 		}

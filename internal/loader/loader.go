@@ -345,7 +345,7 @@ func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log 
 	if err != nil {
 		return nil, false, err
 	}
-	locked, err := ld.ledger.LockLoad(ctx, res.Batch, owner, loadLockTTL)
+	locked, err := ld.ledger.Locks().LockLoad(ctx, res.Batch, owner, loadLockTTL)
 	if err != nil {
 		return nil, false, err
 	}
@@ -395,7 +395,7 @@ func (lk *loadLease) renew() {
 			return
 		case <-t.C:
 		}
-		held, err := lk.ld.ledger.RefreshLoad(lk.ctx, lk.batch, lk.owner, loadLockTTL)
+		held, err := lk.ld.ledger.Locks().RefreshLoad(lk.ctx, lk.batch, lk.owner, loadLockTTL)
 		if err != nil {
 			continue // Redis unreachable: the load's own steps fail or the next renewal succeeds
 		}
@@ -412,7 +412,7 @@ func (lk *loadLease) stop() {
 	<-lk.done
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(lk.ctx), 5*time.Second)
 	defer cancel()
-	if err := lk.ld.ledger.UnlockLoad(uctx, lk.batch, lk.owner); err != nil {
+	if err := lk.ld.ledger.Locks().UnlockLoad(uctx, lk.batch, lk.owner); err != nil {
 		lk.log.Warn().Err(err).Msg("could not release the load lock; it expires by itself")
 	}
 }
@@ -469,7 +469,7 @@ func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logge
 		return false, true, err
 	}
 	// An archived batch (package archive) keeps its content refused.
-	a, err := ld.ledger.Archived(ctx, res.Batch)
+	a, err := ld.ledger.Archive().Archived(ctx, res.Batch)
 	switch {
 	case err == nil:
 		b := a.AsBatch()
@@ -561,7 +561,7 @@ func refuseOwned(res *Result, pass claimResult, bad *lineSet) []payfile.Error {
 // the same content registered (its own SET NX lost to this run's, which it
 // took for its own). So the release holds the batch's load lock, under
 // which alone rows are registered, and drops a claim only if the batch has
-// no payout for it (ledger.ReleaseUnregistered). If another loader holds
+// no payout for it (ledger.Claims.ReleaseUnregistered). If another loader holds
 // the lock, nothing is released: an externalId left claimed by a batch
 // that never loads is refused by later files, which a person can sort out;
 // one released under a registered row could be paid twice.
@@ -603,13 +603,13 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 			return nil
 		}
 		// As the registrar does: no step without the lock.
-		if held, err := ld.ledger.RefreshLoad(ctx, res.Batch, owner, loadLockTTL); err != nil || !held {
+		if held, err := ld.ledger.Locks().RefreshLoad(ctx, res.Batch, owner, loadLockTTL); err != nil || !held {
 			if err == nil {
 				err = ledger.ErrLoadLockLost
 			}
 			return err
 		}
-		_, err := ld.ledger.ReleaseUnregistered(ctx, res.Batch, ids)
+		_, err := ld.ledger.Claims().ReleaseUnregistered(ctx, res.Batch, ids)
 		ids = ids[:0]
 		return err
 	}
@@ -698,9 +698,9 @@ func (c *ownerCheck) flush() {
 		var taken []bool
 		var err error
 		if c.claim {
-			taken, owners, err = c.ld.ledger.ClaimTaken(c.ctx, c.batch, ids)
+			taken, owners, err = c.ld.ledger.Claims().ClaimTaken(c.ctx, c.batch, ids)
 		} else {
-			owners, err = c.ld.ledger.Owners(c.ctx, c.batch, ids)
+			owners, err = c.ld.ledger.Claims().Owners(c.ctx, c.batch, ids)
 		}
 		if err != nil {
 			return err
@@ -895,7 +895,7 @@ func (r *loadRun) stages(ctx context.Context, f *os.File, bad *lineSet) error {
 func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayout) error {
 	led, batch := r.ld.ledger, r.res.Batch
 	for ps := range chunks {
-		if held, err := led.RefreshLoad(ctx, batch, r.owner, loadLockTTL); err != nil || !held {
+		if held, err := led.Locks().RefreshLoad(ctx, batch, r.owner, loadLockTTL); err != nil || !held {
 			if err == nil {
 				err = ledger.ErrLoadLockLost
 			}

@@ -206,7 +206,7 @@ func TestExternalIDKnownFromEarlierBatch(t *testing.T) {
 	if _, err := f.led.Batch(ctx, res.Batch); !errors.Is(err, ledger.ErrNotFound) {
 		t.Fatalf("refused file left a batch: %v", err)
 	}
-	if owners, _ := f.led.Owners(ctx, "someone-else", []string{"B-1"}); len(owners) != 0 {
+	if owners, _ := f.led.Claims().Owners(ctx, "someone-else", []string{"B-1"}); len(owners) != 0 {
 		t.Fatalf("the refused file kept its claim on B-1: %v", owners)
 	}
 }
@@ -429,14 +429,14 @@ func TestConcurrentLoadOfTheSameContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := f.led.LockLoad(ctx, dry.Batch, "another-loader", time.Minute); !ok || err != nil {
+	if ok, err := f.led.Locks().LockLoad(ctx, dry.Batch, "another-loader", time.Minute); !ok || err != nil {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	res, err := f.ld.LoadFile(ctx, writeFile(t, dir, "copy.csv", goodCSV), Options{})
 	if err != nil || !res.Busy || res.Loaded || res.Registered != 0 || f.pending() != 0 {
 		t.Fatalf("load while locked: %+v %v (pending %d)", res, err, f.pending())
 	}
-	if err := f.led.UnlockLoad(ctx, dry.Batch, "another-loader"); err != nil {
+	if err := f.led.Locks().UnlockLoad(ctx, dry.Batch, "another-loader"); err != nil {
 		t.Fatal(err)
 	}
 	res, err = f.ld.LoadFile(ctx, path, Options{})

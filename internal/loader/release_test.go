@@ -110,7 +110,7 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 			// it before its first claim, so it claims nothing at all.
 			name: "load lock held by another loader",
 			before: func(t *testing.T, f *fixture, path, batch string) {
-				if ok, err := f.led.LockLoad(context.Background(), batch, "another-loader", time.Minute); !ok || err != nil {
+				if ok, err := f.led.Locks().LockLoad(context.Background(), batch, "another-loader", time.Minute); !ok || err != nil {
 					t.Fatalf("lock: %v %v", ok, err)
 				}
 			},
@@ -159,7 +159,7 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 				t.Fatalf("rerun without --partial: %+v %v, want refused for its bad row", res, err)
 			}
 
-			owners, err := f.led.Owners(ctx, "someone-else", ids)
+			owners, err := f.led.Claims().Owners(ctx, "someone-else", ids)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -52,7 +52,7 @@ func (p Publisher) Run(ctx context.Context) {
 
 // Once computes and stores the snapshot if owner gets the lease.
 func (p Publisher) Once(ctx context.Context, owner string) error {
-	ok, err := p.Ledger.TryLease(ctx, "metrics", owner, p.Interval)
+	ok, err := p.Ledger.Locks().TryLease(ctx, "metrics", owner, p.Interval)
 	if err != nil || !ok {
 		return err
 	}

@@ -44,7 +44,7 @@ func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
 	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: "big.csv", LoadedAt: time.Now(), Rows: int64(n), Total: total, Scale: 2, LoadedBy: "finance-bot"}); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := l.LockLoad(ctx, batch, "me", time.Minute); !ok || err != nil {
+	if ok, err := l.Locks().LockLoad(ctx, batch, "me", time.Minute); !ok || err != nil {
 		t.Fatalf("load lock: %v %v", ok, err)
 	}
 	for len(ps) > 0 {

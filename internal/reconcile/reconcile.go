@@ -297,7 +297,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		ok, err := s.ledger.TryLease(ctx, "reconcile", owner, s.cfg.Interval)
+		ok, err := s.ledger.Locks().TryLease(ctx, "reconcile", owner, s.cfg.Interval)
 		if err != nil {
 			s.log.Warn().Err(err).Msg("reconciler: could not take the lease; next interval")
 			continue

@@ -178,15 +178,15 @@ func found(r Report) string {
 func TestLeaseLetsOneSweeperRun(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 1)
-	a, err := f.ledger.TryLease(ctx, "reconcile", "a", time.Minute)
+	a, err := f.ledger.Locks().TryLease(ctx, "reconcile", "a", time.Minute)
 	if err != nil || !a {
 		t.Fatalf("first lease: %v %v", a, err)
 	}
-	if b, _ := f.ledger.TryLease(ctx, "reconcile", "b", time.Minute); b {
+	if b, _ := f.ledger.Locks().TryLease(ctx, "reconcile", "b", time.Minute); b {
 		t.Fatal("second holder got the lease")
 	}
 	f.m.FastForward(time.Minute)
-	if b, _ := f.ledger.TryLease(ctx, "reconcile", "b", time.Minute); !b {
+	if b, _ := f.ledger.Locks().TryLease(ctx, "reconcile", "b", time.Minute); !b {
 		t.Fatal("lease not free after its ttl")
 	}
 }

@@ -139,7 +139,7 @@ func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
 	if h.ExternalID == "" {
 		return false, nil // the order id alone leads to no payout here
 	}
-	owners, err := w.ledger.Owners(ctx, "", []string{h.ExternalID})
+	owners, err := w.ledger.Claims().Owners(ctx, "", []string{h.ExternalID})
 	if err != nil {
 		return false, err
 	}

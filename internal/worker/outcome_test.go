@@ -147,7 +147,7 @@ func TestOutcomeByCallbacks(t *testing.T) {
 	go srv.Serve(ctx, ln)
 
 	ids := h.add(cards(10)...)
-	if _, err := h.ledger.Claim(ctx, h.batch, ids); err != nil { // as the loader does
+	if _, err := h.ledger.Claims().Claim(ctx, h.batch, ids); err != nil { // as the loader does
 		t.Fatal(err)
 	}
 	h.start()
@@ -188,7 +188,7 @@ func TestCallbackBeforeTheCreateIsRecorded(t *testing.T) {
 	ids := h.add(visa)
 	w := h.worker(h.rdb, h.ledger, cfg, zerolog.Nop())
 	ctx := context.Background()
-	if _, err := h.ledger.Claim(ctx, h.batch, ids); err != nil {
+	if _, err := h.ledger.Claims().Claim(ctx, h.batch, ids); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := w.Hint(ctx, callback.Hint{ExternalID: ids[0], Status: "Paid"}); ok || err != nil {

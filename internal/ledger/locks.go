@@ -1,0 +1,73 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Locks are the locks and leases of the ledger, each a key that expires:
+// a batch's load lock, which one loader holds while it registers the
+// batch (the steps of a load check it), and the leases of periodic work
+// that one process at a time should do.
+type Locks struct{ l *Ledger }
+
+// Locks returns the ledger's locks and leases.
+func (l *Ledger) Locks() Locks { return Locks{l} }
+
+// ErrLoadLockLost is returned by the steps of a load (RegisterLocked,
+// SetBatchFigures, FinishLoad) when the caller no longer holds the batch's
+// load lock: that step wrote nothing.
+var ErrLoadLockLost = errors.New("ledger: load lock of the batch lost")
+
+// LockLoad takes the batch's load lock for owner (a random token) for ttl.
+// It reports false when another loader holds it.
+func (lk Locks) LockLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
+	ok, err := lk.l.rdb.SetNX(ctx, loadLockKey(batch), owner, ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("ledger: lock load of %s: %w", batch, err)
+	}
+	return ok, nil
+}
+
+// RefreshLoad extends owner's load lock; false means it was lost.
+func (lk Locks) RefreshLoad(ctx context.Context, batch, owner string, ttl time.Duration) (bool, error) {
+	n, err := refreshLockScript.Run(ctx, lk.l.rdb, []string{loadLockKey(batch)}, owner, ttl.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
+	}
+	return n == 1, nil
+}
+
+// NewLoadOwner returns a random token for a LockLoad owner: 16 random
+// bytes in hex.
+func NewLoadOwner() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// UnlockLoad releases owner's load lock (a lock taken over by another
+// loader is left alone).
+func (lk Locks) UnlockLoad(ctx context.Context, batch, owner string) error {
+	if err := releaseScript.Run(ctx, lk.l.rdb, []string{loadLockKey(batch)}, owner).Err(); err != nil {
+		return fmt.Errorf("ledger: unlock load of %s: %w", batch, err)
+	}
+	return nil
+}
+
+// TryLease takes the lease name for owner for ttl unless someone holds it:
+// periodic work that one process at a time should do (the reconciler's
+// sweep) runs only where TryLease said true.
+func (lk Locks) TryLease(ctx context.Context, name, owner string, ttl time.Duration) (bool, error) {
+	ok, err := lk.l.rdb.SetNX(ctx, leaseKey(name), owner, ttl).Result()
+	if err != nil {
+		return false, fmt.Errorf("ledger: take lease %s: %w", name, err)
+	}
+	return ok, nil
+}
