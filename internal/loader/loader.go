@@ -876,13 +876,22 @@ type loadRun struct {
 	registered atomic.Int64
 }
 
+// registrars is how many chunks a load writes to the ledger at once: one
+// registrar waits for Redis while another builds its call, so Redis is
+// kept busy. Each chunk's registration is atomic per script call and
+// skips rows stored already, so the order chunks land in does not matter
+// (a load interrupted halfway leaves some chunks, which its rerun skips).
+const registrars = 3
+
 // stages runs two stages, overlapping: this goroutine reads and seals
-// chunk by chunk; a registrar writes each chunk to the ledger. The channel
+// chunk by chunk; registrars write the chunks to the ledger. The channel
 // bounds what is in flight to a few chunks, whatever the file's size.
 func (r *loadRun) stages(ctx context.Context, f *os.File, bad *lineSet) error {
 	g, gctx := errgroup.WithContext(ctx)
 	chunks := make(chan []ledger.NewPayout, stageDepth)
-	g.Go(func() error { return r.registrar(gctx, chunks) })
+	for range registrars {
+		g.Go(func() error { return r.registrar(gctx, chunks) })
+	}
 	err := r.read(gctx, f, bad, chunks)
 	close(chunks)
 	if werr := g.Wait(); err == nil || errors.Is(err, context.Canceled) && werr != nil {

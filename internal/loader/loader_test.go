@@ -472,18 +472,18 @@ func (s *stealingSealer) Seal(plaintext, ad string) (string, error) {
 // the registrar: on a slow machine they may have enqueued nothing, and
 // the queue then does not exist yet.
 func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
-	const rows = 40
+	const rows, chunk = 80, 5
 	tests := []struct {
 		name     string
 		nth      int // Seal call at which the lock is stolen
 		min, max int // rows registered
 	}{
-		// Sealing runs at most stageDepth+1 chunks ahead of registration
-		// (stageDepth queued, one in the registrar's hands): by the 36th
-		// row, chunks 1-7 were handed over, so the registrar had taken
-		// chunk 3 and registered chunks 1 and 2; the last chunk (rows
-		// 36-40) never is.
-		{name: "lost mid-load", nth: 36, min: 10, max: rows - 5},
+		// Sealing runs at most stageDepth+registrars chunks ahead of
+		// registration (stageDepth queued, one in each registrar's
+		// hands): by the 76th row, chunks 1-15 were handed over, so at
+		// least the first 15-stageDepth-registrars were registered; the
+		// last chunk (rows 76-80) never is.
+		{name: "lost mid-load", nth: 76, min: (75/chunk - stageDepth - registrars) * chunk, max: rows - chunk},
 		// Lost before the registrar's first check: nothing registered,
 		// nothing enqueued, no queue.
 		{name: "lost before the first chunk", nth: 1, min: 0, max: 0},
@@ -504,7 +504,7 @@ func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
 			}
 			s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: ledger.LoadLockKey(dry.Batch), nth: tt.nth}
 			ld := New(f.led, asynq.NewClientFromRedisClient(f.rdb), s, zerolog.Nop())
-			res, err := ld.LoadFile(ctx, path, Options{ChunkSize: 5, EnqueueWorkers: 2})
+			res, err := ld.LoadFile(ctx, path, Options{ChunkSize: chunk, EnqueueWorkers: 2})
 			if !errors.Is(err, ledger.ErrLoadLockLost) {
 				t.Fatalf("err = %v, want ErrLoadLockLost (result %+v)", err, res)
 			}
