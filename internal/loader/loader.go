@@ -73,7 +73,9 @@ type Options struct {
 	RequireControl bool          // refuse a file that declares nothing
 	controlWait    time.Duration // spool: how long a missing NAME.ctl was waited for
 	// interrupt, for the tests, is called at the points of a load where a
-	// crash is interesting; an error it returns ends the load there.
+	// crash is interesting; an error it returns ends the load there. The
+	// load's registrars and enqueuers reach those points concurrently;
+	// withDefaults makes the calls one at a time.
 	interrupt func(point string, rows int) error
 }
 
@@ -143,6 +145,14 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Progress <= 0 {
 		o.Progress = 2 * time.Second
+	}
+	if f := o.interrupt; f != nil {
+		var mu sync.Mutex
+		o.interrupt = func(point string, rows int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			return f(point, rows)
+		}
 	}
 	return o
 }
