@@ -238,7 +238,7 @@ if h[1] ~= 'queued' then return {'no', h[1]} end
 local now = nowms()
 AUD.extra = {'note', 'cancelled: ' .. ARGV[2]}
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1], 'rnote', ARGV[2], 'rat', now,
-  'error', 'cancelled by ' .. ARGV[1] .. ': ' .. ARGV[2])
+  'error', 'cancelled by ' .. ARGV[1] .. ': ' .. ARGV[2], entered())
 move(KEYS[2], 'queued', 'cancelled', h[2])
 return remember(KEYS[1], {'ok', 'queued'})
 `)

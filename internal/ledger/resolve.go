@@ -34,7 +34,7 @@ if not may(st, to) then
 end
 local now = nowms()
 AUD.extra = {'order', ARGV[2], 'note', 'resolved: ' .. ARGV[5]}
-redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'rby', ARGV[4], 'rnote', ARGV[5], 'rat', now)
+redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'rby', ARGV[4], 'rnote', ARGV[5], 'rat', now, entered())
 local seq = 0
 if to == 'checking' then
   seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)

@@ -49,10 +49,10 @@ end
 local function move(counts, from, to, units)
   allow(from, to)
   if AUD.payout and not AUD.entered then
-    -- when the payout entered its state: its age in that state for the
-    -- on-call gauges (Ledger.Oldest); 'updated' moves with every check.
-    -- A script that wrote it in its own HSET (entered()) set AUD.entered.
-    redis.call('HSET', AUD.payout, 'entered', nowms())
+    -- when the payout entered its state (its age in that state for the
+    -- on-call gauges, Ledger.Oldest) is written by the script's own HSET
+    -- of the move, with entered().
+    error('MACHINE a move of ' .. AUD.payout .. ' without entered() in its HSET', 0)
   end
   if from then
     redis.call('HINCRBY', counts, 'n:' .. from, -1)
@@ -68,10 +68,8 @@ local function move(counts, from, to, units)
     local ext = string.match(AUD.payout, ':p:(.*)$')
     if from and from ~= 'queued' then redis.call('ZREM', base .. 's:' .. from, ext) end
     if to ~= 'queued' then
-      -- the line, as fetch read it with the payout's fields (nil: not read)
-      local line = AUD.line
-      if line == nil then line = redis.call('HGET', AUD.payout, 'line') end
-      redis.call('ZADD', base .. 's:' .. to, line or 0, ext)
+      -- the line, as fetch read it with the payout's fields
+      redis.call('ZADD', base .. 's:' .. to, AUD.line or 0, ext)
     end
   end
   if AUD.key then
@@ -86,9 +84,9 @@ local function move(counts, from, to, units)
     redis.call('XADD', AUD.key, '*', unpack(f))
   end
 end
--- entered is the pair 'entered', now for a script's own HSET of a payout it
--- moves (the last arguments, so both values count): move() then writes it
--- no more.
+-- entered is the pair 'entered', now that a script adds to its own HSET of
+-- a payout it moves (as the last arguments, so both values count): when
+-- the payout entered its new state. move() refuses a move without it.
 local function entered()
   AUD.entered = true
   return 'entered', nowms()

@@ -149,7 +149,7 @@ end
 local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
 AUD.extra = {'attempt', ARGV[1], 'seq', seq, 'note', 'create task lost while submitting (reconciler)'}
 redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'faults', 0,
-  'error', 'create task lost while submitting; checking status', 'updated', now)
+  'error', 'create task lost while submitting; checking status', 'updated', now, entered())
 move(KEYS[2], st, 'checking', h[3])
 return remember(KEYS[1], {'check', tostring(seq)})
 `)
