@@ -51,7 +51,11 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 	finish("R1", ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"})
 	f := finish("R2", ledger.CreateResult{To: ledger.Checking, Error: "HTTP 502"})
 	policy := ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 1}
-	if s, err := l.RecordCheck(ctx, "b", "R2", f.Seq, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != ledger.CheckReview {
+	snap, err := l.Snapshot(ctx, "b", "R2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := l.RecordCheck(ctx, snap, f.Seq, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != ledger.CheckReview {
 		t.Fatalf("R2 to review: %+v %v", s, err)
 	}
 	finish("C1", ledger.CreateResult{To: ledger.Created, OrderID: "WD-1"})

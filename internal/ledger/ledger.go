@@ -13,7 +13,10 @@
 // create attempt or status-check sequence the caller acts on) before it
 // writes, and moves the batch's per-state counters in the same call, so a
 // redelivered or duplicated task can never move a payout backwards or cause
-// a second create.
+// a second create. What a status check's answer leads to is decided in Go
+// (decideCheck) from the payout and Redis's clock as the worker read them
+// before it asked the PSP (Snapshot); its script compares that read with
+// the stored payout and writes the decision, or nothing.
 //
 // # Parts
 //

@@ -206,21 +206,26 @@ func TestLateAmbiguousAfterCheckingIsAConflict(t *testing.T) {
 	mustState(t, l, "b", "E1", Checking)
 }
 
+// checkingLedger is a ledger whose payout E1 of batch b is checking,
+// status check 1 due, after create attempt 1.
+func checkingLedger(t *testing.T) (*Ledger, *fakeClock) {
+	t.Helper()
+	ctx := context.Background()
+	l, clk := newTestLedger(t)
+	seed(t, l, "b", 1)
+	l.BeginCreate(ctx, "b", "E1", 1)
+	if fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking}); err != nil || fin.Seq != 1 {
+		t.Fatalf("to checking: %+v %v", fin, err)
+	}
+	return l, clk
+}
+
 func TestStatusChecks(t *testing.T) {
 	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
 	ctx := context.Background()
-	toChecking := func(t *testing.T) (*Ledger, *fakeClock) {
-		l, clk := newTestLedger(t)
-		seed(t, l, "b", 1)
-		l.BeginCreate(ctx, "b", "E1", 1)
-		if fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking}); err != nil || fin.Seq != 1 {
-			t.Fatalf("to checking: %+v %v", fin, err)
-		}
-		return l, clk
-	}
 	t.Run("found", func(t *testing.T) {
-		l, _ := toChecking(t)
-		s, err := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: Found, OrderID: "WD-1", PSPStatus: "Created"}, policy)
+		l, _ := checkingLedger(t)
+		s, err := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Found, OrderID: "WD-1", PSPStatus: "Created"}, policy)
 		if err != nil || s.Action != CheckDone {
 			t.Fatalf("%+v %v", s, err)
 		}
@@ -230,24 +235,24 @@ func TestStatusChecks(t *testing.T) {
 		}
 	})
 	t.Run("absence needs K misses D apart, then one recreate, then review", func(t *testing.T) {
-		l, clk := toChecking(t)
-		s, _ := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy)
+		l, clk := checkingLedger(t)
+		s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckAgain || s.Seq != 2 || s.Wait != time.Minute {
 			t.Fatalf("first miss: %+v", s)
 		}
 		clk.add(10 * time.Second) // too soon (Redis time): records nothing
-		s, _ = l.RecordCheck(ctx, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
+		s, _ = recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckEarly || s.Seq != 2 || s.Wait != 50*time.Second {
 			t.Fatalf("early miss: %+v", s)
 		}
 		clk.add(50 * time.Second)
-		s, _ = l.RecordCheck(ctx, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
+		s, _ = recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckRecreate || s.Attempt != 2 {
 			t.Fatalf("second miss: %+v", s)
 		}
 		mustState(t, l, "b", "E1", Queued)
 		// A stale status task of the old episode does nothing.
-		if s, _ := l.RecordCheck(ctx, "b", "E1", 3, CheckAnswer{Outcome: Found}, policy); s.Action != CheckSkip {
+		if s, _ := recordCheck(ctx, l, "b", "E1", 3, CheckAnswer{Outcome: Found}, policy); s.Action != CheckSkip {
 			t.Fatalf("stale check after recreate: %+v", s)
 		}
 		// The stale create attempt 1 cannot proceed; attempt 2 can.
@@ -258,30 +263,30 @@ func TestStatusChecks(t *testing.T) {
 			t.Fatalf("attempt 2: %v", b.Action)
 		}
 		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: Checking})
-		s, _ = l.RecordCheck(ctx, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
+		s, _ = recordCheck(ctx, l, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
 		clk.add(time.Minute)
-		s, _ = l.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
+		s, _ = recordCheck(ctx, l, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckReview {
 			t.Fatalf("after M creates: %+v", s)
 		}
 		mustState(t, l, "b", "E1", NeedsReview)
 	})
 	t.Run("faults end in review after N", func(t *testing.T) {
-		l, clk := toChecking(t)
+		l, clk := checkingLedger(t)
 		seq := 1
 		for i := 1; i < policy.MaxFaults; i++ {
-			s, _ := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
+			s, _ := recordCheck(ctx, l, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
 			if s.Action != CheckAgain || s.Faults != i || s.Wait != time.Second<<(i-1) {
 				t.Fatalf("fault %d: %+v", i, s)
 			}
 			// Early (Redis time): counts nothing.
-			if e, _ := l.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: NoAnswer}, policy); e.Action != CheckEarly {
+			if e, _ := recordCheck(ctx, l, "b", "E1", s.Seq, CheckAnswer{Outcome: NoAnswer}, policy); e.Action != CheckEarly {
 				t.Fatalf("early check after fault %d: %+v", i, e)
 			}
 			clk.add(s.Wait)
 			seq = s.Seq
 		}
-		s, _ := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
+		s, _ := recordCheck(ctx, l, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
 		if s.Action != CheckReview {
 			t.Fatalf("last fault: %+v", s)
 		}
@@ -291,9 +296,9 @@ func TestStatusChecks(t *testing.T) {
 		}
 	})
 	t.Run("stale seq", func(t *testing.T) {
-		l, _ := toChecking(t)
-		s, _ := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: NoAnswer}, policy)
-		s2, _ := l.RecordCheck(ctx, "b", "E1", 1, CheckAnswer{Outcome: Found}, policy)
+		l, _ := checkingLedger(t)
+		s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: NoAnswer}, policy)
+		s2, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Found}, policy)
 		if s2.Action != CheckStale || s2.Seq != s.Seq {
 			t.Fatalf("stale: %+v", s2)
 		}
@@ -552,4 +557,23 @@ func TestNextCall(t *testing.T) {
 			t.Errorf("%s: nextCall = %d, want %d", tt.name, got, tt.want)
 		}
 	}
+}
+
+// recordCheck reads the payout as a worker does before it asks the PSP
+// (Snapshot), then records the answer a to status check seq.
+func recordCheck(ctx context.Context, l *Ledger, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
+	s, err := l.Snapshot(ctx, batch, ext)
+	if err != nil {
+		return CheckStep{}, err
+	}
+	return l.RecordCheck(ctx, s, seq, a, p)
+}
+
+func mustSnapshot(t *testing.T, l *Ledger, batch, ext string) Snapshot {
+	t.Helper()
+	s, err := l.Snapshot(context.Background(), batch, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -242,7 +242,7 @@ func viaFinish(to State) func(*testing.T, *Ledger, *fakeClock) error {
 
 func viaCheck(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
-		_, err := l.RecordCheck(context.Background(), "b", "E1", 1, CheckAnswer{Outcome: o, OrderID: "WD-1"},
+		_, err := recordCheck(context.Background(), l, "b", "E1", 1, CheckAnswer{Outcome: o, OrderID: "WD-1"},
 			CheckPolicy{AbsentChecks: 1, MaxCreates: 2, MaxFaults: 1})
 		return err
 	}

@@ -30,7 +30,7 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 	policy := CheckPolicy{AbsentChecks: 3, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 10, FaultDelay: time.Millisecond, FaultDelayMax: 10 * time.Millisecond}
 	for seq := 1; seq <= 2; seq++ {
 		advance(20 * time.Minute)
-		step, err := l.RecordCheck(ctx, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "timeout"}, policy)
+		step, err := recordCheck(ctx, l, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "timeout"}, policy)
 		if err != nil || step.Action != CheckAgain {
 			t.Fatalf("RecordCheck %d = %+v, %v", seq, step, err)
 		}

@@ -44,11 +44,14 @@ type Payout struct {
 	Creates     int // create requests begun (attempt number of the latest)
 	Seq         int // status checks scheduled
 	Misses      int // consecutive 404s counted toward confirmed absence
-	Faults      int // status checks without an answer in this checking episode
-	OrderID     string
-	PSPStatus   string
-	Error       string
-	UpdatedAt   time.Time
+	// LastMiss is when the last counted 404 was recorded (Redis's clock;
+	// zero: none in this checking episode).
+	LastMiss  time.Time
+	Faults    int // status checks without an answer in this checking episode
+	OrderID   string
+	PSPStatus string
+	Error     string
+	UpdatedAt time.Time
 	// Awaiting: created, and the workers follow the order to its outcome
 	// (status query OutcomeSeq is due; needs review after OutcomeDue).
 	Awaiting   bool
@@ -130,7 +133,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
 		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: joinInfo(m),
 		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
-		Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
+		LastMiss: msTime(m["lastmiss"]), Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
 		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
@@ -287,6 +290,35 @@ func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
 		return Payout{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
 	return parsePayout(batch, m), nil
+}
+
+// Snapshot is a payout as read together with Redis's clock: what the
+// worker decides a status check's follow-up from (decideCheck), and what
+// RecordCheck compares the stored payout with before it writes.
+type Snapshot struct {
+	Payout
+	// Now is Redis's clock right after the payout was read, in whole
+	// milliseconds (the resolution of every time the scripts store).
+	Now time.Time
+}
+
+// Snapshot reads one payout and Redis's clock in one pipelined round trip,
+// or returns ErrNotFound.
+func (l *Ledger) Snapshot(ctx context.Context, batch, ext string) (Snapshot, error) {
+	pipe := l.rdb.Pipeline()
+	hash := pipe.HGetAll(ctx, payoutKey(batch, ext))
+	clock := pipe.Time(ctx)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return Snapshot{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
+	}
+	if len(hash.Val()) == 0 {
+		return Snapshot{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	}
+	now := clock.Val()
+	if l.clock != nil {
+		now = l.clock()
+	}
+	return Snapshot{Payout: parsePayout(batch, hash.Val()), Now: time.UnixMilli(now.UnixMilli()).UTC()}, nil
 }
 
 // eachChunk is how many payouts Each reads per round trip.

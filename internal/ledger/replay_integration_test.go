@@ -116,7 +116,7 @@ func callFinish(r CreateResult) func(ctx context.Context, l *Ledger, batch strin
 
 func callCheck(a CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger, batch string) (string, error) {
 	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
-		s, err := l.RecordCheck(ctx, batch, "E1", 1, a, p)
+		s, err := recordCheck(ctx, l, batch, "E1", 1, a, p)
 		return fmt.Sprintf("%s seq=%d attempt=%d wait=%s faults=%d", s.Action, s.Seq, s.Attempt, s.Wait, s.Faults), err
 	}
 }
@@ -164,35 +164,35 @@ var replayCases = []replayCase{
 		state: Created, fields: map[string]string{"creates": "1", "order": "ord-1", "seq": ""},
 	},
 	{
-		name: "RecordCheck again after a miss", script: recordCheckScript, prepare: toChecking,
+		name: "RecordCheck again after a miss", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Missing},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1m0s faults=0",
 		state: Checking, fields: map[string]string{"seq": "2", "misses": "1", "faults": "0"},
 	},
 	{
-		name: "RecordCheck again after no answer", script: recordCheckScript, prepare: toChecking,
+		name: "RecordCheck again after no answer", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: NoAnswer, Message: "503"},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1s faults=1",
 		state: Checking, fields: map[string]string{"seq": "2", "misses": "0", "faults": "1"},
 	},
 	{
-		name: "RecordCheck recreate", script: recordCheckScript, prepare: toChecking,
+		name: "RecordCheck recreate", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Missing},
 			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "recreate seq=0 attempt=2 wait=0s faults=0",
 		state: Queued, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
-		name: "RecordCheck review", script: recordCheckScript, prepare: toChecking,
+		name: "RecordCheck review", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Missing},
 			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}),
 		want:  "review seq=0 attempt=0 wait=0s faults=0",
 		state: NeedsReview, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
-		name: "RecordCheck done", script: recordCheckScript, prepare: toChecking,
+		name: "RecordCheck done", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Found, OrderID: "ord-9", PSPStatus: "paid"},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "done seq=0 attempt=0 wait=0s faults=0",

@@ -63,16 +63,19 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 
 	// Two misses D apart confirm absence: the replay of the deciding check
 	// must still say recreate (before: skip, and create 2 was never queued).
+	// A replay sends the same call again: the same snapshot, the same id.
 	ops.id = "op-5"
-	s, _ := l.RecordCheck(ctx, "b", "E1", f1.Seq, CheckAnswer{Outcome: Missing}, policy)
-	again, err := l.RecordCheck(ctx, "b", "E1", f1.Seq, CheckAnswer{Outcome: Missing}, policy)
+	snap := mustSnapshot(t, l, "b", "E1")
+	s, _ := l.RecordCheck(ctx, snap, f1.Seq, CheckAnswer{Outcome: Missing}, policy)
+	again, err := l.RecordCheck(ctx, snap, f1.Seq, CheckAnswer{Outcome: Missing}, policy)
 	if err != nil || again != s || s.Action != CheckAgain {
 		t.Fatalf("replayed miss = %+v, %v; first %+v", again, err, s)
 	}
 	clk.add(time.Minute)
 	ops.id = "op-6"
-	s, _ = l.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
-	again, _ = l.RecordCheck(ctx, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
+	snap = mustSnapshot(t, l, "b", "E1")
+	s, _ = l.RecordCheck(ctx, snap, s.Seq, CheckAnswer{Outcome: Missing}, policy)
+	again, _ = l.RecordCheck(ctx, snap, 2, CheckAnswer{Outcome: Missing}, policy)
 	if s.Action != CheckRecreate || again != s {
 		t.Fatalf("replayed recreate = %+v; first %+v", again, s)
 	}
@@ -101,9 +104,9 @@ func TestAbsenceSpacingUsesRedisTime(t *testing.T) {
 	slow.BeginCreate(ctx, "b", "E1", 1)
 	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking})
 
-	s, _ := slow.RecordCheck(ctx, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
+	s, _ := recordCheck(ctx, slow, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
 	clk.add(5 * time.Second)
-	s, _ = fast.RecordCheck(ctx, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
+	s, _ = recordCheck(ctx, fast, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
 	if s.Action != CheckEarly || s.Wait != 55*time.Second {
 		t.Fatalf("second miss 5 s later (Redis time) = %+v, want early by 55s", s)
 	}

@@ -100,7 +100,7 @@ func TestRecheckThenStatusCheckFindsTheOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}
-	s, err := l.RecordCheck(ctx, "b", "E1", r.Seq, CheckAnswer{Outcome: Found, OrderID: "WD-5", PSPStatus: "Created"}, policy)
+	s, err := recordCheck(ctx, l, "b", "E1", r.Seq, CheckAnswer{Outcome: Found, OrderID: "WD-5", PSPStatus: "Created"}, policy)
 	if err != nil || s.Action != CheckDone {
 		t.Fatalf("check %d after recheck: %+v %v", r.Seq, s, err)
 	}

@@ -358,105 +358,56 @@ move(KEYS[2], st, to, units)
 return head
 `)
 
-// recordCheckScript records the answer of status check seq.
+// applyCheckScript writes what decideCheck decided of a status check's
+// answer, if the payout is still as the decision read it: checking, under
+// the same seq, with the same counts and times. Every time it writes is
+// Redis's clock at the write.
 //
 //	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
-//	ARGV[1] seq            the status check answered
-//	ARGV[2] outcome        found | missing (the PSP answered 404) | noanswer
-//	ARGV[3] windowms       outcome window in ms (0: created is final)
-//	ARGV[4] order          ARGV[5] pspstatus: the order found
-//	ARGV[6] absentchecks   K: counted 404s that confirm absence
-//	ARGV[7] spacingms      D: least time between counted 404s
-//	ARGV[8] maxcreates     M: creates in all
-//	ARGV[9] maxfaults      N: checks without an answer before needs_review
-//	ARGV[10] note          the answer's message (error kept on a fault)
-//	ARGV[11] faultms       ARGV[12] faultcapms: backoff after a fault
-//	ARGV[13] http          HTTP status of the answer (audit)
-//	ARGV[14] recreatenote  error kept when absence is confirmed
-//	ARGV[15] absentnote    error kept when absence is confirmed after M creates
-//	ARGV[16] faultnote     error kept after N faults
-//	ARGV[17] actor         ARGV[18] op (luaReplay)
+//	ARGV[1] seq        the check answered       the payout as read:
+//	ARGV[2] misses     ARGV[3] lastmiss (ms)    ARGV[4] faults
+//	ARGV[5] creates    ARGV[6] due (ms)
+//	ARGV[7] to         the state it moves to; "": it stays checking, and
+//	                   check seq+1 is due waitms after now
+//	ARGV[8] error      the error kept, unless ARGV[9] keeperror is "1"
+//	ARGV[10] misses    ARGV[11] countmiss "1": lastmiss is stamped now
+//	ARGV[12] faults    ARGV[13] waitms
+//	ARGV[14] windowms  to created: the outcome window (await; 0: final)
+//	ARGV[15] order     ARGV[16] pspstatus: to created
+//	ARGV[17] http      ARGV[18] note: the answer, for the audit entry
+//	ARGV[19..22]       the decision's reply, stored as the replay memo
+//	ARGV[23] actor     ARGV[24] op (luaReplay)
 //
-// All times are Redis's: counted misses are D apart, and a check that runs
-// before the due time the previous one set (a worker whose clock is behind
-// schedules too early) counts nothing. Replies {action, value, extra, wait}:
-//
-//	done     -> created; value 1 when it awaits its outcome
-//	again    next check seq = value, due in wait ms; extra: faults so far
-//	recreate absence confirmed -> queued; create attempt = value
-//	review   -> needs_review
-//	early    check seq = value is not due for wait ms: nothing recorded
-//	stale    payout is checking under another seq = value: ensure that one exists
-//	skip     payout is not checking
-//	nopayout no such payout
-var recordCheckScript = Worker.script(luaReplay + `
-local seqarg, outcome, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local order, pspstatus = ARGV[4], ARGV[5]
-local absentchecks, spacing = tonumber(ARGV[6]), tonumber(ARGV[7])
-local maxcreates, maxfaults, note = tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
-local faultms, faultcapms, http = tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13]
-local recreatenote, absentnote, faultnote = ARGV[14], ARGV[15], ARGV[16]
-local first, h = fetch(KEYS[1], 'state', 'seq', 'units', 'misses', 'lastmiss', 'creates', 'due', 'faults')
+// Replies the decision's reply, {'changed', state, seq, '0'} when the
+// payout is not as read (nothing written), or {'nopayout', ...}.
+var applyCheckScript = Worker.script(luaReplay + `
+local first, h = fetch(KEYS[1], 'state', 'seq', 'misses', 'lastmiss', 'faults', 'creates', 'due', 'units')
 if first then return first end
-local st = h[1]
-if not st then return {'nopayout', '0', '0', '0'} end
-local cur = num(h[2])
-if st ~= 'checking' then return {'skip', tostring(cur), '0', '0'} end
-if seqarg ~= cur then return {'stale', tostring(cur), '0', '0'} end
-local nowtxt = nowms()
-local now = tonumber(nowtxt)
-local due = num(h[7])
-if outcome ~= 'found' and now < due then
-  return {'early', tostring(cur), '0', string.format('%.0f', due - now)}
+if not h[1] then return {'nopayout', '0', '0', '0'} end
+if h[1] ~= 'checking' then return {'changed', h[1], tostring(num(h[2])), '0'} end
+for i = 2, 7 do
+  if num(h[i]) ~= tonumber(ARGV[i - 1]) then return {'changed', h[1], tostring(num(h[2])), '0'} end
 end
-AUD.extra = {'seq', seqarg, 'http', http, 'order', order, 'note', note}
-local units = h[3]
-local f = {'updated', nowtxt}
--- leave moves the payout out of checking with error msg and decision head.
-local function leave(to, msg, head)
-  push(f, 'state', to, 'error', msg)
-  if to == 'created' then
-    push(f, 'order', order, 'pspstatus', pspstatus)
-    if await(f, KEYS[2], units, windowms, nowtxt) then head[2] = '1' end
-  end
-  push(f, entered())
+local to, units, now = ARGV[7], h[8], nowms()
+local head = {ARGV[19], ARGV[20], ARGV[21], ARGV[22]}
+AUD.extra = {'seq', ARGV[1], 'http', ARGV[17], 'order', ARGV[15], 'note', ARGV[18]}
+local f = {'updated', now, 'misses', ARGV[10], 'faults', ARGV[12]}
+if ARGV[11] == '1' then push(f, 'lastmiss', now) end
+if ARGV[9] ~= '1' then push(f, 'error', ARGV[8]) end
+if #to == 0 then
+  push(f, 'seq', tonumber(ARGV[1]) + 1, 'due', string.format('%.0f', tonumber(now) + tonumber(ARGV[13])))
   redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
-  move(KEYS[2], st, to, units)
   return head
 end
--- again schedules check cur + 1 due in wait ms.
-local function again(faults, wait)
-  local head = {'again', tostring(cur + 1), tostring(faults), string.format('%.0f', wait)}
-  push(f, 'seq', cur + 1, 'due', string.format('%.0f', now + wait), decided(head))
-  redis.call('HSET', KEYS[1], unpack(f))
-  return head
+push(f, 'state', to)
+if to == 'created' then
+  push(f, 'order', ARGV[15], 'pspstatus', ARGV[16])
+  await(f, KEYS[2], units, ARGV[14], now)
 end
-if outcome == 'found' then return leave('created', '', {'done', '0', '0', '0'}) end
-if outcome == 'missing' then
-  local misses, last = num(h[4]), num(h[5])
-  if last == 0 or now - last >= spacing then
-    misses, last = misses + 1, now
-    push(f, 'misses', misses, 'lastmiss', nowtxt)
-  end
-  if misses >= absentchecks then
-    local creates = num(h[6])
-    if creates < maxcreates then
-      return leave('queued', recreatenote, {'recreate', tostring(creates + 1), '0', '0'})
-    end
-    return leave('needs_review', absentnote, {'review', '0', '0', '0'})
-  end
-  return again(0, spacing - (now - last))
-end
-local faults = num(h[8]) + 1
-push(f, 'faults', faults)
-if faults >= maxfaults then return leave('needs_review', faultnote, {'review', '0', '0', '0'}) end
-local wait = faultms
-for i = 2, faults do
-  wait = wait * 2
-  if wait >= faultcapms then wait = faultcapms break end
-end
-push(f, 'error', note)
-return again(faults, wait)
+push(f, entered())
+redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+move(KEYS[2], 'checking', to, units)
+return head
 `)
 
 // releaseScript deletes an externalId claim only if this batch holds it.

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -260,49 +261,71 @@ type CheckAnswer struct {
 	HTTPStatus int // for the audit trail (0: no answer)
 }
 
-// RecordCheck records the answer to status check seq and decides what
-// follows, under policy p.
-func (l *Ledger) RecordCheck(ctx context.Context, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
-	base, max := p.faultDelays()
-	var recreate, absent, fault string
-	switch a.Outcome {
-	case Missing:
-		recreate, absent = p.recreateNote(), p.absentNote()
-	case NoAnswer:
-		fault = p.faultNote(a.Message)
+// RecordCheck records the answer a to status check seq of the payout read
+// as s (Snapshot, before the PSP was asked), as decideCheck decides under
+// policy p, in one round trip: the write checks that the payout is still
+// as read. A payout that moved meanwhile gets CheckSkip or CheckStale, as if
+// read afterwards; one that changed otherwise under the same check is an
+// ErrConflict (the task runs again and reads it afresh).
+func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
+	d := decideCheck(s, seq, a, p)
+	if !d.write {
+		return d.step, nil
 	}
-	res, err := replyOf(l.transition(ctx, recordCheckScript, batch, ext,
-		seq, string(a.Outcome), p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus,
-		p.AbsentChecks, p.AbsentSpacing.Milliseconds(), p.MaxCreates, p.MaxFaults, a.Message,
-		base.Milliseconds(), max.Milliseconds(), a.HTTPStatus, recreate, absent, fault),
+	batch, ext := s.Batch, s.ExternalID
+	head := []string{string(d.step.Action), "0", "0", "0"}
+	switch d.step.Action {
+	case CheckDone:
+		head[1] = boolDigit(d.step.Awaiting)
+	case CheckAgain:
+		head[1], head[2], head[3] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Faults), strconv.FormatInt(d.step.Wait.Milliseconds(), 10)
+	case CheckRecreate:
+		head[1] = strconv.Itoa(d.step.Attempt)
+	}
+	res, err := replyOf(l.transition(ctx, applyCheckScript, batch, ext,
+		s.Seq, s.Misses, unixMilli(s.LastMiss), s.Faults, s.Creates, unixMilli(s.CheckDue),
+		string(d.to), d.errText, boolDigit(d.keepError), d.misses, boolDigit(d.countMiss), d.faults, d.step.Wait.Milliseconds(),
+		p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus, a.HTTPStatus, a.Message,
+		head[0], head[1], head[2], head[3]),
 		batch, ext, "record status check", 4)
 	if err != nil {
 		return CheckStep{}, err
 	}
-	n, err := replyInts(res, "record status check of "+ext, 1, 2, 3)
+	if res[0] != "changed" {
+		if !slices.Equal(res[:4], head) {
+			return CheckStep{}, fmt.Errorf("ledger: record status check of %s: reply %q, decided %q", ext, res, head)
+		}
+		return d.step, nil
+	}
+	cur, err := replyInts(res, "record status check of "+ext, 2)
 	if err != nil {
 		return CheckStep{}, err
 	}
-	v, wait := n[0], time.Duration(n[2])*time.Millisecond
-	step := CheckStep{Action: CheckAction(res[0])}
-	switch step.Action {
-	case CheckDone:
-		step.Awaiting = v == 1
-	case CheckAgain:
-		step.Seq, step.Faults, step.Wait = v, n[1], wait
-	case CheckEarly:
-		step.Seq, step.Wait = v, wait
-	case CheckRecreate:
-		step.Attempt, step.Error = v, recreate
-	case CheckReview:
-		step.Error = absent
-		if a.Outcome == NoAnswer {
-			step.Error = fault
-		}
-	case CheckStale, CheckSkip:
-		step.Seq = v
+	switch {
+	case State(res[1]) != Checking:
+		return CheckStep{Action: CheckSkip, Seq: cur[0]}, nil
+	case cur[0] != seq:
+		return CheckStep{Action: CheckStale, Seq: cur[0]}, nil
 	}
-	return step, nil
+	return CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
+		&ConflictError{ExternalID: ext, Found: Checking})
+}
+
+// boolDigit is the "1" or "0" the scripts take for a flag.
+func boolDigit(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// unixMilli is t in Unix milliseconds, 0 for the zero time (as the
+// scripts store "none").
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // Verdict is what a status answer says of a created order's outcome.

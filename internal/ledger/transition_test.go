@@ -28,7 +28,7 @@ func TestTransitionsOfAnUnknownPayout(t *testing.T) {
 			return err
 		}},
 		{"RecordCheck", func() error {
-			_, err := l.RecordCheck(ctx, "b", "nope", 1, CheckAnswer{Outcome: Missing}, policy)
+			_, err := recordCheck(ctx, l, "b", "nope", 1, CheckAnswer{Outcome: Missing}, policy)
 			return err
 		}},
 		{"RecordOutcome", func() error { _, err := l.RecordOutcome(ctx, "b", "nope", 1, VerdictPaid, "Paid", "", 200); return err }},
@@ -126,7 +126,7 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 1}
-	step, err := l.RecordCheck(ctx, "b", "E2", 1, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 502"}, p)
+	step, err := recordCheck(ctx, l, "b", "E2", 1, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 502"}, p)
 	if err != nil || step.Action != CheckReview || step.Error != p.faultNote("HTTP 502") {
 		t.Fatalf("RecordCheck = %+v, %v", step, err)
 	}

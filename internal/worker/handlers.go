@@ -249,15 +249,16 @@ func settled(err error) error {
 	return err
 }
 
-// payoutOf reads the payout a status or outcome task is about; a task for
-// a payout the ledger does not know is archived.
-func (w *Worker) payoutOf(ctx context.Context, kind, batch, ext string, log zerolog.Logger) (ledger.Payout, error) {
-	pay, err := w.ledger.Get(ctx, batch, ext)
+// snapshotOf reads the payout a status or outcome task is about, with
+// Redis's clock (ledger.Snapshot); a task for a payout the ledger does not
+// know is archived.
+func (w *Worker) snapshotOf(ctx context.Context, kind, batch, ext string, log zerolog.Logger) (ledger.Snapshot, error) {
+	s, err := w.ledger.Snapshot(ctx, batch, ext)
 	if errors.Is(err, ledger.ErrNotFound) {
 		log.Error().Msg(kind + " task for a payout the ledger does not know; archived")
-		return pay, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		return s, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	return pay, err
+	return s, err
 }
 
 // HandleStatus processes a withdrawal:status task: after checking the task
@@ -270,11 +271,12 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("seq", p.Seq).Logger()
-	pay, err := w.payoutOf(ctx, "status", p.Batch, p.ExternalID, log)
+	snap, err := w.snapshotOf(ctx, "status", p.Batch, p.ExternalID, log)
 	if err != nil {
 		return err
 	}
-	if handled, err := w.statusNotCurrent(ctx, pay, p.Seq, log); handled {
+	pay := snap.Payout
+	if handled, err := w.statusNotCurrent(ctx, snap, p.Seq, log); handled {
 		return err
 	}
 	res, err := w.queryStatus(ctx, pay, log)
@@ -288,7 +290,7 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	w.metrics.checks.WithLabelValues(string(answer.Outcome)).Inc()
-	step, err := w.ledger.RecordCheck(ctx, p.Batch, p.ExternalID, p.Seq, answer, w.cfg.Policy)
+	step, err := w.ledger.RecordCheck(ctx, snap, p.Seq, answer, w.cfg.Policy)
 	if err != nil {
 		return err
 	}
@@ -297,8 +299,9 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 
 // statusNotCurrent handles a status task that is not the payout's current,
 // due check (handled true): it makes sure of the payout's actual next step,
-// or defers the task until the check is due on Redis's clock.
-func (w *Worker) statusNotCurrent(ctx context.Context, pay ledger.Payout, seq int, log zerolog.Logger) (handled bool, err error) {
+// or defers the task until the check is due on Redis's clock (snap.Now).
+func (w *Worker) statusNotCurrent(ctx context.Context, snap ledger.Snapshot, seq int, log zerolog.Logger) (handled bool, err error) {
+	pay := snap.Payout
 	switch {
 	case pay.State == ledger.Queued:
 		// Absence was confirmed and a create is due: make sure it exists
@@ -312,11 +315,7 @@ func (w *Worker) statusNotCurrent(ctx context.Context, pay ledger.Payout, seq in
 	case pay.Seq != seq:
 		return true, w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
 	}
-	wait, err := w.notDue(ctx, pay.CheckDue)
-	if err != nil {
-		return true, err
-	}
-	if wait > 0 {
+	if wait := pay.CheckDue.Sub(snap.Now); wait > 0 {
 		// Scheduled early by a worker whose clock is behind: the ledger's
 		// due time is on Redis's clock. Nothing is asked, nothing counted.
 		return true, &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", seq, wait), after: wait}
@@ -478,21 +477,6 @@ func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
 			Msg("payout needs review; a task does not change that: use `payout resolve`")
 	}
 	return nil
-}
-
-// notDue returns how long until due on Redis's clock (0: due now).
-func (w *Worker) notDue(ctx context.Context, due time.Time) (time.Duration, error) {
-	if due.IsZero() {
-		return 0, nil
-	}
-	now, err := w.ledger.Time(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if d := due.Sub(now); d > 0 {
-		return d, nil
-	}
-	return 0, nil
 }
 
 // jitterUpTo returns a random duration in [0, d].

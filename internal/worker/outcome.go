@@ -34,10 +34,11 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("oseq", p.Seq).Logger()
-	pay, err := w.payoutOf(ctx, "outcome", p.Batch, p.ExternalID, log)
+	snap, err := w.snapshotOf(ctx, "outcome", p.Batch, p.ExternalID, log)
 	if err != nil {
 		return err
 	}
+	pay := snap.Payout
 	switch {
 	case pay.State == ledger.NeedsReview:
 		log.Warn().Msg("outcome task of a payout that needs review does nothing: use `payout resolve`")

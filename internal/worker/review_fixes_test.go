@@ -90,7 +90,11 @@ func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
 	h.ledger.BeginCreate(ctx, h.batch, ids[0], 1)
 	h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: ledger.Checking})
 	pol := ledger.CheckPolicy{AbsentChecks: 1, MaxCreates: 3, MaxFaults: 3}
-	if s, err := h.ledger.RecordCheck(ctx, h.batch, ids[0], 1, ledger.CheckAnswer{Outcome: ledger.Missing}, pol); err != nil || s.Action != ledger.CheckRecreate {
+	snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := h.ledger.RecordCheck(ctx, snap, 1, ledger.CheckAnswer{Outcome: ledger.Missing}, pol); err != nil || s.Action != ledger.CheckRecreate {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
 	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))

@@ -1,0 +1,87 @@
+package ledger
+
+import "time"
+
+// checkDecision is what recording a status check's answer does: decided in
+// Go by decideCheck from the payout as read and the answer, written by
+// applyCheckScript only if the payout is still as read.
+type checkDecision struct {
+	step CheckStep // RecordCheck's answer; its head is the replay memo
+	// write is false when nothing is recorded: the payout is not checking
+	// (skip), checks another seq (stale), or the check is not due (early).
+	write bool
+	// to is the state the payout leaves checking for; "" when it stays
+	// checking and status check step.Seq is due step.Wait after the write
+	// (Redis's clock).
+	to State
+	// errText is the error kept with the payout, unless keepError: the
+	// stored one stays.
+	errText   string
+	keepError bool
+	misses    int  // 404s counted toward confirmed absence, this one included
+	countMiss bool // this 404 is counted: lastmiss is stamped (Redis's clock)
+	faults    int  // checks without an answer in this checking episode
+}
+
+// decideCheck decides what the answer a to status check seq of the payout
+// s makes of it, under policy p, at s.Now (Redis's clock when s was read,
+// before the PSP was asked: a counted 404 needs s.Now - LastMiss >= D, and
+// the write stamps a later time, so counted misses are at least D apart).
+//
+//	not checking                 skip
+//	checking another seq         stale
+//	not found, before CheckDue   early: nothing recorded
+//	found                        created; awaits its outcome if p.OutcomeWindow > 0
+//	404                          counted if none is, or the last counted is D old;
+//	                             K counted: queued for create Creates+1 while
+//	                             Creates < M, else needs_review; otherwise
+//	                             check seq+1 when the next 404 could count
+//	no answer                    N in a row: needs_review; otherwise check
+//	                             seq+1 after FaultDelay doubling per fault,
+//	                             at most FaultDelayMax
+func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecision {
+	switch {
+	case s.State != Checking:
+		return checkDecision{step: CheckStep{Action: CheckSkip, Seq: s.Seq}}
+	case seq != s.Seq:
+		return checkDecision{step: CheckStep{Action: CheckStale, Seq: s.Seq}}
+	case a.Outcome != Found && s.Now.Before(s.CheckDue):
+		return checkDecision{step: CheckStep{Action: CheckEarly, Seq: s.Seq, Wait: s.CheckDue.Sub(s.Now)}}
+	}
+	d := checkDecision{write: true, misses: s.Misses, faults: s.Faults}
+	leave := func(to State, step CheckStep) checkDecision {
+		d.to, d.step, d.errText = to, step, step.Error
+		return d
+	}
+	again := func(faults int, wait time.Duration) checkDecision {
+		d.step = CheckStep{Action: CheckAgain, Seq: seq + 1, Faults: faults, Wait: wait}
+		return d
+	}
+	switch a.Outcome {
+	case Found:
+		return leave(Created, CheckStep{Action: CheckDone, Awaiting: p.OutcomeWindow.Milliseconds() > 0})
+	case Missing:
+		last := s.LastMiss
+		if last.IsZero() || s.Now.Sub(last) >= p.AbsentSpacing {
+			d.misses, d.countMiss, last = d.misses+1, true, s.Now
+		}
+		if d.misses >= p.AbsentChecks {
+			if s.Creates < p.MaxCreates {
+				return leave(Queued, CheckStep{Action: CheckRecreate, Attempt: s.Creates + 1, Error: p.recreateNote()})
+			}
+			return leave(NeedsReview, CheckStep{Action: CheckReview, Error: p.absentNote()})
+		}
+		d.keepError = true
+		return again(0, p.AbsentSpacing-s.Now.Sub(last))
+	}
+	d.faults++
+	if d.faults >= p.MaxFaults {
+		return leave(NeedsReview, CheckStep{Action: CheckReview, Error: p.faultNote(a.Message)})
+	}
+	wait, ceiling := p.faultDelays()
+	for i := 2; i <= d.faults && wait < ceiling; i++ {
+		wait = min(2*wait, ceiling)
+	}
+	d.errText = a.Message
+	return again(d.faults, wait)
+}

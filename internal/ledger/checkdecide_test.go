@@ -1,0 +1,146 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestDecideCheck is the status check's answer table, without Redis: the
+// payout as read (checking, seq 3, one create, at t0 unless the case says
+// otherwise) and an answer, against what decideCheck decides.
+func TestDecideCheck(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 4,
+		FaultDelay: time.Second, FaultDelayMax: 5 * time.Second}
+	found := CheckAnswer{Outcome: Found, OrderID: "WD-1", PSPStatus: "Created"}
+	missing := CheckAnswer{Outcome: Missing, HTTPStatus: 404}
+	fault := CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}
+	cases := []struct {
+		name   string
+		edit   func(*Snapshot)
+		seq    int
+		answer CheckAnswer
+		policy func(*CheckPolicy)
+		want   checkDecision
+	}{
+		{name: "not checking: skip", edit: func(s *Snapshot) { s.State = Created }, answer: found,
+			want: checkDecision{step: CheckStep{Action: CheckSkip, Seq: 3}}},
+		{name: "another check is current: stale", seq: 2, answer: found,
+			want: checkDecision{step: CheckStep{Action: CheckStale, Seq: 3}}},
+		{name: "a 404 before the check is due: early, nothing written", edit: func(s *Snapshot) { s.CheckDue = t0.Add(1500 * time.Millisecond) },
+			answer: missing, want: checkDecision{step: CheckStep{Action: CheckEarly, Seq: 3, Wait: 1500 * time.Millisecond}}},
+		{name: "no answer before the check is due: early", edit: func(s *Snapshot) { s.CheckDue = t0.Add(time.Second) },
+			answer: fault, want: checkDecision{step: CheckStep{Action: CheckEarly, Seq: 3, Wait: time.Second}}},
+		{name: "found before the check is due still counts", edit: func(s *Snapshot) { s.CheckDue = t0.Add(time.Second) },
+			answer: found, want: checkDecision{write: true, to: Created, step: CheckStep{Action: CheckDone}}},
+		{name: "found with an outcome window: awaits its outcome", answer: found, policy: func(p *CheckPolicy) { p.OutcomeWindow = time.Hour },
+			want: checkDecision{write: true, to: Created, step: CheckStep{Action: CheckDone, Awaiting: true}}},
+		{name: "found keeps the counts as read", edit: func(s *Snapshot) { s.Misses, s.Faults = 1, 2 }, answer: found,
+			want: checkDecision{write: true, to: Created, misses: 1, faults: 2, step: CheckStep{Action: CheckDone}}},
+		{name: "first 404: counted, next check D later", answer: missing,
+			want: checkDecision{write: true, keepError: true, misses: 1, countMiss: true,
+				step: CheckStep{Action: CheckAgain, Seq: 4, Wait: time.Minute}}},
+		{name: "404 within D of the last counted: not counted, next check when it could be",
+			edit:   func(s *Snapshot) { s.Misses, s.LastMiss = 1, t0.Add(-20*time.Second) },
+			answer: missing,
+			want: checkDecision{write: true, keepError: true, misses: 1,
+				step: CheckStep{Action: CheckAgain, Seq: 4, Wait: 40 * time.Second}}},
+		{name: "404 exactly D after the last counted: K reached, create again",
+			edit:   func(s *Snapshot) { s.Misses, s.LastMiss = 1, t0.Add(-time.Minute) },
+			answer: missing,
+			want: checkDecision{write: true, to: Queued, misses: 2, countMiss: true, errText: policy.recreateNote(),
+				step: CheckStep{Action: CheckRecreate, Attempt: 2, Error: policy.recreateNote()}}},
+		{name: "K reached after M creates: needs review",
+			edit:   func(s *Snapshot) { s.Misses, s.LastMiss, s.Creates = 1, t0.Add(-time.Hour), 2 },
+			answer: missing,
+			want: checkDecision{write: true, to: NeedsReview, misses: 2, countMiss: true, errText: policy.absentNote(),
+				step: CheckStep{Action: CheckReview, Error: policy.absentNote()}}},
+		{name: "a 404 after faults says nothing of them", edit: func(s *Snapshot) { s.Faults = 2 }, answer: missing,
+			want: checkDecision{write: true, keepError: true, misses: 1, countMiss: true, faults: 2,
+				step: CheckStep{Action: CheckAgain, Seq: 4, Wait: time.Minute}}},
+		{name: "first fault: FaultDelay", answer: fault,
+			want: checkDecision{write: true, faults: 1, errText: "HTTP 503",
+				step: CheckStep{Action: CheckAgain, Seq: 4, Faults: 1, Wait: time.Second}}},
+		{name: "third fault: doubled twice", edit: func(s *Snapshot) { s.Faults = 2 }, answer: fault,
+			policy: func(p *CheckPolicy) { p.MaxFaults = 9 },
+			want: checkDecision{write: true, faults: 3, errText: "HTTP 503",
+				step: CheckStep{Action: CheckAgain, Seq: 4, Faults: 3, Wait: 4 * time.Second}}},
+		{name: "fifth fault: at most FaultDelayMax", edit: func(s *Snapshot) { s.Faults = 4 }, answer: fault,
+			policy: func(p *CheckPolicy) { p.MaxFaults = 9 },
+			want: checkDecision{write: true, faults: 5, errText: "HTTP 503",
+				step: CheckStep{Action: CheckAgain, Seq: 4, Faults: 5, Wait: 5 * time.Second}}},
+		{name: "N faults: needs review with the last message", edit: func(s *Snapshot) { s.Faults = 3 }, answer: fault,
+			want: checkDecision{write: true, to: NeedsReview, faults: 4, errText: policy.faultNote("HTTP 503"),
+				step: CheckStep{Action: CheckReview, Error: policy.faultNote("HTTP 503")}}},
+		{name: "defaults: 1s after a fault", answer: fault, policy: func(p *CheckPolicy) { p.FaultDelay, p.FaultDelayMax = 0, 0 },
+			want: checkDecision{write: true, faults: 1, errText: "HTTP 503",
+				step: CheckStep{Action: CheckAgain, Seq: 4, Faults: 1, Wait: time.Second}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Checking, Seq: 3, Creates: 1}, Now: t0}
+			if tc.edit != nil {
+				tc.edit(&s)
+			}
+			p := policy
+			if tc.policy != nil {
+				tc.policy(&p)
+			}
+			seq := tc.seq
+			if seq == 0 {
+				seq = 3
+			}
+			if got := decideCheck(s, seq, tc.answer, p); got != tc.want {
+				t.Errorf("decideCheck =\n  %+v\nwant\n  %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecordCheckWritesOnlyWhatWasRead: RecordCheck decides from the
+// payout as the worker read it before asking the PSP. When another
+// delivery recorded that check meanwhile, the write must not happen: the
+// answer is stale (another check is current) or skip (the payout left
+// checking), and a payout whose counts changed under the same check is a
+// conflict. On a write without the comparison the first case would count
+// the same 404 twice.
+func TestRecordCheckWritesOnlyWhatWasRead(t *testing.T) {
+	ctx := context.Background()
+	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+	l, clk := checkingLedger(t)
+	before := mustSnapshot(t, l, "b", "E1")
+	if s, err := l.RecordCheck(ctx, before, 1, CheckAnswer{Outcome: Missing}, policy); err != nil || s.Action != CheckAgain {
+		t.Fatalf("first delivery: %+v %v", s, err)
+	}
+	clk.add(2 * time.Minute)
+	s, err := l.RecordCheck(ctx, before, 1, CheckAnswer{Outcome: Missing}, policy)
+	if err != nil || s.Action != CheckStale || s.Seq != 2 {
+		t.Fatalf("second delivery of check 1, read before the first wrote = %+v %v; want stale, seq 2", s, err)
+	}
+	if p := mustState(t, l, "b", "E1", Checking); p.Misses != 1 || p.Seq != 2 {
+		t.Fatalf("after the stale delivery: misses %d seq %d, want 1 and 2", p.Misses, p.Seq)
+	}
+
+	atTwo := mustSnapshot(t, l, "b", "E1")
+	if _, err := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Found, OrderID: "WD-1"}, policy); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := l.RecordCheck(ctx, atTwo, 2, CheckAnswer{Outcome: Missing}, policy); err != nil || s.Action != CheckSkip {
+		t.Fatalf("a 404 read while checking, recorded after the order was found = %+v %v; want skip", s, err)
+	}
+	mustState(t, l, "b", "E1", Created)
+
+	l2, _ := checkingLedger(t)
+	read := mustSnapshot(t, l2, "b", "E1")
+	if err := l2.rdb.HSet(ctx, payoutKey("b", "E1"), "faults", 2).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.RecordCheck(ctx, read, 1, CheckAnswer{Outcome: NoAnswer, Message: "503"}, policy); !errors.Is(err, ErrConflict) {
+		t.Fatalf("faults changed under the same check: err %v, want ErrConflict", err)
+	}
+	if p := mustState(t, l2, "b", "E1", Checking); p.Faults != 2 || p.Seq != 1 {
+		t.Fatalf("after the conflict: faults %d seq %d, want 2 and 1 (nothing written)", p.Faults, p.Seq)
+	}
+}
