@@ -60,7 +60,11 @@ func failedLedger(t *testing.T) *ledger.Ledger {
 		if r.reason == "" {
 			v = ledger.VerdictPaid
 		}
-		if _, err := l.RecordOutcome(ctx, "b", r.ext, 1, v, "Done", r.reason, 200); err != nil {
+		s, err := l.Snapshot(ctx, "b", r.ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.RecordOutcome(ctx, s, 1, ledger.OutcomeAnswer{Verdict: v, PSPStatus: "Done", Reason: r.reason, HTTPStatus: 200}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -139,7 +139,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 		}
 		verdict := map[ledger.State]ledger.Verdict{ledger.Paid: ledger.VerdictPaid, ledger.Failed: ledger.VerdictFailed}
 		if v, ok := verdict[to]; ok {
-			if _, err := l.RecordOutcome(ctx, batch, ext, 1, v, "Done", "account closed", 200); err != nil {
+			if err := recordOutcome(ctx, l, batch, ext, v, "Done", "account closed"); err != nil {
 				t.Fatal(err)
 			}
 		}

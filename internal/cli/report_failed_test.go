@@ -90,13 +90,13 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		var err error
 		switch r.to {
 		case ledger.Paid:
-			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictPaid, "Paid", "", 200)
+			err = recordOutcome(ctx, l, batch, r.ext, ledger.VerdictPaid, "Paid", "")
 		case ledger.Failed:
 			reason := r.reason
 			if reason == "" {
 				reason = "card closed by the issuer"
 			}
-			_, err = l.RecordOutcome(ctx, batch, r.ext, 1, ledger.VerdictFailed, "Declined", reason, 200)
+			err = recordOutcome(ctx, l, batch, r.ext, ledger.VerdictFailed, "Declined", reason)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -356,4 +356,15 @@ func TestStatusShowsOutcomes(t *testing.T) {
 	if strings.Contains(out, "4111111111111111") {
 		t.Error("the result file holds a card number")
 	}
+}
+
+// recordOutcome records verdict v of outcome check 1 of a created payout,
+// read as a worker reads it before it asks the PSP.
+func recordOutcome(ctx context.Context, l *ledger.Ledger, batch, ext string, v ledger.Verdict, status, reason string) error {
+	s, err := l.Snapshot(ctx, batch, ext)
+	if err != nil {
+		return err
+	}
+	_, err = l.RecordOutcome(ctx, s, 1, ledger.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200})
+	return err
 }

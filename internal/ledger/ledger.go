@@ -13,10 +13,11 @@
 // create attempt or status-check sequence the caller acts on) before it
 // writes, and moves the batch's per-state counters in the same call, so a
 // redelivered or duplicated task can never move a payout backwards or cause
-// a second create. What a status check's answer leads to is decided in Go
-// (decideCheck) from the payout and Redis's clock as the worker read them
-// before it asked the PSP (Snapshot); its script compares that read with
-// the stored payout and writes the decision, or nothing.
+// a second create. What a status or outcome check's answer leads to is
+// decided in Go (decide.go: decideCheck, decideOutcome) from the payout and
+// Redis's clock as the worker read them before it asked the PSP
+// (Snapshot); the script compares that read with the stored payout and
+// writes the decision, or nothing.
 //
 // # Parts
 //

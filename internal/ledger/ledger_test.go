@@ -577,3 +577,13 @@ func mustSnapshot(t *testing.T, l *Ledger, batch, ext string) Snapshot {
 	}
 	return s
 }
+
+// recordOutcome reads the payout as a worker does before it asks the PSP
+// (Snapshot), then records verdict v of outcome check oseq.
+func recordOutcome(ctx context.Context, l *Ledger, batch, ext string, oseq int, v Verdict, status, reason string, http int) (OutcomeStep, error) {
+	s, err := l.Snapshot(ctx, batch, ext)
+	if err != nil {
+		return OutcomeStep{}, err
+	}
+	return l.RecordOutcome(ctx, s, oseq, OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: http})
+}

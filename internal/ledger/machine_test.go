@@ -251,7 +251,7 @@ func viaCheck(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
 func viaOutcome(v Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, clk *fakeClock) error {
 		clk.add(after)
-		_, err := l.RecordOutcome(context.Background(), "b", "E1", 1, v, "S", "r", 200)
+		_, err := recordOutcome(context.Background(), l, "b", "E1", 1, v, "S", "r", 200)
 		return err
 	}
 }

@@ -53,7 +53,7 @@ func TestOutcomeTransitions(t *testing.T) {
 					clk.add(tt.advance)
 				}
 				var err error
-				step, err = l.RecordOutcome(ctx, "b", "E1", seq, v, "Processing", "card blocked by issuer", 200)
+				step, err = recordOutcome(ctx, l, "b", "E1", seq, v, "Processing", "card blocked by issuer", 200)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -73,22 +73,22 @@ func TestOutcomeTransitions(t *testing.T) {
 				t.Fatalf("counts after: %+v", c)
 			}
 			// A stale or replayed-by-another-delivery check changes nothing.
-			if s, _ := l.RecordOutcome(ctx, "b", "E1", seq, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip {
+			if s, _ := recordOutcome(ctx, l, "b", "E1", seq, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip {
 				t.Fatalf("check after the end: %+v", s)
 			}
 		})
 	}
 	t.Run("stale seq", func(t *testing.T) {
 		l, _ := toAwaiting(t, time.Hour)
-		l.RecordOutcome(ctx, "b", "E1", 1, VerdictPending, "Processing", "", 200)
-		if s, _ := l.RecordOutcome(ctx, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeStale || s.Seq != 2 {
+		recordOutcome(ctx, l, "b", "E1", 1, VerdictPending, "Processing", "", 200)
+		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeStale || s.Seq != 2 {
 			t.Fatalf("stale: %+v", s)
 		}
 		mustState(t, l, "b", "E1", Created)
 	})
 	t.Run("untracked created is final", func(t *testing.T) {
 		l, _ := toAwaiting(t, 0)
-		if s, _ := l.RecordOutcome(ctx, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip || s.State != Created {
+		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip || s.State != Created {
 			t.Fatalf("untracked: %+v", s)
 		}
 		if c, _ := l.Counts(ctx, "b"); c.Open() != 0 {

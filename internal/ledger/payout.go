@@ -54,9 +54,10 @@ type Payout struct {
 	UpdatedAt time.Time
 	// Awaiting: created, and the workers follow the order to its outcome
 	// (status query OutcomeSeq is due; needs review after OutcomeDue).
-	Awaiting   bool
-	OutcomeSeq int
-	OutcomeDue time.Time
+	Awaiting     bool
+	OutcomeSeq   int
+	OutcomePolls int // outcome checks answered without a final status
+	OutcomeDue   time.Time
 	// CheckDue is when status check Seq is due on Redis's clock (zero: at
 	// once); an earlier run records nothing.
 	CheckDue time.Time
@@ -136,7 +137,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 		LastMiss: msTime(m["lastmiss"]), Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
-		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
+		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
 	}
 }
 

@@ -121,6 +121,20 @@ func callCheck(a CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger
 	}
 }
 
+func toAwaitingOutcome(ctx context.Context, t *testing.T, l *Ledger, batch string) {
+	t.Helper()
+	begin(ctx, t, l, batch, 1)
+	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: Created, OrderID: "ord-1", PSPStatus: "Created", OutcomeWindow: time.Hour})
+	mustDo(t, "finish create to created, awaiting its outcome", err)
+}
+
+func callOutcome(v Verdict, status string) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
+		s, err := recordOutcome(ctx, l, batch, "E1", 1, v, status, "", 200)
+		return fmt.Sprintf("%s state=%s seq=%d polls=%d", s.Action, s.State, s.Seq, s.Polls), err
+	}
+}
+
 var replayCases = []replayCase{
 	{
 		name: "BeginCreate proceed", script: beginCreateScript,
@@ -197,6 +211,16 @@ var replayCases = []replayCase{
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "done seq=0 attempt=0 wait=0s faults=0",
 		state: Created, fields: map[string]string{"seq": "1", "order": "ord-9", "creates": "1"},
+	},
+	{
+		name: "RecordOutcome again", script: applyOutcomeScript, prepare: toAwaitingOutcome,
+		call: callOutcome(VerdictPending, "Processing"), want: "again state= seq=2 polls=1",
+		state: Created, fields: map[string]string{"oseq": "2", "opolls": "1", "track": "1", "pspstatus": "Processing"},
+	},
+	{
+		name: "RecordOutcome paid", script: applyOutcomeScript, prepare: toAwaitingOutcome,
+		call: callOutcome(VerdictPaid, "Paid"), want: "done state=paid seq=0 polls=0",
+		state: Paid, fields: map[string]string{"oseq": "1", "track": "0", "pspstatus": "Paid"},
 	},
 }
 

@@ -438,53 +438,43 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[
 return 0
 `)
 
-// recordOutcomeScript records the answer of outcome check oseq of a created
-// payout that awaits its outcome.
+// applyOutcomeScript writes what decideOutcome decided of an outcome
+// check's answer, if the payout is still as the decision read it: created,
+// awaiting outcome check oseq, with the same polls and window.
 //
 //	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
-//	ARGV[1] oseq        the outcome check answered
-//	ARGV[2] verdict     paid | failed | pending | noanswer
-//	ARGV[3] pspstatus   the PSP's status word ("": none, the stored one stays)
-//	ARGV[4] reason      the error kept with paid or failed
-//	ARGV[5] reviewnote  the error kept when the outcome window is over
-//	ARGV[6] http        HTTP status of the answer (audit)
-//	ARGV[7] actor       ARGV[8] op (luaReplay)
+//	ARGV[1] oseq       the check answered       the payout as read:
+//	ARGV[2] opolls     ARGV[3] odue (ms)
+//	ARGV[4] to         paid | failed | needs_review; "": it stays created,
+//	                   awaiting outcome check oseq+1 (opolls+1 answered)
+//	ARGV[5] error      the error kept with to
+//	ARGV[6] pspstatus  the PSP's status word ("": the stored one stays)
+//	ARGV[7] http       ARGV[8] reason: the answer, for the audit entry
+//	ARGV[9..11]        the decision's reply, stored as the replay memo
+//	ARGV[12] actor     ARGV[13] op (luaReplay)
 //
-// Replies {action, value, extra}:
-//
-//	done     -> paid or failed (value)
-//	again    next outcome check = value; extra = checks so far (for the interval)
-//	review   the outcome window ended without a final status -> needs_review
-//	stale    another check (value) is current
-//	skip     the payout does not await an outcome (value: its state)
-//	nopayout no such payout
-var recordOutcomeScript = Worker.script(luaReplay + `
-local oseq, verdict, pspstatus = tonumber(ARGV[1]), ARGV[2], ARGV[3]
-local reason, reviewnote, http = ARGV[4], ARGV[5], ARGV[6]
-local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'units', 'odue', 'opolls')
+// Replies the decision's reply, {'changed', state, oseq, track} when the
+// payout is not as read (nothing written), or {'nopayout', ...}.
+var applyOutcomeScript = Worker.script(luaReplay + `
+local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'opolls', 'odue', 'units')
 if first then return first end
-local st = h[1]
-if not st then return {'nopayout', '0', '0'} end
-if st ~= 'created' or h[2] ~= '1' then return {'skip', st, '0'} end
-local cur = num(h[3])
-if oseq ~= cur then return {'stale', tostring(cur), '0'} end
-local now = nowms()
-local units = h[4]
-AUD.extra = {'oseq', oseq, 'http', http, 'psp', pspstatus, 'note', reason}
+if not h[1] then return {'nopayout', '0', '0'} end
+if h[1] ~= 'created' or h[2] ~= '1' or num(h[3]) ~= tonumber(ARGV[1]) or num(h[4]) ~= tonumber(ARGV[2]) or num(h[5]) ~= tonumber(ARGV[3]) then
+  return {'changed', h[1], tostring(num(h[3])), h[2] or '0'}
+end
+local to, units, now = ARGV[4], h[6], nowms()
+local head = {ARGV[9], ARGV[10], ARGV[11]}
+AUD.extra = {'oseq', ARGV[1], 'http', ARGV[7], 'psp', ARGV[6], 'note', ARGV[8]}
 local f = {'updated', now}
-if pspstatus ~= '' then push(f, 'pspstatus', pspstatus) end
-local function leave(to, msg, head)
-  push(f, 'state', to, 'track', 0, 'error', msg, entered())
-  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
-  move(KEYS[2], 'created', to, units)
-  redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
-  redis.call('HINCRBY', KEYS[2], 'u:awaiting', '-' .. units)
+if ARGV[6] ~= '' then push(f, 'pspstatus', ARGV[6]) end
+if #to == 0 then
+  redis.call('HSET', KEYS[1], unpack(push(f, 'opolls', num(h[4]) + 1, 'oseq', num(h[3]) + 1, decided(head))))
   return head
 end
-if verdict == 'paid' or verdict == 'failed' then return leave(verdict, reason, {'done', verdict, '0'}) end
-if tonumber(now) >= num(h[5]) then return leave('needs_review', reviewnote, {'review', '0', '0'}) end
-local polls = num(h[6]) + 1
-local head = {'again', tostring(cur + 1), tostring(polls)}
-redis.call('HSET', KEYS[1], unpack(push(f, 'opolls', polls, 'oseq', cur + 1, decided(head))))
+push(f, 'state', to, 'track', 0, 'error', ARGV[5], entered())
+redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+move(KEYS[2], 'created', to, units)
+redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
+redis.call('HINCRBY', KEYS[2], 'u:awaiting', '-' .. units)
 return head
 `)

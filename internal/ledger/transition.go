@@ -370,36 +370,49 @@ func outcomeReviewNote(last string) string {
 		"; ask the PSP whether the money was sent"
 }
 
-// RecordOutcome records outcome check oseq of a created payout that awaits
-// its outcome: the verdict, the PSP's status word and, for a failure, its
-// reason. Past the payout's outcome window (Redis time) without a final
-// status, the payout needs review; lastStatus is the status word the
-// caller last saw, named in the review note when this answer has none.
-func (l *Ledger) RecordOutcome(ctx context.Context, batch, ext string, oseq int, v Verdict, pspStatus, reason string, httpStatus int, lastStatus ...string) (OutcomeStep, error) {
-	last := pspStatus
-	if last == "" && len(lastStatus) > 0 {
-		last = lastStatus[0]
+// RecordOutcome records the answer a to outcome check oseq of the payout
+// read as s (Snapshot, before the PSP was asked), as decideOutcome decides,
+// in one round trip: the write checks that the payout is still as read. A
+// payout that moved meanwhile gets OutcomeSkip or OutcomeStale, as if read
+// afterwards; one that changed otherwise under the same check is an
+// ErrConflict.
+func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a OutcomeAnswer) (OutcomeStep, error) {
+	d := decideOutcome(s, oseq, a)
+	if !d.write {
+		return d.step, nil
 	}
-	review := outcomeReviewNote(last)
-	res, err := replyOf(l.transition(ctx, recordOutcomeScript, batch, ext, oseq, string(v), pspStatus, reason, review, httpStatus),
+	batch, ext := s.Batch, s.ExternalID
+	head := []string{string(d.step.Action), "0", "0"}
+	switch d.step.Action {
+	case OutcomeDone:
+		head[1] = string(d.step.State)
+	case OutcomeAgain:
+		head[1], head[2] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Polls)
+	}
+	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext,
+		s.OutcomeSeq, s.OutcomePolls, unixMilli(s.OutcomeDue),
+		string(d.to), d.errText, a.PSPStatus, a.HTTPStatus, a.Reason,
+		head[0], head[1], head[2]),
 		batch, ext, "record outcome", 3)
 	if err != nil {
 		return OutcomeStep{}, err
 	}
-	step := OutcomeStep{Action: OutcomeAction(res[0])}
-	switch step.Action {
-	case OutcomeDone:
-		step.State = State(res[1])
-	case OutcomeReview:
-		step.State, step.Error = NeedsReview, review
-	case OutcomeAgain, OutcomeStale:
-		n, err := replyInts(res, "record outcome of "+ext, 1, 2)
-		if err != nil {
-			return OutcomeStep{}, err
+	if res[0] != "changed" {
+		if !slices.Equal(res[:3], head) {
+			return OutcomeStep{}, fmt.Errorf("ledger: record outcome of %s: reply %q, decided %q", ext, res, head)
 		}
-		step.Seq, step.Polls = n[0], n[1]
-	case OutcomeSkip:
-		step.State = State(res[1])
+		return d.step, nil
 	}
-	return step, nil
+	cur, err := replyInts(res, "record outcome of "+ext, 2)
+	if err != nil {
+		return OutcomeStep{}, err
+	}
+	switch {
+	case State(res[1]) != Created || len(res) < 4 || res[3] != "1":
+		return OutcomeStep{Action: OutcomeSkip, State: State(res[1])}, nil
+	case cur[0] != oseq:
+		return OutcomeStep{Action: OutcomeStale, Seq: cur[0]}, nil
+	}
+	return OutcomeStep{}, fmt.Errorf("ledger: outcome check %d of %s changed while the PSP was asked: %w", oseq, ext,
+		&ConflictError{ExternalID: ext, Found: Created})
 }

@@ -31,7 +31,10 @@ func TestTransitionsOfAnUnknownPayout(t *testing.T) {
 			_, err := recordCheck(ctx, l, "b", "nope", 1, CheckAnswer{Outcome: Missing}, policy)
 			return err
 		}},
-		{"RecordOutcome", func() error { _, err := l.RecordOutcome(ctx, "b", "nope", 1, VerdictPaid, "Paid", "", 200); return err }},
+		{"RecordOutcome", func() error {
+			_, err := recordOutcome(ctx, l, "b", "nope", 1, VerdictPaid, "Paid", "", 200)
+			return err
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(); !errors.Is(err, ErrNotFound) {

@@ -126,7 +126,7 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if to != "paid" && to != "failed" {
 		return
 	}
-	p, err := led.Get(ctx, batch, ext)
+	s, err := led.Snapshot(ctx, batch, ext)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +134,11 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if to == "failed" {
 		v, status = ledger.VerdictFailed, "DECLINED"
 	}
-	if _, err := w.RecordOutcome(ctx, batch, ext, max(p.OutcomeSeq, 1), v, status, reason, 200); err != nil {
+	a := ledger.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200}
+	if _, err := w.RecordOutcome(ctx, s, max(s.OutcomeSeq, 1), a); err != nil {
 		t.Fatalf("demo: outcome of %s: %v", ext, err)
 	}
-	if p, _ = led.Get(ctx, batch, ext); string(p.State) != to {
+	if p, _ := led.Get(ctx, batch, ext); string(p.State) != to {
 		t.Fatalf("demo: %s is %s, want %s", ext, p.State, to)
 	}
 }

@@ -59,7 +59,8 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	w.metrics.checks.WithLabelValues("outcome_" + string(verdict)).Inc()
-	step, err := w.ledger.RecordOutcome(ctx, p.Batch, p.ExternalID, p.Seq, verdict, res.Order.Status, reason, res.HTTPStatus, pay.PSPStatus)
+	step, err := w.ledger.RecordOutcome(ctx, snap, p.Seq,
+		ledger.OutcomeAnswer{Verdict: verdict, PSPStatus: res.Order.Status, Reason: reason, HTTPStatus: res.HTTPStatus})
 	if err != nil {
 		return err
 	}

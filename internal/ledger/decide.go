@@ -85,3 +85,59 @@ func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecisio
 	d.errText = a.Message
 	return again(d.faults, wait)
 }
+
+// OutcomeAnswer is what an outcome check learned of a created order.
+type OutcomeAnswer struct {
+	Verdict    Verdict
+	PSPStatus  string // the PSP's status word ("": none; the stored one stays)
+	Reason     string // with VerdictFailed: why, kept as the payout's error
+	HTTPStatus int    // for the audit trail (0: no answer)
+}
+
+// outcomeDecision is what recording an outcome check's answer does:
+// decided in Go by decideOutcome, written by applyOutcomeScript only if
+// the payout is still as read.
+type outcomeDecision struct {
+	step OutcomeStep // RecordOutcome's answer; its head is the replay memo
+	// write is false when nothing is recorded: the payout does not await
+	// an outcome (skip) or awaits another check (stale).
+	write bool
+	// to is the state the payout leaves created for; "" when it stays
+	// created and outcome check step.Seq comes next.
+	to      State
+	errText string // the error kept with to
+}
+
+// decideOutcome decides what the answer a to outcome check oseq of the
+// payout s makes of it, at s.Now (Redis's clock when s was read, before
+// the PSP was asked: a window that ends while the PSP answers is over at
+// the next check).
+//
+//	not created, or not awaiting  skip
+//	awaiting another check        stale
+//	paid, failed                  that state, the reason kept
+//	else, at or past OutcomeDue   needs_review (the last status word named)
+//	else                          outcome check oseq+1
+func decideOutcome(s Snapshot, oseq int, a OutcomeAnswer) outcomeDecision {
+	switch {
+	case s.State != Created || !s.Awaiting:
+		return outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: s.State}}
+	case oseq != s.OutcomeSeq:
+		return outcomeDecision{step: OutcomeStep{Action: OutcomeStale, Seq: s.OutcomeSeq}}
+	}
+	switch a.Verdict {
+	case VerdictPaid, VerdictFailed:
+		to := State(a.Verdict)
+		return outcomeDecision{write: true, to: to, errText: a.Reason, step: OutcomeStep{Action: OutcomeDone, State: to}}
+	}
+	if !s.Now.Before(s.OutcomeDue) {
+		last := a.PSPStatus
+		if last == "" {
+			last = s.PSPStatus
+		}
+		note := outcomeReviewNote(last)
+		return outcomeDecision{write: true, to: NeedsReview, errText: note,
+			step: OutcomeStep{Action: OutcomeReview, State: NeedsReview, Error: note}}
+	}
+	return outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: oseq + 1, Polls: s.OutcomePolls + 1}}
+}

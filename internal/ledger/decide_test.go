@@ -144,3 +144,98 @@ func TestRecordCheckWritesOnlyWhatWasRead(t *testing.T) {
 		t.Fatalf("after the conflict: faults %d seq %d, want 2 and 1 (nothing written)", p.Faults, p.Seq)
 	}
 }
+
+// TestDecideOutcome is the outcome check's answer table, without Redis:
+// the payout as read (created, awaiting outcome check 2 after one pending
+// answer, window open until t0 + 1h; read at t0) and an answer.
+func TestDecideOutcome(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	over := func(s *Snapshot) { s.Now = s.OutcomeDue }
+	cases := []struct {
+		name   string
+		edit   func(*Snapshot)
+		oseq   int
+		answer OutcomeAnswer
+		want   outcomeDecision
+	}{
+		{name: "not created: skip", edit: func(s *Snapshot) { s.State, s.Awaiting = Paid, false },
+			answer: OutcomeAnswer{Verdict: VerdictPaid}, want: outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: Paid}}},
+		{name: "created, not awaiting (no window): skip", edit: func(s *Snapshot) { s.Awaiting = false },
+			answer: OutcomeAnswer{Verdict: VerdictPaid}, want: outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: Created}}},
+		{name: "another check is current: stale", oseq: 1, answer: OutcomeAnswer{Verdict: VerdictPaid},
+			want: outcomeDecision{step: OutcomeStep{Action: OutcomeStale, Seq: 2}}},
+		{name: "paid", answer: OutcomeAnswer{Verdict: VerdictPaid, PSPStatus: "Paid"},
+			want: outcomeDecision{write: true, to: Paid, step: OutcomeStep{Action: OutcomeDone, State: Paid}}},
+		{name: "failed keeps its reason", answer: OutcomeAnswer{Verdict: VerdictFailed, PSPStatus: "Declined", Reason: "card closed"},
+			want: outcomeDecision{write: true, to: Failed, errText: "card closed", step: OutcomeStep{Action: OutcomeDone, State: Failed}}},
+		{name: "paid after the window still counts", edit: over, answer: OutcomeAnswer{Verdict: VerdictPaid},
+			want: outcomeDecision{write: true, to: Paid, step: OutcomeStep{Action: OutcomeDone, State: Paid}}},
+		{name: "pending: next check", answer: OutcomeAnswer{Verdict: VerdictPending, PSPStatus: "Processing"},
+			want: outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: 3, Polls: 2}}},
+		{name: "no answer: next check", answer: OutcomeAnswer{Verdict: VerdictNoAnswer},
+			want: outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: 3, Polls: 2}}},
+		{name: "pending 1 ms before the window ends: next check", edit: func(s *Snapshot) { s.Now = s.OutcomeDue.Add(-time.Millisecond) },
+			answer: OutcomeAnswer{Verdict: VerdictPending}, want: outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: 3, Polls: 2}}},
+		{name: "pending when the window ends: review, naming the answer's status", edit: over,
+			answer: OutcomeAnswer{Verdict: VerdictPending, PSPStatus: "Processing"},
+			want: outcomeDecision{write: true, to: NeedsReview, errText: outcomeReviewNote("Processing"),
+				step: OutcomeStep{Action: OutcomeReview, State: NeedsReview, Error: outcomeReviewNote("Processing")}}},
+		{name: "no answer past the window: review, naming the stored status", edit: func(s *Snapshot) { s.Now = s.OutcomeDue.Add(time.Hour) },
+			answer: OutcomeAnswer{Verdict: VerdictNoAnswer},
+			want: outcomeDecision{write: true, to: NeedsReview, errText: outcomeReviewNote("Created"),
+				step: OutcomeStep{Action: OutcomeReview, State: NeedsReview, Error: outcomeReviewNote("Created")}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Created, PSPStatus: "Created", Awaiting: true,
+				OutcomeSeq: 2, OutcomePolls: 1, OutcomeDue: t0.Add(time.Hour)}, Now: t0}
+			if tc.edit != nil {
+				tc.edit(&s)
+			}
+			oseq := tc.oseq
+			if oseq == 0 {
+				oseq = 2
+			}
+			if got := decideOutcome(s, oseq, tc.answer); got != tc.want {
+				t.Errorf("decideOutcome =\n  %+v\nwant\n  %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestRecordOutcomeWritesOnlyWhatWasRead is TestRecordCheckWritesOnlyWhatWasRead
+// for outcome checks: a read that another delivery overtook writes nothing.
+func TestRecordOutcomeWritesOnlyWhatWasRead(t *testing.T) {
+	ctx := context.Background()
+	l, _ := toAwaiting(t, time.Hour)
+	before := mustSnapshot(t, l, "b", "E1")
+	pending := OutcomeAnswer{Verdict: VerdictPending, PSPStatus: "Processing", HTTPStatus: 200}
+	if s, err := l.RecordOutcome(ctx, before, 1, pending); err != nil || s.Action != OutcomeAgain || s.Polls != 1 {
+		t.Fatalf("first delivery: %+v %v", s, err)
+	}
+	s, err := l.RecordOutcome(ctx, before, 1, pending)
+	if err != nil || s.Action != OutcomeStale || s.Seq != 2 {
+		t.Fatalf("second delivery of check 1, read before the first wrote = %+v %v; want stale, seq 2", s, err)
+	}
+	if p := mustState(t, l, "b", "E1", Created); p.OutcomePolls != 1 || p.OutcomeSeq != 2 {
+		t.Fatalf("after the stale delivery: polls %d oseq %d, want 1 and 2", p.OutcomePolls, p.OutcomeSeq)
+	}
+
+	atTwo := mustSnapshot(t, l, "b", "E1")
+	if _, err := recordOutcome(ctx, l, "b", "E1", 2, VerdictFailed, "Declined", "card closed", 200); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := l.RecordOutcome(ctx, atTwo, 2, OutcomeAnswer{Verdict: VerdictPaid}); err != nil || s.Action != OutcomeSkip || s.State != Failed {
+		t.Fatalf("paid, read while awaiting, recorded after it failed = %+v %v; want skip (failed)", s, err)
+	}
+	mustState(t, l, "b", "E1", Failed)
+
+	l2, _ := toAwaiting(t, time.Hour)
+	read := mustSnapshot(t, l2, "b", "E1")
+	if err := l2.rdb.HSet(ctx, payoutKey("b", "E1"), "odue", unixMilli(read.OutcomeDue)+1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l2.RecordOutcome(ctx, read, 1, pending); !errors.Is(err, ErrConflict) {
+		t.Fatalf("window changed under the same check: err %v, want ErrConflict", err)
+	}
+}
