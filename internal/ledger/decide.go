@@ -2,6 +2,22 @@ package ledger
 
 import "time"
 
+// decideFinish decides the move of a create's classified answer r: the
+// state it asks for, with its error, except a try that provably did not
+// reach the PSP (To queued, MaxTries > 0): it is counted (tries, else 0),
+// and once such tries exceed MaxTries the payout needs review instead,
+// with TriesNote.
+func decideFinish(r CreateResult) (to State, note string, tries int) {
+	if r.To != Queued || r.MaxTries <= 0 {
+		return r.To, r.Error, 0
+	}
+	tries = r.Tries + 1
+	if tries > r.MaxTries {
+		return NeedsReview, TriesNote(r.MaxTries, r.Error), tries
+	}
+	return Queued, r.Error, tries
+}
+
 // checkDecision is what recording a status check's answer does: decided in
 // Go by decideCheck from the payout as read and the answer, written by
 // applyCheckScript only if the payout is still as read.

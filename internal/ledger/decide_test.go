@@ -239,3 +239,49 @@ func TestRecordOutcomeWritesOnlyWhatWasRead(t *testing.T) {
 		t.Fatalf("window changed under the same check: err %v, want ErrConflict", err)
 	}
 }
+
+// TestDecideFinish is the create answer's one decision besides the state
+// the worker asks for: the budget of tries that provably did not reach
+// the PSP.
+func TestDecideFinish(t *testing.T) {
+	cases := []struct {
+		name      string
+		r         CreateResult
+		wantTo    State
+		wantNote  string
+		wantTries int
+	}{
+		{"created: as asked, not counted", CreateResult{To: Created, MaxTries: 2, Tries: 2}, Created, "", 0},
+		{"checking keeps its error", CreateResult{To: Checking, Error: "timeout", MaxTries: 2}, Checking, "timeout", 0},
+		{"queued without a budget (paused queue): not counted", CreateResult{To: Queued, Error: "401", Tries: 7}, Queued, "401", 0},
+		{"first try within the budget", CreateResult{To: Queued, Error: "429", MaxTries: 2}, Queued, "429", 1},
+		{"last try within the budget", CreateResult{To: Queued, Error: "429", MaxTries: 2, Tries: 1}, Queued, "429", 2},
+		{"one past the budget: needs review", CreateResult{To: Queued, Error: "429", MaxTries: 2, Tries: 2}, NeedsReview, TriesNote(2, "429"), 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			to, note, tries := decideFinish(tc.r)
+			if to != tc.wantTo || note != tc.wantNote || tries != tc.wantTries {
+				t.Errorf("decideFinish = %s, %q, %d; want %s, %q, %d", to, note, tries, tc.wantTo, tc.wantNote, tc.wantTries)
+			}
+		})
+	}
+}
+
+// TestFinishCreateComparesTheTriesRead: a counted try whose count is not
+// the one stored writes nothing.
+func TestFinishCreateComparesTheTriesRead(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	seed(t, l, "b", 1)
+	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "429", MaxTries: 3, Tries: 2})
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("finish with 2 tries read, 0 stored: %v, want ErrConflict", err)
+	}
+	if p := mustState(t, l, "b", "E1", Submitting); p.Tries != 0 {
+		t.Fatalf("tries %d after the conflict, want 0", p.Tries)
+	}
+}

@@ -13,11 +13,12 @@
 // create attempt or status-check sequence the caller acts on) before it
 // writes, and moves the batch's per-state counters in the same call, so a
 // redelivered or duplicated task can never move a payout backwards or cause
-// a second create. What a status or outcome check's answer leads to is
-// decided in Go (decide.go: decideCheck, decideOutcome) from the payout and
-// Redis's clock as the worker read them before it asked the PSP
-// (Snapshot); the script compares that read with the stored payout and
-// writes the decision, or nothing.
+// a second create. The budgets that turn PSP answers into moves are
+// decided in Go (decide.go): a create's tries (decideFinish, from the
+// count BeginCreate read), a status or outcome check's follow-up
+// (decideCheck, decideOutcome, from the payout and Redis's clock as the
+// worker read them before it asked the PSP: Snapshot). The script compares
+// that read with the stored payout and writes the decision, or nothing.
 //
 // # Parts
 //

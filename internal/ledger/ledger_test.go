@@ -382,10 +382,11 @@ func TestCreateTriesBudget(t *testing.T) {
 	ctx := context.Background()
 	seed(t, l, "b", 1)
 	for try := 1; try <= 3; try++ {
-		if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
-			t.Fatalf("try %d: %v", try, b.Action)
+		b, _ := l.BeginCreate(ctx, "b", "E1", 1)
+		if b.Action != Proceed || b.Payout.Tries != try-1 {
+			t.Fatalf("try %d: %v, %d tries read", try, b.Action, b.Payout.Tries)
 		}
-		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "dial tcp: refused", MaxTries: 2})
+		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "dial tcp: refused", MaxTries: 2, Tries: b.Payout.Tries})
 		want := Queued
 		if try == 3 {
 			want = NeedsReview

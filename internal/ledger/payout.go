@@ -42,6 +42,7 @@ type Payout struct {
 	Info        string // informational values (UnpackInfo), never sent to the PSP
 	State       State
 	Creates     int // create requests begun (attempt number of the latest)
+	Tries       int // create tries that provably did not reach the PSP (CreateResult.MaxTries)
 	Seq         int // status checks scheduled
 	Misses      int // consecutive 404s counted toward confirmed absence
 	// LastMiss is when the last counted 404 was recorded (Redis's clock;
@@ -133,7 +134,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
 		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: joinInfo(m),
-		State: State(m["state"]), Creates: atoi("creates"), Seq: atoi("seq"), Misses: atoi("misses"),
+		State: State(m["state"]), Creates: atoi("creates"), Tries: atoi("tries"), Seq: atoi("seq"), Misses: atoi("misses"),
 		LastMiss: msTime(m["lastmiss"]), Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),

@@ -162,7 +162,7 @@ var replayCases = []replayCase{
 			mustDo(t, "first refused try", err)
 			begin(ctx, t, l, b, 1)
 		},
-		call: callFinish(CreateResult{To: Queued, Error: "429", MaxTries: 1}), want: "needs_review seq=0",
+		call: callFinish(CreateResult{To: Queued, Error: "429", MaxTries: 1, Tries: 1}), want: "needs_review seq=0",
 		state: NeedsReview, fields: map[string]string{"creates": "1", "tries": "2"},
 	},
 	{

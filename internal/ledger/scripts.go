@@ -242,7 +242,7 @@ return #units
 //	ARGV[3] actor     ARGV[4] op (luaReplay)
 //
 // Replies {action, seq, phase, state, creates, seq field, amount, dest,
-// sealed, tel, extra}: the decision, then the fields a create task uses,
+// sealed, tel, extra, tries}: the decision, then the fields a create task uses,
 // as they stand after the call (beginFields):
 //
 //	proceed  queued -> submitting: POST now
@@ -257,13 +257,13 @@ return #units
 var beginCreateScript = Worker.script(luaReplay + `
 local attempt = tonumber(ARGV[1])
 local note = ARGV[2]
-local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra')
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra', 'tries')
 local st = h[1]
 if not st then return {'nopayout'} end
 local creates, seq = tostring(num(h[2])), tostring(num(h[4]))
 local function answer(head)
   return {head[1], head[2], head[3] or '', st, creates, seq,
-    h[5] or '', h[6] or '', h[7] or '', h[8] or '', h[9] or ''}
+    h[5] or '', h[6] or '', h[7] or '', h[8] or '', h[9] or '', tostring(num(h[10]))}
 end
 if first then return answer(first) end
 local units = h[3]
@@ -304,11 +304,12 @@ return answer({'skip', '0'})
 //	ARGV[4] order       the PSP's order id (to created)
 //	ARGV[5] pspstatus   the PSP's status word (to created)
 //	ARGV[6] note        the error to keep
-//	ARGV[7] maxtries    with to = queued and maxtries > 0 the request
-//	                    provably did not reach the PSP and counts against
-//	                    the payout's budget of such tries
-//	ARGV[8] reviewnote  the error kept when that budget is used up: the
-//	                    payout goes to needs_review instead
+//	ARGV[7] tries       > 0: the request provably did not reach the PSP,
+//	                    and this is the payout's count of such tries with
+//	                    it (decideFinish: to is needs_review once they
+//	                    exceed the budget); 0: not counted
+//	ARGV[8] triesread   with tries > 0: the count BeginCreate read; the
+//	                    stored one must still be it
 //	ARGV[9] http        HTTP status of the answer (audit)
 //	ARGV[10] actor      ARGV[11] op (luaReplay)
 //
@@ -320,7 +321,7 @@ return answer({'skip', '0'})
 var finishCreateScript = Worker.script(luaReplay + `
 local attempt, to, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
 local order, pspstatus, note = ARGV[4], ARGV[5], ARGV[6]
-local maxtries, reviewnote, http = tonumber(ARGV[7]), ARGV[8], ARGV[9]
+local tries, triesread, http = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
 local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'tries', 'seq')
 if first then return first end
 local st = h[1]
@@ -333,10 +334,9 @@ allow(st, to)
 local units = h[3]
 local now = nowms()
 local f = {'updated', now}
-if to == 'queued' and maxtries > 0 then
-  local tries = num(h[4]) + 1
+if tries > 0 then
+  if num(h[4]) ~= triesread then return {'conflict', st} end
   push(f, 'tries', tries)
-  if tries > maxtries then to, note = 'needs_review', reviewnote end
 end
 AUD.extra = {'attempt', attempt, 'http', http, 'order', order, 'note', note}
 local seq, awaiting = 0, '0'

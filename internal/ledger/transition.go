@@ -40,7 +40,8 @@ type Begin struct {
 	Seq    int
 	Phase  string // with Hold: the batch's phase ("" when it has no metadata)
 	// Payout holds the fields a create task uses: Batch, ExternalID,
-	// State, Creates, Seq, Amount, Destination, Sealed, Telecom, Extra.
+	// State, Creates, Seq, Amount, Destination, Sealed, Telecom, Extra,
+	// Tries.
 	Payout Payout
 }
 
@@ -85,18 +86,18 @@ func replyInts(res []string, what string, idx ...int) ([]int, error) {
 }
 
 // parseBegin reads beginCreateScript's reply: {action, seq, phase, state,
-// creates, seq field, amount, dest, sealed, tel, extra}.
+// creates, seq field, amount, dest, sealed, tel, extra, tries}.
 func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
-	res, err := replyOf(cmd, batch, ext, "begin create", 11)
+	res, err := replyOf(cmd, batch, ext, "begin create", 12)
 	if err != nil {
 		return Begin{}, err
 	}
-	n, err := replyInts(res, "begin create of "+ext, 1, 4, 5)
+	n, err := replyInts(res, "begin create of "+ext, 1, 4, 5, 11)
 	if err != nil {
 		return Begin{}, err
 	}
 	return Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Payout: Payout{
-		Batch: batch, ExternalID: ext, State: State(res[3]), Creates: n[1], Seq: n[2],
+		Batch: batch, ExternalID: ext, State: State(res[3]), Creates: n[1], Seq: n[2], Tries: n[3],
 		Amount: res[6], Destination: res[7], Sealed: unpackSealed(res[8]), Telecom: res[9], Extra: res[10],
 	}}, nil
 }
@@ -122,6 +123,9 @@ type CreateResult struct {
 	// needs_review instead, with TriesNote as its error. 0: not counted
 	// (paused queue, breaker).
 	MaxTries int
+	// Tries, with MaxTries, is the payout's count of such tries as
+	// BeginCreate read it (Begin.Payout.Tries); the write checks it.
+	Tries int
 	// OutcomeWindow, with To created, makes the payout await its outcome
 	// (paid or failed) for that long; 0: created is final.
 	OutcomeWindow time.Duration
@@ -147,12 +151,9 @@ type Finished struct {
 // FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
-	var review string
-	if r.To == Queued && r.MaxTries > 0 {
-		review = TriesNote(r.MaxTries, r.Error)
-	}
+	to, note, tries := decideFinish(r)
 	res, err := replyOf(l.transition(ctx, finishCreateScript, batch, ext,
-		attempt, string(r.To), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, r.Error, r.MaxTries, review, r.HTTPStatus),
+		attempt, string(to), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, note, tries, r.Tries, r.HTTPStatus),
 		batch, ext, "finish create", 2)
 	if err != nil {
 		return Finished{}, err
@@ -167,11 +168,7 @@ func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt in
 	if err != nil {
 		return Finished{}, err
 	}
-	fin := Finished{State: State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: r.Error}
-	if fin.State == NeedsReview && r.To == Queued {
-		fin.Error = review
-	}
-	return fin, nil
+	return Finished{State: State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: note}, nil
 }
 
 // CheckOutcome is what a status query told.

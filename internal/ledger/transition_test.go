@@ -52,7 +52,7 @@ func TestReplyParsing(t *testing.T) {
 		c.SetVal(v)
 		return c
 	}
-	full := []any{"check", "3", "", "checking", "1", "3", "10.50", "card 411111******1111", "", "", ""}
+	full := []any{"check", "3", "", "checking", "1", "3", "10.50", "card 411111******1111", "", "", "", "0"}
 	for _, tc := range []struct {
 		name    string
 		cmd     *redis.Cmd
@@ -112,10 +112,11 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 	if err != nil || fin.State != Queued || fin.Error != "HTTP 429" {
 		t.Fatalf("finish within the budget = %+v, %v", fin, err)
 	}
-	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
+	b, err := l.BeginCreate(ctx, "b", "E1", 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "HTTP 429", MaxTries: 1})
+	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "HTTP 429", MaxTries: 1, Tries: b.Payout.Tries})
 	if err != nil || fin.State != NeedsReview || fin.Error != TriesNote(1, "HTTP 429") {
 		t.Fatalf("finish past the budget = %+v, %v", fin, err)
 	}

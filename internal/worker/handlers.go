@@ -53,7 +53,7 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	wctx, cancel := detached(ctx)
 	defer cancel()
 	if acked < w.cfg.WaitReplicas {
-		return w.holdBackUnreplicated(wctx, p, acked, log)
+		return w.holdBackUnreplicated(wctx, p, b.Payout, acked, log)
 	}
 	return w.sendCreate(ctx, wctx, p, b.Payout)
 }
@@ -107,12 +107,12 @@ func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log z
 // mark: a failover now would lose the mark and a redelivery would send
 // again. The task is retried later (or the payout needs review once its
 // tries are used up).
-func (w *Worker) holdBackUnreplicated(ctx context.Context, p jobs.CreatePayload, acked int, log zerolog.Logger) error {
+func (w *Worker) holdBackUnreplicated(ctx context.Context, p jobs.CreatePayload, pay ledger.Payout, acked int, log zerolog.Logger) error {
 	reason := fmt.Sprintf("%d of %d replicas acknowledged the submitting mark within %s; nothing sent", acked, w.cfg.WaitReplicas, w.cfg.WaitTimeout)
 	w.metrics.deferred.WithLabelValues("replica_ack").Inc()
 	log.Warn().Str("reason", reason).Msg("create held back")
 	fin, ferr := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt,
-		ledger.CreateResult{To: ledger.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries})
+		ledger.CreateResult{To: ledger.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 	if ferr != nil {
 		return settled(ferr)
 	}
@@ -225,7 +225,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		}
 		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials or path on create (HTTP %d): %s", res.HTTPStatus, res.Message))
 	default: // psp.RetryLater: provably not processed
-		fin, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries})
+		fin, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 		if err != nil {
 			return settled(err)
 		}
