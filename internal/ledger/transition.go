@@ -288,24 +288,48 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	if err != nil {
 		return CheckStep{}, err
 	}
-	if res[0] != "changed" {
-		if !slices.Equal(res[:4], head) {
-			return CheckStep{}, fmt.Errorf("ledger: record status check of %s: reply %q, decided %q", ext, res, head)
-		}
-		return d.step, nil
-	}
-	cur, err := replyInts(res, "record status check of "+ext, 2)
-	if err != nil {
-		return CheckStep{}, err
-	}
+	now, err := readApplied(res, head, "record status check of "+ext)
 	switch {
-	case State(res[1]) != Checking:
-		return CheckStep{Action: CheckSkip, Seq: cur[0]}, nil
-	case cur[0] != seq:
-		return CheckStep{Action: CheckStale, Seq: cur[0]}, nil
+	case err != nil:
+		return CheckStep{}, err
+	case now == nil:
+		return d.step, nil
+	case now.state != Checking:
+		return CheckStep{Action: CheckSkip, Seq: now.seq}, nil
+	case now.seq != seq:
+		return CheckStep{Action: CheckStale, Seq: now.seq}, nil
 	}
 	return CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
 		&ConflictError{ExternalID: ext, Found: Checking})
+}
+
+// unapplied is the payout as an apply script found it when it was not as
+// the decision read it (nothing written): its state, the check sequence
+// it awaits, and (outcome checks) whether it awaits its outcome.
+type unapplied struct {
+	state   State
+	seq     int
+	tracked bool
+}
+
+// readApplied reads the reply of an apply script (applyCheckScript,
+// applyOutcomeScript): nil when it wrote the decision head (which it
+// returns), else the payout as it stands: {'changed', state, seq, track}.
+func readApplied(res, head []string, what string) (*unapplied, error) {
+	if res[0] != "changed" {
+		if len(res) < len(head) || !slices.Equal(res[:len(head)], head) {
+			return nil, fmt.Errorf("ledger: %s: reply %q, decided %q", what, res, head)
+		}
+		return nil, nil
+	}
+	if len(res) < 4 {
+		return nil, fmt.Errorf("ledger: %s: reply %q has %d elements, want 4", what, res, len(res))
+	}
+	n, err := replyInts(res, what, 2)
+	if err != nil {
+		return nil, err
+	}
+	return &unapplied{state: State(res[1]), seq: n[0], tracked: res[3] == "1"}, nil
 }
 
 // boolDigit is the "1" or "0" the scripts take for a flag.
@@ -394,21 +418,16 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a Outc
 	if err != nil {
 		return OutcomeStep{}, err
 	}
-	if res[0] != "changed" {
-		if !slices.Equal(res[:3], head) {
-			return OutcomeStep{}, fmt.Errorf("ledger: record outcome of %s: reply %q, decided %q", ext, res, head)
-		}
-		return d.step, nil
-	}
-	cur, err := replyInts(res, "record outcome of "+ext, 2)
-	if err != nil {
-		return OutcomeStep{}, err
-	}
+	now, err := readApplied(res, head, "record outcome of "+ext)
 	switch {
-	case State(res[1]) != Created || len(res) < 4 || res[3] != "1":
-		return OutcomeStep{Action: OutcomeSkip, State: State(res[1])}, nil
-	case cur[0] != oseq:
-		return OutcomeStep{Action: OutcomeStale, Seq: cur[0]}, nil
+	case err != nil:
+		return OutcomeStep{}, err
+	case now == nil:
+		return d.step, nil
+	case now.state != Created || !now.tracked:
+		return OutcomeStep{Action: OutcomeSkip, State: now.state}, nil
+	case now.seq != oseq:
+		return OutcomeStep{Action: OutcomeStale, Seq: now.seq}, nil
 	}
 	return OutcomeStep{}, fmt.Errorf("ledger: outcome check %d of %s changed while the PSP was asked: %w", oseq, ext,
 		&ConflictError{ExternalID: ext, Found: Created})
