@@ -42,6 +42,11 @@ func (c Controls) HoldBatch(ctx context.Context, id, reason string) error {
 	return nil
 }
 
+// holdScript moves a batch from loading to awaiting_approval with the
+// reason it waits, and audits it; another phase is left as it is.
+//
+//	KEYS[1] meta     KEYS[2] audit
+//	ARGV[1] reason   ARGV[2] actor
 var holdScript = Loader.script(`
 local ph = redis.call('HGET', KEYS[1], 'phase')
 if ph == 'loading' then
