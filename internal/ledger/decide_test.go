@@ -285,3 +285,27 @@ func TestFinishCreateComparesTheTriesRead(t *testing.T) {
 		t.Fatalf("tries %d after the conflict, want 0", p.Tries)
 	}
 }
+
+// TestSnapshotReadsRedisClock: a snapshot carries the payout and the clock
+// of the Redis that holds it (not this process's), in whole milliseconds;
+// a payout that does not exist is ErrNotFound.
+func TestSnapshotReadsRedisClock(t *testing.T) {
+	ctx := context.Background()
+	setup, clk := checkingLedger(t)
+	clk.add(1234567 * time.Microsecond)
+	// A worker whose clock is an hour ahead reads Redis's.
+	l := New(setup.rdb, WithClock(func() time.Time { return clk.now().Add(time.Hour) }))
+	s, err := l.Snapshot(ctx, "b", "E1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := clk.now().Truncate(time.Millisecond); !s.Now.Equal(want) {
+		t.Fatalf("snapshot time %v, want Redis's %v", s.Now, want)
+	}
+	if s.State != Checking || s.Seq != 1 || s.Creates != 1 || s.ExternalID != "E1" {
+		t.Fatalf("snapshot payout %+v", s.Payout)
+	}
+	if _, err := l.Snapshot(ctx, "b", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("snapshot of a missing payout: %v, want ErrNotFound", err)
+	}
+}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -299,28 +300,55 @@ func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
 // RecordCheck compares the stored payout with before it writes.
 type Snapshot struct {
 	Payout
-	// Now is Redis's clock right after the payout was read, in whole
-	// milliseconds (the resolution of every time the scripts store).
+	// Now is Redis's clock when the payout was read (the same atomic
+	// call), in whole milliseconds (the resolution of every time the
+	// scripts store).
 	Now time.Time
 }
 
-// Snapshot reads one payout and Redis's clock in one pipelined round trip,
-// or returns ErrNotFound.
+// snapshotScript reads a payout and the clock of the Redis that holds it,
+// in one atomic call: under Redis Cluster the node of the payout's slot,
+// whose clock its transition scripts read (a TIME of its own would go to
+// any node).
+//
+//	KEYS[1] payout
+//
+// Replies {seconds, microseconds, field, value, ...}; no fields: no such
+// payout.
+var snapshotScript = redis.NewScript(`
+local r = redis.call('TIME')
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all do r[#r + 1] = all[i] end
+return r
+`)
+
+// Snapshot reads one payout and Redis's clock in one call
+// (snapshotScript), or returns ErrNotFound.
 func (l *Ledger) Snapshot(ctx context.Context, batch, ext string) (Snapshot, error) {
-	pipe := l.rdb.Pipeline()
-	hash := pipe.HGetAll(ctx, payoutKey(batch, ext))
-	clock := pipe.Time(ctx)
-	if _, err := pipe.Exec(ctx); err != nil {
+	res, err := snapshotScript.Run(ctx, l.rdb, []string{payoutKey(batch, ext)}).StringSlice()
+	if err != nil {
 		return Snapshot{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
 	}
-	if len(hash.Val()) == 0 {
+	if len(res) < 2 || len(res)%2 != 0 {
+		return Snapshot{}, fmt.Errorf("ledger: read payout %s: reply of %d elements", ext, len(res))
+	}
+	if len(res) == 2 {
 		return Snapshot{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
-	now := clock.Val()
+	sec, err1 := strconv.ParseInt(res[0], 10, 64)
+	usec, err2 := strconv.ParseInt(res[1], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return Snapshot{}, fmt.Errorf("ledger: read payout %s: Redis time %q %q: %w", ext, res[0], res[1], err)
+	}
+	now := time.Unix(sec, usec*int64(time.Microsecond))
 	if l.clock != nil {
 		now = l.clock()
 	}
-	return Snapshot{Payout: parsePayout(batch, hash.Val()), Now: time.UnixMilli(now.UnixMilli()).UTC()}, nil
+	m := make(map[string]string, len(res)/2-1)
+	for i := 2; i < len(res); i += 2 {
+		m[res[i]] = res[i+1]
+	}
+	return Snapshot{Payout: parsePayout(batch, m), Now: time.UnixMilli(now.UnixMilli()).UTC()}, nil
 }
 
 // eachChunk is how many payouts Each reads per round trip.
