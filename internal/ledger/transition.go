@@ -273,7 +273,7 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	head := []string{string(d.step.Action), "0", "0", "0"}
 	switch d.step.Action {
 	case CheckDone:
-		head[1] = boolDigit(d.step.Awaiting)
+		head[1] = boolField(d.step.Awaiting)
 	case CheckAgain:
 		head[1], head[2], head[3] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Faults), strconv.FormatInt(d.step.Wait.Milliseconds(), 10)
 	case CheckRecreate:
@@ -281,7 +281,7 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	}
 	res, err := replyOf(l.transition(ctx, applyCheckScript, batch, ext,
 		s.Seq, s.Misses, unixMilli(s.LastMiss), s.Faults, s.Creates, unixMilli(s.CheckDue),
-		string(d.to), d.errText, boolDigit(d.keepError), d.misses, boolDigit(d.countMiss), d.faults, d.step.Wait.Milliseconds(),
+		string(d.to), d.errText, boolField(d.keepError), d.misses, boolField(d.countMiss), d.faults, d.step.Wait.Milliseconds(),
 		p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus, a.HTTPStatus, a.Message,
 		head[0], head[1], head[2], head[3]),
 		batch, ext, "record status check", 4)
@@ -330,14 +330,6 @@ func readApplied(res, head []string, what string) (*unapplied, error) {
 		return nil, err
 	}
 	return &unapplied{state: State(res[1]), seq: n[0], tracked: res[3] == "1"}, nil
-}
-
-// boolDigit is the "1" or "0" the scripts take for a flag.
-func boolDigit(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }
 
 // unixMilli is t in Unix milliseconds, 0 for the zero time (as the
