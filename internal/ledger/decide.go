@@ -18,6 +18,24 @@ func decideFinish(r CreateResult) (to State, note string, tries int) {
 	return Queued, r.Error, tries
 }
 
+// PreCheck tells whether status check seq of the payout s is to be asked
+// now (ask), and if not, why (step): the payout is not checking
+// (CheckSkip), checks another seq (CheckStale, step.Seq the current one),
+// or the check is not due before step.Wait on Redis's clock (CheckEarly).
+// The worker calls it before it asks the PSP; decideCheck, with the answer,
+// the same way.
+func (s Snapshot) PreCheck(seq int) (step CheckStep, ask bool) {
+	switch {
+	case s.State != Checking:
+		return CheckStep{Action: CheckSkip, Seq: s.Seq}, false
+	case seq != s.Seq:
+		return CheckStep{Action: CheckStale, Seq: s.Seq}, false
+	case s.Now.Before(s.CheckDue):
+		return CheckStep{Action: CheckEarly, Seq: s.Seq, Wait: s.CheckDue.Sub(s.Now)}, false
+	}
+	return CheckStep{}, true
+}
+
 // checkDecision is what recording a status check's answer does: decided in
 // Go by decideCheck from the payout as read and the answer, written by
 // applyCheckScript only if the payout is still as read.
@@ -56,13 +74,10 @@ type checkDecision struct {
 //	                             seq+1 after FaultDelay doubling per fault,
 //	                             at most FaultDelayMax
 func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecision {
-	switch {
-	case s.State != Checking:
-		return checkDecision{step: CheckStep{Action: CheckSkip, Seq: s.Seq}}
-	case seq != s.Seq:
-		return checkDecision{step: CheckStep{Action: CheckStale, Seq: s.Seq}}
-	case a.Outcome != Found && s.Now.Before(s.CheckDue):
-		return checkDecision{step: CheckStep{Action: CheckEarly, Seq: s.Seq, Wait: s.CheckDue.Sub(s.Now)}}
+	// An order found is proof even before the check is due: only a 404 or
+	// no answer waits for CheckDue.
+	if step, ask := s.PreCheck(seq); !ask && !(step.Action == CheckEarly && a.Outcome == Found) {
+		return checkDecision{step: step}
 	}
 	d := checkDecision{write: true, misses: s.Misses, faults: s.Faults}
 	leave := func(to State, step CheckStep) checkDecision {

@@ -99,6 +99,47 @@ func TestDecideCheck(t *testing.T) {
 	}
 }
 
+// TestPreCheck is what a status task comes to before the PSP is asked:
+// the worker asks only for the payout's current check, once it is due on
+// Redis's clock (the snapshot's Now).
+func TestPreCheck(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		edit     func(*Snapshot)
+		seq      int
+		wantStep CheckStep
+		wantAsk  bool
+	}{
+		{name: "current and due: ask", seq: 3, wantAsk: true},
+		{name: "due this very millisecond: ask", seq: 3, edit: func(s *Snapshot) { s.CheckDue = t0 }, wantAsk: true},
+		{name: "queued: skip", seq: 3, edit: func(s *Snapshot) { s.State = Queued },
+			wantStep: CheckStep{Action: CheckSkip, Seq: 3}},
+		{name: "needs review: skip", seq: 3, edit: func(s *Snapshot) { s.State = NeedsReview },
+			wantStep: CheckStep{Action: CheckSkip, Seq: 3}},
+		{name: "an older check: stale, naming the current one", seq: 2,
+			wantStep: CheckStep{Action: CheckStale, Seq: 3}},
+		{name: "a newer check than the payout's: stale too", seq: 4,
+			wantStep: CheckStep{Action: CheckStale, Seq: 3}},
+		{name: "not due for 1 ms: early", seq: 3, edit: func(s *Snapshot) { s.CheckDue = t0.Add(time.Millisecond) },
+			wantStep: CheckStep{Action: CheckEarly, Seq: 3, Wait: time.Millisecond}},
+		{name: "another check and not due: stale first", seq: 2, edit: func(s *Snapshot) { s.CheckDue = t0.Add(time.Hour) },
+			wantStep: CheckStep{Action: CheckStale, Seq: 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Checking, Seq: 3, Creates: 1}, Now: t0}
+			if tc.edit != nil {
+				tc.edit(&s)
+			}
+			step, ask := s.PreCheck(tc.seq)
+			if step != tc.wantStep || ask != tc.wantAsk {
+				t.Errorf("PreCheck(%d) = %+v, %v; want %+v, %v", tc.seq, step, ask, tc.wantStep, tc.wantAsk)
+			}
+		})
+	}
+}
+
 // TestRecordCheckWritesOnlyWhatWasRead: RecordCheck decides from the
 // payout as the worker read it before asking the PSP. When another
 // delivery recorded that check meanwhile, the write must not happen: the

@@ -298,29 +298,27 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 }
 
 // statusNotCurrent handles a status task that is not the payout's current,
-// due check (handled true): it makes sure of the payout's actual next step,
-// or defers the task until the check is due on Redis's clock (snap.Now).
+// due check (handled true; ledger.Snapshot.PreCheck): it makes sure of the
+// payout's actual next step, or defers the task until the check is due on
+// Redis's clock, as after a recorded check (afterCheck).
 func (w *Worker) statusNotCurrent(ctx context.Context, snap ledger.Snapshot, seq int, log zerolog.Logger) (handled bool, err error) {
 	pay := snap.Payout
+	step, ask := snap.PreCheck(seq)
 	switch {
+	case ask:
+		return false, nil
+	case step.Action != ledger.CheckSkip:
+		// Another check is current, or this one is not due: nothing is
+		// asked, nothing counted.
+		return true, w.afterCheck(ctx, pay, seq, step, ledger.CheckAnswer{}, psp.Result{}, log)
 	case pay.State == ledger.Queued:
 		// Absence was confirmed and a create is due: make sure it exists
 		// (a crash right after the decision may have lost its enqueue).
 		return true, w.enqueueCreate(ctx, pay, pay.Creates+1)
 	case pay.State == ledger.NeedsReview:
 		log.Warn().Msg("status task of a payout that needs review does nothing: use `payout resolve`")
-		return true, nil
-	case pay.State != ledger.Checking:
-		return true, nil
-	case pay.Seq != seq:
-		return true, w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
 	}
-	if wait := pay.CheckDue.Sub(snap.Now); wait > 0 {
-		// Scheduled early by a worker whose clock is behind: the ledger's
-		// due time is on Redis's clock. Nothing is asked, nothing counted.
-		return true, &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", seq, wait), after: wait}
-	}
-	return false, nil
+	return true, nil
 }
 
 // queryStatus asks the PSP about pay's order, through the gate, by order

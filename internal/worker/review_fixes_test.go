@@ -201,3 +201,58 @@ func TestUnknownBeginDecisionSendsNothing(t *testing.T) {
 		t.Errorf("proceed: handled %v, err %v; want the create sent", handled, err)
 	}
 }
+
+// TestStatusTaskNotCurrentAsksNothing: a status task that is not the
+// payout's current, due check (ledger.Snapshot.PreCheck) never reaches the
+// PSP and changes nothing in the ledger. An early one is deferred until its
+// check is due on Redis's clock; a stale one makes sure the current check
+// is enqueued (one for a payout no longer checking:
+// TestStatusTaskEnsuresTheRecreate).
+func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fastConfig(), sandbox.Config{})
+	ids := h.add(visa)
+	ext := ids[0]
+	ctx := context.Background()
+	if err := h.insp.DeleteTask(jobs.Queue, jobs.CreateTaskID(ext, 1)); err != nil {
+		t.Fatal(err)
+	}
+	h.ledger.BeginCreate(ctx, h.batch, ext, 1)
+	h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: ledger.Checking})
+	// One check without an answer: check 2 is due an hour later.
+	pol := ledger.CheckPolicy{AbsentChecks: 2, MaxCreates: 2, MaxFaults: 5, FaultDelay: time.Hour, FaultDelayMax: time.Hour}
+	snap, err := h.ledger.Snapshot(ctx, h.batch, ext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := h.ledger.RecordCheck(ctx, snap, 1, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, pol); err != nil || s.Action != ledger.CheckAgain {
+		t.Fatalf("setup: %+v %v", s, err)
+	}
+	before := h.payout(ext)
+	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
+	handle := func(seq int) error {
+		task, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: h.batch, ExternalID: ext, Seq: seq}, 0)
+		return w.HandleStatus(ctx, task)
+	}
+
+	var d *deferral
+	if err := handle(2); !errors.As(err, &d) || d.after < 59*time.Minute || d.after > time.Hour {
+		t.Fatalf("status check 2, due in an hour: %v, want a deferral of about an hour", err)
+	}
+	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.StatusTaskID(ext, 2)); err == nil {
+		t.Fatal("an early status check enqueued its own check")
+	}
+	if err := handle(1); err != nil {
+		t.Fatalf("stale status check 1: %v", err)
+	}
+	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.StatusTaskID(ext, 2)); err != nil {
+		t.Fatalf("stale status check 1 did not make sure check 2 is enqueued: %v", err)
+	}
+	if got := h.sbx.Stats().StatusQueries; got != 0 {
+		t.Errorf("the PSP was asked %d times; want 0", got)
+	}
+	if after := h.payout(ext); after.State != before.State || after.Seq != before.Seq || after.Faults != before.Faults || !after.CheckDue.Equal(before.CheckDue) {
+		t.Errorf("payout changed: %s seq %d faults %d due %s, was %s seq %d faults %d due %s",
+			after.State, after.Seq, after.Faults, after.CheckDue, before.State, before.Seq, before.Faults, before.CheckDue)
+	}
+}
