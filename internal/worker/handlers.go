@@ -308,8 +308,8 @@ func (w *Worker) statusNotCurrent(ctx context.Context, snap ledger.Snapshot, seq
 	case ask:
 		return false, nil
 	case step.Action != ledger.CheckSkip:
-		// Another check is current, or this one is not due: nothing is
-		// asked, nothing counted.
+		// Another check is current, or this one is not due: the PSP is
+		// not asked, and no miss or fault is counted.
 		return true, w.afterCheck(ctx, pay, seq, step, ledger.CheckAnswer{}, psp.Result{}, log)
 	case pay.State == ledger.Queued:
 		// Absence was confirmed and a create is due: make sure it exists
@@ -375,7 +375,8 @@ func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckA
 }
 
 // afterCheck makes sure of the step the ledger decided after recording
-// status check seq of pay.
+// status check seq of pay, or of the step Snapshot.PreCheck found before
+// asking (stale, early: answer and res are then empty).
 func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, step ledger.CheckStep, answer ledger.CheckAnswer, res psp.Result, log zerolog.Logger) error {
 	switch step.Action {
 	case ledger.CheckDone:

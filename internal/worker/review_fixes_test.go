@@ -13,6 +13,7 @@ import (
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
 
@@ -229,7 +230,10 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
 	before := h.payout(ext)
-	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
+	reg := prometheus.NewRegistry()
+	cfg := h.cfg
+	cfg.Metrics = NewMetrics(reg)
+	w := h.worker(h.rdb, h.ledger, cfg, testLogger(h))
 	handle := func(seq int) error {
 		task, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: h.batch, ExternalID: ext, Seq: seq}, 0)
 		return w.HandleStatus(ctx, task)
@@ -241,6 +245,9 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 	}
 	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.StatusTaskID(ext, 2)); err == nil {
 		t.Fatal("an early status check enqueued its own check")
+	}
+	if got := deferredCount(t, reg, "status_not_due"); got != 1 {
+		t.Errorf("payout_deferred_total{reason=status_not_due} = %v after one early task, want 1", got)
 	}
 	if err := handle(1); err != nil {
 		t.Fatalf("stale status check 1: %v", err)
@@ -255,4 +262,26 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 		t.Errorf("payout changed: %s seq %d faults %d due %s, was %s seq %d faults %d due %s",
 			after.State, after.Seq, after.Faults, after.CheckDue, before.State, before.Seq, before.Faults, before.CheckDue)
 	}
+}
+
+// deferredCount is payout_deferred_total's value for reason in reg.
+func deferredCount(t *testing.T, reg *prometheus.Registry, reason string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "payout_deferred_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
