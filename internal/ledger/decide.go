@@ -139,6 +139,21 @@ type outcomeDecision struct {
 	errText string // the error kept with to
 }
 
+// PreOutcome tells whether outcome check oseq of the payout s is to be
+// asked now (ask), and if not, why (step): the payout does not await its
+// outcome (OutcomeSkip, step.State its state) or awaits another check
+// (OutcomeStale, step.Seq the current one). The worker calls it before it
+// asks the PSP; decideOutcome, with the answer, the same way.
+func (s Snapshot) PreOutcome(oseq int) (step OutcomeStep, ask bool) {
+	switch {
+	case s.State != Created || !s.Awaiting:
+		return OutcomeStep{Action: OutcomeSkip, State: s.State}, false
+	case oseq != s.OutcomeSeq:
+		return OutcomeStep{Action: OutcomeStale, Seq: s.OutcomeSeq}, false
+	}
+	return OutcomeStep{}, true
+}
+
 // decideOutcome decides what the answer a to outcome check oseq of the
 // payout s makes of it, at s.Now (Redis's clock when s was read, before
 // the PSP was asked: a window that ends while the PSP answers is over at
@@ -150,11 +165,8 @@ type outcomeDecision struct {
 //	else, at or past OutcomeDue   needs_review (the last status word named)
 //	else                          outcome check oseq+1
 func decideOutcome(s Snapshot, oseq int, a OutcomeAnswer) outcomeDecision {
-	switch {
-	case s.State != Created || !s.Awaiting:
-		return outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: s.State}}
-	case oseq != s.OutcomeSeq:
-		return outcomeDecision{step: OutcomeStep{Action: OutcomeStale, Seq: s.OutcomeSeq}}
+	if step, ask := s.PreOutcome(oseq); !ask {
+		return outcomeDecision{step: step}
 	}
 	switch a.Verdict {
 	case VerdictPaid, VerdictFailed:

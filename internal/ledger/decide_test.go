@@ -186,6 +186,44 @@ func TestRecordCheckWritesOnlyWhatWasRead(t *testing.T) {
 	}
 }
 
+// TestPreOutcome is what an outcome task comes to before the PSP is asked:
+// the worker asks only for the payout's current outcome check, while the
+// payout awaits its outcome (there is no due time: an outcome check runs
+// when its task does).
+func TestPreOutcome(t *testing.T) {
+	cases := []struct {
+		name     string
+		edit     func(*Snapshot)
+		oseq     int
+		wantStep OutcomeStep
+		wantAsk  bool
+	}{
+		{name: "awaiting this check: ask", oseq: 2, wantAsk: true},
+		{name: "created, not awaiting: skip", oseq: 2, edit: func(s *Snapshot) { s.Awaiting = false },
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: Created}},
+		{name: "paid: skip, naming the state", oseq: 2, edit: func(s *Snapshot) { s.State, s.Awaiting = Paid, false },
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: Paid}},
+		{name: "needs review: skip", oseq: 2, edit: func(s *Snapshot) { s.State, s.Awaiting = NeedsReview, false },
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: NeedsReview}},
+		{name: "an older check: stale, naming the current one", oseq: 1,
+			wantStep: OutcomeStep{Action: OutcomeStale, Seq: 2}},
+		{name: "not awaiting and another check: skip first", oseq: 1, edit: func(s *Snapshot) { s.Awaiting = false },
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: Created}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Created, Awaiting: true, OutcomeSeq: 2}}
+			if tc.edit != nil {
+				tc.edit(&s)
+			}
+			step, ask := s.PreOutcome(tc.oseq)
+			if step != tc.wantStep || ask != tc.wantAsk {
+				t.Errorf("PreOutcome(%d) = %+v, %v; want %+v, %v", tc.oseq, step, ask, tc.wantStep, tc.wantAsk)
+			}
+		})
+	}
+}
+
 // TestDecideOutcome is the outcome check's answer table, without Redis:
 // the payout as read (created, awaiting outcome check 2 after one pending
 // answer, window open until t0 + 1h; read at t0) and an answer.

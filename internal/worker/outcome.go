@@ -39,14 +39,15 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		return err
 	}
 	pay := snap.Payout
-	switch {
-	case pay.State == ledger.NeedsReview:
-		log.Warn().Msg("outcome task of a payout that needs review does nothing: use `payout resolve`")
+	if step, ask := snap.PreOutcome(p.Seq); !ask {
+		switch {
+		case step.Action == ledger.OutcomeStale:
+			// Another check is current: make sure it is enqueued.
+			return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(1))
+		case pay.State == ledger.NeedsReview:
+			log.Warn().Msg("outcome task of a payout that needs review does nothing: use `payout resolve`")
+		}
 		return nil
-	case !pay.Awaiting:
-		return nil
-	case pay.OutcomeSeq != p.Seq:
-		return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
 	}
 	res, err := w.queryStatus(ctx, pay, log)
 	if err != nil {

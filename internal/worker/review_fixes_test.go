@@ -285,3 +285,67 @@ func deferredCount(t *testing.T, reg *prometheus.Registry, reason string) float6
 	}
 	return 0
 }
+
+// TestOutcomeTaskNotCurrentAsksNothing: an outcome task that is not the
+// payout's current outcome check (ledger.Snapshot.PreOutcome) never reaches
+// the PSP and changes nothing in the ledger. A stale one makes sure the
+// current check is enqueued; one for a payout that no longer awaits its
+// outcome ends.
+func TestOutcomeTaskNotCurrentAsksNothing(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, trackingConfig(time.Hour, 2*time.Hour), sandbox.Config{})
+	ids := h.add(visa, visa)
+	ctx := context.Background()
+	for i, ext := range ids {
+		if err := h.insp.DeleteTask(jobs.Queue, jobs.CreateTaskID(ext, 1)); err != nil {
+			t.Fatal(err)
+		}
+		window := time.Hour // the first awaits its outcome, the second does not
+		if i == 1 {
+			window = 0
+		}
+		h.ledger.BeginCreate(ctx, h.batch, ext, 1)
+		if fin, err := h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-" + ext, OutcomeWindow: window}); err != nil || fin.Awaiting != (i == 0) {
+			t.Fatalf("setup %s: %+v %v", ext, fin, err)
+		}
+	}
+	// One pending answer: outcome check 2 of the first is current.
+	snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := h.ledger.RecordOutcome(ctx, snap, 1, ledger.OutcomeAnswer{Verdict: ledger.VerdictPending, PSPStatus: "Processing"}); err != nil || s.Action != ledger.OutcomeAgain {
+		t.Fatalf("setup: %+v %v", s, err)
+	}
+	before := []ledger.Payout{h.payout(ids[0]), h.payout(ids[1])}
+	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
+	handle := func(ext string, seq int) error {
+		task, _ := jobs.NewOutcomeTask(jobs.OutcomePayload{Batch: h.batch, ExternalID: ext, Seq: seq}, 0)
+		return w.HandleOutcome(ctx, task)
+	}
+
+	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(ids[0], 2)); err == nil {
+		t.Fatal("setup: outcome check 2 is already enqueued")
+	}
+	if err := handle(ids[0], 1); err != nil {
+		t.Fatalf("stale outcome check 1: %v", err)
+	}
+	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(ids[0], 2)); err != nil {
+		t.Fatalf("stale outcome check 1 did not make sure check 2 is enqueued: %v", err)
+	}
+	if err := handle(ids[1], 1); err != nil {
+		t.Fatalf("outcome check of a payout not awaiting its outcome: %v", err)
+	}
+	if _, err := h.insp.GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(ids[1], 2)); err == nil {
+		t.Fatal("an outcome check of a payout not awaiting its outcome enqueued another")
+	}
+	if got := h.sbx.Stats().StatusQueries; got != 0 {
+		t.Errorf("the PSP was asked %d times; want 0", got)
+	}
+	for i, ext := range ids {
+		if after := h.payout(ext); after.State != before[i].State || after.OutcomeSeq != before[i].OutcomeSeq || after.OutcomePolls != before[i].OutcomePolls {
+			t.Errorf("%s changed: %s oseq %d polls %d, was %s oseq %d polls %d", ext,
+				after.State, after.OutcomeSeq, after.OutcomePolls, before[i].State, before[i].OutcomeSeq, before[i].OutcomePolls)
+		}
+	}
+}
