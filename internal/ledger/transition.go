@@ -294,10 +294,10 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 		return CheckStep{}, err
 	case now == nil:
 		return d.step, nil
-	case now.state != Checking:
-		return CheckStep{Action: CheckSkip, Seq: now.seq}, nil
-	case now.seq != seq:
-		return CheckStep{Action: CheckStale, Seq: now.seq}, nil
+	}
+	// As if read after the other write: skip or stale, else a conflict.
+	if step, ask := (Snapshot{Payout: Payout{State: now.state, Seq: now.seq}}).PreCheck(seq); !ask {
+		return step, nil
 	}
 	return CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
 		&ConflictError{ExternalID: ext, Found: Checking})
@@ -416,10 +416,11 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a Outc
 		return OutcomeStep{}, err
 	case now == nil:
 		return d.step, nil
-	case now.state != Created || !now.tracked:
-		return OutcomeStep{Action: OutcomeSkip, State: now.state}, nil
-	case now.seq != oseq:
-		return OutcomeStep{Action: OutcomeStale, Seq: now.seq}, nil
+	}
+	// As if read after the other write: skip or stale, else a conflict.
+	read := Snapshot{Payout: Payout{State: now.state, Awaiting: now.tracked && now.state == Created, OutcomeSeq: now.seq}}
+	if step, ask := read.PreOutcome(oseq); !ask {
+		return step, nil
 	}
 	return OutcomeStep{}, fmt.Errorf("ledger: outcome check %d of %s changed while the PSP was asked: %w", oseq, ext,
 		&ConflictError{ExternalID: ext, Found: Created})
