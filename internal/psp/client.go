@@ -333,13 +333,10 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 
 // request builds a request with the bearer token. path is already escaped
 // (the status id went through url.PathEscape) and the base URL has no
-// query or fragment: plain concatenation.
+// query or fragment: plain concatenation. A body is attached only after
+// http.NewRequest, so that nothing ever sets GetBody (see noReplay).
 func (c *Client) request(ctx context.Context, method, path, tok string, body []byte) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = &onceBody{r: bytes.NewReader(body)}
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.baseStr+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, c.baseStr+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -347,12 +344,7 @@ func (c *Client) request(ctx context.Context, method, path, tok string, body []b
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
-		req.ContentLength = int64(len(body))
-		// No way back to the start of the body, and nothing that tells
-		// net/http the POST is idempotent: see onceBody.
-		req.GetBody = nil
-		req.Header.Del("Idempotency-Key")
-		req.Header.Del("X-Idempotency-Key")
+		noReplay(req, body)
 		if unsafeReplayableCreate { // only in the chaos suite's broken build
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
@@ -393,12 +385,13 @@ func (c *Client) redactResult(res *Result, dep *depositBody) {
 
 var errBodyTooLarge = errors.New("answer body larger than 1 MiB")
 
-// onceBody is the body of a create: a reader net/http does not recognise,
-// so http.NewRequest sets no GetBody (it does for *bytes.Reader,
-// *bytes.Buffer and *strings.Reader), and do clears GetBody anyway. Without
-// GetBody, and without an Idempotency-Key or X-Idempotency-Key header
-// (never set), no layer of Go's HTTP stack can send a create twice once
-// any of it was written. From the sources of Go 1.26 (net/http):
+// noReplay gives req (built without a body, so http.NewRequest set no
+// GetBody: it does for a *bytes.Reader, *bytes.Buffer or *strings.Reader
+// given to it) the body it sends, with no way back to its start: GetBody
+// stays nil, and no Idempotency-Key or X-Idempotency-Key header is set.
+// Without GetBody and those headers, no layer of Go's HTTP stack can send
+// a create twice once any of it was written. From the sources of Go 1.26
+// (net/http):
 //
 // HTTP/2 (h2_bundle.go): http2Transport.RoundTripOpt retries up to 7
 // times when http2canRetryError holds: errClientConnUnusable,
@@ -426,10 +419,22 @@ var errBodyTooLarge = errors.New("answer body larger than 1 MiB")
 //
 // Status queries are GETs without a body: both transports may replay them,
 // which is harmless.
-type onceBody struct{ r *bytes.Reader }
-
-func (b *onceBody) Read(p []byte) (int, error) { return b.r.Read(p) }
-func (b *onceBody) Close() error               { return nil }
+//
+// The body is an io.NopCloser around a *bytes.Reader: net/http knows it
+// does not block (transfer.go, isKnownInMemoryReader) and writes the
+// headers and the body in one write, one TCP segment for a small create.
+// A reader of a type of ours made it flush the headers first and copy the
+// body in a second write. Whether a request may be replayed depends on
+// GetBody and those headers alone (transport.go, rewindBody and
+// Request.isReplayable; h2_bundle.go, http2shouldRetryRequest), never on
+// the body's type.
+func noReplay(req *http.Request, body []byte) {
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.ContentLength = int64(len(body))
+	req.GetBody = nil
+	req.Header.Del("Idempotency-Key")
+	req.Header.Del("X-Idempotency-Key")
+}
 
 // redact removes the token from a text, as a last line of defence: no
 // known path puts it there.
