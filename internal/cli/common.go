@@ -243,6 +243,7 @@ func (p *pspFlags) tokenSource(e *env) (psp.TokenSource, error) {
 // workerFlags tune the handlers.
 type workerFlags struct {
 	concurrency     int
+	lanes           int
 	rate            int
 	statusDelay     time.Duration
 	absentChecks    int
@@ -264,6 +265,7 @@ type workerFlags struct {
 func (w *workerFlags) register(fs *flag.FlagSet) {
 	d := worker.DefaultConfig()
 	fs.IntVar(&w.concurrency, "concurrency", d.Concurrency, "payouts processed at once by this process")
+	fs.IntVar(&w.lanes, "dequeue-lanes", d.Lanes, "Asynq servers this process runs on the payout queue, sharing --concurrency: each takes tasks off the queue one round trip to Redis at a time (at most --concurrency of them)")
 	fs.IntVar(&w.rate, "rate", 0, "PSP requests per second, shared by all workers on the same Redis (0: no limit)")
 	fs.DurationVar(&w.statusDelay, "status-delay", d.StatusDelay, "first status check after an ambiguous create answer")
 	fs.IntVar(&w.absentChecks, "absent-checks", d.Policy.AbsentChecks, "consecutive 404 status answers that confirm an order is absent (K)")
@@ -288,7 +290,7 @@ func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"concurrency", w.concurrency}, {"max-creates", w.maxCreates}, {"max-status-checks", w.maxStatusChecks}, {"max-create-retries", w.maxRetries}} {
+	}{{"concurrency", w.concurrency}, {"dequeue-lanes", w.lanes}, {"max-creates", w.maxCreates}, {"max-status-checks", w.maxStatusChecks}, {"max-create-retries", w.maxRetries}} {
 		if f.v < 1 {
 			probs.flag(f.name, "--%s %d: must be at least 1", f.name, f.v)
 		}
@@ -304,6 +306,7 @@ func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
 	}
 	c := worker.DefaultConfig()
 	c.Concurrency = w.concurrency
+	c.Lanes = w.lanes
 	c.Rate = w.rate
 	c.StatusDelay = w.statusDelay
 	c.Policy = ledger.CheckPolicy{AbsentChecks: w.absentChecks, AbsentSpacing: w.absentSpacing, MaxCreates: w.maxCreates, MaxFaults: w.maxStatusChecks}

@@ -35,6 +35,10 @@ type Config struct {
 
 	Concurrency int // payouts processed at once; default 10
 	Rate        int // PSP requests per second, shared through Redis; 0 = unlimited
+	// Lanes is how many Asynq servers this process runs on the payout
+	// queue, each with its own dequeue loop, Concurrency shared between
+	// them (lanes.go); default 4, never more than Concurrency.
+	Lanes int
 	// StatusDelay: the first status check after an ambiguous create;
 	// default 10s.
 	StatusDelay time.Duration
@@ -125,6 +129,7 @@ func (o OutcomePolicy) window() time.Duration {
 func DefaultConfig() Config {
 	return Config{
 		Concurrency:      10,
+		Lanes:            4,
 		StatusDelay:      10 * time.Second,
 		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
 		MaxCreateRetries: 10,
@@ -153,6 +158,7 @@ func orDefault[T comparable](v, d T) T {
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	c.Concurrency = orDefault(c.Concurrency, d.Concurrency)
+	c.Lanes = orDefault(c.Lanes, d.Lanes)
 	c.StatusDelay = orDefault(c.StatusDelay, d.StatusDelay)
 	c.Policy.AbsentChecks = orDefault(c.Policy.AbsentChecks, d.Policy.AbsentChecks)
 	c.Policy.MaxCreates = orDefault(c.Policy.MaxCreates, d.Policy.MaxCreates)
@@ -223,7 +229,7 @@ func (c Config) ValidateSettings() error {
 		name string
 		v    int
 	}{
-		{"Concurrency", c.Concurrency}, {"Rate", c.Rate},
+		{"Concurrency", c.Concurrency}, {"Lanes", c.Lanes}, {"Rate", c.Rate},
 		{"Policy.AbsentChecks", c.Policy.AbsentChecks}, {"Policy.MaxCreates", c.Policy.MaxCreates},
 		{"Policy.MaxFaults", c.Policy.MaxFaults}, {"MaxCreateRetries", c.MaxCreateRetries},
 		{"WaitReplicas", c.WaitReplicas}, {"Notify.Concurrency", c.Notify.Concurrency},

@@ -1,7 +1,7 @@
-// Package worker runs the Asynq server that turns withdrawal tasks into PSP
-// requests: the create and status handlers, the retry policy, the pause on
-// configuration faults, the circuit breaker for PSP outages and the rate
-// limit shared by all worker processes.
+// Package worker runs the Asynq servers (its dequeue lanes, lanes.go) that
+// turn withdrawal tasks into PSP requests: the create and status handlers,
+// the retry policy, the pause on configuration faults, the circuit breaker
+// for PSP outages and the rate limit shared by all worker processes.
 //
 // Safety rests on the ledger, not on Asynq's delivery: a handler may run
 // twice for the same task (redelivery after a crash or lease expiry), so
@@ -13,7 +13,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -81,11 +80,11 @@ func New(cfg Config) (*Worker, error) {
 // in-flight requests get ShutdownTimeout to finish; what does not finish is
 // left for the next worker to resolve through the ledger.
 func (w *Worker) Run(ctx context.Context) error {
-	srv := asynq.NewServerFromRedisClient(w.rdb, w.serverConfig())
-	if err := srv.Start(w.Mux()); err != nil {
-		return fmt.Errorf("worker: start asynq server: %w", err)
+	lanes, err := w.startLanes()
+	if err != nil {
+		return err
 	}
-	w.log.Info().Int("concurrency", w.cfg.Concurrency).Str("queue", jobs.Queue).Msg("worker started")
+	w.log.Info().Int("concurrency", w.cfg.Concurrency).Int("lanes", len(lanes)).Str("queue", jobs.Queue).Msg("worker started")
 	defer w.serveNotifications(ctx)()
 	sweepDone := make(chan struct{})
 	go func() {
@@ -97,7 +96,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-ctx.Done()
 	<-sweepDone
 	w.log.Info().Dur("grace", w.cfg.ShutdownTimeout).Msg("worker stopping; in-flight requests may finish")
-	srv.Shutdown()
+	lanes.shutdown()
 	w.log.Info().Msg("worker stopped")
 	return nil
 }
