@@ -175,6 +175,7 @@ func runBareWorker(ctx context.Context, args []string, stdout, stderr io.Writer)
 	url := fs.String("redis", "", "Redis URL")
 	pspURL := fs.String("psp-url", "", "PSP base URL")
 	conc := fs.Int("concurrency", 10, "Asynq concurrency")
+	lanes := fs.Int("lanes", 1, "Asynq servers sharing --concurrency, as payout worker's --dequeue-lanes")
 	expect := fs.Int("expect", 0, "print \""+bench.BareDoneLine+"\" after this many answers 200")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
@@ -192,7 +193,7 @@ func runBareWorker(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer rdb.Close()
 	return bench.RunBareWorker(ctx, rdb, bench.BareWorkerConfig{
-		PSPURL: *pspURL, Token: token, Concurrency: *conc, Expect: *expect,
+		PSPURL: *pspURL, Token: token, Concurrency: *conc, Lanes: *lanes, Expect: *expect,
 		Done: func() { fmt.Fprintln(stdout, bench.BareDoneLine) },
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/acme/payout/internal/worker"
 	"io"
 	"net"
 	"net/http"
@@ -82,8 +83,11 @@ type BareWorkerConfig struct {
 	PSPURL      string // base URL of the PSP
 	Token       string // bearer token
 	Concurrency int
-	Expect      int    // call Done after this many successful POSTs
-	Done        func() // may be nil
+	// Lanes > 1 runs that many Asynq servers sharing Concurrency, split
+	// as payout worker splits it (worker.LaneShares); 0 or 1: one.
+	Lanes  int
+	Expect int    // call Done after this many successful POSTs
+	Done   func() // may be nil
 }
 
 // errNot200 makes Asynq retry a task whose POST did not answer 200.
@@ -136,18 +140,26 @@ func NewBareHandler(cfg BareWorkerConfig) (asynq.Handler, *http.Client) {
 func RunBareWorker(ctx context.Context, rdb redis.UniversalClient, cfg BareWorkerConfig) error {
 	h, hc := NewBareHandler(cfg)
 	defer hc.CloseIdleConnections()
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:              cfg.Concurrency,
-		Queues:                   map[string]int{jobs.Queue: 1},
-		TaskCheckInterval:        time.Second,
-		DelayedTaskCheckInterval: time.Second,
-		LogLevel:                 asynq.WarnLevel,
-	})
-	if err := srv.Start(h); err != nil {
-		return fmt.Errorf("bench: start bare worker: %w", err)
+	var servers []*asynq.Server
+	defer func() {
+		for _, srv := range servers {
+			srv.Shutdown()
+		}
+	}()
+	for _, share := range worker.LaneShares(cfg.Concurrency, cfg.Lanes) {
+		srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+			Concurrency:              share,
+			Queues:                   map[string]int{jobs.Queue: 1},
+			TaskCheckInterval:        time.Second,
+			DelayedTaskCheckInterval: time.Second,
+			LogLevel:                 asynq.WarnLevel,
+		})
+		if err := srv.Start(h); err != nil {
+			return fmt.Errorf("bench: start bare worker: %w", err)
+		}
+		servers = append(servers, srv)
 	}
 	<-ctx.Done()
-	srv.Shutdown()
 	return nil
 }
 

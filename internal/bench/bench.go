@@ -30,6 +30,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/acme/payout/internal/worker"
 	"io"
 	"os"
 	"os/exec"
@@ -164,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.Figures = append(rep.Figures, b.loaderRSSFigures(ctx)...)
 	}
 	if b.wants(PartOverhead) {
-		rep.Figures = append(rep.Figures, b.overheadFigure(ctx))
+		rep.Figures = append(rep.Figures, b.overheadFigures(ctx)...)
 	}
 	if b.wants(PartLatency) {
 		rep.Figures = append(rep.Figures, b.latencyFigures(ctx)...)
@@ -577,9 +578,15 @@ func (b *runner) waitFinal(ctx context.Context, w *proc.Proc, led *ledger.Ledger
 	}
 }
 
-// bareWorker preloads n bare tasks, then measures the bare worker until
-// it has had n answers 200.
-func (b *runner) bareWorker(ctx context.Context, n, conc int, latency time.Duration) (r workerRun, _ error) {
+// bareWorker preloads n bare tasks, then measures the bare worker (one
+// Asynq server) until it has had n answers 200.
+func (b *runner) bareWorker(ctx context.Context, n, conc int, latency time.Duration) (workerRun, error) {
+	return b.bareWorkerLanes(ctx, n, conc, latency, 1)
+}
+
+// bareWorkerLanes is bareWorker with the bare worker's concurrency shared
+// by lanes Asynq servers, as payout worker shares its own.
+func (b *runner) bareWorkerLanes(ctx context.Context, n, conc int, latency time.Duration, lanes int) (r workerRun, _ error) {
 	if err := b.flush(ctx); err != nil {
 		return r, err
 	}
@@ -596,7 +603,7 @@ func (b *runner) bareWorker(ctx context.Context, n, conc int, latency time.Durat
 	b.resetStats(ctx)
 	w, err := proc.Start(proc.Spec{Name: "bare worker", Bin: b.self, Env: testenv.CleanEnv("PAYOUT_PSP_TOKEN=" + SandboxToken), Lines: lines,
 		Args: []string{"bare-worker", "--redis", b.redisURL, "--psp-url", url, "--concurrency", strconv.Itoa(conc),
-			"--expect", strconv.Itoa(n)},
+			"--lanes", strconv.Itoa(lanes), "--expect", strconv.Itoa(n)},
 		Log: filepath.Join(b.dir, "bare-worker.log")})
 	if err != nil {
 		return r, err
@@ -679,19 +686,33 @@ func (b *runner) workerPair(ctx context.Context, label string, n, conc int, late
 	return ours, bare, oursErr, bareErr
 }
 
-// overheadFigure runs OverheadRepeat pairs, alternating which of the two
+// overheadFigures runs OverheadRepeat pairs, alternating which of the two
 // goes first, and reports the medians: with three processes on two cores
-// one run of either moves by 10% or more.
-func (b *runner) overheadFigure(ctx context.Context) Figure {
+// one run of either moves by 10% or more. Each pair is followed by a
+// bare worker with as many lanes as payout worker runs by default (a
+// context figure: the bare handler given the same dequeue loops).
+func (b *runner) overheadFigures(ctx context.Context) []Figure {
 	n, c := b.cfg.OverheadPayouts, b.cfg.OverheadConcurrency
+	lanes := worker.DefaultConfig().Lanes
 	f := Figure{Name: fmt.Sprintf("worker, PSP latency 0, c=%d, %s payouts", c, thousands(int64(n))), Unit: "payouts/s",
 		BaselineName: "(bare handler)", Target: Target{Kind: RatioAtLeast, Value: TargetOverheadRatio}}
-	var oursCPU, baseCPU, oursRedis, baseRedis []float64
+	fl := Figure{Name: fmt.Sprintf("worker, same, vs a bare handler of %d lanes (context)", lanes), Unit: "payouts/s",
+		BaselineName: fmt.Sprintf("(bare handler, %d lanes)", lanes), Target: Target{Kind: Informative}}
+	var oursCPU, baseCPU, lanesCPU, oursRedis, baseRedis, lanesRedis []float64
 	for i := 0; i < max(b.cfg.OverheadRepeat, 1); i++ {
 		ours, bare, oursErr, bareErr := b.workerPair(ctx, "worker PSP 0 ms", n, c, 0, i%2 == 1)
 		if err := errors.Join(oursErr, bareErr); err != nil {
-			f.Error = err.Error()
-			return f
+			f.Error, fl.Error = err.Error(), err.Error()
+			return []Figure{f, fl}
+		}
+		wide, err := b.bareWorkerLanes(ctx, n, c, 0, lanes)
+		if err != nil {
+			fl.Error = err.Error()
+		} else {
+			b.logf("worker PSP 0 ms: bare worker, %d lanes, %d payouts in %.2f s = %.0f/s (cpu %.2f s; sandbox cpu %.2f s, redis cpu %.2f s)",
+				lanes, n, float64(n)/wide.rate, wide.rate, wide.u.CPU.Seconds(), wide.sandboxCPU, wide.redisCPU)
+			fl.BaseSamples, lanesCPU = append(fl.BaseSamples, wide.rate), append(lanesCPU, wide.u.CPU.Seconds())
+			lanesRedis = append(lanesRedis, 1e6*wide.redisCPU/float64(n))
 		}
 		f.OursSamples, f.BaseSamples = append(f.OursSamples, ours.rate), append(f.BaseSamples, bare.rate)
 		oursCPU, baseCPU = append(oursCPU, ours.u.CPU.Seconds()), append(baseCPU, bare.u.CPU.Seconds())
@@ -701,7 +722,11 @@ func (b *runner) overheadFigure(ctx context.Context) Figure {
 	f.OursCPU, f.BaseCPU = median(oursCPU), median(baseCPU)
 	f.OursRedisUS, f.BaseRedisUS = median(oursRedis), median(baseRedis)
 	f.Name += fmt.Sprintf(" (median of %d)", len(f.OursSamples))
-	return f
+	if fl.Error == "" {
+		fl.Ours, fl.OursCPU, fl.OursSamples, fl.OursRedisUS = f.Ours, f.OursCPU, f.OursSamples, f.OursRedisUS
+		fl.Baseline, fl.BaseCPU, fl.BaseRedisUS = median(fl.BaseSamples), median(lanesCPU), median(lanesRedis)
+	}
+	return []Figure{f, fl}
 }
 
 func (b *runner) latencyFigures(ctx context.Context) []Figure {
