@@ -56,3 +56,51 @@ func scriptUsec(info string) int64 {
 	}
 	return total
 }
+
+// BenchmarkBeginCreateParts splits the Redis time of a begin-create
+// (redis-us/call, from INFO commandstats) into its parts, each run as a
+// script of its own on the same keys and arguments: an empty script (what
+// any EVALSHA with these keys and arguments costs), the preludes every
+// transition script starts with (the machine's constants, luaMove's and
+// luaReplay's functions), then those and the one HMGET that reads the
+// payout with its replay memo (fetch), then the whole script (queued to
+// submitting: its HGET of the batch's phase, TIME, HSET, and move's
+// counters, index per state and audit entry). bench/README.md quotes it.
+func BenchmarkBeginCreateParts(b *testing.B) {
+	preludes := luaMachine(Worker) + luaMove + luaReplay
+	fetchOnly := preludes + "\nlocal first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra', 'tries')\nreturn {'x'}"
+	for _, part := range []struct {
+		name   string
+		script *redis.Script
+	}{
+		{"empty", redis.NewScript("return {'x'}")},
+		{"preludes", redis.NewScript(preludes + "\nreturn {'x'}")},
+		{"fetch", redis.NewScript(fetchOnly)},
+		{"begin", beginCreateScript},
+	} {
+		b.Run(part.name, func(b *testing.B) {
+			rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(b).Addr})
+			defer rdb.Close()
+			l := New(rdb)
+			ctx := context.Background()
+			seedLoaded(b, l, b.N)
+			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				ext := "E" + strconv.Itoa(i)
+				res, err := l.transitionKeys(ctx, part.script, beginKeys("b", ext), 1, interruptedNote).StringSlice()
+				if err != nil || len(res) == 0 || part.name == "begin" && res[0] != string(Proceed) {
+					b.Fatalf("%s of %s: %q %v", part.name, ext, res, err)
+				}
+			}
+			b.StopTimer()
+			info, err := rdb.Info(ctx, "commandstats").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(scriptUsec(info))/float64(b.N), "redis-us/call")
+		})
+	}
+}
