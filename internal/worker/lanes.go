@@ -47,13 +47,14 @@ type lanes []*asynq.Server
 // the lanes already started are shut down.
 func (w *Worker) startLanes() (lanes, error) {
 	var ls lanes
-	for _, share := range LaneShares(w.cfg.Concurrency, w.cfg.Lanes) {
+	shares := LaneShares(w.cfg.Concurrency, w.cfg.Lanes)
+	for _, share := range shares {
 		cfg := w.serverConfig()
 		cfg.Concurrency = share
 		srv := asynq.NewServerFromRedisClient(w.rdb, cfg)
 		if err := srv.Start(w.Mux()); err != nil {
 			ls.shutdown()
-			return nil, fmt.Errorf("worker: start asynq server (lane %d of %d): %w", len(ls)+1, w.cfg.Lanes, err)
+			return nil, fmt.Errorf("worker: start asynq server (lane %d of %d): %w", len(ls)+1, len(shares), err)
 		}
 		ls = append(ls, srv)
 	}
