@@ -18,23 +18,38 @@ import (
 // figure `make bench` compares with a bare handler's, here without Asynq
 // and the PSP around it.
 func BenchmarkTransitionOnRedis(b *testing.B) {
-	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(b).Addr})
-	defer rdb.Close()
-	l := New(rdb)
-	ctx := context.Background()
-	seedLoaded(b, l, b.N)
-	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-		b.Fatal(err)
-	}
+	l := seededOnRedis(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	runCreates(b, l)
+	reportScriptTime(b, l, "redis-us/payout")
+}
+
+// seededOnRedis starts a private redis-server for b with payouts
+// E0..E(b.N-1) of batch b loaded (seedLoaded), and resets its command
+// statistics.
+func seededOnRedis(b *testing.B) *Ledger {
+	b.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(b).Addr})
+	b.Cleanup(func() { rdb.Close() })
+	l := New(rdb)
+	seedLoaded(b, l, b.N)
+	if err := rdb.ConfigResetStat(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+// reportScriptTime stops b's timer and reports the Redis time of its
+// scripts per iteration as unit.
+func reportScriptTime(b *testing.B, l *Ledger, unit string) {
+	b.Helper()
 	b.StopTimer()
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	info, err := l.rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(scriptUsec(info))/float64(b.N), "redis-us/payout")
+	b.ReportMetric(float64(scriptUsec(info))/float64(b.N), unit)
 }
 
 // scriptUsec is the time Redis spent in EVALSHA and EVAL, from an INFO
@@ -79,14 +94,8 @@ func BenchmarkBeginCreateParts(b *testing.B) {
 		{"begin", beginCreateScript},
 	} {
 		b.Run(part.name, func(b *testing.B) {
-			rdb := redis.NewClient(&redis.Options{Addr: redistest.Start(b).Addr})
-			defer rdb.Close()
-			l := New(rdb)
+			l := seededOnRedis(b)
 			ctx := context.Background()
-			seedLoaded(b, l, b.N)
-			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				ext := "E" + strconv.Itoa(i)
@@ -95,12 +104,7 @@ func BenchmarkBeginCreateParts(b *testing.B) {
 					b.Fatalf("%s of %s: %q %v", part.name, ext, res, err)
 				}
 			}
-			b.StopTimer()
-			info, err := rdb.Info(ctx, "commandstats").Result()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(scriptUsec(info))/float64(b.N), "redis-us/call")
+			reportScriptTime(b, l, "redis-us/call")
 		})
 	}
 }
