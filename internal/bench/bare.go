@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/acme/payout/internal/worker"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/worker"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
