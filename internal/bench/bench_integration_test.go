@@ -27,7 +27,7 @@ func TestRunSmall(t *testing.T) {
 	cfg := Config{
 		Go: "go", Root: root, ResultsDir: t.TempDir(),
 		LoaderRows: 300, LoaderRepeat: 2, RSSRows: 500,
-		OverheadPayouts: 200, OverheadConcurrency: 10,
+		OverheadPayouts: 200, OverheadConcurrency: 10, OverheadRepeat: 2,
 		LatencyPayouts: 200, LatencyConcurrency: 50, Latency: 20 * time.Millisecond,
 		E2ERows: 50, PhaseTimeout: time.Minute, Progress: &progress,
 	}
@@ -35,8 +35,11 @@ func TestRunSmall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
-	if len(rep.Figures) != 10 {
-		t.Fatalf("%d figures, want 10", len(rep.Figures))
+	if len(rep.Figures) != 11 {
+		t.Fatalf("%d figures, want 11", len(rep.Figures))
+	}
+	if lanes := rep.Figures[5]; !strings.Contains(lanes.Name, "vs a bare handler of 4 lanes") || len(lanes.BaseSamples) != cfg.OverheadRepeat {
+		t.Errorf("figure 6: %q with %d bare samples, want the bare handler of 4 lanes, %d samples", lanes.Name, len(lanes.BaseSamples), cfg.OverheadRepeat)
 	}
 	for _, f := range rep.Figures {
 		if f.Error != "" || f.Ours <= 0 {
