@@ -447,7 +447,28 @@ func (b *runner) loaderFigures(ctx context.Context) []Figure {
 		median(oursRedis), median(baseRedis), median(pipeRedis))
 	b.note("loader %s rows: Redis time by command (last run), payout load: %s; bare: %s; bare autopipelined: %s",
 		thousands(int64(n)), oursCmds, baseCmds, pipeCmds)
+	if f.Baseline > 0 {
+		b.note("%s", redisFloorNote(n, median(oursRedis), float64(n)/f.Baseline, TargetLoaderRatio))
+	}
 	return []Figure{f, fp}
+}
+
+// redisFloorNote compares the Redis CPU a load of rows rows took
+// (oursRedis, seconds) with the time the loader target leaves it: the
+// bare enqueue's wall time baseWall divided by the target ratio. Redis
+// runs every command of a load on its one main thread, so no overlap of
+// the load's stages can finish it in less wall time than its Redis CPU:
+// when that exceeds the time the target leaves, the target is out of
+// reach of the load's present Redis work, however its stages are
+// arranged.
+func redisFloorNote(rows int, oursRedis, baseWall, ratio float64) string {
+	budget := baseWall / ratio
+	verdict := "within reach of"
+	if oursRedis > budget {
+		verdict = "out of reach of"
+	}
+	return fmt.Sprintf("loader %s rows: Redis floor: payout load keeps Redis busy %.2f s (%.1f us/row; one thread: no arrangement of its stages finishes sooner); the target leaves it %.2f s (bare enqueue %.2f s / %.2f): %s its present Redis work",
+		thousands(int64(rows)), oursRedis, 1e6*oursRedis/float64(rows), budget, baseWall, ratio, verdict)
 }
 
 func (b *runner) loaderRSSFigures(ctx context.Context) []Figure {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,12 @@ func TestRunSmall(t *testing.T) {
 		if f.BaselineName != "" && (f.Baseline <= 0 || f.Ratio <= 0) {
 			t.Errorf("%s: baseline %v ratio %v", f.Name, f.Baseline, f.Ratio)
 		}
+	}
+	floor := func(n string) bool {
+		return strings.HasPrefix(n, "loader 300 rows: Redis floor: payout load keeps Redis busy ")
+	}
+	if !slices.ContainsFunc(rep.Notes, floor) {
+		t.Errorf("no loader Redis floor among the notes: %q", rep.Notes)
 	}
 	if rep.Machine.RedisVersion == "" || rep.Machine.GoVersion == "" || rep.Machine.CPUs < 1 {
 		t.Errorf("machine %+v", rep.Machine)

@@ -166,3 +166,23 @@ func TestCommandStats(t *testing.T) {
 		t.Errorf("FormatStats = %q, want %q", got, want)
 	}
 }
+
+func TestRedisFloorNote(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		redis, wall, target float64
+		want                string
+	}{
+		// 2026-11-28 23:12 on the Xeon: 1.59 s of Redis CPU against 1.26 s / 0.85.
+		{"beyond the budget", 1.59, 1.26, 0.85,
+			"loader 100,000 rows: Redis floor: payout load keeps Redis busy 1.59 s (15.9 us/row; one thread: no arrangement of its stages finishes sooner); the target leaves it 1.48 s (bare enqueue 1.26 s / 0.85): out of reach of its present Redis work"},
+		{"under the budget", 1.00, 1.26, 0.85,
+			"loader 100,000 rows: Redis floor: payout load keeps Redis busy 1.00 s (10.0 us/row; one thread: no arrangement of its stages finishes sooner); the target leaves it 1.48 s (bare enqueue 1.26 s / 0.85): within reach of its present Redis work"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := redisFloorNote(100000, tc.redis, tc.wall, tc.target); got != tc.want {
+				t.Errorf("redisFloorNote =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
