@@ -143,7 +143,7 @@ CHAOS_BROKEN = $(if $(filter 2,$(BROKEN)),--broken-replay,$(if $(BROKEN),--broke
 chaos:
 	$(GO) run ./cmd/chaos $(CHAOS_BROKEN)
 
-## chaos-short: the same with 1,000 rows, in about three minutes.
+## chaos-short: the same with 1,000 rows, in about three to four and a half minutes.
 chaos-short:
 	$(GO) run ./cmd/chaos --short $(CHAOS_BROKEN)
 
