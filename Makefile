@@ -7,7 +7,7 @@ FUZZTIME  ?= 30s
 # FuzzWorkbook's arguments) took nearly all of a 20s run: 20-300 execs
 # against 6,032 with 1x. A crasher is still written whole; raise it to shrink one.
 FUZZMINIMIZE ?= 1x
-TEST_FLAGS ?= -race -count=1
+TEST_FLAGS ?= -count=1
 INTEGRATION_TIMEOUT ?= 30m
 # deploy/ is a module of its own (its tests need k8s.io/*, the product does not).
 DEPLOY    := deploy
@@ -16,7 +16,7 @@ DEPLOY    := deploy
 # and the deliberately unsafe or test-clock builds the chaos run uses.
 LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
 
-.PHONY: all help build demo test test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
+.PHONY: all help build demo test test-race test-deploy test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
 
 ## all: lint, test and build.
 all: lint test build
@@ -47,19 +47,33 @@ demo:
 		--psp-timeout 1s --status-delay 500ms --absent-spacing 1500ms --max-creates 5 --log-level error \
 		--out $(BIN)/demo.result.csv samples/payouts-good.csv
 
-## test: unit tests, seed corpora of the fuzzers; needs only Go. The hostile
-## workbook tests (memory and time bounds) run again without -race.
+## test: the unit tests of every product package and the fuzzers' seed
+## corpora, without the race detector; needs only Go, no module fetch
+## (deploy/'s tests need k8s modules: make test-deploy). About 3 to 4 minutes
+## on a quiet 2-core machine (README). CI also runs test-race and test-deploy.
 test:
+	@echo "== make test: go test ./... (unit tests, fuzz seed corpora, goldens; no -race: make test-race)"
 	$(GO) test $(TEST_FLAGS) $(PKGS)
-	$(GO) test -count=1 -run Hostile ./internal/operator ./internal/testenv/hostile
-	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) ./...
+
+## test-race: the same unit tests with the race detector (about twice as long);
+## the hostile-workbook tests, which bound time and memory, skip under -race
+## and run in make test.
+test-race:
+	@echo "== make test-race: go test -race ./..."
+	$(GO) test -race $(TEST_FLAGS) $(PKGS)
+
+## test-deploy: the deploy/ module's tests (compose, k8s, systemd, crontab
+## files); a module of its own because its tests need k8s.io/* (fetched once).
+test-deploy:
+	@echo "== make test-deploy: the deploy/ module (fetches k8s.io modules the first time)"
+	cd $(DEPLOY) && $(GO) test -race $(TEST_FLAGS) ./...
 
 ## test-integration: everything, plus tests against a real redis-server
 ## (PAYOUT_TEST_REDIS_URL, else one started per test), browsers and processes.
 test-integration: test-alerts
-	$(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) $(PKGS)
-	cd e2e && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
-	cd $(DEPLOY) && $(GO) test $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
+	$(GO) test -race $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) $(PKGS)
+	cd e2e && $(GO) test -race $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
+	cd $(DEPLOY) && $(GO) test -race $(TEST_FLAGS) -tags integration -timeout $(INTEGRATION_TIMEOUT) ./...
 
 ## test-alerts: promtool check rules and promtool test rules on the alert
 ## rules of deploy/prometheus (needs promtool: apt-get install prometheus).
