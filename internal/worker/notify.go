@@ -51,7 +51,7 @@ func (w *Worker) serveNotifications(ctx context.Context) (wait func()) {
 		ShutdownTimeout:          min(w.cfg.ShutdownTimeout, notify.Timeout+time.Second),
 		DelayedTaskCheckInterval: w.cfg.PollInterval,
 		TaskCheckInterval:        w.cfg.PollInterval,
-		Logger:                   asynqLogger{w.log.With().Str("component", "asynq-notify").Logger()},
+		Logger:                   newAsynqLogger(w.log.With().Str("component", "asynq-notify").Logger()),
 		LogLevel:                 asynq.WarnLevel,
 	})
 	mux := asynq.NewServeMux()

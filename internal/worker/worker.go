@@ -86,6 +86,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.log.Info().Int("concurrency", w.cfg.Concurrency).Int("lanes", len(lanes)).Str("queue", jobs.Queue).Msg("worker started")
 	defer w.serveNotifications(ctx)()
+	health := &redisHealth{log: w.log.With().Str("component", "redis").Logger()}
+	go health.watch(ctx, func(ctx context.Context) error { return w.rdb.Ping(ctx).Err() })
 	sweepDone := make(chan struct{})
 	go func() {
 		defer close(sweepDone)
@@ -129,7 +131,7 @@ func (w *Worker) serverConfig() asynq.Config {
 		ShutdownTimeout:          w.cfg.ShutdownTimeout,
 		DelayedTaskCheckInterval: w.cfg.PollInterval,
 		TaskCheckInterval:        w.cfg.PollInterval,
-		Logger:                   asynqLogger{w.log.With().Str("component", "asynq").Logger()},
+		Logger:                   newAsynqLogger(w.log.With().Str("component", "asynq").Logger()),
 		LogLevel:                 asynq.WarnLevel,
 	}
 }
