@@ -287,6 +287,56 @@ func warnUnknownEnv(ctx context.Context, e *env) {
 	}
 }
 
+// parseQuiet is fs.Parse without the flag package's own output: a wrong
+// flag gets one line naming it, with the closest flag ("did you mean") and
+// where the list is, not the whole usage; -h is left to the caller.
+func parseQuiet(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	msg := strings.Replace(err.Error(), ": -", ": --", 1)
+	if name := unknownFlag(fs, args); name != "" {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if near := flagenv.Closest(name, names); near != "" {
+			msg += "; did you mean --" + near + "?"
+		}
+	}
+	return fmt.Errorf("%s (payout %s -h lists the flags)", msg, fs.Name())
+}
+
+// unknownFlag returns the name of the first flag in args that fs does not
+// define, skipping the values of the flags it does define; "" when none.
+func unknownFlag(fs *flag.FlagSet, args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return ""
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			if name == "h" || name == "help" {
+				continue
+			}
+			return name
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && b.IsBoolFlag()) {
+			i++ // the flag's value
+		}
+	}
+	return ""
+}
+
 // parse parses args, then sets every flag not given on the command line
 // from its PAYOUT_* environment variable. Flags win over the environment.
 //
@@ -295,8 +345,9 @@ func warnUnknownEnv(ctx context.Context, e *env) {
 func parse(e *env, fs *flag.FlagSet, args []string) error {
 	var positional []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseQuiet(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fs.Usage()
 				return err
 			}
 			return &exitError{ExitUsage, err}
@@ -360,7 +411,9 @@ func (l *logFlags) logger(e *env) (zerolog.Logger, error) {
 		return zerolog.Nop(), usageErr("--log-format %q: want auto, json or text", l.format)
 	}
 	if text {
-		w = zerolog.ConsoleWriter{Out: e.stderr, TimeFormat: time.TimeOnly}
+		// Colours only for a terminal: a text log sent to a file, a pipe or
+		// journald keeps no ANSI escape codes (nor does one under NO_COLOR).
+		w = zerolog.ConsoleWriter{Out: e.stderr, TimeFormat: time.TimeOnly, NoColor: e.getenv("NO_COLOR") != "" || !isTerminal(e.stderr)}
 	}
 	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), nil
 }

@@ -145,6 +145,7 @@ func (c *workerCmd) setUpRedis(ctx context.Context, rdb redis.UniversalClient) e
 		return err
 	}
 	checkHashLimits(ctx, rdb, c.log)
+	checkMaxMemory(ctx, rdb, c.log)
 	if err := c.nf.configure(c.e, rdb, &c.cfg, c.log); err != nil {
 		return err
 	}

@@ -124,17 +124,26 @@ next:
 			}
 		}
 		seen[name] = true
-		rest := strings.TrimPrefix(name, prefix)
-		best, bestD := "", len(rest)/2+1
-		for _, k := range names {
-			if d := distance(rest, strings.TrimPrefix(k, prefix)); d < bestD {
-				best, bestD = k, d
-			}
-		}
-		out = append(out, Stray{Name: name, Closest: best})
+		out = append(out, Stray{Name: name, Closest: closest(name, names, prefix)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// Closest returns the name of names closest to name by edit distance, when
+// that distance is at most half of name's length; else "". Flag names are
+// matched this way for "did you mean".
+func Closest(name string, names []string) string { return closest(name, names, "") }
+
+func closest(name string, names []string, prefix string) string {
+	rest := strings.TrimPrefix(name, prefix)
+	best, bestD := "", len(rest)/2+1
+	for _, k := range names {
+		if d := distance(rest, strings.TrimPrefix(k, prefix)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
 }
 
 // distance is the Levenshtein distance of a and b (bytes: variable names

@@ -256,7 +256,7 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	res := Result{File: name, Scale: opts.File.Decimals()}
 	f, err := os.Open(path)
 	if err != nil {
-		return res, fmt.Errorf("open %s: %w", path, err)
+		return res, err // an *fs.PathError: "open PATH: why"
 	}
 	defer f.Close()
 	if res.Batch, err = fileBatchID(ctx, f, name, opts.File); err != nil {

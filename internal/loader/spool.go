@@ -367,7 +367,7 @@ func (ld *Loader) probe(ctx context.Context, path string, opts Options) (Result,
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return res, fmt.Errorf("open %s: %w", path, err)
+		return res, err // an *fs.PathError: "open PATH: why"
 	}
 	defer f.Close()
 	_, err = payfile.WorkbookDigest(ctx, f, opts.File.Sheet)
