@@ -86,6 +86,7 @@ func commands() []command {
 		{"resume", "resume the payout queue", runResume},
 		{"sandbox", "run the PSP simulator", runSandbox},
 		{"keygen", "print a new data key for PAYOUT_DATA_KEY", runKeygen},
+		{"passwd", "print a users-file line NAME:HASH for payout ui --users (bcrypt)", runPasswd},
 	}
 }
 

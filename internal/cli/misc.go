@@ -78,7 +78,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&addr, "addr", ui.DefaultAddr, "listen address of the web UI")
 	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive, no Approve, Discard or upload from the UI")
 	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
-	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (htpasswd -nBC 12 NAME); "+
+	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (payout passwd NAME); "+
 		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
 	fs.StringVar(&proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For (which they must append to) gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated, not 0.0.0.0/0 (empty: none; every client behind a proxy then shares its lockout)")
 	fs.StringVar(&proxyUser, "proxy-user-header", "", "single sign-on: the header in which an authenticating reverse proxy of --trusted-proxies names the signed-in person, recorded in the audit (oauth2-proxy: X-Forwarded-User with --pass-user-headers, X-Auth-Request-User with --set-xauthrequest); believed from the trusted proxies only")
