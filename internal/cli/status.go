@@ -197,14 +197,26 @@ func bar(v statusView) string {
 	return fmt.Sprintf("[%s%s] %.1f%% final", strings.Repeat("#", n), strings.Repeat(".", width-n), pct)
 }
 
-// resolveBatch accepts a batch id or a payout file (found by its content
-// hash, so any copy of the file works).
+// fileBatch is the batch id of the payout file arg, computed as its load
+// computed it (a CSV's bytes, a workbook's cells): ok is false when arg
+// is no file.
+func fileBatch(ctx context.Context, arg string) (id string, ok bool, err error) {
+	if fi, err := os.Stat(arg); err != nil || fi.IsDir() {
+		return "", false, nil
+	}
+	id, err = loader.FileBatchID(ctx, arg, "")
+	if err != nil {
+		return "", true, usageErr("%v", err)
+	}
+	return id, true, nil
+}
+
+// resolveBatch accepts a batch id or a payout file (found by its content,
+// so any copy of the file works; a workbook by its cells).
 func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
-	if f, err := os.Open(arg); err == nil {
-		defer f.Close()
-		id, err := loader.BatchID(f)
+	if id, ok, err := fileBatch(ctx, arg); ok {
 		if err != nil {
-			return "", usageErr("%v", err)
+			return "", err
 		}
 		if err := refuseArchived(ctx, l, id); err != nil {
 			return "", err
