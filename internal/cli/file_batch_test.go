@@ -52,7 +52,7 @@ func TestCommandsFindFileByName(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			url := "redis://" + miniredis.RunT(t).Addr()
 			_, key := newRing(t)
-			env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error"}
+			env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error", "PAYOUT_BY": "bob"}
 			run := func(want int, args ...string) string {
 				t.Helper()
 				var out, errb bytes.Buffer
@@ -64,7 +64,7 @@ func TestCommandsFindFileByName(t *testing.T) {
 				}
 				return out.String() + errb.String()
 			}
-			run(ExitOK, "load", "--by", "alice", "--max-batch-total", "1", file) // held for approval
+			run(ExitOK, "load", "--max-batch-total", "1", file) // held for approval
 			for _, c := range []struct {
 				want int // report: 1, the batch is not final
 				args []string
@@ -72,7 +72,7 @@ func TestCommandsFindFileByName(t *testing.T) {
 				{ExitOK, []string{"status", file}},
 				{ExitOK, []string{"history", file}},
 				{ExitRejected, []string{"report", "--out", filepath.Join(t.TempDir(), "r.csv"), file}},
-				{ExitOK, []string{"approve", "--by", "bob", file}},
+				{ExitOK, []string{"approve", file}},
 			} {
 				if out := run(c.want, c.args...); strings.Contains(out, "has not been loaded") {
 					t.Errorf("%s: %s", strings.Join(c.args, " "), out)

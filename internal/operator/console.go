@@ -21,6 +21,7 @@ import (
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/jobs"
+	"github.com/redis/go-redis/v9"
 )
 
 // Console gives the web UI (ui.Console) the ledger's batches and payouts:
@@ -32,7 +33,10 @@ import (
 // shown are always read afresh.
 type Console struct {
 	Ledger *ledger.Ledger
-	cache  *briefCache
+	// Queue is the Redis of the payout queue, whose pause a batch's phase
+	// says (nil: not looked at).
+	Queue redis.UniversalClient
+	cache *briefCache
 }
 
 // NewConsole returns the Console of l with its scan cache.
@@ -179,7 +183,11 @@ func (c Console) Batch(ctx context.Context, id string) (ui.BatchDetail, error) {
 	if err != nil {
 		return ui.BatchDetail{}, err
 	}
-	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}})[0]
+	paused, err := QueuePaused(ctx, c.Queue)
+	if err != nil {
+		return ui.BatchDetail{}, err
+	}
+	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}}, paused)[0]
 	d := ui.BatchDetail{BatchView: v, Scale: b.Scale, Amounts: map[string]string{}, DecidedBy: b.DecidedBy,
 		DecidedAt: b.DecidedAt, Note: b.Note, Reported: b.Reported}
 	for _, s := range ledger.States {
