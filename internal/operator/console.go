@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/report"
@@ -308,13 +309,45 @@ func auditView(a ledger.AuditEntry) ui.AuditView {
 	return v
 }
 
-// Find returns the payouts ext across batches.
+// Find returns the payouts ext across batches, ext written in any case
+// or Unicode form (ids are one ignoring them: package extid).
 func (c Console) Find(ctx context.Context, ext string) ([]ui.PayoutView, error) {
 	ps, err := c.Ledger.FindPayout(ctx, ext)
+	if err == nil && len(ps) == 0 {
+		ps, err = c.findSpelledOtherwise(ctx, ext)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return c.viewsAcross(ctx, ps)
+}
+
+// findSpelledOtherwise finds the payout of ext as its file wrote it (PO-7
+// for po-7): the id's claim names its batch, whose payouts are read for
+// the spelling with the same extid.Key.
+func (c Console) findSpelledOtherwise(ctx context.Context, ext string) ([]ledger.Payout, error) {
+	owners, err := c.Ledger.Claims().Owners(ctx, "", []string{ext})
+	if err != nil {
+		return nil, err
+	}
+	batch, ok := owners[ext]
+	if !ok {
+		return nil, nil
+	}
+	bs, err := c.briefs(ctx, batch, "")
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, nil // archived: not in Redis
+	}
+	if err != nil {
+		return nil, err
+	}
+	key := extid.Key(ext)
+	for _, br := range bs {
+		if br.ExternalID != ext && extid.Key(br.ExternalID) == key {
+			return c.Ledger.FindPayout(ctx, br.ExternalID)
+		}
+	}
+	return nil, nil
 }
 
 // viewsAcross shows payouts of several batches.
