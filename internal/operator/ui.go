@@ -205,6 +205,7 @@ func previewOf(res loader.Result, scale int) ui.Preview {
 	}
 	if d := res.DuplicateOf; d != nil {
 		p.Note = fmt.Sprintf("same content as %s, already loaded as batch %s at %s; nothing to load", d.File, d.ID, d.LoadedAt.UTC().Format(time.RFC3339))
+		p.LoadedAs = d.ID
 	}
 	if res.Busy {
 		p.Note = "another loader is loading the same content right now"
