@@ -16,6 +16,7 @@ const (
 	PhaseInterrupted      = "loading_interrupted" // its load died; nothing is sent until the file is loaded again
 	PhaseAwaitingApproval = "awaiting_approval"   // registered; nothing is sent before payout approve
 	PhaseWorking          = "working"             // handed to the workers; payouts still in progress
+	PhasePaused           = "paused"              // working, but the payout queue is paused: nothing is sent, nothing is lost
 	PhaseFinished         = "finished"            // every payout final, none needs a person
 	PhaseNeedsReview      = "needs_review"        // every payout final or stopped, N need a person (payout resolve)
 	PhaseDiscarded        = "discarded"           // refused at approval; every payout cancelled
@@ -58,6 +59,9 @@ type PhaseFacts struct {
 	// Interrupted: the batch is loading and no loader holds its load
 	// lock (ledger.BatchStatus.Interrupted).
 	Interrupted bool
+	// QueuePaused: the payout queue is paused (jobs.QueuePaused), so a
+	// batch with payouts in progress is on hold, not working.
+	QueuePaused bool
 }
 
 // FactsOf gathers the facts of a batch from the ledger's record and
@@ -72,12 +76,16 @@ func FactsOf(b ledger.Batch, c ledger.Counts) PhaseFacts {
 }
 
 // StatusPhase is the phase of a batch as the ledger's Statuses report it,
-// an interrupted load included.
-func StatusPhase(s ledger.BatchStatus) Phase {
+// an interrupted load included; paused: the payout queue is paused.
+func StatusPhase(s ledger.BatchStatus, paused bool) Phase {
 	f := FactsOf(s.Batch, s.Counts)
-	f.Interrupted = s.Interrupted
+	f.Interrupted, f.QueuePaused = s.Interrupted, paused
 	return PhaseOf(f)
 }
+
+// PausedReason is what a paused batch's phase says, and the console's
+// banner while the queue is paused.
+const PausedReason = "payments on hold, nothing is lost: payout resume (or Resume in Queues) sends them"
 
 // PhaseOf names a batch's phase for people. A new ledger phase is one more
 // case of the switch (and a constant above).
@@ -103,6 +111,9 @@ func PhaseOf(f PhaseFacts) Phase {
 	case ledger.PhaseLoaded:
 		approved := decision("approved", f)
 		switch {
+		case f.Open > 0 && f.QueuePaused:
+			return Phase{Code: PhasePaused, Label: "paused", Reason: joinReasons(PausedReason,
+				fmt.Sprintf("%d of %d payouts in progress", f.Open, f.Rows), approved)}
 		case f.Open > 0:
 			return Phase{Code: PhaseWorking, Label: "working", Reason: joinReasons(
 				fmt.Sprintf("%d of %d payouts in progress", f.Open, f.Rows), approved)}

@@ -16,7 +16,6 @@ import (
 	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/report"
 )
 
@@ -163,12 +162,11 @@ func spoolArchive(e *env, l *ledger.Ledger, spool string, af archiveFlags) func(
 // summary is returned too (nil for a batch in Redis).
 func resolveAny(ctx context.Context, l *ledger.Ledger, arg string) (string, *ledger.ArchivedBatch, error) {
 	id := arg
-	if f, err := os.Open(arg); err == nil {
-		id, err = loader.BatchID(f)
-		f.Close()
+	if fid, ok, err := fileBatch(ctx, arg); ok {
 		if err != nil {
-			return "", nil, usageErr("%v", err)
+			return "", nil, err
 		}
+		id = fid
 	}
 	a, err := l.Archive().Archived(ctx, id)
 	if err == nil {

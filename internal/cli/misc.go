@@ -119,8 +119,10 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if err := ui.CheckConfig(cfg); err != nil {
 		return configErr(err)
 	}
-	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb)}
-	cfg.Console = operator.NewConsole(ledger.New(rdb))
+	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb), Queue: rdb}
+	console := operator.NewConsole(ledger.New(rdb))
+	console.Queue = rdb
+	cfg.Console = console
 	if !readOnly {
 		cf.configure(actions, &cfg, rdb, log)
 	}

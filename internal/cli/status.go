@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/ui"
+	"github.com/redis/go-redis/v9"
 )
 
 // statusView is one batch as payout status shows it: the figures of the
@@ -25,9 +26,10 @@ type statusView struct {
 	ui.BatchView
 }
 
-// statusViews turns ledger statuses into what payout status shows.
-func statusViews(sts []ledger.BatchStatus, archives map[string]string) []statusView {
-	views := operator.BatchViews(sts)
+// statusViews turns ledger statuses into what payout status shows;
+// paused: the payout queue is paused.
+func statusViews(sts []ledger.BatchStatus, archives map[string]string, paused bool) []statusView {
+	views := operator.BatchViews(sts, paused)
 	out := make([]statusView, len(views))
 	for i, v := range views {
 		v.Archive = archives[v.ID]
@@ -70,7 +72,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	for {
-		views, err := currentViews(ctx, l, batch)
+		views, err := currentViews(ctx, l, rdb, batch)
 		if err != nil {
 			return infraErr(err)
 		}
@@ -117,7 +119,7 @@ func open(v statusView) int64 {
 	return n
 }
 
-func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]statusView, error) {
+func currentViews(ctx context.Context, l *ledger.Ledger, queue redis.UniversalClient, batch string) ([]statusView, error) {
 	sts, err := l.Statuses(ctx)
 	if err != nil {
 		return nil, err
@@ -126,7 +128,11 @@ func currentViews(ctx context.Context, l *ledger.Ledger, batch string) ([]status
 	if err != nil {
 		return nil, err
 	}
-	views := statusViews(all, archives)
+	paused, err := operator.QueuePaused(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	views := statusViews(all, archives, paused)
 	if batch != "" {
 		for _, v := range views {
 			if v.ID == batch {
@@ -197,14 +203,26 @@ func bar(v statusView) string {
 	return fmt.Sprintf("[%s%s] %.1f%% final", strings.Repeat("#", n), strings.Repeat(".", width-n), pct)
 }
 
-// resolveBatch accepts a batch id or a payout file (found by its content
-// hash, so any copy of the file works).
+// fileBatch is the batch id of the payout file arg, computed as its load
+// computed it (a CSV's bytes, a workbook's cells): ok is false when arg
+// is no file.
+func fileBatch(ctx context.Context, arg string) (id string, ok bool, err error) {
+	if fi, err := os.Stat(arg); err != nil || fi.IsDir() {
+		return "", false, nil
+	}
+	id, err = loader.FileBatchID(ctx, arg, "")
+	if err != nil {
+		return "", true, usageErr("%v", err)
+	}
+	return id, true, nil
+}
+
+// resolveBatch accepts a batch id or a payout file (found by its content,
+// so any copy of the file works; a workbook by its cells).
 func resolveBatch(ctx context.Context, l *ledger.Ledger, arg string) (string, error) {
-	if f, err := os.Open(arg); err == nil {
-		defer f.Close()
-		id, err := loader.BatchID(f)
+	if id, ok, err := fileBatch(ctx, arg); ok {
 		if err != nil {
-			return "", usageErr("%v", err)
+			return "", err
 		}
 		if err := refuseArchived(ctx, l, id); err != nil {
 			return "", err

@@ -226,6 +226,20 @@ func BatchID(r io.Reader) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:20], nil
 }
 
+// FileBatchID is the batch id the loader gives the file at path, read
+// with the sheet named (empty: the workbook's first sheet not hidden):
+// the one way a file name is turned into its batch, for CSV and XLSX
+// alike, so that every command naming a file finds the batch its load
+// made.
+func FileBatchID(ctx context.Context, path, sheet string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return fileBatchID(ctx, f, filepath.Base(path), payfile.Options{Sheet: sheet})
+}
+
 // fileBatchID is the batch id of the file at path, opened as f: the hash
 // of its bytes, or for an XLSX workbook the hash of its sheet's cells, so
 // that the same data saved again (other metadata, other formats) is the

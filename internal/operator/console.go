@@ -16,11 +16,13 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/jobs"
+	"github.com/redis/go-redis/v9"
 )
 
 // Console gives the web UI (ui.Console) the ledger's batches and payouts:
@@ -32,7 +34,10 @@ import (
 // shown are always read afresh.
 type Console struct {
 	Ledger *ledger.Ledger
-	cache  *briefCache
+	// Queue is the Redis of the payout queue, whose pause a batch's phase
+	// says (nil: not looked at).
+	Queue redis.UniversalClient
+	cache *briefCache
 }
 
 // NewConsole returns the Console of l with its scan cache.
@@ -179,7 +184,11 @@ func (c Console) Batch(ctx context.Context, id string) (ui.BatchDetail, error) {
 	if err != nil {
 		return ui.BatchDetail{}, err
 	}
-	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}})[0]
+	paused, err := QueuePaused(ctx, c.Queue)
+	if err != nil {
+		return ui.BatchDetail{}, err
+	}
+	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}}, paused)[0]
 	d := ui.BatchDetail{BatchView: v, Scale: b.Scale, Amounts: map[string]string{}, DecidedBy: b.DecidedBy,
 		DecidedAt: b.DecidedAt, Note: b.Note, Reported: b.Reported}
 	for _, s := range ledger.States {
@@ -300,13 +309,45 @@ func auditView(a ledger.AuditEntry) ui.AuditView {
 	return v
 }
 
-// Find returns the payouts ext across batches.
+// Find returns the payouts ext across batches, ext written in any case
+// or Unicode form (ids are one ignoring them: package extid).
 func (c Console) Find(ctx context.Context, ext string) ([]ui.PayoutView, error) {
 	ps, err := c.Ledger.FindPayout(ctx, ext)
+	if err == nil && len(ps) == 0 {
+		ps, err = c.findSpelledOtherwise(ctx, ext)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return c.viewsAcross(ctx, ps)
+}
+
+// findSpelledOtherwise finds the payout of ext as its file wrote it (PO-7
+// for po-7): the id's claim names its batch, whose payouts are read for
+// the spelling with the same extid.Key.
+func (c Console) findSpelledOtherwise(ctx context.Context, ext string) ([]ledger.Payout, error) {
+	owners, err := c.Ledger.Claims().Owners(ctx, "", []string{ext})
+	if err != nil {
+		return nil, err
+	}
+	batch, ok := owners[ext]
+	if !ok {
+		return nil, nil
+	}
+	bs, err := c.briefs(ctx, batch, "")
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, nil // archived: not in Redis
+	}
+	if err != nil {
+		return nil, err
+	}
+	key := extid.Key(ext)
+	for _, br := range bs {
+		if br.ExternalID != ext && extid.Key(br.ExternalID) == key {
+			return c.Ledger.FindPayout(ctx, br.ExternalID)
+		}
+	}
+	return nil, nil
 }
 
 // viewsAcross shows payouts of several batches.

@@ -151,7 +151,25 @@ func (u UIUploads) Confirm(ctx context.Context, id, by string, f ui.FileChoices)
 	}
 	p := previewOf(res, o.Load.File.Decimals())
 	p.Hash, p.Loaded, p.Held, p.FileChoices = id, res.Loaded, res.Held, f
+	p.ExpectRows, p.ExpectTotal = typedControl(res.Control)
 	return p, nil
+}
+
+// typedControl is the control totals the upload form declared, as the
+// confirm page shows them (kept with the staged file, so they are the
+// ones the load checked).
+func typedControl(decls []loader.Control) (rows int, total string) {
+	for _, c := range decls {
+		if !c.Declared() {
+			continue
+		}
+		rows = c.Rows
+		if !c.Total.IsZero() {
+			total = c.Total.String()
+		}
+		return rows, total
+	}
+	return 0, ""
 }
 
 // choose applies the upload form's amount format and sheet to o, as
@@ -187,6 +205,7 @@ func previewOf(res loader.Result, scale int) ui.Preview {
 	}
 	if d := res.DuplicateOf; d != nil {
 		p.Note = fmt.Sprintf("same content as %s, already loaded as batch %s at %s; nothing to load", d.File, d.ID, d.LoadedAt.UTC().Format(time.RFC3339))
+		p.LoadedAs = d.ID
 	}
 	if res.Busy {
 		p.Note = "another loader is loading the same content right now"

@@ -7,14 +7,17 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/jobs"
+	"github.com/redis/go-redis/v9"
 )
 
 // BatchViews turns ledger statuses into the figures shown by `payout
-// status`, the UI's batches page and its JSON API.
-func BatchViews(sts []ledger.BatchStatus) []ui.BatchView {
+// status`, the UI's batches page and its JSON API; paused: the payout
+// queue is paused (jobs.QueuePaused), which a working batch's phase says.
+func BatchViews(sts []ledger.BatchStatus, paused bool) []ui.BatchView {
 	out := make([]ui.BatchView, 0, len(sts))
 	for _, s := range sts {
-		ph := batchreport.StatusPhase(s)
+		ph := batchreport.StatusPhase(s, paused)
 		counts := map[string]int64{}
 		for _, st := range ledger.States {
 			counts[string(st)] = s.Counts.Rows[st]
@@ -35,8 +38,13 @@ func BatchViews(sts []ledger.BatchStatus) []ui.BatchView {
 	return out
 }
 
-// Batches feeds the web UI (ui.BatchSource) from the ledger.
-type Batches struct{ Ledger *ledger.Ledger }
+// Batches feeds the web UI (ui.BatchSource) from the ledger; Queue is the
+// Redis of the payout queue, whose pause the phases say (nil: not
+// looked at).
+type Batches struct {
+	Ledger *ledger.Ledger
+	Queue  redis.UniversalClient
+}
 
 // Batches lists every batch with its figures.
 func (b Batches) Batches(ctx context.Context) ([]ui.BatchView, error) {
@@ -44,5 +52,17 @@ func (b Batches) Batches(ctx context.Context) ([]ui.BatchView, error) {
 	if err != nil {
 		return nil, err
 	}
-	return BatchViews(sts), nil
+	paused, err := QueuePaused(ctx, b.Queue)
+	if err != nil {
+		return nil, err
+	}
+	return BatchViews(sts, paused), nil
+}
+
+// QueuePaused is jobs.QueuePaused, false without a client.
+func QueuePaused(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
+	if rdb == nil {
+		return false, nil
+	}
+	return jobs.QueuePaused(ctx, rdb)
 }

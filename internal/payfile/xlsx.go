@@ -254,6 +254,11 @@ func (c *config) textOfCell(col string, x xcell) (text string, amountPlain bool,
 	if x.formula {
 		formulaNote = " (the result of a formula)"
 	}
+	if c.informational(col) {
+		if t, ok := infoText(x); ok {
+			return t, false, ""
+		}
+	}
 	switch x.kind {
 	case cellEmpty:
 		return "", false, ""

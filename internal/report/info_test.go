@@ -10,6 +10,7 @@ import (
 
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/xuri/excelize/v2"
 )
 
 // TestInfoColumnsGolden: the file's informational columns follow the
@@ -46,5 +47,40 @@ func TestInfoColumnsGolden(t *testing.T) {
 	}
 	if got := recs[3][n:]; !slices.Equal(got, []string{"Петров", "", ""}) {
 		t.Errorf("row 3 info %q", got)
+	}
+}
+
+// TestInfoColumnsInXLSX: the XLSX result has the informational columns
+// the CSV result has, same header and values (issue 43 defect 6: the
+// workbook dropped them).
+func TestInfoColumnsInXLSX(t *testing.T) {
+	at := time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC)
+	rows := []Row{
+		{Line: 2, ExternalID: "PO-1", Amount: money.MustParse("10.00"), Destination: "card 411111******1111", State: "paid", Attempts: 1, UpdatedAt: at,
+			Info: []string{"Ivanov I.I.", "2026-11-30", "=first"}},
+		{Line: 3, ExternalID: "PO-2", Amount: money.MustParse("5.00"), Destination: "telecom MTS", State: "queued", UpdatedAt: at,
+			Info: []string{"Петров"}},
+	}
+	b := Batch{ID: "b-info", File: "notes.xlsx", LoadedAt: at, Rows: 2, Total: money.MustParse("15.00"), Scale: 2,
+		InfoColumns: []string{"Recipient", "Pay date", "state"}}
+	data, _ := writeXLSX(t, b, rows)
+	f, err := excelize.OpenReader(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := f.GetRows(SheetPayouts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(slices.Clone(Header), "Recipient", "Pay date", "file:state"); len(got) < 3 || !slices.Equal(got[0], want) {
+		t.Fatalf("header %q, want %q", got[0], want)
+	}
+	n := len(Header)
+	if len(got[1]) < n+3 || !slices.Equal(got[1][n:n+3], []string{"Ivanov I.I.", "2026-11-30", "=first"}) {
+		t.Errorf("row 1: %q", got[1])
+	}
+	if len(got[2]) < n+1 || got[2][n] != "Петров" {
+		t.Errorf("row 2: %q", got[2])
 	}
 }

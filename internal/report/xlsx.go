@@ -113,8 +113,9 @@ func (o *xlsxOut) header(cells []string) []any {
 // and sums them; an amount a number cell may not show exactly (more than
 // 14 significant digits) is written as text. Text cells are never formulas in
 // XLSX, so they are written as they are, without the quote a CSV cell
-// gets; card numbers are masked as in every output. Rows must come in
-// strictly increasing line order.
+// gets; card numbers are masked as in every output. The file's
+// informational columns follow the fixed ones, as in WriteCSV. Rows must
+// come in strictly increasing line order.
 func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err error) {
 	o, err := newXLSXOut(b.Scale)
 	if err != nil {
@@ -137,13 +138,13 @@ func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err
 	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
 		return Summary{}, xlsxErr(err)
 	}
-	if err := sw.SetRow("A1", o.header(Header)); err != nil {
+	if err := sw.SetRow("A1", o.header(InfoHeader(b.InfoColumns))); err != nil {
 		return Summary{}, xlsxErr(err)
 	}
 	t := NewTally(b)
 	order := orderCheck{batch: b.ID}
 	n := 1
-	cells := make([]any, len(Header))
+	cells := make([]any, len(Header)+len(b.InfoColumns))
 	for r, err := range rows {
 		if err != nil {
 			return Summary{}, sourceError(b, err)
@@ -166,6 +167,7 @@ func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err
 		cells[10] = textCell(scrub(r.ResolvedBy))
 		cells[11] = textCell(scrub(r.ResolutionNote))
 		cells[12] = GroupOf(r)
+		infoCells(cells[len(Header):], r)
 		cell, _ := excelize.CoordinatesToCellName(1, n)
 		if err := sw.SetRow(cell, cells); err != nil {
 			return Summary{}, xlsxErr(err)
@@ -182,6 +184,18 @@ func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err
 		return Summary{}, xlsxErr(err)
 	}
 	return s, nil
+}
+
+// infoCells fills cells with r's values of the file's informational
+// columns, as written, as the CSV result has them (WriteCSV).
+func infoCells(cells []any, r Row) {
+	for i := range cells {
+		v := ""
+		if i < len(r.Info) {
+			v = r.Info[i]
+		}
+		cells[i] = textCell(v)
+	}
 }
 
 // summarySheet writes the Summary sheet: the lines of the CSV trailer

@@ -168,7 +168,14 @@ type batchesPage struct {
 	Awaiting []batchRow
 	// Console: the batch pages, the work queue and the search exist.
 	Console bool
+	// Paused: a batch is on hold because the payout queue is paused
+	// (phase paused): the page says so in a banner.
+	Paused bool
 }
+
+// phasePaused is batchreport.PhasePaused: a batch with payouts in
+// progress while the payout queue is paused.
+const phasePaused = "paused"
 
 type batchRow struct {
 	BatchView
@@ -239,6 +246,7 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 		}
 		row.Finished -= min(b.Awaiting, b.Counts[string(ledger.Created)])
 		p.Batches = append(p.Batches, row)
+		p.Paused = p.Paused || b.PhaseCode == phasePaused
 		if b.Phase == ledger.PhaseAwaiting {
 			p.Awaiting = append(p.Awaiting, row)
 		}

@@ -74,6 +74,9 @@ type Preview struct {
 	Loaded bool
 	Held   string
 	Note   string // a message about the whole file (a duplicate, ...)
+	// LoadedAs is the batch that already holds the same content (a file
+	// uploaded again): nothing to correct, nothing to load.
+	LoadedAs string
 	// What the file was read with: the form's choices and control
 	// totals, as applied (ExpectRows 0 and ExpectTotal "": none).
 	FileChoices

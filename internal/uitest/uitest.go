@@ -48,8 +48,10 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), o.NotifyURLs)
 	}
 	led := ledger.New(rdb)
+	console := operator.NewConsole(led)
+	console.Queue = rdb
 	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, Users: o.Users, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
-		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led}, Console: operator.NewConsole(led),
+		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led, Queue: rdb}, Console: console,
 		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit}}
 	if o.Spool != "" {
 		ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)

@@ -46,14 +46,27 @@ func newGate(rdb redis.UniversalClient, cfg Config, m *Metrics, log zerolog.Logg
 			if to == gobreaker.StateClosed {
 				ev = log.Info()
 			}
-			ev.Str("from", from.String()).Str("to", to.String()).
-				Msg("PSP circuit breaker changed state (open: most recent PSP requests failed; holding requests back)")
+			ev.Str("from", from.String()).Str("to", to.String()).Msg(breakerMessage(to, cfg.BreakerCooldown))
 		},
 	})
 	if cfg.Rate > 0 {
 		g.limiter = ledger.NewRateLimiter(rdb, cfg.Rate)
 	}
 	return g
+}
+
+// breakerMessage is the log line of the breaker's change to state to:
+// each transition says what it means, not the meaning of "open".
+func breakerMessage(to gobreaker.State, cooldown time.Duration) string {
+	switch to {
+	case gobreaker.StateOpen:
+		return "PSP circuit breaker open: most recent PSP requests failed; holding requests back for " + cooldown.String()
+	case gobreaker.StateHalfOpen:
+		return "PSP circuit breaker half-open: sending one trial request to the PSP"
+	case gobreaker.StateClosed:
+		return "PSP circuit breaker closed: the PSP answers again; requests go as usual"
+	}
+	return "PSP circuit breaker changed state to " + to.String()
 }
 
 // ticket reports how an allowed request went.
