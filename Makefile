@@ -117,6 +117,7 @@ fuzz:
 		./internal/money:FuzzParseComma \
 		./internal/card:FuzzMaskNeverShowsTheWhole \
 		./internal/psp:FuzzClassify \
+		./internal/extid:FuzzPathSegment \
 		./internal/vault:FuzzOpen \
 		./internal/ui:FuzzScrubText \
 		./internal/redisconn:FuzzParseOptions; do \

@@ -1,4 +1,5 @@
-// Package extid says when two externalIds are the same id.
+// Package extid says when two externalIds are the same id, and how an id
+// travels in a URL.
 //
 // An externalId is compared, and claimed in the ledger, by its key: the id
 // in Unicode normalization form C after Unicode case folding. So the
@@ -6,6 +7,10 @@
 // Mac or on Windows) and spellings that differ only in case (`PO-Case-3`,
 // `po-case-3`) are one id. What is stored per payout and sent to the PSP
 // is the id as written; only the comparison uses the key.
+//
+// An id goes into a PSP URL as one path segment, encoded by PathSegment
+// alone; PathProblem refuses, at intake, the ids that a front end in front
+// of the PSP could rewrite into another path however they are encoded.
 package extid
 
 import (

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 )
@@ -187,6 +188,12 @@ func (c *config) externalIDProblem(id string) string {
 		return fmt.Sprintf("starts with %q, which a spreadsheet would run as a formula", id[:1])
 	}
 	if msg := textProblem(id, false); msg != "" {
+		return msg
+	}
+	// The id goes into the PSP's status URL: one that a front end could
+	// route elsewhere ("..") would make the PSP's 404 for another path
+	// look like the absence of the order, and pay twice.
+	if msg := extid.PathProblem(id); msg != "" {
 		return msg
 	}
 	if n := utf8.RuneCountInString(id); n > c.maxID {

@@ -27,6 +27,9 @@ func TestAnswersTable(t *testing.T) {
 				if st == http.StatusOK || st == http.StatusLocked || st >= 499 {
 					t.Errorf("%s: HTTP %d is in the table as %s; it must stay Ambiguous", op, st, a.Outcome)
 				}
+				if st >= 300 && st < 400 {
+					t.Errorf("%s: HTTP %d is in the table as %s; a redirect is about another path and must stay Ambiguous", op, st, a.Outcome)
+				}
 				if a.Outcome == Ambiguous {
 					t.Errorf("%s: HTTP %d: Ambiguous is what the table's absence means", op, st)
 				}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 )
@@ -60,7 +59,7 @@ func (c *Client) CheckAPI(ctx context.Context) APICheck {
 	start := time.Now()
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
-	path := PathWithdrawalStatus + url.PathEscape("payout-check-"+hex.EncodeToString(b))
+	path := statusPath("payout-check-" + hex.EncodeToString(b))
 	tok, err := c.cfg.Token.Token()
 	if err != nil {
 		return APICheck{Verdict: APITokenRefused, Message: c.redact(finish(err.Error()))}

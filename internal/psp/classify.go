@@ -20,6 +20,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -132,7 +133,12 @@ func classify(op Operation, status int, header http.Header, body []byte, transpo
 		return classifyOK(op, res, body)
 	}
 
-	res.Outcome = Ambiguous // 423, >= 499 and anything the table does not name
+	res.Outcome = Ambiguous // 3xx, 423, >= 499 and anything the table does not name
+	if status >= 300 && status < 400 {
+		// Not followed (the client's CheckRedirect): an answer about
+		// another path than the one asked, so nothing about our order.
+		prefix += " (a redirect, not followed: the answer is about another path)"
+	}
 	if a, ok := lookupAnswer(op, status); ok {
 		res.Outcome = a.Outcome
 		prefix += a.Note
@@ -257,6 +263,7 @@ const (
 	MismatchExternalID MismatchReason = "external_id" // the answer names another externalId
 	MismatchOrderID    MismatchReason = "order_id"    // the answer names another PSP order id
 	MismatchAmount     MismatchReason = "amount"      // the amount differs numerically or does not parse
+	MismatchAsked      MismatchReason = "asked"       // neither the answer's order id nor its externalId is the id asked
 )
 
 // Mismatch says why a 200 answer was not taken as proof of our order. The
@@ -515,4 +522,36 @@ func transportMessage(err error) string {
 		return "timeout: " + err.Error()
 	}
 	return fmt.Sprint(err)
+}
+
+// answerFor holds a classified status answer to the id that was asked.
+// The PSP's answer is only about our order if it is about the path we
+// asked for:
+//
+//   - a 404 for an id that a front end in front of the PSP may route to
+//     another path (extid.PathProblem: "..", "a/b", ...) says nothing
+//     about our order: Ambiguous, never NotFound (issue 38: "..", asked
+//     through nginx, reached the path above it and its 404 let the payout
+//     be created twice);
+//   - a 200 whose order id and externalId are both other than the id
+//     asked describes another order: Ambiguous, with a Mismatch.
+//
+// A redirect (3xx, never followed) is Ambiguous already in classify.
+func answerFor(id string, res Result) Result {
+	switch {
+	case res.Outcome == NotFound:
+		if why := extid.PathProblem(id); why != "" {
+			res.Outcome = Ambiguous
+			res.Message = finish("HTTP 404 for an id a web server may route to another path (the id " + why + "): not proof that the order is absent")
+		}
+	case res.Outcome == Created && res.Order.OrderID != id && res.Order.ExternalID != id:
+		o := res.Order
+		res.Outcome = Ambiguous
+		res.Order = Order{}
+		res.Mismatch = &Mismatch{Reasons: []MismatchReason{MismatchAsked}, ExpectedExternalID: display(id),
+			FoundExternalID: display(o.ExternalID), FoundOrderID: display(o.OrderID), FoundAmount: display(o.Amount)}
+		res.Message = finish(fmt.Sprintf("HTTP 200 about another order than the one asked: asked for %q, found order id %q, externalId %q",
+			display(id), display(o.OrderID), display(o.ExternalID)))
+	}
+	return res
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -198,13 +199,15 @@ func (c *Client) CreateWithdrawal(ctx context.Context, req WithdrawalRequest) Re
 	return res
 }
 
-// WithdrawalStatus queries the order whose PSP order id or externalId is id.
+// WithdrawalStatus queries the order whose PSP order id or externalId is
+// id. A 200 whose order id and externalId are both another id than the one
+// asked is about another order: Ambiguous (see answerFor).
 func (c *Client) WithdrawalStatus(ctx context.Context, id string) Result {
 	if id == "" {
 		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
 	}
-	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil, nil)
-	return res
+	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, statusPath(id), nil, nil)
+	return answerFor(id, res)
 }
 
 // CheckWithdrawal queries the status of our order and checks the answer
@@ -221,10 +224,16 @@ func (c *Client) CheckWithdrawal(ctx context.Context, want Expect) Result {
 	if id == "" {
 		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
 	}
-	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, PathWithdrawalStatus+url.PathEscape(id), nil, &want)
+	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, statusPath(id), nil, &want)
+	res = answerFor(id, res)
 	res.ByExternalID = byExt
 	return res
 }
+
+// statusPath is the path of the status query for id: the id is one path
+// segment, encoded by extid.PathSegment (everything outside RFC 3986's
+// unreserved set), as every id in a PSP URL.
+func statusPath(id string) string { return PathWithdrawalStatus + extid.PathSegment(id) }
 
 // DepositRequest is a deposit order to create.
 type DepositRequest struct {
@@ -332,7 +341,7 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 }
 
 // request builds a request with the bearer token. path is already escaped
-// (the status id went through url.PathEscape) and the base URL has no
+// (the status id went through extid.PathSegment) and the base URL has no
 // query or fragment: plain concatenation. A body is attached only after
 // http.NewRequest, so that nothing ever sets GetBody (see noReplay).
 func (c *Client) request(ctx context.Context, method, path, tok string, body []byte) (*http.Request, error) {

@@ -93,6 +93,8 @@ func installHint(name string) string {
 		return "apt-get install -y redis-server redis-tools"
 	case "prometheus", "promtool":
 		return "apt-get install -y prometheus"
+	case "nginx":
+		return "apt-get install -y nginx"
 	case "go":
 		return "the go command builds the binaries under test"
 	}
