@@ -189,7 +189,7 @@ func TestAlertsFireOnRealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatalf("payout keygen: %v", err)
 	}
-	env := testenv.CleanEnv("PAYOUT_DATA_KEY="+strings.TrimSpace(string(key)), "PAYOUT_PSP_TOKEN=tok", "PAYOUT_SANDBOX_TOKEN=tok")
+	env := testenv.CleanEnv("PAYOUT_DATA_KEY="+strings.TrimSpace(string(key)), "PAYOUT_PSP_TOKEN=tok", "PAYOUT_SANDBOX_TOKEN=tok", "PAYOUT_ALLOW_VOLATILE_REDIS=true")
 
 	// The PSP simulator, started later: first it is down.
 	pspAddr := freeAddr(t)

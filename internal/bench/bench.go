@@ -339,7 +339,7 @@ func (b *runner) payoutLoad(ctx context.Context, file string, n int) (proc.Usage
 		return proc.Usage{}, err
 	}
 	u, p, err := proc.Run(ctx, proc.Spec{Name: "payout load", Bin: b.payout, Env: testenv.CleanEnv(),
-		Args: []string{"load", "--redis", b.redisURL, "--data-key-file", b.keyFile, file}})
+		Args: []string{"load", "--redis", b.redisURL, "--allow-volatile-redis", "--data-key-file", b.keyFile, file}})
 	if err != nil {
 		return u, err
 	}
@@ -556,7 +556,7 @@ func (b *runner) oursWorker(ctx context.Context, n, conc int, latency time.Durat
 	r0 := b.redisCPU(ctx)
 	b.resetStats(ctx)
 	w, err := proc.Start(proc.Spec{Name: "payout worker", Bin: b.payout, Env: testenv.CleanEnv("PAYOUT_PSP_TOKEN=" + SandboxToken),
-		Args: []string{"worker", "--redis", b.redisURL, "--psp-url", url, "--concurrency", strconv.Itoa(conc),
+		Args: []string{"worker", "--redis", b.redisURL, "--allow-volatile-redis", "--psp-url", url, "--concurrency", strconv.Itoa(conc),
 			"--metrics-addr", "", "--data-key-file", b.keyFile, "--track-outcome=false"},
 		Log: filepath.Join(b.dir, "worker.log")})
 	if err != nil {

@@ -174,7 +174,7 @@ func TestFourEyesPolicy(t *testing.T) {
 	if code, _, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", file}, base...)...); code != ExitUsage || !strings.Contains(errs, "--four-eyes needs --by") {
 		t.Fatalf("load --four-eyes without --by: exit %d\n%s", code, errs)
 	}
-	if code, out, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", "--by", "alice", file}, base...)...); code != ExitOK {
+	if code, out, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--allow-volatile-redis", "--approval", "required", "--four-eyes", "--by", "alice", file}, base...)...); code != ExitOK {
 		t.Fatalf("load: exit %d\n%s%s", code, out, errs)
 	}
 	for _, args := range [][]string{{"--by", "alice"}, {"--by", "Alice", "--four-eyes=false"}, {"--by", "alice", "--four-eyes"}} {

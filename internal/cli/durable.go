@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"flag"
-	"fmt"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
@@ -12,29 +11,43 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// durabilityFlags decide how sure a worker must be that the submitting
-// mark survives a Redis failure before it sends a create.
+// durabilityFlags decide whether the ledger's Redis is safe to pay from:
+// worker, load and run refuse a Redis that can go back in time (no AOF
+// synced on every write and no replica acknowledging the submitting mark)
+// unless --allow-volatile-redis accepts the risk (docs/operations.md,
+// "Durability").
 type durabilityFlags struct {
 	waitReplicas   int
 	waitTimeout    time.Duration
-	requireDurable bool
-	// run: payout run against a real PSP, which refuses a Redis that
-	// may lose the ledger unless allowVolatile (--allow-volatile-redis).
-	run           bool
-	allowVolatile bool
+	allowVolatile  bool
+	requireDurable bool // --require-durable: deprecated, the default now
+	cmd            string
 }
 
+// register registers the flags of payout worker.
 func (d *durabilityFlags) register(fs *flag.FlagSet) {
+	d.cmd = "worker"
 	d.registerWait(fs)
-	fs.BoolVar(&d.requireDurable, "require-durable", false, "refuse to start unless Redis keeps the ledger through a crash (AOF with fsync always/everysec, or a replica)")
+	d.registerAllow(fs)
+	fs.BoolVar(&d.requireDurable, "require-durable", false, "deprecated, does nothing: a Redis that can lose the ledger's last writes is refused by default (see --allow-volatile-redis)")
 }
 
-// registerRun registers the flags of payout run, which requires a durable
-// Redis against a real PSP unless told otherwise.
+// registerRun registers the flags of payout run (not checked with
+// --sandbox on the embedded Redis, which is in memory by design).
 func (d *durabilityFlags) registerRun(fs *flag.FlagSet) {
-	d.run = true
+	d.cmd = "run"
 	d.registerWait(fs)
-	fs.BoolVar(&d.allowVolatile, "allow-volatile-redis", false, "against a real PSP, run on a Redis that may lose the ledger's last writes in a crash (no AOF with fsync always/everysec, no replica); a rerun after such a crash can create orders again")
+	d.registerAllow(fs)
+}
+
+// registerLoad registers the flag of payout load.
+func (d *durabilityFlags) registerLoad(fs *flag.FlagSet) {
+	d.cmd = "load"
+	d.registerAllow(fs)
+}
+
+func (d *durabilityFlags) registerAllow(fs *flag.FlagSet) {
+	fs.BoolVar(&d.allowVolatile, "allow-volatile-redis", false, "accept a Redis that may lose the ledger's last writes in a crash (no AOF with appendfsync always, no replica): a crash can then create orders again; every log line says durability=volatile-accepted")
 }
 
 func (d *durabilityFlags) registerWait(fs *flag.FlagSet) {
@@ -42,45 +55,29 @@ func (d *durabilityFlags) registerWait(fs *flag.FlagSet) {
 	fs.DurationVar(&d.waitTimeout, "wait-replicas-timeout", time.Second, "how long a create waits for the replicas' acknowledgement; without it the payout goes back to queued, nothing sent")
 }
 
-// refuses reports whether a Redis that may lose the ledger stops the command.
-func (d *durabilityFlags) refuses() bool {
-	return d.requireDurable || (d.run && !d.allowVolatile)
+// logger marks every line of log when the risk is accepted: whoever reads
+// any line of a worker on a volatile Redis learns it.
+func (d *durabilityFlags) logger(log zerolog.Logger) zerolog.Logger {
+	if !d.allowVolatile {
+		return log
+	}
+	return log.With().Str("durability", "volatile-accepted").Logger()
 }
 
-// apply reads how Redis keeps data, warns when a crash could lose the
-// ledger's last writes (refuses, with --require-durable or in payout run),
-// and sets the worker's replica wait.
+// apply checks the Redis of a worker or a run (check), refuses a ledger
+// already found gone back in time, and sets the worker's replica wait.
 func (d *durabilityFlags) apply(ctx context.Context, rdb redis.UniversalClient, cfg *worker.Config, log zerolog.Logger) error {
 	if d.waitReplicas < -1 || d.waitTimeout <= 0 {
 		return usageErr("--wait-replicas must be -1 (auto) or more, --wait-replicas-timeout positive")
 	}
 	cfg.WaitTimeout = d.waitTimeout
-	dur, err := ledger.ReadDurability(ctx, rdb)
+	if err := refuseRolledBack(ctx, rdb); err != nil {
+		return err
+	}
+	dur, err := d.check(ctx, rdb, log)
 	if err != nil {
-		if !d.refuses() && d.run {
-			// Accepted volatile: a server that does not even answer
-			// INFO replication (an emulator) is no reason to stop.
-			log.Warn().Err(err).Msg("redis durability of the ledger unknown; --allow-volatile-redis: going on")
-			cfg.WaitReplicas = max(d.waitReplicas, 0)
-			return nil
-		}
-		return infraErr(err)
+		return err
 	}
-	ev := log.Info()
-	switch {
-	case !dur.Known() && dur.Replicas == 0:
-		ev = log.Warn()
-		if d.refuses() {
-			return d.refusal("Redis refuses CONFIG GET and has no replica, so the ledger's durability cannot be checked")
-		}
-	case !dur.Durable():
-		ev = log.Warn()
-		if d.refuses() {
-			return d.refusal(fmt.Sprintf("Redis has no replica and appendonly=%s appendfsync=%s: a crash loses the ledger's last writes", dur.AppendOnly, dur.AppendFsync))
-		}
-	}
-	ev.Int("replicas", dur.Replicas).Str("appendonly", dur.AppendOnly).Str("appendfsync", dur.AppendFsync).
-		Bool("durable", dur.Durable()).Msg("redis durability of the ledger")
 	cfg.WaitReplicas = d.waitReplicas
 	if d.waitReplicas == -1 {
 		cfg.WaitReplicas = min(dur.Replicas, 1)
@@ -88,16 +85,62 @@ func (d *durabilityFlags) apply(ctx context.Context, rdb redis.UniversalClient, 
 	return nil
 }
 
+// check reads how Redis keeps the ledger and refuses a Redis that can go
+// back in time, unless the risk is accepted (then it warns).
+func (d *durabilityFlags) check(ctx context.Context, rdb redis.UniversalClient, log zerolog.Logger) (ledger.Durability, error) {
+	if d.requireDurable {
+		log.Warn().Msg("--require-durable is deprecated and does nothing: durability is required by default")
+	}
+	dur, err := ledger.ReadDurability(ctx, rdb)
+	if err != nil {
+		if d.allowVolatile {
+			// Accepted volatile: a server that does not even answer
+			// INFO replication (an emulator) is no reason to stop.
+			log.Warn().Err(err).Msg("redis durability of the ledger unknown; --allow-volatile-redis: going on")
+			return dur, nil
+		}
+		return dur, infraErr(err)
+	}
+	// A replica keeps the mark only if the worker waits for it.
+	wait := d.waitReplicas != 0 || d.cmd == "load"
+	safe, why := dur.Safe(wait)
+	ev := log.Info()
+	if !safe {
+		if !d.allowVolatile {
+			return dur, d.refusal(why)
+		}
+		ev = log.Warn().Str("risk", why)
+	}
+	ev.Int("replicas", dur.Replicas).Str("appendonly", dur.AppendOnly).Str("appendfsync", dur.AppendFsync).
+		Bool("durable", safe).Msg("redis durability of the ledger")
+	return dur, nil
+}
+
+// refuseRolledBack refuses to start on a ledger a worker found gone back
+// in time, until an operator reconciled it with the PSP and cleared the
+// mark (`payout resume --ledger-reconciled`).
+func refuseRolledBack(ctx context.Context, rdb redis.UniversalClient) error {
+	rb, found, err := ledger.New(rdb).RolledBack(ctx)
+	if err != nil {
+		return infraErr(err)
+	}
+	if !found {
+		return nil
+	}
+	return usageErr("the ledger went back in time (%s): creating now could pay again.\n"+
+		"Reconcile it with the PSP's orders first (docs/operations.md, \"Alert: PayoutLedgerRolledBack\"), then clear this with\n"+
+		"  payout resume --ledger-reconciled --by NAME", rb)
+}
+
 // refusal is the usage error that says why the Redis is refused and how
 // to fix it.
 func (d *durabilityFlags) refusal(why string) error {
-	if !d.run {
-		return usageErr("--require-durable: %s", why)
-	}
-	return usageErr("against a real PSP, payout run needs a Redis that keeps the ledger through a crash: %s.\n"+
-		"If it crashed, a rerun of the file could create orders again. Make it durable, then run again:\n"+
-		"  - an append-only file: in redis.conf `appendonly yes` and `appendfsync always`\n"+
+	wait := "a replica that acknowledges every submitting mark: workers wait for it (WAIT, --wait-replicas, default -1: 1 when the master has replicas)"
+	return usageErr("payout %s needs a Redis that keeps the ledger through a crash: %s.\n"+
+		"A ledger that goes back in time (restarted from an older snapshot) makes payout create the same orders again. Make it durable, then start again:\n"+
+		"  - an append-only file synced on every write: in redis.conf `appendonly yes` and `appendfsync always`\n"+
 		"    (on a running server: redis-cli CONFIG SET appendonly yes; redis-cli CONFIG SET appendfsync always; redis-cli CONFIG REWRITE),\n"+
-		"  - or a replica: run waits for it to acknowledge each mark (--wait-replicas, default -1: 1 when the master has replicas);\n"+
-		"or, accepting that risk, give --allow-volatile-redis (PAYOUT_ALLOW_VOLATILE_REDIS=true)", why)
+		"  - or %s;\n"+
+		"or, accepting that risk, give --allow-volatile-redis (PAYOUT_ALLOW_VOLATILE_REDIS=true): every log line then says durability=volatile-accepted",
+		d.cmd, why, wait)
 }

@@ -63,11 +63,11 @@ func TestReadHashLimitsRedisServer(t *testing.T) {
 // naming the value, the one wanted and the fix, and go on.
 func TestStartWarnsOfHashLimits(t *testing.T) {
 	url := redistest.Start(t).URL()
-	const warning = `"level":"warn","hash_max_listpack_value":"64","hash_max_listpack_entries":"512",`
+	const warning = `"level":"warn","durability":"volatile-accepted","hash_max_listpack_value":"64","hash_max_listpack_entries":"512",`
 	env := func(k string) string { return map[string]string{"PAYOUT_PSP_TOKEN": "t"}[k] }
 	t.Run("load", func(t *testing.T) {
 		var out, errs bytes.Buffer
-		code := Main(context.Background(), []string{"load", "--redis", url, "--insecure-plaintext", "--log-format", "json",
+		code := Main(context.Background(), []string{"load", "--redis", url, "--insecure-plaintext", "--allow-volatile-redis", "--log-format", "json",
 			"../../samples/payouts-good.csv"}, nil, &out, &errs, env)
 		if code != ExitOK || strings.Count(errs.String(), warning) != 1 ||
 			!strings.Contains(errs.String(), "hash-max-listpack-value is 64, below the 512") ||
@@ -81,7 +81,7 @@ func TestStartWarnsOfHashLimits(t *testing.T) {
 		defer cancel()
 		done := make(chan int, 1)
 		go func() {
-			done <- Main(ctx, []string{"worker", "--redis", url, "--insecure-plaintext", "--log-format", "json", "--metrics-addr", "",
+			done <- Main(ctx, []string{"worker", "--redis", url, "--insecure-plaintext", "--allow-volatile-redis", "--log-format", "json", "--metrics-addr", "",
 				"--psp-url", "http://" + testenv.ClosedAddr(t)}, nil, &bytes.Buffer{}, &errs, env)
 		}()
 		testenv.Eventually(t, "the worker's warning", func() bool {

@@ -83,7 +83,7 @@ func TestHashLimitsCheckedOnARealRedisOnly(t *testing.T) {
 		checked bool
 	}{
 		{"load --dry-run", []string{"load", "--redis", url, "--dry-run", file}, ExitOK, false},
-		{"load", []string{"load", "--redis", url, "--insecure-plaintext", "--approval", "required", "--by", "ann", file}, ExitOK, true},
+		{"load", []string{"load", "--redis", url, "--insecure-plaintext", "--allow-volatile-redis", "--approval", "required", "--by", "ann", file}, ExitOK, true},
 		// The file is loaded already (the case above): run resumes its
 		// batch, which awaits approval, and stops waiting at --timeout.
 		{"run on a Redis of its own", []string{"run", "--redis", url, "--insecure-plaintext", "--sandbox", "--approval", "required", "--timeout", "500ms", "--out", filepath.Join(t.TempDir(), "r.csv"), file}, ExitRejected, true},

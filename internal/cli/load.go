@@ -35,6 +35,7 @@ type loadCmd struct {
 	arf     archiveFlags
 	nf      notifyFlags
 	cf      controlFlags
+	df      durabilityFlags
 	spool   string
 	settle  time.Duration
 	deliv   string
@@ -94,6 +95,7 @@ func (c *loadCmd) parse(args []string) error {
 	c.arf.register(fs, true)
 	c.nf.register(fs)
 	c.cf.register(fs, true)
+	c.df.registerLoad(fs)
 	fs.StringVar(&c.spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&c.settle, "settle", 30*time.Second, "spool mode: a file (and its NAME.ctl) is taken once unchanged this long")
 	fs.StringVar(&c.deliv, "delivery", string(loader.DeliveryControl), "spool mode: how a sender marks a file in inbox/ complete: control (NAME is taken once NAME.ctl is next to it) or rename (every file under its own name is complete: senders write elsewhere and rename); see docs/operations.md")
@@ -122,6 +124,7 @@ func (c *loadCmd) configure() error {
 	if c.log, err = c.lf.logger(c.e); err != nil {
 		return err
 	}
+	c.log = c.df.logger(c.log)
 	fopts, err := c.ff.options()
 	if err != nil {
 		return err
@@ -180,6 +183,10 @@ func (c *loadCmd) openLoader(ctx context.Context) (closeRedis func(), err error)
 		return nil, err
 	}
 	if !c.dryRun {
+		if _, err := c.df.check(ctx, rdb, c.log); err != nil {
+			rdb.Close()
+			return nil, err
+		}
 		checkHashLimits(ctx, rdb, c.log)
 	}
 	client, err := c.ef.client(rdb)

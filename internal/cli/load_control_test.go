@@ -23,7 +23,7 @@ func TestLoadControlTotals(t *testing.T) {
 	if err := os.WriteFile(file, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base := []string{"load", "--redis", url, "--insecure-plaintext", "--log-level", "error"}
+	base := []string{"load", "--redis", url, "--insecure-plaintext", "--allow-volatile-redis", "--log-level", "error"}
 	load := func(args ...string) (int, string) {
 		code, out, errs := runMain(t, nil, append(append([]string{}, base...), args...)...)
 		return code, out + errs

@@ -69,7 +69,7 @@ func TestLoadSpoolExitCodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := []string{"load", "--redis", url, "--insecure-plaintext", "--log-level", "error", "--spool", spool, "--settle", "0s"}
+	base := []string{"load", "--redis", url, "--insecure-plaintext", "--allow-volatile-redis", "--log-level", "error", "--spool", spool, "--settle", "0s"}
 	load := func(args ...string) (int, string, string) {
 		return runMain(t, nil, append(append([]string{}, base...), args...)...)
 	}

@@ -102,7 +102,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 	if out := run(ExitOK, "load", "--dry-run", file); !strings.Contains(out, "total 3549.60") {
 		t.Errorf("dry run: %s", out)
 	}
-	if out := run(ExitOK, "load", "--by", "alice", "--max-batch-total", "1000.5", file); !strings.Contains(out, "total 3549.60") ||
+	if out := run(ExitOK, "load", "--allow-volatile-redis", "--by", "alice", "--max-batch-total", "1000.5", file); !strings.Contains(out, "total 3549.60") ||
 		!strings.Contains(out, "above the batch limit 1000.50") {
 		t.Errorf("load: %s", out)
 	}
@@ -169,7 +169,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 	if err := os.WriteFile(other, []byte(strings.ReplaceAll(moneyFile, "PO-W-", "PO-J-")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run(ExitOK, "load", "--approval", "required", "--by", "alice", other)
+	run(ExitOK, "load", "--allow-volatile-redis", "--approval", "required", "--by", "alice", other)
 	run(ExitOK, "discard", "--by", "bob", "--note", "wrong month", other)
 	run(ExitOK, "status")
 

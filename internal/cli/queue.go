@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os/user"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/operator"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/jobs"
@@ -34,6 +36,10 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	nf.register(fs)
 	fs.StringVar(&by, "by", "", "who "+name+"s the queue (recorded in the audit trail; default: the system user)")
 	fs.StringVar(&note, "note", "", "why (recorded in the audit trail)")
+	reconciled := new(bool)
+	if !pause {
+		fs.BoolVar(reconciled, "ledger-reconciled", false, "clear a worker's finding that the ledger went back in time, after reconciling it with the PSP (docs/operations.md, PayoutLedgerRolledBack)")
+	}
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -45,6 +51,14 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 		return err
 	}
 	defer rdb.Close()
+	if by == "" {
+		by = systemUser()
+	}
+	if !pause {
+		if err := clearRollback(ctx, e, rdb, *reconciled, by, note); err != nil {
+			return err
+		}
+	}
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	info, err := insp.GetQueueInfo(jobs.Queue)
 	if err != nil {
@@ -62,9 +76,6 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err != nil {
 		return infraErr(err)
 	}
-	if by == "" {
-		by = systemUser()
-	}
 	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, by, note, "payout "+name, pause); err != nil {
 		fmt.Fprintln(e.stderr, err)
 	}
@@ -78,4 +89,29 @@ func systemUser() string {
 		return u.Username
 	}
 	return "unknown"
+}
+
+// clearRollback refuses to resume while the ledger is marked as gone back
+// in time, unless reconciled: then it clears the mark (audited).
+func clearRollback(ctx context.Context, e *env, rdb redis.UniversalClient, reconciled bool, by, note string) error {
+	l := ledger.New(rdb)
+	what, found, err := l.RolledBack(ctx)
+	if err != nil {
+		return infraErr(err)
+	}
+	if !found {
+		return nil
+	}
+	if !reconciled {
+		return usageErr("the ledger went back in time (%s): workers create nothing until it is reconciled with the PSP.\n"+
+			"Reconcile it (docs/operations.md, \"Alert: PayoutLedgerRolledBack\"), then run: payout resume --ledger-reconciled --by NAME --note WHY", what)
+	}
+	if note == "" {
+		return usageErr("--ledger-reconciled needs --note: how the ledger was reconciled (recorded in the audit trail)")
+	}
+	if _, err := l.ClearRollback(ctx, by, note); err != nil {
+		return infraErr(err)
+	}
+	fmt.Fprintf(e.stdout, "ledger rollback mark cleared (%s); workers create again within %s\n", what, "5s")
+	return nil
 }

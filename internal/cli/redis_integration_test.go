@@ -31,7 +31,7 @@ func TestPasswordProtectedRedis(t *testing.T) {
 		code := Main(context.Background(), args, nil, &out, &errb, getenv)
 		return code, out.String() + errb.String()
 	}
-	if code, out := run(env, "load", "--log-level", "error", "../../samples/payouts-good.csv"); code != ExitOK || !strings.Contains(out, "loaded 20 rows") {
+	if code, out := run(env, "load", "--allow-volatile-redis", "--log-level", "error", "../../samples/payouts-good.csv"); code != ExitOK || !strings.Contains(out, "loaded 20 rows") {
 		t.Fatalf("load: exit %d\n%s", code, out)
 	}
 	if code, out := run(env, "status", "--json", "../../samples/payouts-good.csv"); code != ExitOK || !strings.Contains(out, `"queued": 20`) {

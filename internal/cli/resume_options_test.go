@@ -43,7 +43,7 @@ func TestLoadResumeUnderOtherOptionsExitsUsage(t *testing.T) {
 		Reading: "amount format=comma-dot\n"}); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runMain(t, nil, "load", "--redis", "redis://"+mr.Addr(), "--insecure-plaintext", "--log-level", "error", file)
+	code, out, errs := runMain(t, nil, "load", "--redis", "redis://"+mr.Addr(), "--insecure-plaintext", "--allow-volatile-redis", "--log-level", "error", file)
 	want := "resume with the same options as the first run: amount format comma-dot (this run: plain)"
 	if code != ExitUsage || !strings.Contains(out+errs, want) {
 		t.Fatalf("exit %d, want %d and %q in\n%s%s", code, ExitUsage, want, out, errs)

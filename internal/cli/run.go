@@ -167,6 +167,9 @@ func (r *runCmd) configure() error {
 	if r.log, err = r.lf.logger(e); err != nil {
 		return err
 	}
+	if !r.useSbx {
+		r.log = r.df.logger(r.log)
+	}
 	fopts, err := r.ff.options()
 	if err != nil {
 		return err

@@ -109,6 +109,7 @@ func (c *workerCmd) configure() error {
 	if c.log, err = c.lf.logger(c.e); err != nil {
 		return err
 	}
+	c.log = c.df.logger(c.log)
 	var probs problems
 	if c.pf.url == "" {
 		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required")

@@ -99,7 +99,7 @@ type CLI struct {
 // NewCLI builds a CLI with a fresh data key (payout keygen).
 func NewCLI(t testing.TB, bin, redisURL string) *CLI {
 	t.Helper()
-	c := &CLI{Bin: bin, Redis: redisURL, Env: testenv.CleanEnv("PAYOUT_LOG_FORMAT=json")}
+	c := &CLI{Bin: bin, Redis: redisURL, Env: testenv.CleanEnv("PAYOUT_LOG_FORMAT=json", "PAYOUT_ALLOW_VOLATILE_REDIS=true")}
 	out, _, err := c.Run(context.Background(), "keygen")
 	if err != nil {
 		t.Fatalf("payout keygen: %v", err)

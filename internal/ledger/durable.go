@@ -63,15 +63,30 @@ type Durability struct {
 	AppendFsync string // "always", "everysec", "no", or ""
 }
 
-// Durable reports whether a write acknowledged by this Redis survives a
-// crash of its process: AOF on with fsync always or everysec (losing at
-// most a second), or a replica to fail over to.
-func (d Durability) Durable() bool {
-	return d.Replicas > 0 || (d.AppendOnly == "yes" && (d.AppendFsync == "always" || d.AppendFsync == "everysec"))
+// Safe reports whether a submitting mark this Redis acknowledged survives
+// a crash, and if not why: the mark-before-create is safe with AOF
+// `appendfsync always` (the write is on disk before the reply), or with a
+// replica that acknowledges each mark (wait: the worker sends WAIT after
+// it). `appendfsync everysec` is not: a crash of the machine loses up to
+// about two seconds of acknowledged writes, marks among them (payout does
+// not wait for the fsync: WAITAOF needs Redis 7.2).
+func (d Durability) Safe(wait bool) (bool, string) {
+	if d.Replicas > 0 && wait {
+		return true, ""
+	}
+	aof := d.AppendOnly == "yes" && d.AppendFsync == "always"
+	switch {
+	case aof:
+		return true, ""
+	case d.AppendOnly == "":
+		return false, "Redis refuses CONFIG GET and has no replica, so the ledger's durability cannot be checked"
+	case d.Replicas > 0:
+		return false, fmt.Sprintf("Redis has %d replicas but --wait-replicas 0 does not wait for them, and appendonly=%s appendfsync=%s", d.Replicas, d.AppendOnly, d.AppendFsync)
+	case d.AppendOnly == "yes" && d.AppendFsync == "everysec":
+		return false, "Redis has no replica and appendonly=yes appendfsync=everysec: a crash of the machine loses up to 2 seconds of the ledger's writes"
+	}
+	return false, fmt.Sprintf("Redis has no replica and appendonly=%s appendfsync=%s: a crash loses the ledger's writes since its last snapshot", d.AppendOnly, d.AppendFsync)
 }
-
-// Known reports whether CONFIG GET answered.
-func (d Durability) Known() bool { return d.AppendOnly != "" }
 
 // ReadDurability asks Redis how it keeps data: INFO replication, and
 // CONFIG GET appendonly/appendfsync where the server allows it (managed

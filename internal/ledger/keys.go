@@ -114,6 +114,10 @@ func lookupSampleKey() string { return prefix + ":psp:lookup-sample" }
 // lookupVerifiedKey exists once that check succeeded.
 func lookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
 
+// rollbackKey holds, once a worker found the ledger gone back in time,
+// what it found: no worker creates while it exists (epoch.go).
+func rollbackKey() string { return prefix + ":rollback" }
+
 // metricsSnapshotKey holds the on-call gauges one worker computed from the
 // ledger (internal/metrics), for every worker to export.
 func metricsSnapshotKey() string { return prefix + ":metrics:snapshot" }

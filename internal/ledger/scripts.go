@@ -242,8 +242,11 @@ return #units
 //	ARGV[3] actor     ARGV[4] op (luaReplay)
 //
 // Replies {action, seq, phase, state, creates, seq field, amount, dest,
-// sealed, tel, extra, tries}: the decision, then the fields a create task uses,
-// as they stand after the call (beginFields):
+// sealed, tel, extra, tries, epoch}: the decision, then the fields a create
+// task uses, as they stand after the call (beginFields), then the batch's
+// create epoch: each proceed increments the batch's field epoch and answers
+// its new value (0 for the other decisions), so a worker that got a value
+// it had already seen knows the ledger went back in time (epoch.go).
 //
 //	proceed  queued -> submitting: POST now
 //	hold     queued, but the batch is not loaded (its load has not
@@ -263,7 +266,7 @@ if not st then return {'nopayout'} end
 local creates, seq = tostring(num(h[2])), tostring(num(h[4]))
 local function answer(head)
   return {head[1], head[2], head[3] or '', st, creates, seq,
-    h[5] or '', h[6] or '', h[7] or '', h[8] or '', h[9] or '', tostring(num(h[10]))}
+    h[5] or '', h[6] or '', h[7] or '', h[8] or '', h[9] or '', tostring(num(h[10])), head[4] or '0'}
 end
 if first then return answer(first) end
 local units = h[3]
@@ -273,7 +276,7 @@ if st == 'queued' and attempt == num(h[2]) + 1 then
   -- approval, or was discarded): hold the task, decide nothing.
   local phase = redis.call('HGET', KEYS[4], 'phase')
   if phase ~= 'loaded' then return answer({'hold', '0', phase or ''}) end
-  local head = {'proceed', '0'}
+  local head = {'proceed', '0', '', tostring(redis.call('HINCRBY', KEYS[4], 'epoch', 1))}
   local f = {'state', 'submitting', 'creates', attempt, 'updated', nowms(), entered()}
   redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
   move(KEYS[2], st, 'submitting', units)

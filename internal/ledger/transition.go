@@ -39,6 +39,10 @@ type Begin struct {
 	Action BeginAction
 	Seq    int
 	Phase  string // with Hold: the batch's phase ("" when it has no metadata)
+	// Epoch, with Proceed, is the batch's create epoch this mark took:
+	// higher than every value this batch answered before, unless the
+	// ledger went back in time (0 with the other decisions).
+	Epoch int64
 	// Payout holds the fields a create task uses: Batch, ExternalID,
 	// State, Creates, Seq, Amount, Destination, Sealed, Telecom, Extra,
 	// Tries.
@@ -86,17 +90,17 @@ func replyInts(res []string, what string, idx ...int) ([]int, error) {
 }
 
 // parseBegin reads beginCreateScript's reply: {action, seq, phase, state,
-// creates, seq field, amount, dest, sealed, tel, extra, tries}.
+// creates, seq field, amount, dest, sealed, tel, extra, tries, epoch}.
 func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
-	res, err := replyOf(cmd, batch, ext, "begin create", 12)
+	res, err := replyOf(cmd, batch, ext, "begin create", 13)
 	if err != nil {
 		return Begin{}, err
 	}
-	n, err := replyInts(res, "begin create of "+ext, 1, 4, 5, 11)
+	n, err := replyInts(res, "begin create of "+ext, 1, 4, 5, 11, 12)
 	if err != nil {
 		return Begin{}, err
 	}
-	return Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Payout: Payout{
+	return Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Epoch: int64(n[4]), Payout: Payout{
 		Batch: batch, ExternalID: ext, State: State(res[3]), Creates: n[1], Seq: n[2], Tries: n[3],
 		Amount: res[6], Destination: res[7], Sealed: unpackSealed(res[8]), Telecom: res[9], Extra: res[10],
 	}}, nil

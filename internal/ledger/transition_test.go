@@ -52,7 +52,7 @@ func TestReplyParsing(t *testing.T) {
 		c.SetVal(v)
 		return c
 	}
-	full := []any{"check", "3", "", "checking", "1", "3", "10.50", "card 411111******1111", "", "", "", "0"}
+	full := []any{"check", "3", "", "checking", "1", "3", "10.50", "card 411111******1111", "", "", "", "0", "0"}
 	for _, tc := range []struct {
 		name    string
 		cmd     *redis.Cmd
@@ -64,6 +64,8 @@ func TestReplyParsing(t *testing.T) {
 		{"short", reply("check", "3"), "has 2 elements", 0},
 		{"seq not a number", reply(append([]any{"check", "x"}, full[2:]...)...), "element 1", 0},
 		{"creates not a number", reply(append(append([]any{}, full[:4]...), append([]any{"1.5"}, full[5:]...)...)...), "element 4", 0},
+		{"epoch not a number", reply(append(append([]any{}, full[:12]...), "e")...), "element 12", 0},
+		{"no epoch (a script of before)", reply(full[:12]...), "has 12 elements", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := parseBegin("b", "E1", tc.cmd)

@@ -34,6 +34,10 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	if err := w.gate.hold(ctx); err != nil {
 		return err
 	}
+	if err := w.createsStopped(ctx); err != nil {
+		return err
+	}
+	floor := w.epochs.floor(p.Batch)
 	b, acked, err := w.beginCreate(ctx, p)
 	if errors.Is(err, ledger.ErrNotFound) {
 		log.Error().Msg("create task for a payout the ledger does not know; archived")
@@ -52,6 +56,9 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	// The payout is submitting: from here every path records an outcome.
 	wctx, cancel := detached(ctx)
 	defer cancel()
+	if w.epochs.observe(p.Batch, floor, b.Epoch) {
+		return w.rolledBack(wctx, p, floor, b.Epoch, log)
+	}
 	if acked < w.cfg.WaitReplicas {
 		return w.holdBackUnreplicated(wctx, p, b.Payout, acked, log)
 	}

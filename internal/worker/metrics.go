@@ -22,8 +22,11 @@ type Metrics struct {
 	mismatch  *prometheus.CounterVec
 	pauses    prometheus.Counter
 	breaker   prometheus.Gauge
-	latency   *prometheus.HistogramVec
-	final     *prometheus.HistogramVec
+	// rolledBack is 1 while this worker sends no create because the
+	// ledger went back in time (epoch.go).
+	rolledBack prometheus.Gauge
+	latency    *prometheus.HistogramVec
+	final      *prometheus.HistogramVec
 	// The reconciler's last sweep in this process (the lease moves the
 	// sweep between workers: rules take max() over them).
 	sweepAt      prometheus.Gauge
@@ -85,11 +88,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		sweepRepairs: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payout_reconcile_last_sweep_repairs", Help: "Lost tasks this worker's last reconciler sweep restored (all repairs: payout_repairs_total).",
 		}),
+		rolledBack: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payout_ledger_rolled_back", Help: "1 while this worker sends no create because the ledger went back in time (Redis lost acknowledged writes); 0 otherwise.",
+		}),
 		loaded: map[string]time.Time{},
 	}
 	if reg != nil {
 		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.breaker, m.latency,
-			m.final, m.sweepAt, m.sweepOpen, m.sweepRepairs)
+			m.final, m.sweepAt, m.sweepOpen, m.sweepRepairs, m.rolledBack)
 	}
 	return m
 }

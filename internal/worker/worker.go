@@ -53,6 +53,7 @@ type Worker struct {
 	insp    *asynq.Inspector
 	gate    *gate
 	lookup  *lookupCheck
+	epochs  epochs
 	metrics *Metrics
 	log     zerolog.Logger
 }
