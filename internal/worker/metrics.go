@@ -21,9 +21,11 @@ type Metrics struct {
 	repairs   *prometheus.CounterVec
 	mismatch  *prometheus.CounterVec
 	pauses    prometheus.Counter
-	breaker   prometheus.Gauge
-	latency   *prometheus.HistogramVec
-	final     *prometheus.HistogramVec
+	// contradictions: PSP answers that contradicted a manual resolution
+	contradictions prometheus.Counter
+	breaker        prometheus.Gauge
+	latency        *prometheus.HistogramVec
+	final          *prometheus.HistogramVec
 	// The reconciler's last sweep in this process (the lease moves the
 	// sweep between workers: rules take max() over them).
 	sweepAt      prometheus.Gauge
@@ -63,6 +65,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payout_queue_pauses_total", Help: "Times a worker paused the payout queue after a configuration fault.",
 		}),
+		contradictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payout_manual_contradictions_total", Help: "PSP answers that contradicted a person's resolution (an order found for a payout marked rejected): each moved the payout to needs_review.",
+		}),
 		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payout_psp_breaker_state", Help: "PSP circuit breaker: 0 closed, 1 half-open, 2 open.",
 		}),
@@ -88,7 +93,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		loaded: map[string]time.Time{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.breaker, m.latency,
+		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.contradictions, m.breaker, m.latency,
 			m.final, m.sweepAt, m.sweepOpen, m.sweepRepairs)
 	}
 	return m
