@@ -28,6 +28,7 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/ui"
@@ -134,7 +135,8 @@ func TestBrowserConsole(t *testing.T) {
 	artifacts := artifactsDir(t)
 	rc := redistest.Start(t).ClientT(t)
 	demo := uitest.LoadDemo(t, rc)
-	base := serveUI(t, uitest.Config(t, rc, uitest.Options{Users: namedLogins(t), FourEyes: true, Spool: t.TempDir()}))
+	base := serveUI(t, uitest.Config(t, rc, uitest.Options{Users: namedLogins(t), FourEyes: true, Spool: t.TempDir(),
+		PSP: backOffice{order: "PSP-990017"}, OutcomeWindow: time.Hour}))
 
 	b := newBrowserAt(t, artifacts, consoleWidth)
 	b.signIn("alice", alicePass)
@@ -239,7 +241,7 @@ func TestBrowserConsole(t *testing.T) {
 		chromedp.Click(row+`//button[contains(@class,"resolve")]`),
 		chromedp.WaitVisible(chromedp.CSS(`#message`)),
 	)
-	if msg := b.read("resolved", chromedp.Text(chromedp.CSS(`#message`))); !strings.Contains(msg, "needs review -> created by alice") {
+	if msg := b.read("resolved", chromedp.Text(chromedp.CSS(`#message`))); !strings.Contains(msg, "needs review -> created by alice") || !strings.Contains(msg, "outcome check 1 enqueued") {
 		t.Fatalf("after resolve: %q", msg)
 	}
 	b.step("history", 20*time.Second,
@@ -468,4 +470,16 @@ func checkXLSX(t *testing.T, data []byte, demo uitest.Demo) {
 	if totals != 2 || verdict != "OK" {
 		t.Errorf("result.xlsx Summary: %d total rows, reconciliation %q", totals, verdict)
 	}
+}
+
+// backOffice is the PSP as the console asks it before a payout is marked
+// created: it holds order, for whichever payout asks.
+type backOffice struct{ order string }
+
+func (b backOffice) CheckWithdrawal(_ context.Context, want psp.Expect) psp.Result {
+	if want.OrderID != b.order {
+		return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.NotFound, HTTPStatus: 404, Message: "HTTP 404"}
+	}
+	return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.Created, HTTPStatus: 200,
+		Order: psp.Order{OrderID: b.order, ExternalID: want.ExternalID, Status: "Processing"}}
 }

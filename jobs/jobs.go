@@ -12,7 +12,7 @@
 // never a full card number, so a payload shown in the Asynq web UI or a log
 // reveals nothing secret.
 //
-// Three task types exist:
+// Four task types exist:
 //
 //   - [TypeWithdrawalCreate] asks the worker to create the withdrawal order
 //     at the PSP. Attempt counts the creates of this payout (1 for the first,
@@ -27,6 +27,10 @@
 //   - [TypeWithdrawalOutcome] follows a created order until the PSP reports
 //     it paid or failed (a PSP callback moves the query to now). Its task ID
 //     is [OutcomeTaskID].
+//   - [TypeWithdrawalVerify] asks the PSP about a payout a person marked
+//     rejected, after a PSP callback named it: an order found contradicts
+//     the person, and the payout needs review again. Its task ID is
+//     [VerifyTaskID].
 //
 // # Enqueuing a payout from another service
 //
@@ -56,6 +60,7 @@ const (
 	TypeWithdrawalCreate  = "withdrawal:create"
 	TypeWithdrawalStatus  = "withdrawal:status"
 	TypeWithdrawalOutcome = "withdrawal:outcome"
+	TypeWithdrawalVerify  = "withdrawal:verify"
 )
 
 // Queue is the Asynq queue that holds every payout task. Pausing it (web UI,
@@ -140,6 +145,49 @@ func DecodeOutcome(b []byte) (OutcomePayload, error) {
 	}
 	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
 		return p, fmt.Errorf("jobs: outcome payload lacks batch, externalId or seq")
+	}
+	return p, nil
+}
+
+// VerifyPayload is the payload of a withdrawal:verify task: ask the PSP
+// whether it holds an order for a payout a person marked rejected.
+type VerifyPayload struct {
+	Batch      string `json:"batch"`
+	ExternalID string `json:"externalId"`
+}
+
+// VerifyTaskID is the task ID of the verification a callback received at
+// second at (Unix time) asks for: the callbacks of one second share one.
+func VerifyTaskID(externalID string, at int64) string {
+	return fmt.Sprintf("verify:%s:%d", externalID, at)
+}
+
+// NewVerifyTask builds a verification task with its ID, queue, retention
+// and retry count set; at is VerifyTaskID's.
+func NewVerifyTask(p VerifyPayload, at int64) (*asynq.Task, error) {
+	if p.Batch == "" || p.ExternalID == "" {
+		return nil, fmt.Errorf("jobs: verify payload needs batch and externalId")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: encode verify payload: %w", err)
+	}
+	return asynq.NewTask(TypeWithdrawalVerify, b,
+		asynq.TaskID(VerifyTaskID(p.ExternalID, at)),
+		asynq.Queue(Queue),
+		asynq.MaxRetry(MaxRetry),
+		asynq.Retention(Retention),
+	), nil
+}
+
+// DecodeVerify reads a verification payload.
+func DecodeVerify(b []byte) (VerifyPayload, error) {
+	var p VerifyPayload
+	if err := json.Unmarshal(b, &p); err != nil {
+		return p, fmt.Errorf("jobs: decode verify payload: %w", err)
+	}
+	if p.Batch == "" || p.ExternalID == "" {
+		return p, fmt.Errorf("jobs: verify payload lacks batch or externalId")
 	}
 	return p, nil
 }

@@ -64,7 +64,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	if code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--dry-run"); code != ExitOK || out != "" {
 		t.Fatalf("batch with a payout in needs_review: %d %q %s", code, out, errs)
 	}
-	if code, _, errs = runMain(t, nil, "resolve", "--redis", url, "--by", "alice", "--note", "checked", "--as", "rejected", "b", "P3"); code != ExitOK {
+	if code, _, errs = runMain(t, fakePSP(t, nil), "resolve", "--redis", url, "--by", "alice", "--note", "checked", "--as", "rejected", "b", "P3"); code != ExitOK {
 		t.Fatalf("resolve before the archive: %d %s", code, errs)
 	}
 	_, before, _ := runMain(t, nil, "report", "--redis", url, "b")
@@ -116,7 +116,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	}
 
 	// Nothing of it can change any more.
-	code, _, errs = runMain(t, nil, "resolve", "--redis", url, "--by", "alice", "--note", "checked", "--as", "rejected", "b", "P3")
+	code, _, errs = runMain(t, fakePSP(t, nil), "resolve", "--redis", url, "--by", "alice", "--note", "checked", "--as", "rejected", "b", "P3")
 	if code != ExitUsage || !strings.Contains(errs, "was archived") || !strings.Contains(errs, "can no longer be resolved") {
 		t.Fatalf("resolve: %d %s", code, errs)
 	}

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/jobs"
+	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/worker"
 	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
 )
@@ -27,15 +30,73 @@ type resolveFlags struct {
 	pspStatus string
 	note      string
 	by        string
+	mf        manualFlags
+}
+
+// manualFlags are the PSP a manual resolution asks first (--as created,
+// --as rejected: `payout resolve` and the console) and how the workers
+// follow a payout marked created (their --track-outcome and
+// --outcome-window, read the same way).
+type manualFlags struct {
+	pf            pspFlags
+	trackOutcome  bool
+	outcomeWindow time.Duration
+}
+
+func (m *manualFlags) register(fs *flag.FlagSet) {
+	m.pf.register(fs)
+	fs.BoolVar(&m.trackOutcome, "track-outcome", true, "as the workers': a payout marked created is followed to paid or failed (false: created is final)")
+	fs.DurationVar(&m.outcomeWindow, "outcome-window", worker.DefaultConfig().Outcome.Window, "as the workers': a payout marked created without a final status after this long needs review again")
+}
+
+// window is the outcome window a payout marked created gets (0: final).
+func (m *manualFlags) window() (time.Duration, error) {
+	switch {
+	case !m.trackOutcome:
+		return 0, nil
+	case m.outcomeWindow <= 0:
+		return 0, usageErr("--outcome-window %s: must be positive", m.outcomeWindow)
+	}
+	return m.outcomeWindow, nil
+}
+
+// checker is the PSP client manual resolutions ask first; nil without
+// --psp-url.
+func (m *manualFlags) checker(e *env, log zerolog.Logger) (*psp.Client, error) {
+	if m.pf.url == "" {
+		return nil, nil
+	}
+	tokens, err := m.pf.tokenSource(e)
+	if err != nil {
+		return nil, err
+	}
+	c, err := psp.New(psp.Config{BaseURL: m.pf.url, Token: tokens, Timeout: m.pf.timeout, AmountAsNumber: m.pf.amountAsNumber,
+		StatusIDByExternalID: m.pf.statusByExtID, Logger: log.With().Str("component", "psp").Logger()})
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return c, nil
 }
 
 func (r *resolveFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&r.recheck, "recheck", false, "move the payout back to checking with a fresh budget of status checks and enqueue a status check (never a create)")
 	fs.StringVar(&r.as, "as", "", "final decision: created (the PSP holds the order; give --psp-order) or rejected (it will not be paid)")
 	fs.StringVar(&r.order, "psp-order", "", "with --as created: the PSP's order id")
-	fs.StringVar(&r.pspStatus, "psp-status", "", "with --as created: the order status shown by the PSP (optional)")
+	fs.StringVar(&r.pspStatus, "psp-status", "", "with --as created: the order status shown by the PSP (optional; the status the PSP answers is recorded)")
 	fs.StringVar(&r.note, "note", "", "why: written to the result file's resolutionNote column (required)")
 	fs.StringVar(&r.by, "by", "", "name of the operator deciding: written to the result file's resolvedBy column (required)")
+	r.mf.register(fs)
+}
+
+// decision is d as the operator package takes it.
+func (r *resolveFlags) decision() operator.Resolution {
+	d := operator.Resolution{To: ledger.State(r.as), OrderID: strings.TrimSpace(r.order),
+		Who: ledger.Resolution{By: strings.TrimSpace(r.by), Note: r.note}}
+	if r.recheck {
+		d.To = ledger.Checking
+	}
+	d.Who.OutcomeWindow, _ = r.mf.window() // checked by check
+	return d
 }
 
 // check refuses an incomplete or contradictory decision before anything
@@ -52,12 +113,15 @@ func (r *resolveFlags) check() error {
 		return usageErr("--as created needs --psp-order, the PSP's order id")
 	case r.as != string(ledger.Created) && (r.order != "" || r.pspStatus != ""):
 		return usageErr("--psp-order and --psp-status go with --as created only")
+	case r.as != "" && r.mf.pf.url == "":
+		return usageErr("--as %s asks the PSP first: give --psp-url (PAYOUT_PSP_URL) and the token (PAYOUT_PSP_TOKEN or --psp-token-file)", r.as)
 	case strings.TrimSpace(r.note) == "":
 		return usageErr("--note is required: say why, for the result file")
 	case strings.TrimSpace(r.by) == "":
 		return usageErr("no operator name: give --by NAME or set PAYOUT_BY")
 	}
-	return nil
+	_, err := r.mf.window()
+	return err
 }
 
 // runResolve takes a payout out of needs_review on an operator's decision.
@@ -98,61 +162,60 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 	if listOnly {
 		return listReview(ctx, e.stdout, l, batch)
 	}
-	return resolveOne(ctx, e.stdout, log, l, asynq.NewClientFromRedisClient(rdb), batch, fs.Arg(1), d)
+	var checker operator.StatusChecker
+	if d.as != "" {
+		c, err := d.mf.checker(e, log)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		checker = c
+	}
+	acts := &operator.Actions{Ledger: l, Client: asynq.NewClientFromRedisClient(rdb), Log: log}
+	return resolveOne(ctx, e.stdout, acts, checker, batch, fs.Arg(1), d)
 }
 
-// resolveOne applies decision d to payout ext of batch and, after a
-// recheck, enqueues the status check.
-func resolveOne(ctx context.Context, w io.Writer, log zerolog.Logger, l *ledger.Ledger, client *asynq.Client, batch, ext string, d resolveFlags) error {
-	who := ledger.Resolution{By: strings.TrimSpace(d.by), Note: d.note}
+// resolveOne applies decision d to payout ext of batch (operator.Resolve:
+// the PSP asked first for --as, the next check enqueued).
+func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c operator.StatusChecker, batch, ext string, d resolveFlags) error {
+	r, err := acts.Resolve(ctx, c, batch, ext, d.decision())
 	var (
-		r   ledger.Resolved
-		err error
+		conflict *ledger.ConflictError
+		refused  *operator.VerifyError
 	)
-	switch {
-	case d.recheck:
-		r, err = l.Recheck(ctx, batch, ext, who)
-	case d.as == string(ledger.Created):
-		r, err = l.ResolveAsCreated(ctx, batch, ext, strings.TrimSpace(d.order), d.pspStatus, who)
-	default:
-		r, err = l.ResolveAsRejected(ctx, batch, ext, who)
-	}
-	var conflict *ledger.ConflictError
 	switch {
 	case errors.As(err, &conflict):
 		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s is %s, not %s: nothing changed (only a payout that needs review can be resolved)",
 			ext, batch, conflict.Found, ledger.NeedsReview)}
+	case errors.As(err, &refused):
+		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s not resolved: %w", ext, batch, err)}
 	case errors.Is(err, ledger.ErrNotFound):
 		return usageErr("batch %s has no payout %q", batch, ext)
 	case errors.Is(err, ledger.ErrBadResolution):
 		return usageErr("%v", err)
-	case err != nil:
+	case err != nil && !errors.Is(err, operator.ErrNextNotEnqueued):
 		return infraErr(err)
 	}
 	p := r.Payout
-	log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
-		Str("by", who.By).Msg("payout resolved by an operator")
-	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, l, batch)), r.From, r.To)
+	acts.Log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
+		Str("by", p.ResolvedBy).Msg("payout resolved by an operator")
+	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)), r.From, r.To)
 	if r.To == ledger.Created {
-		fmt.Fprintf(w, " (PSP order %s)", p.OrderID)
+		fmt.Fprintf(w, " (PSP order %s, PSP status %s)", p.OrderID, card.Scrub(p.PSPStatus))
 	}
 	fmt.Fprintf(w, "  by %s: %s\n", p.ResolvedBy, card.Scrub(p.ResolutionNote))
-	if r.To != ledger.Checking {
-		return nil
-	}
-	t, err := jobs.NewStatusTask(jobs.StatusPayload{
-		Batch: batch, ExternalID: ext, Seq: r.Seq, Amount: p.Amount, Destination: p.Destination,
-	}, 0)
-	if err == nil {
-		_, err = jobs.Enqueue(ctx, client, t)
-	}
+	next := operator.NextTask(r)
 	if err != nil {
-		// The ledger says checking with seq r.Seq; only the reminder is
-		// missing. It is safe to enqueue it again by hand or by a sweep.
-		return infraErr(fmt.Errorf("payout %s is checking now, but its status check %d could not be enqueued (task %s): %w",
-			ext, r.Seq, jobs.StatusTaskID(ext, r.Seq), err))
+		// The ledger has the decision; only the reminder is missing. It is
+		// safe to enqueue it again by hand or by a sweep.
+		return infraErr(fmt.Errorf("payout %s is %s now, but its next check could not be enqueued (task %s): %w", ext, r.To, next, err))
 	}
-	fmt.Fprintf(w, "status check %d enqueued (task %s)\n", r.Seq, jobs.StatusTaskID(ext, r.Seq))
+	switch {
+	case r.To == ledger.Checking:
+		fmt.Fprintf(w, "status check %d enqueued (task %s)\n", r.Seq, next)
+	case next != "":
+		fmt.Fprintf(w, "outcome check %d enqueued (task %s): the workers follow the order to paid or failed\n", p.OutcomeSeq, next)
+	}
 	return nil
 }
 

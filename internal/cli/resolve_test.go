@@ -74,6 +74,8 @@ func TestResolve(t *testing.T) {
 		order     string
 		by        string
 		statusSeq int    // a status task with this seq must be enqueued
+		outcome   bool   // outcome check 1 must be enqueued
+		noPSP     bool   // no PSP configured
 		stdout    string // part of stdout
 		stderr    string // part of stderr
 	}{
@@ -89,8 +91,16 @@ func TestResolve(t *testing.T) {
 			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--psp-order"},
 		{name: "as created", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-77", "--note", "seen in the back office"},
 			env:  map[string]string{"PAYOUT_OPERATOR": "alice"},
-			want: ExitOK, ext: "R1", state: ledger.Created, order: "WD-77", by: "alice",
-			stdout: "R1  card 411111******1111  10.25  needs_review -> created (PSP order WD-77)  by alice: seen in the back office"},
+			want: ExitOK, ext: "R1", state: ledger.Created, order: "WD-77", by: "alice", outcome: true,
+			stdout: "R1  card 411111******1111  10.25  needs_review -> created (PSP order WD-77, PSP status Processing)  by alice: seen in the back office\noutcome check 1 enqueued"},
+		{name: "as created, an order the PSP does not have", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-404", "--note", "typo", "--by", "alice"},
+			want: ExitRejected, ext: "R1", state: ledger.NeedsReview, stderr: "the PSP has no order under order WD-404 (HTTP 404)"},
+		{name: "as created, another payout's order", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-88", "--note", "wrong row", "--by", "alice"},
+			want: ExitRejected, ext: "R1", state: ledger.NeedsReview, stderr: "is not about payout R1"},
+		{name: "as created without a PSP", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-77", "--note", "n", "--by", "alice"}, noPSP: true,
+			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "asks the PSP first"},
+		{name: "as rejected, the PSP holds an order", args: []string{"b", "R2", "--as", "rejected", "--note", "never sent", "--by", "alice"},
+			want: ExitRejected, ext: "R2", state: ledger.NeedsReview, stderr: "the PSP holds order WD-88 (status Paid) for payout R2"},
 		{name: "as rejected", args: []string{"b", "R1", "--as", "rejected", "--note", "closed account", "--by", "bob"},
 			env:  map[string]string{"PAYOUT_OPERATOR": "alice"}, // the flag wins
 			want: ExitOK, ext: "R1", state: ledger.Rejected, by: "bob", stdout: "needs_review -> rejected"},
@@ -110,7 +120,18 @@ func TestResolve(t *testing.T) {
 			l, url := reviewFixture(t)
 			var out, errb bytes.Buffer
 			args := append([]string{"resolve", "--redis", url, "--log-level", "error"}, tt.args...)
-			got := Main(ctx, args, nil, &out, &errb, func(k string) string { return tt.env[k] })
+			psp := fakePSP(t, map[string]fakeOrder{
+				"WD-77": {ExternalID: "R1", OrderID: "WD-77", Status: "Processing", Amount: "10.25"},
+				"WD-88": {ExternalID: "R2", OrderID: "WD-88", Status: "Paid", Amount: "10.25"},
+				"R2":    {ExternalID: "R2", OrderID: "WD-88", Status: "Paid", Amount: "10.25"},
+			})
+			getenv := func(k string) string {
+				if v, ok := psp[k]; ok && !tt.noPSP {
+					return v
+				}
+				return tt.env[k]
+			}
+			got := Main(ctx, args, nil, &out, &errb, getenv)
 			if got != tt.want {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", got, tt.want, out.String(), errb.String())
 			}
@@ -142,6 +163,13 @@ func TestResolve(t *testing.T) {
 				pending, _ := insp.ListPendingTasks(jobs.Queue)
 				scheduled, _ := insp.ListScheduledTasks(jobs.Queue)
 				return len(pending) + len(scheduled)
+			}
+			if tt.outcome {
+				info, err := insp.GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(tt.ext, 1))
+				if err != nil || info.Type != jobs.TypeWithdrawalOutcome || queued() != 1 {
+					t.Fatalf("outcome check 1 of %s: %+v %v (%d tasks)", tt.ext, info, err, queued())
+				}
+				return
 			}
 			if tt.statusSeq == 0 {
 				if n := queued(); n != 0 {

@@ -45,6 +45,7 @@ func uiConfig(e *env, addr string, readOnly, insecure bool, prom, usersFile stri
 // options a spool run loads uploads with.
 type uiControlFlags struct {
 	nf         notifyFlags
+	mf         manualFlags
 	ff         fileFlags
 	kf         keyFlags
 	approval   string
@@ -60,6 +61,7 @@ type uiControlFlags struct {
 
 func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	u.nf.register(fs)
+	u.mf.register(fs)
 	u.ff.register(fs)
 	u.kf.register(fs)
 	fs.StringVar(&u.approval, "approval", "none", "uploads: none: a confirmed upload goes to the workers at once; required: it waits for Approve")
@@ -79,6 +81,8 @@ type preparedUI struct {
 	approval loader.Approval
 	file     payfile.Options
 	ring     loader.Sealer
+	psp      operator.StatusChecker // nil: marking created or rejected is refused
+	window   time.Duration          // the outcome window of a payout marked created
 }
 
 // prepare checks the flags before any connection is made.
@@ -91,6 +95,14 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 	}
 	if u.maxUploads < 1 {
 		return p, usageErr("--max-uploads %d: want at least 1 (uploads handled at once)", u.maxUploads)
+	}
+	if p.window, err = u.mf.window(); err != nil {
+		return p, err
+	}
+	if c, err := u.mf.checker(e, zerolog.Nop()); err != nil {
+		return p, err
+	} else if c != nil {
+		p.psp = c
 	}
 	if u.spool == "" {
 		return p, nil
@@ -115,7 +127,7 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 // upload.
 func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.UniversalClient, log zerolog.Logger) {
 	acts := operator.New(rdb, u.nf.emitter(rdb), log)
-	cfg.Controls = operator.UIControls{Actions: acts, FourEyes: u.fourEyes, DailyLimit: p.daily}
+	cfg.Controls = operator.UIControls{Actions: acts, FourEyes: u.fourEyes, DailyLimit: p.daily, PSP: p.psp, OutcomeWindow: p.window}
 	if u.spool == "" {
 		return
 	}

@@ -79,7 +79,7 @@ var Machine = []StateInfo{
 	{State: Cancelled, Final: true, Rank: 5, Label: "cancelled", Color: "#616161", Tint: "#cfd8dc",
 		Meaning: "an operator stopped it before it was sent (`payout cancel`, `payout discard`)"},
 	{State: NeedsReview, Final: true, Rank: 4, Label: "needs review", Color: "#ef6c00", Tint: "#ffe0b2",
-		Meaning: "automatic resolution gave up; a person decides"},
+		Meaning: "automatic resolution gave up, or a PSP answer contradicted a person's `--as rejected`; a person decides"},
 }
 
 // Transitions lists every move a payout may make, and who may make it.
@@ -105,6 +105,7 @@ var Transitions = []Transition{
 	{NeedsReview, Checking, Person, "`payout resolve --recheck`"},
 	{NeedsReview, Created, Person, "`payout resolve --as created`"},
 	{NeedsReview, Rejected, Person, "`payout resolve --as rejected`"},
+	{Rejected, NeedsReview, Worker, "ContradictRejected: a PSP answer shows an order for a payout a person marked rejected"},
 }
 
 // States lists every state, final ones first, in the order reports show them

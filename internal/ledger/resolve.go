@@ -6,21 +6,25 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // resolveScript is an operator's decision on a payout in needs_review: the
 // only way out of that state. It records who decided and why (fields rby,
 // rnote, rat, the latter on the Redis clock) and nothing else.
 // KEYS: payout, counts; ARGV: to (checking|created|rejected), orderId,
-// pspStatus, by, note, op.
+// pspStatus, by, note, windowms, then actor and op.
 //
 //	to checking  a fresh status-check episode: seq+1, misses, lastmiss and
 //	             faults reset; the caller enqueues status check seq (never a
 //	             create). The review reason stays until a check answers.
-//	to created   order id (and PSP status) recorded, the reason cleared.
+//	to created   order id (and PSP status) recorded, the reason cleared;
+//	             with windowms > 0 it awaits its outcome like any created
+//	             payout (await): outcome check 1 is due, the caller enqueues
+//	             it, and the workers follow the order to paid or failed.
 //	to rejected  the reason stays.
 //
-// Replies {'ok', seq, to, hash...} or {'conflict', state} (the payout is
+// Replies {'ok', seq, to, awaiting, hash...} or {'conflict', state} (the payout is
 // not in needs_review) or {'nopayout'}.
 var resolveScript = Person.script(luaReplay + `
 local first, h = fetch(KEYS[1], 'state', 'units')
@@ -34,16 +38,19 @@ if not may(st, to) then
 end
 local now = nowms()
 AUD.extra = {'order', ARGV[2], 'note', 'resolved: ' .. ARGV[5]}
-redis.call('HSET', KEYS[1], 'state', to, 'updated', now, 'rby', ARGV[4], 'rnote', ARGV[5], 'rat', now, entered())
-local seq = 0
+local f = {'state', to, 'updated', now, 'rby', ARGV[4], 'rnote', ARGV[5], 'rat', now}
+local seq, awaiting = 0, '0'
 if to == 'checking' then
   seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
-  redis.call('HSET', KEYS[1], 'misses', 0, 'lastmiss', 0, 'faults', 0)
+  push(f, 'misses', 0, 'lastmiss', 0, 'faults', 0)
 elseif to == 'created' then
-  redis.call('HSET', KEYS[1], 'order', ARGV[2], 'pspstatus', ARGV[3], 'error', '')
+  push(f, 'order', ARGV[2], 'pspstatus', ARGV[3], 'error', '')
+  if await(f, KEYS[2], h[2], ARGV[6], now) then awaiting = '1' end
 end
+push(f, entered())
+redis.call('HSET', KEYS[1], unpack(f))
 move(KEYS[2], st, to, h[2])
-return reply(remember(KEYS[1], {'ok', tostring(seq), to}), KEYS[1])
+return reply(remember(KEYS[1], {'ok', tostring(seq), to, awaiting}), KEYS[1])
 `)
 
 // ErrBadResolution is returned, before anything is written, for a
@@ -55,14 +62,23 @@ var ErrBadResolution = errors.New("ledger: incomplete resolution")
 type Resolution struct {
 	By   string // operator name (required)
 	Note string // the reason, for the result file (required)
+	// OutcomeWindow, for a payout resolved as created: the workers follow
+	// its order to paid or failed (outcome check 1 is due at once) and it
+	// needs review again if no final status comes within the window, as
+	// for any created payout (the workers' --outcome-window). 0: created
+	// is final (--track-outcome=false).
+	OutcomeWindow time.Duration
 }
 
 // Resolved is what a resolution did.
 type Resolved struct {
-	From   State  // always NeedsReview
-	To     State  // Checking, Created or Rejected
-	Seq    int    // with To == Checking: the status check to enqueue
-	Payout Payout // the payout as it stands after the resolution
+	From State // always NeedsReview
+	To   State // Checking, Created or Rejected
+	Seq  int   // with To == Checking: the status check to enqueue
+	// Awaiting: with To == Created, the payout awaits its outcome and the
+	// caller enqueues outcome check Payout.OutcomeSeq (1).
+	Awaiting bool
+	Payout   Payout // the payout as it stands after the resolution
 }
 
 // Recheck moves a payout from needs_review back to checking with a fresh
@@ -95,17 +111,66 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 		return Resolved{}, fmt.Errorf("resolve %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
 	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext,
-		string(to), orderID, pspStatus, r.By, r.Note).StringSlice()
+		string(to), orderID, pspStatus, r.By, r.Note, r.OutcomeWindow.Milliseconds()).StringSlice()
 	if err != nil {
 		return Resolved{}, fmt.Errorf("ledger: resolve %s: %w", ext, err)
 	}
 	switch res[0] {
 	case "ok":
 		seq, _ := strconv.Atoi(res[1])
-		return Resolved{From: NeedsReview, To: State(res[2]), Seq: seq, Payout: parsePayout(batch, pairs(res[3:]))}, nil
+		return Resolved{From: NeedsReview, To: State(res[2]), Seq: seq, Awaiting: res[3] == "1", Payout: parsePayout(batch, pairs(res[4:]))}, nil
 	case replyNoPayout:
 		return Resolved{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
 	return Resolved{}, fmt.Errorf("resolve %s: only a payout in %s can be resolved: %w", ext, NeedsReview,
 		&ConflictError{ExternalID: ext, Found: State(res[1])})
+}
+
+// contradictScript moves a payout a person resolved as rejected to
+// needs_review: a PSP status answer shows an order for it, so "it will not
+// be paid" may be false and a person must look again. Only a rejection
+// made by a person (rby set) is contradicted this way; one the PSP gave
+// itself stays. KEYS: payout, counts, audit; ARGV: order, pspStatus,
+// note, then actor and op.
+// Replies {'ok', from} or {'conflict', state} or {'nopayout', ”}.
+var contradictScript = Worker.script(luaReplay + `
+local first, h = fetch(KEYS[1], 'state', 'units', 'rby')
+if first then return first end
+local st = h[1]
+if not st then return {'nopayout', ''} end
+if st ~= 'rejected' or not h[3] or h[3] == '' then return {'conflict', st} end
+local now = nowms()
+AUD.extra = {'order', ARGV[1], 'psp', ARGV[2], 'note', ARGV[3]}
+local head = {'ok', st}
+local f = {'state', 'needs_review', 'updated', now, 'order', ARGV[1], 'pspstatus', ARGV[2], 'error', ARGV[3]}
+push(f, entered())
+push(f, decided(head))
+redis.call('HSET', KEYS[1], unpack(f))
+move(KEYS[2], st, 'needs_review', h[2])
+return head
+`)
+
+// Contradiction is a PSP answer that contradicts a person's resolution.
+type Contradiction struct {
+	OrderID   string // the order the PSP shows for the payout
+	PSPStatus string // its status word
+	Note      string // why the payout needs review again (kept as its error)
+}
+
+// ContradictRejected moves a payout a person resolved as rejected to
+// needs_review, recording the order the PSP showed for it. A payout in any
+// other state, or rejected by the PSP itself, is a *ConflictError naming
+// its state; nothing is written then.
+func (l *Ledger) ContradictRejected(ctx context.Context, batch, ext string, c Contradiction) error {
+	res, err := l.transition(ctx, contradictScript, batch, ext, c.OrderID, c.PSPStatus, c.Note).StringSlice()
+	if err != nil {
+		return fmt.Errorf("ledger: contradict %s: %w", ext, err)
+	}
+	switch res[0] {
+	case "ok":
+		return nil
+	case replyNoPayout:
+		return fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	}
+	return fmt.Errorf("contradict %s: only a payout a person marked rejected: %w", ext, &ConflictError{ExternalID: ext, Found: State(res[1])})
 }

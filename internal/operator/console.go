@@ -539,27 +539,19 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 		u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("by", who.By).Msg("payout cancelled by an operator")
 		return fmt.Sprintf("payout %s cancelled by %s: %s", card.Scrub(ext), who.By, card.Scrub(who.Note)), nil
 	case ui.DecideRecheck:
-		r, err = l.Recheck(ctx, batch, ext, who)
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Checking, Who: who})
 	case ui.DecideCreated:
 		if strings.TrimSpace(d.OrderID) == "" {
 			return "", ui.Refuse(errors.New("not done: marking a payout created needs the PSP's order id"))
 		}
-		r, err = l.ResolveAsCreated(ctx, batch, ext, strings.TrimSpace(d.OrderID), strings.TrimSpace(d.PSPStatus), who)
+		who.OutcomeWindow = u.OutcomeWindow
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Created, OrderID: strings.TrimSpace(d.OrderID), Who: who})
 	case ui.DecideRejected:
-		r, err = l.ResolveAsRejected(ctx, batch, ext, who)
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Rejected, Who: who})
 	default:
 		return "", ui.Refuse(fmt.Errorf("unknown decision %q", d.Action))
 	}
-	var conflict *ledger.ConflictError
-	switch {
-	case errors.As(err, &conflict):
-		return "", ui.Refuse(fmt.Errorf("payout %s is %s, not needs review: nothing changed (only a payout that needs review can be resolved)",
-			card.Scrub(ext), strings.ReplaceAll(string(conflict.Found), "_", " ")))
-	case errors.Is(err, ledger.ErrNotFound):
-		return "", ui.Refuse(fmt.Errorf("batch %s has no payout %s", batch, card.Scrub(ext)))
-	case errors.Is(err, ledger.ErrBadResolution):
-		return "", ui.Refuse(errors.New("not done: a decision needs the signed-in person and a note"))
-	case err != nil:
+	if err := resolveRefusal(batch, ext, err); err != nil {
 		return "", err
 	}
 	p := r.Payout
@@ -567,23 +559,43 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 		Str("by", who.By).Msg("payout resolved by an operator")
 	msg := fmt.Sprintf("payout %s: %s -> %s by %s: %s", card.Scrub(ext), label(r.From), label(r.To), who.By, card.Scrub(p.ResolutionNote))
 	if r.To == ledger.Created {
-		msg += " (PSP order " + card.Scrub(p.OrderID) + ")"
+		msg += " (PSP order " + card.Scrub(p.OrderID) + ", PSP status " + card.Scrub(p.PSPStatus) + ")"
 	}
-	if r.To != ledger.Checking {
-		return msg, nil
+	switch {
+	case errors.Is(err, ErrNextNotEnqueued):
+		// The ledger has the decision; only the reminder is missing: the
+		// workers' sweep enqueues it.
+		return msg + "; its next check is left to the workers' reconciler", ui.PartlyDone(err)
+	case r.To == ledger.Checking:
+		return msg + "; status check " + strconv.Itoa(r.Seq) + " enqueued", nil
+	case r.Awaiting:
+		return msg + "; outcome check " + strconv.Itoa(r.Payout.OutcomeSeq) + " enqueued: the workers follow the order to paid or failed", nil
 	}
-	t, err := jobs.NewStatusTask(jobs.StatusPayload{
-		Batch: batch, ExternalID: ext, Seq: r.Seq, Amount: p.Amount, Destination: p.Destination,
-	}, 0)
-	if err == nil {
-		_, err = jobs.Enqueue(ctx, u.Actions.Client, t)
+	return msg, nil
+}
+
+// resolveRefusal is what the console says of a resolution's error: a
+// refusal shown to the operator, a fault, or nil (done; the next check
+// may not be enqueued).
+func resolveRefusal(batch, ext string, err error) error {
+	var (
+		conflict *ledger.ConflictError
+		refused  *VerifyError
+	)
+	switch {
+	case err == nil || errors.Is(err, ErrNextNotEnqueued):
+		return nil
+	case errors.As(err, &conflict):
+		return ui.Refuse(fmt.Errorf("payout %s is %s, not needs review: nothing changed (only a payout that needs review can be resolved)",
+			card.Scrub(ext), strings.ReplaceAll(string(conflict.Found), "_", " ")))
+	case errors.As(err, &refused), errors.Is(err, ErrNoPSP):
+		return ui.Refuse(fmt.Errorf("not done: %w", err))
+	case errors.Is(err, ledger.ErrNotFound):
+		return ui.Refuse(fmt.Errorf("batch %s has no payout %s", batch, card.Scrub(ext)))
+	case errors.Is(err, ledger.ErrBadResolution):
+		return ui.Refuse(errors.New("not done: a decision needs the signed-in person and a note"))
 	}
-	if err != nil {
-		// The ledger says checking with seq r.Seq; only the reminder is
-		// missing: the workers' sweep enqueues it.
-		return msg + "; its status check is left to the workers' reconciler", ui.PartlyDone(err)
-	}
-	return msg + "; status check " + strconv.Itoa(r.Seq) + " enqueued", nil
+	return err
 }
 
 func label(s ledger.State) string { return strings.ReplaceAll(string(s), "_", " ") }

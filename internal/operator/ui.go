@@ -26,6 +26,12 @@ type UIControls struct {
 	Actions    *Actions
 	FourEyes   bool
 	DailyLimit money.Amount
+	// PSP is asked before a payout is marked created or rejected (Verify);
+	// nil: those are refused, a recheck is not.
+	PSP StatusChecker
+	// OutcomeWindow is the outcome window of a payout marked created (the
+	// workers' --outcome-window; 0: created is final).
+	OutcomeWindow time.Duration
 }
 
 // refused tells the ledger's refusals (shown to the operator) from

@@ -8,11 +8,13 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/jobs"
@@ -91,7 +93,7 @@ func TestConsolePages(t *testing.T) {
 // the console's form: each records the signed-in person and the note,
 // refuses what payout resolve and payout cancel refuse, in plain words.
 func TestConsoleDecisions(t *testing.T) {
-	e, d := demoEnv(t, uitest.Options{})
+	e, d := demoEnv(t, uitest.Options{PSP: orderDesk{"PSP-1"}, OutcomeWindow: time.Hour})
 	ctx := context.Background()
 	first, second := d.ByState[ledger.NeedsReview][0], d.ByState[ledger.NeedsReview][1]
 	path := func(ext string) string { return "/batches/" + d.Worked + "/payouts/" + url.PathEscape(ext) + "/decide" }
@@ -131,8 +133,11 @@ func TestConsoleDecisions(t *testing.T) {
 
 	// Created with the PSP's order id, by alice, with her note.
 	code, body := decide(first, url.Values{"action": {"created"}, "order": {"PSP-1"}, "note": {"seen in the back office"}})
-	if code != 200 || !strings.Contains(body, "needs review -&gt; created by alice") {
+	if code != 200 || !strings.Contains(body, "needs review -&gt; created by alice") || !strings.Contains(body, "outcome check 1 enqueued") {
 		t.Fatalf("resolve as created: %d %s", code, body)
+	}
+	if _, err := e.inspector().GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(first, 1)); err != nil {
+		t.Errorf("outcome check not enqueued: %v", err)
 	}
 	p, _ := e.led.Get(ctx, d.Worked, first)
 	if p.State != ledger.Created || p.OrderID != "PSP-1" || p.ResolvedBy != opUser || p.ResolutionNote != "seen in the back office" {
@@ -174,6 +179,18 @@ func TestConsoleDecisions(t *testing.T) {
 	if p, _ := e.led.Get(ctx, d.Worked, queued); p.State != ledger.Cancelled || p.ResolvedBy != opUser {
 		t.Errorf("after cancel: %+v", p)
 	}
+}
+
+// orderDesk is the PSP as the console asks it before a payout is marked
+// created or rejected: it holds one order, for whichever payout asks.
+type orderDesk struct{ order string }
+
+func (o orderDesk) CheckWithdrawal(_ context.Context, want psp.Expect) psp.Result {
+	if want.OrderID != o.order {
+		return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.NotFound, HTTPStatus: 404}
+	}
+	return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.Created, HTTPStatus: 200,
+		Order: psp.Order{OrderID: o.order, ExternalID: want.ExternalID, Status: "Processing"}}
 }
 
 // TestConsoleReadOnly: the console shows, and refuses every decision.

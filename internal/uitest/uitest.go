@@ -35,6 +35,10 @@ type Options struct {
 	// NotifyURLs receive notifications (queued in Redis; nothing is
 	// delivered by the UI itself).
 	NotifyURLs []string
+	// PSP is asked before a payout is marked created or rejected (nil:
+	// those are refused); OutcomeWindow is a marked-created payout's.
+	PSP           operator.StatusChecker
+	OutcomeWindow time.Duration
 }
 
 // Config returns a UI configuration on rdb with the operator's actions,
@@ -52,7 +56,8 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 	console.Queue = rdb
 	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, Users: o.Users, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
 		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led, Queue: rdb}, Console: console,
-		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit}}
+		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit,
+			PSP: o.PSP, OutcomeWindow: o.OutcomeWindow}}
 	if o.Spool != "" {
 		ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
 		ld.Notify = em

@@ -21,7 +21,9 @@ type Metrics struct {
 	repairs   *prometheus.CounterVec
 	mismatch  *prometheus.CounterVec
 	pauses    prometheus.Counter
-	breaker   prometheus.Gauge
+	// contradictions: PSP answers that contradicted a manual resolution
+	contradictions prometheus.Counter
+	breaker        prometheus.Gauge
 	// rolledBack is 1 while this worker sends no create because the
 	// ledger went back in time (epoch.go).
 	rolledBack prometheus.Gauge
@@ -66,6 +68,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		pauses: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "payout_queue_pauses_total", Help: "Times a worker paused the payout queue after a configuration fault.",
 		}),
+		contradictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payout_manual_contradictions_total", Help: "PSP answers that contradicted a person's resolution (an order found for a payout marked rejected): each moved the payout to needs_review.",
+		}),
 		breaker: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payout_psp_breaker_state", Help: "PSP circuit breaker: 0 closed, 1 half-open, 2 open.",
 		}),
@@ -94,7 +99,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		loaded: map[string]time.Time{},
 	}
 	if reg != nil {
-		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.breaker, m.latency,
+		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.contradictions, m.breaker, m.latency,
 			m.final, m.sweepAt, m.sweepOpen, m.sweepRepairs, m.rolledBack)
 	}
 	return m

@@ -135,7 +135,8 @@ func (w *Worker) enqueueOutcome(ctx context.Context, pay ledger.Payout, seq int,
 
 // Hint moves the next status query of the payout a PSP callback names to
 // now: the outcome check of a created payout awaiting its outcome, or the
-// status check of one whose create answer was unknown. Nothing else
+// status check of one whose create answer was unknown; for a payout a
+// person marked rejected it enqueues a status query (HandleVerify). Nothing else
 // changes; the query's answer decides (package callback). It reports
 // whether such a query was waiting.
 func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
@@ -159,6 +160,10 @@ func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
 	}
 	var id string
 	switch {
+	case pay.State == ledger.Rejected && pay.ResolvedBy != "":
+		// A person decided it will not be paid; the PSP's word about it
+		// is asked for, never dropped (HandleVerify).
+		return true, w.enqueueVerify(ctx, pay)
 	case pay.Awaiting:
 		id = jobs.OutcomeTaskID(pay.ExternalID, pay.OutcomeSeq)
 	case pay.State == ledger.Checking:

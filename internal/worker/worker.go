@@ -120,6 +120,7 @@ func (w *Worker) Mux() *asynq.ServeMux {
 	mux.HandleFunc(jobs.TypeWithdrawalCreate, w.HandleCreate)
 	mux.HandleFunc(jobs.TypeWithdrawalStatus, w.HandleStatus)
 	mux.HandleFunc(jobs.TypeWithdrawalOutcome, w.HandleOutcome)
+	mux.HandleFunc(jobs.TypeWithdrawalVerify, w.HandleVerify)
 	return mux
 }
 

@@ -1,0 +1,97 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+)
+
+// Resolution is a person's decision on a payout in needs_review: To is
+// checking (a recheck), created (with the PSP's OrderID) or rejected.
+type Resolution struct {
+	To      ledger.State
+	OrderID string
+	Who     ledger.Resolution
+}
+
+// ErrNextNotEnqueued wraps the error of a resolution that was recorded but
+// whose next task (the status check of a recheck, the outcome check of a
+// payout marked created) could not be enqueued: the workers' reconciler
+// enqueues it.
+var ErrNextNotEnqueued = errors.New("resolved, but its next check was not enqueued (the workers' reconciler will)")
+
+// Resolve carries out d on payout ext of batch, as `payout resolve` and the
+// console do. Marking created or rejected asks the PSP first (Verify,
+// through c) and is refused with a *VerifyError when the PSP contradicts
+// it or cannot confirm; a payout not in needs_review is refused before the
+// PSP is asked (*ledger.ConflictError). After the ledger moved the payout,
+// its next task is enqueued: the status check of a recheck, or outcome
+// check 1 of a payout marked created, so that the workers follow its order
+// to paid or failed (Resolved.Awaiting). The PSP status word recorded is
+// the one the PSP gave.
+func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ledger.Resolved, error) {
+	l := a.Ledger.As(d.Who.By)
+	if d.To == ledger.Checking {
+		r, err := l.Recheck(ctx, batch, ext, d.Who)
+		return a.enqueueNext(ctx, r, err)
+	}
+	pay, err := l.Get(ctx, batch, ext)
+	if err != nil {
+		return ledger.Resolved{}, err
+	}
+	if pay.State != ledger.NeedsReview {
+		return ledger.Resolved{}, fmt.Errorf("resolve %s: %w", ext, &ledger.ConflictError{ExternalID: ext, Found: pay.State})
+	}
+	status, err := Verify(ctx, c, pay, d.To, d.OrderID)
+	if err != nil {
+		return ledger.Resolved{}, err
+	}
+	if d.To == ledger.Created {
+		r, err := l.ResolveAsCreated(ctx, batch, ext, d.OrderID, status, d.Who)
+		return a.enqueueNext(ctx, r, err)
+	}
+	return l.ResolveAsRejected(ctx, batch, ext, d.Who)
+}
+
+// enqueueNext enqueues the task a resolution r makes due, if any.
+func (a *Actions) enqueueNext(ctx context.Context, r ledger.Resolved, err error) (ledger.Resolved, error) {
+	if err != nil {
+		return r, err
+	}
+	p := r.Payout
+	var t *asynq.Task
+	switch {
+	case r.To == ledger.Checking:
+		t, err = jobs.NewStatusTask(jobs.StatusPayload{
+			Batch: p.Batch, ExternalID: p.ExternalID, Seq: r.Seq, Amount: p.Amount, Destination: p.Destination,
+		}, 0)
+	case r.Awaiting:
+		t, err = jobs.NewOutcomeTask(jobs.OutcomePayload{
+			Batch: p.Batch, ExternalID: p.ExternalID, Seq: p.OutcomeSeq, Amount: p.Amount, Destination: p.Destination,
+		}, 0)
+	default:
+		return r, nil
+	}
+	if err == nil {
+		_, err = jobs.Enqueue(ctx, a.Client, t)
+	}
+	if err != nil {
+		return r, fmt.Errorf("%w: %w", ErrNextNotEnqueued, err)
+	}
+	return r, nil
+}
+
+// NextTask is the id of the task a resolution made due ("" if none).
+func NextTask(r ledger.Resolved) string {
+	switch {
+	case r.To == ledger.Checking:
+		return jobs.StatusTaskID(r.Payout.ExternalID, r.Seq)
+	case r.Awaiting:
+		return jobs.OutcomeTaskID(r.Payout.ExternalID, r.Payout.OutcomeSeq)
+	}
+	return ""
+}

@@ -1,0 +1,115 @@
+package operator
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/jobs"
+	"github.com/hibiken/asynq"
+)
+
+// backOffice answers status queries from orders, keyed by the id asked
+// (the order id when known, else the externalId); anything else is 404.
+type backOffice map[string]psp.Order
+
+func (b backOffice) CheckWithdrawal(_ context.Context, want psp.Expect) psp.Result {
+	id, byExt := want.OrderID, false
+	if id == "" {
+		id, byExt = want.ExternalID, true
+	}
+	o, ok := b[id]
+	if !ok {
+		return psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.NotFound, HTTPStatus: 404, ByExternalID: byExt}
+	}
+	return want.Check(psp.Result{Op: psp.OpWithdrawalStatus, Outcome: psp.Created, HTTPStatus: 200, Order: o, ByExternalID: byExt})
+}
+
+// reviewBatch is batch b with payouts R1 and R2 in needs_review.
+func reviewBatch(t *testing.T, a *Actions) {
+	t.Helper()
+	ctx := context.Background()
+	l := a.Ledger
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 2, Total: money.MustParse("20.50"), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ps := []ledger.NewPayout{{Line: 2, ExternalID: "R1", Amount: money.MustParse("10.25"), Destination: "card 411111******1111"},
+		{Line: 3, ExternalID: "R2", Amount: money.MustParse("10.25"), Destination: "card 411111******1111"}}
+	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FinishBatch(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{"R1", "R2"} {
+		if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The console's "mark created" and "mark rejected" ask the PSP first and
+// refuse what it contradicts; a payout marked created gets its outcome
+// check, so the workers follow it to paid or failed.
+func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
+	office := backOffice{
+		"WD-1": {OrderID: "WD-1", ExternalID: "R1", Amount: "10.25", Status: "Processing"},
+		"R2":   {OrderID: "WD-2", ExternalID: "R2", Amount: "10.25", Status: "Paid"},
+	}
+	tests := []struct {
+		name    string
+		psp     StatusChecker
+		d       ui.Decision
+		ext     string
+		want    ledger.State
+		msg     string // part of the message, or of the refusal
+		outcome bool   // outcome check 1 enqueued
+	}{
+		{"created, the PSP holds the order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R1", ledger.Created,
+			"(PSP order WD-1, PSP status Processing); outcome check 1 enqueued", true},
+		{"created, an order the PSP does not have", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-9"}, "R1", ledger.NeedsReview,
+			"the PSP has no order under order WD-9", false},
+		{"created, another payout's order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R2", ledger.NeedsReview,
+			"is not about payout R2", false},
+		{"rejected, the PSP holds an order", office, ui.Decision{Action: ui.DecideRejected}, "R2", ledger.NeedsReview,
+			"the PSP holds order WD-2 (status Paid)", false},
+		{"rejected, the PSP has none", office, ui.Decision{Action: ui.DecideRejected}, "R1", ledger.Rejected, "needs review -> rejected", false},
+		{"no PSP configured", nil, ui.Decision{Action: ui.DecideRejected}, "R1", ledger.NeedsReview, "no PSP to ask", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			a, rdb := newActions(t)
+			reviewBatch(t, a)
+			u := UIControls{Actions: a, PSP: tt.psp, OutcomeWindow: time.Hour}
+			tt.d.By, tt.d.Note = "alice", "checked in the back office"
+			msg, err := u.DecidePayout(ctx, "b", tt.ext, tt.d)
+			if got := msg + errText(err); !strings.Contains(got, tt.msg) {
+				t.Errorf("got %q, want %q in it", got, tt.msg)
+			}
+			p, gerr := a.Ledger.Get(ctx, "b", tt.ext)
+			if gerr != nil || p.State != tt.want {
+				t.Fatalf("%s is %s (%v), want %s", tt.ext, p.State, gerr, tt.want)
+			}
+			_, terr := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(tt.ext, 1))
+			if (terr == nil) != tt.outcome || p.Awaiting != tt.outcome {
+				t.Errorf("outcome check enqueued: %v, awaiting %v; want %v", terr == nil, p.Awaiting, tt.outcome)
+			}
+		})
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
