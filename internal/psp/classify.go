@@ -524,34 +524,37 @@ func transportMessage(err error) string {
 	return fmt.Sprint(err)
 }
 
-// answerFor holds a classified status answer to the id that was asked.
-// The PSP's answer is only about our order if it is about the path we
-// asked for:
-//
-//   - a 404 for an id that a front end in front of the PSP may route to
-//     another path (extid.PathProblem: "..", "a/b", ...) says nothing
-//     about our order: Ambiguous, never NotFound (issue 38: "..", asked
-//     through nginx, reached the path above it and its 404 let the payout
-//     be created twice);
-//   - a 200 whose order id and externalId are both other than the id
-//     asked describes another order: Ambiguous, with a Mismatch.
-//
-// A redirect (3xx, never followed) is Ambiguous already in classify.
+// answerFor holds a classified status answer to the path that was asked:
+// a 404 for an id that a front end in front of the PSP may route to
+// another path (extid.PathProblem: "..", "a/b", ...) says nothing about
+// our order: Ambiguous, never NotFound (issue 38: "..", asked through
+// nginx, reached the path above it and its 404 let the payout be created
+// twice). A redirect (3xx, never followed) is Ambiguous already in
+// classify; a 200 about another order is caught by Expect.Check, or by
+// namesAsked.
 func answerFor(id string, res Result) Result {
-	switch {
-	case res.Outcome == NotFound:
+	if res.Outcome == NotFound {
 		if why := extid.PathProblem(id); why != "" {
 			res.Outcome = Ambiguous
 			res.Message = finish("HTTP 404 for an id a web server may route to another path (the id " + why + "): not proof that the order is absent")
 		}
-	case res.Outcome == Created && res.Order.OrderID != id && res.Order.ExternalID != id:
-		o := res.Order
-		res.Outcome = Ambiguous
-		res.Order = Order{}
-		res.Mismatch = &Mismatch{Reasons: []MismatchReason{MismatchAsked}, ExpectedExternalID: display(id),
-			FoundExternalID: display(o.ExternalID), FoundOrderID: display(o.OrderID), FoundAmount: display(o.Amount)}
-		res.Message = finish(fmt.Sprintf("HTTP 200 about another order than the one asked: asked for %q, found order id %q, externalId %q",
-			display(id), display(o.OrderID), display(o.ExternalID)))
 	}
+	return res
+}
+
+// namesAsked makes a 200 whose order id and externalId are both other
+// than the id asked (an answer about another order, or about no order the
+// body names) Ambiguous, with a Mismatch.
+func namesAsked(id string, res Result) Result {
+	o := res.Order
+	if res.Outcome != Created || o.OrderID == id || o.ExternalID == id {
+		return res
+	}
+	res.Outcome = Ambiguous
+	res.Order = Order{}
+	res.Mismatch = &Mismatch{Reasons: []MismatchReason{MismatchAsked}, ExpectedExternalID: display(id),
+		FoundExternalID: display(o.ExternalID), FoundOrderID: display(o.OrderID), FoundAmount: display(o.Amount)}
+	res.Message = finish(fmt.Sprintf("HTTP 200 that does not name the id asked: asked for %q, found order id %q, externalId %q",
+		display(id), display(o.OrderID), display(o.ExternalID)))
 	return res
 }

@@ -200,14 +200,15 @@ func (c *Client) CreateWithdrawal(ctx context.Context, req WithdrawalRequest) Re
 }
 
 // WithdrawalStatus queries the order whose PSP order id or externalId is
-// id. A 200 whose order id and externalId are both another id than the one
-// asked is about another order: Ambiguous (see answerFor).
+// id. A 200 counts as Created only when its order id or its externalId is
+// id (namesAsked): the worker takes it as proof that the PSP finds orders
+// by externalId.
 func (c *Client) WithdrawalStatus(ctx context.Context, id string) Result {
 	if id == "" {
 		return c.invalid(OpWithdrawalStatus, id, "status query needs an id")
 	}
 	res, _ := c.do(ctx, OpWithdrawalStatus, id, http.MethodGet, statusPath(id), nil, nil)
-	return answerFor(id, res)
+	return namesAsked(id, answerFor(id, res))
 }
 
 // CheckWithdrawal queries the status of our order and checks the answer

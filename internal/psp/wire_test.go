@@ -115,7 +115,9 @@ func TestStatusAnswerForAnotherPath(t *testing.T) {
 			w.WriteHeader(http.StatusTemporaryRedirect)
 		}, "PO-1", false, psp.Ambiguous, "redirect"},
 		{"200 about another order", func(w http.ResponseWriter, _ string) { _, _ = w.Write([]byte(order)) },
-			"PO-1", false, psp.Ambiguous, "another order"},
+			"PO-1", false, psp.Ambiguous, "does not name the id asked"},
+		{"200 about another order, by externalId", func(w http.ResponseWriter, _ string) { _, _ = w.Write([]byte(order)) },
+			"PO-1", true, psp.Ambiguous, "externalId expected"},
 		{"200 about the order asked by its order id", func(w http.ResponseWriter, _ string) { _, _ = w.Write([]byte(order)) },
 			"ORD-9", false, psp.Created, ""},
 		{"200 about the order asked by its externalId", func(w http.ResponseWriter, _ string) { _, _ = w.Write([]byte(order)) },
