@@ -81,6 +81,10 @@ type Config struct {
 	// Outcome follows created orders to paid or failed.
 	Outcome OutcomePolicy
 	Notify  NotifyConfig // notifications emitted and delivered (notify.go)
+	// AuthConfirmWindow: a refusal of the PSP credentials pauses the
+	// queue only when a second worker reports one within this window
+	// (authfault.go); alone, the worker stops itself. Default 10m.
+	AuthConfirmWindow time.Duration
 }
 
 // OutcomePolicy says whether and how a created order is followed to its
@@ -128,18 +132,19 @@ func (o OutcomePolicy) window() time.Duration {
 // dependencies).
 func DefaultConfig() Config {
 	return Config{
-		Concurrency:      10,
-		Lanes:            4,
-		StatusDelay:      10 * time.Second,
-		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
-		MaxCreateRetries: 10,
-		ShutdownTimeout:  35 * time.Second,
-		BreakerCooldown:  5 * time.Second,
-		PauseRetry:       10 * time.Second,
-		PollInterval:     time.Second,
-		WaitTimeout:      time.Second,
-		Outcome:          OutcomePolicy{Window: 72 * time.Hour, Intervals: DefaultOutcomeIntervals},
-		Notify:           NotifyConfig{Concurrency: defaultNotifyConcurrency},
+		Concurrency:       10,
+		Lanes:             4,
+		StatusDelay:       10 * time.Second,
+		Policy:            ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
+		MaxCreateRetries:  10,
+		ShutdownTimeout:   35 * time.Second,
+		BreakerCooldown:   5 * time.Second,
+		PauseRetry:        10 * time.Second,
+		PollInterval:      time.Second,
+		WaitTimeout:       time.Second,
+		Outcome:           OutcomePolicy{Window: 72 * time.Hour, Intervals: DefaultOutcomeIntervals},
+		Notify:            NotifyConfig{Concurrency: defaultNotifyConcurrency},
+		AuthConfirmWindow: defaultAuthConfirmWindow,
 	}
 }
 
@@ -174,6 +179,7 @@ func (c Config) withDefaults() Config {
 		c.Outcome.Intervals = d.Outcome.Intervals
 	}
 	c.Notify.Concurrency = orDefault(c.Notify.Concurrency, d.Notify.Concurrency)
+	c.AuthConfirmWindow = orDefault(c.AuthConfirmWindow, d.AuthConfirmWindow)
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}
