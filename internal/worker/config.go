@@ -132,19 +132,18 @@ func (o OutcomePolicy) window() time.Duration {
 // dependencies).
 func DefaultConfig() Config {
 	return Config{
-		Concurrency:       10,
-		Lanes:             4,
-		StatusDelay:       10 * time.Second,
-		Policy:            ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
-		MaxCreateRetries:  10,
-		ShutdownTimeout:   35 * time.Second,
-		BreakerCooldown:   5 * time.Second,
-		PauseRetry:        10 * time.Second,
-		PollInterval:      time.Second,
-		WaitTimeout:       time.Second,
-		Outcome:           OutcomePolicy{Window: 72 * time.Hour, Intervals: DefaultOutcomeIntervals},
-		Notify:            NotifyConfig{Concurrency: defaultNotifyConcurrency},
-		AuthConfirmWindow: defaultAuthConfirmWindow,
+		Concurrency:      10,
+		Lanes:            4,
+		StatusDelay:      10 * time.Second,
+		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
+		MaxCreateRetries: 10,
+		ShutdownTimeout:  35 * time.Second,
+		BreakerCooldown:  5 * time.Second,
+		PauseRetry:       10 * time.Second,
+		PollInterval:     time.Second,
+		WaitTimeout:      time.Second,
+		Outcome:          OutcomePolicy{Window: 72 * time.Hour, Intervals: DefaultOutcomeIntervals},
+		Notify:           NotifyConfig{Concurrency: defaultNotifyConcurrency},
 	}
 }
 
@@ -179,7 +178,7 @@ func (c Config) withDefaults() Config {
 		c.Outcome.Intervals = d.Outcome.Intervals
 	}
 	c.Notify.Concurrency = orDefault(c.Notify.Concurrency, d.Notify.Concurrency)
-	c.AuthConfirmWindow = orDefault(c.AuthConfirmWindow, d.AuthConfirmWindow)
+	c.AuthConfirmWindow = orDefault(c.AuthConfirmWindow, defaultAuthConfirmWindow)
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}

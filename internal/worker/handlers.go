@@ -228,11 +228,9 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		return w.enqueueStatus(ctx, pay, fin.Seq, w.cfg.StatusDelay)
 	case psp.AuthFault:
 		verdict, aerr := w.authFault(ctx, res, "create")
-		// The recheck may have used up ctx's time: finish (which reads
-		// ctx when called) records on a fresh detached context.
-		fctx, cancel := detached(ctx)
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx) // finish records on a fresh context: the recheck took time
 		defer cancel()
-		ctx = fctx
 		return w.createRefused(p, pay, res, verdict, aerr, finish, log)
 	default: // psp.RetryLater: provably not processed
 		fin, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})

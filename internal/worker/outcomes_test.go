@@ -156,6 +156,8 @@ func TestAuthFaultRecheckedBeforeAnyPause(t *testing.T) {
 				}
 			case "paused":
 				h.waitFor("queue paused", 10*time.Second, h.paused)
+				// The refused create is recorded right after the pause.
+				h.waitFor("payout back to queued", 5*time.Second, func() bool { return h.payout(ids[0]).State == ledger.Queued })
 			}
 			if got := h.paused(); got != (tc.want == "paused") {
 				t.Errorf("queue paused: %v", got)
