@@ -13,6 +13,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/vault"
 	"github.com/rs/zerolog"
 )
 
@@ -195,6 +196,12 @@ func (c *loadCmd) openLoader(ctx context.Context) (closeRedis func(), err error)
 		return nil, err
 	}
 	c.led = ledger.New(rdb)
+	if ring, ok := sealer.(*vault.Keyring); ok {
+		if err := recordDataKey(ctx, c.led, ring); err != nil {
+			rdb.Close()
+			return nil, err
+		}
+	}
 	c.ld = loader.New(c.led, client, sealer, c.log)
 	c.ld.Notify = c.nf.emitter(rdb)
 	return func() { rdb.Close() }, nil

@@ -334,6 +334,9 @@ func (r *runCmd) beforeLoad() error {
 func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 	e := r.e
 	r.led = ledger.New(r.rdb)
+	if err := recordDataKey(ctx, r.led, r.ring); err != nil {
+		return loader.Result{}, err
+	}
 	enq, err := r.ef.client(r.rdb)
 	if err != nil {
 		return loader.Result{}, err
@@ -409,15 +412,23 @@ func (r *runCmd) work(ctx context.Context, batch string, rowErrors bool) error {
 		return err
 	}
 	wctx, stopWorker := context.WithCancel(ctx)
+	waitCtx, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
 	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
+	go func() {
+		done <- w.Run(wctx)
+		stopWaiting() // a worker that stopped itself ends the wait
+	}()
 	if r.embedded() {
 		go dropCompleted(wctx, r.rdb, dropCompletedEvery, r.log)
 	}
 	start := time.Now()
-	counts, waitErr := waitFinal(ctx, r.e.stderr, r.led, batch, r.timeout)
+	counts, waitErr := waitFinal(waitCtx, r.e.stderr, r.led, batch, r.timeout)
 	stopWorker()
 	if err := <-done; err != nil {
+		if errors.Is(err, worker.ErrStopped) {
+			return configErr(err)
+		}
 		return infraErr(err)
 	}
 	if waitErr != nil && !errors.Is(waitErr, context.DeadlineExceeded) {

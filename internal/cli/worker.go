@@ -39,6 +39,7 @@ type workerCmd struct {
 	metricsAddr            string
 	gaugesEvery            time.Duration
 	check                  bool
+	sf                     startCheckFlags
 
 	// set up by the steps
 	log zerolog.Logger
@@ -78,6 +79,9 @@ func runWorker(ctx context.Context, e *env, args []string) error {
 	if err := c.setUpRedis(ctx, rdb); err != nil {
 		return err
 	}
+	if err := c.sf.startChecks(ctx, c.cfg.Ledger, ring, client, c.log); err != nil {
+		return err
+	}
 	return c.run(ctx, rdb)
 }
 
@@ -98,6 +102,7 @@ func (c *workerCmd) parse(args []string) error {
 	c.nf.register(fs)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.DurationVar(&c.gaugesEvery, "ledger-metrics-interval", metrics.DefaultInterval, "how often one worker (under a lease) recomputes the on-call gauges read from the ledger (open payouts by state and the oldest one's age, needs review, awaiting approval) that every worker exports; 0: this process never computes them")
+	c.sf.register(fs)
 	fs.BoolVar(&c.check, "check", false, "prove that --psp-url is the PSP's API and that it accepts the token (status of a random id, with and without the token; see docs/psp-api.md), then exit; touch no payout")
 	return parse(c.e, fs, args)
 }
@@ -176,7 +181,13 @@ func (c *workerCmd) run(ctx context.Context, rdb redis.UniversalClient) error {
 		}
 		defer stop()
 	}
-	return w.Run(ctx)
+	if err := w.Run(ctx); err != nil {
+		if errors.Is(err, worker.ErrStopped) {
+			return configErr(err)
+		}
+		return err
+	}
+	return nil
 }
 
 // checkToken proves that --psp-url is the PSP's API and that it takes the

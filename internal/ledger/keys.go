@@ -118,6 +118,14 @@ func lookupVerifiedKey() string { return prefix + ":psp:lookup-verified" }
 // what it found: no worker creates while it exists (epoch.go).
 func rollbackKey() string { return prefix + ":rollback" }
 
+// dataKeyKey is the hash of the data key the loader seals card numbers
+// with: its id and fingerprint (never the key), and when it was recorded.
+func dataKeyKey() string { return prefix + ":datakey" }
+
+// authFaultsKey is the zset of the workers (actor) whose credentials the
+// PSP refused on a recheck, scored by when (Redis time, ms).
+func authFaultsKey() string { return prefix + ":psp:authfaults" }
+
 // metricsSnapshotKey holds the on-call gauges one worker computed from the
 // ledger (internal/metrics), for every worker to export.
 func metricsSnapshotKey() string { return prefix + ":metrics:snapshot" }

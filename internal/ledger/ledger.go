@@ -139,6 +139,9 @@ type Ledger struct {
 	clock func() time.Time // nil: Time asks Redis
 	newOp func() string
 	actor string // who the transitions are recorded as (audit trail)
+	// keys: "|ID|ID|", the data key ids BeginCreate lets a create open
+	// (OpeningKeys); "": any.
+	keys string
 }
 
 // Option configures a Ledger.

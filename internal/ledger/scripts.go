@@ -239,7 +239,9 @@ return #units
 //	ARGV[1] attempt   the create attempt the task is for
 //	ARGV[2] note      the error kept when an interrupted create is moved
 //	                  to checking (built by the caller)
-//	ARGV[3] actor     ARGV[4] op (luaReplay)
+//	ARGV[3] keys      "|ID|ID|": the data key ids the worker opens card
+//	                  numbers with (Ledger.OpeningKeys); "": any
+//	ARGV[4] actor     ARGV[5] op (luaReplay)
 //
 // Replies {action, seq, phase, state, creates, seq field, amount, dest,
 // sealed, tel, extra, tries, epoch}: the decision, then the fields a create
@@ -252,6 +254,9 @@ return #units
 //	hold     queued, but the batch is not loaded (its load has not
 //	         completed, it awaits approval or was discarded): nothing
 //	         changes, nothing is sent; phase is the batch's phase
+//	foreign  queued, the batch loaded, but the card number is sealed with
+//	         a key not in keys: nothing changes, nothing is sent; phase
+//	         is the key id
 //	check    submitting with this attempt (a worker died mid-request or the
 //	         task was delivered twice) -> checking: enqueue status check seq
 //	ensure   already checking: make sure status check seq is enqueued
@@ -276,6 +281,20 @@ if st == 'queued' and attempt == num(h[2]) + 1 then
   -- approval, or was discarded): hold the task, decide nothing.
   local phase = redis.call('HGET', KEYS[4], 'phase')
   if phase ~= 'loaded' then return answer({'hold', '0', phase or ''}) end
+  -- No create by a worker that cannot open the card number: the payout
+  -- stays as it is for one that can.
+  local sealed, keys = h[7], ARGV[3]
+  if keys ~= '' and sealed and sealed ~= '' then
+    local id
+    if string.byte(sealed, 1) == 1 and #sealed > 5 then
+      id = string.format('%02x%02x%02x%02x', string.byte(sealed, 2, 5))
+    elseif string.sub(sealed, 1, 6) == 'plain:' then
+      id = 'plain'
+    else
+      id = string.match(sealed, '^v1:(%x%x%x%x%x%x%x%x):')
+    end
+    if id and not string.find(keys, '|' .. id .. '|', 1, true) then return answer({'foreign', '0', id}) end
+  end
   local head = {'proceed', '0', '', tostring(redis.call('HINCRBY', KEYS[4], 'epoch', 1))}
   local f = {'state', 'submitting', 'creates', attempt, 'updated', nowms(), entered()}
   redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +24,11 @@ const (
 	// completed, awaiting approval, discarded): nothing changed, nothing
 	// may be sent; Begin.Phase says the batch's phase.
 	Hold BeginAction = "hold"
+	// Foreign: the payout is queued, its batch loaded, but its card
+	// number is sealed with a data key this ledger's worker does not hold
+	// (OpeningKeys): nothing changed, nothing may be sent; Begin.KeyID
+	// names the key.
+	Foreign BeginAction = "foreign"
 )
 
 // replyNoPayout is every transition script's answer for a payout that
@@ -43,6 +49,7 @@ type Begin struct {
 	// higher than every value this batch answered before, unless the
 	// ledger went back in time (0 with the other decisions).
 	Epoch int64
+	KeyID string // with Foreign: the key id the card number is sealed with
 	// Payout holds the fields a create task uses: Batch, ExternalID,
 	// State, Creates, Seq, Amount, Destination, Sealed, Telecom, Extra,
 	// Tries.
@@ -100,10 +107,29 @@ func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
 	if err != nil {
 		return Begin{}, err
 	}
-	return Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Epoch: int64(n[4]), Payout: Payout{
+	b := Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Epoch: int64(n[4]), Payout: Payout{
 		Batch: batch, ExternalID: ext, State: State(res[3]), Creates: n[1], Seq: n[2], Tries: n[3],
 		Amount: res[6], Destination: res[7], Sealed: unpackSealed(res[8]), Telecom: res[9], Extra: res[10],
-	}}, nil
+	}}
+	if b.Action == Foreign {
+		b.KeyID, b.Phase = b.Phase, ""
+	}
+	return b, nil
+}
+
+// OpeningKeys returns a copy of l whose BeginCreate holds back a payout
+// whose card number is sealed with a data key whose id is not in ids
+// (vault.Keyring.KeyIDs; "plain" for unencrypted values): the decision
+// Foreign, nothing changed. A worker that cannot open a card number thus
+// leaves the payout as it was, never marked submitting. Malformed sealed
+// values are not held back: they fail to open, a problem of that payout.
+func (l *Ledger) OpeningKeys(ids []string) *Ledger {
+	c := *l
+	c.keys = ""
+	if len(ids) > 0 {
+		c.keys = "|" + strings.Join(ids, "|") + "|"
+	}
+	return &c
 }
 
 // BeginCreate moves a payout from queued to submitting for create attempt
@@ -113,7 +139,7 @@ func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
 // is not loaded is held (Hold): no create before the whole batch is
 // registered (and approved, where approval applies).
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
-	return parseBegin(batch, ext, l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext), attempt, interruptedNote))
+	return parseBegin(batch, ext, l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext), attempt, interruptedNote, l.keys))
 }
 
 // CreateResult is the classified answer of a create request.

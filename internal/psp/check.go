@@ -100,6 +100,18 @@ func (c *Client) CheckAPI(ctx context.Context) APICheck {
 	return check(APIUnreachable, "inconclusive: "+what)
 }
 
+// RecheckAPI is CheckAPI after a fresh read of the token from where it
+// comes from: a token file is read again even when it looks unchanged (a
+// token in the environment cannot change under a running process). A
+// worker runs it after the PSP refused its credentials (internal/worker,
+// authfault.go).
+func (c *Client) RecheckAPI(ctx context.Context) APICheck {
+	if f, ok := c.cfg.Token.(interface{ Forget() }); ok {
+		f.Forget()
+	}
+	return c.CheckAPI(ctx)
+}
+
 // answer is one probe's answer: status, content type and the start of the
 // body.
 type answer struct {

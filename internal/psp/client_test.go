@@ -577,3 +577,34 @@ func TestConcurrentPool(t *testing.T) {
 
 // syncBuffer is a log sink safe for concurrent writers.
 type syncBuffer = testlog.Buffer
+
+// TestRecheckReadsTheTokenAfresh: RecheckAPI reads a token file again
+// even when it looks unchanged (same size and modification time), where
+// CheckAPI keeps the token it read.
+func TestRecheckReadsTheTokenAfresh(t *testing.T) {
+	_, ts := startSandbox(t, func(c *sandbox.Config) { c.Token = "token-two" })
+	path := filepath.Join(t.TempDir(), "token")
+	mtime := time.Now().Add(-time.Hour)
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("token-one")
+	c := newClient(t, ts.URL, func(c *psp.Config) { c.Token = psp.TokenFile(path) })
+	ctx := context.Background()
+	if v := c.CheckAPI(ctx).Verdict; v != psp.APITokenRefused {
+		t.Fatalf("old token: verdict %v", v)
+	}
+	write("token-two") // same size, same time: looks unchanged
+	if v := c.CheckAPI(ctx).Verdict; v != psp.APITokenRefused {
+		t.Fatalf("cached token: verdict %v, want still refused", v)
+	}
+	if res := c.RecheckAPI(ctx); res.Verdict != psp.APIAccepted {
+		t.Fatalf("recheck: verdict %v (%s), want accepted", res.Verdict, res.Message)
+	}
+}

@@ -88,3 +88,11 @@ func (f *FileToken) Token() (string, error) {
 	f.token, f.stamp = tok, st
 	return tok, nil
 }
+
+// Forget drops the token read last: the next Token reads the file again
+// even when it looks unchanged (a recheck after a refusal).
+func (f *FileToken) Forget() {
+	f.mu.Lock()
+	f.token, f.stamp = "", fileStamp{}
+	f.mu.Unlock()
+}

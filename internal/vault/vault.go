@@ -91,6 +91,7 @@ var b64 = base64.RawURLEncoding
 type Keyring struct {
 	current    string                 // key id; "" for the plaintext keyring
 	keys       map[string]cipher.AEAD // by key id
+	prints     map[string]string      // key fingerprint (fingerprint.go) by key id
 	plaintext  bool                   // Seal writes plain:, Open reads it
 	allowPlain bool                   // a real keyring that also reads plain:
 }
@@ -103,7 +104,7 @@ func NewKeyring(current string, old ...string) (*Keyring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("current key: %w", err)
 	}
-	k := &Keyring{keys: map[string]cipher.AEAD{}}
+	k := &Keyring{keys: map[string]cipher.AEAD{}, prints: map[string]string{}}
 	id, err := k.add(raw)
 	if err != nil {
 		return nil, fmt.Errorf("current key: %w", err)
@@ -157,7 +158,7 @@ func LoadKeyring(current, currentFile string, oldList string) (*Keyring, error) 
 func Ephemeral() *Keyring {
 	raw := make([]byte, KeySize)
 	_, _ = rand.Read(raw) // never fails (crypto/rand crashes the program instead)
-	k := &Keyring{keys: map[string]cipher.AEAD{}}
+	k := &Keyring{keys: map[string]cipher.AEAD{}, prints: map[string]string{}}
 	id, err := k.add(raw)
 	if err != nil { // unreachable: a fresh ring has no ids to clash with
 		panic(err)
@@ -342,6 +343,7 @@ func (k *Keyring) add(raw []byte) (string, error) {
 		return id, nil
 	}
 	k.keys[id] = aead
+	k.prints[id] = fingerprint(raw)
 	return id, nil
 }
 

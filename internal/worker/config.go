@@ -81,6 +81,10 @@ type Config struct {
 	// Outcome follows created orders to paid or failed.
 	Outcome OutcomePolicy
 	Notify  NotifyConfig // notifications emitted and delivered (notify.go)
+	// AuthConfirmWindow: a refusal of the PSP credentials pauses the
+	// queue only when a second worker reports one within this window
+	// (authfault.go); alone, the worker stops itself. Default 10m.
+	AuthConfirmWindow time.Duration
 }
 
 // OutcomePolicy says whether and how a created order is followed to its
@@ -174,6 +178,7 @@ func (c Config) withDefaults() Config {
 		c.Outcome.Intervals = d.Outcome.Intervals
 	}
 	c.Notify.Concurrency = orDefault(c.Notify.Concurrency, d.Notify.Concurrency)
+	c.AuthConfirmWindow = orDefault(c.AuthConfirmWindow, defaultAuthConfirmWindow)
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics(nil)
 	}

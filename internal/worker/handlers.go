@@ -99,6 +99,12 @@ func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log z
 		w.metrics.deferred.WithLabelValues("batch_not_loaded").Inc()
 		log.Debug().Str("phase", phase).Msg("create held: the batch is not loaded")
 		return true, &deferral{reason: "batch is " + phase + ", not loaded: no create before its load completes", after: w.cfg.PauseRetry}
+	case ledger.Foreign:
+		// Nothing changed in the ledger: the payout stays queued for a
+		// worker that holds the key, and this one stops.
+		log.Error().Str("keyId", b.KeyID).Msg("card number sealed with a data key this worker does not hold; payout left as it was")
+		return true, w.stopSelf(fmt.Sprintf("the card number of payout %s (batch %s) is sealed with data key %s, which this worker does not hold: give it that key (PAYOUT_DATA_KEY or --data-key-file; old keys in PAYOUT_DATA_KEYS_OLD)",
+			b.Payout.ExternalID, b.Payout.Batch, b.KeyID))
 	case ledger.Proceed:
 		return false, nil
 	}
@@ -163,17 +169,18 @@ func (w *Worker) beginCreate(ctx context.Context, p jobs.CreatePayload) (ledger.
 }
 
 // unsendable handles a payout whose request cannot be built. A missing or
-// unknown data key is a configuration fault of the whole worker: the payout
-// goes back to queued and the queue is paused. Anything else (a ciphertext
-// that does not open, damaged ledger fields) concerns this payout only: it
-// needs review, and the others go on.
+// unknown data key is a configuration fault of this worker (the ledger
+// holds back most of them before the mark: ledger.Foreign): the payout
+// goes back to queued and this worker stops itself; the queue goes on.
+// Anything else (a ciphertext that does not open, damaged ledger fields)
+// concerns this payout only: it needs review, and the others go on.
 func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause error) error {
 	if errors.Is(cause, vault.ErrUnknownKey) || errors.Is(cause, vault.ErrNoKey) ||
 		errors.Is(cause, vault.ErrBadKey) || errors.Is(cause, vault.ErrPlaintextRefused) {
 		if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: cause.Error()}); err != nil {
 			return settled(err)
 		}
-		return w.pause(ctx, "the data key cannot open card numbers: "+cause.Error())
+		return w.stopSelf(fmt.Sprintf("this worker's data key cannot open the card number of payout %s (batch %s): %v", p.ExternalID, p.Batch, cause))
 	}
 	reason := "cannot build the PSP request (nothing was sent): " + cause.Error()
 	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.NeedsReview, Error: reason}); err != nil {
@@ -227,10 +234,11 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		log.Warn().Str("reason", res.Message).Int("seq", fin.Seq).Msg("create outcome unknown; status check scheduled")
 		return w.enqueueStatus(ctx, pay, fin.Seq, w.cfg.StatusDelay)
 	case psp.AuthFault:
-		if _, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message}); err != nil {
-			return settled(err)
-		}
-		return w.pause(ctx, fmt.Sprintf("PSP refused our credentials or path on create (HTTP %d): %s", res.HTTPStatus, res.Message))
+		verdict, aerr := w.authFault(ctx, res, "create")
+		var cancel context.CancelFunc
+		ctx, cancel = detached(ctx) // finish records on a fresh context: the recheck took time
+		defer cancel()
+		return w.createRefused(p, pay, res, verdict, aerr, finish, log)
 	default: // psp.RetryLater: provably not processed
 		fin, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 		if err != nil {
@@ -243,6 +251,31 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		log.Warn().Str("reason", res.Message).Dur("retryAfter", res.RetryAfter).Msg("create not processed by the PSP; will retry")
 		return &retryAfter{err: fmt.Errorf("create of %s not processed: %s", p.ExternalID, res.Message), after: res.RetryAfter}
 	}
+}
+
+// createRefused records a create the PSP refused with an AuthFault
+// (nothing was created) after its recheck (authfault.go): back to queued,
+// with a try counted when the recheck showed the credentials work (then
+// retried, or needs review once the tries are used up), else as it was,
+// the task held by aerr (a deferral, a pause or this worker's stop).
+func (w *Worker) createRefused(p jobs.CreatePayload, pay ledger.Payout, res psp.Result, verdict authVerdict, aerr error,
+	finish func(ledger.CreateResult) (ledger.Finished, error), log zerolog.Logger) error {
+	r := ledger.CreateResult{To: ledger.Queued, Error: res.Message}
+	if verdict == authRequest {
+		r.MaxTries, r.Tries = w.cfg.MaxCreateRetries, pay.Tries
+	}
+	fin, err := finish(r)
+	if err != nil {
+		return settled(err)
+	}
+	if verdict != authRequest {
+		return aerr
+	}
+	if fin.State == ledger.NeedsReview {
+		log.Error().Str("reason", fin.Error).Msg("payout needs review")
+		return needsReview(p.ExternalID, fin.Error)
+	}
+	return &retryAfter{err: fmt.Errorf("create of %s refused by the PSP: %s", p.ExternalID, res.Message), after: w.cfg.PauseRetry}
 }
 
 // errSettled marks a ledger conflict: another delivery decided already, and
@@ -353,8 +386,9 @@ func (w *Worker) queryStatus(ctx context.Context, pay ledger.Payout, log zerolog
 
 // checkAnswer turns the PSP's answer into what the ledger records. A 404
 // to a query by externalId counts as a miss only once such lookups are
-// trusted (lookupCheck). A refused credential pauses the queue, a request
-// not processed defers the task: neither is recorded.
+// trusted (lookupCheck). A refused credential is rechecked (authfault.go),
+// a request not processed defers the task: neither is recorded unless the
+// recheck shows the credentials work.
 func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckAnswer, error) {
 	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message, HTTPStatus: res.HTTPStatus}
 	switch res.Outcome {
@@ -367,7 +401,11 @@ func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckA
 			answer.Message = "404 by externalId not trusted yet: no order known to exist has been found by its externalId (see --trust-status-by-external-id)"
 		}
 	case psp.AuthFault:
-		return answer, w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+		// Counted as a check without an answer when a recheck shows the
+		// credentials work; else held (authfault.go).
+		if verdict, err := w.authFault(ctx, res, "status query"); verdict != authRequest {
+			return answer, err
+		}
 	case psp.RetryLater:
 		// Not processed (429, nothing sent): no information, and no reason
 		// to spend the payout's budget of unanswered checks.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http/httptest"
@@ -39,6 +40,11 @@ type harness struct {
 	added   int // payouts added so far: externalIds stay unique across batches
 	stopped chan struct{}
 	cancel  context.CancelFunc
+	// runErr is what the worker's Run returned, once stopped is closed;
+	// a *StopError (the worker stopped itself) fails the test unless
+	// expectStop.
+	runErr     error
+	expectStop bool
 
 	// workerRDB, when set, is the worker's Redis client instead of rdb (a
 	// client through a fault proxy); the harness's own calls keep rdb.
@@ -172,8 +178,9 @@ func (h *harness) start() {
 	h.stopped = make(chan struct{})
 	go func() {
 		defer close(h.stopped)
-		if err := w.Run(ctx); err != nil {
-			h.t.Errorf("worker: %v", err)
+		h.runErr = w.Run(ctx)
+		if h.runErr != nil && !(h.expectStop && errors.Is(h.runErr, ErrStopped)) {
+			h.t.Errorf("worker: %v", h.runErr)
 		}
 	}()
 	h.t.Cleanup(h.stop)
@@ -223,6 +230,26 @@ func (h *harness) payout(ext string) ledger.Payout {
 func (h *harness) force(f sandbox.Force) {
 	h.t.Helper()
 	if err := h.sbx.Force(f); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// selfStopped reports whether the worker's Run returned (it stopped
+// itself: the harness did not cancel it).
+func (h *harness) selfStopped() bool {
+	select {
+	case <-h.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// authFaultElsewhere records that another worker process had its PSP
+// credentials refused just now (what a second worker's recheck reports).
+func (h *harness) authFaultElsewhere() {
+	h.t.Helper()
+	if _, err := h.ledger.As("other-host:4242").ReportAuthFault(context.Background(), h.cfg.withDefaults().AuthConfirmWindow); err != nil {
 		h.t.Fatal(err)
 	}
 }

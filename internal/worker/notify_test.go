@@ -108,7 +108,10 @@ func TestNotificationsNeverDelayPayouts(t *testing.T) {
 		t.Fatalf("event %+v", ev)
 	}
 
+	// A refusal the recheck repeats and a second worker confirms.
 	h.force(sandbox.Force{Status: 401, Op: sandbox.OpWithdrawalCreate})
+	h.force(sandbox.Force{Status: 401, Op: sandbox.OpWithdrawalStatus})
+	h.authFaultElsewhere()
 	h.batch = "second"
 	h.add(visa)
 	h.waitFor("queue paused", 10*time.Second, h.paused)

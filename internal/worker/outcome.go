@@ -88,8 +88,9 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 }
 
 // verdict is what the status answer res says of the outcome of pay's
-// order, with the reason of a failure. A refused credential pauses the
-// queue and a query not processed defers the task: neither is recorded.
+// order, with the reason of a failure. A refused credential is rechecked
+// (authfault.go) and a query not processed defers the task: neither is
+// recorded unless the recheck shows the credentials work (no answer).
 func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result, log zerolog.Logger) (ledger.Verdict, string, error) {
 	switch res.Outcome {
 	case psp.Created:
@@ -105,7 +106,9 @@ func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result,
 		}
 		return ledger.VerdictPending, "", nil
 	case psp.AuthFault:
-		return "", "", w.pause(ctx, fmt.Sprintf("PSP refused our credentials on a status query (HTTP %d): %s", res.HTTPStatus, res.Message))
+		if verdict, err := w.authFault(ctx, res, "outcome query"); verdict != authRequest {
+			return "", "", err
+		}
 	case psp.RetryLater:
 		w.metrics.deferred.WithLabelValues("status_not_processed").Inc()
 		return "", "", &deferral{reason: "outcome query not processed: " + res.Message, after: w.cfg.Outcome.interval(1)}

@@ -2,7 +2,7 @@ package worker
 
 import (
 	"context"
-	"strconv"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -105,36 +105,68 @@ func (f *flakyPSP) CreateWithdrawal(ctx context.Context, r psp.WithdrawalRequest
 	return f.PSP.CreateWithdrawal(ctx, r)
 }
 
-// TestAuthFaultPausesWithoutBurningRetries: 401, 403, and 404/405 on create
-// (wrong base URL) pause the queue and leave the payout queued; after the
-// operator resumes, the task goes on without having used its retry budget
-// (one retry allowed, three faults in a row survived).
-func TestAuthFaultPausesWithoutBurningRetries(t *testing.T) {
-	for _, status := range []int{401, 403, 404, 405} {
-		t.Run(http(status), func(t *testing.T) {
+// TestAuthFaultRecheckedBeforeAnyPause: a refusal of our credentials is
+// rechecked with a fresh read of the token. A single refusal the recheck
+// does not reproduce counts as a try, and the payout goes on; a refusal
+// the recheck confirms stops this worker alone (a stale token, a wrong
+// path) and leaves the queue and the payout as they were; only one
+// confirmed by a second worker pauses the queue, as before. On the code
+// before, every one of them paused the queue.
+func TestAuthFaultRecheckedBeforeAnyPause(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sbxToken  string // the token the PSP takes ("": the worker's)
+		status    int    // forced on the first create (0: none)
+		elsewhere bool   // a second worker reported a refusal
+		want      string // created, stopped, paused
+	}{
+		{"401 once, token accepted on recheck", "", 401, false, "created"},
+		{"403 once, token accepted on recheck", "", 403, false, "created"},
+		{"404 on create (path), alone", "", 404, false, "stopped"},
+		{"405 on create (path), alone", "", 405, false, "stopped"},
+		{"stale token, alone", "rotated-token", 0, false, "stopped"},
+		{"stale token, confirmed by a second worker", "rotated-token", 0, true, "paused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := fastConfig()
 			cfg.MaxCreateRetries = 1
-			h := newHarness(t, cfg, sandbox.Config{})
-			h.force(sandbox.Force{Status: status, Count: 3, Op: sandbox.OpWithdrawalCreate})
+			h := newHarness(t, cfg, sandbox.Config{Token: tc.sbxToken})
+			if tc.status != 0 {
+				h.force(sandbox.Force{Status: tc.status, Op: sandbox.OpWithdrawalCreate})
+			}
+			if tc.elsewhere {
+				h.authFaultElsewhere()
+			}
 			ids := h.add(visa)
+			h.expectStop = tc.want == "stopped"
 			h.start()
-			for round := 1; round <= 3; round++ {
+			switch tc.want {
+			case "created":
+				h.waitFinal(20 * time.Second)
+				p := h.payout(ids[0])
+				if p.State != ledger.Created || p.Tries != 1 {
+					t.Fatalf("payout %s after %d tries, want created after 1 refused try (%s)", p.State, p.Tries, p.Error)
+				}
+				h.assertOrders(ids[0], 2, 1)
+			case "stopped":
+				h.waitFor("the worker to stop itself", 10*time.Second, h.selfStopped)
+				if !errors.Is(h.runErr, ErrStopped) || !strings.Contains(h.logs.String(), "WORKER STOPPING ITSELF") {
+					t.Fatalf("Run: %v", h.runErr)
+				}
+			case "paused":
 				h.waitFor("queue paused", 10*time.Second, h.paused)
-				if p := h.payout(ids[0]); p.State != ledger.Queued {
-					t.Fatalf("round %d: payout %s while paused, want queued", round, p.State)
-				}
-				if err := h.insp.UnpauseQueue(jobs.Queue); err != nil {
-					t.Fatal(err)
-				}
+				// The refused create is recorded right after the pause.
+				h.waitFor("payout back to queued", 5*time.Second, func() bool { return h.payout(ids[0]).State == ledger.Queued })
 			}
-			h.waitFinal(20 * time.Second)
-			if p := h.payout(ids[0]); p.State != ledger.Created {
-				t.Fatalf("state %s after resume, want created (%s)", p.State, p.Error)
+			if got := h.paused(); got != (tc.want == "paused") {
+				t.Errorf("queue paused: %v", got)
 			}
-			h.assertOrders(ids[0], 4, 1)
-			if n := strings.Count(h.logs.String(), "PAYOUT QUEUE PAUSED"); n != 3 {
-				t.Errorf("%d pause alerts, want one per pause (3)", n)
+			if tc.want != "created" {
+				if p := h.payout(ids[0]); p.State != ledger.Queued || p.Creates != 0 || p.Tries != 0 {
+					t.Errorf("payout %s, creates %d, tries %d; want queued as it was", p.State, p.Creates, p.Tries)
+				}
+				h.assertOrders(ids[0], 1, 0) // refused: nothing stored
 			}
 		})
 	}
@@ -171,11 +203,13 @@ func TestStatusOutcomes(t *testing.T) {
 		}
 		h.assertOrders(ids[0], 1, 1)
 	})
-	t.Run("401 on status pauses; resume resolves", func(t *testing.T) {
+	t.Run("401 on status pauses once confirmed; resume resolves", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, fastConfig(), sandbox.Config{})
 		h.force(sandbox.Force{Status: 500, Store: true, Op: sandbox.OpWithdrawalCreate})
-		h.force(sandbox.Force{Status: 401, Op: sandbox.OpWithdrawalStatus})
+		// The query and the recheck's are refused; a second worker did too.
+		h.force(sandbox.Force{Status: 401, Count: 2, Op: sandbox.OpWithdrawalStatus})
+		h.authFaultElsewhere()
 		ids := h.add(visa)
 		h.start()
 		h.waitFor("queue paused", 10*time.Second, h.paused)
@@ -261,5 +295,3 @@ func (h *harness) assertArchived(ext string) {
 		return false
 	})
 }
-
-func http(status int) string { return "HTTP_" + strconv.Itoa(status) }

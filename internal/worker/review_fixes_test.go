@@ -118,13 +118,8 @@ func TestRetryBudgetLivesInTheLedger(t *testing.T) {
 	cfg.MaxCreateRetries = 1
 	h := newHarness(t, cfg, sandbox.Config{})
 	h.force(sandbox.Force{Status: 429, RetryAfter: "1", Op: sandbox.OpWithdrawalCreate})
-	h.force(sandbox.Force{Status: 401, Op: sandbox.OpWithdrawalCreate})
 	ids := h.add(visa, visa)
 	h.start()
-	h.waitFor("queue paused", 10*time.Second, h.paused)
-	if err := h.insp.UnpauseQueue(jobs.Queue); err != nil {
-		t.Fatal(err)
-	}
 	h.waitFinal(20 * time.Second)
 	for _, ext := range ids {
 		if p := h.payout(ext); p.State != ledger.Created {
@@ -146,7 +141,9 @@ func TestRetryBudgetLivesInTheLedger(t *testing.T) {
 
 // TestUnopenableCardIsOnePayoutsProblem: a ciphertext that does not open
 // (damaged) sends that payout to review and lets the others go on; a
-// missing key pauses everything.
+// worker without the key stops itself and leaves the payout as it was
+// (never marked submitting) and the queue unpaused for the workers that
+// hold it (on the code before, it paused the queue for everyone).
 func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fastConfig(), sandbox.Config{})
@@ -172,12 +169,24 @@ func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 	h2 := newHarness(t, fastConfig(), sandbox.Config{})
 	h2.add(visa)
 	h2.ring = other // the worker holds a key that never sealed anything
+	h2.expectStop = true
 	h2.start()
-	h2.waitFor("queue paused", 10*time.Second, h2.paused)
-	if p := h2.payout("PO-1"); p.State != ledger.Queued {
-		t.Fatalf("unknown key: payout %s, want queued", p.State)
+	h2.waitFor("the worker to stop itself", 10*time.Second, h2.selfStopped)
+	if !errors.Is(h2.runErr, ErrStopped) || !strings.Contains(h2.runErr.Error(), "does not hold") {
+		t.Fatalf("Run: %v", h2.runErr)
 	}
-	_ = asynq.SkipRetry
+	if h2.paused() {
+		t.Fatal("a worker without the key paused the queue")
+	}
+	p := h2.payout("PO-1")
+	if p.State != ledger.Queued || p.Creates != 0 || p.Error != "" {
+		t.Fatalf("unknown key: payout %s, creates %d, error %q; want queued as it was", p.State, p.Creates, p.Error)
+	}
+	info, err := h2.insp.GetTaskInfo(jobs.Queue, jobs.CreateTaskID("PO-1", 1))
+	if err != nil || info.State == asynq.TaskStateArchived || info.State == asynq.TaskStateCompleted {
+		t.Fatalf("create task: %v, %v; want it live for another worker", info, err)
+	}
+	h2.assertOrders("PO-1", 0, 0)
 }
 
 func mustKey(t *testing.T) string {

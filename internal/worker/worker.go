@@ -56,6 +56,14 @@ type Worker struct {
 	epochs  epochs
 	metrics *Metrics
 	log     zerolog.Logger
+	stop    *stopper // this worker's own stop (stop.go)
+}
+
+// keyLister is an Opener that names the data keys it opens with
+// (vault.Keyring): the ledger then holds back a create whose card number
+// it cannot open (ledger.Foreign), before the payout is marked.
+type keyLister interface {
+	KeyIDs() []string
 }
 
 // New builds a Worker from cfg: zero values take their defaults (see
@@ -66,8 +74,12 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	rdb, m, log := cfg.Redis, cfg.Metrics, cfg.Logger
+	led := cfg.Ledger
+	if kl, ok := cfg.Opener.(keyLister); ok {
+		led = led.OpeningKeys(kl.KeyIDs())
+	}
 	return &Worker{
-		cfg: cfg, rdb: rdb, ledger: cfg.Ledger, psp: cfg.PSP, opener: cfg.Opener,
+		cfg: cfg, rdb: rdb, ledger: led, psp: cfg.PSP, opener: cfg.Opener, stop: newStopper(),
 		client:  asynq.NewClientFromRedisClient(rdb),
 		insp:    asynq.NewInspectorFromRedisClient(rdb),
 		gate:    newGate(rdb, cfg, m, log),
@@ -79,13 +91,16 @@ func New(cfg Config) (*Worker, error) {
 
 // Run serves the payout queue until ctx is done, then shuts down gracefully:
 // in-flight requests get ShutdownTimeout to finish; what does not finish is
-// left for the next worker to resolve through the ledger.
+// left for the next worker to resolve through the ledger. A worker that
+// stops itself (stop.go) shuts down the same way and returns a *StopError.
 func (w *Worker) Run(ctx context.Context) error {
 	lanes, err := w.startLanes()
 	if err != nil {
 		return err
 	}
 	w.log.Info().Int("concurrency", w.cfg.Concurrency).Int("lanes", len(lanes)).Str("queue", jobs.Queue).Msg("worker started")
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	defer w.serveNotifications(ctx)()
 	health := &redisHealth{log: w.log.With().Str("component", "redis").Logger()}
 	go health.watch(ctx, func(ctx context.Context) error { return w.rdb.Ping(ctx).Err() })
@@ -96,12 +111,13 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.Sweeper().Run(ctx)
 		}
 	}()
-	<-ctx.Done()
+	stopped := w.stoppedRun(ctx)
+	cancel()
 	<-sweepDone
 	w.log.Info().Dur("grace", w.cfg.ShutdownTimeout).Msg("worker stopping; in-flight requests may finish")
 	lanes.shutdown()
 	w.log.Info().Msg("worker stopped")
-	return nil
+	return stopped
 }
 
 // Sweeper returns the reconciler this worker runs, counting its repairs in
@@ -116,12 +132,23 @@ func (w *Worker) Sweeper() *reconcile.Sweeper {
 // Mux returns the task handlers.
 func (w *Worker) Mux() *asynq.ServeMux {
 	mux := asynq.NewServeMux()
-	mux.Use(w.notifyReview)
+	mux.Use(w.notifyReview, w.refuseStopped)
 	mux.HandleFunc(jobs.TypeWithdrawalCreate, w.HandleCreate)
 	mux.HandleFunc(jobs.TypeWithdrawalStatus, w.HandleStatus)
 	mux.HandleFunc(jobs.TypeWithdrawalOutcome, w.HandleOutcome)
 	mux.HandleFunc(jobs.TypeWithdrawalVerify, w.HandleVerify)
 	return mux
+}
+
+// refuseStopped gives back every task that arrives after this worker
+// stopped itself, untouched.
+func (w *Worker) refuseStopped(h asynq.Handler) asynq.Handler {
+	return asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
+		if err := w.refuseWhenStopped(); err != nil {
+			return err
+		}
+		return h.ProcessTask(ctx, t)
+	})
 }
 
 func (w *Worker) serverConfig() asynq.Config {
