@@ -141,21 +141,25 @@ func Mask(s string) string {
 	return string(out)
 }
 
-// Scrub replaces every run of digits (a Run: groups joined by separators,
-// in any Unicode decimal digits) that holds 12 or more digits, by its masked
-// form, whether it passes Luhn or not. It is the last line of defence for
-// text that comes from outside (PSP error messages) and for every output.
-// Its result holds no run of 12 or more digits.
+// Scrub masks every run of digits (a Run: groups joined by separators, in
+// any Unicode decimal digits) that may hold a card number: a run of 12 to
+// 19 digits that passes the Luhn check, a run holding consecutive groups
+// of 12 to 19 digits that pass it (a card written next to other numbers),
+// and a group of more than 19 digits, which may hide one. A run of 12 or
+// more digits that fails Luhn is no card number (a numeric order id, an
+// externalId) and stays as it is: one mistyped digit in ten would pass.
+// It is the last line of defence for text that comes from outside (PSP
+// messages, what operators type) and for every output. Its result holds no
+// Luhn-valid run of 12 to 19 digits.
 func Scrub(s string) string {
 	var out strings.Builder
 	prev := 0
 	for run := range Runs(s) {
-		d := run.Digits()
-		if len(d) < MinDigits {
+		if !MayHoldCard(run) {
 			continue
 		}
 		out.WriteString(s[prev:run.Start])
-		out.WriteString(Mask(d))
+		out.WriteString(Mask(run.Digits()))
 		prev = run.End
 	}
 	if prev == 0 {
@@ -163,4 +167,24 @@ func Scrub(s string) string {
 	}
 	out.WriteString(s[prev:])
 	return out.String()
+}
+
+// MayHoldCard reports whether run may be or hold a card number (see Scrub).
+func MayHoldCard(run Run) bool {
+	for i := range run.Groups {
+		n := 0
+		for j := i; j < len(run.Groups); j++ {
+			n += len(run.Groups[j])
+			if n > MaxDigits {
+				if j == i {
+					return true // one group too long to be a card: it may hide one
+				}
+				break
+			}
+			if n >= MinDigits && Luhn(strings.Join(run.Groups[i:j+1], "")) {
+				return true
+			}
+		}
+	}
+	return false
 }
