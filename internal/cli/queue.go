@@ -6,6 +6,7 @@ import (
 	"os/user"
 
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/scrub"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/jobs"
@@ -39,6 +40,9 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	}
 	if err := nf.check(e); err != nil {
 		return err
+	}
+	if _, err := scrub.Note(note); err != nil {
+		return usageErr("--note: %v", err)
 	}
 	rdb, err := rf.open(ctx, e)
 	if err != nil {
