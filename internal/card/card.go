@@ -145,9 +145,11 @@ func Mask(s string) string {
 // any Unicode decimal digits) that may hold a card number: a run of 12 to
 // 19 digits that passes the Luhn check, a run holding consecutive groups
 // of 12 to 19 digits that pass it (a card written next to other numbers),
-// and a group of more than 19 digits, which may hide one. A run of 12 or
-// more digits that fails Luhn is no card number (a numeric order id, an
-// externalId) and stays as it is: one mistyped digit in ten would pass.
+// a group of more than 19 digits, which may hide one, and a mistyped card
+// number (Luhn or not): 12 to 19 digits written in groups of four, or
+// right after the word "card" or "PAN". Any other run of 12 or more digits
+// that fails Luhn is no card number (a numeric order id, an externalId)
+// and stays as it is.
 // It is the last line of defence for text that comes from outside (PSP
 // messages, what operators type) and for every output. Its result holds no
 // Luhn-valid run of 12 to 19 digits.
@@ -155,7 +157,7 @@ func Scrub(s string) string {
 	var out strings.Builder
 	prev := 0
 	for run := range Runs(s) {
-		if !MayHoldCard(run) {
+		if !MayHoldCard(run) && !writtenAsCard(s, run) {
 			continue
 		}
 		out.WriteString(s[prev:run.Start])
@@ -167,6 +169,33 @@ func Scrub(s string) string {
 	}
 	out.WriteString(s[prev:])
 	return out.String()
+}
+
+// writtenAsCard reports whether run, of 12 to 19 digits, is written as a
+// card number is, whatever its check digit: in groups of four (the last
+// one shorter) or right after the word "card" or "PAN".
+func writtenAsCard(s string, run Run) bool {
+	n := len(run.Digits())
+	if n < MinDigits || n > MaxDigits {
+		return false
+	}
+	fours := len(run.Groups) >= 3
+	for i, g := range run.Groups {
+		if len(g) != 4 && (i < len(run.Groups)-1 || len(g) > 4) {
+			fours = false
+		}
+	}
+	if fours {
+		return true
+	}
+	before := strings.ToLower(s[max(0, run.Start-24):run.Start])
+	before = strings.TrimRight(before, " :#.-=\t\u00a0")
+	for _, w := range []string{"card", "card number", "card no", "card nr", "pan", "cardnumber"} {
+		if strings.HasSuffix(before, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // MayHoldCard reports whether run may be or hold a card number (see Scrub).
