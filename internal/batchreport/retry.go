@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/report"
 )
 
 // The retry file (payout report --failed-only, the UI's download) holds
@@ -93,18 +94,16 @@ func RetryID(id string) string {
 }
 
 // retryCell keeps a spreadsheet from running an extra property or a reason
-// as a formula, without touching a phone number ("+7 900 123-45-67"): a
-// value that starts with a formula character and is not made of digits,
-// spaces and "+-()" gets a leading quote. externalId and telecomOperator
-// never start with one (payfile refuses them at load).
+// as a formula (report.Neutralize, the one neutraliser of every CSV the
+// product writes), without touching a phone number ("+7 900 123-45-67"): a
+// value made of digits, spaces and "+-()" only is no formula that can
+// reach another cell. externalId and telecomOperator never start with a
+// formula character (payfile refuses them at load).
 func retryCell(v string) string {
-	if v == "" || !strings.ContainsRune("=+-@\t\r", rune(v[0])) {
+	if v != "" && strings.Trim(v, "0123456789 +-()") == "" {
 		return v
 	}
-	if strings.Trim(v, "0123456789 +-()") == "" {
-		return v
-	}
-	return "'" + v
+	return report.Neutralize(v)
 }
 
 // extraOrder sorts extra property names: payfile's known ones first, in
@@ -237,6 +236,12 @@ func newRetryRecord(batch string, b ledger.Batch, extras []string, o RetryOption
 	infoAt := len(header)
 	header = append(header, b.InfoColumns...)
 	header = append(header, payfile.ColReason)
+	// The names of the extra and informational columns come from the
+	// file: a name such as =HYPERLINK(...&C2) would carry the clear card
+	// number of its row.
+	for i, h := range header {
+		header[i] = report.Neutralize(h)
+	}
 	return &retryRecord{batch: batch, b: b, o: o, extras: extras, infoAt: infoAt, header: header, rec: make([]string, len(header))}
 }
 

@@ -141,21 +141,27 @@ func Mask(s string) string {
 	return string(out)
 }
 
-// Scrub replaces every run of digits (a Run: groups joined by separators,
-// in any Unicode decimal digits) that holds 12 or more digits, by its masked
-// form, whether it passes Luhn or not. It is the last line of defence for
-// text that comes from outside (PSP error messages) and for every output.
-// Its result holds no run of 12 or more digits.
+// Scrub masks every run of digits (a Run: groups joined by separators, in
+// any Unicode decimal digits) that may hold a card number: a run of 12 to
+// 19 digits that passes the Luhn check, a run holding consecutive groups
+// of 12 to 19 digits that pass it (a card written next to other numbers),
+// a group of more than 19 digits, which may hide one, and a mistyped card
+// number (Luhn or not): 12 to 19 digits written in groups of four, or
+// right after the word "card" or "PAN". Any other run of 12 or more digits
+// that fails Luhn is no card number (a numeric order id, an externalId)
+// and stays as it is.
+// It is the last line of defence for text that comes from outside (PSP
+// messages, what operators type) and for every output. Its result holds no
+// Luhn-valid run of 12 to 19 digits.
 func Scrub(s string) string {
 	var out strings.Builder
 	prev := 0
 	for run := range Runs(s) {
-		d := run.Digits()
-		if len(d) < MinDigits {
+		if !MayHoldCard(run) && !writtenAsCard(s, run) {
 			continue
 		}
 		out.WriteString(s[prev:run.Start])
-		out.WriteString(Mask(d))
+		out.WriteString(Mask(run.Digits()))
 		prev = run.End
 	}
 	if prev == 0 {
@@ -163,4 +169,51 @@ func Scrub(s string) string {
 	}
 	out.WriteString(s[prev:])
 	return out.String()
+}
+
+// writtenAsCard reports whether run, of 12 to 19 digits, is written as a
+// card number is, whatever its check digit: in groups of four (the last
+// one shorter) or right after the word "card" or "PAN".
+func writtenAsCard(s string, run Run) bool {
+	n := len(run.Digits())
+	if n < MinDigits || n > MaxDigits {
+		return false
+	}
+	fours := len(run.Groups) >= 3
+	for i, g := range run.Groups {
+		if len(g) != 4 && (i < len(run.Groups)-1 || len(g) > 4) {
+			fours = false
+		}
+	}
+	if fours {
+		return true
+	}
+	before := strings.ToLower(s[max(0, run.Start-24):run.Start])
+	before = strings.TrimRight(before, " :#.-=\t\u00a0")
+	for _, w := range []string{"card", "card number", "card no", "card nr", "pan", "cardnumber"} {
+		if strings.HasSuffix(before, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// MayHoldCard reports whether run may be or hold a card number (see Scrub).
+func MayHoldCard(run Run) bool {
+	for i := range run.Groups {
+		n := 0
+		for j := i; j < len(run.Groups); j++ {
+			n += len(run.Groups[j])
+			if n > MaxDigits {
+				if j == i {
+					return true // one group too long to be a card: it may hide one
+				}
+				break
+			}
+			if n >= MinDigits && Luhn(strings.Join(run.Groups[i:j+1], "")) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -76,6 +76,27 @@ func TestScrub(t *testing.T) {
 	}
 }
 
+// TestScrubNumericIDs: numeric ids of 12 or more digits that fail the Luhn
+// check are ids, not cards (issue #38): they are shown as they are.
+func TestScrubNumericIDs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"payout 100000000001 failed", "payout 100000000001 failed"},
+		{"ext 2026112600000000001", "ext 2026112600000000001"},
+		{"ids 1000000000001-1000000000002", "ids 1000000000001-1000000000002"},
+		{"card 5500000000000004", "card 550000******0004"},
+		{"card 5500 0000 0000 0005", "card 550000******0005"}, // a mistyped card, in groups of four
+		{"card number: 5500000000000005", "card number: 550000******0005"},
+		{"order 5500000000000005", "order 5500000000000005"},
+		{"1000 0000 0001", "1000*****001"}, // written in groups of four, as a card is
+
+		{"378282246310005", "378282*****0005"},
+	} {
+		if got := Scrub(tc.in); got != tc.want {
+			t.Errorf("Scrub(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func FuzzMaskNeverShowsTheWhole(f *testing.F) {
 	f.Add("4111111111111111")
 	f.Add("4111 1111 1111 1111 111")

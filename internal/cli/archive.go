@@ -126,18 +126,18 @@ func printArchived(w io.Writer, out []archive.Outcome) {
 	for _, o := range out {
 		switch {
 		case o.DryRun && o.Resumed:
-			fmt.Fprintf(w, "%s (%s): partly archived; would finish (dry run)\n", o.Batch, o.File)
+			fmt.Fprintf(w, "%s (%s): partly archived; would finish (dry run)\n", o.Batch, term(o.File))
 		case o.DryRun:
-			fmt.Fprintf(w, "%s (%s): %d payouts; would be archived (dry run)\n", o.Batch, o.File, o.Rows)
+			fmt.Fprintf(w, "%s (%s): %d payouts; would be archived (dry run)\n", o.Batch, term(o.File), o.Rows)
 		case o.Skipped != "":
-			fmt.Fprintf(w, "%s (%s): left in Redis: %s\n", o.Batch, o.File, o.Skipped)
+			fmt.Fprintf(w, "%s (%s): left in Redis: %s\n", o.Batch, term(o.File), o.Skipped)
 		case o.Archive == "":
 		default:
 			resumed := ""
 			if o.Resumed {
 				resumed = " (finished an interrupted archive)"
 			}
-			fmt.Fprintf(w, "%s (%s): %d payouts archived to %s%s\n", o.Batch, o.File, o.Rows, o.Archive, resumed)
+			fmt.Fprintf(w, "%s (%s): %d payouts archived to %s%s\n", o.Batch, term(o.File), o.Rows, o.Archive, resumed)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/scrub"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -164,6 +165,9 @@ func (o *operatorAction) open(ctx context.Context, e *env, fs *flag.FlagSet) (re
 	}
 	if strings.TrimSpace(o.note) == "" {
 		return nil, usageErr("--note TEXT is required: say why")
+	}
+	if _, err := scrub.Note(o.note); err != nil {
+		return nil, usageErr("--note: %v", err)
 	}
 	rdb, err := o.rf.open(ctx, e)
 	if err != nil {

@@ -70,15 +70,15 @@ func auditLine(a ledger.AuditEntry) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		ctx = append(ctx, k+"="+a.Context[k])
+		ctx = append(ctx, k+"="+term(a.Context[k]))
 	}
 	what := a.To
 	if a.From != "" {
 		what = a.From + " -> " + a.To
 	}
-	who := a.ExternalID
+	who := term(a.ExternalID)
 	if who == "" {
 		who = "-"
 	}
-	return strings.TrimRight(fmt.Sprintf("%s  %-24s  %-16s  %-28s  %s", a.Time.Format("2006-01-02T15:04:05.000Z"), a.Actor, who, what, strings.Join(ctx, " ")), " ")
+	return strings.TrimRight(fmt.Sprintf("%s  %-24s  %-16s  %-28s  %s", a.Time.Format("2006-01-02T15:04:05.000Z"), term(a.Actor), who, term(what), strings.Join(ctx, " ")), " ")
 }

@@ -245,7 +245,7 @@ func spoolOnce(ctx context.Context, e *env, ld *loader.Loader, dir string, o loa
 	}
 	for _, h := range res.Overdue() {
 		fmt.Fprintf(e.stderr, "%s: held in inbox/ since %s, not loaded: %s (listed in outbox/%s)\n",
-			h.File, h.Since.UTC().Format(time.RFC3339), h.Reason, loader.HeldListing)
+			term(h.File), h.Since.UTC().Format(time.RFC3339), term(h.Reason), loader.HeldListing)
 		refused = true
 	}
 	if errors.Is(err, loader.ErrOtherOptions) {
@@ -277,37 +277,37 @@ func sheetLine(r loader.Result) string {
 		return ""
 	}
 	if r.HiddenRows == 0 {
-		return fmt.Sprintf("%s: sheet %s shows all its %d data rows", r.File, r.Sheet, r.Rows)
+		return fmt.Sprintf("%s: sheet %s shows all its %d data rows", term(r.File), term(r.Sheet), r.Rows)
 	}
-	return fmt.Sprintf("%s: sheet %s shows %d data rows and holds %d: %d hidden or filtered out", r.File, r.Sheet, r.Rows-r.HiddenRows, r.Rows, r.HiddenRows)
+	return fmt.Sprintf("%s: sheet %s shows %d data rows and holds %d: %d hidden or filtered out", term(r.File), term(r.Sheet), r.Rows-r.HiddenRows, r.Rows, r.HiddenRows)
 }
 
 // printResult prints a file's errors compiler style, then one summary line.
 func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 	for _, w := range r.Warnings {
-		fmt.Fprintf(stderr, "%s: warning: %s\n", r.File, w)
+		fmt.Fprintf(stderr, "%s: warning: %s\n", term(r.File), w)
 	}
 	for i, err := range r.Errors {
 		if i == maxPrintedErrors {
-			fmt.Fprintf(stderr, "%s: ... and %d more errors\n", r.File, len(r.Errors)-maxPrintedErrors)
+			fmt.Fprintf(stderr, "%s: ... and %d more errors\n", term(r.File), len(r.Errors)-maxPrintedErrors)
 			break
 		}
-		fmt.Fprintln(stderr, err.String())
+		fmt.Fprintln(stderr, term(err.String()))
 	}
 	if line := sheetLine(r); line != "" {
 		fmt.Fprintln(stdout, line)
 	}
 	switch {
 	case r.Busy:
-		fmt.Fprintf(stdout, "%s: batch %s is being loaded by another loader right now; nothing done here, run again later\n", r.File, r.Batch)
+		fmt.Fprintf(stdout, "%s: batch %s is being loaded by another loader right now; nothing done here, run again later\n", term(r.File), r.Batch)
 	case r.DuplicateOf != nil:
 		d := r.DuplicateOf
 		fmt.Fprintf(stdout, "%s: same content as %s, loaded as batch %s at %s; nothing loaded\n",
-			r.File, d.File, d.ID, d.LoadedAt.Format(time.RFC3339))
+			term(r.File), term(d.File), d.ID, d.LoadedAt.Format(time.RFC3339))
 	case !r.Loaded:
-		fmt.Fprintf(stdout, "%s: refused: %d errors in %d rows; nothing loaded\n", r.File, len(r.Errors), r.Rows)
+		fmt.Fprintf(stdout, "%s: refused: %d errors in %d rows; nothing loaded\n", term(r.File), len(r.Errors), r.Rows)
 	case dryRun:
-		fmt.Fprintf(stdout, "%s: valid: %d rows, total %s%s (dry run: nothing loaded)\n", r.File, r.Valid, r.Total.StringFixed(r.Scale), matching(r))
+		fmt.Fprintf(stdout, "%s: valid: %d rows, total %s%s (dry run: nothing loaded)\n", term(r.File), r.Valid, r.Total.StringFixed(r.Scale), matching(r))
 	default:
 		skipped := ""
 		if len(r.Errors) > 0 {
@@ -317,9 +317,9 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 		if r.Resumed {
 			resumed = " (resumed an interrupted load)"
 		}
-		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", r.File, r.Valid, r.Total.StringFixed(r.Scale), r.Batch, skipped, resumed, matching(r))
+		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", term(r.File), r.Valid, r.Total.StringFixed(r.Scale), r.Batch, skipped, resumed, matching(r))
 		if r.Held != "" {
-			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s --by NAME`\n", r.File, r.Batch, r.Held, r.Batch)
+			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s --by NAME`\n", term(r.File), r.Batch, r.Held, r.Batch)
 		}
 	}
 }

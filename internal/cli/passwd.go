@@ -11,7 +11,7 @@ import (
 
 	"github.com/acme/payout/internal/ui"
 	"golang.org/x/crypto/bcrypt"
-	"golang.org/x/term"
+	xterm "golang.org/x/term"
 )
 
 // passwdCost is the bcrypt cost payout passwd writes: at least the users
@@ -58,11 +58,11 @@ func runPasswd(_ context.Context, e *env, args []string) error {
 // readPassword reads the password from the terminal (twice, not echoed)
 // when standard input is one, else the first line of standard input.
 func readPassword(e *env) (string, error) {
-	if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if f, ok := e.stdin.(*os.File); ok && xterm.IsTerminal(int(f.Fd())) {
 		fmt.Fprint(e.stderr, "password: ")
-		a, err := term.ReadPassword(int(f.Fd()))
+		a, err := xterm.ReadPassword(int(f.Fd()))
 		fmt.Fprint(e.stderr, "\nagain: ")
-		b, err2 := term.ReadPassword(int(f.Fd()))
+		b, err2 := xterm.ReadPassword(int(f.Fd()))
 		fmt.Fprintln(e.stderr)
 		if err = errors.Join(err, err2); err != nil {
 			return "", configErr(err)

@@ -8,6 +8,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/operator"
 	"github.com/redis/go-redis/v9"
+	"github.com/acme/payout/internal/scrub"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/jobs"
@@ -45,6 +46,9 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	}
 	if err := nf.check(e); err != nil {
 		return err
+	}
+	if _, err := scrub.Note(note); err != nil {
+		return usageErr("--note: %v", err)
 	}
 	rdb, err := rf.open(ctx, e)
 	if err != nil {

@@ -151,7 +151,7 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 	}
 	if detail {
 		v := views[0]
-		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, v.File, v.LoadedAt.Format(time.RFC3339))
+		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, term(v.File), v.LoadedAt.Format(time.RFC3339))
 		fmt.Fprintf(w, "phase     %s\n", batchreport.Phase{Label: v.PhaseLabel, Reason: v.PhaseReason})
 		fmt.Fprintf(w, "progress  %s\n", bar(v))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -177,7 +177,7 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 	}
 	fmt.Fprintln(tw, head+"AMOUNT PAID / CREATED / TOTAL")
 	for _, v := range views {
-		file := v.File
+		file := term(v.File)
 		if v.Archive != "" {
 			file += " (archived)"
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/extid"
+	"github.com/acme/payout/internal/scrub"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -45,6 +46,10 @@ return 1
 func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discarded, error) {
 	if by == "" || note == "" {
 		return Discarded{}, fmt.Errorf("discard %s: operator name and note are required: %w", id, ErrBadResolution)
+	}
+	by, note, err := typedNote(by, note, scrub.MaxNote)
+	if err != nil {
+		return Discarded{}, fmt.Errorf("discard %s: %w", id, err)
 	}
 	b, err := l.Batch(ctx, id)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/acme/payout/internal/scrub"
 )
 
 // AuditEntry is one line of the audit trail: a state change of a payout
@@ -70,6 +72,10 @@ func (l *Ledger) Actor() string { return l.actor }
 // Queue records an action on the payout queue (paused, resumed) in
 // the global audit trail.
 func (a Audit) Queue(ctx context.Context, actor, action, note string) error {
+	actor, note, err := typedNote(actor, note, scrub.MaxNote)
+	if err != nil {
+		return fmt.Errorf("ledger: audit %s: %w", action, err)
+	}
 	now, err := a.l.Time(ctx)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/scrub"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,6 +36,7 @@ func (l *Ledger) Controls() Controls { return Controls{l} }
 // HoldBatch ends a load under approval: the batch goes from loading to
 // awaiting_approval with the reason it waits, and no task exists for it.
 func (c Controls) HoldBatch(ctx context.Context, id, reason string) error {
+	reason = scrub.Text(reason, 0)
 	err := holdScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, reason, c.l.actor).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: hold batch %s for approval: %w", id, err)
@@ -217,6 +219,10 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 	if by == "" || note == "" {
 		return 0, fmt.Errorf("discard %s: operator name and note are required: %w", id, ErrBadResolution)
 	}
+	by, note, err := typedNote(by, note, scrub.MaxNote)
+	if err != nil {
+		return 0, fmt.Errorf("discard %s: %w", id, err)
+	}
 	b, err := c.l.Batch(ctx, id)
 	if err != nil {
 		return 0, err
@@ -255,6 +261,10 @@ return remember(KEYS[1], {'ok', 'queued'})
 func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State, error) {
 	if by == "" || note == "" {
 		return "", fmt.Errorf("cancel %s: operator name and note are required: %w", ext, ErrBadResolution)
+	}
+	by, note, err := typedNote(by, note, scrub.MaxNote+cancelNoteRoom)
+	if err != nil {
+		return "", fmt.Errorf("cancel %s: %w", ext, err)
 	}
 	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, by, note).StringSlice()
 	if err != nil {

@@ -107,6 +107,10 @@ func (l *Ledger) ResolveAsRejected(ctx context.Context, batch, ext string, r Res
 // resolve runs resolveScript. A payout not in needs_review is a
 // *ConflictError naming the state found.
 func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, orderID, pspStatus string, r Resolution) (Resolved, error) {
+	r, orderID, pspStatus, err := typedResolution(r, orderID, pspStatus)
+	if err != nil {
+		return Resolved{}, fmt.Errorf("resolve %s: %w", ext, err)
+	}
 	if strings.TrimSpace(r.By) == "" || strings.TrimSpace(r.Note) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}

@@ -59,6 +59,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/report"
 	"github.com/rs/zerolog"
 )
 
@@ -248,7 +249,9 @@ func writeHeld(dir string, held []HeldFile) error {
 		w := csv.NewWriter(f)
 		_ = w.Write([]string{"file", "held_since", "reason"})
 		for _, h := range overdue {
-			_ = w.Write([]string{h.File, h.Since.UTC().Format(time.RFC3339), h.Reason})
+			// File names and reasons come from senders: neutralised
+			// like every cell the product writes.
+			_ = w.Write([]string{report.Neutralize(h.File), h.Since.UTC().Format(time.RFC3339), report.Neutralize(h.Reason)})
 		}
 		w.Flush()
 		return w.Error()

@@ -20,6 +20,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/jobs"
 	"github.com/redis/go-redis/v9"
@@ -521,6 +522,9 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 	if who.By == "" || who.Note == "" {
 		return "", ui.Refuse(errors.New("not done: a decision needs a note saying why"))
 	}
+	if err := typedDecision(who.Note, d.OrderID, d.PSPStatus); err != nil {
+		return "", ui.Refuse(fmt.Errorf("not done: %w", err))
+	}
 	var (
 		r   ledger.Resolved
 		err error
@@ -599,3 +603,18 @@ func resolveRefusal(batch, ext string, err error) error {
 }
 
 func label(s ledger.State) string { return strings.ReplaceAll(string(s), "_", " ") }
+
+// typedDecision checks what a person typed into a decision form as the
+// ledger will (internal/scrub): a note of at most scrub.MaxNote characters,
+// an order id and a PSP status, none with a control character; the ledger
+// stores them scrubbed.
+func typedDecision(note, orderID, pspStatus string) error {
+	if _, err := scrub.Note(note); err != nil {
+		return err
+	}
+	if _, err := scrub.Field("PSP order id", orderID, scrub.MaxField); err != nil {
+		return err
+	}
+	_, err := scrub.Field("PSP status", pspStatus, scrub.MaxField)
+	return err
+}

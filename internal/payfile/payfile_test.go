@@ -210,8 +210,10 @@ func TestRefused(t *testing.T) {
 			`f.csv:5: amount: "x" is not a plain decimal number (digits and one '.')`,
 			`f.csv:5: externalId: "PO-2" already appears on line 3`,
 			`f.csv:6: externalId: "PO-1" already appears on line 2`}},
-		{"card-like duplicate externalId is masked", hdr + "4111111111111112,1,,MTS\n4111111111111112,1,,MTS\n", Options{}, []string{
-			`f.csv:3: externalId: "411111******1112" already appears on line 2`}},
+		// A numeric externalId that fails Luhn is an id, shown as it is
+		// (issue #38); one that passes is refused as a card number.
+		{"numeric duplicate externalId is shown", hdr + "4111111111111112,1,,MTS\n4111111111111112,1,,MTS\n", Options{}, []string{
+			`f.csv:3: externalId: "4111111111111112" already appears on line 2`}},
 		// amount.
 		{"amounts", hdr + "A1,1e3,,MTS\nA2,NaN,,MTS\nA3,-5,,MTS\nA4,0,,MTS\nA5,\"1,000.00\",,MTS\nA6,12.345,,MTS\nA7,,,MTS\nA8,.5,,MTS\nA9,5.,,MTS\nA10,0.00,,MTS\nA11,1 000,,MTS\nA12,+5,,MTS\n", Options{}, []string{
 			`f.csv:2: amount: holds a number in scientific notation (1e3), not an amount: format the amount column as Number with the amount's decimals, or as Text, and check the values`,

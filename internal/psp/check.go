@@ -62,11 +62,11 @@ func (c *Client) CheckAPI(ctx context.Context) APICheck {
 	path := statusPath("payout-check-" + hex.EncodeToString(b))
 	tok, err := c.cfg.Token.Token()
 	if err != nil {
-		return APICheck{Verdict: APITokenRefused, Message: c.redact(finish(err.Error()))}
+		return APICheck{Verdict: APITokenRefused, Message: finish(c.redact(err.Error()))}
 	}
 	a, err := c.probe(ctx, path, tok)
 	check := func(v Verdict, msg string) APICheck {
-		return APICheck{Verdict: v, HTTPStatus: a.status, Message: c.redact(finish(msg)), Duration: time.Since(start)}
+		return APICheck{Verdict: v, HTTPStatus: a.status, Message: finish(c.redact(msg)), Duration: time.Since(start)}
 	}
 	if err != nil {
 		return check(APIUnreachable, "no answer: "+transportMessage(err))

@@ -19,9 +19,9 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/scrub"
 )
 
 // MaxMessageLen bounds Result.Message (in bytes, cut on a rune boundary).
@@ -432,29 +432,12 @@ func bodyMessage(status int, body []byte) string {
 }
 
 // finish makes a text safe to show: valid UTF-8, no control characters, card
-// numbers masked, bounded length. Whitespace is collapsed before scrubbing
-// (so that it cannot join digit groups afterwards) and scrubbing happens
-// before cutting (so that a cut cannot shorten a card number below the
-// length Scrub recognises).
-func finish(s string) string {
-	s = strings.ToValidUTF8(s, "?")
-	s = strings.Map(func(r rune) rune {
-		if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	s = card.Scrub(s)
-	if len(s) > MaxMessageLen {
-		cut := MaxMessageLen - len("...")
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "..."
-	}
-	return s
-}
+// numbers masked, bounded length (scrub.Text: whitespace collapsed before
+// scrubbing, so that it cannot join digit groups afterwards, and scrubbing
+// before cutting, so that a cut cannot shorten a card number below the
+// length Scrub recognises). The token is taken out before: see
+// Client.withhold and Client.redact.
+func finish(s string) string { return scrub.Text(s, MaxMessageLen) }
 
 // handshakeAlerts are the TLS alerts (RFC 8446 section 6.2, RFC 5246
 // section 7.2.2) a server sends while it refuses a handshake, before it

@@ -19,6 +19,7 @@ import (
 
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/scrub"
 )
 
 // Defaults of Config.
@@ -311,7 +312,7 @@ func (c *Client) invalid(op Operation, ref, msg string) Result {
 func (c *Client) do(ctx context.Context, op Operation, ref, method, path string, body []byte, want *Expect) (Result, *depositBody) {
 	start := time.Now()
 	fail := func(res Result) (Result, *depositBody) {
-		res.Op, res.Message, res.Duration = op, c.redact(finish(res.Message)), time.Since(start)
+		res.Op, res.Message, res.Duration = op, finish(c.redact(res.Message)), time.Since(start)
 		c.report(res, ref)
 		return res, nil
 	}
@@ -331,6 +332,7 @@ func (c *Client) do(ctx context.Context, op Operation, ref, method, path string,
 		return fail(Result{Outcome: Rejected, Message: "not sent: build request: " + transportMessage(err)})
 	}
 	status, header, payload, err := c.send(req)
+	payload = withhold(payload, tok)
 	res, dep := classify(op, status, header, payload, err, sent.Load())
 	if want != nil {
 		res = want.Check(res)
@@ -446,13 +448,27 @@ func noReplay(req *http.Request, body []byte) {
 	req.Header.Del("X-Idempotency-Key")
 }
 
-// redact removes the token from a text, as a last line of defence: no
-// known path puts it there.
+// redact is s, or scrub.Withheld when s holds the token (in any escaped
+// form, or any scrub.SecretRun characters of it). It runs before a text is
+// cut (finish(c.redact(s))), so that a cut cannot leave a piece of the
+// token too short to be recognised; on texts already cut it is a last line
+// of defence.
 func (c *Client) redact(s string) string {
-	if tok, _ := c.lastTok.Load().(string); len(tok) >= 4 && strings.Contains(s, tok) {
-		s = strings.ReplaceAll(s, tok, "[token]")
+	tok, _ := c.lastTok.Load().(string)
+	return scrub.WithoutSecret(s, tok)
+}
+
+// withhold is the body of an answer, or scrub.Withheld when it echoes the
+// token (a wrong base URL, a gateway's error page that shows the request's
+// Authorization header, JSON-, HTML- or URL-escaped): looked for in the
+// whole body, before any message is taken from it and cut. Such an answer
+// is not the PSP's: classified on its status alone (a 200 with this body
+// is unparsable, so Ambiguous), nothing of it is kept.
+func withhold(body []byte, tok string) []byte {
+	if scrub.Secret(string(body), tok) {
+		return []byte(scrub.Withheld)
 	}
-	return s
+	return body
 }
 
 func (c *Client) report(res Result, ref string) {

@@ -107,6 +107,9 @@ type searchPage struct {
 	consolePage
 	Ext   string
 	Found []PayoutView
+	// Card: what was typed may hold a card number; it is neither
+	// searched nor shown (Ext is empty).
+	Card bool
 }
 
 // base fills what every console page carries.
@@ -284,7 +287,14 @@ func (h *batchHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
 	}
 	ext := strings.TrimSpace(r.URL.Query().Get("ext"))
 	p := searchPage{consolePage: h.base(r, "Search"), Ext: ext}
-	if ext != "" {
+	if card.Scrub(ext) != ext {
+		// A card number typed (or pasted) into the search box: never
+		// echoed in the page, never searched (payfile refuses an
+		// externalId that holds one).
+		p.Ext, p.Card = "", true
+		w.Header().Set("Cache-Control", "no-store")
+	}
+	if p.Ext != "" {
 		if !extPattern.MatchString(ext) {
 			http.Error(w, "bad externalId", http.StatusBadRequest)
 			return

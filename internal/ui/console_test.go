@@ -113,6 +113,9 @@ func TestConsoleDecisions(t *testing.T) {
 		{"no note", url.Values{"action": {"rejected"}}, "needs a note"},
 		{"created without order", url.Values{"action": {"created"}, "note": {"seen"}}, "order id"},
 		{"unknown action", url.Values{"action": {"pay"}, "note": {"x"}}, "choose what to do"},
+		{"note with a CR", url.Values{"action": {"rejected"}, "note": {"seen\rbob approved"}}, "control character"},
+		{"note too long", url.Values{"action": {"rejected"}, "note": {strings.Repeat("n", 1001)}}, "at most 1000"},
+		{"order id with a line break", url.Values{"action": {"created"}, "order": {"PSP-1\nbob"}, "note": {"seen"}}, "control character"},
 	} {
 		if code, body := decide(first, tc.form); code != http.StatusConflict || !strings.Contains(body, tc.want) {
 			t.Errorf("%s: %d %s", tc.name, code, body)
@@ -267,3 +270,23 @@ func TestConsoleDownloads(t *testing.T) {
 }
 
 func (e *env) inspector() *asynq.Inspector { return asynq.NewInspectorFromRedisClient(e.rdb) }
+
+// TestSearchNeverEchoesACard: a card number typed or pasted into the
+// search box, however it is spelt, is neither searched nor shown in the
+// page (the input field and the "not found" line echoed it).
+func TestSearchNeverEchoesACard(t *testing.T) {
+	e, _ := demoEnv(t, uitest.Options{})
+	for _, typed := range []string{"4111111111111111", "4111 1111 1111 1111", "4111-1111-1111-1111", "PO-4111111111111111"} {
+		body := e.get("/search?ext="+url.QueryEscape(typed), 200)
+		flat := strings.NewReplacer(" ", "", "-", "", "&#43;", "").Replace(body)
+		if strings.Contains(flat, "4111111111111111") || card.Scrub(body) != body {
+			t.Errorf("search for %q echoes the card number", typed)
+		}
+		if !strings.Contains(body, `id="card"`) {
+			t.Errorf("search for %q does not say it looks like a card number", typed)
+		}
+	}
+	if body := e.get("/search?ext=100000000001", 200); !strings.Contains(body, "100000000001") {
+		t.Error("a numeric id that fails Luhn is not searched as typed")
+	}
+}
