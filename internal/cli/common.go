@@ -112,7 +112,7 @@ type fileFlags struct {
 
 func (f *fileFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.scale, "decimals", money.DefaultScale, "decimal places an amount may have")
-	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: no limit)")
+	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: 1000000000, less with 7 or 8 --decimals); at most the ceiling of --decimals, 900719925474.09 with 2, which also bounds a file's total")
 	fs.IntVar(&f.maxIDLen, "max-external-id-len", payfile.DefaultMaxExternalIDLen, "longest externalId accepted")
 	fs.StringVar(&f.amountFormat, "amount-format", money.Plain.String(), "how the file writes amounts: plain (1500.50), comma (1500,50 or 1 500,50: space or no-break space groups thousands), comma-dot (1.500,50) or dot-comma (1,500.50); declared, never guessed")
 	fs.StringVar(&f.operators, "telecom-operators", "", "file of the PSP's telecom operator names, one a line: refuse a telecomOperator not in it, exactly (with a \"did you mean\"); empty: not checked, with a warning per file")
@@ -152,6 +152,9 @@ func (f *fileFlags) options() (payfile.Options, error) {
 		a, err := money.Parse(f.maxAmount, 8)
 		if err != nil {
 			return o, usageErr("--max-amount: %v", err)
+		}
+		if c := money.Ceiling(f.scale); a.Cmp(c) > 0 {
+			return o, usageErr("--max-amount %s: above %s, the largest amount the ledger counts exactly with --decimals %d", f.maxAmount, c.StringFixed(f.scale), f.scale)
 		}
 		o.MaxAmount = a
 	}

@@ -124,7 +124,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	}
 	b, n, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit})
 	switch {
-	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit):
+	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit), errors.Is(err, money.ErrCeiling):
 		fmt.Fprintf(e.stderr, "not approved: %v\n", err)
 		return errRejected
 	case errors.Is(err, operator.ErrNotEnqueued):
