@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -216,6 +218,7 @@ type pspFlags struct {
 	timeout        time.Duration
 	amountAsNumber bool
 	statusByExtID  bool
+	plainHTTP      bool
 }
 
 func (p *pspFlags) register(fs *flag.FlagSet) {
@@ -224,6 +227,30 @@ func (p *pspFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&p.timeout, "psp-timeout", 30*time.Second, "timeout of one PSP request")
 	fs.BoolVar(&p.amountAsNumber, "psp-amount-as-number", false, "send amounts as JSON numbers instead of decimal strings (digits exact either way)")
 	fs.BoolVar(&p.statusByExtID, "status-by-external-id", false, "query order status by externalId even when the PSP order id is known")
+	fs.BoolVar(&p.plainHTTP, "allow-plain-http", false, "accept an http:// --psp-url to a host that is not loopback (the token and card numbers then cross the network in clear)")
+}
+
+// checkURL adds to probs what is wrong with --psp-url (given): not an
+// absolute http(s) URL with a host, or plain http to a host that is not
+// loopback (localhost, 127.0.0.0/8, ::1) without --allow-plain-http.
+func (p *pspFlags) checkURL(probs *problems) {
+	u, err := url.Parse(p.url)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		probs.flag("psp-url", "--psp-url %q: want an absolute https:// URL, such as https://psp.example.com", p.url)
+	case u.Scheme == "http" && !p.plainHTTP && !isLoopback(u.Hostname()):
+		probs.flag("psp-url", "--psp-url %s: plain http to %s would send the PSP token and card numbers in clear: use https://, or --allow-plain-http (PAYOUT_ALLOW_PLAIN_HTTP) if the network in between is trusted", p.url, u.Hostname())
+	}
+}
+
+// isLoopback tells whether host (a URL's, without port or brackets) names
+// this machine: localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func (p *pspFlags) tokenSource(e *env) (psp.TokenSource, error) {
