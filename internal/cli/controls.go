@@ -242,6 +242,9 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 		case errors.Is(err, ledger.ErrNotFound):
 			fmt.Fprintf(e.stderr, "%s: no such payout in batch %s\n", ext, id)
 			refused++
+		case errors.Is(err, ledger.ErrEverSent):
+			fmt.Fprintf(e.stderr, "%s: not cancellable: %v\n", ext, err)
+			refused++
 		case err != nil:
 			return infraErr(err)
 		case was == ledger.Queued:

@@ -255,13 +255,22 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 	return c.l.cancelQueued(ctx, id, by, "batch discarded: "+note)
 }
 
-// cancelScript moves a queued payout to cancelled. KEYS: payout, counts,
-// audit; ARGV: by, note, actor, op. Replies {'ok', 'queued'} or {'no', state}.
+// ErrEverSent is the refusal of cancel for a queued payout whose create was sent
+// before (its absence was confirmed and it waits to be created again):
+// the PSP may still hold and pay that order, so it is not "never sent".
+var ErrEverSent = errors.New("ledger: the payout was sent to the PSP before")
+
+// cancelScript moves a queued payout that was never sent to cancelled.
+// A queued payout with creates > 0 went back to queued after a create
+// (absence confirmed by K 404s at least D apart): refused, nothing
+// written. KEYS: payout, counts, audit; ARGV: by, note, actor, op.
+// Replies {'ok', 'queued'}, {'sent', creates} or {'no', state}.
 var cancelScript = Person.script(luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'units')
+local first, h = fetch(KEYS[1], 'state', 'units', 'creates')
 if first then return first end
 if not h[1] then return {'nopayout', ''} end
 if h[1] ~= 'queued' then return {'no', h[1]} end
+if num(h[3]) > 0 then return {'sent', tostring(num(h[3]))} end
 local now = nowms()
 AUD.extra = {'note', 'cancelled: ' .. ARGV[2]}
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1], 'rnote', ARGV[2], 'rat', now,
@@ -274,6 +283,8 @@ return remember(KEYS[1], {'ok', 'queued'})
 // by compare-and-set: a worker that begins its create at the same moment
 // either wins (the payout is submitting, and Cancel reports that) or finds
 // it cancelled and sends nothing. It returns the state the payout was in.
+// A queued payout whose create was sent before (absence confirmed, to be
+// created again) is refused with an error matching ErrEverSent.
 func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State, error) {
 	if by == "" || note == "" {
 		return "", fmt.Errorf("cancel %s: operator name and note are required: %w", ext, ErrBadResolution)
@@ -287,6 +298,9 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 		return "", fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case "ok":
 		return Queued, nil
+	case "sent":
+		return Queued, fmt.Errorf("payout %s of batch %s went back to queued after %s create request(s) the PSP answered ambiguously and later did not find; "+
+			"the PSP may still hold and pay that order, so it cannot be cancelled as never sent (it will be created again, or look at it in the console): %w", ext, batch, res[1], ErrEverSent)
 	}
 	return State(res[1]), nil
 }

@@ -180,6 +180,36 @@ func TestCancelRacesTheWorker(t *testing.T) {
 	}
 }
 
+// TestCancelRefusesAPayoutEverSent: a payout whose absence was confirmed
+// after an ambiguous create is queued again, but its first order may yet
+// be paid (a PSP lagging past (K-1) x D): cancel refuses it with
+// ErrEverSent and writes nothing (issue 38: it was cancelled as "not
+// sent"); discard's cancel of the batch's queued payouts passes over it.
+func TestCancelRefusesAPayoutEverSent(t *testing.T) {
+	ctx := context.Background()
+	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 3}
+	l, clk := checkingLedger(t)
+	if s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckAgain {
+		t.Fatalf("first miss: %+v", s)
+	}
+	clk.add(time.Minute)
+	if s, _ := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckRecreate {
+		t.Fatalf("second miss: %+v", s)
+	}
+	before := mustState(t, l, "b", "E1", Queued)
+	was, err := l.Cancel(ctx, "b", "E1", "carol", "not needed")
+	if !errors.Is(err, ErrEverSent) || !strings.Contains(err.Error(), "cannot be cancelled as never sent") {
+		t.Fatalf("cancel of a payout sent before: %s %v", was, err)
+	}
+	if after := mustState(t, l, "b", "E1", Queued); after.Creates != before.Creates || after.Error != before.Error {
+		t.Fatalf("a refused cancel wrote: %+v -> %+v", before, after)
+	}
+	if n, err := l.cancelQueued(ctx, "b", "carol", "batch discarded"); err != nil || n != 0 {
+		t.Fatalf("cancelQueued over a payout sent before: %d %v", n, err)
+	}
+	mustState(t, l, "b", "E1", Queued)
+}
+
 // TestMoneyCannotWrap: a batch total of 16 digits reads back exactly, and
 // the day's approved sum refuses what would take it over the ceiling of
 // every sum (money.Ceiling(4)) instead of wrapping, so a later batch still
