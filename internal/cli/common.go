@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -112,7 +114,7 @@ type fileFlags struct {
 
 func (f *fileFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.scale, "decimals", money.DefaultScale, "decimal places an amount may have")
-	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: no limit)")
+	fs.StringVar(&f.maxAmount, "max-amount", "", "refuse rows with an amount above this (empty: 1000000000, less with 7 or 8 --decimals); at most the ceiling of --decimals, 900719925474.09 with 2, which also bounds a file's total")
 	fs.IntVar(&f.maxIDLen, "max-external-id-len", payfile.DefaultMaxExternalIDLen, "longest externalId accepted")
 	fs.StringVar(&f.amountFormat, "amount-format", money.Plain.String(), "how the file writes amounts: plain (1500.50), comma (1500,50 or 1 500,50: space or no-break space groups thousands), comma-dot (1.500,50) or dot-comma (1,500.50); declared, never guessed")
 	fs.StringVar(&f.operators, "telecom-operators", "", "file of the PSP's telecom operator names, one a line: refuse a telecomOperator not in it, exactly (with a \"did you mean\"); empty: not checked, with a warning per file")
@@ -152,6 +154,9 @@ func (f *fileFlags) options() (payfile.Options, error) {
 		a, err := money.Parse(f.maxAmount, 8)
 		if err != nil {
 			return o, usageErr("--max-amount: %v", err)
+		}
+		if c := money.Ceiling(f.scale); a.Cmp(c) > 0 {
+			return o, usageErr("--max-amount %s: above %s, the largest amount the ledger counts exactly with --decimals %d", f.maxAmount, c.StringFixed(f.scale), f.scale)
 		}
 		o.MaxAmount = a
 	}
@@ -213,6 +218,7 @@ type pspFlags struct {
 	timeout        time.Duration
 	amountAsNumber bool
 	statusByExtID  bool
+	plainHTTP      bool
 }
 
 func (p *pspFlags) register(fs *flag.FlagSet) {
@@ -221,6 +227,30 @@ func (p *pspFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&p.timeout, "psp-timeout", 30*time.Second, "timeout of one PSP request")
 	fs.BoolVar(&p.amountAsNumber, "psp-amount-as-number", false, "send amounts as JSON numbers instead of decimal strings (digits exact either way)")
 	fs.BoolVar(&p.statusByExtID, "status-by-external-id", false, "query order status by externalId even when the PSP order id is known")
+	fs.BoolVar(&p.plainHTTP, "allow-plain-http", false, "accept an http:// --psp-url to a host that is not loopback (the token and card numbers then cross the network in clear)")
+}
+
+// checkURL adds to probs what is wrong with --psp-url (given): not an
+// absolute http(s) URL with a host, or plain http to a host that is not
+// loopback (localhost, 127.0.0.0/8, ::1) without --allow-plain-http.
+func (p *pspFlags) checkURL(probs *problems) {
+	u, err := url.Parse(p.url)
+	switch {
+	case err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		probs.flag("psp-url", "--psp-url %q: want an absolute https:// URL, such as https://psp.example.com", p.url)
+	case u.Scheme == "http" && !p.plainHTTP && !isLoopback(u.Hostname()):
+		probs.flag("psp-url", "--psp-url %s: plain http to %s would send the PSP token and card numbers in clear: use https://, or --allow-plain-http (PAYOUT_ALLOW_PLAIN_HTTP) if the network in between is trusted", p.url, u.Hostname())
+	}
+}
+
+// isLoopback tells whether host (a URL's, without port or brackets) names
+// this machine: localhost or a loopback address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 func (p *pspFlags) tokenSource(e *env) (psp.TokenSource, error) {

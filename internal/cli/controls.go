@@ -125,7 +125,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	}
 	b, n, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit})
 	switch {
-	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit):
+	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit), errors.Is(err, money.ErrCeiling):
 		fmt.Fprintf(e.stderr, "not approved: %v\n", err)
 		return errRejected
 	case errors.Is(err, operator.ErrNotEnqueued):
@@ -245,6 +245,9 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 			fmt.Fprintf(e.stderr, "%s: no such payout in batch %s\n", ext, id)
+			refused++
+		case errors.Is(err, ledger.ErrEverSent):
+			fmt.Fprintf(e.stderr, "%s: not cancellable: %v\n", ext, err)
 			refused++
 		case err != nil:
 			return infraErr(err)

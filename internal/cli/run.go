@@ -195,6 +195,8 @@ func (r *runCmd) configure() error {
 		}
 	} else if r.pf.url == "" {
 		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required, or --sandbox for the simulator")
+	} else {
+		r.pf.checkURL(&probs)
 	}
 	if err := probs.err(); err != nil {
 		return err

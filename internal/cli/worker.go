@@ -118,6 +118,8 @@ func (c *workerCmd) configure() error {
 	var probs problems
 	if c.pf.url == "" {
 		probs.flag("psp-url", "--psp-url (PAYOUT_PSP_URL) is required")
+	} else {
+		c.pf.checkURL(&probs)
 	}
 	c.cfg = c.wf.config(&c.pf, &probs)
 	return probs.err()

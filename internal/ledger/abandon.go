@@ -103,6 +103,9 @@ func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, er
 	n := 0
 	for _, ext := range ids {
 		found, err := l.Cancel(ctx, id, ext, by, note)
+		if errors.Is(err, ErrEverSent) {
+			continue // sent before: not cancelled as never sent
+		}
 		if err != nil {
 			return n, err
 		}

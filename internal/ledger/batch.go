@@ -369,7 +369,7 @@ func (l *Ledger) Status(ctx context.Context, id string) (BatchStatus, error) {
 
 func parseBatch(m map[string]string) Batch {
 	scale, _ := strconv.Atoi(m["scale"])
-	total, err := money.Parse(m["total"], 18)
+	total, err := money.ParseStored(m["total"])
 	if err != nil {
 		total = money.Zero
 	}

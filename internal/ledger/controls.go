@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -60,33 +59,37 @@ return 1
 `)
 
 // dailyScale is the scale the approved sums of a day are kept at: exact for
-// amounts with up to 4 decimals, and far from the int64 limit.
-const dailyScale = 4
-
-// dailyUnits is a at dailyScale, rounded up (never under-counted).
-func dailyUnits(a money.Amount) int64 {
-	d := a.Decimal().Shift(dailyScale).Ceil()
-	return d.IntPart()
-}
+// amounts with up to 4 decimals. A day's sum may not pass money.MaxUnits
+// of these units (money.Ceiling(4), about 900 billion), so that the Lua
+// of reserveScript compares it exactly.
+const dailyScale = money.SumScale
 
 // reserveScript adds a batch's units to the day's approved sum unless that
-// would pass the limit (limit < 0: no limit, always added).
-// KEYS: day; ARGV: units, limit, ttl seconds. Replies {ok (1|0), sum}.
+// would pass the limit (limit < 0: no limit) or the ceiling of every sum.
+// Lua numbers are doubles: every figure compared is at most the ceiling
+// (2^53-1), so each one and each difference is exact; the sum is added by
+// INCRBY (int64) and sent back as Redis holds it, never through tostring.
+// KEYS: day; ARGV: units, limit, ttl seconds, ceiling.
+// Replies {1} added, or {0 (over the limit) | 2 (over the ceiling), sum}.
 var reserveScript = redis.NewScript(`
-local sum = tonumber(redis.call('GET', KEYS[1]) or '0')
+local cur = redis.call('GET', KEYS[1]) or '0'
+local sum = tonumber(cur)
 local units = tonumber(ARGV[1])
 local limit = tonumber(ARGV[2])
-if limit >= 0 and sum + units > limit then return {0, tostring(sum)} end
-local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+local ceiling = tonumber(ARGV[4])
+if sum > ceiling or units > ceiling - sum then return {2, cur} end
+if limit >= 0 and units > limit - sum then return {0, cur} end
+redis.call('INCRBY', KEYS[1], ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[3])
-return {1, tostring(n)}
+return {1}
 `)
 
 // ReserveDaily adds amount to the sum approved today (UTC, on Redis's
 // clock) unless that would take it over limit (zero: no limit, always
 // added), in one atomic step: two loaders or approvers at once cannot both
 // pass. Over the limit it returns an error matching ErrDailyLimit that names
-// the figures, with scale decimals (the batch's). day and units let a
+// the figures, with scale decimals (the batch's); over the ceiling of every
+// sum (money.Ceiling(4)) one matching money.ErrCeiling. day and units let a
 // caller that does not go on give the amount back (UnreserveDaily).
 func (c Controls) ReserveDaily(ctx context.Context, amount, limit money.Amount, scale int) (day string, units int64, err error) {
 	now, err := c.l.Time(ctx)
@@ -96,23 +99,42 @@ func (c Controls) ReserveDaily(ctx context.Context, amount, limit money.Amount, 
 	day = dailyKey(now)
 	max := int64(-1)
 	if !limit.IsZero() {
-		max = dailyUnits(limit)
+		if max, err = limit.Units(dailyScale); err != nil {
+			max = money.MaxUnits // a limit above the ceiling is the ceiling
+		}
 	}
-	units = dailyUnits(amount)
-	res, err := reserveScript.Run(ctx, c.l.rdb, []string{day}, units, max, int64((48 * time.Hour).Seconds())).Slice()
+	if units, err = amount.Units(dailyScale); err != nil {
+		return "", 0, fmt.Errorf("ledger: daily sum: %w", err)
+	}
+	res, err := reserveScript.Run(ctx, c.l.rdb, []string{day}, units, max, int64((48 * time.Hour).Seconds()), money.MaxUnits).Slice()
 	if err != nil {
 		return "", 0, fmt.Errorf("ledger: daily sum: %w", err)
 	}
 	if ok, _ := res[0].(int64); ok != 1 {
-		sum, _ := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
-		if scale < 0 {
-			scale = 0
-		}
-		return "", 0, fmt.Errorf("%s more would take today's approved sum from %s to %s, over the daily limit %s: %w",
-			amount.StringFixed(scale), money.FromMinor(sum, dailyScale).StringFixed(scale), money.FromMinor(sum+units, dailyScale).StringFixed(scale),
-			limit.StringFixed(scale), ErrDailyLimit)
+		return "", 0, dailyRefusal(ok, fmt.Sprint(res[1]), amount, limit, units, scale)
 	}
 	return day, units, nil
+}
+
+// dailyRefusal is the error of a reservation refused: over the limit
+// (ErrDailyLimit) or over the ceiling of every sum (money.ErrCeiling).
+// sum is the day's sum as Redis holds it, units the amount's.
+func dailyRefusal(code int64, sum string, amount, limit money.Amount, units int64, scale int) error {
+	if scale < 0 {
+		scale = 0
+	}
+	before, err := money.ParseStored(sum)
+	if err != nil {
+		before = money.Zero
+	}
+	before = money.FromMinor(before.Decimal().IntPart(), dailyScale)
+	after := before.Add(money.FromMinor(units, dailyScale))
+	if code == 2 {
+		return fmt.Errorf("%s more would take today's approved sum from %s to %s, over %s, the largest sum the ledger counts exactly: %w",
+			amount.StringFixed(scale), before.Fixed(scale), after.Fixed(scale), money.Ceiling(dailyScale).Fixed(scale), money.ErrCeiling)
+	}
+	return fmt.Errorf("%s more would take today's approved sum from %s to %s, over the daily limit %s: %w",
+		amount.StringFixed(scale), before.Fixed(scale), after.Fixed(scale), limit.StringFixed(scale), ErrDailyLimit)
 }
 
 // UnreserveDaily gives back what ReserveDaily added.
@@ -239,13 +261,22 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 	return c.l.cancelQueued(ctx, id, by, "batch discarded: "+note)
 }
 
-// cancelScript moves a queued payout to cancelled. KEYS: payout, counts,
-// audit; ARGV: by, note, actor, op. Replies {'ok', 'queued'} or {'no', state}.
+// ErrEverSent is the refusal of cancel for a queued payout whose create was sent
+// before (its absence was confirmed and it waits to be created again):
+// the PSP may still hold and pay that order, so it is not "never sent".
+var ErrEverSent = errors.New("ledger: the payout was sent to the PSP before")
+
+// cancelScript moves a queued payout that was never sent to cancelled.
+// A queued payout with creates > 0 went back to queued after a create
+// (absence confirmed by K 404s at least D apart): refused, nothing
+// written. KEYS: payout, counts, audit; ARGV: by, note, actor, op.
+// Replies {'ok', 'queued'}, {'sent', creates} or {'no', state}.
 var cancelScript = Person.script(luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'units')
+local first, h = fetch(KEYS[1], 'state', 'units', 'creates')
 if first then return first end
 if not h[1] then return {'nopayout', ''} end
 if h[1] ~= 'queued' then return {'no', h[1]} end
+if num(h[3]) > 0 then return {'sent', tostring(num(h[3]))} end
 local now = nowms()
 AUD.extra = {'note', 'cancelled: ' .. ARGV[2]}
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1], 'rnote', ARGV[2], 'rat', now,
@@ -258,6 +289,8 @@ return remember(KEYS[1], {'ok', 'queued'})
 // by compare-and-set: a worker that begins its create at the same moment
 // either wins (the payout is submitting, and Cancel reports that) or finds
 // it cancelled and sends nothing. It returns the state the payout was in.
+// A queued payout whose create was sent before (absence confirmed, to be
+// created again) is refused with an error matching ErrEverSent.
 func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State, error) {
 	if by == "" || note == "" {
 		return "", fmt.Errorf("cancel %s: operator name and note are required: %w", ext, ErrBadResolution)
@@ -275,6 +308,9 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 		return "", fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case "ok":
 		return Queued, nil
+	case "sent":
+		return Queued, fmt.Errorf("payout %s of batch %s went back to queued after %s create request(s) the PSP answered ambiguously and later did not find; "+
+			"the PSP may still hold and pay that order, so it cannot be cancelled as never sent (it will be created again, or look at it in the console): %w", ext, batch, res[1], ErrEverSent)
 	}
 	return State(res[1]), nil
 }

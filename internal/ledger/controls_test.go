@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,5 +177,85 @@ func TestCancelRacesTheWorker(t *testing.T) {
 	mustState(t, l, "b", "E2", Submitting)
 	if _, err := l.Cancel(ctx, "b", "E2", "", ""); !errors.Is(err, ErrBadResolution) {
 		t.Fatalf("cancel without operator: %v", err)
+	}
+}
+
+// TestCancelRefusesAPayoutEverSent: a payout whose absence was confirmed
+// after an ambiguous create is queued again, but its first order may yet
+// be paid (a PSP lagging past (K-1) x D): cancel refuses it with
+// ErrEverSent and writes nothing (issue 38: it was cancelled as "not
+// sent"); discard's cancel of the batch's queued payouts passes over it.
+func TestCancelRefusesAPayoutEverSent(t *testing.T) {
+	ctx := context.Background()
+	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 3}
+	l, clk := checkingLedger(t)
+	if s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckAgain {
+		t.Fatalf("first miss: %+v", s)
+	}
+	clk.add(time.Minute)
+	if s, _ := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckRecreate {
+		t.Fatalf("second miss: %+v", s)
+	}
+	before := mustState(t, l, "b", "E1", Queued)
+	was, err := l.Cancel(ctx, "b", "E1", "carol", "not needed")
+	if !errors.Is(err, ErrEverSent) || !strings.Contains(err.Error(), "cannot be cancelled as never sent") {
+		t.Fatalf("cancel of a payout sent before: %s %v", was, err)
+	}
+	if after := mustState(t, l, "b", "E1", Queued); after.Creates != before.Creates || after.Error != before.Error {
+		t.Fatalf("a refused cancel wrote: %+v -> %+v", before, after)
+	}
+	if n, err := l.cancelQueued(ctx, "b", "carol", "batch discarded"); err != nil || n != 0 {
+		t.Fatalf("cancelQueued over a payout sent before: %d %v", n, err)
+	}
+	mustState(t, l, "b", "E1", Queued)
+}
+
+// TestMoneyCannotWrap: a batch total of 16 digits reads back exactly, and
+// the day's approved sum refuses what would take it over the ceiling of
+// every sum (money.Ceiling(4)) instead of wrapping, so a later batch still
+// meets the daily limit (issue 38: two rows of 922337153685477.58 made the
+// day's sum drop and let a held batch through).
+func TestMoneyCannotWrap(t *testing.T) {
+	ctx := context.Background()
+	l, _ := newTestLedger(t)
+	huge := money.MustParse("922337153685477.58").Add(money.MustParse("922337153685477.58"))
+	if _, _, err := l.BeginBatch(ctx, Batch{ID: "big", File: "big.csv", LoadedAt: time.Now(), Rows: 2, Total: huge, Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := l.Batch(ctx, "big"); err != nil || b.Total.Cmp(huge) != 0 || b.Total.StringFixed(2) != "1844674307370955.16" {
+		t.Fatalf("16-digit total read back as %s (%v)", b.Total.StringFixed(2), err)
+	}
+
+	ctl := l.Controls()
+	if _, _, err := ctl.ReserveDaily(ctx, money.MustParse("20000000"), money.Amount{}, 2); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		amount money.Amount
+		limit  money.Amount
+		want   error
+	}{
+		{"a total beyond int64 at 4 decimals", huge, money.Amount{}, money.ErrCeiling},
+		{"one row of 922337153685477.58", money.MustParse("922337153685477.58"), money.Amount{}, money.ErrCeiling},
+		{"a limit above the ceiling is the ceiling", money.Ceiling(4), money.MustParse("999999999999999"), money.ErrCeiling},
+		{"the held batch still meets the limit", money.MustParse("50000000"), money.MustParse("60000000"), ErrDailyLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, _, err := ctl.ReserveDaily(ctx, tt.amount, tt.limit, 2); !errors.Is(err, tt.want) {
+				t.Fatalf("ReserveDaily(%s, limit %s) = %v, want %v", tt.amount, tt.limit, err, tt.want)
+			}
+		})
+	}
+	// Up to the ceiling exactly is counted, one unit more is refused.
+	rest := money.Ceiling(4).Decimal().Sub(money.MustParse("20000000").Decimal())
+	left := money.MustParse(rest.String())
+	if _, _, err := ctl.ReserveDaily(ctx, left, money.Amount{}, 4); err != nil {
+		t.Fatalf("reserving up to the ceiling: %v", err)
+	}
+	if _, _, err := ctl.ReserveDaily(ctx, money.MustParse("0.0001"), money.Amount{}, 4); !errors.Is(err, money.ErrCeiling) ||
+		!strings.Contains(err.Error(), "900719925474.0991 to 900719925474.0992") {
+		t.Fatalf("one unit over the ceiling: %v", err)
 	}
 }

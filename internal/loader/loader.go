@@ -125,7 +125,7 @@ func (ld *Loader) hold(ctx context.Context, a Approval, total money.Amount, scal
 		return fmt.Sprintf("total %s is above the batch limit %s", total.StringFixed(scale), a.MaxBatchTotal.StringFixed(scale)), false, nil
 	}
 	if _, _, err := ld.ledger.Controls().ReserveDaily(ctx, total, a.DailyLimit, scale); err != nil {
-		if errors.Is(err, ledger.ErrDailyLimit) {
+		if errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, money.ErrCeiling) {
 			return err.Error(), false, nil
 		}
 		return "", false, err
@@ -1044,7 +1044,7 @@ func (ld *Loader) eachValid(ctx context.Context, f *os.File, name string, opts O
 
 func hasStructural(errs []payfile.Error) bool {
 	for _, e := range errs {
-		if e.Kind == payfile.KindStructure || e.Kind == payfile.KindEncoding || e.Kind == payfile.KindHeader || e.Kind == payfile.KindEmpty {
+		if e.Kind == payfile.KindStructure || e.Kind == payfile.KindEncoding || e.Kind == payfile.KindHeader || e.Kind == payfile.KindEmpty || e.Kind == payfile.KindTotal {
 			return true
 		}
 	}

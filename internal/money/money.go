@@ -17,8 +17,9 @@ import (
 // DefaultScale is the number of decimal places accepted when none is configured.
 const DefaultScale = 2
 
-// maxDigits bounds the integer part so that an amount always fits the minor
-// units counters kept in Redis (int64) whatever the scale.
+// maxDigits bounds the integer part of the text Parse reads. It is not the
+// ceiling of an amount: that is Ceiling (ceiling.go), which callers
+// check so that no count of minor units and no sum can wrap.
 const maxDigits = 15
 
 // Amount is an exact, positive decimal amount.

@@ -137,3 +137,58 @@ func TestFixed(t *testing.T) {
 		}
 	}
 }
+
+func TestCeiling(t *testing.T) {
+	tests := []struct {
+		scale        int
+		ceiling, max string
+	}{
+		{0, "900719925474", "1000000000"},
+		{2, "900719925474.09", "1000000000"},
+		{4, "900719925474.0991", "1000000000"},
+		{6, "9007199254.740991", "1000000000"},
+		{8, "90071992.54740991", "90071992.54740991"},
+	}
+	for _, tt := range tests {
+		if got := Ceiling(tt.scale).String(); got != tt.ceiling {
+			t.Errorf("Ceiling(%d) = %s, want %s", tt.scale, got, tt.ceiling)
+		}
+		if got := DefaultMax(tt.scale).String(); got != tt.max {
+			t.Errorf("DefaultMax(%d) = %s, want %s", tt.scale, got, tt.max)
+		}
+		if u, err := Ceiling(tt.scale).Units(max(tt.scale, SumScale)); err != nil || u > MaxUnits {
+			t.Errorf("Ceiling(%d).Units = %d, %v", tt.scale, u, err)
+		}
+	}
+	units := []struct {
+		in    string
+		scale int
+		want  int64
+		err   bool
+	}{
+		{"10.5", 2, 1050, false},
+		{"10.00001", 4, 100001, false}, // rounded up, never under-counted
+		{"900719925474.0991", 4, MaxUnits, false},
+		{"900719925474.0992", 4, 0, true},
+		{"1844674307370955.16", 4, 0, true}, // wrapped to a negative sum before
+	}
+	for _, tt := range units {
+		a, err := ParseStored(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.Units(tt.scale)
+		if got != tt.want || (err != nil) != tt.err || (err != nil && !errors.Is(err, ErrCeiling)) {
+			t.Errorf("%s.Units(%d) = %d, %v", tt.in, tt.scale, got, err)
+		}
+	}
+	if _, err := Ceiling(2).AddChecked(MustParse("0.01"), Ceiling(2)); !errors.Is(err, ErrCeiling) {
+		t.Errorf("AddChecked over the ceiling: %v", err)
+	}
+	for in, want := range map[string]string{"1844674307370955.16": "1844674307370955.16", "0": "0", "-1": "", "1e3": "", "": ""} {
+		got, err := ParseStored(in)
+		if (want == "") != (err != nil) || (err == nil && got.String() != want) {
+			t.Errorf("ParseStored(%q) = %s, %v", in, got, err)
+		}
+	}
+}

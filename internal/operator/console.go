@@ -535,6 +535,8 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 		switch {
 		case errors.Is(err, ledger.ErrNotFound):
 			return "", ui.Refuse(fmt.Errorf("batch %s has no payout %s", batch, ext))
+		case errors.Is(err, ledger.ErrEverSent):
+			return "", ui.Refuse(errors.New(card.Scrub(err.Error())))
 		case err != nil:
 			return "", err
 		case was != ledger.Queued:

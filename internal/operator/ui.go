@@ -38,7 +38,7 @@ type UIControls struct {
 // faults.
 func refused(err error) bool {
 	return errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrFourEyes) || errors.Is(err, ledger.ErrLoadRunning) ||
-		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator)
+		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, money.ErrCeiling) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator)
 }
 
 // Approve approves the batch as payout approve --by by does. An approval

@@ -2,6 +2,7 @@ package payfile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,4 +74,60 @@ func TestSampleCommaExport(t *testing.T) {
 	}
 	golden.CheckString(t, filepath.Join(samplesDir, "payouts-excel-comma.expected.txt"),
 		"== payout load --amount-format comma\n"+comma+"== payout load (the default, --amount-format plain)\n"+plain)
+}
+
+// TestAmountCeiling: with no MaxAmount a row above one billion is
+// refused (issue 38: two rows of 922337153685477.58 were accepted and
+// wrapped the sums), the ceiling is lower with 8 decimals, and a row that
+// takes the file's total over the largest sum counted exactly is refused
+// with its line (KindTotal). Errors are compared by line, column, kind and
+// wording, not digits (messages mask long digit runs).
+func TestAmountCeiling(t *testing.T) {
+	const head = "externalId,amount,cardNumber\n"
+	row := func(id, amount string) string { return id + "," + amount + ",4111111111111111\n" }
+	type want struct {
+		line int
+		kind Kind
+		msg  string
+	}
+	tests := []struct {
+		name  string
+		opts  Options
+		file  string
+		valid int
+		total string
+		errs  []want
+	}{
+		{"default ceiling", Options{}, head + row("W-1", "922337153685477.58") + row("W-2", "922337153685477.58") +
+			row("W-3", "1000000000.00") + row("W-4", "1000000000.01"), 1, "1000000000",
+			[]want{{2, KindField, "is above the maximum"}, {3, KindField, "is above the maximum"}, {5, KindField, "is above the maximum"}}},
+		{"total over the ceiling", Options{MaxAmount: money.Ceiling(2)}, head + row("T-1", "500000000000.00") + row("T-2", "400000000000.00") +
+			row("T-3", "719925474.09") + row("T-4", "0.01") + row("T-5", "0.01"), 3, "900719925474.09",
+			[]want{{5, KindTotal, "takes the file's total from"}, {6, KindTotal, "over"}}},
+		{"eight decimals", Options{Scale: 8}, head + row("E-1", "90071992.54740991") + row("E-2", "90071992.54740992"), 1, "90071992.54740991",
+			[]want{{3, KindField, "is above the maximum"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sum, errs, err := Collect(context.Background(), "f.csv", strings.NewReader(tt.file), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.ValidRows != tt.valid || sum.Total.String() != tt.total {
+				t.Errorf("%d valid, total %s; want %d, %s", sum.ValidRows, sum.Total, tt.valid, tt.total)
+			}
+			if len(errs) != len(tt.errs) {
+				t.Fatalf("errors %v, want %d", errs, len(tt.errs))
+			}
+			for i, w := range tt.errs {
+				e := errs[i]
+				if e.Line != w.line || e.Column != ColAmount || e.Kind != w.kind || !strings.Contains(e.Message, w.msg) {
+					t.Errorf("error %d: %s (kind %s), want line %d, amount, kind %s, %q", i, e.Error(), e.Kind, w.line, w.kind, w.msg)
+				}
+			}
+		})
+	}
+	if _, err := (Options{MaxAmount: money.MustParse("900719925474.10")}).config(); !errors.Is(err, ErrBadOptions) {
+		t.Errorf("a maximum above the ceiling: %v", err)
+	}
 }

@@ -94,7 +94,10 @@ type Options struct {
 	// Scale is the number of decimal places an amount may have. 0 means
 	// money.DefaultScale (2); a negative value means whole units only.
 	Scale int
-	// MaxAmount refuses amounts above it; the zero Amount means no limit.
+	// MaxAmount refuses amounts above it; the zero Amount means
+	// money.DefaultMax of the scale. It may not pass money.Ceiling of the
+	// scale, which also bounds the file's total: a row that takes the
+	// total over it is refused (KindTotal) and with it the file.
 	MaxAmount money.Amount
 	// MaxExternalIDLen bounds the length of an externalId in characters;
 	// 0 means DefaultMaxExternalIDLen.
@@ -167,6 +170,9 @@ const (
 	KindStructure
 	// KindEmpty: the file is empty or has a header but no data rows.
 	KindEmpty
+	// KindTotal: the row takes the file's total over the largest sum the
+	// ledger counts exactly (money.Ceiling); the file is refused whole.
+	KindTotal
 )
 
 func (k Kind) String() string {
@@ -183,6 +189,8 @@ func (k Kind) String() string {
 		return "structure"
 	case KindEmpty:
 		return "empty"
+	case KindTotal:
+		return "total"
 	}
 	return "unknown"
 }
@@ -468,8 +476,11 @@ func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]ui
 			c.sum.BadLines = append(c.sum.BadLines, rec.Line)
 			return nil
 		}
+		if !c.addTotal(&c.sum.Total, rec, row.Amount, c.emit) {
+			c.sum.BadLines = append(c.sum.BadLines, rec.Line)
+			return nil
+		}
 		c.sum.ValidRows++
-		c.sum.Total = c.sum.Total.Add(row.Amount)
 		if onRow != nil {
 			return onRow(row)
 		}
@@ -488,6 +499,20 @@ func (c *checker) validateRows(ctx context.Context, onRow func(Row) error) ([]ui
 		return nil, fmt.Errorf("payfile: %s: %w", c.name, err)
 	}
 	return hashes, nil
+}
+
+// addTotal adds a valid row's amount to total unless that takes it over
+// the ceiling: then it reports the row (KindTotal, which refuses the file)
+// and leaves total as it was.
+func (c *checker) addTotal(total *money.Amount, rec *record, a money.Amount, emit func(Error)) bool {
+	t, err := total.AddChecked(a, c.cfg.ceiling)
+	if err != nil {
+		emit(rec.at(Error{Line: rec.Line, Column: ColAmount, Kind: KindTotal,
+			Message: fmt.Sprintf("%q takes the file's total from %s over %s, the largest sum counted exactly with %d decimals: split the file", rec.Amount, total.StringFixed(c.cfg.scale), c.cfg.ceiling.StringFixed(c.cfg.scale), c.cfg.scale)}))
+		return false
+	}
+	*total = t
+	return true
 }
 
 // collisions returns the hashes that occur more than once (nil: none).
@@ -542,9 +567,8 @@ func (c *checker) findDuplicates(ctx context.Context, collided map[uint64]struct
 				firstOf[key] = first{rec.Line, row.ExternalID}
 			}
 		}
-		if ok {
+		if ok && c.addTotal(&total, rec, row.Amount, discard) {
 			valid++
-			total = total.Add(row.Amount)
 		}
 		return nil
 	})
@@ -586,7 +610,7 @@ type config struct {
 	scale    int
 	amounts  money.Format
 	max      money.Amount
-	hasMax   bool
+	ceiling  money.Amount // the file's total may not pass it
 	maxID    int
 	maxLine  int
 	workbook bool   // read as an XLSX workbook
@@ -622,7 +646,7 @@ func lineWord(rec *record) string {
 }
 
 func (o Options) config() (*config, error) {
-	c := &config{scale: o.Scale, max: o.MaxAmount, hasMax: !o.MaxAmount.IsZero(),
+	c := &config{scale: o.Scale, max: o.MaxAmount,
 		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat,
 		telecom: o.TelecomOperators, banks: o.BankNames, cardPref: o.CardPrefixes}
 	if o.CardPrefixes != CardPrefixesIIN && o.CardPrefixes != CardPrefixesAny {
@@ -636,6 +660,13 @@ func (o Options) config() (*config, error) {
 		c.scale = money.DefaultScale
 	case c.scale < 0:
 		c.scale = 0
+	}
+	c.ceiling = money.Ceiling(c.scale)
+	switch {
+	case c.max.IsZero():
+		c.max = money.DefaultMax(c.scale)
+	case c.max.Cmp(c.ceiling) > 0:
+		return nil, fmt.Errorf("%w: maximum amount %s is above %s, the largest amount counted exactly with %d decimals", ErrBadOptions, c.max, c.ceiling.StringFixed(c.scale), c.scale)
 	}
 	if c.maxID <= 0 {
 		c.maxID = DefaultMaxExternalIDLen

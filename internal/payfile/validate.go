@@ -82,7 +82,7 @@ func (c *config) checkAmount(rec *record, bad func(col, msg string)) money.Amoun
 		bad(ColAmount, msg)
 	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
 		bad(ColAmount, c.amountMessage(rec.Amount, err))
-	} else if c.hasMax && a.Cmp(c.max) > 0 {
+	} else if a.Cmp(c.max) > 0 {
 		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
 	} else {
 		return a

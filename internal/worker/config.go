@@ -45,7 +45,7 @@ type Config struct {
 	// Policy of the status checks: AbsentChecks (default 2), MaxCreates
 	// (default 3), MaxFaults (default 20) take their defaults at zero;
 	// AbsentSpacing is used as given (0: no spacing; DefaultConfig has
-	// 60s). OutcomeWindow and the fault delays are derived from Outcome
+	// DefaultAbsentSpacing). OutcomeWindow and the fault delays are derived from Outcome
 	// and StatusDelay.
 	Policy ledger.CheckPolicy
 	// TrustStatusByExternal believes a 404 to a status query by externalId
@@ -128,6 +128,17 @@ func (o OutcomePolicy) window() time.Duration {
 	return o.Window
 }
 
+// DefaultStatusLag is the longest PSP status lag (a new order answering
+// 404 to a status query) the default absence policy covers: absence is
+// confirmed no sooner than (K-1) x D after the first counted 404, and an
+// order the PSP stores but does not show yet must not be created again.
+const DefaultStatusLag = 5 * time.Minute
+
+// DefaultAbsentSpacing is D of the default policy (K = 2): the whole
+// DefaultStatusLag between the two counted 404s. Before it was 60s, and a
+// PSP lagging more than a minute was paid twice.
+const DefaultAbsentSpacing = DefaultStatusLag
+
 // DefaultConfig returns the documented defaults of the tuning fields (no
 // dependencies).
 func DefaultConfig() Config {
@@ -135,7 +146,7 @@ func DefaultConfig() Config {
 		Concurrency:      10,
 		Lanes:            4,
 		StatusDelay:      10 * time.Second,
-		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: 60 * time.Second, MaxCreates: 3, MaxFaults: 20},
+		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: DefaultAbsentSpacing, MaxCreates: 3, MaxFaults: 20},
 		MaxCreateRetries: 10,
 		ShutdownTimeout:  35 * time.Second,
 		BreakerCooldown:  5 * time.Second,

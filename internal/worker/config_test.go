@@ -67,6 +67,17 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// TestDefaultAbsenceCoversTheStatusLag: with the default K and D, a
+// stored order answering 404 for DefaultStatusLag (5 minutes) is never
+// confirmed absent (issue 38: D of one minute paid twice a PSP lagging
+// more than that).
+func TestDefaultAbsenceCoversTheStatusLag(t *testing.T) {
+	p := DefaultConfig().Policy
+	if covered := time.Duration(p.AbsentChecks-1) * p.AbsentSpacing; covered < DefaultStatusLag || DefaultStatusLag < 5*time.Minute {
+		t.Fatalf("(K-1) x D = (%d-1) x %v = %v, want at least %v (and that at least 5m)", p.AbsentChecks, p.AbsentSpacing, covered, DefaultStatusLag)
+	}
+}
+
 func TestDefaultsOnlyForZeroValues(t *testing.T) {
 	c := Config{Concurrency: 3, Policy: ledger.CheckPolicy{AbsentSpacing: 0}}.withDefaults()
 	d := DefaultConfig()
