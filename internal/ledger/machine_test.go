@@ -300,6 +300,14 @@ var transitionCases = map[string]transitionCase{
 		_, err := l.ResolveAsRejected(context.Background(), "b", "E1", machineResolution)
 		return err
 	}},
+	"rejected>needs_review by worker": {setup: func(t *testing.T, l *Ledger, c *fakeClock) {
+		reachReview(t, l, c)
+		if _, err := l.ResolveAsRejected(context.Background(), "b", "E1", machineResolution); err != nil {
+			t.Fatal(err)
+		}
+	}, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		return l.ContradictRejected(context.Background(), "b", "E1", Contradiction{OrderID: "WD-1", PSPStatus: "Paid", Note: "contradicted"})
+	}},
 }
 
 // TestEveryTransitionIsMade makes every move of the table through the
