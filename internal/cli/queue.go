@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/user"
 
 	"github.com/acme/payout/internal/operator"
 	"github.com/rs/zerolog"
@@ -32,12 +31,16 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	lf.register(fs)
 	rf.register(fs)
 	nf.register(fs)
-	fs.StringVar(&by, "by", "", "who "+name+"s the queue (recorded in the audit trail; default: the system user)")
+	fs.StringVar(&by, "by", "", "who "+name+"s the queue: only the operating system's user (SUDO_USER through sudo), the default; recorded in the audit trail")
 	fs.StringVar(&note, "note", "", "why (recorded in the audit trail)")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
 	if err := nf.check(e); err != nil {
+		return err
+	}
+	who, err := actorFor(e, by)
+	if err != nil {
 		return err
 	}
 	rdb, err := rf.open(ctx, e)
@@ -62,20 +65,9 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err != nil {
 		return infraErr(err)
 	}
-	if by == "" {
-		by = systemUser()
-	}
-	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, by, note, "payout "+name, pause); err != nil {
+	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, who, note, "payout "+name, pause); err != nil {
 		fmt.Fprintln(e.stderr, err)
 	}
 	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
 	return nil
-}
-
-// systemUser names the person at the terminal when no --by is given.
-func systemUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return "unknown"
 }

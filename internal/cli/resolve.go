@@ -35,7 +35,7 @@ func (r *resolveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.order, "psp-order", "", "with --as created: the PSP's order id")
 	fs.StringVar(&r.pspStatus, "psp-status", "", "with --as created: the order status shown by the PSP (optional)")
 	fs.StringVar(&r.note, "note", "", "why: written to the result file's resolutionNote column (required)")
-	fs.StringVar(&r.by, "by", "", "name of the operator deciding: written to the result file's resolvedBy column (required)")
+	fs.StringVar(&r.by, "by", "", "the operator deciding: only the operating system's user (SUDO_USER through sudo), the default; written to the result file's resolvedBy column")
 }
 
 // check refuses an incomplete or contradictory decision before anything
@@ -54,8 +54,6 @@ func (r *resolveFlags) check() error {
 		return usageErr("--psp-order and --psp-status go with --as created only")
 	case strings.TrimSpace(r.note) == "":
 		return usageErr("--note is required: say why, for the result file")
-	case strings.TrimSpace(r.by) == "":
-		return usageErr("no operator name: give --by NAME or set PAYOUT_BY")
 	}
 	return nil
 }
@@ -84,6 +82,11 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 		if err := d.check(); err != nil {
 			return err
 		}
+		who, err := actorFor(e, d.by)
+		if err != nil {
+			return err
+		}
+		d.by = who
 	}
 	log, rdb, err := logAndOpen(ctx, e, &lf, &rf)
 	if err != nil {
@@ -176,7 +179,7 @@ func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string
 		fmt.Fprintf(w, "no payout of batch %s needs review\n", batch)
 		return nil
 	}
-	fmt.Fprintf(w, "%d %s need review: payout resolve %s EXTERNALID (--recheck | --as created --psp-order ID | --as rejected) --note TEXT --by NAME\n",
+	fmt.Fprintf(w, "%d %s need review: payout resolve %s EXTERNALID (--recheck | --as created --psp-order ID | --as rejected) --note TEXT\n",
 		n, plural(n, "payout", "payouts"), batch)
 	return nil
 }
