@@ -7,9 +7,9 @@
 // late, reordered, forged or malformed callback therefore changes nothing
 // but the timing of a query that was due anyway.
 //
-// A callback must still carry the shared secret (header X-Callback-Secret,
-// or as the last path segment: POST /callbacks/SECRET), compared in
-// constant time; a source may be limited to an allowlist of networks. Only
+// A callback must still carry the shared secret in a header
+// (X-Callback-Secret; never in the URL, which access logs keep), compared
+// in constant time; a source may be limited to an allowlist of networks. Only
 // then is the source's rate limit consulted and the body read, so forged
 // traffic neither spends the tokens of the PSP's address nor reaches the
 // expensive path. An accepted callback is answered 200 at once and handled
@@ -303,14 +303,12 @@ func busiest(m map[netip.Addr]int) (netip.Addr, int) {
 	return top, n
 }
 
+// authentic reports whether r carries the secret in its header (and only
+// there: a secret in the URL, path or query, is written to every access
+// log and proxy log on the way, so it is never accepted).
 func (s *Server) authentic(r *http.Request) bool {
 	got := r.Header.Get(s.cfg.Header)
-	if got == "" {
-		if i := strings.LastIndexByte(r.URL.Path, '/'); i >= 0 {
-			got = r.URL.Path[i+1:]
-		}
-	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Secret)) == 1
+	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.Secret)) == 1
 }
 
 func (s *Server) allowed(src netip.Addr) bool {

@@ -94,7 +94,10 @@ func TestCallbacks(t *testing.T) {
 		result Result
 	}{
 		{"hint by header", "/", `{"externalId":"E1","pspDepositOrderID":"WD-1","status":"Paid"}`, ok, 200, Hinted},
-		{"secret in the path", "/callbacks/" + secret, `{"EXTERNALID":"E1"}`, nil, 200, Hinted},
+		{"header name in any case", "/callbacks", `{"EXTERNALID":"E1"}`, map[string]string{"x-callback-secret": secret}, 200, Hinted},
+		{"secret in the path", "/callbacks/" + secret, `{"externalId":"E1"}`, nil, 401, Unauthorized},
+		{"secret in the query", "/callbacks?secret=" + secret, `{"externalId":"E1"}`, nil, 401, Unauthorized},
+		{"secret as the query", "/callbacks?" + secret, `{"externalId":"E1"}`, nil, 401, Unauthorized},
 		{"unknown order", "/", `{"externalId":"nobody"}`, ok, 200, NothingToDo},
 		{"forged: wrong secret", "/", `{"externalId":"E1"}`, map[string]string{DefaultHeader: "guess"}, 401, Unauthorized},
 		{"forged: no secret", "/callbacks/", `{"externalId":"E1"}`, nil, 401, Unauthorized},

@@ -19,7 +19,6 @@ import (
 // (never the loader: approve runs with --four-eyes) and the one who
 // cancels.
 const (
-	loaderName   = "chaos-loader"
 	approverName = "chaos-approver"
 	cancelName   = "chaos-ops"
 )
@@ -88,8 +87,8 @@ func (h *harness) planControls() {
 			c.asked[rows[i].ExternalID] = true
 		}
 	}
-	h.logf("approval required (by %s); %s goes at once below %s; %d payouts of %s are cancelled before its approval",
-		loaderName, orNone(c.autoFile), orNone(c.autoBelow), len(c.asked), orNone(c.cancelFile))
+	h.logf("approval required (loaded by the spool's delivery account); %s goes at once below %s; %d payouts of %s are cancelled before its approval",
+		orNone(c.autoFile), orNone(c.autoBelow), len(c.asked), orNone(c.cancelFile))
 }
 
 func orNone(s string) string {
@@ -104,7 +103,9 @@ func (h *harness) loaderApprovalArgs() []string {
 	if !h.cfg.Approval {
 		return nil
 	}
-	args := []string{"--approval", "required", "--by", loaderName}
+	// A spool file is loaded by its delivery account (a system identity),
+	// whoever runs the loader.
+	args := []string{"--approval", "required"}
 	if h.ctl.autoBelow != "" {
 		args = append(args, "--auto-approve-below", h.ctl.autoBelow)
 	}
@@ -147,17 +148,21 @@ func (h *harness) approveDue(ctx context.Context) error {
 	return nil
 }
 
-// opRun runs one operator command; exit 3 (Redis away) asks for a retry.
-func (h *harness) opRun(ctx context.Context, log string, args []string) (code int, out []byte, err error) {
+// opRun runs one operator command as the person named (SUDO_USER: the
+// command acts as the operating system's user, and as SUDO_USER only when
+// that is root; otherwise as the user running the chaos suite); exit 3
+// (Redis away) asks for a retry.
+func (h *harness) opRun(ctx context.Context, log, person string, args []string) (code int, out []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	args = append(args, "--redis", h.redis.URL())
-	return runOnce(ctx, h.payoutBin, args, h.env, h.path(dirLogs, log), true)
+	env := append(append([]string(nil), h.env...), "SUDO_USER="+person)
+	return runOnce(ctx, h.payoutBin, args, env, h.path(dirLogs, log), true)
 }
 
 func (h *harness) approve(ctx context.Context, id string) error {
 	// Flags first: the flag package stops at the first argument.
-	code, out, err := h.opRun(ctx, "approve.log", []string{"approve", "--by", approverName, "--four-eyes", "--log-format", "json", id})
+	code, out, err := h.opRun(ctx, "approve.log", approverName, []string{"approve", "--four-eyes", "--log-format", "json", id})
 	if err != nil {
 		return fmt.Errorf("payout approve: %w", err)
 	}
@@ -186,13 +191,13 @@ var cancelledRE = regexp.MustCompile(`: (\d+) payouts cancelled by `)
 // cancelPart cancels the chosen payouts of a batch that awaits approval:
 // all are still queued, so all must be cancelled.
 func (h *harness) cancelPart(ctx context.Context, id string) error {
-	args := []string{"cancel", "--by", cancelName, "--note", "chaos: operator stops part of the batch before approving it", id}
+	args := []string{"cancel", "--note", "chaos: operator stops part of the batch before approving it", id}
 	for _, r := range h.rows() {
 		if h.ctl.asked[r.ExternalID] {
 			args = append(args, r.ExternalID)
 		}
 	}
-	code, out, err := h.opRun(ctx, "cancel.log", args)
+	code, out, err := h.opRun(ctx, "cancel.log", cancelName, args)
 	if err != nil {
 		return fmt.Errorf("payout cancel: %w", err)
 	}

@@ -21,7 +21,7 @@ type callbackFlags struct {
 
 func (c *callbackFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "callback-addr", "", "address to receive the PSP's callbacks on (empty: off); needs PAYOUT_CALLBACK_SECRET. A callback only moves that payout's next status query to now")
-	fs.StringVar(&c.header, "callback-header", callback.DefaultHeader, "header that carries the callback secret (it may also be the last path segment: POST /callbacks/SECRET)")
+	fs.StringVar(&c.header, "callback-header", callback.DefaultHeader, "header that carries the callback secret (only a header: a secret in the URL is refused)")
 	fs.StringVar(&c.allow, "callback-allow", "", "comma-separated networks (CIDR) callbacks may come from (empty: any)")
 	fs.Float64Var(&c.rate, "callback-rate", callback.DefaultRate, "authentic callbacks per second accepted from one source address (forged ones are refused before the limit and never spend it)")
 }

@@ -34,7 +34,7 @@ const fourEyesUsage = "four-eyes policy: a batch loaded under it records that a 
 func (a *approvalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.fourEyes, "four-eyes", false, fourEyesUsage)
 	fs.StringVar(&a.mode, "approval", "none", "none: a valid batch goes to the workers at once; required: it is registered and waits for payout approve (no payment before)")
-	fs.StringVar(&a.by, "by", "", "who loads (recorded; under --four-eyes nobody of that name can approve the batch); in spool mode default: the file's owner")
+	fs.StringVar(&a.by, "by", "", "who loads: only the operating system's user (SUDO_USER through sudo), the default, which is recorded; under --four-eyes that person cannot approve the batch. In spool mode files are loaded by their sender (docs/controls.md)")
 	fs.StringVar(&a.autoBelow, "auto-approve-below", "", "with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&a.maxBatch, "max-batch-total", "", "a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&a.daily, "daily-limit", "", "a batch that would take the sum let go today (UTC) above this amount waits for approval; checked atomically across loaders")
@@ -51,7 +51,19 @@ func parseLimit(flagName, v string) (money.Amount, error) {
 	return a, nil
 }
 
-func (a *approvalFlags) options() (loader.Approval, error) {
+// options are the approval choices, By who runs the command (actorFor).
+func (a *approvalFlags) options(e *env) (loader.Approval, error) {
+	o, err := a.choices()
+	if err != nil {
+		return o, err
+	}
+	o.By, err = actorFor(e, a.by)
+	return o, err
+}
+
+// choices are the approval choices without who loads (the UI's uploads
+// record the signed-in person).
+func (a *approvalFlags) choices() (loader.Approval, error) {
 	var o loader.Approval
 	switch a.mode {
 	case "none":
@@ -60,7 +72,6 @@ func (a *approvalFlags) options() (loader.Approval, error) {
 	default:
 		return o, usageErr("--approval %q: want none or required", a.mode)
 	}
-	o.By = strings.TrimSpace(a.by)
 	o.FourEyes = a.fourEyes
 	var err error
 	if o.AutoBelow, err = parseLimit("auto-approve-below", a.autoBelow); err != nil {
@@ -75,13 +86,10 @@ func (a *approvalFlags) options() (loader.Approval, error) {
 	return o, nil
 }
 
-// operator returns the mandatory --by of an operator action.
-func operatorName(by string) (string, error) {
-	by = strings.TrimSpace(by)
-	if by == "" {
-		return "", usageErr("--by NAME (or PAYOUT_BY) is required: every operator action records who took it")
-	}
-	return by, nil
+// operatorName is who takes an operator action: the operating system's
+// user, which --by may only confirm (actorFor).
+func operatorName(e *env, by string) (string, error) {
+	return actorFor(e, by)
 }
 
 // runApprove lets a batch that awaits approval go to the workers.
@@ -96,7 +104,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	)
 	lf.register(fs)
 	rf.register(fs)
-	fs.StringVar(&by, "by", "", "who approves (required; recorded)")
+	fs.StringVar(&by, "by", "", "who approves: only the operating system's user (SUDO_USER through sudo), the default; recorded")
 	fs.BoolVar(&fourEyes, "four-eyes", false, "four-eyes policy of the deployment (PAYOUT_FOUR_EYES): refuse the person who loaded the batch for every batch, those loaded before batches recorded the policy included; a batch loaded under --four-eyes refuses its loader whether this is given or not")
 	fs.StringVar(&daily, "daily-limit", "", "refuse when the approval would take the sum let go today (UTC) above this amount")
 	if err := parse(e, fs, args); err != nil {
@@ -105,7 +113,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageErr("approve takes one BATCH or FILE")
 	}
-	who, err := operatorName(by)
+	who, err := operatorName(e, by)
 	if err != nil {
 		return err
 	}
@@ -152,7 +160,7 @@ type operatorAction struct {
 
 func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
 	o.rf.register(fs)
-	fs.StringVar(&o.by, "by", "", "who "+verb+" (required; recorded)")
+	fs.StringVar(&o.by, "by", "", "who "+verb+": only the operating system's user (SUDO_USER through sudo), the default; recorded")
 	fs.StringVar(&o.note, "note", "", "why (required; recorded)")
 }
 
@@ -160,7 +168,7 @@ func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
 // caller closes the returned client.
 func (o *operatorAction) open(ctx context.Context, e *env, fs *flag.FlagSet) (redis.UniversalClient, error) {
 	var err error
-	if o.who, err = operatorName(o.by); err != nil {
+	if o.who, err = operatorName(e, o.by); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(o.note) == "" {

@@ -64,9 +64,11 @@ func TestApproveDiscardCancel(t *testing.T) {
 	ctx := context.Background()
 	t.Run("approve needs an operator, honours four eyes, then hands the batch over", func(t *testing.T) {
 		l, rdb, url := awaitingFixture(t)
-		if code, _, errs := runMain(t, nil, "approve", "--redis", url, "b"); code != ExitUsage || !strings.Contains(errs, "--by") {
-			t.Fatalf("without --by: %d %s", code, errs)
-		}
+		withAccount(osAccount{"1000", "alice"}, func() {
+			if code, _, errs := runMain(t, nil, "approve", "--redis", url, "--by", "bob", "b"); code != ExitUsage || !strings.Contains(errs, "--by bob: this command runs as alice") {
+				t.Fatalf("alice approving with --by bob: %d %s", code, errs)
+			}
+		})
 		if code, _, errs := runMain(t, map[string]string{"PAYOUT_OPERATOR": "alice"}, "approve", "--redis", url, "--four-eyes", "b"); code != ExitRejected || !strings.Contains(errs, "four-eyes") {
 			t.Fatalf("the loader approves with --four-eyes: %d %s", code, errs)
 		}
@@ -171,9 +173,11 @@ func TestFourEyesPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := []string{"--redis", url, "--log-level", "error"}
-	if code, _, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--approval", "required", "--four-eyes", file}, base...)...); code != ExitUsage || !strings.Contains(errs, "--four-eyes needs --by") {
-		t.Fatalf("load --four-eyes without --by: exit %d\n%s", code, errs)
-	}
+	withAccount(osAccount{"1000", "alice"}, func() {
+		if code, _, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--allow-volatile-redis", "--approval", "required", "--four-eyes", "--by", "bob", file}, base...)...); code != ExitUsage || !strings.Contains(errs, "runs as alice") {
+			t.Fatalf("alice loading with --by bob: exit %d\n%s", code, errs)
+		}
+	})
 	if code, out, errs := runMain(t, nil, append([]string{"load", "--insecure-plaintext", "--allow-volatile-redis", "--approval", "required", "--four-eyes", "--by", "alice", file}, base...)...); code != ExitOK {
 		t.Fatalf("load: exit %d\n%s%s", code, out, errs)
 	}

@@ -130,12 +130,16 @@ func (c *loadCmd) configure() error {
 	if err != nil {
 		return err
 	}
-	approval, err := c.af.options()
+	approval, err := c.af.options(c.e)
 	if err != nil {
 		return err
 	}
-	if approval.FourEyes && approval.By == "" && c.spool == "" {
-		return usageErr("--four-eyes needs --by NAME (who loads): the batch records it, and that person cannot approve it")
+	if c.spool != "" {
+		// A spool file is loaded by its sender (the loader package: its
+		// control file's submitter, else its delivery account as a system
+		// identity), not by whoever runs the spool.
+		c.log.Info().Str("actor", approval.By).Msg("spool run")
+		approval.By = ""
 	}
 	if err := c.nf.check(c.e); err != nil {
 		return err
@@ -319,7 +323,7 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 		}
 		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", term(r.File), r.Valid, r.Total.StringFixed(r.Scale), r.Batch, skipped, resumed, matching(r))
 		if r.Held != "" {
-			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s --by NAME`\n", term(r.File), r.Batch, r.Held, r.Batch)
+			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s`, by another person under four-eyes\n", term(r.File), r.Batch, r.Held, r.Batch)
 		}
 	}
 }

@@ -3,12 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/user"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/operator"
-	"github.com/redis/go-redis/v9"
 	"github.com/acme/payout/internal/scrub"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/jobs"
@@ -35,7 +34,7 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	lf.register(fs)
 	rf.register(fs)
 	nf.register(fs)
-	fs.StringVar(&by, "by", "", "who "+name+"s the queue (recorded in the audit trail; default: the system user)")
+	fs.StringVar(&by, "by", "", "who "+name+"s the queue: only the operating system's user (SUDO_USER through sudo), the default; recorded in the audit trail")
 	fs.StringVar(&note, "note", "", "why (recorded in the audit trail)")
 	reconciled := new(bool)
 	if !pause {
@@ -50,16 +49,17 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if _, err := scrub.Note(note); err != nil {
 		return usageErr("--note: %v", err)
 	}
+	who, err := actorFor(e, by)
+	if err != nil {
+		return err
+	}
 	rdb, err := rf.open(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
-	if by == "" {
-		by = systemUser()
-	}
 	if !pause {
-		if err := clearRollback(ctx, e, rdb, *reconciled, by, note); err != nil {
+		if err := clearRollback(ctx, e, rdb, *reconciled, who, note); err != nil {
 			return err
 		}
 	}
@@ -80,19 +80,11 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err != nil {
 		return infraErr(err)
 	}
-	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, by, note, "payout "+name, pause); err != nil {
+	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, who, note, "payout "+name, pause); err != nil {
 		fmt.Fprintln(e.stderr, err)
 	}
 	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
 	return nil
-}
-
-// systemUser names the person at the terminal when no --by is given.
-func systemUser() string {
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return "unknown"
 }
 
 // clearRollback refuses to resume while the ledger is marked as gone back

@@ -84,7 +84,7 @@ func (r *resolveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.order, "psp-order", "", "with --as created: the PSP's order id")
 	fs.StringVar(&r.pspStatus, "psp-status", "", "with --as created: the order status shown by the PSP (optional; the status the PSP answers is recorded)")
 	fs.StringVar(&r.note, "note", "", "why: written to the result file's resolutionNote column (required)")
-	fs.StringVar(&r.by, "by", "", "name of the operator deciding: written to the result file's resolvedBy column (required)")
+	fs.StringVar(&r.by, "by", "", "the operator deciding: only the operating system's user (SUDO_USER through sudo), the default; written to the result file's resolvedBy column")
 	r.mf.register(fs)
 }
 
@@ -117,8 +117,6 @@ func (r *resolveFlags) check() error {
 		return usageErr("--as %s asks the PSP first: give --psp-url (PAYOUT_PSP_URL) and the token (PAYOUT_PSP_TOKEN or --psp-token-file)", r.as)
 	case strings.TrimSpace(r.note) == "":
 		return usageErr("--note is required: say why, for the result file")
-	case strings.TrimSpace(r.by) == "":
-		return usageErr("no operator name: give --by NAME or set PAYOUT_BY")
 	}
 	_, err := r.mf.window()
 	return err
@@ -148,6 +146,11 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 		if err := d.check(); err != nil {
 			return err
 		}
+		who, err := actorFor(e, d.by)
+		if err != nil {
+			return err
+		}
+		d.by = who
 	}
 	log, rdb, err := logAndOpen(ctx, e, &lf, &rf)
 	if err != nil {
@@ -239,7 +242,7 @@ func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string
 		fmt.Fprintf(w, "no payout of batch %s needs review\n", batch)
 		return nil
 	}
-	fmt.Fprintf(w, "%d %s need review: payout resolve %s EXTERNALID (--recheck | --as created --psp-order ID | --as rejected) --note TEXT --by NAME\n",
+	fmt.Fprintf(w, "%d %s need review: payout resolve %s EXTERNALID (--recheck | --as created --psp-order ID | --as rejected) --note TEXT\n",
 		n, plural(n, "payout", "payouts"), batch)
 	return nil
 }

@@ -81,8 +81,6 @@ func TestResolve(t *testing.T) {
 	}{
 		{name: "missing note", args: []string{"b", "R1", "--as", "rejected", "--by", "alice"},
 			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--note is required"},
-		{name: "missing operator", args: []string{"b", "R1", "--as", "rejected", "--note", "n"},
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "PAYOUT_BY"},
 		{name: "both actions", args: []string{"b", "R1", "--recheck", "--as", "rejected", "--note", "n", "--by", "a"},
 			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "not both"},
 		{name: "no action", args: []string{"b", "R1", "--note", "n", "--by", "a"},

@@ -178,7 +178,7 @@ func (r *runCmd) configure() error {
 	if err != nil {
 		return err
 	}
-	approval, err := r.af.options()
+	approval, err := r.af.options(e)
 	if err != nil {
 		return err
 	}
@@ -356,7 +356,7 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 		// anew (the ledger decides what each task still does).
 		fmt.Fprintf(e.stdout, "resuming batch %s: working its open payouts and reporting\n", d.ID)
 		if d.Phase == ledger.PhaseAwaiting {
-			fmt.Fprintf(e.stdout, "batch %s awaits approval: approve it with `payout approve %s --by NAME`; waiting for the approval...\n", d.ID, d.ID)
+			fmt.Fprintf(e.stdout, "batch %s awaits approval: approve it with `payout approve %s` (another person under four-eyes); waiting for the approval...\n", d.ID, d.ID)
 		}
 		return res, nil
 	}
@@ -364,7 +364,7 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 		return res, errRejected
 	}
 	if res.Held != "" {
-		fmt.Fprintf(e.stdout, "batch %s awaits approval (%s): approve it with `payout approve %s --by NAME`\n", res.Batch, res.Held, res.Batch)
+		fmt.Fprintf(e.stdout, "batch %s awaits approval (%s): approve it with `payout approve %s` (another person under four-eyes)\n", res.Batch, res.Held, res.Batch)
 		if r.embedded() {
 			fmt.Fprintln(e.stdout, "the embedded Redis ends with this command: nothing was paid; load it into a real Redis to approve it")
 			return res, errRejected

@@ -111,7 +111,7 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 		return p, usageErr("--max-upload-bytes %d: want a positive size", u.maxUpload)
 	}
 	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily, fourEyes: u.fourEyes}
-	if p.approval, err = af.options(); err != nil {
+	if p.approval, err = af.choices(); err != nil {
 		return p, err
 	}
 	if p.file, err = u.ff.options(); err != nil {

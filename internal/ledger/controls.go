@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/redis/go-redis/v9"
@@ -199,7 +199,10 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 // asks for it (policy: payout approve/ui --four-eyes). Under it the person
 // who loaded the batch may not approve it, and a batch whose loader is
 // not known cannot be approved by anyone (only discarded): nobody can be
-// shown to be a second person. Names are compared as samePerson does.
+// shown to be a second person. A system identity (identity.IsSystem: the
+// account that delivered a spool file) is not a person: as loader it
+// refuses nobody, as approver it is refused. Names are compared by
+// identity.Same, the one comparison of four-eyes.
 // Approve checks it; a UI calls it to offer Approve only to those it
 // would not refuse. It says nothing of the batch's phase.
 func (b Batch) MayApprove(by string, policy bool) error {
@@ -207,19 +210,14 @@ func (b Batch) MayApprove(by string, policy bool) error {
 		return nil
 	}
 	switch {
+	case identity.IsSystem(by):
+		return fmt.Errorf("batch %s needs a person's approval, and %s is a system: %w", b.ID, by, ErrFourEyes)
 	case b.LoadedBy == "" && b.FourEyes:
 		return fmt.Errorf("batch %s needs a second person's approval, and who loaded it is not recorded: discard it and load it again with --by: %w", b.ID, ErrFourEyes)
-	case b.LoadedBy != "" && samePerson(b.LoadedBy, by):
+	case b.LoadedBy != "" && identity.Same(b.LoadedBy, by):
 		return fmt.Errorf("batch %s was loaded by %s, and a second person must approve it: %w", b.ID, b.LoadedBy, ErrFourEyes)
 	}
 	return nil
-}
-
-// samePerson compares two names given as --by, a spool file's owner or a
-// UI login, as four-eyes does: ignoring case and surrounding space, so
-// "Alice" cannot approve what "alice" loaded.
-func samePerson(a, b string) bool {
-	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 }
 
 // decideScript moves a batch awaiting approval to ARGV[1] (loaded or

@@ -20,7 +20,10 @@ package loader
 // --amount-format says). Two more keys describe the bytes delivered:
 // size (the file's length in bytes) and sha256 (the hex SHA-256 of its
 // bytes); the spool holds a file shorter than its declared size (still
-// arriving, spool.go), and a file of another size or hash is refused. Each
+// arriving, spool.go), and a file of another size or hash is refused.
+// submitter=NAME names the person who prepared the file: a spool batch is
+// recorded as loaded by them (four-eyes refuses them as its approver),
+// otherwise by its delivery account as a system identity. Each
 // key is given at most once; any other key, or a line that is not
 // key=value, refuses the file with the line named. A control file that
 // declares nothing (empty, or comments only) is a bare delivery marker:
@@ -53,6 +56,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 )
@@ -77,6 +81,10 @@ type Control struct {
 	Total  money.Amount // sum of the amounts of every row; zero: not declared
 	Size   int64        // the file's length in bytes; 0: not declared
 	SHA256 string       // hex SHA-256 of the file's bytes, lower case; "": not declared
+	// Submitter is the person who prepared the file (submitter=NAME,
+	// identity.Canonical): a spool batch is recorded as loaded by them,
+	// so four-eyes refuses them as approver. "": not named.
+	Submitter string
 }
 
 // Declared reports whether c declares what the file holds (rows or total).
@@ -154,8 +162,8 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 			continue
 		}
 		key, val = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(val)
-		if key != "rows" && key != "total" && key != "size" && key != "sha256" {
-			bad(n, "unknown key %q: a control file has rows=N, total=AMOUNT, size=BYTES and sha256=HEX", clip(key))
+		if key != "rows" && key != "total" && key != "size" && key != "sha256" && key != "submitter" {
+			bad(n, "unknown key %q: a control file has rows=N, total=AMOUNT, size=BYTES, sha256=HEX and submitter=NAME", clip(key))
 			continue
 		}
 		if first, dup := seen[key]; dup {
@@ -202,6 +210,12 @@ func (c *Control) setField(key, val string, scale int) string {
 			return fmt.Sprintf("sha256=%s: want the 64 hex digits of the file's SHA-256 (sha256sum prints them)", clip(val))
 		}
 		c.SHA256 = v
+	case "submitter":
+		who, err := identity.Canonical(val)
+		if err != nil {
+			return fmt.Sprintf("submitter=: %v (the person who prepared the file, as they sign in)", err)
+		}
+		c.Submitter = who
 	}
 	return ""
 }

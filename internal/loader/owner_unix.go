@@ -3,14 +3,17 @@
 package loader
 
 import (
+	"github.com/acme/payout/internal/identity"
 	"os"
 	"os/user"
 	"strconv"
 	"syscall"
 )
 
-// fileOwner is the user name of a file's owner ("uid:N" when the name is
-// unknown, "" when it cannot be told).
+// fileOwner is the system identity of the account that owns a file, the
+// one that delivered it to the spool: "system:spool(uid 1001 erp-drop)"
+// ("system:spool(uid 1001)" when the name is unknown, "" when it cannot
+// be told). It is never a person (identity.System).
 func fileOwner(path string) string {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -22,7 +25,7 @@ func fileOwner(path string) string {
 	}
 	uid := strconv.FormatUint(uint64(st.Uid), 10)
 	if u, err := user.LookupId(uid); err == nil {
-		return u.Username
+		return identity.System("spool", "uid "+uid+" "+u.Username)
 	}
-	return "uid:" + uid
+	return identity.System("spool", "uid "+uid)
 }

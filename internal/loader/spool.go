@@ -291,18 +291,29 @@ func (ld *Loader) putBack(from, to string, in intake) (intake, bool) {
 	return in, true
 }
 
+// sender is who loaded a dropped file, for the batch and four-eyes: the
+// person its control file names (submitter=), else the account that
+// delivered it (the sender's inode, when the spool loads its own copy) as a
+// system identity, which never counts as a person. A control file at
+// fault is left to the load, which refuses the file.
+func sender(dir, name string, scale int) string {
+	path := filepath.Join(dir, Processing, name)
+	if c, found, problems, err := ReadControl(ControlPath(path), scale); found && err == nil && len(problems) == 0 && c.Submitter != "" {
+		return c.Submitter
+	}
+	if by := fileOwner(sentPath(filepath.Join(dir, Processing), name)); by != "" {
+		return by
+	}
+	return fileOwner(path)
+}
+
 // spoolFile loads the file name of processing/; resumed: it was there
 // before this run, left by a run that was killed.
 func (ld *Loader) spoolFile(ctx context.Context, dir, name string, resumed bool, o SpoolOptions) (Result, error) {
 	path := filepath.Join(dir, Processing, name)
 	opts := o.Load
 	if opts.Approval.By == "" {
-		// Who loaded a dropped file is whoever owns it (--four-eyes): the
-		// sender's inode, when the spool loads its own copy.
-		opts.Approval.By = fileOwner(path)
-		if by := fileOwner(sentPath(filepath.Join(dir, Processing), name)); by != "" {
-			opts.Approval.By = by
-		}
+		opts.Approval.By = sender(dir, name, opts.File.Scale)
 	}
 	opts.controlWait = o.Settle
 	res, err := ld.probe(ctx, path, opts)

@@ -32,6 +32,9 @@ type authenticator struct {
 	trusted     []netip.Prefix
 	// logins, with a users file, replaces the single user and password.
 	logins *userLogins
+	// users maps a signed-in name to its person (nil: the name's
+	// canonical form).
+	users *Users
 
 	limiter *failureLimiter
 	log     zerolog.Logger
@@ -56,6 +59,7 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 	if cfg.Users != nil {
 		a.basic = true
 		a.logins = newUserLogins(cfg.Users, cfg.now)
+		a.users = cfg.Users
 	}
 	if cfg.Token != "" {
 		a.bearer = true
@@ -172,7 +176,7 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		o := a.check(r, key)
 		switch o.res {
 		case authOK:
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, o.user)))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, a.person(o.user))))
 			return
 		case authBad:
 			if o.limited > 0 {
@@ -227,11 +231,23 @@ func (a *authenticator) proxyUser(r *http.Request) (string, bool) {
 		return "", false
 	}
 	user := strings.TrimSpace(v[0])
-	if len(v) != 1 || !validProxyUser(user) {
+	if len(v) != 1 || !validProxyUser(user) || a.person(user) == "" {
 		a.log.Warn().Str("ip", remoteHost(r)).Str("header", a.proxyHeader).Msg("ui: refused a bad sign-on header from the proxy")
 		return "", false
 	}
-	return user, true
+	return a.person(user), true
+}
+
+// person is the identity a signed-in name acts as: through the users file
+// (a login and a single sign-on name of one person are one identity),
+// else the name's canonical form (identity.Canonical); "" for a name with
+// invisible or format characters. The token and local modes keep their
+// reserved names.
+func (a *authenticator) person(name string) string {
+	if name == tokenUser || name == localUser {
+		return name
+	}
+	return a.users.Identity(name)
 }
 
 // validProxyUser accepts a name or e-mail address of 1 to 128 bytes

@@ -270,7 +270,7 @@ type batchHandlers struct {
 
 // render writes a form's answer page.
 func (h *batchHandlers) render(w http.ResponseWriter, r *http.Request, code int, p resultPage) {
-	p.Nonce, p.CSRF = nonceFrom(r.Context()), h.csrf.token(userFrom(r.Context()))
+	p.Nonce, p.CSRF = nonceFrom(r.Context()), h.csrf.token(r)
 	var buf bytes.Buffer
 	if err := resultTemplate.Execute(&buf, p); err != nil {
 		h.fail(w, r, fmt.Errorf("ui: render result: %w", err))
@@ -295,7 +295,7 @@ func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
 	if !h.readOnly {
 		p.Actions, p.Upload = h.controls != nil, h.uploads != nil
 		if p.Actions || p.Upload {
-			p.CSRF = h.csrf.token(userFrom(r.Context()))
+			p.CSRF = h.csrf.token(r)
 		}
 	}
 	var buf bytes.Buffer

@@ -11,7 +11,10 @@ import (
 
 // ParseTrustedProxies reads a comma-separated list of addresses and CIDR
 // prefixes (payout ui --trusted-proxies): the reverse proxies whose
-// X-Forwarded-For the UI believes. An empty list trusts none.
+// X-Forwarded-For (and, with --proxy-user-header, sign-on header) the UI
+// believes. An empty list trusts none. A prefix wider than a /8 (IPv4) or
+// a /32 (IPv6) is refused, catch-alls (0.0.0.0/0, ::/0, 0.0.0.0/1 and
+// 128.0.0.0/1 together) with them: such a range is not a list of proxies.
 func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, f := range strings.Split(list, ",") {
@@ -20,11 +23,11 @@ func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
 			continue
 		}
 		if p, err := netip.ParsePrefix(f); err == nil {
-			if p.Bits() == 0 {
-				return nil, &ConfigError{Err: ErrBadTrustedProxy, Detail: fmt.Sprintf("%q trusts every address: any client could pick its own and escape the failed-login lockout; list the proxies", f)}
-			}
 			if p.Addr().Is4In6() {
 				return nil, &ConfigError{Err: ErrBadTrustedProxy, Detail: fmt.Sprintf("%q: write an IPv4 prefix as IPv4", f)}
+			}
+			if min := minTrustedBits(p.Addr()); p.Bits() < min {
+				return nil, &ConfigError{Err: ErrBadTrustedProxy, Detail: fmt.Sprintf("%q is wider than a /%d: a trusted proxy may name the signed-in person and any client address; list the proxies (at most a /8 for IPv4, a /32 for IPv6)", f, min)}
 			}
 			out = append(out, p.Masked())
 			continue
@@ -145,4 +148,13 @@ func (ps prefixes) String() string {
 		out[i] = p.String()
 	}
 	return strings.Join(out, ",")
+}
+
+// minTrustedBits is the shortest prefix --trusted-proxies takes for an
+// address of a's family: 8 bits for IPv4, 32 for IPv6.
+func minTrustedBits(a netip.Addr) int {
+	if a.Is4() {
+		return 8
+	}
+	return 32
 }

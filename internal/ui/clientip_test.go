@@ -51,10 +51,14 @@ func TestClientAddr(t *testing.T) {
 	if got, _ := ParseTrustedProxies(""); len(got) != 0 {
 		t.Fatalf("empty list: %v", got)
 	}
-	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.1:80", "0.0.0.0/0", "::/0", "::ffff:10.0.0.0/104"} {
+	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.1:80", "0.0.0.0/0", "::/0", "::ffff:10.0.0.0/104",
+		"0.0.0.0/1,128.0.0.0/1", "10.0.0.1,0.0.0.0/1", "10.0.0.0/7", "2001:db8::/31", "::/1,8000::/1"} {
 		if _, err := ParseTrustedProxies(bad); !errors.Is(err, ErrBadTrustedProxy) || !errors.Is(err, ErrConfig) {
 			t.Errorf("%q: %v, want ErrBadTrustedProxy", bad, err)
 		}
+	}
+	if p, err := ParseTrustedProxies("10.0.0.0/8,2001:db8::/32"); err != nil || len(p) != 2 {
+		t.Errorf("a /8 and a /32 are the widest taken: %v %v", p, err)
 	}
 	if p, _ := ParseTrustedProxies("10.0.0.7/24"); p[0] != netip.MustParsePrefix("10.0.0.0/24") {
 		t.Errorf("prefix not masked: %v", p)

@@ -280,9 +280,9 @@ func (cfg Config) maxUploads() int {
 
 func (cfg Config) csrfTokens() *csrfTokens {
 	if cfg.csrf != nil {
-		return cfg.csrf
+		return cfg.csrf.withClock(cfg.now)
 	}
-	return newCSRFTokens()
+	return newCSRFTokens().withClock(cfg.now)
 }
 
 func (cfg Config) now() time.Time {

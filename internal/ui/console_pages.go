@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"github.com/acme/payout/internal/identity"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -117,7 +118,7 @@ func (h *batchHandlers) base(r *http.Request, title string) consolePage {
 	user := userFrom(r.Context())
 	p := consolePage{Nonce: nonceFrom(r.Context()), User: user, Title: title, ReadOnly: h.readOnly}
 	if !h.readOnly && h.controls != nil {
-		p.Act, p.CSRF = true, h.csrf.token(user)
+		p.Act, p.CSRF = true, h.csrf.token(r)
 	}
 	return p
 }
@@ -208,18 +209,12 @@ func (h *batchHandlers) approveOffer(r *http.Request, b BatchView) approveOffer 
 	case !o.Awaiting:
 	case h.readOnly || h.controls == nil:
 		o.Why = "this UI does not approve (read-only or without controls)"
-	case h.fourEyes && samePerson(b.LoadedBy, userFrom(r.Context())):
+	case h.fourEyes && identity.Same(b.LoadedBy, userFrom(r.Context())):
 		o.Why = "you loaded this batch: under four-eyes another person must approve it"
 	default:
 		o.Allowed = true
 	}
 	return o
-}
-
-// samePerson compares two names as the ledger's four-eyes rule does:
-// ignoring case and surrounding space.
-func samePerson(a, b string) bool {
-	return strings.EqualFold(strings.TrimSpace(a), strings.TrimSpace(b))
 }
 
 func (h *batchHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {

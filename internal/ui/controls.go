@@ -68,7 +68,7 @@ func (h *batchHandlers) guardPost(w http.ResponseWriter, r *http.Request, enable
 	case !enabled:
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
 		return false
-	case !h.csrf.valid(userFrom(r.Context()), r.PostFormValue(csrfField)):
+	case !h.csrf.valid(r, r.PostFormValue(csrfField)):
 		h.refuseForm(w, r)
 		return false
 	}
@@ -78,7 +78,7 @@ func (h *batchHandlers) guardPost(w http.ResponseWriter, r *http.Request, enable
 // refuseForm answers a form without the CSRF token of the signed-in user.
 func (h *batchHandlers) refuseForm(w http.ResponseWriter, r *http.Request) {
 	h.log.Warn().Str("ip", clientIP(r)).Str("path", r.URL.Path).Msg("ui: refused a form without a valid CSRF token")
-	http.Error(w, "missing or bad form token: reload the page and try again", http.StatusForbidden)
+	http.Error(w, "missing, expired or bad form token: reload the page and try again (a form is good for 8 hours of one sign-in)", http.StatusForbidden)
 }
 
 // batchAction is the handler of a form acting on the batch of its path:

@@ -1,6 +1,10 @@
 package ui
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // The passwords of the logins of NamedLogins.
 const (
@@ -21,3 +25,18 @@ func ShareCSRFKey(cfgs ...*Config) {
 		c.csrf = k
 	}
 }
+
+// IdentityLogins are alice (whose identity is alice@example.com, her
+// single sign-on name) and bob, with the passwords of NamedLogins.
+func IdentityLogins(t testing.TB) *Users {
+	t.Helper()
+	a, b := testHashes(t)
+	u, err := ParseUsers("users", strings.NewReader("alice:"+a+":alice@example.com\nbob:"+b+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// SetClock makes the UI built from cfg read the time from now.
+func SetClock(cfg *Config, now func() time.Time) { cfg.clock = now }

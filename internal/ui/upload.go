@@ -149,7 +149,7 @@ func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
 		return
 	case h.tooLarge(w, err):
 		return
-	case !h.csrf.valid(userFrom(r.Context()), fields.Get(csrfField)):
+	case !h.csrf.valid(r, fields.Get(csrfField)):
 		h.refuseForm(w, r) // the token comes before the file: nothing was staged
 		return
 	case err != nil:

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/payout/internal/identity"
 	"github.com/rs/zerolog"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/sync/singleflight"
@@ -69,13 +70,19 @@ func (e *UsersFileError) Unwrap() []error {
 }
 
 // Users are the named logins of a users file (payout ui --users): one
-// `name:HASH` line per person, HASH a bcrypt hash as `htpasswd -B` writes
-// it. Each person signs in with basic auth under their own name, which the
-// UI records as who approved, discarded, uploaded or paused, and which
-// four-eyes compares with who loaded the batch. A Users is read once and
-// never changes: a changed file takes effect at the next start.
+// `name:HASH[:IDENTITY]` line per login, HASH a bcrypt hash as `htpasswd
+// -B` writes it. Each person signs in with basic auth under their own
+// login; IDENTITY (default: the login) is the person the UI records as who
+// approved, discarded, uploaded or paused, and which four-eyes compares
+// with who loaded the batch: `alice:HASH:alice@example.com` makes the
+// basic-auth login alice and the single sign-on name alice@example.com
+// (or alice) one person. A Users is read once and never changes: a
+// changed file takes effect at the next start.
 type Users struct {
 	hashes map[string][]byte
+	// ids maps a login, lower case, to its person's canonical identity
+	// (identity.Canonical).
+	ids map[string]string
 	// dummy is compared with the password of a name that is not in the
 	// file, so a wrong name costs what a wrong password does.
 	dummy []byte
@@ -108,7 +115,7 @@ func LoadUsers(path string, log zerolog.Logger) (*Users, error) {
 // first line's, a name given twice (ignoring case), and
 // a file without users.
 func ParseUsers(path string, r io.Reader) (*Users, error) {
-	u := &Users{hashes: map[string][]byte{}}
+	u := &Users{hashes: map[string][]byte{}, ids: map[string]string{}}
 	lineOf := map[string]int{}
 	costLine, fileCost := 0, 0
 	sc := bufio.NewScanner(r)
@@ -128,6 +135,14 @@ func ParseUsers(path string, r io.Reader) (*Users, error) {
 		}
 		if err := checkUserName(name); err != "" {
 			return nil, fail("%s", err)
+		}
+		hash, id, hasID := strings.Cut(hash, ":")
+		if !hasID {
+			id = name
+		}
+		canon, err := identity.Canonical(id)
+		if err != nil {
+			return nil, fail("user %q: the identity after the second ':': %v", name, err)
 		}
 		if first, dup := lineOf[strings.ToLower(name)]; dup {
 			return nil, fail("user %q is also on line %d (names are compared ignoring case, as four-eyes does): one line per user", name, first)
@@ -150,6 +165,7 @@ func ParseUsers(path string, r io.Reader) (*Users, error) {
 		}
 		lineOf[strings.ToLower(name)] = n
 		u.hashes[name] = []byte(hash)
+		u.ids[strings.ToLower(name)] = canon
 	}
 	if err := sc.Err(); err != nil {
 		return nil, &UsersFileError{Path: path, Line: n + 1, Reason: "cannot read the line", Err: err}
@@ -157,8 +173,41 @@ func ParseUsers(path string, r io.Reader) (*Users, error) {
 	if len(u.hashes) == 0 {
 		return nil, &UsersFileError{Path: path, Reason: "no users: want one NAME:HASH line per person (`htpasswd -nBC 12 NAME >> FILE`)"}
 	}
+	if err := u.checkIdentities(path, lineOf); err != nil {
+		return nil, err
+	}
 	u.dummy = dummyHash(fileCost)
 	return u, nil
+}
+
+// checkIdentities refuses an identity that is another login's name but
+// not that login's identity: a single sign-on name would then be two
+// people.
+func (u *Users) checkIdentities(path string, lineOf map[string]int) error {
+	for login, id := range u.ids {
+		if other, ok := u.ids[id]; ok && other != id {
+			return &UsersFileError{Path: path, Line: lineOf[login], Reason: fmt.Sprintf(
+				"user %q: identity %q is the login on line %d, whose identity is %q: one name, one person", login, id, lineOf[id], other)}
+		}
+	}
+	return nil
+}
+
+// Identity is the person a name signs in as: the identity of the login of
+// that name (ignoring case), else the name's canonical form; "" for a name
+// identity.Canonical refuses. Basic-auth logins and single sign-on names
+// go through it, so both name one person.
+func (u *Users) Identity(name string) string {
+	c, err := identity.Canonical(name)
+	if err != nil {
+		return ""
+	}
+	if u != nil {
+		if id, ok := u.ids[strings.ToLower(c)]; ok {
+			return id
+		}
+	}
+	return c
 }
 
 // checkUserName says what is wrong with a login name ("" if nothing).

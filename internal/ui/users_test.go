@@ -67,6 +67,27 @@ func testUsers(t testing.TB) *Users {
 	return u
 }
 
+// TestUsersIdentity: a login and a single sign-on name of one person map
+// to one identity; other names to their canonical form.
+func TestUsersIdentity(t *testing.T) {
+	a, b := testHashes(t)
+	u, err := ParseUsers("users", strings.NewReader("alice:"+a+":alice@example.com\nBob:"+b+"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"alice": "alice@example.com", "ALICE": "alice@example.com", "alice@example.com": "alice@example.com",
+		"Alice@Example.COM": "alice@example.com", "bob": "bob", "carol": "carol", "alice\u200b": "", "": "",
+	} {
+		if got := u.Identity(name); got != want {
+			t.Errorf("Identity(%+q) = %q, want %q", name, got, want)
+		}
+	}
+	if got := (*Users)(nil).Identity(" Carol "); got != "carol" {
+		t.Errorf("without a users file: %q", got)
+	}
+}
+
 func TestParseUsers(t *testing.T) {
 	a, b := testHashes(t)
 	as := func(prefix string) string { return prefix + a[4:] } // same hash, another bcrypt variant
@@ -94,7 +115,12 @@ func TestParseUsers(t *testing.T) {
 		{"truncated bcrypt", "alice:" + a[:40], 1, "not bcrypt", 0},
 		{"bcrypt $2x$", "alice:" + as("$2x$"), 1, "not bcrypt", 0},
 		{"bcrypt with more after it", "alice:" + a + "x", 1, "not bcrypt", 0},
-		{"bcrypt, then a comment", "alice:" + a + ":x", 1, "not bcrypt", 0},
+		{"bcrypt, then a comment", "alice:" + a + " # x", 1, "not bcrypt", 0},
+		{"an identity per login", "alice:" + a + ":Alice@Example.com\nal:" + b + ":alice@example.com\nbob:" + b, 0, "", 3},
+		{"an identity with a zero-width space", "alice:" + a + ":alice\u200b@example.com", 1, "U+200B", 0},
+		{"an empty identity", "alice:" + a + ":", 1, "is empty", 0},
+		{"a system identity", "alice:" + a + ":system:spool(x)", 1, "names systems", 0},
+		{"an identity that is another login", "alice:" + a + ":bob\nbob:" + b + ":bob@example.com", 1, `identity "bob" is the login on line 2`, 0},
 		{"cost below 10", "alice:" + a + "\nbob:" + lowCostHash, 2, "bcrypt cost 4 is outside 10 to 14", 0},
 		{"cost above 14", "alice:" + withCost(a, "15"), 1, "bcrypt cost 15 is outside 10 to 14", 0},
 		{"two costs", "alice:" + a + "\nbob:" + withCost(b, "11"), 2, "bcrypt cost 11, but line 1 has 10", 0},
