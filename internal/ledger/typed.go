@@ -52,5 +52,6 @@ func typedResolution(r Resolution, orderID, pspStatus string) (Resolution, strin
 	if pspStatus, err = typed("PSP status", pspStatus, scrub.MaxField); err != nil {
 		return r, "", "", err
 	}
-	return Resolution{By: by, Note: note}, orderID, pspStatus, nil
+	r.By, r.Note = by, note
+	return r, orderID, pspStatus, nil
 }
