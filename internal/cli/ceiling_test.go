@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestLoadRefusesAmountsThatWouldWrap(t *testing.T) {
 	mr := miniredis.RunT(t)
 	url := "redis://" + mr.Addr()
 	_, key := newRing(t)
-	env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error"}
+	env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error", "PAYOUT_ALLOW_VOLATILE_REDIS": "true"}
 	dir := t.TempDir()
 	write := func(name string, amounts ...string) string {
 		t.Helper()
@@ -66,7 +67,10 @@ func TestLoadRefusesAmountsThatWouldWrap(t *testing.T) {
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	defer rdb.Close()
+	// Nothing of the refused files; the data key's fingerprint, which a
+	// load records for the workers' start-up check, is no part of a file.
 	keys, err := rdb.Keys(context.Background(), "*").Result()
+	keys = slices.DeleteFunc(keys, func(k string) bool { return strings.HasSuffix(k, ":datakey") })
 	if err != nil || len(keys) != 0 {
 		t.Errorf("refused loads left keys %v (%v)", keys, err)
 	}

@@ -52,7 +52,7 @@ func TestCommandsFindFileByName(t *testing.T) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			url := "redis://" + miniredis.RunT(t).Addr()
 			_, key := newRing(t)
-			env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error", "PAYOUT_BY": "bob"}
+			env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error", "PAYOUT_BY": "bob", "PAYOUT_ALLOW_VOLATILE_REDIS": "true"}
 			run := func(want int, args ...string) string {
 				t.Helper()
 				var out, errb bytes.Buffer

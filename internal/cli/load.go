@@ -200,7 +200,7 @@ func (c *loadCmd) openLoader(ctx context.Context) (closeRedis func(), err error)
 		return nil, err
 	}
 	c.led = ledger.New(rdb)
-	if ring, ok := sealer.(*vault.Keyring); ok {
+	if ring, ok := sealer.(*vault.Keyring); ok && !c.dryRun {
 		if err := recordDataKey(ctx, c.led, ring); err != nil {
 			rdb.Close()
 			return nil, err

@@ -19,7 +19,7 @@ import (
 func TestStatusShowsPausedQueue(t *testing.T) {
 	url := "redis://" + miniredis.RunT(t).Addr()
 	_, key := newRing(t)
-	env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error"}
+	env := map[string]string{"PAYOUT_DATA_KEY": key, "PAYOUT_LOG_LEVEL": "error", "PAYOUT_ALLOW_VOLATILE_REDIS": "true"}
 	file := filepath.Join(t.TempDir(), "june.csv")
 	if err := os.WriteFile(file, []byte(moneyFile), 0o600); err != nil {
 		t.Fatal(err)
