@@ -85,6 +85,7 @@ func commands() []command {
 		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},
 		{"resume", "resume the payout queue", runResume},
 		{"sandbox", "run the PSP simulator", runSandbox},
+		{"dev", "a local stack: embedded Redis, PSP simulator, worker and console, until Ctrl-C", runDev},
 		{"keygen", "print a new data key for PAYOUT_DATA_KEY", runKeygen},
 		{"passwd", "print a users-file line NAME:HASH for payout ui --users (bcrypt)", runPasswd},
 	}

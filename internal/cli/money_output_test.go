@@ -199,6 +199,8 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 		"worker":  "a server: its amounts go to the log, from the ledger",
 		"ui":      "a server: the web UI's pages are tested in internal/ui",
 		"sandbox": "the PSP simulator: no payout amount of ours",
+		"passwd":  "prints a users-file line: a name and a bcrypt hash (TestPasswd)",
+		"dev":     "a server: the local stack of embedded Redis, simulator, worker and console (TestDevStack)",
 	}
 	for _, c := range commands() {
 		if !ran[c.name] && servers[c.name] == "" {
