@@ -49,8 +49,8 @@ demo:
 
 ## test: the unit tests of every product package and the fuzzers' seed
 ## corpora, without the race detector; needs only Go, no module fetch
-## (deploy/'s tests need k8s modules: make test-deploy). About 3 to 4 minutes
-## on a quiet 2-core machine (README). CI also runs test-race and test-deploy.
+## (deploy/'s tests need k8s modules: make test-deploy). About 3 minutes
+## on a 2-core machine (README). test-integration runs them all again with -race.
 test:
 	@echo "== make test: go test ./... (unit tests, fuzz seed corpora, goldens; no -race: make test-race)"
 	$(GO) test $(TEST_FLAGS) $(PKGS)
