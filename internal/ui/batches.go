@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"net/http"
 	"regexp"
 	"sort"
@@ -327,9 +328,32 @@ func (h *batchHandlers) api(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// ledgerUnreachablePage is what a person sees when the ledger cannot be
+// read: that payments wait and nothing is lost, and that the page tries
+// again by itself.
+const ledgerUnreachablePage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="10">
+<title>Payments on hold: payout</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;margin:2rem auto;max-width:44rem;padding:0 1rem;color:#1d2733}
+.msg{border-left:4px solid #b7791f;background:#fffaf0;padding:.75rem 1rem}</style></head>
+<body><h1>Batches</h1>
+<p class="msg" id="unreachable-banner" role="status"><b>Payments are on hold</b>: the ledger (Redis) cannot be reached just now.
+Nothing is sent and nothing is lost; payouts go on where they stopped once it answers again.
+This page tries again every 10 seconds.</p>
+</body></html>
+`
+
 // fail logs err and answers 503 without detail (the ledger's error may name
-// internals).
+// internals): a page that says payments are on hold for a person, a short
+// text for the JSON API.
 func (h *batchHandlers) fail(w http.ResponseWriter, r *http.Request, err error) {
 	h.log.Error().Err(err).Str("path", r.URL.Path).Msg("ui: batches unavailable")
-	http.Error(w, "batch progress unavailable", http.StatusServiceUnavailable)
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		http.Error(w, "batch progress unavailable: the ledger cannot be reached", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Retry-After", "10")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, ledgerUnreachablePage)
 }
