@@ -34,9 +34,9 @@ type devStack struct {
 func runDev(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "dev", "[flags]  (a local stack: embedded Redis, PSP simulator, worker and console, until Ctrl-C)")
 	s := &devStack{}
-	fs.StringVar(&s.redisAddr, "redis-addr", "127.0.0.1:6390", "address of the embedded Redis (in memory: gone at the end)")
-	fs.StringVar(&s.pspAddr, "psp-addr", "127.0.0.1:8090", "address of the PSP simulator and its fault API (/sandbox/faults, /sandbox/force)")
-	fs.StringVar(&s.uiAddr, "ui-addr", "127.0.0.1:8080", "address of the web console and the Asynq web UI")
+	fs.StringVar(&s.redisAddr, "redis-listen", "127.0.0.1:6390", "address of the embedded Redis (in memory: gone at the end)")
+	fs.StringVar(&s.pspAddr, "psp-listen", "127.0.0.1:8090", "address of the PSP simulator and its fault API (/sandbox/faults, /sandbox/force)")
+	fs.StringVar(&s.uiAddr, "console-listen", "127.0.0.1:8080", "address of the web console and the Asynq web UI")
 	fs.StringVar(&s.settleAfter, "settle-after", "5s", "the simulator pays (or fails) an order this long after its creation")
 	fs.StringVar(&s.logLevel, "log-level", "warn", "log level of the parts: debug, info, warn, error")
 	if err := parse(e, fs, args); err != nil {
@@ -47,7 +47,7 @@ func runDev(ctx context.Context, e *env, args []string) error {
 	}
 	mr := miniredis.NewMiniRedis()
 	if err := mr.StartAddr(s.redisAddr); err != nil {
-		return usageErr("--redis-addr %s: %v", s.redisAddr, err)
+		return usageErr("--redis-listen %s: %v", s.redisAddr, err)
 	}
 	defer mr.Close()
 	if err := s.prepare(); err != nil {

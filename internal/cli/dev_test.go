@@ -31,7 +31,7 @@ func TestDevStack(t *testing.T) {
 	var errs testlog.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"dev", "--redis-addr", redisAddr, "--psp-addr", pspAddr, "--ui-addr", uiAddr, "--settle-after", "200ms"},
+		done <- Main(ctx, []string{"dev", "--redis-listen", redisAddr, "--psp-listen", pspAddr, "--console-listen", uiAddr, "--settle-after", "200ms"},
 			nil, &out, &errs, func(string) string { return "" })
 	}()
 	var key string
