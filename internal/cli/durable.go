@@ -129,7 +129,7 @@ func refuseRolledBack(ctx context.Context, rdb redis.UniversalClient) error {
 	}
 	return usageErr("the ledger went back in time (%s): creating now could pay again.\n"+
 		"Reconcile it with the PSP's orders first (docs/operations.md, \"Alert: PayoutLedgerRolledBack\"), then clear this with\n"+
-		"  payout resume --ledger-reconciled --by NAME", rb)
+		"  payout resume --ledger-reconciled --note WHY", rb)
 }
 
 // refusal is the usage error that says why the Redis is refused and how

@@ -100,7 +100,7 @@ func clearRollback(ctx context.Context, e *env, rdb redis.UniversalClient, recon
 	}
 	if !reconciled {
 		return usageErr("the ledger went back in time (%s): workers create nothing until it is reconciled with the PSP.\n"+
-			"Reconcile it (docs/operations.md, \"Alert: PayoutLedgerRolledBack\"), then run: payout resume --ledger-reconciled --by NAME --note WHY", what)
+			"Reconcile it (docs/operations.md, \"Alert: PayoutLedgerRolledBack\"), then run: payout resume --ledger-reconciled --note WHY", what)
 	}
 	if note == "" {
 		return usageErr("--ledger-reconciled needs --note: how the ledger was reconciled (recorded in the audit trail)")

@@ -219,8 +219,17 @@ func TestTypedTextEndToEnd(t *testing.T) {
 		t.Errorf("a note with a carriage return was taken:\n%s", out)
 	}
 	pasted := "4111 1111 1111 1111"
-	if code, out := run("resolve", "resolve", file, "TH-1", "--as", "created", "--by", me.Username,
-		"--psp-order", e2eCard, "--psp-status", "paid to "+pasted, "--note", "card "+pasted+" confirmed by phone"); code != ExitOK {
+	// "Mark created" asks the PSP first: this one only echoes, so a card
+	// pasted as the order id is refused, and its answer shows nothing of
+	// the card or the token.
+	if code, out := run("resolve-order", "resolve", file, "TH-1", "--as", "created", "--by", me.Username, "--psp-url", psp.URL,
+		"--psp-order", e2eCard, "--psp-status", "paid to "+pasted, "--note", "card "+pasted+" confirmed by phone"); code == ExitOK {
+		t.Errorf("a card pasted as the order id was taken without the PSP's word:\n%s", out)
+	} else if holdsCard(out) || len(tokenPieces(out)) > 0 {
+		t.Errorf("the refusal shows the card or the token:\n%s", out)
+	}
+	if code, out := run("resolve", "resolve", file, "TH-1", "--recheck", "--by", me.Username,
+		"--note", "card "+pasted+" confirmed by phone"); code != ExitOK {
 		t.Fatalf("resolve: exit %d\n%s", code, out)
 	}
 

@@ -237,7 +237,7 @@ func fleetAfterRollback(t *testing.T, f volatileFixture, rows int, run func(...s
 	if f.creates() != rows {
 		t.Errorf("%d creates at the PSP, want %d", f.creates(), rows)
 	}
-	if code, out := run("resume", "--redis", url, "--ledger-reconciled", "--by", "ops", "--note", "checked against the PSP report"); code != ExitOK {
+	if code, out := run("resume", "--redis", url, "--ledger-reconciled", "--note", "checked against the PSP report"); code != ExitOK {
 		t.Errorf("resume --ledger-reconciled: exit %d\n%s", code, out)
 	}
 	if code, out := run("resume", "--redis", url); code != ExitOK {
