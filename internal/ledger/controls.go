@@ -267,9 +267,20 @@ var ErrEverSent = errors.New("ledger: the payout was sent to the PSP before")
 // cancelScript moves a queued payout that was never sent to cancelled.
 // A queued payout with creates > 0 went back to queued after a create
 // (absence confirmed by K 404s at least D apart): refused, nothing
-// written. KEYS: payout, counts, audit; ARGV: by, note, actor, op.
+// written. KEYS: payout, counts, audit; ARGV: cancelArgs, then actor and
+// op (luaReplay).
 // Replies {'ok', 'queued'}, {'sent', creates} or {'no', state}.
-var cancelScript = Person.script(luaReplay + `
+var cancelScript = Person.script(luaReplay + cancelLua)
+
+// cancelArgs is cancelScript's ARGV in the order the script reads them.
+type cancelArgs struct {
+	By   string // ARGV[1] the person who cancels
+	Note string // ARGV[2] why
+}
+
+func (a cancelArgs) argv() []any { return []any{a.By, a.Note} }
+
+const cancelLua = `
 local first, h = fetch(KEYS[1], 'state', 'units', 'creates')
 if first then return first end
 if not h[1] then return {'nopayout', ''} end
@@ -281,7 +292,7 @@ redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1]
   'error', 'cancelled by ' .. ARGV[1] .. ': ' .. ARGV[2], entered())
 move(KEYS[2], 'queued', 'cancelled', h[2])
 return remember(KEYS[1], {'ok', 'queued'})
-`)
+`
 
 // Cancel moves a payout that is still queued (nothing sent) to cancelled,
 // by compare-and-set: a worker that begins its create at the same moment
@@ -297,7 +308,7 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 	if err != nil {
 		return "", fmt.Errorf("cancel %s: %w", ext, err)
 	}
-	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, by, note).StringSlice()
+	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, cancelArgs{By: by, Note: note}.argv()...).StringSlice()
 	if err != nil {
 		return "", fmt.Errorf("ledger: cancel %s: %w", ext, err)
 	}

@@ -33,7 +33,7 @@ func (l *Ledger) BeginCreateAcked(ctx context.Context, conn redis.UniversalClien
 	}
 	// One operation id for every try, and transition's retry of a
 	// transport fault: a run that happened answers its first decision.
-	args := []any{attempt, interruptedNote, l.keys, l.actor, l.newOp()}
+	args := append(beginArgs{Attempt: attempt, Note: interruptedNote, Keys: l.keys}.argv(), l.actor, l.newOp())
 	var begin, wait *redis.Cmd
 	err := retryTransport(ctx, func() error {
 		pipe := c.Pipeline()

@@ -135,9 +135,21 @@ func (l *Ledger) Time(ctx context.Context) (time.Time, error) {
 // attempt, untouched for at least minAge ms of Redis time, to checking: a
 // worker began that create and its task is gone, so the request may have
 // been sent and must never be sent again. Nothing else is moved.
-// KEYS: payout, counts, audit; ARGV: attempt, minAge ms, actor, op.
+// KEYS: payout, counts, audit; ARGV: interruptArgs, then actor and op
+// (luaReplay).
 // Replies {'check', seq} or {'current', state}.
-var interruptScript = Reconciler.script(luaReplay + `
+var interruptScript = Reconciler.script(luaReplay + interruptLua)
+
+// interruptArgs is interruptScript's ARGV in the order the script reads
+// them.
+type interruptArgs struct {
+	Attempt  int   // ARGV[1] the create attempt found submitting
+	MinAgeMS int64 // ARGV[2] untouched for at least this long (Redis time)
+}
+
+func (a interruptArgs) argv() []any { return []any{a.Attempt, a.MinAgeMS} }
+
+const interruptLua = `
 local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'updated')
 if first then return first end
 local st = h[1]
@@ -152,14 +164,14 @@ redis.call('HSET', KEYS[1], 'state', 'checking', 'misses', 0, 'lastmiss', 0, 'fa
   'error', 'create task lost while submitting; checking status', 'updated', now, entered())
 move(KEYS[2], st, 'checking', h[3])
 return remember(KEYS[1], {'check', tostring(seq)})
-`)
+`
 
 // InterruptSubmitting moves a payout found submitting for create attempt
 // attempt, with no transition for minAge (Redis time), to checking, and
 // returns the status check to enqueue. ok is false when the payout is in
 // another state or attempt, or was touched more recently: nothing changed.
 func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, attempt int, minAge time.Duration) (seq int, ok bool, err error) {
-	res, err := l.transition(ctx, interruptScript, batch, ext, attempt, minAge.Milliseconds()).StringSlice()
+	res, err := l.transition(ctx, interruptScript, batch, ext, interruptArgs{Attempt: attempt, MinAgeMS: minAge.Milliseconds()}.argv()...).StringSlice()
 	if err != nil {
 		return 0, false, fmt.Errorf("ledger: interrupt submitting %s: %w", ext, err)
 	}

@@ -132,6 +132,99 @@ func (l *Ledger) OpeningKeys(ids []string) *Ledger {
 	return &c
 }
 
+// beginArgs is beginCreateScript's ARGV in the order the script reads
+// them (transition appends the actor and the operation id, luaReplay).
+type beginArgs struct {
+	Attempt int    // ARGV[1] the create attempt the task is for
+	Note    string // ARGV[2] the error kept when an interrupted create is moved to checking
+	// ARGV[3] "|ID|ID|": the data key ids the worker opens card numbers
+	// with (Ledger.OpeningKeys); "": any
+	Keys string
+}
+
+func (a beginArgs) argv() []any { return []any{a.Attempt, a.Note, a.Keys} }
+
+// beginCreateScript is run by a create task before anything is sent.
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit    KEYS[4] batch meta
+//	ARGV    beginArgs, then actor and op (luaReplay)
+//
+// Replies {action, seq, phase, state, creates, seq field, amount, dest,
+// sealed, tel, extra, tries, epoch}: the decision, then the fields a create
+// task uses, as they stand after the call (beginFields), then the batch's
+// create epoch: each proceed increments the batch's field epoch and answers
+// its new value (0 for the other decisions), so a worker that got a value
+// it had already seen knows the ledger went back in time (epoch.go).
+//
+//	proceed  queued -> submitting: POST now
+//	hold     queued, but the batch is not loaded (its load has not
+//	         completed, it awaits approval or was discarded): nothing
+//	         changes, nothing is sent; phase is the batch's phase
+//	foreign  queued, the batch loaded, but the card number is sealed with
+//	         a key not in keys: nothing changes, nothing is sent; phase
+//	         is the key id
+//	check    submitting with this attempt (a worker died mid-request or the
+//	         task was delivered twice) -> checking: enqueue status check seq
+//	ensure   already checking: make sure status check seq is enqueued
+//	skip     final state, or a stale attempt: nothing to do
+//	nopayout no such payout (nothing else follows)
+var beginCreateScript = Worker.script(luaReplay + beginCreateLua)
+
+const beginCreateLua = `
+local attempt = tonumber(ARGV[1])
+local note = ARGV[2]
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra', 'tries')
+local st = h[1]
+if not st then return {'nopayout'} end
+local creates, seq = tostring(num(h[2])), tostring(num(h[4]))
+local function answer(head)
+  return {head[1], head[2], head[3] or '', st, creates, seq,
+    h[5] or '', h[6] or '', h[7] or '', h[8] or '', h[9] or '', tostring(num(h[10])), head[4] or '0'}
+end
+if first then return answer(first) end
+local units = h[3]
+AUD.extra = {'attempt', attempt}
+if st == 'queued' and attempt == num(h[2]) + 1 then
+  -- No create for a batch whose load has not completed (or that awaits
+  -- approval, or was discarded): hold the task, decide nothing.
+  local phase = redis.call('HGET', KEYS[4], 'phase')
+  if phase ~= 'loaded' then return answer({'hold', '0', phase or ''}) end
+  -- No create by a worker that cannot open the card number: the payout
+  -- stays as it is for one that can.
+  local sealed, keys = h[7], ARGV[3]
+  if keys ~= '' and sealed and sealed ~= '' then
+    local id
+    if string.byte(sealed, 1) == 1 and #sealed > 5 then
+      id = string.format('%02x%02x%02x%02x', string.byte(sealed, 2, 5))
+    elseif string.sub(sealed, 1, 6) == 'plain:' then
+      id = 'plain'
+    else
+      id = string.match(sealed, '^v1:(%x%x%x%x%x%x%x%x):')
+    end
+    if id and not string.find(keys, '|' .. id .. '|', 1, true) then return answer({'foreign', '0', id}) end
+  end
+  local head = {'proceed', '0', '', tostring(redis.call('HINCRBY', KEYS[4], 'epoch', 1))}
+  local f = {'state', 'submitting', 'creates', attempt, 'updated', nowms(), entered()}
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+  move(KEYS[2], st, 'submitting', units)
+  st, creates = 'submitting', tostring(attempt)
+  return answer(head)
+end
+if st == 'submitting' and attempt == num(h[2]) then
+  seq = tostring(num(h[4]) + 1)
+  local head = {'check', seq}
+  AUD.extra = {'attempt', attempt, 'seq', seq, 'note', note}
+  local f = {'state', 'checking', 'seq', seq, 'misses', 0, 'lastmiss', 0, 'faults', 0,
+    'error', note, 'updated', nowms(), entered()}
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+  move(KEYS[2], st, 'checking', units)
+  st = 'checking'
+  return answer(head)
+end
+if st == 'checking' then return answer({'ensure', seq}) end
+return answer({'skip', '0'})
+`
+
 // BeginCreate moves a payout from queued to submitting for create attempt
 // attempt, BEFORE the request is sent. A payout found in submitting with the
 // same attempt is moved to checking instead: that request may have reached
@@ -139,7 +232,8 @@ func (l *Ledger) OpeningKeys(ids []string) *Ledger {
 // is not loaded is held (Hold): no create before the whole batch is
 // registered (and approved, where approval applies).
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
-	return parseBegin(batch, ext, l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext), attempt, interruptedNote, l.keys))
+	return parseBegin(batch, ext, l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext),
+		beginArgs{Attempt: attempt, Note: interruptedNote, Keys: l.keys}.argv()...))
 }
 
 // CreateResult is the classified answer of a create request.
@@ -178,12 +272,89 @@ type Finished struct {
 	Error    string // the error recorded with the state
 }
 
+// finishArgs is finishCreateScript's ARGV in the order the script reads
+// them (transition appends the actor and the operation id, luaReplay).
+type finishArgs struct {
+	Attempt  int    // ARGV[1] the create attempt answered
+	To       State  // ARGV[2] the state the answer leads to
+	WindowMS int64  // ARGV[3] outcome window in ms (0: created is final)
+	OrderID  string // ARGV[4] the PSP's order id (to created)
+	Status   string // ARGV[5] the PSP's status word (to created)
+	Note     string // ARGV[6] the error to keep
+	// ARGV[7] > 0: the request provably did not reach the PSP, and this
+	// is the payout's count of such tries with it (decideFinish: To is
+	// needs_review once they exceed the budget); 0: not counted
+	Tries int
+	// ARGV[8] with Tries > 0: the count BeginCreate read; the stored one
+	// must still be it
+	TriesRead int
+	HTTP      int // ARGV[9] HTTP status of the answer (audit)
+}
+
+func (a finishArgs) argv() []any {
+	return []any{a.Attempt, string(a.To), a.WindowMS, a.OrderID, a.Status, a.Note, a.Tries, a.TriesRead, a.HTTP}
+}
+
+// finishCreateScript records the classified answer of a create.
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	ARGV    finishArgs, then actor and op (luaReplay)
+//
+// Allowed: submitting -> any of created, rejected, checking, queued,
+// needs_review; checking -> created or rejected (a definite answer of the
+// same attempt that arrived after another delivery moved it to checking).
+// Replies {'ok', seq, newState, awaiting (1: outcome check 1 is due)},
+// {'conflict', state} or {'nopayout'}.
+var finishCreateScript = Worker.script(luaReplay + finishCreateLua)
+
+const finishCreateLua = `
+local attempt, to, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
+local order, pspstatus, note = ARGV[4], ARGV[5], ARGV[6]
+local tries, triesread, http = tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
+local first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'tries', 'seq')
+if first then return first end
+local st = h[1]
+if not st then return {'nopayout'} end
+if num(h[2]) ~= attempt then return {'conflict', st} end
+if not (st == 'submitting' or (st == 'checking' and (to == 'created' or to == 'rejected'))) then
+  return {'conflict', st}
+end
+allow(st, to)
+local units = h[3]
+local now = nowms()
+local f = {'updated', now}
+if tries > 0 then
+  if num(h[4]) ~= triesread then return {'conflict', st} end
+  push(f, 'tries', tries)
+end
+AUD.extra = {'attempt', attempt, 'http', http, 'order', order, 'note', note}
+local seq, awaiting = 0, '0'
+push(f, 'state', to, 'error', note)
+if to == 'created' then
+  push(f, 'order', order, 'pspstatus', pspstatus)
+  if await(f, KEYS[2], units, windowms, now) then awaiting = '1' end
+elseif to == 'checking' then
+  seq = num(h[5]) + 1
+  push(f, 'seq', seq, 'misses', 0, 'lastmiss', 0, 'faults', 0)
+elseif to == 'queued' then
+  push(f, 'creates', attempt - 1)
+end
+local head = {'ok', tostring(seq), to, awaiting}
+push(f, entered())
+push(f, decided(head))
+redis.call('HSET', KEYS[1], unpack(f))
+move(KEYS[2], st, to, units)
+return head
+`
+
 // FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
 func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
 	to, note, tries := decideFinish(r)
-	res, err := replyOf(l.transition(ctx, finishCreateScript, batch, ext,
-		attempt, string(to), r.OutcomeWindow.Milliseconds(), r.OrderID, r.PSPStatus, note, tries, r.Tries, r.HTTPStatus),
+	res, err := replyOf(l.transition(ctx, finishCreateScript, batch, ext, finishArgs{
+		Attempt: attempt, To: to, WindowMS: r.OutcomeWindow.Milliseconds(), OrderID: r.OrderID, Status: r.PSPStatus,
+		Note: note, Tries: tries, TriesRead: r.Tries, HTTP: r.HTTPStatus,
+	}.argv()...),
 		batch, ext, "finish create", 2)
 	if err != nil {
 		return Finished{}, err
@@ -288,6 +459,82 @@ type CheckAnswer struct {
 	HTTPStatus int // for the audit trail (0: no answer)
 }
 
+// checkArgs is applyCheckScript's ARGV in the order the script reads them
+// (transition appends the actor and the operation id, luaReplay): the
+// payout as read, what decideCheck decided, the answer for the audit
+// entry and the decision's reply.
+type checkArgs struct {
+	// ARGV[1..6] the payout as read: the check answered (seq), its
+	// misses, lastmiss (ms), faults, creates and due (ms)
+	Seq, Misses int
+	LastMissMS  int64
+	Faults      int
+	Creates     int
+	DueMS       int64
+	To          State     // ARGV[7] the state it moves to; "": it stays checking, check seq+1 due WaitMS after now
+	Error       string    // ARGV[8] the error kept, unless KeepError
+	KeepError   bool      // ARGV[9]
+	NewMisses   int       // ARGV[10]
+	CountMiss   bool      // ARGV[11] lastmiss is stamped now
+	NewFaults   int       // ARGV[12]
+	WaitMS      int64     // ARGV[13]
+	WindowMS    int64     // ARGV[14] to created: the outcome window (await; 0: final)
+	OrderID     string    // ARGV[15] to created
+	PSPStatus   string    // ARGV[16] to created
+	HTTP        int       // ARGV[17] the answer, for the audit entry
+	Note        string    // ARGV[18]
+	Head        [4]string // ARGV[19..22] the decision's reply, stored as the replay memo
+}
+
+func (a checkArgs) argv() []any {
+	return []any{a.Seq, a.Misses, a.LastMissMS, a.Faults, a.Creates, a.DueMS,
+		string(a.To), a.Error, boolField(a.KeepError), a.NewMisses, boolField(a.CountMiss), a.NewFaults, a.WaitMS,
+		a.WindowMS, a.OrderID, a.PSPStatus, a.HTTP, a.Note,
+		a.Head[0], a.Head[1], a.Head[2], a.Head[3]}
+}
+
+// applyCheckScript writes what decideCheck decided of a status check's
+// answer, if the payout is still as the decision read it: checking, under
+// the same seq, with the same counts and times. Every time it writes is
+// Redis's clock at the write.
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	ARGV    checkArgs, then actor and op (luaReplay)
+//
+// Replies the decision's reply, {'changed', state, seq, '0'} when the
+// payout is not as read (nothing written), or {'nopayout', ...}.
+var applyCheckScript = Worker.script(luaReplay + applyCheckLua)
+
+const applyCheckLua = `
+local first, h = fetch(KEYS[1], 'state', 'seq', 'misses', 'lastmiss', 'faults', 'creates', 'due', 'units')
+if first then return first end
+if not h[1] then return {'nopayout', '0', '0', '0'} end
+if h[1] ~= 'checking' then return {'changed', h[1], tostring(num(h[2])), '0'} end
+for i = 2, 7 do
+  if num(h[i]) ~= tonumber(ARGV[i - 1]) then return {'changed', h[1], tostring(num(h[2])), '0'} end
+end
+local to, units, now = ARGV[7], h[8], nowms()
+local head = {ARGV[19], ARGV[20], ARGV[21], ARGV[22]}
+AUD.extra = {'seq', ARGV[1], 'http', ARGV[17], 'order', ARGV[15], 'note', ARGV[18]}
+local f = {'updated', now, 'misses', ARGV[10], 'faults', ARGV[12]}
+if ARGV[11] == '1' then push(f, 'lastmiss', now) end
+if ARGV[9] ~= '1' then push(f, 'error', ARGV[8]) end
+if #to == 0 then
+  push(f, 'seq', tonumber(ARGV[1]) + 1, 'due', string.format('%.0f', tonumber(now) + tonumber(ARGV[13])))
+  redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+  return head
+end
+push(f, 'state', to)
+if to == 'created' then
+  push(f, 'order', ARGV[15], 'pspstatus', ARGV[16])
+  await(f, KEYS[2], units, ARGV[14], now)
+end
+push(f, entered())
+redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+move(KEYS[2], 'checking', to, units)
+return head
+`
+
 // RecordCheck records the answer a to status check seq of the payout read
 // as s (Snapshot, before the PSP was asked), as decideCheck decides under
 // policy p, in one round trip: the write checks that the payout is still
@@ -300,7 +547,7 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 		return d.step, nil
 	}
 	batch, ext := s.Batch, s.ExternalID
-	head := []string{string(d.step.Action), "0", "0", "0"}
+	head := [4]string{string(d.step.Action), "0", "0", "0"}
 	switch d.step.Action {
 	case CheckDone:
 		head[1] = boolField(d.step.Awaiting)
@@ -309,16 +556,17 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	case CheckRecreate:
 		head[1] = strconv.Itoa(d.step.Attempt)
 	}
-	res, err := replyOf(l.transition(ctx, applyCheckScript, batch, ext,
-		s.Seq, s.Misses, unixMilli(s.LastMiss), s.Faults, s.Creates, unixMilli(s.CheckDue),
-		string(d.to), d.errText, boolField(d.keepError), d.misses, boolField(d.countMiss), d.faults, d.step.Wait.Milliseconds(),
-		p.OutcomeWindow.Milliseconds(), a.OrderID, a.PSPStatus, a.HTTPStatus, a.Message,
-		head[0], head[1], head[2], head[3]),
+	res, err := replyOf(l.transition(ctx, applyCheckScript, batch, ext, checkArgs{
+		Seq: s.Seq, Misses: s.Misses, LastMissMS: unixMilli(s.LastMiss), Faults: s.Faults, Creates: s.Creates, DueMS: unixMilli(s.CheckDue),
+		To: d.to, Error: d.errText, KeepError: d.keepError, NewMisses: d.misses, CountMiss: d.countMiss, NewFaults: d.faults,
+		WaitMS: d.step.Wait.Milliseconds(), WindowMS: p.OutcomeWindow.Milliseconds(),
+		OrderID: a.OrderID, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Note: a.Message, Head: head,
+	}.argv()...),
 		batch, ext, "record status check", 4)
 	if err != nil {
 		return CheckStep{}, err
 	}
-	now, err := readApplied(res, head, "record status check of "+ext)
+	now, err := readApplied(res, head[:], "record status check of "+ext)
 	switch {
 	case err != nil:
 		return CheckStep{}, err
@@ -413,6 +661,62 @@ func outcomeReviewNote(last string) string {
 		"; ask the PSP whether the money was sent"
 }
 
+// outcomeArgs is applyOutcomeScript's ARGV in the order the script reads
+// them (transition appends the actor and the operation id, luaReplay).
+type outcomeArgs struct {
+	// ARGV[1..3] the payout as read: the outcome check answered (oseq),
+	// its polls and its due time (ms)
+	Seq, Polls int
+	DueMS      int64
+	// ARGV[4] paid | failed | needs_review; "": it stays created,
+	// awaiting outcome check Seq+1 (Polls+1 answered)
+	To        State
+	Error     string    // ARGV[5] the error kept with To
+	PSPStatus string    // ARGV[6] the PSP's status word ("": the stored one stays)
+	HTTP      int       // ARGV[7] the answer, for the audit entry
+	Reason    string    // ARGV[8]
+	Head      [3]string // ARGV[9..11] the decision's reply, stored as the replay memo
+}
+
+func (a outcomeArgs) argv() []any {
+	return []any{a.Seq, a.Polls, a.DueMS, string(a.To), a.Error, a.PSPStatus, a.HTTP, a.Reason, a.Head[0], a.Head[1], a.Head[2]}
+}
+
+// applyOutcomeScript writes what decideOutcome decided of an outcome
+// check's answer, if the payout is still as the decision read it: created,
+// awaiting outcome check oseq, with the same polls and window.
+//
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	ARGV    outcomeArgs, then actor and op (luaReplay)
+//
+// Replies the decision's reply, {'changed', state, oseq, track} when the
+// payout is not as read (nothing written), or {'nopayout', ...}.
+var applyOutcomeScript = Worker.script(luaReplay + applyOutcomeLua)
+
+const applyOutcomeLua = `
+local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'opolls', 'odue', 'units')
+if first then return first end
+if not h[1] then return {'nopayout', '0', '0'} end
+if h[1] ~= 'created' or h[2] ~= '1' or num(h[3]) ~= tonumber(ARGV[1]) or num(h[4]) ~= tonumber(ARGV[2]) or num(h[5]) ~= tonumber(ARGV[3]) then
+  return {'changed', h[1], tostring(num(h[3])), h[2] or '0'}
+end
+local to, units, now = ARGV[4], h[6], nowms()
+local head = {ARGV[9], ARGV[10], ARGV[11]}
+AUD.extra = {'oseq', ARGV[1], 'http', ARGV[7], 'psp', ARGV[6], 'note', ARGV[8]}
+local f = {'updated', now}
+if ARGV[6] ~= '' then push(f, 'pspstatus', ARGV[6]) end
+if #to == 0 then
+  redis.call('HSET', KEYS[1], unpack(push(f, 'opolls', num(h[4]) + 1, 'oseq', num(h[3]) + 1, decided(head))))
+  return head
+end
+push(f, 'state', to, 'track', 0, 'error', ARGV[5], entered())
+redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
+move(KEYS[2], 'created', to, units)
+redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
+redis.call('HINCRBY', KEYS[2], 'u:awaiting', '-' .. units)
+return head
+`
+
 // RecordOutcome records the answer a to outcome check oseq of the payout
 // read as s (Snapshot, before the PSP was asked), as decideOutcome decides,
 // in one round trip: the write checks that the payout is still as read. A
@@ -425,22 +729,22 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a Outc
 		return d.step, nil
 	}
 	batch, ext := s.Batch, s.ExternalID
-	head := []string{string(d.step.Action), "0", "0"}
+	head := [3]string{string(d.step.Action), "0", "0"}
 	switch d.step.Action {
 	case OutcomeDone:
 		head[1] = string(d.step.State)
 	case OutcomeAgain:
 		head[1], head[2] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Polls)
 	}
-	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext,
-		s.OutcomeSeq, s.OutcomePolls, unixMilli(s.OutcomeDue),
-		string(d.to), d.errText, a.PSPStatus, a.HTTPStatus, a.Reason,
-		head[0], head[1], head[2]),
+	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext, outcomeArgs{
+		Seq: s.OutcomeSeq, Polls: s.OutcomePolls, DueMS: unixMilli(s.OutcomeDue),
+		To: d.to, Error: d.errText, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Reason: a.Reason, Head: head,
+	}.argv()...),
 		batch, ext, "record outcome", 3)
 	if err != nil {
 		return OutcomeStep{}, err
 	}
-	now, err := readApplied(res, head, "record outcome of "+ext)
+	now, err := readApplied(res, head[:], "record outcome of "+ext)
 	switch {
 	case err != nil:
 		return OutcomeStep{}, err
