@@ -56,28 +56,7 @@ func (s *Server) pspMiddleware(next http.Handler) http.Handler {
 			info.externalID = peekExternalID(info.op, info.body)
 		}
 
-		s.mu.Lock()
-		switch info.op {
-		case OpWithdrawalCreate:
-			s.stats.CreatesReceived++
-			if info.externalID != "" {
-				s.stats.CreatesByExternalID[info.externalID]++
-			}
-		case OpDepositCreate:
-			s.stats.DepositsReceived++
-		case OpWithdrawalStatus:
-			s.stats.StatusQueries++
-		}
-		f := s.faults
-		outage := f.Outage.Contains(s.clock.Now().Sub(s.start))
-		var delay time.Duration
-		if !outage {
-			delay = f.Latency
-			if f.LatencyJitter > 0 {
-				delay += time.Duration(s.rng.Int64N(int64(f.LatencyJitter) + 1))
-			}
-		}
-		s.mu.Unlock()
+		outage, delay := s.admit(info)
 
 		defer func() {
 			a := rec.answer()
@@ -106,6 +85,34 @@ func (s *Server) pspMiddleware(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), ctxKey{}, info)))
 	})
+}
+
+// admit counts a request of info.op and reads the faults that apply to it
+// before any processing: whether the outage window is open now, and the
+// latency to add (none during an outage).
+func (s *Server) admit(info *reqInfo) (outage bool, delay time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch info.op {
+	case OpWithdrawalCreate:
+		s.stats.CreatesReceived++
+		if info.externalID != "" {
+			s.stats.CreatesByExternalID[info.externalID]++
+		}
+	case OpDepositCreate:
+		s.stats.DepositsReceived++
+	case OpWithdrawalStatus:
+		s.stats.StatusQueries++
+	}
+	f := s.faults
+	if f.Outage.Contains(s.clock.Now().Sub(s.start)) {
+		return true, 0
+	}
+	delay = f.Latency
+	if f.LatencyJitter > 0 {
+		delay += time.Duration(s.rng.Int64N(int64(f.LatencyJitter) + 1))
+	}
+	return false, delay
 }
 
 func orDefault(s, d string) string {
@@ -481,30 +488,12 @@ func (s *Server) handleCreateDeposit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	order := Order{Kind: "deposit", ExternalID: ext, Amount: amountText(amt), Currency: cur, Status: "Processing"}
-	for _, p := range in.AdditionalFields {
-		val, ok := propValue(p.Value)
-		if !ok {
-			writeError(w, http.StatusBadRequest, card.Scrub(sprintf("additional field %q: value must be a string", p.Key)))
-			return
-		}
-		switch {
-		case strings.EqualFold(p.Key, "cardNumber"):
-			digits, err := card.Normalize(val)
-			if err != nil {
-				writeError(w, http.StatusBadRequest, card.Scrub(err.Error()))
-				return
-			}
-			if digits == DeclinedCard {
-				writeError(w, http.StatusBadRequest, "card "+card.Mask(digits)+" declined (sandbox magic value)")
-				return
-			}
-			order.Properties = append(order.Properties, Property{p.Key, card.Mask(digits)})
-		case strings.EqualFold(p.Key, "cardCvv"):
-			// never stored
-		default:
-			order.Properties = append(order.Properties, Property{p.Key, card.Scrub(val)})
-		}
+	props, msg := depositProperties(in.AdditionalFields)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
 	}
+	order.Properties = props
 	fault, tooMuch := s.decideAndStore(OpDepositCreate, &order, amt)
 	if tooMuch {
 		writeError(w, http.StatusBadRequest, "amount exceeds the account limit")
@@ -514,6 +503,12 @@ func (s *Server) handleCreateDeposit(w http.ResponseWriter, r *http.Request) {
 		s.applyFault(w.(*recorder), r, *fault)
 		return
 	}
+	writeDepositCreated(w, r, order)
+}
+
+// writeDepositCreated answers a deposit order created: its externalId,
+// status and the payment form's URL on this server.
+func writeDepositCreated(w http.ResponseWriter, r *http.Request, order Order) {
 	type details struct {
 		Amount  string `json:"amount"`
 		FormURL string `json:"formUrl"`
@@ -527,6 +522,35 @@ func (s *Server) handleCreateDeposit(w http.ResponseWriter, r *http.Request) {
 		OrderStatus    string  `json:"orderStatus"`
 		PaymentDetails details `json:"paymentDetails"`
 	}{order.ExternalID, order.Status, details{order.Amount, scheme + "://" + r.Host + "/sandbox/pay/" + order.PSPOrderID}})
+}
+
+// depositProperties reads a deposit's additional fields as the order keeps
+// them: the card number masked (refused when invalid or the declined magic
+// value), the CVV never, every other value scrubbed. msg is the 400's
+// message for a field refused ("" when all are taken).
+func depositProperties(fields []propIn) (props []Property, msg string) {
+	for _, p := range fields {
+		val, ok := propValue(p.Value)
+		if !ok {
+			return nil, card.Scrub(sprintf("additional field %q: value must be a string", p.Key))
+		}
+		switch {
+		case strings.EqualFold(p.Key, "cardNumber"):
+			digits, err := card.Normalize(val)
+			if err != nil {
+				return nil, card.Scrub(err.Error())
+			}
+			if digits == DeclinedCard {
+				return nil, "card " + card.Mask(digits) + " declined (sandbox magic value)"
+			}
+			props = append(props, Property{p.Key, card.Mask(digits)})
+		case strings.EqualFold(p.Key, "cardCvv"):
+			// never stored
+		default:
+			props = append(props, Property{p.Key, card.Scrub(val)})
+		}
+	}
+	return props, ""
 }
 
 func isCurrency(s string) bool {
