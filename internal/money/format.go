@@ -97,69 +97,93 @@ func ParseIn(s string, scale int, f Format) (Amount, error) {
 	if s == "" {
 		return Amount{}, &ParseError{s, "is empty"}
 	}
-	dec := f.decimalSep()
-	var (
-		b         strings.Builder
-		group     rune // the grouping character seen, 0 before the first
-		groupLen  = -1 // digits since the last group separator; -1 before the first
-		leadLen   = 0  // digits before the first group separator
-		intDigits = 0
-		frac      = -1 // digits after the decimal separator; -1 before it
-	)
-	b.Grow(len(s))
+	sc := localeScan{f: f, s: s, dec: f.decimalSep(), groupLen: -1, frac: -1}
+	sc.b.Grow(len(s))
 	for i, r := range s {
-		switch {
-		case r >= '0' && r <= '9':
-			b.WriteRune(r)
-			switch {
-			case frac >= 0:
-				frac++
-			case groupLen >= 0:
-				groupLen++
-				intDigits++
-			default:
-				leadLen++
-				intDigits++
-			}
-		case r == dec && frac < 0:
-			if groupLen >= 0 && groupLen != 3 {
-				return Amount{}, f.groupError(s)
-			}
-			if intDigits == 0 {
-				return Amount{}, &ParseError{s, fmt.Sprintf("needs digits before the %q", dec)}
-			}
-			frac = 0
-			b.WriteByte('.')
-		case f.isGroupSep(r) && frac < 0:
-			switch {
-			case group != 0 && r != group:
-				return Amount{}, &ParseError{s, fmt.Sprintf("mixes %s and %s as thousands separators", runeName(group), runeName(r))}
-			case groupLen < 0 && (leadLen == 0 || leadLen > 3), groupLen >= 0 && groupLen != 3:
-				return Amount{}, f.groupError(s)
-			}
-			group, groupLen = r, 0
-		case r == '-' && i == 0:
-			return Amount{}, &ParseError{s, "must be positive"}
-		case r == '.' || r == ',' || r == ' ' || r == '\u00A0' || r == '\u202F' || r == '\'':
-			return Amount{}, f.separatorError(s, r, frac >= 0)
-		default:
-			return Amount{}, &ParseError{s, fmt.Sprintf("is not a decimal number in the %s format (digits, %q before the decimals, as in %s)", f, dec, f.Example())}
+		if err := sc.next(i, r); err != nil {
+			return Amount{}, err
 		}
 	}
-	switch {
-	case groupLen >= 0 && groupLen != 3 && frac < 0:
-		return Amount{}, f.groupError(s)
-	case intDigits == 0:
-		return Amount{}, &ParseError{s, fmt.Sprintf("needs digits before the %q", dec)}
-	case frac == 0:
-		return Amount{}, &ParseError{s, fmt.Sprintf("needs digits after the %q", dec)}
+	if err := sc.end(); err != nil {
+		return Amount{}, err
 	}
-	a, err := Parse(b.String(), scale)
+	a, err := Parse(sc.b.String(), scale)
 	if err != nil {
 		pe := err.(*ParseError)
 		return Amount{}, &ParseError{s, pe.Reason}
 	}
 	return a, nil
+}
+
+// localeScan reads an amount written in a locale Format character by
+// character into its plain form (digits and '.'), checking the grouping.
+type localeScan struct {
+	f         Format
+	s         string // the amount as written, for errors
+	dec       rune   // the format's decimal separator
+	b         strings.Builder
+	group     rune // the grouping character seen, 0 before the first
+	groupLen  int  // digits since the last group separator; -1 before the first
+	leadLen   int  // digits before the first group separator
+	intDigits int
+	frac      int // digits after the decimal separator; -1 before it
+}
+
+// next takes rune r at byte offset i.
+func (sc *localeScan) next(i int, r rune) error {
+	f, s, dec := sc.f, sc.s, sc.dec
+	switch {
+	case r >= '0' && r <= '9':
+		sc.b.WriteRune(r)
+		switch {
+		case sc.frac >= 0:
+			sc.frac++
+		case sc.groupLen >= 0:
+			sc.groupLen++
+			sc.intDigits++
+		default:
+			sc.leadLen++
+			sc.intDigits++
+		}
+	case r == dec && sc.frac < 0:
+		if sc.groupLen >= 0 && sc.groupLen != 3 {
+			return f.groupError(s)
+		}
+		if sc.intDigits == 0 {
+			return &ParseError{s, fmt.Sprintf("needs digits before the %q", dec)}
+		}
+		sc.frac = 0
+		sc.b.WriteByte('.')
+	case f.isGroupSep(r) && sc.frac < 0:
+		switch {
+		case sc.group != 0 && r != sc.group:
+			return &ParseError{s, fmt.Sprintf("mixes %s and %s as thousands separators", runeName(sc.group), runeName(r))}
+		case sc.groupLen < 0 && (sc.leadLen == 0 || sc.leadLen > 3), sc.groupLen >= 0 && sc.groupLen != 3:
+			return f.groupError(s)
+		}
+		sc.group, sc.groupLen = r, 0
+	case r == '-' && i == 0:
+		return &ParseError{s, "must be positive"}
+	case r == '.' || r == ',' || r == ' ' || r == '\u00A0' || r == '\u202F' || r == '\'':
+		return f.separatorError(s, r, sc.frac >= 0)
+	default:
+		return &ParseError{s, fmt.Sprintf("is not a decimal number in the %s format (digits, %q before the decimals, as in %s)", f, dec, f.Example())}
+	}
+	return nil
+}
+
+// end checks what the whole amount must have: complete groups, digits
+// before and after the decimal separator.
+func (sc *localeScan) end() error {
+	switch {
+	case sc.groupLen >= 0 && sc.groupLen != 3 && sc.frac < 0:
+		return sc.f.groupError(sc.s)
+	case sc.intDigits == 0:
+		return &ParseError{sc.s, fmt.Sprintf("needs digits before the %q", sc.dec)}
+	case sc.frac == 0:
+		return &ParseError{sc.s, fmt.Sprintf("needs digits after the %q", sc.dec)}
+	}
+	return nil
 }
 
 func (f Format) groupError(s string) *ParseError {
