@@ -106,6 +106,36 @@ func LoadUsers(path string, log zerolog.Logger) (*Users, error) {
 	return ParseUsers(path, f)
 }
 
+// parseUserLine reads one NAME:HASH[:IDENTITY] line of a users file: the
+// login, its bcrypt hash and cost, and the canonical identity it signs in
+// as (the name itself without IDENTITY). reason says what is wrong ("":
+// nothing).
+func parseUserLine(line string) (name, hash, canon string, cost int, reason string) {
+	name, hash, ok := strings.Cut(line, ":")
+	if !ok {
+		return "", "", "", 0, "no ':' on the line: want NAME:HASH, as `payout passwd NAME` (or `htpasswd -nBC 12 NAME`) writes it"
+	}
+	if err := checkUserName(name); err != "" {
+		return "", "", "", 0, err
+	}
+	hash, id, hasID := strings.Cut(hash, ":")
+	if !hasID {
+		id = name
+	}
+	canon, err := identity.Canonical(id)
+	if err != nil {
+		return "", "", "", 0, fmt.Sprintf("user %q: the identity after the second ':': %v", name, err)
+	}
+	cost, err = bcryptCost(hash)
+	if err != nil {
+		return "", "", "", 0, fmt.Sprintf("user %q: the hash is not bcrypt: only bcrypt ($2y$, $2a$, $2b$) is accepted, make one with `payout passwd %s`", name, name)
+	}
+	if cost < MinUserCost || cost > MaxUserCost {
+		return "", "", "", 0, fmt.Sprintf("user %q: bcrypt cost %d is outside %d to %d: make a new hash with `payout passwd %s`", name, cost, MinUserCost, MaxUserCost, name)
+	}
+	return name, hash, canon, cost, ""
+}
+
 // ParseUsers reads a users file from r; path names it in errors. Blank
 // lines and lines starting with '#' are skipped. It refuses a line without
 // ':', an empty name, a name with other characters than letters, digits,
@@ -129,30 +159,12 @@ func ParseUsers(path string, r io.Reader) (*Users, error) {
 		fail := func(format string, a ...any) error {
 			return &UsersFileError{Path: path, Line: n, Reason: fmt.Sprintf(format, a...)}
 		}
-		name, hash, ok := strings.Cut(line, ":")
-		if !ok {
-			return nil, fail("no ':' on the line: want NAME:HASH, as `htpasswd -nBC 12 NAME` writes it")
-		}
-		if err := checkUserName(name); err != "" {
-			return nil, fail("%s", err)
-		}
-		hash, id, hasID := strings.Cut(hash, ":")
-		if !hasID {
-			id = name
-		}
-		canon, err := identity.Canonical(id)
-		if err != nil {
-			return nil, fail("user %q: the identity after the second ':': %v", name, err)
+		name, hash, canon, cost, reason := parseUserLine(line)
+		if reason != "" {
+			return nil, fail("%s", reason)
 		}
 		if first, dup := lineOf[strings.ToLower(name)]; dup {
 			return nil, fail("user %q is also on line %d (names are compared ignoring case, as four-eyes does): one line per user", name, first)
-		}
-		cost, err := bcryptCost(hash)
-		if err != nil {
-			return nil, fail("user %q: the hash is not bcrypt: only bcrypt ($2y$, $2a$, $2b$) is accepted, make one with `htpasswd -nBC 12 %s`", name, name)
-		}
-		if cost < MinUserCost || cost > MaxUserCost {
-			return nil, fail("user %q: bcrypt cost %d is outside %d to %d: make a new hash with `htpasswd -nBC 12 %s`", name, cost, MinUserCost, MaxUserCost, name)
 		}
 		// One cost for all: a name not in the file is compared with a
 		// dummy hash of that cost, so the time of a failed login tells

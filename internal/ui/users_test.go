@@ -110,7 +110,7 @@ func TestParseUsers(t *testing.T) {
 		{"reserved ui-token", "ui-token:" + a, 1, `"ui-token" is reserved`, 0},
 		{"reserved ui-local", "UI-Local:" + a, 1, "is reserved", 0},
 		{"MD5 (htpasswd -m)", "alice:$apr1$r31.....$HqJZimcKQFAMYayBlzkrA/", 1, "not bcrypt", 0},
-		{"SHA1 (htpasswd -s)", "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", 1, "htpasswd -nBC 12 alice", 0},
+		{"SHA1 (htpasswd -s)", "alice:{SHA}W6ph5Mm5Pz8GgiULbPgzG37mj9g=", 1, "payout passwd alice", 0},
 		{"plain text", "alice:" + alicePass, 1, "only bcrypt", 0},
 		{"truncated bcrypt", "alice:" + a[:40], 1, "not bcrypt", 0},
 		{"bcrypt $2x$", "alice:" + as("$2x$"), 1, "not bcrypt", 0},
