@@ -645,6 +645,29 @@ func lineWord(rec *record) string {
 	return "line"
 }
 
+// columns sets the columns c accepts: the four of the PSP, then extras
+// (information columns), each known by its folded name.
+func (c *config) columns(extras []string) error {
+	c.allowed = []string{ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator}
+	c.byCanon = make(map[string]string, len(c.allowed)+len(extras))
+	for _, n := range c.allowed {
+		c.byCanon[fold(n)] = n
+	}
+	for _, n := range extras {
+		f := fold(n)
+		if f == "" || strings.HasPrefix(n, "_") {
+			return fmt.Errorf("%w: extra column name %q", ErrBadOptions, n)
+		}
+		if prev, dup := c.byCanon[f]; dup {
+			return fmt.Errorf("%w: extra column %q is the same as %q", ErrBadOptions, n, prev)
+		}
+		c.byCanon[f] = n
+		c.props = append(c.props, n)
+		c.allowed = append(c.allowed, n)
+	}
+	return nil
+}
+
 func (o Options) config() (*config, error) {
 	c := &config{scale: o.Scale, max: o.MaxAmount,
 		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat,
@@ -684,22 +707,8 @@ func (o Options) config() (*config, error) {
 	if c.banks != nil && !slices.ContainsFunc(extras, func(n string) bool { return fold(n) == fold(ColBankName) }) {
 		extras = append(slices.Clip(extras), ColBankName)
 	}
-	c.allowed = []string{ColExternalID, ColAmount, ColCardNumber, ColTelecomOperator}
-	c.byCanon = make(map[string]string, len(c.allowed)+len(extras))
-	for _, n := range c.allowed {
-		c.byCanon[fold(n)] = n
-	}
-	for _, n := range extras {
-		f := fold(n)
-		if f == "" || strings.HasPrefix(n, "_") {
-			return nil, fmt.Errorf("%w: extra column name %q", ErrBadOptions, n)
-		}
-		if prev, dup := c.byCanon[f]; dup {
-			return nil, fmt.Errorf("%w: extra column %q is the same as %q", ErrBadOptions, n, prev)
-		}
-		c.byCanon[f] = n
-		c.props = append(c.props, n)
-		c.allowed = append(c.allowed, n)
+	if err := c.columns(extras); err != nil {
+		return nil, err
 	}
 	if _, taken := c.byCanon[fold(ColReason)]; !taken {
 		c.byCanon[fold(ColReason)] = ColReason

@@ -84,39 +84,44 @@ var (
 	zipMagic = []byte("PK\x03\x04")
 )
 
-// openPackage opens the workbook in r: through io.ReaderAt when r is a
-// file (nothing read into memory), else read whole up to
+// readerAt gives random access to the workbook in r: r itself from its
+// current offset when it can seek, else its bytes read into memory, at most
 // XLSXMaxFileBytes.
-func openPackage(r io.Reader) (*xlsxPackage, error) {
-	var (
-		ra   io.ReaderAt
-		size int64
-	)
+func readerAt(r io.Reader) (io.ReaderAt, int64, error) {
 	if f, ok := r.(interface {
 		io.ReaderAt
 		io.Seeker
 	}); ok {
 		cur, err := f.Seek(0, io.SeekCurrent)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		end, err := f.Seek(0, io.SeekEnd)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if _, err := f.Seek(cur, io.SeekStart); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		ra, size = io.NewSectionReader(f, cur, end-cur), end-cur
-	} else {
-		data, err := io.ReadAll(io.LimitReader(r, XLSXMaxFileBytes+1))
-		if err != nil {
-			return nil, err
-		}
-		if len(data) > XLSXMaxFileBytes {
-			return nil, overLimit("the workbook is over %d MiB: save it as CSV, or split it", XLSXMaxFileBytes>>20)
-		}
-		ra, size = bytes.NewReader(data), int64(len(data))
+		return io.NewSectionReader(f, cur, end-cur), end - cur, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(r, XLSXMaxFileBytes+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(data) > XLSXMaxFileBytes {
+		return nil, 0, overLimit("the workbook is over %d MiB: save it as CSV, or split it", XLSXMaxFileBytes>>20)
+	}
+	return bytes.NewReader(data), int64(len(data)), nil
+}
+
+// openPackage opens the workbook in r: through io.ReaderAt when r is a
+// file (nothing read into memory), else read whole up to
+// XLSXMaxFileBytes.
+func openPackage(r io.Reader) (*xlsxPackage, error) {
+	ra, size, err := readerAt(r)
+	if err != nil {
+		return nil, err
 	}
 	head := make([]byte, 8)
 	n, _ := ra.ReadAt(head, 0)
@@ -614,17 +619,26 @@ func (p *xlsxPackage) readShared(name string) (*sharedStrings, error) {
 			}
 		case xml.CharData:
 			if inT && inPh == 0 {
-				total += len(el)
-				if total > XLSXMaxSharedBytes {
-					return nil, overLimit("its shared string table holds more than %d MiB of text", XLSXMaxSharedBytes>>20)
+				if cur, err = appendShared(cur, el, &total); err != nil {
+					return nil, err
 				}
-				if len(cur)+len(el) > XLSXMaxToken {
-					return nil, overLimit("its shared string table has an entry of more than %d KiB", XLSXMaxToken>>10)
-				}
-				cur = append(cur, el...)
 			}
 		}
 	}
+}
+
+// appendShared appends text to the shared string entry being read, cur,
+// within the limits on an entry and on the table (*total counts the
+// table's text so far).
+func appendShared(cur, text []byte, total *int) ([]byte, error) {
+	*total += len(text)
+	if *total > XLSXMaxSharedBytes {
+		return nil, overLimit("its shared string table holds more than %d MiB of text", XLSXMaxSharedBytes>>20)
+	}
+	if len(cur)+len(text) > XLSXMaxToken {
+		return nil, overLimit("its shared string table has an entry of more than %d KiB", XLSXMaxToken>>10)
+	}
+	return append(cur, text...), nil
 }
 
 // cellFormats maps a cell's style index (s) to its number format code.
