@@ -140,13 +140,9 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	summaries, err := l.Archive().ArchivedBatches(ctx)
+	prev, err := archivedByID(ctx, l)
 	if err != nil {
 		return nil, err
-	}
-	prev := map[string]ledger.ArchivedBatch{}
-	for _, a := range summaries {
-		prev[a.ID] = a
 	}
 	sts, err := l.Statuses(ctx)
 	if err != nil {
@@ -155,15 +151,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	var out []Outcome
 	var first error
 	if !o.DryRun {
-		// Claims of batches archived earlier expire whether or not this
-		// run archives anything; the sweep runs once a day.
-		n, err := l.Claims().SweepArchivedClaims(ctx, now)
-		if err != nil {
-			first = err
-		}
-		if n > 0 && o.Swept != nil {
-			o.Swept(n)
-		}
+		first = sweepClaims(ctx, l, o, now)
 	}
 	for _, s := range sts {
 		if err := ctx.Err(); err != nil {
@@ -174,14 +162,11 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 		}
 		p, resume := prev[s.ID]
 		if !resume {
-			if !Final(s.Batch, s.Counts) {
-				continue
-			}
-			last, err := lastChangeHint(ctx, l, s.Batch)
+			due, err := dueNow(ctx, l, s, now, o.OlderThan)
 			if err != nil {
 				return out, err
 			}
-			if now.Sub(last) < o.OlderThan {
+			if !due {
 				continue
 			}
 		}
@@ -205,6 +190,44 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 		}
 	}
 	return out, first
+}
+
+// archivedByID is the summaries of the batches archived (or being
+// archived), by batch id.
+func archivedByID(ctx context.Context, l *ledger.Ledger) (map[string]ledger.ArchivedBatch, error) {
+	summaries, err := l.Archive().ArchivedBatches(ctx)
+	if err != nil {
+		return nil, err
+	}
+	prev := make(map[string]ledger.ArchivedBatch, len(summaries))
+	for _, a := range summaries {
+		prev[a.ID] = a
+	}
+	return prev, nil
+}
+
+// sweepClaims expires the externalId claims of batches archived earlier,
+// whether or not this run archives anything (the sweep runs once a day),
+// and tells o.Swept how many.
+func sweepClaims(ctx context.Context, l *ledger.Ledger, o Options, now time.Time) error {
+	n, err := l.Claims().SweepArchivedClaims(ctx, now)
+	if n > 0 && o.Swept != nil {
+		o.Swept(n)
+	}
+	return err
+}
+
+// dueNow reports whether batch s is to be archived now: final, and
+// unchanged for olderThan.
+func dueNow(ctx context.Context, l *ledger.Ledger, s ledger.BatchStatus, now time.Time, olderThan time.Duration) (bool, error) {
+	if !Final(s.Batch, s.Counts) {
+		return false, nil
+	}
+	last, err := lastChangeHint(ctx, l, s.Batch)
+	if err != nil {
+		return false, err
+	}
+	return now.Sub(last) >= olderThan, nil
 }
 
 // Final reports whether a batch may be archived: no payout has an
