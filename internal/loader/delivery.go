@@ -161,28 +161,17 @@ func inspect(dir, name string, o SpoolOptions, d Delivery, now time.Time) (intak
 	var ctl Control
 	if hasCtl {
 		in.withCtl = true
-		if age := now.Sub(ci.ModTime()); age < o.Settle {
-			return hold("its control file %s is still changing: modified %s ago (--settle %s)", name+ControlExt, age.Round(time.Second), o.Settle)
-		}
-		if incompleteLastLine(ctlPath) {
-			return hold("the last line of its control file %s is incomplete (no newline at its end)", name+ControlExt)
-		}
-		c, _, problems, err := ReadControl(ctlPath, o.Load.File.Scale)
-		if err != nil || len(problems) > 0 {
+		c, held, bad := controlReady(ctlPath, name, ci, o, now)
+		switch {
+		case held != "":
+			return hold("%s", held)
+		case bad:
 			in.take = true // the load refuses it, naming the control file's problems
 			return in, true
 		}
 		ctl = c
-	}
-	if !hasCtl {
-		switch {
-		case d == DeliveryControl:
-			return hold("waits for its control file %s (--delivery control): the sender writes it once the file is complete", name+ControlExt)
-		case o.Load.RequireControl && now.Sub(fi.ModTime()) < 2*o.Settle:
-			// Settled, and its required .ctl not there yet: it waits
-			// another settle; then the load refuses it, saying so.
-			return hold("waits for its control file %s (--require-control)", name+ControlExt)
-		}
+	} else if held := awaitingControl(name, fi, o, d, now); held != "" {
+		return hold("%s", held)
 	}
 	if ctl.Size > 0 && fi.Size() < ctl.Size {
 		return hold("still arriving: %d of the %d bytes its control file declares", fi.Size(), ctl.Size)
@@ -201,6 +190,38 @@ func inspect(dir, name string, o SpoolOptions, d Delivery, now time.Time) (intak
 	}
 	in.take = true
 	return in, true
+}
+
+// controlReady reads the control file ci (at ctlPath) of the settled file
+// name: held says why the file still waits for it ("": it does not), bad
+// that it cannot be read or is wrong (the load refuses the file, naming
+// its problems).
+func controlReady(ctlPath, name string, ci fs.FileInfo, o SpoolOptions, now time.Time) (ctl Control, held string, bad bool) {
+	if age := now.Sub(ci.ModTime()); age < o.Settle {
+		return Control{}, fmt.Sprintf("its control file %s is still changing: modified %s ago (--settle %s)", name+ControlExt, age.Round(time.Second), o.Settle), false
+	}
+	if incompleteLastLine(ctlPath) {
+		return Control{}, fmt.Sprintf("the last line of its control file %s is incomplete (no newline at its end)", name+ControlExt), false
+	}
+	c, _, problems, err := ReadControl(ctlPath, o.Load.File.Scale)
+	if err != nil || len(problems) > 0 {
+		return Control{}, "", true
+	}
+	return c, "", false
+}
+
+// awaitingControl says why the settled file name (fi), which has no
+// control file, waits for one under delivery d ("": it does not).
+func awaitingControl(name string, fi fs.FileInfo, o SpoolOptions, d Delivery, now time.Time) string {
+	switch {
+	case d == DeliveryControl:
+		return fmt.Sprintf("waits for its control file %s (--delivery control): the sender writes it once the file is complete", name+ControlExt)
+	case o.Load.RequireControl && now.Sub(fi.ModTime()) < 2*o.Settle:
+		// Settled, and its required .ctl not there yet: it waits
+		// another settle; then the load refuses it, saying so.
+		return fmt.Sprintf("waits for its control file %s (--require-control)", name+ControlExt)
+	}
+	return ""
 }
 
 // incompleteLastLine reports whether the non-empty text file at path does
