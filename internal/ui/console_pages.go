@@ -34,6 +34,9 @@ var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncM
 	"utc":    utcTime,
 	"path":   url.PathEscape,
 	"add":    func(a, b int) int { return a + b },
+	"reviewRows": func(id string, rows []PayoutView, info []string) reviewRows {
+		return reviewRows{ID: id, Rows: rows, Info: info}
+	},
 	"queueItem": func(p queuePage, v PayoutView) resolveItem {
 		return resolveItem{Payout: v, CSRF: p.CSRF}
 	},
@@ -96,6 +99,13 @@ type queuePage struct {
 	Awaiting []batchRow
 	Stuck    []batchRow
 	FourEyes bool
+}
+
+// reviewRows is a table of rows on the approval review.
+type reviewRows struct {
+	ID   string
+	Rows []PayoutView
+	Info []string
 }
 
 // resolveItem is what the resolve form needs.

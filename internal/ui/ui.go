@@ -106,6 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 	app.HandleFunc("GET /refused", bh.refusedPage)
 	app.HandleFunc("GET /refused/{name}", bh.refusedDownload)
 	app.HandleFunc("GET /api/batches", bh.api)
+	app.HandleFunc("GET /batches/{id}/approve", bh.approveReview)
 	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
 	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
 	app.HandleFunc("POST "+uploadPath, bh.upload)

@@ -85,6 +85,27 @@ type Preview struct {
 	// ChoicesMAC binds the choices to this preview in the confirm form
 	// (set by the UI).
 	ChoicesMAC string
+	// Sample is the first rows of the file as they were parsed (at most
+	// PreviewRows), destinations masked; InfoColumns names the file's
+	// informational columns, whose values each row's Info holds.
+	Sample      []PreviewRow
+	InfoColumns []string
+	// After says what Confirm will do with the file: loaded, then waiting
+	// for approval under the rule that applies, or handed to the workers
+	// at once.
+	After string
+}
+
+// PreviewRows bounds the rows a preview shows as parsed.
+const PreviewRows = 10
+
+// PreviewRow is a row of an uploaded file as it was parsed.
+type PreviewRow struct {
+	Line        int
+	ExternalID  string
+	Amount      string // with the file's decimals
+	Destination string // masked: "card 411111******1111", "telecom MTS"
+	Info        []string
 }
 
 // UploadError is one error of an upload, where it is.
