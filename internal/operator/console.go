@@ -498,15 +498,16 @@ func view(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 
 // infoValues is the payout's values of the batch's informational columns,
 // one per column, card-like numbers masked; nil when the batch has none.
-func infoValues(b ledger.Batch, p ledger.Payout) []string {
+func infoValues(b ledger.Batch, p ledger.Payout) []ui.InfoValue {
 	if len(b.InfoColumns) == 0 {
 		return nil
 	}
 	vals := ledger.UnpackInfo(p.Info)
-	out := make([]string, len(b.InfoColumns))
-	for i := range out {
+	out := make([]ui.InfoValue, len(b.InfoColumns))
+	for i, col := range b.InfoColumns {
+		out[i].Column = col
 		if i < len(vals) {
-			out[i] = card.Scrub(vals[i])
+			out[i].Value = card.Scrub(vals[i])
 		}
 	}
 	return out

@@ -130,11 +130,16 @@ type PayoutView struct {
 	// Queue is that task's queue.
 	Queue string
 	// Info holds the row's values of the batch's informational columns
-	// (BatchDetail.InfoColumns), in that order, card numbers masked; nil
-	// when the file had none.
-	Info []string
+	// (BatchDetail.InfoColumns: notes, recipient, phone...), in that
+	// order, card numbers masked; nil when the file had none.
+	Info []InfoValue
 	// DestinationType is the destination's kind: "card" or "telecom".
 	DestinationType string
+}
+
+// InfoValue is a payout's value of one informational column of its file.
+type InfoValue struct {
+	Column, Value string
 }
 
 // AuditView is one entry of a payout's history.

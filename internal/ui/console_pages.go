@@ -309,6 +309,11 @@ func (h *batchHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
 			h.consoleErr(w, r, err)
 			return
 		}
+		// The batches found may have other informational columns: the
+		// results' table has none (each payout's page shows them).
+		for i := range found {
+			found[i].Info = nil
+		}
 		p.Found = found
 	}
 	h.renderConsole(w, r, "search", p)

@@ -1,0 +1,38 @@
+package ui_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/acme/payout/internal/uitest"
+)
+
+// TestConsoleShowsInformationColumns: the notes, recipient and phone
+// columns a file carried are shown in the batch page's rows and on each
+// payout's page; the search, across batches
+// with other columns, leaves them to the payout's page.
+func TestConsoleShowsInformationColumns(t *testing.T) {
+	e := newEnv(t, uitest.Options{})
+	id := e.hold("info.csv", "externalId,amount,cardNumber,telecomOperator,recipient,contact,notes\n"+
+		"IN-1,10.00,4111 1111 1111 1111,,Anna Smith,+7 916 123-45-67,bonus November\n"+
+		"IN-2,20.00,,MTS,Boris Ivanov,+7 903 000-00-01,refund of order 77\n", "bob")
+	body := e.get("/batches/"+id, 200)
+	for _, want := range []string{
+		`<th>Destination</th><th class="info">recipient</th><th class="info">contact</th><th class="info">notes</th><th>State</th>`,
+		`<td class="wrap info">Anna Smith</td><td class="wrap info">&#43;7 916 123-45-67</td><td class="wrap info">bonus November</td>`,
+		`<td class="wrap info">refund of order 77</td>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the batch page lacks %q", want)
+		}
+	}
+	body = e.get("/batches/"+id+"/payouts/IN-1", 200)
+	for _, want := range []string{`<tr class="info"><th>recipient</th><td class="wrap">Anna Smith</td></tr>`, `<tr class="info"><th>notes</th><td class="wrap">bonus November</td></tr>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the payout page lacks %q", want)
+		}
+	}
+	if body := e.get("/search?ext=IN-2", 200); strings.Contains(body, "Boris Ivanov") || !strings.Contains(body, "IN-2") {
+		t.Errorf("search results: info columns shown without their headers, or IN-2 not found")
+	}
+}
