@@ -34,6 +34,8 @@ var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncM
 	"utc":    utcTime,
 	"path":   url.PathEscape,
 	"add":    func(a, b int) int { return a + b },
+	"plain":  plainReason,
+	"who":    actorLabel,
 	"reviewRows": func(id string, rows []PayoutView, info []string) reviewRows {
 		return reviewRows{ID: id, Rows: rows, Info: info}
 	},

@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -34,5 +35,28 @@ func TestConsoleShowsInformationColumns(t *testing.T) {
 	}
 	if body := e.get("/search?ext=IN-2", 200); strings.Contains(body, "Boris Ivanov") || !strings.Contains(body, "IN-2") {
 		t.Errorf("search results: info columns shown without their headers, or IN-2 not found")
+	}
+}
+
+// TestConsoleSaysReasonsAndActorsPlainly: a reason is shown in plain
+// words beside the PSP's raw text, and the history names a program's
+// steps "worker", not its host:pid.
+func TestConsoleSaysReasonsAndActorsPlainly(t *testing.T) {
+	e, d := demoEnv(t, uitest.Options{})
+	body := e.get("/batches/"+d.Worked, 200)
+	for _, want := range []string{
+		`<span class="plain">The PSP took the order but reports it was not paid (the PSP&#39;s reason is beside).</span><br><small class="raw" title="as recorded">account closed</small>`,
+		`<span class="plain">The PSP refused this payout: it was not paid.`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the batch page lacks %q", want)
+		}
+	}
+	body = e.get("/batches/"+d.Worked+"/payouts/INV-2026-0001", 200)
+	if !strings.Contains(body, `<td class="actor" title="`) || !strings.Contains(body, `">worker</td>`) {
+		t.Errorf("the history does not name the worker:\n%s", body)
+	}
+	if host, _ := os.Hostname(); strings.Contains(body, ">"+host+":") {
+		t.Errorf("the history shows a host:pid as who acted")
 	}
 }
