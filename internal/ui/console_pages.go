@@ -55,6 +55,10 @@ type consolePage struct {
 	ReadOnly          bool
 	// Act: the page may offer decisions (controls, not read-only).
 	Act bool
+	// Refresh, when positive, reloads the page every Refresh seconds
+	// (a batch's page while the batch works; never a page with a form
+	// to fill).
+	Refresh int
 }
 
 type batchPage struct {
@@ -210,6 +214,9 @@ func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.Approve = h.approveOffer(r, b.BatchView)
+	if working(b.BatchView) {
+		p.Refresh = refreshWorking
+	}
 	h.renderConsole(w, r, "batch", p)
 }
 

@@ -109,6 +109,7 @@ func New(cfg Config) (http.Handler, error) {
 	app.HandleFunc("GET /batches/{id}/approve", bh.approveReview)
 	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
 	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
+	app.HandleFunc("POST "+signOutPath, bh.signOut)
 	app.HandleFunc("POST "+uploadPath, bh.upload)
 	app.HandleFunc("POST /batches/confirm", bh.confirm)
 	app.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
