@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
@@ -492,7 +494,7 @@ func view(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 		OrderID: card.Scrub(p.OrderID), PSPStatus: card.Scrub(p.PSPStatus), Reason: card.Scrub(p.Error),
 		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
 		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
-		Info: infoValues(b, p), DestinationType: destinationType(p.Destination),
+		Info: infoValues(b, p), Extra: extraValues(p.Extra), DestinationType: destinationType(p.Destination),
 	}
 }
 
@@ -509,6 +511,24 @@ func infoValues(b ledger.Batch, p ledger.Payout) []ui.InfoValue {
 		if i < len(vals) {
 			out[i].Value = card.Scrub(vals[i])
 		}
+	}
+	return out
+}
+
+// extraValues is a payout's further destination properties (the JSON
+// the loader stored), card-like numbers masked; nil when none or
+// unreadable.
+func extraValues(extra string) []ui.InfoValue {
+	if extra == "" {
+		return nil
+	}
+	var props []psp.Property
+	if json.Unmarshal([]byte(extra), &props) != nil {
+		return nil
+	}
+	out := make([]ui.InfoValue, 0, len(props))
+	for _, p := range props {
+		out = append(out, ui.InfoValue{Column: card.Scrub(p.Key), Value: card.Scrub(p.Value)})
 	}
 	return out
 }

@@ -150,6 +150,13 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 		_ = os.RemoveAll(filepath.Dir(path))
 		return p, err
 	}
+	for _, r := range p.Sample {
+		for _, v := range r.Extra {
+			if !slices.Contains(p.ExtraColumns, v.Column) {
+				p.ExtraColumns = append(p.ExtraColumns, v.Column)
+			}
+		}
+	}
 	if p.Acceptable {
 		p.After = afterConfirm(opts.Approval, res.Total, res.Scale)
 	}
@@ -201,6 +208,9 @@ func sampleRows(ctx context.Context, path, name string, o payfile.Options, n int
 			Destination: card.Scrub(r.Destination())}
 		for _, v := range r.Info {
 			row.Info = append(row.Info, card.Scrub(v))
+		}
+		for _, p := range r.Extra {
+			row.Extra = append(row.Extra, ui.InfoValue{Column: card.Scrub(p.Key), Value: card.Scrub(p.Value)})
 		}
 		out = append(out, row)
 		if len(out) >= n {

@@ -133,6 +133,9 @@ type PayoutView struct {
 	// (BatchDetail.InfoColumns: notes, recipient, phone...), in that
 	// order, card numbers masked; nil when the file had none.
 	Info []InfoValue
+	// Extra holds the further destination properties the file gave and
+	// the PSP is sent (phoneNumber, bankName...), in the file's order.
+	Extra []InfoValue
 	// DestinationType is the destination's kind: "card" or "telecom".
 	DestinationType string
 }

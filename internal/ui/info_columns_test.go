@@ -60,3 +60,25 @@ func TestConsoleSaysReasonsAndActorsPlainly(t *testing.T) {
 		t.Errorf("the history shows a host:pid as who acted")
 	}
 }
+
+// TestConsoleShowsDestinationProperties: a phone number (or another
+// destination property the file gave and the PSP is sent) is shown in
+// the batch page's rows, on the payout's page and in the approval
+// review.
+func TestConsoleShowsDestinationProperties(t *testing.T) {
+	e := newEnv(t, uitest.Options{})
+	id := e.hold("phones.csv", "externalId,amount,cardNumber,telecomOperator,phoneNumber,recipient\n"+
+		"PH-1,10.00,,MTS,+79161234567,Anna Smith\n"+
+		"PH-2,20.00,4111 1111 1111 1111,,,Boris Ivanov\n", "bob")
+	for _, page := range []string{"/batches/" + id, "/batches/" + id + "/approve"} {
+		body := e.get(page, 200)
+		for _, want := range []string{`<th class="extra">phoneNumber</th><th class="info">recipient</th>`, `<td class="mono extra">&#43;79161234567</td>`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q", page, want)
+			}
+		}
+	}
+	if body := e.get("/batches/"+id+"/payouts/PH-1", 200); !strings.Contains(body, `<tr class="extra"><th>phoneNumber</th><td class="mono">&#43;79161234567</td></tr>`) {
+		t.Errorf("the payout page lacks the phone number")
+	}
+}

@@ -51,3 +51,16 @@ func TestUploadPreviewShowsRows(t *testing.T) {
 		})
 	}
 }
+
+// TestUploadPreviewShowsDestinationProperties: a phone number the file
+// gives is shown in the preview's rows.
+func TestUploadPreviewShowsDestinationProperties(t *testing.T) {
+	e := newEnv(t, uitest.Options{Spool: t.TempDir()})
+	_, tok := e.page()
+	w := e.upload(tok, "phones.csv", "externalId,amount,cardNumber,telecomOperator,phoneNumber\nPP-1,10.00,,MTS,+79161234567\nPP-2,5.00,4111 1111 1111 1111,,\n", nil)
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.Contains(body, `<th class="extra">phoneNumber</th>`) ||
+		!strings.Contains(body, `<td class="mono extra">&#43;79161234567</td>`) {
+		t.Fatalf("preview: %d\n%s", w.Code, body)
+	}
+}

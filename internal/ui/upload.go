@@ -90,6 +90,10 @@ type Preview struct {
 	// informational columns, whose values each row's Info holds.
 	Sample      []PreviewRow
 	InfoColumns []string
+	// ExtraColumns names the further destination properties (phoneNumber,
+	// bankName...) of the sample's rows, whose values each row's Extra
+	// holds.
+	ExtraColumns []string
 	// After says what Confirm will do with the file: loaded, then waiting
 	// for approval under the rule that applies, or handed to the workers
 	// at once.
@@ -106,7 +110,11 @@ type PreviewRow struct {
 	Amount      string // with the file's decimals
 	Destination string // masked: "card 411111******1111", "telecom MTS"
 	Info        []string
+	Extra       []InfoValue
 }
+
+// Prop is the row's value of destination property col ("" when absent).
+func (r PreviewRow) Prop(col string) string { return propValue(r.Extra, col) }
 
 // UploadError is one error of an upload, where it is.
 type UploadError struct {
