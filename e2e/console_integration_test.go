@@ -293,7 +293,7 @@ func TestBrowserConsole(t *testing.T) {
 	b.step("held batch as its loader", 20*time.Second,
 		chromedp.Navigate(base+"/batches/"+demo.Held),
 		chromedp.WaitVisible(chromedp.CSS(`#noapprove`)),
-		chromedp.WaitNotPresent(chromedp.CSS(`button.approve`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`.approve`)),
 	)
 	check("held batch")
 	b.shot("console-four-eyes.png")
@@ -302,7 +302,7 @@ func TestBrowserConsole(t *testing.T) {
 	}
 	tok := b.read("csrf", chromedp.Evaluate[string](`document.querySelector('input[name=csrf]').value`))
 	forced := b.read("forced approve", chromedp.Evaluate[string](fmt.Sprintf(
-		`fetch('/batches/%s/approve', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body: 'csrf=' + encodeURIComponent(%q)}).then(async r => r.status + " " + await r.text())`,
+		`fetch('/batches/%s/approve', {method: 'POST', headers: {'Content-Type': 'application/x-www-form-urlencoded'}, body: 'confirm=yes&csrf=' + encodeURIComponent(%q)}).then(async r => r.status + " " + await r.text())`,
 		demo.Held, tok), chromedp.EvalAwaitPromise))
 	if !strings.HasPrefix(forced, "409 ") || strings.Contains(forced, "ledger:") || !strings.Contains(forced, "loaded by alice") {
 		t.Errorf("alice's forced approval: %s", forced)
@@ -310,7 +310,10 @@ func TestBrowserConsole(t *testing.T) {
 	b.signIn("bob", bobPass)
 	b.step("approve as bob", 20*time.Second,
 		chromedp.Navigate(base+"/batches/"+demo.Held),
-		chromedp.Click(chromedp.CSS(`button.approve`), chromedp.NodeVisible),
+		chromedp.Click(chromedp.CSS(`a.approve`), chromedp.NodeVisible),
+		chromedp.WaitVisible(chromedp.CSS(`#approve-review`)),
+		chromedp.SendKeys(chromedp.CSS(`textarea[name=note]`), "checked against the export"),
+		chromedp.Click(chromedp.CSS(`#approve-confirm`), chromedp.NodeVisible),
 		chromedp.WaitVisible(chromedp.CSS(`#message`)),
 	)
 	if msg := b.read("approved", chromedp.Text(chromedp.CSS(`#message`))); !strings.Contains(msg, "approved by bob: 3 payouts, total 20210.25") {

@@ -101,9 +101,11 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 		by       string
 		fourEyes bool
 		daily    string
+		note     string
 	)
 	lf.register(fs)
 	rf.register(fs)
+	fs.StringVar(&note, "note", "", "why it may go, recorded in the batch's audit trail with the approval (optional; at most 1000 characters, on one line)")
 	fs.StringVar(&by, "by", "", "who approves: only the operating system's user (SUDO_USER through sudo), the default; recorded")
 	fs.BoolVar(&fourEyes, "four-eyes", false, "four-eyes policy of the deployment (PAYOUT_FOUR_EYES): refuse the person who loaded the batch for every batch, those loaded before batches recorded the policy included; a batch loaded under --four-eyes refuses its loader whether this is given or not")
 	fs.StringVar(&daily, "daily-limit", "", "refuse when the approval would take the sum let go today (UTC) above this amount")
@@ -116,6 +118,9 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	who, err := operatorName(e, by)
 	if err != nil {
 		return err
+	}
+	if _, err := scrub.Note(note); err != nil {
+		return usageErr("--note: %v", err)
 	}
 	limit, err := parseLimit("daily-limit", daily)
 	if err != nil {
@@ -131,7 +136,7 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, n, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit})
+	b, n, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit, Note: note})
 	switch {
 	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit), errors.Is(err, money.ErrCeiling):
 		fmt.Fprintf(e.stderr, "not approved: %v\n", err)

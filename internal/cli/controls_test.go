@@ -72,9 +72,15 @@ func TestApproveDiscardCancel(t *testing.T) {
 		if code, _, errs := runMain(t, map[string]string{"PAYOUT_OPERATOR": "alice"}, "approve", "--redis", url, "--four-eyes", "b"); code != ExitRejected || !strings.Contains(errs, "four-eyes") {
 			t.Fatalf("the loader approves with --four-eyes: %d %s", code, errs)
 		}
-		code, out, errs := runMain(t, nil, "approve", "--redis", url, "--four-eyes", "--by", "bob", "b")
+		if code, _, errs := runMain(t, nil, "approve", "--redis", url, "--by", "bob", "--note", "two\nlines", "b"); code != ExitUsage || !strings.Contains(errs, "control character") {
+			t.Fatalf("a note with a newline: %d %s", code, errs)
+		}
+		code, out, errs := runMain(t, nil, "approve", "--redis", url, "--four-eyes", "--by", "bob", "--note", "checked against the export", "b")
 		if code != ExitOK || !strings.Contains(out, "approved by bob: 3 payouts") {
 			t.Fatalf("approve: %d %s %s", code, out, errs)
+		}
+		if b, _ := l.Batch(ctx, "b"); b.Note != "approved: checked against the export" {
+			t.Fatalf("the approval's note: %q", b.Note)
 		}
 		info, err := asynq.NewInspectorFromRedisClient(rdb).GetQueueInfo(jobs.Queue)
 		if err != nil || info.Pending != 3 {

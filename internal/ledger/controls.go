@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/identity"
@@ -160,6 +161,10 @@ type Approval struct {
 	// are one atomic step, so two approvals at once cannot both pass.
 	// Approvals without a limit still add to the day's sum.
 	DailyLimit money.Amount
+	// Note is what the approver wrote (optional; at most scrub.MaxNote
+	// characters, no control character), kept scrubbed in the batch and
+	// its audit trail as "approved: NOTE".
+	Note string
 }
 
 // Approve moves a batch from awaiting_approval to loaded and records who
@@ -176,11 +181,19 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 	if err := b.MayApprove(a.By, a.FourEyes); err != nil {
 		return b, err
 	}
+	note := "approved"
+	if strings.TrimSpace(a.Note) != "" {
+		n, err := typed("note", strings.TrimSpace(a.Note), scrub.MaxNote)
+		if err != nil {
+			return b, fmt.Errorf("approve %s: %w", id, err)
+		}
+		note += ": " + n
+	}
 	day, units, err := c.ReserveDaily(ctx, b.Total, a.DailyLimit, b.Scale)
 	if err != nil {
 		return b, err
 	}
-	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, "approved").Int()
+	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, note).Int()
 	if err != nil || moved != 1 {
 		// Not approved after all: give the day's sum back.
 		_ = c.UnreserveDaily(ctx, day, units)

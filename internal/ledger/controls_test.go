@@ -52,6 +52,34 @@ func TestApproval(t *testing.T) {
 			t.Fatalf("second approval: %v", err)
 		}
 	})
+	t.Run("the approver's note is checked, scrubbed and audited", func(t *testing.T) {
+		l, _ := newTestLedger(t)
+		awaitingBatch(t, l, "n", "alice", 1)
+		for _, bad := range []string{"two\nlines", strings.Repeat("x", 1001)} {
+			if _, err := l.Controls().Approve(ctx, "n", Approval{By: "bob", Note: bad}); !errors.Is(err, ErrBadResolution) {
+				t.Fatalf("note %q: %v", bad[:min(10, len(bad))], err)
+			}
+		}
+		if b, _ := l.Batch(ctx, "n"); b.Phase != PhaseAwaiting {
+			t.Fatalf("a refused note approved the batch: %s", b.Phase)
+		}
+		b, err := l.Controls().Approve(ctx, "n", Approval{By: "bob", Note: " checked against invoice 4111 1111 1111 1111 "})
+		if err != nil || b.Note != "approved: checked against invoice 411111******1111" {
+			t.Fatalf("approval with a note: %q %v", b.Note, err)
+		}
+		var notes []string
+		if err := l.Audit().Each(ctx, "n", "", func(a AuditEntry) error {
+			if a.From == PhaseAwaiting {
+				notes = append(notes, a.Context["note"])
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(notes) != 1 || notes[0] != b.Note {
+			t.Fatalf("audit of the approval: %q", notes)
+		}
+	})
 	t.Run("four eyes recorded on the batch binds whatever the approver asks", func(t *testing.T) {
 		l, _ := newTestLedger(t)
 		if _, _, err := l.BeginBatch(ctx, Batch{ID: "fe", File: "fe.csv", LoadedAt: time.Now(), Rows: 1, Total: money.MustParse("10.00"),

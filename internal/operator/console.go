@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
@@ -191,7 +193,7 @@ func (c Console) Batch(ctx context.Context, id string) (ui.BatchDetail, error) {
 	}
 	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}}, paused)[0]
 	d := ui.BatchDetail{BatchView: v, Scale: b.Scale, Amounts: map[string]string{}, DecidedBy: b.DecidedBy,
-		DecidedAt: b.DecidedAt, Note: b.Note, Reported: b.Reported}
+		DecidedAt: b.DecidedAt, Note: b.Note, Reported: b.Reported, InfoColumns: b.InfoColumns}
 	for _, s := range ledger.States {
 		d.Amounts[string(s)] = counts.Amount(s, b.Scale).StringFixed(b.Scale)
 	}
@@ -492,7 +494,95 @@ func view(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 		OrderID: card.Scrub(p.OrderID), PSPStatus: card.Scrub(p.PSPStatus), Reason: card.Scrub(p.Error),
 		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
 		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
+		Info: infoValues(b, p), Extra: extraValues(p.Extra), DestinationType: destinationType(p.Destination),
 	}
+}
+
+// infoValues is the payout's values of the batch's informational columns,
+// one per column, card-like numbers masked; nil when the batch has none.
+func infoValues(b ledger.Batch, p ledger.Payout) []ui.InfoValue {
+	if len(b.InfoColumns) == 0 {
+		return nil
+	}
+	vals := ledger.UnpackInfo(p.Info)
+	out := make([]ui.InfoValue, len(b.InfoColumns))
+	for i, col := range b.InfoColumns {
+		out[i].Column = col
+		if i < len(vals) {
+			out[i].Value = card.Scrub(vals[i])
+		}
+	}
+	return out
+}
+
+// extraValues is a payout's further destination properties (the JSON
+// the loader stored), card-like numbers masked; nil when none or
+// unreadable.
+func extraValues(extra string) []ui.InfoValue {
+	if extra == "" {
+		return nil
+	}
+	var props []psp.Property
+	if json.Unmarshal([]byte(extra), &props) != nil {
+		return nil
+	}
+	out := make([]ui.InfoValue, 0, len(props))
+	for _, p := range props {
+		out = append(out, ui.InfoValue{Column: card.Scrub(p.Key), Value: card.Scrub(p.Value)})
+	}
+	return out
+}
+
+// destinationType is the kind of a stored destination ("card 411111...",
+// "telecom MTS"): its first word.
+func destinationType(dest string) string {
+	kind, _, _ := strings.Cut(strings.TrimSpace(dest), " ")
+	return kind
+}
+
+// totalsPage is how many payouts DestinationTotals reads at a time.
+const totalsPage = 1000
+
+// DestinationTotals counts and sums a batch's payouts per destination
+// type, in the order the types first appear in the file; exact decimals.
+func (c Console) DestinationTotals(ctx context.Context, batch string) ([]ui.TypeTotal, error) {
+	b, err := c.Ledger.Batch(ctx, batch)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	type acc struct {
+		n   int
+		sum money.Amount
+	}
+	sums := map[string]*acc{}
+	var order []string
+	for off := 0; ; off += totalsPage {
+		ps, total, err := c.Ledger.PageByLine(ctx, batch, off, totalsPage)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			a, err := money.Parse(p.Amount, 18)
+			if err != nil {
+				return nil, fmt.Errorf("payout %s amount %q: %w", card.Scrub(p.ExternalID), p.Amount, err)
+			}
+			t := destinationType(p.Destination)
+			if sums[t] == nil {
+				sums[t] = &acc{}
+				order = append(order, t)
+			}
+			sums[t].n++
+			sums[t].sum = sums[t].sum.Add(a)
+		}
+		if len(ps) == 0 || off+len(ps) >= total {
+			break
+		}
+	}
+	out := make([]ui.TypeTotal, 0, len(order))
+	for _, t := range order {
+		out = append(out, ui.TypeTotal{Type: t, N: sums[t].n, Amount: sums[t].sum.StringFixed(b.Scale)})
+	}
+	return out, nil
 }
 
 // latestTask is the id of the payout's latest task: its outcome check

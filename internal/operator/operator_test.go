@@ -75,7 +75,7 @@ func TestActionsNeedAnOperator(t *testing.T) {
 	if _, err := a.Discard(context.Background(), "b1", "carol", ""); !errors.Is(err, ErrMissingOperator) {
 		t.Errorf("discard without a note: %v", err)
 	}
-	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol"); err == nil || !refused(err) {
+	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol", ""); err == nil || !refused(err) {
 		t.Errorf("approve of an unknown batch in the UI: %v, want a refusal", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestApprovalNotEnqueuedStands(t *testing.T) {
 	if msg := Approved(b, "carol", 0, err); !strings.Contains(msg, "approved by carol") || !strings.HasSuffix(msg, LeftToReconciler) {
 		t.Fatalf("message: %q", msg)
 	}
-	msg, err := UIControls{Actions: a}.Approve(ctx, hold("ui"), "carol")
+	msg, err := UIControls{Actions: a}.Approve(ctx, hold("ui"), "carol", "")
 	if !errors.Is(err, ui.ErrPartlyDone) || errors.Is(err, ui.ErrRefused) || !strings.Contains(msg, LeftToReconciler) {
 		t.Fatalf("UI approve with the queue down: %q, %v", msg, err)
 	}

@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
 )
 
@@ -38,14 +40,18 @@ type UIControls struct {
 // faults.
 func refused(err error) bool {
 	return errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrFourEyes) || errors.Is(err, ledger.ErrLoadRunning) ||
-		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, money.ErrCeiling) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator)
+		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, money.ErrCeiling) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator) ||
+		errors.Is(err, ledger.ErrBadResolution)
 }
 
-// Approve approves the batch as payout approve --by by does. An approval
+// Approve approves the batch as payout approve --by by --note note does. An approval
 // whose creates were not all enqueued is done (ui.PartlyDone): the
 // reconciler enqueues the rest.
-func (u UIControls) Approve(ctx context.Context, batch, by string) (string, error) {
-	b, n, err := u.Actions.Approve(ctx, batch, ledger.Approval{By: by, FourEyes: u.FourEyes, DailyLimit: u.DailyLimit})
+func (u UIControls) Approve(ctx context.Context, batch, by, note string) (string, error) {
+	if _, err := scrub.Note(note); err != nil {
+		return "", ui.Refuse(fmt.Errorf("not approved: %w", err))
+	}
+	b, n, err := u.Actions.Approve(ctx, batch, ledger.Approval{By: by, FourEyes: u.FourEyes, DailyLimit: u.DailyLimit, Note: note})
 	switch {
 	case refused(err):
 		return "", ui.Refuse(fmt.Errorf("not approved: %w", err))
@@ -55,6 +61,15 @@ func (u UIControls) Approve(ctx context.Context, batch, by string) (string, erro
 		return "", err
 	}
 	return Approved(b, by, n, nil), nil
+}
+
+// ApprovalRules says the daily limit an approval is checked against
+// (ui.ApprovalRules); four-eyes the UI says itself.
+func (u UIControls) ApprovalRules() []string {
+	if u.DailyLimit.IsZero() {
+		return nil
+	}
+	return []string{"Daily limit: the approval is refused if it takes the sum approved today (UTC) above " + u.DailyLimit.String() + "."}
 }
 
 // Discard discards the batch as payout discard --by by --note note does.
@@ -131,6 +146,20 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	p = previewOf(res, opts.File.Decimals())
 	p.Hash, p.FileChoices, p.ExpectRows, p.ExpectTotal = id, up.FileChoices, up.ExpectRows, up.ExpectTotal
 	p.Acceptable = res.Loaded && len(res.Errors) == 0 && res.DuplicateOf == nil
+	if p.Sample, err = sampleRows(ctx, path, res.File, opts.File, ui.PreviewRows); err != nil {
+		_ = os.RemoveAll(filepath.Dir(path))
+		return p, err
+	}
+	for _, r := range p.Sample {
+		for _, v := range r.Extra {
+			if !slices.Contains(p.ExtraColumns, v.Column) {
+				p.ExtraColumns = append(p.ExtraColumns, v.Column)
+			}
+		}
+	}
+	if p.Acceptable {
+		p.After = afterConfirm(opts.Approval, res.Total, res.Scale)
+	}
 	if !p.Acceptable {
 		_ = os.RemoveAll(filepath.Dir(path)) // nothing to confirm
 	}
@@ -159,6 +188,62 @@ func (u UIUploads) Confirm(ctx context.Context, id, by string, f ui.FileChoices)
 	p.Hash, p.Loaded, p.Held, p.FileChoices = id, res.Loaded, res.Held, f
 	p.ExpectRows, p.ExpectTotal = typedControl(res.Control)
 	return p, nil
+}
+
+// errEnoughRows stops the read of a preview's sample.
+var errEnoughRows = errors.New("enough rows")
+
+// sampleRows is the first n valid rows of the staged file path as parsed
+// with o: externalId, amount with the file's decimals, the destination
+// masked and the informational values (card-like numbers masked).
+func sampleRows(ctx context.Context, path, name string, o payfile.Options, n int) ([]ui.PreviewRow, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []ui.PreviewRow
+	_, err = payfile.CheckEach(ctx, name, f, o, nil, func(r payfile.Row) error {
+		row := ui.PreviewRow{Line: r.Line, ExternalID: card.Scrub(r.ExternalID), Amount: r.Amount.StringFixed(o.Decimals()),
+			Destination: card.Scrub(r.Destination())}
+		for _, v := range r.Info {
+			row.Info = append(row.Info, card.Scrub(v))
+		}
+		for _, p := range r.Extra {
+			row.Extra = append(row.Extra, ui.InfoValue{Column: card.Scrub(p.Key), Value: card.Scrub(p.Value)})
+		}
+		out = append(out, row)
+		if len(out) >= n {
+			return errEnoughRows
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnoughRows) {
+		return nil, fmt.Errorf("preview rows of %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// afterConfirm says, for a person, what a confirmed upload of total will
+// do under the approval rule a: the rule of the loader (Loader.hold), read
+// here before the load.
+func afterConfirm(a loader.Approval, total money.Amount, scale int) string {
+	loaded := "Confirm loads the rows as a batch; "
+	second := ""
+	if a.FourEyes {
+		second = " by a second person (four-eyes: not you)"
+	}
+	switch {
+	case a.Required && !(a.AutoBelow.Cmp(money.Zero) > 0 && total.Cmp(a.AutoBelow) < 0):
+		return loaded + "it then awaits approval" + second + " (every batch needs one): nothing is sent before."
+	case a.MaxBatchTotal.Cmp(money.Zero) > 0 && total.Cmp(a.MaxBatchTotal) > 0:
+		return loaded + fmt.Sprintf("its total %s is above the batch limit %s, so it then awaits approval%s: nothing is sent before.",
+			total.StringFixed(scale), a.MaxBatchTotal.StringFixed(scale), second)
+	case a.DailyLimit.Cmp(money.Zero) > 0:
+		return loaded + fmt.Sprintf("the payments are sent at once, unless the sum let go today would pass the daily limit %s: then it awaits approval%s.",
+			a.DailyLimit.StringFixed(scale), second)
+	}
+	return loaded + "the payments are sent at once (no approval needed)."
 }
 
 // typedControl is the control totals the upload form declared, as the
@@ -197,7 +282,7 @@ func choose(o *payfile.Options, f ui.FileChoices) error {
 // previewOf shows a load's result, its total with the file's decimals.
 func previewOf(res loader.Result, scale int) ui.Preview {
 	p := ui.Preview{File: res.File, Batch: res.Batch, Rows: res.Rows, Valid: res.Valid, Total: res.Total.StringFixed(scale),
-		Warnings: res.Warnings, SheetRead: res.Sheet, Shown: res.Rows - res.HiddenRows}
+		Warnings: res.Warnings, SheetRead: res.Sheet, Shown: res.Rows - res.HiddenRows, InfoColumns: res.InfoColumns}
 	for i, e := range res.Errors {
 		if i == maxShownErrors {
 			p.Note = fmt.Sprintf("%d more errors not shown", len(res.Errors)-maxShownErrors)

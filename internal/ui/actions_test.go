@@ -177,11 +177,11 @@ func TestApproveFromTheUI(t *testing.T) {
 	if ph := e.phase(id); ph != ledger.PhaseAwaiting || e.pending(jobs.Queue) != 0 {
 		t.Fatalf("refused posts changed the batch: %s, %d tasks", ph, e.pending(jobs.Queue))
 	}
-	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by "+opUser+": 3 payouts") {
 		t.Fatalf("approve: %d %s", w.Code, w.Body.String())
 	}
-	w = e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	w = e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}})
 	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "not awaiting approval") {
 		t.Fatalf("second approve: %d %s", w.Code, w.Body.String())
 	}
@@ -208,7 +208,7 @@ func TestApproveNotEnqueuedIsDone(t *testing.T) {
 	e := &env{t: t, rdb: rdb, led: ledger.New(rdb), h: h}
 	id := e.hold("partly.csv", threeRows, "bob")
 	_, tok := e.page()
-	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}})
 	body := w.Body.String()
 	if w.Code != http.StatusOK || !strings.Contains(body, "approved by "+opUser) || !strings.Contains(body, operator.LeftToReconciler) ||
 		!strings.Contains(body, `class="msg notice"`) || strings.Contains(body, "LOADING") {
@@ -289,7 +289,7 @@ func TestFourEyesInTheUI(t *testing.T) {
 	e := newEnv(t, uitest.Options{FourEyes: true})
 	id := e.hold("mine.csv", threeRows, opUser)
 	_, tok := e.page()
-	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}})
+	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}})
 	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || e.phase(id) != ledger.PhaseAwaiting {
 		t.Fatalf("approval by the loader: %d %s, phase %s", w.Code, w.Body.String(), e.phase(id))
 	}
@@ -327,16 +327,16 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 	if b, _ := one.led.Batch(context.Background(), id); b.LoadedBy != "alice" || b.Phase != ledger.PhaseAwaiting {
 		t.Fatalf("uploaded batch: loaded by %q, phase %s", b.LoadedBy, b.Phase)
 	}
-	w = alice.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}})
+	w = alice.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}, "confirm": {"yes"}})
 	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || one.phase(id) != ledger.PhaseAwaiting {
 		t.Fatalf("alice approving her own upload: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
 	}
 	// Alice's CSRF token is hers: Bob's browser has its own.
-	if w := bob.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}}); w.Code != http.StatusForbidden {
+	if w := bob.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}, "confirm": {"yes"}}); w.Code != http.StatusForbidden {
 		t.Fatalf("bob with alice's CSRF token: %d", w.Code)
 	}
 	_, bobTok := bob.page()
-	w = bob.post("/batches/"+id+"/approve", url.Values{"csrf": {bobTok}})
+	w = bob.post("/batches/"+id+"/approve", url.Values{"csrf": {bobTok}, "confirm": {"yes"}})
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by bob") || one.phase(id) != ledger.PhaseLoaded {
 		t.Fatalf("bob's approval: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
 	}

@@ -172,6 +172,8 @@ type batchesPage struct {
 	// Paused: a batch is on hold because the payout queue is paused
 	// (phase paused): the page says so in a banner.
 	Paused bool
+	// SignOut: someone is signed in, and offered to sign out.
+	SignOut bool
 }
 
 // phasePaused is batchreport.PhasePaused: a batch with payouts in
@@ -290,6 +292,7 @@ func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
 	}
 	p := buildBatchesPage(bs, nonceFrom(r.Context()), h.now(), h.readOnly)
 	p.Console = h.console != nil
+	p.SignOut = userFrom(r.Context()) != ""
 	for i := range p.Awaiting {
 		p.Awaiting[i].Offer = h.approveOffer(r, p.Awaiting[i].BatchView)
 	}

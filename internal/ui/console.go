@@ -79,6 +79,10 @@ type BatchDetail struct {
 	DecidedAt time.Time
 	Note      string
 	Reported  bool
+	// InfoColumns names the file's informational columns (notes,
+	// recipient, phone...): each payout's PayoutView.Info holds their
+	// values, in this order.
+	InfoColumns []string
 }
 
 // PayoutQuery selects a page of a batch's payouts.
@@ -125,6 +129,20 @@ type PayoutView struct {
 	Task string
 	// Queue is that task's queue.
 	Queue string
+	// Info holds the row's values of the batch's informational columns
+	// (BatchDetail.InfoColumns: notes, recipient, phone...), in that
+	// order, card numbers masked; nil when the file had none.
+	Info []InfoValue
+	// Extra holds the further destination properties the file gave and
+	// the PSP is sent (phoneNumber, bankName...), in the file's order.
+	Extra []InfoValue
+	// DestinationType is the destination's kind: "card" or "telecom".
+	DestinationType string
+}
+
+// InfoValue is a payout's value of one informational column of its file.
+type InfoValue struct {
+	Column, Value string
 }
 
 // AuditView is one entry of a payout's history.

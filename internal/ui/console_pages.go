@@ -34,6 +34,15 @@ var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncM
 	"utc":    utcTime,
 	"path":   url.PathEscape,
 	"add":    func(a, b int) int { return a + b },
+	"plain":  plainReason,
+	"prop":   propValue,
+	"batchRow": func(v PayoutView, extra []string) batchRowItem {
+		return batchRowItem{Row: v, Extra: extra}
+	},
+	"who": actorLabel,
+	"reviewRows": func(id string, rows []PayoutView, info []string) reviewRows {
+		return reviewRows{ID: id, Rows: rows, Info: info, Extra: extraColumns(rows)}
+	},
 	"queueItem": func(p queuePage, v PayoutView) resolveItem {
 		return resolveItem{Payout: v, CSRF: p.CSRF}
 	},
@@ -50,6 +59,10 @@ type consolePage struct {
 	ReadOnly          bool
 	// Act: the page may offer decisions (controls, not read-only).
 	Act bool
+	// Refresh, when positive, reloads the page every Refresh seconds
+	// (a batch's page while the batch works; never a page with a form
+	// to fill).
+	Refresh int
 }
 
 type batchPage struct {
@@ -65,6 +78,8 @@ type batchPage struct {
 	Approve   approveOffer
 	// Filters: the states one can filter on.
 	Filters []string
+	// Extra: the further destination properties of the page's rows.
+	Extra []string
 }
 
 type stateAmount struct {
@@ -96,6 +111,46 @@ type queuePage struct {
 	Awaiting []batchRow
 	Stuck    []batchRow
 	FourEyes bool
+}
+
+// batchRowItem is a row of a batch page with the page's extra columns.
+type batchRowItem struct {
+	Row   PayoutView
+	Extra []string
+}
+
+// reviewRows is a table of rows on the approval review.
+type reviewRows struct {
+	ID    string
+	Rows  []PayoutView
+	Info  []string
+	Extra []string
+}
+
+// extraColumns is the ordered union of the further destination
+// properties (PayoutView.Extra) of rows: the columns their table shows.
+func extraColumns(rows []PayoutView) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for _, v := range r.Extra {
+			if !seen[v.Column] {
+				seen[v.Column] = true
+				out = append(out, v.Column)
+			}
+		}
+	}
+	return out
+}
+
+// propValue is the value of column col in vals ("" when absent).
+func propValue(vals []InfoValue, col string) string {
+	for _, v := range vals {
+		if v.Column == col {
+			return v.Value
+		}
+	}
+	return ""
 }
 
 // resolveItem is what the resolve form needs.
@@ -198,6 +253,10 @@ func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p.Approve = h.approveOffer(r, b.BatchView)
+	p.Extra = extraColumns(pg.Rows)
+	if working(b.BatchView) {
+		p.Refresh = refreshWorking
+	}
 	h.renderConsole(w, r, "batch", p)
 }
 
@@ -298,6 +357,11 @@ func (h *batchHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			h.consoleErr(w, r, err)
 			return
+		}
+		// The batches found may have other informational columns: the
+		// results' table has none (each payout's page shows them).
+		for i := range found {
+			found[i].Info, found[i].Extra = nil, nil
 		}
 		p.Found = found
 	}

@@ -62,7 +62,7 @@ func TestConsolePages(t *testing.T) {
 		{"/batches/" + d.Worked + "?state=nonsense", []string{"payouts 1-12 of 12"}},
 		{"/batches/" + d.Worked + "?sort=amount&page=2", []string{"no payout on page 2 (12 in all)", "page 2 of 1"}},
 		{"/batches/" + d.Worked + "/payouts/" + review, []string{"needs review", "no answer from the PSP", `value="recheck"`}},
-		{"/queue", []string{review, d.ByState[ledger.NeedsReview][1], "payouts-2026-11-26.csv", "Approve"}},
+		{"/queue", []string{review, d.ByState[ledger.NeedsReview][1], "payouts-2026-11-26.csv", "Review and approve"}},
 		{"/search?ext=" + review, []string{review, "payouts-2026-11-25.csv"}},
 		{"/search?ext=NOPE-1", []string{"No batch in Redis holds a payout NOPE-1"}},
 	} {
@@ -217,7 +217,7 @@ func TestConsoleFourEyes(t *testing.T) {
 	mine := e.hold("mine.csv", threeRows, opUser)
 	for _, p := range []string{"/batches", "/queue", "/batches/" + mine} {
 		body := e.get(p, 200)
-		if strings.Contains(body, `action="/batches/`+mine+`/approve"`) {
+		if strings.Contains(body, `href="/batches/`+mine+`/approve"`) {
 			t.Errorf("%s offers alice Approve of her own batch", p)
 		}
 		if !strings.Contains(body, "you loaded this batch: under four-eyes another person must approve it") {
@@ -226,11 +226,11 @@ func TestConsoleFourEyes(t *testing.T) {
 	}
 	// The held demo batch was loaded by "alice" too; bob's is offered.
 	theirs := e.hold("theirs.csv", strings.ReplaceAll(threeRows, "UI-", "TH-"), "bob")
-	if body := e.get("/batches/"+theirs, 200); !strings.Contains(body, `action="/batches/`+theirs+`/approve"`) {
+	if body := e.get("/batches/"+theirs, 200); !strings.Contains(body, `href="/batches/`+theirs+`/approve"`) {
 		t.Error("alice is not offered Approve of bob's batch")
 	}
 	// Forced anyway: refused in plain words.
-	w := e.post("/batches/"+mine+"/approve", url.Values{"csrf": {e.token("/batches")}})
+	w := e.post("/batches/"+mine+"/approve", url.Values{"csrf": {e.token("/batches")}, "confirm": {"yes"}})
 	if w.Code != http.StatusConflict || strings.Contains(w.Body.String(), "ledger:") || !strings.Contains(w.Body.String(), "four-eyes") {
 		t.Errorf("alice's own approval: %d %s", w.Code, w.Body.String())
 	}

@@ -15,8 +15,9 @@ import (
 // discard a batch awaiting approval, and record a pause or resume of a
 // queue made in asynqmon. by is the signed-in user, recorded as who acted.
 type Controls interface {
-	// Approve lets the batch go to the workers and says what was done.
-	Approve(ctx context.Context, batch, by string) (string, error)
+	// Approve lets the batch go to the workers and says what was done;
+	// note (optional) is recorded with the approval.
+	Approve(ctx context.Context, batch, by, note string) (string, error)
 	// Discard cancels every payout of the batch and says what was done.
 	Discard(ctx context.Context, batch, by, note string) (string, error)
 	// QueueChanged records in the audit trail, and notifies, that by
@@ -108,10 +109,6 @@ func (h *batchHandlers) formTarget(w http.ResponseWriter, r *http.Request, enabl
 		return "", false
 	}
 	return v, true
-}
-
-func (h *batchHandlers) approve(r *http.Request, id, by string) (string, error) {
-	return h.controls.Approve(r.Context(), id, by)
 }
 
 // discard needs the form's note saying why.

@@ -71,11 +71,11 @@ func TestFourEyesOnePersonAcrossSignIns(t *testing.T) {
 	id := e.hold("sso.csv", threeRows, "alice@example.com")
 	alice := e.as("alice", ui.AlicePass)
 	_, tok := alice.page()
-	if w := alice.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}}); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") {
+	if w := alice.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}}); w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") {
 		t.Fatalf("basic-auth alice approving what alice@example.com loaded: %d %s", w.Code, w.Body.String())
 	}
 	for _, name := range []string{"alice", "Alice@Example.com"} {
-		if w := e.ssoPost("/batches/"+id+"/approve", name, "s1", url.Values{"csrf": {e.ssoToken(name, "s1")}}); w.Code != http.StatusConflict {
+		if w := e.ssoPost("/batches/"+id+"/approve", name, "s1", url.Values{"csrf": {e.ssoToken(name, "s1")}, "confirm": {"yes"}}); w.Code != http.StatusConflict {
 			t.Fatalf("single sign-on %q approving what alice@example.com loaded: %d %s", name, w.Code, w.Body.String())
 		}
 	}
@@ -87,7 +87,7 @@ func TestFourEyesOnePersonAcrossSignIns(t *testing.T) {
 	}
 	bob := e.as("bob", ui.BobPass)
 	_, bobTok := bob.page()
-	if w := bob.post("/batches/"+id+"/approve", url.Values{"csrf": {bobTok}}); w.Code != 200 {
+	if w := bob.post("/batches/"+id+"/approve", url.Values{"csrf": {bobTok}, "confirm": {"yes"}}); w.Code != 200 {
 		t.Fatalf("bob's approval: %d %s", w.Code, w.Body.String())
 	}
 	if got := decisions(e.audit(id)); got != "[bob -> loaded]" {

@@ -85,7 +85,36 @@ type Preview struct {
 	// ChoicesMAC binds the choices to this preview in the confirm form
 	// (set by the UI).
 	ChoicesMAC string
+	// Sample is the first rows of the file as they were parsed (at most
+	// PreviewRows), destinations masked; InfoColumns names the file's
+	// informational columns, whose values each row's Info holds.
+	Sample      []PreviewRow
+	InfoColumns []string
+	// ExtraColumns names the further destination properties (phoneNumber,
+	// bankName...) of the sample's rows, whose values each row's Extra
+	// holds.
+	ExtraColumns []string
+	// After says what Confirm will do with the file: loaded, then waiting
+	// for approval under the rule that applies, or handed to the workers
+	// at once.
+	After string
 }
+
+// PreviewRows bounds the rows a preview shows as parsed.
+const PreviewRows = 10
+
+// PreviewRow is a row of an uploaded file as it was parsed.
+type PreviewRow struct {
+	Line        int
+	ExternalID  string
+	Amount      string // with the file's decimals
+	Destination string // masked: "card 411111******1111", "telecom MTS"
+	Info        []string
+	Extra       []InfoValue
+}
+
+// Prop is the row's value of destination property col ("" when absent).
+func (r PreviewRow) Prop(col string) string { return propValue(r.Extra, col) }
 
 // UploadError is one error of an upload, where it is.
 type UploadError struct {
