@@ -128,10 +128,10 @@ fuzz:
 
 ## bench: performance figures against a private redis-server (needs redis-server),
 ## each beside its bare baseline; prints one table, writes bench/results/<time>.json.
-## `go run ./cmd/bench profile` writes CPU/heap profiles of in-process equivalents.
+## `go run ./internal/proof/cmd/bench profile` writes CPU/heap profiles of in-process equivalents.
 bench:
 	@mkdir -p bench/results
-	$(GO) run ./cmd/bench --go $(GO) --out bench/results
+	$(GO) run ./internal/proof/cmd/bench --go $(GO) --out bench/results
 
 ## bench-sim: the Redis memory measurement with the simulation at full size,
 ## 100,000 rows a day for 125 days (make bench simulates 5,000 a day for 90):
@@ -140,7 +140,7 @@ bench:
 ## redis-server and about 4 GB of memory; 46 minutes on the shared 2-core
 ## test machine (bench/README.md).
 bench-sim:
-	$(GO) run ./cmd/bench memory --sim-rows 100000 --sim-days 125
+	$(GO) run ./internal/proof/cmd/bench memory --sim-rows 100000 --sim-days 125
 
 ## chaos: the proof of safety: 10,000 rows through real Redis (AOF), the PSP
 ## sandbox with faults behind HTTP/2 stream resets and three workers (one
@@ -156,11 +156,11 @@ bench-sim:
 CHAOS_BROKEN = $(if $(filter 2,$(BROKEN)),--broken-replay,$(if $(BROKEN),--broken))
 
 chaos:
-	$(GO) run ./cmd/chaos $(CHAOS_BROKEN)
+	$(GO) run ./internal/proof/cmd/chaos $(CHAOS_BROKEN)
 
 ## chaos-short: the same with 1,000 rows, in about three to four and a half minutes.
 chaos-short:
-	$(GO) run ./cmd/chaos --short $(CHAOS_BROKEN)
+	$(GO) run ./internal/proof/cmd/chaos --short $(CHAOS_BROKEN)
 
 ## clean: remove bin/.
 clean:
