@@ -13,8 +13,10 @@ INTEGRATION_TIMEOUT ?= 30m
 DEPLOY    := deploy
 
 # The build tags lint checks besides the default build: the integration tests
-# and the deliberately unsafe or test-clock builds the chaos run uses.
-LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
+# and the test-clock build the chaos run uses. (The deliberately unsafe
+# workers are commands of the harness, internal/proof/cmd/payout-skipcheck
+# and payout-replay, built by the default build.)
+LINT_TAGS := integration payout_test_clock
 
 .PHONY: all help build demo test test-race test-deploy test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
 
@@ -148,8 +150,9 @@ bench-sim:
 ## replies lost, tasks deleted in the web UI and the PSP token rotated; every
 ## order settles paid or failed, with callbacks duplicated, reordered and
 ## forged; fails on any duplicate, lost payout, outcome that differs from the
-## simulator's, leak or mismatch. BROKEN=1 runs a small run on the unsafe worker build
-## (POSTs again on redelivery), BROKEN=2 one on the worker whose HTTP/2
+## simulator's, leak or mismatch. BROKEN=1 runs a small run on the unsafe
+## worker of internal/proof/cmd/payout-skipcheck (POSTs again on redelivery),
+## BROKEN=2 one on that of internal/proof/cmd/payout-replay, whose HTTP/2
 ## transport may replay a create after a stream reset; each passes only if
 ## the duplicates it makes are caught (both without the order lifecycle:
 ## their orders stay Created and created is final).

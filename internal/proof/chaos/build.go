@@ -6,13 +6,13 @@ import (
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
 )
 
-// UnsafeTag is the build tag of the deliberately broken worker that POSTs
-// again when a redelivered create finds its payout in submitting.
-const UnsafeTag = "payout_unsafe_skip_submitting_check"
+// SkipCheckPkg is the deliberately broken payout whose worker POSTs again
+// when a redelivered create finds its payout in submitting.
+const SkipCheckPkg = "./internal/proof/cmd/payout-skipcheck"
 
-// ReplayTag is the build tag of the deliberately broken worker whose HTTP
-// transport may replay a create after a stream reset (internal/psp).
-const ReplayTag = "payout_unsafe_replayable_create"
+// ReplayPkg is the deliberately broken payout whose HTTP transport may
+// replay a create after a stream reset (internal/psp).
+const ReplayPkg = "./internal/proof/cmd/payout-replay"
 
 // ClockTag is the build tag of the worker whose task clock is off by
 // PAYOUT_TEST_CLOCK_OFFSET (jobs/clock_testclock.go).
@@ -22,20 +22,20 @@ const ClockTag = "payout_test_clock"
 // from.
 const ClockEnv = "PAYOUT_TEST_CLOCK_OFFSET"
 
-// binaries lists what a run with c builds: payout (with the broken tags
-// asked for), payout-clock (the same with ClockTag) when one worker's clock
-// is off, and psp-sandbox.
+// binaries lists what a run with c builds: payout (the broken one of
+// SkipCheckPkg or ReplayPkg when asked for), payout-clock (the same with
+// ClockTag) when one worker's clock is off, and psp-sandbox.
 func binaries(c Config) []gobuild.Target {
-	var tags []string
+	pkg := "./cmd/payout"
 	if c.Broken {
-		tags = append(tags, UnsafeTag)
+		pkg = SkipCheckPkg
 	}
 	if c.BrokenReplay {
-		tags = append(tags, ReplayTag)
+		pkg = ReplayPkg
 	}
-	bins := []gobuild.Target{{Name: "payout", Pkg: "./cmd/payout", Tags: tags}}
+	bins := []gobuild.Target{{Name: "payout", Pkg: pkg}}
 	if c.ClockOffset != 0 {
-		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: "./cmd/payout", Tags: append(append([]string(nil), tags...), ClockTag)})
+		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: pkg, Tags: []string{ClockTag}})
 	}
 	return append(bins, gobuild.Target{Name: "psp-sandbox", Pkg: "./cmd/psp-sandbox"})
 }

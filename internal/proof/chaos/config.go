@@ -140,13 +140,12 @@ type Config struct {
 	// Deadline bounds the wait for every payout to be final.
 	Deadline time.Duration
 
-	// Broken builds the worker with the payout_unsafe_skip_submitting_check
-	// tag: a redelivered create POSTs again. The run must then report
-	// duplicates.
+	// Broken runs the workers of internal/proof/cmd/payout-skipcheck: a
+	// redelivered create POSTs again. The run must then report duplicates.
 	Broken bool
-	// BrokenReplay builds the worker with the
-	// payout_unsafe_replayable_create tag: its HTTP transport may replay a
-	// create after a stream reset. The run must then report duplicates.
+	// BrokenReplay runs the workers of internal/proof/cmd/payout-replay:
+	// their HTTP transport may replay a create after a stream reset. The
+	// run must then report duplicates.
 	BrokenReplay bool
 
 	Seed      int64  // seed of the generated rows, the kill order and the sandbox (0: random)

@@ -100,3 +100,31 @@ func TestFigures(t *testing.T) {
 		t.Errorf("error does not name the figures: %v", err)
 	}
 }
+
+func TestBrokenRunsBuildTheHarnessBinaries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"safe", func(*Config) {}, "./cmd/payout"},
+		{"broken", func(c *Config) { c.Broken = true }, SkipCheckPkg},
+		{"broken replay", func(c *Config) { c.BrokenReplay = true }, ReplayPkg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ShortConfig()
+			c.ClockOffset = time.Minute
+			tc.cfg(&c)
+			pkgs := map[string]string{}
+			for _, b := range binaries(c) {
+				pkgs[b.Name] = b.Pkg
+			}
+			if pkgs["payout"] != tc.want || pkgs["payout-clock"] != tc.want {
+				t.Errorf("payout from %q, payout-clock from %q, want both from %q", pkgs["payout"], pkgs["payout-clock"], tc.want)
+			}
+			if pkgs["psp-sandbox"] != "./cmd/psp-sandbox" {
+				t.Errorf("psp-sandbox from %q", pkgs["psp-sandbox"])
+			}
+		})
+	}
+}

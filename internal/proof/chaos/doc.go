@@ -6,8 +6,8 @@
 //
 // One run ([Run], `make chaos`, `make chaos-short`):
 //
-//  1. builds cmd/payout (with the payout_unsafe_skip_submitting_check tag
-//     when [Config.Broken], payout_unsafe_replayable_create when
+//  1. builds cmd/payout (internal/proof/cmd/payout-skipcheck instead when
+//     [Config.Broken], internal/proof/cmd/payout-replay when
 //     [Config.BrokenReplay]), the same with payout_test_clock when
 //     [Config.ClockOffset] is set, and cmd/psp-sandbox into the work
 //     directory;
@@ -95,8 +95,8 @@
 // REFUSED_STREAM or PROTOCOL_ERROR: the resets after which Go's HTTP/2
 // client replays a request it can rewind. The safe worker never can (a
 // create has no GetBody) and resolves the payout by a status check; the
-// payout_unsafe_replayable_create build replays, and the run must show the
-// second orders as duplicates (`make chaos BROKEN=2`).
+// broken client of internal/proof/cmd/payout-replay replays, and the run
+// must show the second orders as duplicates (`make chaos BROKEN=2`).
 //
 // # Work directory
 //
