@@ -1,6 +1,11 @@
 // Package cli implements the payout command: its subcommands, their flags
 // (each with a PAYOUT_* environment variable), logging setup and the exit
 // codes of docs/design.md.
+//
+// The embedded Redis (miniredis) of payout run --sandbox and payout dev is a
+// product feature for the demo, as the PSP simulator (package sandbox) is:
+// both ship in the payout binary so that a person tries payout without a
+// Redis server or a PSP account. Neither holds anything past the process.
 package cli
 
 import (

@@ -1,7 +1,8 @@
 // Package doccheck holds the tests of the documents: every document that
 // the repository's Go files and markdown files cite must be in the
 // repository, and the package table of docs/design.md must list every
-// package (TestDesignListsEveryPackage).
+// package with the first sentence of its doc comment
+// (TestDesignListsEveryPackage, TestPackageTableIsTheDocComments).
 //
 // A person who clones the repository has only what is in it, so a comment
 // that points at a design document kept elsewhere, or a markdown link to a
