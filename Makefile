@@ -13,8 +13,10 @@ INTEGRATION_TIMEOUT ?= 30m
 DEPLOY    := deploy
 
 # The build tags lint checks besides the default build: the integration tests
-# and the deliberately unsafe or test-clock builds the chaos run uses.
-LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
+# and the test-clock build the chaos run uses. (The deliberately unsafe
+# workers are commands of the harness, internal/proof/cmd/payout-skipcheck
+# and payout-replay, built by the default build.)
+LINT_TAGS := integration payout_test_clock
 
 .PHONY: all help build demo test test-race test-deploy test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
 
@@ -131,10 +133,10 @@ fuzz:
 
 ## bench: performance figures against a private redis-server (needs redis-server),
 ## each beside its bare baseline; prints one table, writes bench/results/<time>.json.
-## `go run ./cmd/bench profile` writes CPU/heap profiles of in-process equivalents.
+## `go run ./internal/proof/cmd/bench profile` writes CPU/heap profiles of in-process equivalents.
 bench:
 	@mkdir -p bench/results
-	$(GO) run ./cmd/bench --go $(GO) --out bench/results
+	$(GO) run ./internal/proof/cmd/bench --go $(GO) --out bench/results
 
 ## bench-sim: the Redis memory measurement with the simulation at full size,
 ## 100,000 rows a day for 125 days (make bench simulates 5,000 a day for 90):
@@ -143,7 +145,7 @@ bench:
 ## redis-server and about 4 GB of memory; 46 minutes on the shared 2-core
 ## test machine (bench/README.md).
 bench-sim:
-	$(GO) run ./cmd/bench memory --sim-rows 100000 --sim-days 125
+	$(GO) run ./internal/proof/cmd/bench memory --sim-rows 100000 --sim-days 125
 
 ## chaos: the proof of safety: 10,000 rows through real Redis (AOF), the PSP
 ## sandbox with faults behind HTTP/2 stream resets and three workers (one
@@ -151,19 +153,20 @@ bench-sim:
 ## replies lost, tasks deleted in the web UI and the PSP token rotated; every
 ## order settles paid or failed, with callbacks duplicated, reordered and
 ## forged; fails on any duplicate, lost payout, outcome that differs from the
-## simulator's, leak or mismatch. BROKEN=1 runs a small run on the unsafe worker build
-## (POSTs again on redelivery), BROKEN=2 one on the worker whose HTTP/2
+## simulator's, leak or mismatch. BROKEN=1 runs a small run on the unsafe
+## worker of internal/proof/cmd/payout-skipcheck (POSTs again on redelivery),
+## BROKEN=2 one on that of internal/proof/cmd/payout-replay, whose HTTP/2
 ## transport may replay a create after a stream reset; each passes only if
 ## the duplicates it makes are caught (both without the order lifecycle:
 ## their orders stay Created and created is final).
 CHAOS_BROKEN = $(if $(filter 2,$(BROKEN)),--broken-replay,$(if $(BROKEN),--broken))
 
 chaos:
-	$(GO) run ./cmd/chaos $(CHAOS_BROKEN)
+	$(GO) run ./internal/proof/cmd/chaos $(CHAOS_BROKEN)
 
 ## chaos-short: the same with 1,000 rows, in about three to four and a half minutes.
 chaos-short:
-	$(GO) run ./cmd/chaos --short $(CHAOS_BROKEN)
+	$(GO) run ./internal/proof/cmd/chaos --short $(CHAOS_BROKEN)
 
 ## clean: remove bin/.
 clean:

@@ -11,7 +11,7 @@
 //
 // deploy/ is a module of its own (github.com/acme/payout/deploy), so that
 // k8s.io/* stays out of the product module; it uses the product's test
-// environment (internal/testenv) through a replace directive.
+// environment (internal/proof/testenv) through a replace directive.
 //
 // Tests behind the build tag "integration" run the real tools when present:
 // redis-server (required under CI=true), systemd-analyze and docker compose

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 )
 
 // optionalTool returns the path of a tool, or skips the test, even in CI:

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/proof/testenv"
 	"sigs.k8s.io/yaml"
 )
 

@@ -19,10 +19,10 @@ import (
 
 	"github.com/acme/payout/internal/cli"
 	"github.com/acme/payout/internal/metrics"
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/gobuild"
-	"github.com/acme/payout/internal/testenv/proc"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/gobuild"
+	"github.com/acme/payout/internal/proof/testenv/proc"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 )
 
 // queriedMetrics returns every metric name the rules and the dashboard

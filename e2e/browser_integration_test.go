@@ -26,9 +26,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
-	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/jobs"
 )
 

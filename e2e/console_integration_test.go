@@ -28,11 +28,11 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
-	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/internal/uitest"
 )
 
 // consoleWidth is the width the console must fit.

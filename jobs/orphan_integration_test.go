@@ -11,8 +11,8 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/reconcile"
-	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testlog"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testlog"
 	"github.com/rs/zerolog"
 )
 

@@ -1,6 +1,11 @@
 // Package cli implements the payout command: its subcommands, their flags
 // (each with a PAYOUT_* environment variable), logging setup and the exit
 // codes of docs/design.md.
+//
+// The embedded Redis (miniredis) of payout run --sandbox and payout dev is a
+// product feature for the demo, as the PSP simulator (package sandbox) is:
+// both ship in the payout binary so that a person tries payout without a
+// Redis server or a PSP account. Neither holds anything past the process.
 package cli
 
 import (
@@ -15,6 +20,8 @@ import (
 
 	"github.com/acme/payout/internal/flagenv"
 	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/worker"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
@@ -59,6 +66,8 @@ type env struct {
 	cmd     string // the command's name, for messages
 	// capture, if set, sees every FlagSet the command builds.
 	capture func(*flag.FlagSet)
+	// unsafe is zero except in a broken binary of the harness (MainUnsafe).
+	unsafe Unsafe
 }
 
 type command struct {
@@ -98,9 +107,33 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return dispatch(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin})
 }
 
+// Unsafe is the deliberately broken behaviours a binary of the harness
+// (internal/proof/cmd/payout-skipcheck, internal/proof/cmd/payout-replay)
+// gives the workers of payout worker and payout run, for the proof of
+// safety to show that it detects the duplicates they make. cmd/payout
+// calls MainEnviron, which has none; no flag or environment variable sets
+// one.
+type Unsafe struct {
+	Worker worker.Unsafe
+	PSP    psp.Unsafe
+}
+
+// MainUnsafe is MainEnviron for a deliberately broken binary of the
+// harness: the workers it starts have the behaviours of u. Never ship.
+func MainUnsafe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string, u Unsafe) int {
+	e := environEnv(stdin, stdout, stderr, environ)
+	e.unsafe = u
+	return dispatch(ctx, args, e)
+}
+
 // MainEnviron is Main with the whole environment (os.Environ()): it also
 // warns about every PAYOUT_* variable that no flag or secret reads.
 func MainEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	return dispatch(ctx, args, environEnv(stdin, stdout, stderr, environ))
+}
+
+// environEnv is the env of a process with the whole environment environ.
+func environEnv(stdin io.Reader, stdout, stderr io.Writer, environ []string) *env {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -108,7 +141,7 @@ func MainEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 	}
 	getenv := func(k string) string { return vars[k] }
-	return dispatch(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin, environ: environ})
+	return &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin, environ: environ}
 }
 
 func dispatch(ctx context.Context, args []string, e *env) int {

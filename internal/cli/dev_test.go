@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testlog"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testlog"
 )
 
 // TestDevStack: payout dev starts the embedded Redis, the simulator, a

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/redistest"
-	"github.com/acme/payout/internal/testlog"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testlog"
 	"github.com/rs/zerolog"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/rs/zerolog"
 )

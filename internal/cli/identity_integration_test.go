@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/identity"
-	"github.com/acme/payout/internal/testenv/gobuild"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/gobuild"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 )
 
 // identityBin runs the real payout binary with the environment of this

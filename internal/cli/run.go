@@ -296,6 +296,7 @@ func (r *runCmd) openPSP(ctx context.Context) (closeAll func(), err error) {
 		StatusIDByExternalID: r.pf.statusByExtID, MaxConnsPerHost: r.wcfg.Concurrency,
 		CAFile: r.pspCA, ClientCertFile: r.pspCert, ClientKeyFile: r.pspKey,
 		Logger: r.log.With().Str("component", "psp").Logger(),
+		Unsafe: r.e.unsafe.PSP,
 	})
 	if err != nil {
 		stopSandbox()
@@ -464,6 +465,7 @@ func (r *runCmd) newWorker() (*worker.Worker, error) {
 	cfg.Notify = worker.NotifyConfig{Emitter: r.ld.Notify, Deliverer: deliverer(r.e, r.log)}
 	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener = r.rdb, ledger.New(hot), r.client, r.ring
 	cfg.Logger = wlog.With().Str("component", "worker").Logger()
+	cfg.Unsafe = r.e.unsafe.Worker
 	w, err := worker.New(cfg)
 	if err != nil {
 		return nil, workerProblems(err)

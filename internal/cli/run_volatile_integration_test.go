@@ -13,8 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/internal/testenv/redistest"
 )
 
 // TestRunRefusesVolatileRedis: `payout run` against a real PSP on a

@@ -20,10 +20,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/gobuild"
-	"github.com/acme/payout/internal/testenv/proc"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/gobuild"
+	"github.com/acme/payout/internal/proof/testenv/proc"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
 )
 

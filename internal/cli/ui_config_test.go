@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
 	"github.com/rs/zerolog"
 	"golang.org/x/crypto/bcrypt"

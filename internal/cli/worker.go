@@ -139,6 +139,7 @@ func (c *workerCmd) openPSP() (*psp.Client, error) {
 		StatusIDByExternalID: c.pf.statusByExtID, MaxConnsPerHost: c.cfg.Concurrency,
 		CAFile: c.pspCA, ClientCertFile: c.pspCert, ClientKeyFile: c.pspKey,
 		Logger: c.log.With().Str("component", "psp").Logger(), Observe: m.ObservePSP,
+		Unsafe: c.e.unsafe.PSP,
 	})
 	if err != nil {
 		return nil, configErr(err)
@@ -168,6 +169,7 @@ func (c *workerCmd) setUpRedis(ctx context.Context, rdb redis.UniversalClient) e
 // run starts the worker, its callback receiver, the gauge publisher and
 // the metrics endpoint, and runs until ctx ends.
 func (c *workerCmd) run(ctx context.Context, rdb redis.UniversalClient) error {
+	c.cfg.Unsafe = c.e.unsafe.Worker
 	w, err := worker.New(c.cfg)
 	if err != nil {
 		return workerProblems(err)

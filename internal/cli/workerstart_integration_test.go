@@ -13,11 +13,11 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/gobuild"
+	"github.com/acme/payout/internal/proof/testenv/proc"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/gobuild"
-	"github.com/acme/payout/internal/testenv/proc"
-	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
 	"github.com/redis/go-redis/v9"
 )

@@ -6,7 +6,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -26,10 +26,10 @@ var notPayoutKeys = map[string]string{
 
 // otherOwners are files that build keys of another owner.
 var otherOwners = map[string]string{
-	"jobs/live.go":                "Asynq's task keys, read directly by the queue contract",
-	"jobs/paused.go":              "Asynq's pause flag of a queue, read by the queue contract",
-	"internal/bench/memory.go":    "names the kind of every key for the memory report; reads keys, builds none",
-	"internal/bench/asynqtask.go": "Asynq's queue keys, for the memory simulation's fast path that dequeues and completes tasks as an Asynq server does",
+	"jobs/live.go":                      "Asynq's task keys, read directly by the queue contract",
+	"jobs/paused.go":                    "Asynq's pause flag of a queue, read by the queue contract",
+	"internal/proof/bench/memory.go":    "names the kind of every key for the memory report; reads keys, builds none",
+	"internal/proof/bench/asynqtask.go": "Asynq's queue keys, for the memory simulation's fast path that dequeues and completes tasks as an Asynq server does",
 }
 
 func allowed(v string) bool {

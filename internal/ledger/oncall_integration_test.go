@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 )
 
 // TestOldestOnRealRedis runs checkOldest's scripts on a real redis-server:

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/redisfault"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/redisfault"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
 

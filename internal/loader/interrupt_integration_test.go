@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"

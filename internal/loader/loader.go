@@ -1,4 +1,12 @@
-// Package loader turns payout files into ledger entries and create tasks.
+// Package loader turns payout files into ledger entries and create tasks,
+// one file at a time (LoadFile) or from a spool directory under its
+// delivery contract (Spool).
+//
+// The spool protocol (spool.go, delivery.go, resume.go) is half of the
+// package: the inbox, processing, done, failed and outbox folders, when a
+// file in the inbox is complete (delivery.go), the resumption of a run that
+// was killed, the result files of batches that became final and the purge
+// of old input files.
 //
 // Loading a file takes three streaming reads and writes nothing of it until
 // the file is known to be acceptable:

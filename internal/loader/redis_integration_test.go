@@ -5,7 +5,7 @@ package loader
 import (
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 )
 
 // testRedisURL gives each test its own real Redis database or server.

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/batchreport"
-	"github.com/acme/payout/internal/chaos"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/internal/redisdump"
+	"github.com/acme/payout/internal/proof/chaos"
+	"github.com/acme/payout/internal/proof/redisdump"
 	"github.com/acme/payout/internal/report"
 	"github.com/rs/zerolog"
 )

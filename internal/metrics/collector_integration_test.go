@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 

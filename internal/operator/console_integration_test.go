@@ -17,10 +17,10 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/report"
-	"github.com/acme/payout/internal/testenv/redistest"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/internal/uitest"
 )
 
 // bigBatchRows is the size of the batch the console's pages are measured

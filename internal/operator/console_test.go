@@ -12,7 +12,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
 )
 

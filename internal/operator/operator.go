@@ -1,9 +1,15 @@
-// Package operator carries out an operator's decisions: approve or discard
-// a batch awaiting approval, and record a pause or resume of the payout
-// queue. `payout approve`, `payout discard`, `payout pause`/`resume` and
-// the web UI all go through it, so that the ledger checks (four-eyes, the
-// daily limit), the enqueues, the audit trail and the notifications are
-// the same whoever acts and from where.
+// Package operator is what people decide and read, shared by the CLI and
+// the web UI: the decisions (approve or discard a batch awaiting approval,
+// resolve a payout, pause or resume the payout queue) and, for the most
+// part, the web UI's adapter over the ledger (Console: the batches, a
+// batch's payouts, a payout's history, the search, the work queue and the
+// downloads in the types of package ui; UIControls: the console's
+// actions).
+//
+// `payout approve`, `payout discard`, `payout pause`/`resume` and the web
+// UI all go through it, so that the ledger checks (four-eyes, the daily
+// limit), the enqueues, the audit trail and the notifications are the same
+// whoever acts and from where.
 package operator
 
 import (

@@ -15,7 +15,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
-	"github.com/acme/payout/internal/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"

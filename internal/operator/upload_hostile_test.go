@@ -16,8 +16,8 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
-	"github.com/acme/payout/internal/testenv/fakeredis"
-	"github.com/acme/payout/internal/testenv/hostile"
+	"github.com/acme/payout/internal/proof/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/testenv/hostile"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
 )

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 )
 
 // corpusOptions are the options the bad-input corpus is checked with: a

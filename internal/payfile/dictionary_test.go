@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 )
 
 func readDict(t *testing.T, name string) *Dictionary {

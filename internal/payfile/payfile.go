@@ -1,4 +1,10 @@
-// Package payfile reads and validates payout CSV files.
+// Package payfile reads and validates payout files, CSV files and XLSX
+// workbooks alike: the rules of a row over two readers, a CSV reader and a
+// streaming, bounded XLSX reader of its own.
+//
+// The XLSX reader (xlsx.go, xlsxpkg.go, xlsxsheet.go, numfmt.go) reads the
+// shared strings, the styles and one sheet straight from the ZIP, without
+// excelize, every part and cell size bounded against hostile workbooks.
 //
 // A payout file has a header row naming its columns: externalId, amount and
 // one destination per row, either cardNumber or telecomOperator, plus the

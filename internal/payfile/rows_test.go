@@ -12,7 +12,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 	"github.com/xuri/excelize/v2"
 )
 

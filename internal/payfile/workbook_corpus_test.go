@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 )
 
 // corpusDir holds the files LibreOffice Calc wrote (testdata/corpus/gen.sh,

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 	"github.com/xuri/excelize/v2"
 )
 

@@ -72,6 +72,9 @@ type Config struct {
 	// Transport replaces the HTTP transport (tests); nil builds one from
 	// the settings above. It excludes the TLS files.
 	Transport http.RoundTripper
+	// Unsafe is zero in the product: only the proof of safety's broken
+	// worker sets it (unsafe.go).
+	Unsafe Unsafe
 }
 
 // Client is a PSP API client. It is safe for concurrent use.
@@ -357,7 +360,7 @@ func (c *Client) request(ctx context.Context, method, path, tok string, body []b
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 		noReplay(req, body)
-		if unsafeReplayableCreate { // only in the chaos suite's broken build
+		if c.cfg.Unsafe.replayableCreate { // only the proof of safety's broken worker: see unsafe.go
 			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testlog"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testlog"
 	"github.com/rs/zerolog"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/proof/testenv/nginxtest"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/internal/testenv/nginxtest"
 )
 
 // TestNginxFrontEnd: a payout whose create was ambiguous is checked

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -397,5 +398,43 @@ func TestCreateRequestNotReplayable(t *testing.T) {
 	}
 	if r := rt.reqs[2]; r.Method != http.MethodGet || r.Body != nil {
 		t.Errorf("status: %s body=%v", r.Method, r.Body)
+	}
+}
+
+// TestUnsafeReplayableCreateRewinds: the broken client of the proof of
+// safety (psp.UnsafeReplayableCreate) gives a create a GetBody that yields
+// the body sent, so the transport can replay it; the zero Unsafe does not.
+func TestUnsafeReplayableCreateRewinds(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		unsafe psp.Unsafe
+		rewind bool
+	}{
+		{"product", psp.Unsafe{}, false},
+		{"broken", psp.UnsafeReplayableCreate(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt := &captureRT{}
+			c := newClient(t, "https://psp.invalid", func(c *psp.Config) { c.Transport, c.Unsafe = rt, tc.unsafe })
+			c.CreateWithdrawal(context.Background(), withdrawal("EXT-1", "1", testCard))
+			if len(rt.reqs) != 1 {
+				t.Fatalf("%d requests", len(rt.reqs))
+			}
+			r := rt.reqs[0]
+			if got := r.GetBody != nil; got != tc.rewind {
+				t.Fatalf("GetBody set = %t, want %t", got, tc.rewind)
+			}
+			if !tc.rewind {
+				return
+			}
+			body, err := r.GetBody()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(body)
+			if !strings.Contains(string(b), `"EXT-1"`) {
+				t.Errorf("GetBody yields %q, not the create's body", b)
+			}
+		})
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/proc"
-	"github.com/acme/payout/internal/testenv/redistest"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/proc"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
 )
 
 // openWithin retries Open until it succeeds or the deadline passes (the

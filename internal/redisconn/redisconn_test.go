@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"

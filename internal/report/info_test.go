@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 	"github.com/xuri/excelize/v2"
 )
 

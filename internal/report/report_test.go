@@ -18,7 +18,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv/golden"
+	"github.com/acme/payout/internal/proof/testenv/golden"
 )
 
 func writeCSV(t *testing.T, b Batch, rows []Row) ([]byte, Summary) {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/testenv"
+	"github.com/acme/payout/internal/proof/testenv"
 )
 
 // TestXLSXInLibreOffice opens the workbook in LibreOffice Calc (headless,

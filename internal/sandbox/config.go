@@ -1,5 +1,11 @@
 // Package sandbox is a simulator of the payment service (PSP) with fault
-// injection, for development, demos and tests of the payout workers.
+// injection, a product feature for the demo (payout run --sandbox, payout
+// sandbox, payout dev, cmd/psp-sandbox) that development and the tests of
+// the payout workers use too.
+//
+// It ships in the payout binary on purpose: a person tries payout end to
+// end without a PSP account. Its HTTP/2 stream resets are in the
+// subpackage h2rst.
 //
 // It speaks the three operations of the PSP API (withdrawal create,
 // withdrawal status, deposit create) with bearer auth and the request and

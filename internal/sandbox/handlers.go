@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/h2rst"
 	"github.com/acme/payout/internal/httpstatus"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/sandbox/h2rst"
 )
 
 type ctxKey struct{}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/internal/testenv"
 )
 
 const cbSecret = "cb-SECRET-value-42"

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testlog"
+	"github.com/acme/payout/internal/proof/testlog"
 
 	"github.com/rs/zerolog"
 

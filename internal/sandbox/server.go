@@ -15,8 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/acme/payout/internal/h2rst"
 	"github.com/acme/payout/internal/httpstatus"
+	"github.com/acme/payout/internal/sandbox/h2rst"
 	"github.com/rs/zerolog"
 )
 

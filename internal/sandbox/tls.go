@@ -17,7 +17,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/acme/payout/internal/h2rst"
+	"github.com/acme/payout/internal/sandbox/h2rst"
 )
 
 // WriteSelfSigned writes a new self-signed certificate (ECDSA P-256, valid

@@ -14,9 +14,9 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/internal/uitest"
 	"github.com/acme/payout/jobs"
 )
 

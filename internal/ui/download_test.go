@@ -16,8 +16,8 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/report"
-	"github.com/acme/payout/internal/uitest"
 )
 
 // download fetches a batch's file kind and checks that it comes as an

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/testenv/fakeredis"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/internal/uitest"
 )
 
 // ssoEnv is a four-eyes UI with the basic-auth logins of users and single

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/uitest"
 )
 
 // TestConsoleShowsInformationColumns: the notes, recipient and phone

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/jobs"
 )
 

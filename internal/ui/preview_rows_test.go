@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/uitest"
 )
 
 // TestUploadPreviewShowsRows: the preview of an upload shows its first

@@ -10,7 +10,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/uitest"
 )
 
 // twelveRows is a held batch of 12 rows, cards and telecom, with

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/uitest"
 )
 
 // TestConsoleSearchIgnoresCase: the search finds a payout by its id in

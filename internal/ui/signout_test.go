@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/internal/uitest"
 )
 
 // TestSignOut: every console page offers Sign out; with basic auth it is

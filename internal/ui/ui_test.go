@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testenv/golden"
-	"github.com/acme/payout/internal/testlog"
+	"github.com/acme/payout/internal/proof/testenv/golden"
+	"github.com/acme/payout/internal/proof/testlog"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"

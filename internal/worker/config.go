@@ -85,6 +85,9 @@ type Config struct {
 	// queue only when a second worker reports one within this window
 	// (authfault.go); alone, the worker stops itself. Default 10m.
 	AuthConfirmWindow time.Duration
+	// Unsafe is zero in the product: only the proof of safety's broken
+	// worker sets it (unsafe.go).
+	Unsafe Unsafe
 }
 
 // OutcomePolicy says whether and how a created order is followed to its

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/psp"
-	"github.com/acme/payout/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )

@@ -46,8 +46,8 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if skipSubmittingCheck && (b.Action == ledger.CheckNow || b.Action == ledger.EnsureStatus) {
-		b.Action = ledger.Proceed // deliberately broken build: see unsafe_on.go
+	if w.cfg.Unsafe.skipSubmittingCheck && (b.Action == ledger.CheckNow || b.Action == ledger.EnsureStatus) {
+		b.Action = ledger.Proceed // the deliberately broken worker: see unsafe.go
 	}
 	if handled, err := w.createWithoutSending(ctx, b, log); handled {
 		return err

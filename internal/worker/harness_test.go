@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/testlog"
+	"github.com/acme/payout/internal/proof/testlog"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"

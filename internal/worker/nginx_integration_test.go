@@ -10,8 +10,8 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/proof/testenv/nginxtest"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/internal/testenv/nginxtest"
 	"github.com/acme/payout/jobs"
 )
 

@@ -295,3 +295,29 @@ func (h *harness) assertArchived(ext string) {
 		return false
 	})
 }
+
+// TestUnsafeSkipSubmittingCheckPostsAgain: the deliberately broken worker of
+// the proof of safety (UnsafeSkipSubmittingCheck) does what
+// TestRedeliveredCreateNeverPostsAgain forbids: the redelivered create of a
+// payout the PSP already stored POSTs again.
+func TestUnsafeSkipSubmittingCheckPostsAgain(t *testing.T) {
+	t.Parallel()
+	cfg := fastConfig()
+	cfg.Unsafe = UnsafeSkipSubmittingCheck()
+	h := newHarness(t, cfg, sandbox.Config{})
+	ids := h.add(visa)
+	ctx := context.Background()
+	if b, err := h.ledger.BeginCreate(ctx, h.batch, ids[0], 1); err != nil || b.Action != ledger.Proceed {
+		t.Fatalf("begin %s: %+v %v", ids[0], b, err)
+	}
+	h.force(sandbox.Force{Fault: sandbox.FaultHang, Store: true, Op: sandbox.OpWithdrawalCreate})
+	r := h.newClient(h.url, 100*time.Millisecond).CreateWithdrawal(ctx, psp.WithdrawalRequest{ExternalID: ids[0], Amount: money.MustParse("10.50"),
+		Properties: []psp.Property{{Key: "cardNumber", Value: visa}}})
+	if r.Outcome.String() != "ambiguous" {
+		t.Fatalf("setup create: %v", r.Outcome)
+	}
+	h.start()
+	h.waitFor("a second create of "+ids[0], 20*time.Second, func() bool {
+		return h.sbx.Stats().CreatesByExternalID[ids[0]] >= 2
+	})
+}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/redisfault"
+	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
