@@ -85,29 +85,54 @@ type Resolved struct {
 // budget of status checks. The caller must enqueue status check
 // Resolved.Seq; nothing is ever created by this call.
 func (l *Ledger) Recheck(ctx context.Context, batch, ext string, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Checking, "", "", r)
+	return l.resolve(ctx, batch, ext, Checking, "", "", r, false)
 }
 
 // ResolveAsCreated records that the PSP holds order orderID for a payout in
 // needs_review (an operator saw it there): the payout becomes created.
-// pspStatus is optional.
+// pspStatus is optional. Both are text a person typed, scrubbed as such
+// (a number that passes the Luhn check is stored masked): a resolution
+// whose order the PSP confirmed is ResolveAsConfirmed.
 func (l *Ledger) ResolveAsCreated(ctx context.Context, batch, ext, orderID, pspStatus string, r Resolution) (Resolved, error) {
 	if strings.TrimSpace(orderID) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s as created: the PSP order id is required: %w", ext, ErrBadResolution)
 	}
-	return l.resolve(ctx, batch, ext, Created, orderID, pspStatus, r)
+	return l.resolve(ctx, batch, ext, Created, orderID, pspStatus, r, false)
+}
+
+// PSPOrder is an order as the PSP confirmed it when asked about it: its
+// order id and status word, as the PSP answered them.
+type PSPOrder struct {
+	OrderID string
+	Status  string
+}
+
+// ResolveAsConfirmed is ResolveAsCreated for an order the PSP confirmed
+// (operator.Verify asked it): the payout becomes created with the order id
+// exactly as the PSP gave it, never masked, since the workers' outcome
+// checks ask the PSP for that id (a numeric id that passes the Luhn check
+// would otherwise be stored masked and answer 404). The name and note are
+// scrubbed as for every resolution.
+func (l *Ledger) ResolveAsConfirmed(ctx context.Context, batch, ext string, o PSPOrder, r Resolution) (Resolved, error) {
+	return l.resolve(ctx, batch, ext, Created, o.OrderID, o.Status, r, true)
 }
 
 // ResolveAsRejected records that a payout in needs_review will not be paid:
 // the payout becomes rejected.
 func (l *Ledger) ResolveAsRejected(ctx context.Context, batch, ext string, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Rejected, "", "", r)
+	return l.resolve(ctx, batch, ext, Rejected, "", "", r, false)
 }
 
 // resolve runs resolveScript. A payout not in needs_review is a
-// *ConflictError naming the state found.
-func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, orderID, pspStatus string, r Resolution) (Resolved, error) {
-	r, orderID, pspStatus, err := typedResolution(r, orderID, pspStatus)
+// *ConflictError naming the state found. confirmed: orderID and pspStatus
+// are the PSP's (confirmedResolution), else a person's (typedResolution).
+func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, orderID, pspStatus string, r Resolution, confirmed bool) (Resolved, error) {
+	var err error
+	if confirmed {
+		r, orderID, pspStatus, err = confirmedResolution(r, PSPOrder{OrderID: orderID, Status: pspStatus})
+	} else {
+		r, orderID, pspStatus, err = typedResolution(r, orderID, pspStatus)
+	}
 	if err != nil {
 		return Resolved{}, fmt.Errorf("resolve %s: %w", ext, err)
 	}

@@ -31,8 +31,10 @@ var ErrNextNotEnqueued = errors.New("resolved, but its next check was not enqueu
 // PSP is asked (*ledger.ConflictError). After the ledger moved the payout,
 // its next task is enqueued: the status check of a recheck, or outcome
 // check 1 of a payout marked created, so that the workers follow its order
-// to paid or failed (Resolved.Awaiting). The PSP status word recorded is
-// the one the PSP gave.
+// to paid or failed (Resolved.Awaiting). The order id and PSP status word
+// recorded are the ones the PSP gave: the id exactly as the PSP answered
+// it (a numeric id that passes the Luhn check is not masked), while the
+// name and note are scrubbed as everything a person types.
 func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ledger.Resolved, error) {
 	l := a.Ledger.As(d.Who.By)
 	if d.To == ledger.Checking {
@@ -46,12 +48,14 @@ func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext strin
 	if pay.State != ledger.NeedsReview {
 		return ledger.Resolved{}, fmt.Errorf("resolve %s: %w", ext, &ledger.ConflictError{ExternalID: ext, Found: pay.State})
 	}
-	status, err := Verify(ctx, c, pay, d.To, d.OrderID)
+	order, err := Verify(ctx, c, pay, d.To, d.OrderID)
 	if err != nil {
 		return ledger.Resolved{}, err
 	}
 	if d.To == ledger.Created {
-		r, err := l.ResolveAsCreated(ctx, batch, ext, d.OrderID, status, d.Who)
+		// The order id recorded is the PSP's, as it confirmed it: the
+		// workers ask the PSP for that id (never a masked copy of it).
+		r, err := l.ResolveAsConfirmed(ctx, batch, ext, order, d.Who)
 		return a.enqueueNext(ctx, r, err)
 	}
 	return l.ResolveAsRejected(ctx, batch, ext, d.Who)

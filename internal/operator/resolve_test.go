@@ -63,6 +63,8 @@ func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
 	office := backOffice{
 		"WD-1": {OrderID: "WD-1", ExternalID: "R1", Amount: "10.25", Status: "Processing"},
 		"R2":   {OrderID: "WD-2", ExternalID: "R2", Amount: "10.25", Status: "Paid"},
+		// a PSP that numbers its orders: Luhn-valid, read like a card
+		"4111111111111111": {OrderID: "4111111111111111", ExternalID: "R1", Amount: "10.25", Status: "Processing"},
 	}
 	tests := []struct {
 		name    string
@@ -75,6 +77,10 @@ func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
 	}{
 		{"created, the PSP holds the order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R1", ledger.Created,
 			"(PSP order WD-1, PSP status Processing); outcome check 1 enqueued", true},
+		{"created, a numeric order id the PSP confirms", office, ui.Decision{Action: ui.DecideCreated, OrderID: "4111111111111111"}, "R1", ledger.Created,
+			"outcome check 1 enqueued", true},
+		{"created, a card number the PSP does not hold as an order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "5555555555554444"}, "R1", ledger.NeedsReview,
+			"the PSP has no order under order 555555******4444", false},
 		{"created, an order the PSP does not have", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-9"}, "R1", ledger.NeedsReview,
 			"the PSP has no order under order WD-9", false},
 		{"created, another payout's order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R2", ledger.NeedsReview,
@@ -98,6 +104,10 @@ func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
 			p, gerr := a.Ledger.Get(ctx, "b", tt.ext)
 			if gerr != nil || p.State != tt.want {
 				t.Fatalf("%s is %s (%v), want %s", tt.ext, p.State, gerr, tt.want)
+			}
+			// The order id recorded is the PSP's, exactly as confirmed.
+			if tt.want == ledger.Created && p.OrderID != tt.d.OrderID {
+				t.Errorf("order id stored as %q, want %q exactly", p.OrderID, tt.d.OrderID)
 			}
 			_, terr := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(tt.ext, 1))
 			if (terr == nil) != tt.outcome || p.Awaiting != tt.outcome {
