@@ -30,6 +30,7 @@ type resolveFlags struct {
 	pspStatus string
 	note      string
 	by        string
+	fourEyes  bool
 	mf        manualFlags
 }
 
@@ -85,12 +86,13 @@ func (r *resolveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.pspStatus, "psp-status", "", "with --as created: the order status shown by the PSP (optional; the status the PSP answers is recorded)")
 	fs.StringVar(&r.note, "note", "", "why: written to the result file's resolutionNote column (required)")
 	fs.StringVar(&r.by, "by", "", "the operator deciding: only the operating system's user (SUDO_USER through sudo), the default; written to the result file's resolvedBy column")
+	fs.BoolVar(&r.fourEyes, "four-eyes", false, "four-eyes policy of the deployment (PAYOUT_FOUR_EYES): --as created and --as rejected need a second person for every batch (a batch loaded under --four-eyes needs one whether this is given or not): the first person's decision is proposed, another person giving the same decision carries it out")
 	r.mf.register(fs)
 }
 
 // decision is d as the operator package takes it.
 func (r *resolveFlags) decision() operator.Resolution {
-	d := operator.Resolution{To: ledger.State(r.as), OrderID: strings.TrimSpace(r.order),
+	d := operator.Resolution{To: ledger.State(r.as), OrderID: strings.TrimSpace(r.order), FourEyes: r.fourEyes,
 		Who: ledger.Resolution{By: strings.TrimSpace(r.by), Note: r.note}}
 	if r.recheck {
 		d.To = ledger.Checking
@@ -190,7 +192,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 	case errors.As(err, &conflict):
 		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s is %s, not %s: nothing changed (only a payout that needs review can be resolved)",
 			ext, batch, conflict.Found, ledger.NeedsReview)}
-	case errors.As(err, &refused):
+	case errors.As(err, &refused), errors.Is(err, ledger.ErrFourEyes):
 		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s not resolved: %w", ext, batch, err)}
 	case errors.Is(err, ledger.ErrNotFound):
 		return usageErr("batch %s has no payout %q", batch, ext)
@@ -200,13 +202,29 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 		return infraErr(err)
 	}
 	p := r.Payout
+	if r.Proposed {
+		acts.Log.Info().Str("batch", batch).Str("externalId", ext).Str("proposed", string(p.Proposal.To)).
+			Str("by", p.Proposal.By).Msg("payout resolution proposed, awaiting a second person (four-eyes)")
+		fmt.Fprintf(w, "%s  %s  %s  %s: %s proposed by %s", term(ext), card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)),
+			r.From, p.Proposal.To, term(p.Proposal.By))
+		if p.Proposal.To == ledger.Created {
+			fmt.Fprintf(w, " (PSP order %s, PSP status %s)", term(p.Proposal.OrderID), term(card.Scrub(p.Proposal.PSPStatus)))
+		}
+		fmt.Fprintf(w, ": %s\nnothing changed yet: under four-eyes a second person carries it out with the same decision (payout resolve %s %s %s)\n",
+			term(card.Scrub(p.Proposal.Note)), batch, term(ext), proposalFlags(*p.Proposal))
+		return nil
+	}
 	acts.Log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
-		Str("by", p.ResolvedBy).Msg("payout resolved by an operator")
+		Str("by", p.ResolvedBy).Str("proposed_by", r.ProposedBy).Msg("payout resolved by an operator")
 	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)), r.From, r.To)
 	if r.To == ledger.Created {
 		fmt.Fprintf(w, " (PSP order %s, PSP status %s)", p.OrderID, card.Scrub(p.PSPStatus))
 	}
-	fmt.Fprintf(w, "  by %s: %s\n", p.ResolvedBy, card.Scrub(p.ResolutionNote))
+	fmt.Fprintf(w, "  by %s", p.ResolvedBy)
+	if r.ProposedBy != "" {
+		fmt.Fprintf(w, " (proposed by %s: four-eyes)", term(r.ProposedBy))
+	}
+	fmt.Fprintf(w, ": %s\n", card.Scrub(p.ResolutionNote))
 	next := operator.NextTask(r)
 	if err != nil {
 		// The ledger has the decision; only the reminder is missing. It is
@@ -222,6 +240,15 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 	return nil
 }
 
+// proposalFlags are the flags of payout resolve that take the decision p
+// proposes.
+func proposalFlags(p ledger.Proposal) string {
+	if p.To == ledger.Created {
+		return "--as created --psp-order " + term(p.OrderID) + " --note TEXT"
+	}
+	return "--as " + string(p.To) + " --note TEXT"
+}
+
 // listReview prints the payouts of batch that need review, with their
 // reasons.
 func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string) error {
@@ -232,7 +259,11 @@ func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string
 			return nil
 		}
 		n++
-		fmt.Fprintf(w, "%s  line %d  %s  %s  %s\n", p.ExternalID, p.Line, card.Scrub(p.Destination), money.FixedText(p.Amount, scale), card.Scrub(p.Error))
+		fmt.Fprintf(w, "%s  line %d  %s  %s  %s", p.ExternalID, p.Line, card.Scrub(p.Destination), money.FixedText(p.Amount, scale), card.Scrub(p.Error))
+		if q := p.Proposal; q != nil {
+			fmt.Fprintf(w, "  [%s proposed by %s, awaiting a second person]", q.To, term(q.By))
+		}
+		fmt.Fprintln(w)
 		return nil
 	})
 	if err != nil {

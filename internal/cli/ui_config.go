@@ -68,7 +68,7 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&u.autoBelow, "auto-approve-below", "", "uploads, with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&u.maxBatch, "max-batch-total", "", "uploads: a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&u.daily, "daily-limit", "", "Approve refuses, and an upload waits for approval, when it would take the sum let go today (UTC) above this amount")
-	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch; needs one login per person (--users, or PAYOUT_UI_USER/PAYOUT_UI_PASSWORD in a UI per person; no PAYOUT_UI_TOKEN, no --insecure-local)")
+	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch, and mark created / mark rejected need a second person; needs one login per person (--users, or PAYOUT_UI_USER/PAYOUT_UI_PASSWORD in a UI per person; no PAYOUT_UI_TOKEN, no --insecure-local)")
 	fs.BoolVar(&u.require, "require-control", false, "uploads: refuse a file whose control totals are not typed in the upload form")
 	fs.StringVar(&u.spool, "spool", "", "spool directory of payout load --spool: enables the upload form; uploads wait in DIR/staging/ for their confirmation, then go to done/ or failed/ with their errors in outbox/")
 	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")

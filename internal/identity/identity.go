@@ -136,6 +136,17 @@ func Same(a, b string) bool {
 	return sa != "" && sa == sb
 }
 
+// Key is the form Same compares a person's name in (its skeleton), for a
+// comparison made where Go is not, such as a ledger script: two names are
+// the same person when both keys are equal and not empty. A system
+// identity has the empty key: it is nobody's same person.
+func Key(name string) string {
+	if IsSystem(name) {
+		return ""
+	}
+	return skeleton(name)
+}
+
 // skeleton is name as Same compares it.
 func skeleton(name string) string {
 	s := strings.Map(func(r rune) rune {

@@ -386,7 +386,7 @@ func TestRefusedMoveWritesNothing(t *testing.T) {
 		{"finish create to cancelled", reachSubmitting, viaFinish(Cancelled), "MACHINE"},
 		{"finish create to two states", reachSubmitting, viaFinish("created|submitting>rejected"), "MACHINE"},
 		{"resolve to paid", reachReview, func(_ *testing.T, l *Ledger, _ *fakeClock) error {
-			_, err := l.resolve(context.Background(), "b", "E1", Paid, "", "", machineResolution)
+			_, err := l.resolve(context.Background(), "b", "E1", Paid, "", "", machineResolution, false)
 			return err
 		}, "bad target"},
 	}

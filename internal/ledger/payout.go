@@ -68,6 +68,24 @@ type Payout struct {
 	ResolvedBy     string
 	ResolutionNote string
 	ResolvedAt     time.Time
+	// Proposal is a resolution one person proposed under four-eyes that
+	// waits for a second person (Resolution.FourEyes); nil when none is
+	// pending: only a payout in needs_review, in the stay it was proposed
+	// in, has one.
+	Proposal *Proposal
+	// proposedBy is who proposed the last proposal, pending or not.
+	proposedBy string
+}
+
+// Proposal is a resolution of a payout in needs_review that one person
+// proposed under four-eyes and a second person must confirm.
+type Proposal struct {
+	To        State // Created or Rejected
+	OrderID   string
+	PSPStatus string
+	By        string
+	Note      string
+	At        time.Time
 }
 
 // infoSep separates the informational values of a payout, and the names
@@ -139,8 +157,17 @@ func parsePayout(batch string, m map[string]string) Payout {
 		LastMiss: msTime(m["lastmiss"]), Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
+		Proposal: parseProposal(m), proposedBy: m["pby"],
 		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
 	}
+}
+
+// parseProposal is the pending proposal of a stored payout, or nil.
+func parseProposal(m map[string]string) *Proposal {
+	if State(m["state"]) != NeedsReview || m["pkey"] == "" || m["pentered"] != m["entered"] {
+		return nil
+	}
+	return &Proposal{To: State(m["pto"]), OrderID: m["porder"], PSPStatus: m["pstatus"], By: m["pby"], Note: m["pnote"], At: msTime(m["pat"])}
 }
 
 // Register stores the payouts that are not stored yet, in state queued,

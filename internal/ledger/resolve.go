@@ -7,13 +7,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acme/payout/internal/identity"
 )
 
 // resolveScript is an operator's decision on a payout in needs_review: the
 // only way out of that state. It records who decided and why (fields rby,
 // rnote, rat, the latter on the Redis clock) and nothing else.
-// KEYS: payout, counts; ARGV: to (checking|created|rejected), orderId,
-// pspStatus, by, note, windowms, then actor and op.
+// KEYS: payout, counts, audit; ARGV: to (checking|created|rejected),
+// orderId, pspStatus, by, note, windowms, foureyes ('1': a decision of
+// money needs a second person), key (by's identity.Key), then actor and op.
 //
 //	to checking  a fresh status-check episode: seq+1, misses, lastmiss and
 //	             faults reset; the caller enqueues status check seq (never a
@@ -24,10 +27,20 @@ import (
 //	             it, and the workers follow the order to paid or failed.
 //	to rejected  the reason stays.
 //
-// Replies {'ok', seq, to, awaiting, hash...} or {'conflict', state} (the payout is
-// not in needs_review) or {'nopayout'}.
+// Under four-eyes a decision of money (created, rejected) is first a
+// proposal: fields pto, porder, pstatus, pby, pkey, pnote, pat, and
+// pentered (the payout's entered when proposed: a proposal holds for this
+// stay in needs_review only). Nothing moves and the audit gets one entry
+// needs_review -> needs_review with proposed=TO. The same decision (to and
+// order id) by another person (pkey differs) carries it out; by the same
+// person it is refused ({'sameperson', pby}); a different decision, by
+// anyone, replaces the proposal and waits for a second person in turn.
+//
+// Replies {'ok', seq, to, awaiting, hash...} (to needs_review: proposed)
+// or {'conflict', state} (the payout is not in needs_review) or
+// {'sameperson', by} or {'nopayout'}.
 var resolveScript = Person.script(luaReplay + `
-local first, h = fetch(KEYS[1], 'state', 'units')
+local first, h = fetch(KEYS[1], 'state', 'units', 'pto', 'porder', 'pkey', 'pentered', 'entered', 'pby')
 if first then return reply(first, KEYS[1]) end
 local st = h[1]
 if not st then return {'nopayout', ''} end
@@ -37,7 +50,22 @@ if not may(st, to) then
   return redis.error_reply('resolve: bad target state ' .. to)
 end
 local now = nowms()
-AUD.extra = {'order', ARGV[2], 'note', 'resolved: ' .. ARGV[5]}
+local proposer = ''
+if ARGV[7] == '1' and to ~= 'checking' then
+  local stay = h[7] or ''
+  local pending = (h[5] or '') ~= '' and (h[6] or '') == stay
+  if pending and h[3] == to and (h[4] or '') == ARGV[2] then
+    if h[5] == ARGV[8] or ARGV[8] == '' then return {'sameperson', h[8] or ''} end
+    proposer = h[8] or ''
+  else
+    redis.call('HSET', KEYS[1], 'pto', to, 'porder', ARGV[2], 'pstatus', ARGV[3], 'pby', ARGV[4], 'pkey', ARGV[8],
+      'pnote', ARGV[5], 'pat', now, 'pentered', stay)
+    redis.call('XADD', KEYS[3], '*', 't', now, 'actor', ARGV[#ARGV - 1], 'ext', AUD.ext, 'from', st, 'to', st,
+      'proposed', to, 'order', ARGV[2], 'note', 'proposed: ' .. ARGV[5])
+    return reply(remember(KEYS[1], {'ok', '0', st, '0'}), KEYS[1])
+  end
+end
+AUD.extra = {'order', ARGV[2], 'proposedby', proposer, 'note', 'resolved: ' .. ARGV[5]}
 local f = {'state', to, 'updated', now, 'rby', ARGV[4], 'rnote', ARGV[5], 'rat', now}
 local seq, awaiting = 0, '0'
 if to == 'checking' then
@@ -68,7 +96,22 @@ type Resolution struct {
 	// for any created payout (the workers' --outcome-window). 0: created
 	// is final (--track-outcome=false).
 	OutcomeWindow time.Duration
+	// FourEyes: a decision of money (created, rejected) needs a second
+	// person, as an approval does (the batch records four-eyes, or the
+	// deployment's policy asks for it: operator.Resolve decides). The
+	// first person's decision is recorded as the payout's Proposal and
+	// nothing moves (Resolved.Proposed); another person taking the same
+	// decision (the same target, the same order id) carries it out; the
+	// same person is refused (ErrSamePerson); a different decision
+	// replaces the proposal, which then waits for a second person in
+	// turn. A recheck decides no money: it never needs a second person.
+	FourEyes bool
 }
+
+// ErrSamePerson refuses, under four-eyes, the person who proposed a
+// resolution as the second person who carries it out. It matches
+// ErrFourEyes.
+var ErrSamePerson = fmt.Errorf("%w: the person who proposed a resolution cannot also confirm it", ErrFourEyes)
 
 // Resolved is what a resolution did.
 type Resolved struct {
@@ -78,53 +121,102 @@ type Resolved struct {
 	// Awaiting: with To == Created, the payout awaits its outcome and the
 	// caller enqueues outcome check Payout.OutcomeSeq (1).
 	Awaiting bool
-	Payout   Payout // the payout as it stands after the resolution
+	// Proposed: under four-eyes (Resolution.FourEyes) the decision was
+	// recorded as the payout's Proposal, awaiting a second person; To is
+	// then NeedsReview and nothing else changed.
+	Proposed bool
+	// ProposedBy, when a second person carried out a proposal: who
+	// proposed it.
+	ProposedBy string
+	Payout     Payout // the payout as it stands after the resolution
 }
 
 // Recheck moves a payout from needs_review back to checking with a fresh
 // budget of status checks. The caller must enqueue status check
 // Resolved.Seq; nothing is ever created by this call.
 func (l *Ledger) Recheck(ctx context.Context, batch, ext string, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Checking, "", "", r)
+	return l.resolve(ctx, batch, ext, Checking, "", "", r, false)
 }
 
 // ResolveAsCreated records that the PSP holds order orderID for a payout in
 // needs_review (an operator saw it there): the payout becomes created.
-// pspStatus is optional.
+// pspStatus is optional. Both are text a person typed, scrubbed as such
+// (a number that passes the Luhn check is stored masked): a resolution
+// whose order the PSP confirmed is ResolveAsConfirmed.
 func (l *Ledger) ResolveAsCreated(ctx context.Context, batch, ext, orderID, pspStatus string, r Resolution) (Resolved, error) {
 	if strings.TrimSpace(orderID) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s as created: the PSP order id is required: %w", ext, ErrBadResolution)
 	}
-	return l.resolve(ctx, batch, ext, Created, orderID, pspStatus, r)
+	return l.resolve(ctx, batch, ext, Created, orderID, pspStatus, r, false)
+}
+
+// PSPOrder is an order as the PSP confirmed it when asked about it: its
+// order id and status word, as the PSP answered them.
+type PSPOrder struct {
+	OrderID string
+	Status  string
+}
+
+// ResolveAsConfirmed is ResolveAsCreated for an order the PSP confirmed
+// (operator.Verify asked it): the payout becomes created with the order id
+// exactly as the PSP gave it, never masked, since the workers' outcome
+// checks ask the PSP for that id (a numeric id that passes the Luhn check
+// would otherwise be stored masked and answer 404). The name and note are
+// scrubbed as for every resolution.
+func (l *Ledger) ResolveAsConfirmed(ctx context.Context, batch, ext string, o PSPOrder, r Resolution) (Resolved, error) {
+	return l.resolve(ctx, batch, ext, Created, o.OrderID, o.Status, r, true)
 }
 
 // ResolveAsRejected records that a payout in needs_review will not be paid:
 // the payout becomes rejected.
 func (l *Ledger) ResolveAsRejected(ctx context.Context, batch, ext string, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Rejected, "", "", r)
+	return l.resolve(ctx, batch, ext, Rejected, "", "", r, false)
 }
 
 // resolve runs resolveScript. A payout not in needs_review is a
-// *ConflictError naming the state found.
-func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, orderID, pspStatus string, r Resolution) (Resolved, error) {
-	r, orderID, pspStatus, err := typedResolution(r, orderID, pspStatus)
+// *ConflictError naming the state found. confirmed: orderID and pspStatus
+// are the PSP's (confirmedResolution), else a person's (typedResolution).
+func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, orderID, pspStatus string, r Resolution, confirmed bool) (Resolved, error) {
+	var err error
+	if confirmed {
+		r, orderID, pspStatus, err = confirmedResolution(r, PSPOrder{OrderID: orderID, Status: pspStatus})
+	} else {
+		r, orderID, pspStatus, err = typedResolution(r, orderID, pspStatus)
+	}
 	if err != nil {
 		return Resolved{}, fmt.Errorf("resolve %s: %w", ext, err)
 	}
 	if strings.TrimSpace(r.By) == "" || strings.TrimSpace(r.Note) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
+	fourEyes, key := "0", identity.Key(r.By)
+	if r.FourEyes && to != Checking {
+		if key == "" {
+			return Resolved{}, fmt.Errorf("resolve %s: a decision of money under four-eyes needs a person, and %s is a system: %w", ext, r.By, ErrFourEyes)
+		}
+		fourEyes = "1"
+	}
 	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext,
-		string(to), orderID, pspStatus, r.By, r.Note, r.OutcomeWindow.Milliseconds()).StringSlice()
+		string(to), orderID, pspStatus, r.By, r.Note, r.OutcomeWindow.Milliseconds(), fourEyes, key).StringSlice()
 	if err != nil {
 		return Resolved{}, fmt.Errorf("ledger: resolve %s: %w", ext, err)
 	}
 	switch res[0] {
 	case "ok":
 		seq, _ := strconv.Atoi(res[1])
-		return Resolved{From: NeedsReview, To: State(res[2]), Seq: seq, Awaiting: res[3] == "1", Payout: parsePayout(batch, pairs(res[4:]))}, nil
+		p := parsePayout(batch, pairs(res[4:]))
+		out := Resolved{From: NeedsReview, To: State(res[2]), Seq: seq, Awaiting: res[3] == "1", Payout: p}
+		if out.To == NeedsReview {
+			out.Proposed = true
+		} else if r.FourEyes && to != Checking {
+			out.ProposedBy = p.proposedBy
+		}
+		return out, nil
 	case replyNoPayout:
 		return Resolved{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+	case "sameperson":
+		return Resolved{}, fmt.Errorf("resolve %s: %s proposed marking it %s and is waiting for a second person, who must be someone else: %w",
+			ext, res[1], to, ErrSamePerson)
 	}
 	return Resolved{}, fmt.Errorf("resolve %s: only a payout in %s can be resolved: %w", ext, NeedsReview,
 		&ConflictError{ExternalID: ext, Found: State(res[1])})

@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/acme/payout/internal/scrub"
 )
@@ -54,4 +56,27 @@ func typedResolution(r Resolution, orderID, pspStatus string) (Resolution, strin
 	}
 	r.By, r.Note = by, note
 	return r, orderID, pspStatus, nil
+}
+
+// confirmedResolution is r with its name and note checked and scrubbed,
+// and the order id and status word the PSP confirmed (PSPOrder): the id is
+// the PSP's, kept exactly as the PSP gave it (a numeric id that passes the
+// Luhn check is no card number, and the outcome checks ask the PSP for
+// that very id); it is only refused when it cannot be one (empty, not
+// UTF-8, a control character or a space at its ends, over
+// scrub.MaxField bytes). The status word is the PSP's text, scrubbed
+// as every PSP message is, never refused.
+func confirmedResolution(r Resolution, o PSPOrder) (Resolution, string, string, error) {
+	by, note, err := typedNote(r.By, r.Note, scrub.MaxNote)
+	if err != nil {
+		return r, "", "", err
+	}
+	id := o.OrderID
+	bad := id == "" || !utf8.ValidString(id) || len(id) > scrub.MaxField || strings.TrimSpace(id) != id ||
+		strings.IndexFunc(id, scrub.Control) >= 0
+	if bad {
+		return r, "", "", fmt.Errorf("the PSP's order id %q cannot be recorded as one: %w", scrub.Text(id, scrub.MaxField), ErrBadResolution)
+	}
+	r.By, r.Note = by, note
+	return r, id, scrub.Text(o.Status, scrub.MaxField), nil
 }

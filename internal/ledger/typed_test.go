@@ -13,7 +13,10 @@ import (
 // the order id, the PSP status or the note of a resolution is stored
 // masked, so that every reader (result and audit files, reports, history)
 // gets it masked; a note with a control character or over scrub.MaxNote
-// characters is refused with nothing written.
+// characters is refused with nothing written. (The console and payout
+// resolve never record a typed order id: they ask the PSP first, refuse
+// an id it does not confirm, and record the one it confirmed exactly,
+// ResolveAsConfirmed: TestConfirmedOrderIDStoredExactly.)
 func TestTypedTextScrubbedAtTheDoor(t *testing.T) {
 	ctx := context.Background()
 	l := reviewed(t)
@@ -83,5 +86,52 @@ func TestTypedTextRefused(t *testing.T) {
 	mustState(t, l, "b", "E1", Queued)
 	if err := l.Audit().Queue(ctx, "alice", "paused", "x\ry"); !errors.Is(err, scrub.ErrRefused) {
 		t.Errorf("queue audit with a CR in the note: %v", err)
+	}
+}
+
+// TestConfirmedOrderIDStoredExactly: the order id the PSP confirmed is
+// the PSP's, not a person's text: a numeric id that passes the Luhn check
+// is stored exactly as the PSP gave it (the outcome checks ask the PSP
+// for it), while the name and the note of the same resolution are still
+// scrubbed; an id that cannot be one is refused with nothing written.
+func TestConfirmedOrderIDStoredExactly(t *testing.T) {
+	ctx := context.Background()
+	const order = "4111111111111111" // Luhn-valid, as some PSPs number orders
+	const pan = "5555 5555 5555 4444"
+	tests := []struct {
+		name    string
+		order   PSPOrder
+		refused bool
+	}{
+		{"numeric, Luhn-valid", PSPOrder{OrderID: order, Status: "Processing"}, false},
+		{"empty", PSPOrder{Status: "Processing"}, true},
+		{"line break", PSPOrder{OrderID: "WD-1\nbob"}, true},
+		{"surrounding space", PSPOrder{OrderID: " WD-1"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := reviewed(t)
+			r, err := l.ResolveAsConfirmed(ctx, "b", "E1", tt.order, Resolution{By: "alice", Note: "card " + pan + " seen"})
+			if tt.refused {
+				if !errors.Is(err, ErrBadResolution) {
+					t.Fatalf("err = %v, want ErrBadResolution", err)
+				}
+				mustState(t, l, "b", "E1", NeedsReview)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := l.Get(ctx, "b", "E1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.State != Created || p.OrderID != order || r.Payout.OrderID != order || p.PSPStatus != "Processing" {
+				t.Errorf("payout %s order %q status %q, want created with order %q exactly", p.State, p.OrderID, p.PSPStatus, order)
+			}
+			if strings.Contains(strings.ReplaceAll(p.ResolutionNote, " ", ""), "5555555555554444") || !strings.Contains(p.ResolutionNote, "555555******4444") {
+				t.Errorf("note %q, want the card masked", p.ResolutionNote)
+			}
+		})
 	}
 }

@@ -495,6 +495,7 @@ func view(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
 		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
 		Info: infoValues(b, p), Extra: extraValues(p.Extra), DestinationType: destinationType(p.Destination),
+		Proposal: proposalText(p.Proposal),
 	}
 }
 
@@ -585,6 +586,20 @@ func (c Console) DestinationTotals(ctx context.Context, batch string) ([]ui.Type
 	return out, nil
 }
 
+// proposalText is a pending four-eyes proposal as the console shows it
+// ("" for none).
+func proposalText(q *ledger.Proposal) string {
+	if q == nil {
+		return ""
+	}
+	what := "mark " + label(q.To)
+	if q.To == ledger.Created {
+		what += " (PSP order " + card.Scrub(q.OrderID) + ")"
+	}
+	return fmt.Sprintf("%s, proposed by %s at %s: %s. Four-eyes: a second person carries it out by taking the same decision.",
+		what, card.Scrub(q.By), q.At.UTC().Format("2006-01-02 15:04:05Z"), card.Scrub(q.Note))
+}
+
 // latestTask is the id of the payout's latest task: its outcome check
 // while awaiting the outcome, its status check once it was checked, its
 // create otherwise ("" when there is none: a batch not let go yet).
@@ -635,15 +650,15 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 		u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("by", who.By).Msg("payout cancelled by an operator")
 		return fmt.Sprintf("payout %s cancelled by %s: %s", card.Scrub(ext), who.By, card.Scrub(who.Note)), nil
 	case ui.DecideRecheck:
-		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Checking, Who: who})
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Checking, Who: who, FourEyes: u.FourEyes})
 	case ui.DecideCreated:
 		if strings.TrimSpace(d.OrderID) == "" {
 			return "", ui.Refuse(errors.New("not done: marking a payout created needs the PSP's order id"))
 		}
 		who.OutcomeWindow = u.OutcomeWindow
-		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Created, OrderID: strings.TrimSpace(d.OrderID), Who: who})
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Created, OrderID: strings.TrimSpace(d.OrderID), Who: who, FourEyes: u.FourEyes})
 	case ui.DecideRejected:
-		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Rejected, Who: who})
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Rejected, Who: who, FourEyes: u.FourEyes})
 	default:
 		return "", ui.Refuse(fmt.Errorf("unknown decision %q", d.Action))
 	}
@@ -651,9 +666,17 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 		return "", err
 	}
 	p := r.Payout
+	if r.Proposed && p.Proposal != nil {
+		u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("proposed", string(p.Proposal.To)).
+			Str("by", who.By).Msg("payout resolution proposed, awaiting a second person (four-eyes)")
+		return fmt.Sprintf("payout %s: %s; nothing changed yet", card.Scrub(ext), proposalText(p.Proposal)), nil
+	}
 	u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
-		Str("by", who.By).Msg("payout resolved by an operator")
+		Str("by", who.By).Str("proposed_by", r.ProposedBy).Msg("payout resolved by an operator")
 	msg := fmt.Sprintf("payout %s: %s -> %s by %s: %s", card.Scrub(ext), label(r.From), label(r.To), who.By, card.Scrub(p.ResolutionNote))
+	if r.ProposedBy != "" {
+		msg += " (proposed by " + card.Scrub(r.ProposedBy) + ": four-eyes)"
+	}
 	if r.To == ledger.Created {
 		msg += " (PSP order " + card.Scrub(p.OrderID) + ", PSP status " + card.Scrub(p.PSPStatus) + ")"
 	}
@@ -684,7 +707,7 @@ func resolveRefusal(batch, ext string, err error) error {
 	case errors.As(err, &conflict):
 		return ui.Refuse(fmt.Errorf("payout %s is %s, not needs review: nothing changed (only a payout that needs review can be resolved)",
 			card.Scrub(ext), strings.ReplaceAll(string(conflict.Found), "_", " ")))
-	case errors.As(err, &refused), errors.Is(err, ErrNoPSP):
+	case errors.As(err, &refused), errors.Is(err, ErrNoPSP), errors.Is(err, ledger.ErrFourEyes):
 		return ui.Refuse(fmt.Errorf("not done: %w", err))
 	case errors.Is(err, ledger.ErrNotFound):
 		return ui.Refuse(fmt.Errorf("batch %s has no payout %s", batch, card.Scrub(ext)))

@@ -16,6 +16,12 @@ type Resolution struct {
 	To      ledger.State
 	OrderID string
 	Who     ledger.Resolution
+	// FourEyes is the deployment's policy as the resolving program knows
+	// it (payout resolve --four-eyes, payout ui --four-eyes: the variable
+	// PAYOUT_FOUR_EYES), as for an approval: with it, or on a batch that
+	// records four-eyes (ledger.Batch.FourEyes), marking created or
+	// rejected needs a second person (ledger.Resolution.FourEyes).
+	FourEyes bool
 }
 
 // ErrNextNotEnqueued wraps the error of a resolution that was recorded but
@@ -31,8 +37,17 @@ var ErrNextNotEnqueued = errors.New("resolved, but its next check was not enqueu
 // PSP is asked (*ledger.ConflictError). After the ledger moved the payout,
 // its next task is enqueued: the status check of a recheck, or outcome
 // check 1 of a payout marked created, so that the workers follow its order
-// to paid or failed (Resolved.Awaiting). The PSP status word recorded is
-// the one the PSP gave.
+// to paid or failed (Resolved.Awaiting). The order id and PSP status word
+// recorded are the ones the PSP gave: the id exactly as the PSP answered
+// it (a numeric id that passes the Luhn check is not masked), while the
+// name and note are scrubbed as everything a person types.
+//
+// Under four-eyes (d.FourEyes, or the batch records it) marking created
+// or rejected needs two people: the first one's decision, once the PSP
+// confirmed it, is recorded as the payout's proposal and nothing moves
+// (Resolved.Proposed); a second person taking the same decision (the PSP
+// asked again) carries it out; the same person is refused
+// (ledger.ErrSamePerson, matching ledger.ErrFourEyes).
 func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ledger.Resolved, error) {
 	l := a.Ledger.As(d.Who.By)
 	if d.To == ledger.Checking {
@@ -46,12 +61,22 @@ func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext strin
 	if pay.State != ledger.NeedsReview {
 		return ledger.Resolved{}, fmt.Errorf("resolve %s: %w", ext, &ledger.ConflictError{ExternalID: ext, Found: pay.State})
 	}
-	status, err := Verify(ctx, c, pay, d.To, d.OrderID)
+	if !d.FourEyes {
+		b, err := l.Batch(ctx, batch)
+		if err != nil {
+			return ledger.Resolved{}, err
+		}
+		d.FourEyes = b.FourEyes
+	}
+	d.Who.FourEyes = d.FourEyes
+	order, err := Verify(ctx, c, pay, d.To, d.OrderID)
 	if err != nil {
 		return ledger.Resolved{}, err
 	}
 	if d.To == ledger.Created {
-		r, err := l.ResolveAsCreated(ctx, batch, ext, d.OrderID, status, d.Who)
+		// The order id recorded is the PSP's, as it confirmed it: the
+		// workers ask the PSP for that id (never a masked copy of it).
+		r, err := l.ResolveAsConfirmed(ctx, batch, ext, order, d.Who)
 		return a.enqueueNext(ctx, r, err)
 	}
 	return l.ResolveAsRejected(ctx, batch, ext, d.Who)

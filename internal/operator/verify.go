@@ -36,16 +36,18 @@ func (e *VerifyError) Error() string { return e.Msg }
 // Verify asks the PSP about pay before a person marks it to (created, with
 // the order id they typed, or rejected) and refuses what the PSP
 // contradicts, or cannot confirm, with a *VerifyError. Nothing is written.
-// For created it returns the PSP's status word for the order, which is
-// recorded instead of one a person typed.
+// For created it returns the order as the PSP confirmed it: its order id
+// and status word as the PSP gave them, which are recorded instead of the
+// text a person typed (ledger.ResolveAsConfirmed: the id exactly, even
+// when it reads like a card number).
 //
 //	created   the PSP must find the order, for this externalId and amount
 //	          (when it shows them) and under the order id typed
 //	rejected  the PSP must not find an order for the payout (by its order
 //	          id when one is recorded, else by externalId): a 404
-func Verify(ctx context.Context, c StatusChecker, pay ledger.Payout, to ledger.State, orderID string) (string, error) {
+func Verify(ctx context.Context, c StatusChecker, pay ledger.Payout, to ledger.State, orderID string) (ledger.PSPOrder, error) {
 	if c == nil {
-		return "", ErrNoPSP
+		return ledger.PSPOrder{}, ErrNoPSP
 	}
 	want := psp.Expect{ExternalID: pay.ExternalID, OrderID: pay.OrderID}
 	if to == ledger.Created {
@@ -61,21 +63,21 @@ func Verify(ctx context.Context, c StatusChecker, pay ledger.Payout, to ledger.S
 	}
 	switch {
 	case res.Outcome == psp.Created && to == ledger.Created:
-		return res.Order.Status, nil
+		return ledger.PSPOrder{OrderID: res.Order.OrderID, Status: res.Order.Status}, nil
 	case res.Outcome == psp.Created:
-		return "", &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
+		return ledger.PSPOrder{}, &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
 			"the PSP holds order %s (status %s) for payout %s: it may be paid, so it is not marked rejected; mark it created with that order id",
 			card.Scrub(res.Order.OrderID), card.Scrub(res.Order.Status), card.Scrub(pay.ExternalID))}
 	case res.Outcome == psp.NotFound && to == ledger.Rejected:
-		return "", nil
+		return ledger.PSPOrder{}, nil
 	case res.Outcome == psp.NotFound:
-		return "", &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
+		return ledger.PSPOrder{}, &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
 			"the PSP has no order under %s (HTTP 404): payout %s is not marked created; check the order id",
 			asked, card.Scrub(pay.ExternalID))}
 	case res.Mismatch != nil:
-		return "", &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
+		return ledger.PSPOrder{}, &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
 			"the PSP's answer about %s is not about payout %s: %s; nothing changed", asked, card.Scrub(pay.ExternalID), res.Message)}
 	}
-	return "", &VerifyError{Msg: fmt.Sprintf(
+	return ledger.PSPOrder{}, &VerifyError{Msg: fmt.Sprintf(
 		"the PSP could not confirm (asked about %s): %s; nothing changed, try again later", asked, res.Message)}
 }

@@ -114,7 +114,10 @@
 // trimming, no character removed; quotes, commas and newlines are quoted by
 // the CSV rules, so the original value is the cell without that one leading
 // quote. Amounts are positive and never start with a dangerous character.
-// The JSON output is for programs and is not neutralised.
+// The XLSX result file's text cells and headers go through the same
+// function: a text cell is no formula while the workbook is as written,
+// but becomes one when edited or saved as CSV. The JSON output is for
+// programs and is not neutralised.
 //
 // # Card numbers
 //

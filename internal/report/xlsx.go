@@ -98,7 +98,7 @@ func (o *xlsxOut) amountCell(d decimal.Decimal, scale int) any {
 func (o *xlsxOut) header(cells []string) []any {
 	row := make([]any, len(cells))
 	for i, c := range cells {
-		row[i] = excelize.Cell{StyleID: o.bold, Value: c}
+		row[i] = excelize.Cell{StyleID: o.bold, Value: Neutralize(c)}
 	}
 	return row
 }
@@ -111,9 +111,12 @@ func (o *xlsxOut) header(cells []string) []any {
 // workbook is written to w at the end. Amounts are number cells with the
 // batch's decimals (0.00), so that the spreadsheet shows the exact amount
 // and sums them; an amount a number cell may not show exactly (more than
-// 14 significant digits) is written as text. Text cells are never formulas in
-// XLSX, so they are written as they are, without the quote a CSV cell
-// gets; card numbers are masked as in every output. The file's
+// 14 significant digits) is written as text. Every text cell, headers
+// included (the names of a file's informational columns come from the
+// file), is neutralised against formulas as a CSV cell is (Neutralize, the
+// one neutraliser): a text cell is not a formula while the workbook is as
+// written, but it becomes one when a person edits it or the sheet is saved
+// as CSV. Card numbers are masked as in every output. The file's
 // informational columns follow the fixed ones, as in WriteCSV. Rows must
 // come in strictly increasing line order.
 func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err error) {
@@ -225,7 +228,7 @@ func (o *xlsxOut) summarySheet(b Batch, s Summary) error {
 	}
 	lines := [][]any{
 		o.header([]string{"batch", "file", "loadedAt", "final"}),
-		{b.ID, b.File, formatTime(b.LoadedAt), final},
+		{textCell(b.ID), textCell(b.File), formatTime(b.LoadedAt), final},
 		nil,
 		o.header([]string{"state", "rows", "amount"}),
 	}
@@ -266,10 +269,11 @@ func xlsxErr2(err error) error {
 	return nil
 }
 
-// textCell leaves an empty value as an empty cell.
+// textCell is a text cell of a workbook: neutralised against formulas
+// as a CSV cell is (Neutralize); an empty value is an empty cell.
 func textCell(s string) any {
 	if s == "" {
 		return nil
 	}
-	return s
+	return Neutralize(s)
 }

@@ -191,6 +191,10 @@ type Config struct {
 	// and key to TLSCertFile and TLSKeyFile (see WriteSelfSigned); a
 	// client trusts it with TLSCertFile as CA file.
 	TLSGenerate bool
+	// NumericOrderIDs makes withdrawal order ids 16-digit numbers that
+	// pass the Luhn check, as some PSPs number their orders: they read
+	// like card numbers, and must still be used exactly as given.
+	NumericOrderIDs bool
 	Faults
 
 	// Lifecycle of a withdrawal order (see the package documentation).

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -391,6 +392,9 @@ func (s *Server) decideAndStore(op string, o *Order, amt money.Amount) (fault *F
 		prefix = "DP-"
 	}
 	o.PSPOrderID = prefix + s.uuidLocked()
+	if s.cfg.NumericOrderIDs && o.Kind == "withdrawal" {
+		o.PSPOrderID = s.luhnIDLocked()
+	}
 	o.CreatedAt = s.clock.Now().UTC()
 	o.Answer = "200"
 	if fault != nil {
@@ -422,6 +426,17 @@ func (s *Server) uuidLocked() string {
 	b[8] = b[8]&0x3f | 0x80
 	h := hex.EncodeToString(b[:])
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// luhnIDLocked is a new 16-digit order id that passes the Luhn check
+// (Config.NumericOrderIDs), drawn from the seeded source.
+func (s *Server) luhnIDLocked() string {
+	d := make([]byte, 15, 16)
+	d[0] = byte('1' + s.rng.IntN(9))
+	for i := 1; i < len(d); i++ {
+		d[i] = byte('0' + s.rng.IntN(10))
+	}
+	return string(d) + strconv.Itoa(card.CheckDigit(string(d)))
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {

@@ -125,6 +125,9 @@ type PayoutView struct {
 	Resolution  string
 	ResolvedAt  time.Time
 	UpdatedAt   time.Time
+	// Proposal, under four-eyes, is a resolution one person proposed that
+	// waits for a second person, as a sentence ("" when none is pending).
+	Proposal string
 	// Task is the id of the payout's latest task in the payouts queue.
 	Task string
 	// Queue is that task's queue.
