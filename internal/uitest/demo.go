@@ -186,7 +186,10 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	e := EveryState{File: "payouts-2026-12-01-every-state-of-the-machine.csv", ByState: map[ledger.State][]string{}}
 	cards := []string{"4111 1111 1111 1111", "5500 0000 0000 0004", "4000 0566 5566 5556", "5105 1051 0510 5100"}
 	var b strings.Builder
-	b.WriteString("externalId,amount,cardNumber\n")
+	// Recipient, contact and notes: the informational columns a file
+	// carries, shown beside each payout.
+	b.WriteString("externalId,amount,cardNumber,recipient,contact,notes\n")
+	recipients := []string{"Anna-Maria Kowalska-Schmidt", "Jean-Baptiste Delacroix", "Oluwaseun Adebayo-Okonkwo"}
 	type row struct {
 		ext string
 		to  ledger.State
@@ -198,7 +201,8 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 			ext := fmt.Sprintf("INV-2026-12-%04d", n)
 			// Amounts up to millions, the batch's total in the tens of
 			// millions: wide figures in every column.
-			fmt.Fprintf(&b, "%s,%d%03d.%02d,%s\n", ext, 1+(i*3+j)*331%4000, n*137%1000, n*37%100, cards[n%len(cards)])
+			fmt.Fprintf(&b, "%s,%d%03d.%02d,%s,%s,+7 912 345-%02d-%02d,%q\n", ext, 1+(i*3+j)*331%4000, n*137%1000, n*37%100, cards[n%len(cards)],
+				recipients[j], n, n*3%100, "November bonus and December travel expenses, HR ticket 44"+fmt.Sprint(n))
 			rows = append(rows, row{ext, s.State})
 		}
 	}
