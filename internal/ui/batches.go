@@ -153,6 +153,15 @@ var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncM
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
+	// utcwrap is utc that may break between the day and the time, for a
+	// narrow column.
+	"utcwrap": func(t time.Time) template.HTML {
+		if t.IsZero() {
+			return "-"
+		}
+		t = t.UTC()
+		return template.HTML(`<span class="nw">` + t.Format("2006-01-02") + `</span> <span class="nw">` + t.Format("15:04:05") + ` UTC</span>`)
+	},
 }).Parse(batchesTemplateText))
 
 type batchesPage struct {

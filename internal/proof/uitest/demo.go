@@ -107,12 +107,23 @@ func LoadDemo(t testing.TB, rdb redis.UniversalClient) Demo {
 func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order string) {
 	t.Helper()
 	ctx := context.Background()
+	if to == "cancelled" {
+		if _, err := led.Cancel(ctx, batch, ext, "carol", reason); err != nil {
+			t.Fatalf("demo: cancel %s: %v", ext, err)
+		}
+		return
+	}
 	w := led.As("worker-1:4242")
 	if _, err := w.BeginCreate(ctx, batch, ext, 1); err != nil {
 		t.Fatal(err)
 	}
+	if to == "submitting" {
+		return
+	}
 	r := ledger.CreateResult{To: ledger.State(to), OrderID: order, PSPStatus: "NEW", HTTPStatus: 200}
 	switch to {
+	case "checking":
+		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 0
 	case "paid", "failed", "created":
 		r.To, r.OutcomeWindow = ledger.Created, 72*time.Hour
 	case "rejected":
@@ -141,4 +152,75 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if p, _ := led.Get(ctx, batch, ext); string(p.State) != to {
 		t.Fatalf("demo: %s is %s, want %s", ext, p.State, to)
 	}
+}
+
+// EveryState is what LoadEveryState put in the ledger: one working batch
+// with payouts in every state of ledger.Machine, amounts in the millions.
+type EveryState struct {
+	Batch, File string
+	// ByState lists the batch's externalIds per state.
+	ByState map[ledger.State][]string
+	Rows    int
+}
+
+// everyStateReasons are what each state's payouts were told, long as the
+// PSP and people write them.
+var everyStateReasons = map[ledger.State]string{
+	ledger.Checking:    "timeout after 30s waiting for the PSP's answer to the create request",
+	ledger.Failed:      "limit exceeded at the issuer: the cardholder's monthly incoming transfer limit was reached",
+	ledger.Rejected:    "422 Unprocessable Entity: destination card number does not pass the issuer's checks",
+	ledger.NeedsReview: "PSP answered 500 to the create; status unknown after 3 status checks",
+	ledger.Cancelled:   "sent twice by the ERP export, the second copy cancelled before it was sent",
+}
+
+// LoadEveryState loads one batch (approved at load) and drives its payouts
+// as the workers and people would until every state of ledger.Machine
+// holds some: a batch still working, whose pages show every state at
+// once. It is the fixture of the pages' width rules.
+func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
+	t.Helper()
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	led := ledger.New(rdb)
+	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+	e := EveryState{File: "payouts-2026-12-01-every-state-of-the-machine.csv", ByState: map[ledger.State][]string{}}
+	cards := []string{"4111 1111 1111 1111", "5500 0000 0000 0004", "4000 0566 5566 5556", "5105 1051 0510 5100"}
+	var b strings.Builder
+	// Recipient, contact and notes: the informational columns a file
+	// carries, shown beside each payout.
+	b.WriteString("externalId,amount,cardNumber,recipient,contact,notes\n")
+	recipients := []string{"Anna-Maria Kowalska-Schmidt", "Jean-Baptiste Delacroix", "Oluwaseun Adebayo-Okonkwo"}
+	type row struct {
+		ext string
+		to  ledger.State
+	}
+	var rows []row
+	for i, s := range ledger.Machine {
+		for j := range 3 {
+			n := len(rows) + 1
+			ext := fmt.Sprintf("INV-2026-12-%04d", n)
+			// Amounts up to millions, the batch's total in the tens of
+			// millions: wide figures in every column.
+			fmt.Fprintf(&b, "%s,%d%03d.%02d,%s,%s,+7 912 345-%02d-%02d,%q\n", ext, 1+(i*3+j)*331%4000, n*137%1000, n*37%100, cards[n%len(cards)],
+				recipients[j], n, n*3%100, "November bonus and December travel expenses, HR ticket 44"+fmt.Sprint(n))
+			rows = append(rows, row{ext, s.State})
+		}
+	}
+	p := filepath.Join(t.TempDir(), e.File)
+	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, err := ld.LoadFile(ctx, p, loader.Options{Approval: loader.Approval{By: "finance-bot"}})
+	if err != nil || !res.Loaded {
+		t.Fatalf("every-state load: %+v %v", res, err)
+	}
+	e.Batch, e.Rows = res.Batch, len(rows)
+	for i, r := range rows {
+		e.ByState[r.to] = append(e.ByState[r.to], r.ext)
+		if r.to == ledger.Queued {
+			continue
+		}
+		drive(t, led, e.Batch, r.ext, string(r.to), everyStateReasons[r.to], fmt.Sprintf("PSP-%06d", 800100+i))
+	}
+	return e
 }
