@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 
-	"github.com/acme/payout/internal/testenv/redistest"
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/jobs"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/testenv"
-	"github.com/acme/payout/internal/testenv/redistest"
-	"github.com/acme/payout/internal/uitest"
+	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/jobs"
 )
 
