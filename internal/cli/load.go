@@ -13,6 +13,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/vault"
 	"github.com/rs/zerolog"
 )
@@ -297,6 +298,9 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 			break
 		}
 		fmt.Fprintln(stderr, term(err.String()))
+	}
+	if r.LocaleAmounts > 0 {
+		fmt.Fprintf(stderr, "%s: hint: %s\n", term(r.File), payfile.AmountFormatHint(r.LocaleAmounts, "--amount-format"))
 	}
 	if line := sheetLine(r); line != "" {
 		fmt.Fprintln(stdout, line)
