@@ -290,3 +290,32 @@ func TestDownloadName(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleExcelEUDownload: the "Excel (EU)" result file is the result
+// CSV as a decimal-comma spreadsheet writes one: a UTF-8 BOM, ';' between
+// cells, 1500,50; the same rows and amounts as the plain result file.
+func TestConsoleExcelEUDownload(t *testing.T) {
+	e, d := demoEnv(t, uitest.Options{})
+	if page := e.get("/batches/"+d.Worked, 200); !strings.Contains(page, "/download/result-excel-eu.csv") {
+		t.Error("the batch page does not offer the Excel (EU) result file")
+	}
+	plain := string(e.download(d.Worked, "result.csv", "text/csv; charset=utf-8"))
+	eu := string(e.download(d.Worked, "result-excel-eu.csv", "text/csv; charset=utf-8"))
+	body, bom := strings.CutPrefix(eu, "\ufeff")
+	if !bom {
+		t.Fatalf("no UTF-8 BOM: %q", eu[:min(len(eu), 40)])
+	}
+	pl, el := strings.Split(strings.TrimSpace(plain), "\n"), strings.Split(strings.TrimSpace(body), "\n")
+	if len(pl) != len(el) || len(pl) < 2 {
+		t.Fatalf("%d lines plain, %d Excel (EU)", len(pl), len(el))
+	}
+	if want := strings.Join(report.Header, ";"); !strings.HasPrefix(el[0], want) {
+		t.Errorf("header %q, want it to start %q", el[0], want)
+	}
+	for i := 1; i < len(pl); i++ {
+		p, q := strings.Split(pl[i], ","), strings.Split(el[i], ";")
+		if len(p) < 3 || len(q) < 3 || q[1] != p[1] || q[2] != strings.Replace(p[2], ".", ",", 1) || !strings.Contains(q[2], ",") {
+			t.Fatalf("line %d: plain %q, Excel (EU) %q", i, pl[i], el[i])
+		}
+	}
+}
