@@ -22,3 +22,19 @@ func QueuePaused(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
 	}
 	return n == 1, nil
 }
+
+// allQueuesKey is the set of queue names Asynq v0.26 knows (its client adds
+// a queue on its first enqueue); the inspector answers NOT_FOUND for, and
+// cannot pause, a queue not in it. TestPauseAFreshQueue fails if Asynq
+// moves it.
+func allQueuesKey() string { return "asynq:queues" }
+
+// RegisterQueue makes Queue known to Asynq before any task was enqueued,
+// as its client does on the first enqueue, so that payout pause works on
+// a fresh stack (pausing before the first load is a way to hold it).
+func RegisterQueue(ctx context.Context, rdb redis.UniversalClient) error {
+	if err := rdb.SAdd(ctx, allQueuesKey(), Queue).Err(); err != nil {
+		return fmt.Errorf("register queue %s: %w", Queue, err)
+	}
+	return nil
+}

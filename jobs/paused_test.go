@@ -37,3 +37,36 @@ func TestQueuePausedAgreesWithTheInspector(t *testing.T) {
 		}
 	}
 }
+
+// TestPauseAFreshQueue: before any task was enqueued the inspector does
+// not know the queue (GetQueueInfo NOT_FOUND: payout pause and resume
+// failed on a fresh stack);
+// once registered it is paused and resumed like any other, and a task
+// enqueued later waits.
+func TestPauseAFreshQueue(t *testing.T) {
+	ctx := context.Background()
+	rdb, c, insp := newQueue(t)
+	if _, err := insp.GetQueueInfo(Queue); err == nil {
+		t.Fatal("the inspector knows a queue never enqueued to: the test proves nothing")
+	}
+	if err := RegisterQueue(ctx, rdb); err != nil {
+		t.Fatal(err)
+	}
+	if err := insp.PauseQueue(Queue); err != nil {
+		t.Fatalf("pause after RegisterQueue: %v", err)
+	}
+	if paused, err := QueuePaused(ctx, rdb); err != nil || !paused {
+		t.Fatalf("QueuePaused %v %v", paused, err)
+	}
+	tk, err := NewCreateTask(CreatePayload{Batch: "b", ExternalID: "E1", Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(tk); err != nil {
+		t.Fatal(err)
+	}
+	info, err := insp.GetQueueInfo(Queue)
+	if err != nil || !info.Paused || info.Pending != 1 {
+		t.Fatalf("after an enqueue: %+v %v", info, err)
+	}
+}

@@ -49,6 +49,9 @@ type Options struct {
 	// SummaryInCSV: a CSV result file ends with the "# ..." summary trailer
 	// (the old layout; report.CSVOptions).
 	SummaryInCSV bool
+	// ExcelEU: a CSV result file for a decimal-comma spreadsheet: ';',
+	// 1500,50 and a UTF-8 BOM (report.CSVOptions).
+	ExcelEU bool
 }
 
 // Batch converts ledger metadata.
@@ -112,7 +115,7 @@ func WriteWith(ctx context.Context, l *ledger.Ledger, batch, format string, w io
 	}
 	switch format {
 	case CSV, "":
-		return report.WriteCSVWith(w, Batch(b), Rows(ctx, l, batch), report.CSVOptions{SummaryInCSV: o.SummaryInCSV})
+		return report.WriteCSVWith(w, Batch(b), Rows(ctx, l, batch), report.CSVOptions{SummaryInCSV: o.SummaryInCSV, ExcelEU: o.ExcelEU})
 	case JSON:
 		return report.WriteJSON(w, Batch(b), Rows(ctx, l, batch))
 	case XLSX:

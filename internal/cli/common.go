@@ -30,9 +30,11 @@ type redisFlags struct {
 	url      string
 	caFile   string
 	insecure bool
+	fs       *flag.FlagSet
 }
 
 func (r *redisFlags) register(fs *flag.FlagSet) {
+	r.fs = fs
 	fs.StringVar(&r.url, "redis", "redis://127.0.0.1:6379/0",
 		"Redis URL: redis://[user:pass@]host:port/db, rediss://... (TLS), redis-sentinel://host:port,.../master, redis-cluster://host:port,...")
 	fs.StringVar(&r.caFile, "redis-ca-file", "", "PEM CA certificates to trust for rediss:// instead of the system roots")
@@ -45,6 +47,9 @@ func (r *redisFlags) register(fs *flag.FlagSet) {
 func (r *redisFlags) open(ctx context.Context, e *env) (redis.UniversalClient, error) {
 	opts := redisconn.Options{URL: r.url, CAFile: r.caFile, InsecureSkipVerify: r.insecure}
 	if d := redisconn.Describe(opts); d != "" {
+		if !r.given() {
+			d += " (the default: neither --redis nor " + envName(r.fs.Name(), "redis") + " given)"
+		}
 		fmt.Fprintf(e.stderr, "%s: Redis %s\n", strings.TrimSpace("payout "+e.cmd), d)
 	}
 	c, err := redisconn.Open(ctx, opts)
@@ -55,6 +60,17 @@ func (r *redisFlags) open(ctx context.Context, e *env) (redis.UniversalClient, e
 		return nil, infraErr(err)
 	}
 	return c, nil
+}
+
+// given reports whether --redis was given, on the command line or in the
+// environment (flagenv sets a flag from its variable, so it is visited).
+func (r *redisFlags) given() bool {
+	if r.fs == nil {
+		return true
+	}
+	set := false
+	r.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "redis" })
+	return set
 }
 
 // logAndOpen makes the logger of lf, then connects to the Redis of rf: the

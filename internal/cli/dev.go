@@ -170,7 +170,9 @@ func (s *devStack) printHelp(e *env) {
 
 In another terminal:
   export PAYOUT_REDIS=%[5]s PAYOUT_DATA_KEY=%[6]s PAYOUT_ALLOW_VOLATILE_REDIS=true
+  export PAYOUT_PSP_URL=http://%[4]s PAYOUT_PSP_TOKEN=%[7]s
   payout load --approval required samples/payouts-good.csv
   payout status
-`, s.uiAddr, s.passwords["alice"], s.passwords["bob"], s.pspAddr, s.redisURL(), s.dataKey)
+  payout worker --check
+`, s.uiAddr, s.passwords["alice"], s.passwords["bob"], s.pspAddr, s.redisURL(), s.dataKey, sandbox.DefaultToken)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -58,7 +59,38 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 	if n == 0 && !asJSON {
 		fmt.Fprintln(e.stdout, "no entries")
 	}
+	if batch != "" && !asJSON {
+		// The status checks that changed nothing leave no entry: their
+		// count, kept by the ledger, says how often the PSP was asked.
+		line, err := statusChecks(ctx, l, batch, ext)
+		if err != nil {
+			return infraErr(err)
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
 	return nil
+}
+
+// statusChecks is the closing line of a batch's or a payout's history:
+// how many status checks the workers made and recorded (of an unknown
+// create and of a created order's outcome), including those that changed
+// nothing and so have no entry above.
+func statusChecks(ctx context.Context, l *ledger.Ledger, batch, ext string) (string, error) {
+	if ext != "" {
+		p, err := l.Get(ctx, batch, ext)
+		if errors.Is(err, ledger.ErrNotFound) {
+			return "status checks: none (no such payout in the ledger)", nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("status checks: %d of payout %s (asked of the PSP and recorded, including those that changed nothing)", p.Checks, term(ext)), nil
+	}
+	c, err := l.Counts(ctx, batch)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("status checks: %d for the batch's payouts (asked of the PSP and recorded, including those that changed nothing)", c.Checks), nil
 }
 
 // auditLine is one entry as text: time, actor, payout, from -> to, context.

@@ -13,7 +13,10 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/vault"
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -183,32 +186,44 @@ func (c *loadCmd) openLoader(ctx context.Context) (closeRedis func(), err error)
 		}
 		sealer = ring
 	}
-	rdb, err := c.rf.open(ctx, c.e)
-	if err != nil {
+	var rdb redis.UniversalClient
+	closeRedis = func() { rdb.Close() }
+	if c.dryRun && c.spool == "" && !c.rf.given() {
+		// A dry run with no Redis given checks the files on their own,
+		// on an empty in-memory ledger, rather than the default
+		// 127.0.0.1:6379 that may be anyone's, or no one's.
+		mr := miniredis.NewMiniRedis()
+		if err := mr.Start(); err != nil {
+			return nil, fmt.Errorf("dry run: in-memory ledger: %w", err)
+		}
+		rdb = redis.NewClient(&redis.Options{Addr: mr.Addr()})
+		closeRedis = func() { rdb.Close(); mr.Close() }
+		fmt.Fprintf(c.e.stderr, "payout load: no Redis given (--redis or %s): the dry run checks the files on their own, not against the batches and payout ids a ledger holds; give --redis to check those too\n", envName("load", "redis"))
+	} else if rdb, err = c.rf.open(ctx, c.e); err != nil {
 		return nil, err
 	}
 	if !c.dryRun {
 		if _, err := c.df.check(ctx, rdb, c.log); err != nil {
-			rdb.Close()
+			closeRedis()
 			return nil, err
 		}
 		checkHashLimits(ctx, rdb, c.log)
 	}
 	client, err := c.ef.client(rdb)
 	if err != nil {
-		rdb.Close()
+		closeRedis()
 		return nil, err
 	}
 	c.led = ledger.New(rdb)
 	if ring, ok := sealer.(*vault.Keyring); ok && !c.dryRun {
 		if err := recordDataKey(ctx, c.led, ring); err != nil {
-			rdb.Close()
+			closeRedis()
 			return nil, err
 		}
 	}
 	c.ld = loader.New(c.led, client, sealer, c.log)
 	c.ld.Notify = c.nf.emitter(rdb)
-	return func() { rdb.Close() }, nil
+	return closeRedis, nil
 }
 
 // loadFiles loads the files named, one after the other.
@@ -297,6 +312,9 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 			break
 		}
 		fmt.Fprintln(stderr, term(err.String()))
+	}
+	if r.LocaleAmounts > 0 {
+		fmt.Fprintf(stderr, "%s: hint: %s\n", term(r.File), payfile.AmountFormatHint(r.LocaleAmounts, "--amount-format"))
 	}
 	if line := sheetLine(r); line != "" {
 		fmt.Fprintln(stdout, line)

@@ -63,6 +63,11 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 			return err
 		}
 	}
+	// A queue no task was ever put in is unknown to Asynq (NOT_FOUND):
+	// register it, as its client's first enqueue does.
+	if err := jobs.RegisterQueue(ctx, rdb); err != nil {
+		return infraErr(err)
+	}
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	info, err := insp.GetQueueInfo(jobs.Queue)
 	if err != nil {

@@ -79,7 +79,7 @@ func (ar Archive) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 		"scale", a.Scale, "phase", a.Phase, "by", a.LoadedBy, "dby", a.DecidedBy, "dat", a.DecidedAt.UnixMilli(),
 		"archive", a.Archive, "result", a.Result, "audit", a.Audit,
 		"archivedAt", a.ArchivedAt.UnixMilli(), "lastChange", a.LastChange.UnixMilli(), "claimsTill", a.ClaimsTill.UnixMilli(),
-		"n:awaiting", a.Counts.Awaiting, "u:awaiting", a.Counts.AwaitingUnits,
+		"n:awaiting", a.Counts.Awaiting, "u:awaiting", a.Counts.AwaitingUnits, "checks", a.Counts.Checks,
 	}
 	for _, s := range States {
 		f = append(f, "n:"+string(s), a.Counts.Rows[s], "u:"+string(s), a.Counts.Units[s])

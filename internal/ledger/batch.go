@@ -262,6 +262,9 @@ type Counts struct {
 	// (paid or failed) the workers still follow: part of Rows[Created].
 	Awaiting      int64
 	AwaitingUnits int64
+	// Checks counts the status checks answered and recorded for the
+	// batch's payouts (Payout.Checks summed; payout history).
+	Checks int64
 }
 
 // Amount returns the amount in state s.
@@ -399,6 +402,7 @@ func parseCounts(m map[string]string) Counts {
 		c.Units[s] = atoi64(m["u:"+string(s)])
 	}
 	c.Awaiting, c.AwaitingUnits = atoi64(m["n:awaiting"]), atoi64(m["u:awaiting"])
+	c.Checks = atoi64(m["checks"])
 	return c
 }
 

@@ -63,6 +63,10 @@ type Payout struct {
 	// CheckDue is when status check Seq is due on Redis's clock (zero: at
 	// once); an earlier run records nothing.
 	CheckDue time.Time
+	// Checks counts the status checks answered and recorded, of an
+	// unknown create's outcome and of a created order's outcome alike
+	// (payout history).
+	Checks int
 	// Set by the last operator resolution of a needs_review payout
 	// (resolve.go); empty otherwise.
 	ResolvedBy     string
@@ -158,7 +162,7 @@ func parsePayout(batch string, m map[string]string) Payout {
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
 		Proposal: parseProposal(m), proposedBy: m["pby"],
-		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
+		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), Checks: atoi("checks"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
 	}
 }
 

@@ -515,6 +515,10 @@ for i = 2, 7 do
 end
 local to, units, now = ARGV[7], h[8], nowms()
 local head = {ARGV[19], ARGV[20], ARGV[21], ARGV[22]}
+-- one more status check answered, counted on the payout and its batch
+-- (payout history); a replay returned above, so it counts once.
+redis.call('HINCRBY', KEYS[1], 'checks', 1)
+redis.call('HINCRBY', KEYS[2], 'checks', 1)
 AUD.extra = {'seq', ARGV[1], 'http', ARGV[17], 'order', ARGV[15], 'note', ARGV[18]}
 local f = {'updated', now, 'misses', ARGV[10], 'faults', ARGV[12]}
 if ARGV[11] == '1' then push(f, 'lastmiss', now) end
@@ -702,6 +706,8 @@ if h[1] ~= 'created' or h[2] ~= '1' or num(h[3]) ~= tonumber(ARGV[1]) or num(h[4
 end
 local to, units, now = ARGV[4], h[6], nowms()
 local head = {ARGV[9], ARGV[10], ARGV[11]}
+redis.call('HINCRBY', KEYS[1], 'checks', 1)
+redis.call('HINCRBY', KEYS[2], 'checks', 1)
 AUD.extra = {'oseq', ARGV[1], 'http', ARGV[7], 'psp', ARGV[6], 'note', ARGV[8]}
 local f = {'updated', now}
 if ARGV[6] ~= '' then push(f, 'pspstatus', ARGV[6]) end

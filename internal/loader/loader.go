@@ -192,6 +192,10 @@ type Result struct {
 	DuplicateOf *ledger.Batch
 	// Control: the declarations the file was checked against.
 	Control []Control
+	// LocaleAmounts counts the amounts refused that look written in
+	// another locale's format (payfile.Summary.LocaleAmounts): the caller
+	// says once how to declare the format, in its own terms.
+	LocaleAmounts int
 }
 
 // stageDepth is how many chunks may wait between two stages of a load:
@@ -467,7 +471,7 @@ func (lk *loadLease) cause(err error) error {
 func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Options) bool {
 	sum := pass.sum
 	res.Rows, res.Valid, res.Total, res.Warnings = sum.Rows, sum.ValidRows, sum.Total, sum.Warnings
-	res.Sheet, res.HiddenRows = sum.Sheet, sum.HiddenRows
+	res.Sheet, res.HiddenRows, res.LocaleAmounts = sum.Sheet, sum.HiddenRows, sum.LocaleAmounts
 	res.InfoColumns = sum.Info
 	partialOK := opts.Partial && !sum.Aborted && !hasStructural(pass.errs)
 	errs := refuseOwned(res, pass, bad)

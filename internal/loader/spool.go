@@ -426,6 +426,11 @@ func writeErrors(dir, name string, res Result) error {
 	for _, e := range res.Errors {
 		rows = append(rows, report.ErrorRow{File: e.File, Line: e.Line, Column: e.Column, Message: e.Message})
 	}
+	if res.LocaleAmounts > 0 {
+		// Once for the file, not on every row: the spool's own option.
+		rows = append(rows, report.ErrorRow{File: name, Line: 0, Column: payfile.ColumnFile,
+			Message: payfile.AmountFormatHint(res.LocaleAmounts, "payout load --spool DIR --amount-format")})
+	}
 	return writeAtomic(filepath.Join(dir, Outbox, name+".errors.csv"), func(f *os.File) error {
 		return report.WriteErrorsCSV(f, func(yield func(report.ErrorRow) bool) {
 			for _, r := range rows {

@@ -423,6 +423,9 @@ func (c Console) Download(ctx context.Context, batch, kind string, w io.Writer) 
 	case ui.DownloadResult:
 		_, err = batchreport.WriteCSV(ctx, c.Ledger, batch, w)
 		return err
+	case ui.DownloadResultEU:
+		_, err = batchreport.WriteWith(ctx, c.Ledger, batch, batchreport.CSV, w, batchreport.Options{ExcelEU: true})
+		return err
 	case ui.DownloadXLSX:
 		_, err = batchreport.WriteXLSX(ctx, c.Ledger, batch, w)
 		return err

@@ -282,7 +282,7 @@ func choose(o *payfile.Options, f ui.FileChoices) error {
 // previewOf shows a load's result, its total with the file's decimals.
 func previewOf(res loader.Result, scale int) ui.Preview {
 	p := ui.Preview{File: res.File, Batch: res.Batch, Rows: res.Rows, Valid: res.Valid, Total: res.Total.StringFixed(scale),
-		Warnings: res.Warnings, SheetRead: res.Sheet, Shown: res.Rows - res.HiddenRows, InfoColumns: res.InfoColumns}
+		Warnings: res.Warnings, SheetRead: res.Sheet, Shown: res.Rows - res.HiddenRows, InfoColumns: res.InfoColumns, LocaleAmounts: res.LocaleAmounts}
 	for i, e := range res.Errors {
 		if i == maxShownErrors {
 			p.Note = fmt.Sprintf("%d more errors not shown", len(res.Errors)-maxShownErrors)

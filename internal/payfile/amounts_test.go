@@ -69,11 +69,13 @@ func TestSampleCommaExport(t *testing.T) {
 		t.Errorf("with --amount-format comma: summary %+v", sum)
 	}
 	sum, plain := fullListing(t, path, sampleOptions)
-	if sum.ValidRows == 0 || sum.ValidRows == sum.Rows || strings.Count(plain, "--amount-format comma") != sum.Rows-sum.ValidRows {
-		t.Errorf("with the default format: every row with a comma must be refused naming --amount-format: %+v\n%s", sum, plain)
+	if sum.ValidRows == 0 || sum.ValidRows == sum.Rows || sum.LocaleAmounts != sum.Rows-sum.ValidRows || strings.Contains(plain, "--amount-format") {
+		t.Errorf("with the default format: every row with a comma must be refused and counted in LocaleAmounts, no row naming --amount-format: %+v\n%s", sum, plain)
 	}
+	// payout load says how to declare the format once, after the errors.
+	hint := filepath.Base(path) + ": hint: " + AmountFormatHint(sum.LocaleAmounts, "--amount-format") + "\n"
 	golden.CheckString(t, filepath.Join(samplesDir, "payouts-excel-comma.expected.txt"),
-		"== payout load --amount-format comma\n"+comma+"== payout load (the default, --amount-format plain)\n"+plain)
+		"== payout load --amount-format comma\n"+comma+"== payout load (the default, --amount-format plain)\n"+plain+hint)
 }
 
 // TestAmountCeiling: with no MaxAmount a row above one billion is
@@ -129,5 +131,42 @@ func TestAmountCeiling(t *testing.T) {
 	}
 	if _, err := (Options{MaxAmount: money.MustParse("900719925474.10")}).config(); !errors.Is(err, ErrBadOptions) {
 		t.Errorf("a maximum above the ceiling: %v", err)
+	}
+}
+
+// TestLocaleAmountsCounted: an amount written as another locale writes it,
+// under the plain format, is refused with what is wrong with it alone; how
+// to declare the format is the caller's to say once (Summary.LocaleAmounts),
+// not a flag named on each of 200 rows that a browser user cannot pass.
+func TestLocaleAmountsCounted(t *testing.T) {
+	hdr := "externalId,amount,cardNumber,telecomOperator\n"
+	tests := []struct {
+		name   string
+		file   string
+		format money.Format
+		want   int
+	}{
+		{"decimal commas under plain", hdr + "A1,\"12,50\",,MTS\nA2,\"1 000\",,MTS\nA3,\"1,000.00\",,MTS\n", money.Plain, 3},
+		{"other errors are not counted", hdr + "A1,x,,MTS\nA2,-5,,MTS\nA3,12.345,,MTS\n", money.Plain, 0},
+		{"a declared format says nothing of locales", hdr + "A1,\"1.000.000,5\",,MTS\nA2,\"12.50\",,MTS\n", money.Comma, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sum, errs, err := Collect(context.Background(), "f.csv", strings.NewReader(tc.file), Options{AmountFormat: tc.format})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.LocaleAmounts != tc.want {
+				t.Errorf("LocaleAmounts = %d, want %d (errors %v)", sum.LocaleAmounts, tc.want, errs)
+			}
+			for _, e := range errs {
+				if strings.Contains(e.Message, "--amount-format") {
+					t.Errorf("a row's error names the flag: %s", e)
+				}
+			}
+		})
+	}
+	if got, want := AmountFormatHint(1, "--amount-format"), "1 amount looks written as another locale writes amounts, not plain (1500.50): declare the file's amount format with --amount-format comma (1 500,50), comma-dot (1.500,50) or dot-comma (1,500.50)"; got != want {
+		t.Errorf("AmountFormatHint = %q, want %q", got, want)
 	}
 }

@@ -213,6 +213,12 @@ type Error struct {
 	Column  string // canonical column name, or ColumnHeader, ColumnRow, ColumnFile
 	Kind    Kind
 	Message string // card numbers masked
+	// LocaleAmount: an amount refused under the plain format that looks
+	// written as another locale writes it ("1 500,50"). The message says
+	// what is wrong with it; how to declare the file's amount format is
+	// for the caller to say once (Summary.LocaleAmounts), in its own terms
+	// (a command's flag, a form's choice), not on every row.
+	LocaleAmount bool
 }
 
 // String formats the error compiler style: "FILE:LINE: column: message",
@@ -317,6 +323,10 @@ type Summary struct {
 	// were skipped (a warning says so).
 	HeaderLine int
 	Sheet      string // the sheet read, for a workbook
+	// LocaleAmounts counts the errors with LocaleAmount set: amounts
+	// that look written in another locale's format, which the caller
+	// answers once with how to declare it (see AmountFormatHint).
+	LocaleAmounts int
 	// Warnings are said once per file and refuse nothing: a check that
 	// could not be made (no operator dictionary given, say).
 	Warnings []string
@@ -325,6 +335,18 @@ type Summary struct {
 // WarnNoOperatorDictionary is the warning of a file with telecom operators
 // checked without an operator dictionary.
 const WarnNoOperatorDictionary = ColTelecomOperator + ": the operators are not checked against the PSP's dictionary (give it with --telecom-operators FILE): a misspelt one (Mts, MTS-Russia) is refused only by the PSP, at payout time"
+
+// AmountFormatHint is said once for a file with LocaleAmounts n > 0 by a
+// command: how to declare the file's amount format with how, the flag
+// ("--amount-format").
+func AmountFormatHint(n int, how string) string {
+	verb := "look"
+	if n == 1 {
+		verb = "looks"
+	}
+	return fmt.Sprintf("%s %s written as another locale writes amounts, not plain (1500.50): declare the file's amount format with %s %s",
+		plural(n, "amount"), verb, how, LocaleFormats())
+}
 
 // IsBad reports whether line is in BadLines; it suits Each's skip.
 func (s Summary) IsBad(line int) bool {
@@ -437,6 +459,9 @@ func check(ctx context.Context, name string, r io.ReadSeeker, opts Options, onEr
 	}
 	c.emit = func(e Error) {
 		c.sum.Errors++
+		if e.LocaleAmount {
+			c.sum.LocaleAmounts++
+		}
 		onError(finish(name, e))
 	}
 	hashes, err := c.validateRows(ctx, onRow)

@@ -31,6 +31,10 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		ok = false
 		emit(rec.at(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg}))
 	}
+	badLocale := func(col, msg string) {
+		ok = false
+		emit(rec.at(Error{Line: rec.Line, Column: col, Kind: KindField, Message: msg, LocaleAmount: true}))
+	}
 	// A workbook's cells that could not be taken as text are reported in
 	// column order, and their columns not checked further.
 	for _, e := range rec.cellErrs {
@@ -38,7 +42,7 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 		emit(rec.at(e))
 	}
 	row.ExternalID, idOK = c.checkExternalID(rec, bad)
-	row.Amount = c.checkAmount(rec, bad)
+	row.Amount = c.checkAmount(rec, bad, badLocale)
 	row.CardNumber, row.TelecomOperator = c.checkDestination(rec, bad)
 	row.Extra, row.Info = c.checkExtras(rec, bad)
 	if !ok {
@@ -68,7 +72,10 @@ func (c *config) checkExternalID(rec *record, bad func(col, msg string)) (string
 // problem to bad. A number in scientific notation, as a spreadsheet
 // exports a long number to CSV, is named as such before any message that
 // masks or quotes it (a workbook's text cells are caught in textOfCell).
-func (c *config) checkAmount(rec *record, bad func(col, msg string)) money.Amount {
+// An amount that looks written as another locale writes it, under the
+// plain format, goes to badLocale: the caller says once for the file how
+// to declare its format (Summary.LocaleAmounts), not on every row.
+func (c *config) checkAmount(rec *record, bad, badLocale func(col, msg string)) money.Amount {
 	if rec.cellBad(ColAmount) {
 		return money.Amount{}
 	}
@@ -81,7 +88,11 @@ func (c *config) checkAmount(rec *record, bad func(col, msg string)) money.Amoun
 	} else if msg := c.cardProblem(ColAmount, rec.Amount); msg != "" {
 		bad(ColAmount, msg)
 	} else if a, err := money.ParseIn(rec.Amount, c.scale, amounts); err != nil {
-		bad(ColAmount, c.amountMessage(rec.Amount, err))
+		if amounts == money.Plain && looksLocale(rec.Amount) {
+			badLocale(ColAmount, c.amountMessage(rec.Amount, err))
+		} else {
+			bad(ColAmount, c.amountMessage(rec.Amount, err))
+		}
 	} else if a.Cmp(c.max) > 0 {
 		bad(ColAmount, fmt.Sprintf("%q is above the maximum %s", rec.Amount, c.max.StringFixed(c.scale)))
 	} else {
@@ -224,9 +235,6 @@ func (c *config) amountMessage(s string, err error) string {
 	switch {
 	case s == "":
 		return "is empty"
-	case errors.As(err, &pe) && c.amounts == money.Plain && looksLocale(s):
-		// A locale's amount under the default format: say how to declare it.
-		return fmt.Sprintf("%q %s, or declare the file's amount format with --amount-format %s", pe.Input, pe.Reason, localeFormats())
 	case errors.As(err, &pe):
 		return fmt.Sprintf("%q %s", pe.Input, pe.Reason)
 	}
@@ -249,9 +257,9 @@ func looksLocale(s string) bool {
 	return digits != "" && strings.Trim(digits, "0123456789") == ""
 }
 
-// localeFormats lists the amount formats other than plain, for a message:
+// LocaleFormats lists the amount formats other than plain, for a message:
 // "comma (1 500,50), comma-dot (1.500,50) or dot-comma (1,500.50)".
-func localeFormats() string {
+func LocaleFormats() string {
 	var parts []string
 	for _, f := range money.Formats {
 		if f != money.Plain {

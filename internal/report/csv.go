@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/acme/payout/internal/money"
 )
 
 // Header is the first line of a result CSV.
@@ -55,7 +57,15 @@ type csvOut struct {
 }
 
 func newCSVOut(w io.Writer, header []string) (*csvOut, error) {
+	return newCSVOutComma(w, header, false)
+}
+
+// newCSVOutComma is newCSVOut, its cells separated by ';' if semicolon.
+func newCSVOutComma(w io.Writer, header []string, semicolon bool) (*csvOut, error) {
 	o := &csvOut{w: csv.NewWriter(w), width: len(header), rec: make([]string, len(header))}
+	if semicolon {
+		o.w.Comma = ';'
+	}
 	return o, o.write(header...)
 }
 
@@ -97,7 +107,16 @@ type CSVOptions struct {
 	// of the result file before the summary moved to its own file, kept
 	// for readers that parse it (payout report --summary-in-csv).
 	SummaryInCSV bool
+	// ExcelEU writes for a spreadsheet in a decimal-comma locale (Excel
+	// in most of Europe opens a ';' file with a BOM as columns): cells
+	// separated by ';', amounts with ',' before the decimals (1500,50, no
+	// grouping), and a UTF-8 byte order mark first so that names and notes
+	// in any script open as written.
+	ExcelEU bool
 }
+
+// utf8BOM is the UTF-8 byte order mark.
+const utf8BOM = "\ufeff"
 
 // WriteCSV writes the result file of batch b as a clean table: the header
 // and one line per row, nothing else (the summary goes to WriteSummary or
@@ -113,7 +132,16 @@ func WriteCSV(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (Summary, error)
 
 // WriteCSVWith is WriteCSV with options.
 func WriteCSVWith(w io.Writer, b Batch, rows iter.Seq2[Row, error], o CSVOptions) (Summary, error) {
-	out, err := newCSVOut(w, InfoHeader(b.InfoColumns))
+	amount := formatAmount
+	if o.ExcelEU {
+		if _, err := io.WriteString(w, utf8BOM); err != nil {
+			return Summary{}, fmt.Errorf("report: writing CSV: %w", err)
+		}
+		amount = func(a money.Amount, scale int) string {
+			return strings.Replace(formatAmount(a, scale), ".", ",", 1)
+		}
+	}
+	out, err := newCSVOutComma(w, InfoHeader(b.InfoColumns), o.ExcelEU)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -131,7 +159,7 @@ func WriteCSVWith(w io.Writer, b Batch, rows iter.Seq2[Row, error], o CSVOptions
 		cells = append(cells[:0],
 			strconv.Itoa(r.Line),
 			r.ExternalID,
-			formatAmount(r.Amount, b.Scale),
+			amount(r.Amount, b.Scale),
 			scrub(r.Destination),
 			r.State,
 			r.PSPOrderID,

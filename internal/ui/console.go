@@ -59,15 +59,19 @@ var ErrNotFound = errors.New("not found")
 
 // The files a batch page offers (Console.Download).
 const (
-	DownloadResult  = "result.csv"  // the result file: a clean table, one row per payout (as payout report writes it)
-	DownloadXLSX    = "result.xlsx" // the result workbook: a Payouts sheet and a Summary sheet
-	DownloadSummary = "summary.txt" // the summary and reconciliation of the result file
-	DownloadFailed  = "failed.csv"  // the failed and rejected payouts with their reasons, masked
-	DownloadAudit   = "audit.csv"   // the batch's audit trail
+	DownloadResult = "result.csv"  // the result file: a clean table, one row per payout (as payout report writes it)
+	DownloadXLSX   = "result.xlsx" // the result workbook: a Payouts sheet and a Summary sheet
+	// DownloadResultEU is the result file for a spreadsheet in a
+	// decimal-comma locale ("Excel (EU)"): ';' between cells, 1500,50,
+	// a UTF-8 BOM, as such a spreadsheet writes and opens a CSV.
+	DownloadResultEU = "result-excel-eu.csv"
+	DownloadSummary  = "summary.txt" // the summary and reconciliation of the result file
+	DownloadFailed   = "failed.csv"  // the failed and rejected payouts with their reasons, masked
+	DownloadAudit    = "audit.csv"   // the batch's audit trail
 )
 
 // DownloadKinds are the downloads in the order the page lists them.
-var DownloadKinds = []string{DownloadResult, DownloadXLSX, DownloadSummary, DownloadFailed, DownloadAudit}
+var DownloadKinds = []string{DownloadResult, DownloadResultEU, DownloadXLSX, DownloadSummary, DownloadFailed, DownloadAudit}
 
 // BatchDetail is a batch's header on its page.
 type BatchDetail struct {

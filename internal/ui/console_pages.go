@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -409,9 +410,45 @@ func (h *batchHandlers) download(w http.ResponseWriter, r *http.Request) {
 	default:
 		body = []byte(card.Scrub(buf.String()))
 	}
+	name := id + "." + kind
+	if b, err := h.console.Batch(r.Context(), id); err == nil {
+		name = DownloadName(b.File, id, kind)
+	}
 	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, id, kind))
+	w.Header().Set("Content-Disposition", contentDisposition(name))
 	_, _ = w.Write(body)
+}
+
+// DownloadName is the name a batch's download kind is saved under: the
+// payout file's name without its extension, then the kind
+// ("payouts-june.result.csv"), as a person finds it again among their
+// files; the batch id when the file's name is unknown or holds nothing
+// but characters a file name should not.
+func DownloadName(file, id, kind string) string {
+	base := filepath.Base(strings.ReplaceAll(file, "\\", "/"))
+	base = strings.TrimSuffix(base, filepath.Ext(base))
+	base = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(`"/\:*?<>|`, r) {
+			return '_'
+		}
+		return r
+	}, base)
+	if strings.Trim(base, "._ ") == "" {
+		base = id
+	}
+	return base + "." + kind
+}
+
+// contentDisposition is an attachment header for name: an ASCII fallback
+// (other characters as '_') and the exact UTF-8 name (RFC 6266).
+func contentDisposition(name string) string {
+	ascii := strings.Map(func(r rune) rune {
+		if r > 0x7e || r < 0x20 || r == '"' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, name)
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, ascii, url.PathEscape(name))
 }
 
 // decide takes a person's decision on a payout (the form of the payout

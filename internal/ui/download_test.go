@@ -6,6 +6,7 @@ import (
 	"context"
 	"io"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -18,17 +19,27 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/ui"
 )
 
 // download fetches a batch's file kind and checks that it comes as an
-// attachment named <batch>.<kind> of media type ctype.
+// attachment named after the batch's file (<file>.<kind>, the file's
+// extension left off) of media type ctype.
 func (e *env) download(batch, kind, ctype string) []byte {
 	e.t.Helper()
 	w := e.do(httptest.NewRequest("GET", "/batches/"+batch+"/download/"+kind, nil))
 	if w.Code != 200 {
 		e.t.Fatalf("%s: %d %s", kind, w.Code, w.Body.String())
 	}
-	if got, want := w.Header().Get("Content-Disposition"), `attachment; filename="`+batch+"."+kind+`"`; got != want {
+	b, err := e.led.Batch(context.Background(), batch)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	name := ui.DownloadName(b.File, batch, kind)
+	if strings.Contains(name, batch) || !strings.HasSuffix(name, "."+kind) {
+		e.t.Errorf("%s of %s (file %s) is named %q: not after the file", kind, batch, b.File, name)
+	}
+	if got, want := w.Header().Get("Content-Disposition"), `attachment; filename="`+name+`"; filename*=UTF-8''`+url.PathEscape(name); got != want {
 		e.t.Errorf("%s: Content-Disposition %q, want %q", kind, got, want)
 	}
 	if got := w.Header().Get("Content-Type"); got != ctype {
@@ -259,5 +270,52 @@ func TestConsoleNewDownloadsGuarded(t *testing.T) {
 			t.Errorf("%s in read-only mode: %d %s", kind, w.Code, w.Body.String())
 		}
 		e.get("/batches/no-such-batch/download/"+kind, 404)
+	}
+}
+
+// TestDownloadName: a download is named after the payout file, its
+// extension left off; a name that holds nothing usable falls back to the
+// batch id; characters a file name should not hold are replaced.
+func TestDownloadName(t *testing.T) {
+	for _, tc := range []struct{ file, want string }{
+		{"payouts-june.csv", "payouts-june.result.csv"},
+		{"Выплаты июнь.xlsx", "Выплаты июнь.result.csv"},
+		{`C:\\export\\june.csv`, "june.result.csv"},
+		{"a\"b:c.csv", "a_b_c.result.csv"},
+		{"", "b123.result.csv"},
+		{".csv", "b123.result.csv"},
+	} {
+		if got := ui.DownloadName(tc.file, "b123", "result.csv"); got != tc.want {
+			t.Errorf("DownloadName(%q) = %q, want %q", tc.file, got, tc.want)
+		}
+	}
+}
+
+// TestConsoleExcelEUDownload: the "Excel (EU)" result file is the result
+// CSV as a decimal-comma spreadsheet writes one: a UTF-8 BOM, ';' between
+// cells, 1500,50; the same rows and amounts as the plain result file.
+func TestConsoleExcelEUDownload(t *testing.T) {
+	e, d := demoEnv(t, uitest.Options{})
+	if page := e.get("/batches/"+d.Worked, 200); !strings.Contains(page, "/download/result-excel-eu.csv") {
+		t.Error("the batch page does not offer the Excel (EU) result file")
+	}
+	plain := string(e.download(d.Worked, "result.csv", "text/csv; charset=utf-8"))
+	eu := string(e.download(d.Worked, "result-excel-eu.csv", "text/csv; charset=utf-8"))
+	body, bom := strings.CutPrefix(eu, "\ufeff")
+	if !bom {
+		t.Fatalf("no UTF-8 BOM: %q", eu[:min(len(eu), 40)])
+	}
+	pl, el := strings.Split(strings.TrimSpace(plain), "\n"), strings.Split(strings.TrimSpace(body), "\n")
+	if len(pl) != len(el) || len(pl) < 2 {
+		t.Fatalf("%d lines plain, %d Excel (EU)", len(pl), len(el))
+	}
+	if want := strings.Join(report.Header, ";"); !strings.HasPrefix(el[0], want) {
+		t.Errorf("header %q, want it to start %q", el[0], want)
+	}
+	for i := 1; i < len(pl); i++ {
+		p, q := strings.Split(pl[i], ","), strings.Split(el[i], ";")
+		if len(p) < 3 || len(q) < 3 || q[1] != p[1] || q[2] != strings.Replace(p[2], ".", ",", 1) || !strings.Contains(q[2], ",") {
+			t.Fatalf("line %d: plain %q, Excel (EU) %q", i, pl[i], el[i])
+		}
 	}
 }

@@ -66,6 +66,10 @@ type Preview struct {
 	Errors    []UploadError
 	// Warnings refuse nothing (for example: no operator dictionary).
 	Warnings []string
+	// LocaleAmounts counts the amounts refused that look written in
+	// another locale's format: the page says once, above the errors, to
+	// choose the format in the upload form (not a flag, not on each row).
+	LocaleAmounts int
 	// Acceptable: the file can be confirmed (every row valid, no
 	// duplicate, the declared totals matched).
 	Acceptable bool

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/acme/payout/internal/ledger"
+)
+
+// TestHistoryCountsStatusChecks: payout history of a batch and of a payout
+// ends with how many status checks the workers made, the ones that changed
+// nothing (and so have no entry) included.
+func TestHistoryCountsStatusChecks(t *testing.T) {
+	ctx := context.Background()
+	mr := miniredis.RunT(t)
+	url := "redis://" + mr.Addr()
+	env := map[string]string{"PAYOUT_LOG_LEVEL": "error"}
+	if code, out, errs := runMain(t, env, "load", "--redis", url, "--insecure-plaintext", "--allow-volatile-redis", "../../samples/payouts-good.csv"); code != ExitOK {
+		t.Fatalf("load: %d %s%s", code, out, errs)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	l := ledger.New(rdb)
+	ids, err := l.BatchIDs(ctx)
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("batches: %v %v", ids, err)
+	}
+	b, ext := ids[0], "PO-2026-11-0001"
+	if _, err := l.BeginCreate(ctx, b, ext, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.FinishCreate(ctx, b, ext, 1, ledger.CreateResult{To: ledger.Checking}); err != nil {
+		t.Fatal(err)
+	}
+	policy := ledger.CheckPolicy{AbsentChecks: 5, AbsentSpacing: time.Millisecond, MaxCreates: 2, MaxFaults: 9}
+	for seq := 1; seq <= 3; seq++ {
+		s, err := l.Snapshot(ctx, b, ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.RecordCheck(ctx, s, seq, ledger.CheckAnswer{Outcome: ledger.Missing, HTTPStatus: 404}, policy); err != nil {
+			t.Fatalf("check %d: %v", seq, err)
+		}
+		mr.FastForward(time.Second)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"history", b, ext}, "status checks: 3 of payout PO-2026-11-0001"},
+		{[]string{"history", b}, "status checks: 3 for the batch's payouts"},
+		{[]string{"history", b, "PO-2026-11-0002"}, "status checks: 0 of payout PO-2026-11-0002"},
+	} {
+		code, out, errs := runMain(t, env, append(tc.args, "--redis", url)...)
+		if code != ExitOK || !strings.Contains(out, tc.want) {
+			t.Errorf("%v: exit %d, want %q:\n%s%s", tc.args, code, tc.want, out, errs)
+		}
+	}
+}
