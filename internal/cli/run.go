@@ -339,7 +339,7 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 	if err := recordDataKey(ctx, r.led, r.ring); err != nil {
 		return loader.Result{}, err
 	}
-	enq, err := r.ef.client(r.rdb)
+	enq, err := r.ef.queue(r.rdb)
 	if err != nil {
 		return loader.Result{}, err
 	}

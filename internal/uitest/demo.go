@@ -11,8 +11,8 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -61,7 +61,7 @@ func LoadDemo(t testing.TB, rdb redis.UniversalClient) Demo {
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	led := ledger.New(rdb)
-	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+	ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
 	dir := t.TempDir()
 	load := func(name, content string, a loader.Approval) loader.Result {
 		t.Helper()
