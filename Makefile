@@ -14,7 +14,7 @@ DEPLOY    := deploy
 
 # The build tags lint checks besides the default build: the integration tests
 # and the deliberately unsafe or test-clock builds the chaos run uses.
-LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create payout_test_clock
+LINT_TAGS := integration payout_unsafe_skip_submitting_check payout_unsafe_replayable_create
 
 .PHONY: all help build demo test test-race test-deploy test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
 

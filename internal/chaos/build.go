@@ -14,17 +14,18 @@ const UnsafeTag = "payout_unsafe_skip_submitting_check"
 // transport may replay a create after a stream reset (internal/psp).
 const ReplayTag = "payout_unsafe_replayable_create"
 
-// ClockTag is the build tag of the worker whose task clock is off by
-// PAYOUT_TEST_CLOCK_OFFSET (jobs/clock_testclock.go).
-const ClockTag = "payout_test_clock"
+// ClockPkg is the harness binary of the worker whose task clock is off by
+// ClockEnv: the payout command line with queue.WithClock injected
+// (cli.MainWith). No build tag: the product cannot be built with it.
+const ClockPkg = "./internal/chaos/payoutclock"
 
-// ClockEnv is the environment variable a ClockTag build reads its offset
-// from.
-const ClockEnv = "PAYOUT_TEST_CLOCK_OFFSET"
+// ClockEnv is the environment variable the ClockPkg binary reads its
+// offset from.
+const ClockEnv = "CHAOS_CLOCK_OFFSET"
 
 // binaries lists what a run with c builds: payout (with the broken tags
-// asked for), payout-clock (the same with ClockTag) when one worker's clock
-// is off, and psp-sandbox.
+// asked for), payout-clock (ClockPkg, the same tags) when one worker's
+// clock is off, and psp-sandbox.
 func binaries(c Config) []gobuild.Target {
 	var tags []string
 	if c.Broken {
@@ -35,7 +36,7 @@ func binaries(c Config) []gobuild.Target {
 	}
 	bins := []gobuild.Target{{Name: "payout", Pkg: "./cmd/payout", Tags: tags}}
 	if c.ClockOffset != 0 {
-		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: "./cmd/payout", Tags: append(append([]string(nil), tags...), ClockTag)})
+		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: ClockPkg, Tags: tags})
 	}
 	return append(bins, gobuild.Target{Name: "psp-sandbox", Pkg: "./cmd/psp-sandbox"})
 }

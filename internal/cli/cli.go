@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/flagenv"
 	"github.com/acme/payout/internal/notify"
 
+	"github.com/acme/payout/internal/queue"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
@@ -59,6 +60,15 @@ type env struct {
 	cmd     string // the command's name, for messages
 	// capture, if set, sees every FlagSet the command builds.
 	capture func(*flag.FlagSet)
+	hooks   Hooks
+}
+
+// Hooks are what test code injects into a run of the command line
+// (MainWith); the payout binary sets none.
+type Hooks struct {
+	// Queue configures the queue a worker enqueues in: the chaos suite
+	// runs one worker whose task clock is off (queue.WithClock).
+	Queue []queue.Option
 }
 
 type command struct {
@@ -101,6 +111,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 // MainEnviron is Main with the whole environment (os.Environ()): it also
 // warns about every PAYOUT_* variable that no flag or secret reads.
 func MainEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	return MainWith(ctx, args, stdin, stdout, stderr, environ, Hooks{})
+}
+
+// MainWith is MainEnviron with hooks, for a harness binary built from test
+// code (internal/chaos/payoutclock).
+func MainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string, h Hooks) int {
 	vars := map[string]string{}
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -108,7 +124,7 @@ func MainEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, st
 		}
 	}
 	getenv := func(k string) string { return vars[k] }
-	return dispatch(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin, environ: environ})
+	return dispatch(ctx, args, &env{stdout: stdout, stderr: stderr, getenv: getenv, stdin: stdin, environ: environ, hooks: h})
 }
 
 func dispatch(ctx context.Context, args []string, e *env) int {

@@ -121,6 +121,7 @@ func (c *workerCmd) configure() error {
 		c.pf.checkURL(&probs)
 	}
 	c.cfg = c.wf.config(&c.pf, &probs)
+	c.cfg.Queue = c.e.hooks.Queue
 	return probs.err()
 }
 
