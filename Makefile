@@ -13,10 +13,10 @@ INTEGRATION_TIMEOUT ?= 30m
 DEPLOY    := deploy
 
 # The build tags lint checks besides the default build: the integration tests
-# and the test-clock build the chaos run uses. (The deliberately unsafe
-# workers are commands of the harness, internal/proof/cmd/payout-skipcheck
-# and payout-replay, built by the default build.)
-LINT_TAGS := integration payout_test_clock
+# (The deliberately unsafe workers and the skewed-clock worker are commands
+# of the harness, internal/proof/cmd/payout-skipcheck and payout-replay and
+# internal/proof/chaos/payoutclock, built by the default build.)
+LINT_TAGS := integration
 
 .PHONY: all help build demo test test-race test-deploy test-integration test-alerts lint fuzz bench bench-sim chaos chaos-short clean corpus
 

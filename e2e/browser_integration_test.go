@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/queue"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -135,10 +136,10 @@ func seed(t *testing.T, rc redis.UniversalClient) {
 	t.Helper()
 	c := asynq.NewClientFromRedisClient(rc)
 	for i := 1; i <= 3; i++ {
-		task, err := jobs.NewCreateTask(jobs.CreatePayload{
-			Batch: "b-2025-03-01", ExternalID: fmt.Sprintf("PAY-%04d", i), Attempt: 1,
+		task, err := queue.Step{Kind: queue.Create,
+			Batch: "b-2025-03-01", ExternalID: fmt.Sprintf("PAY-%04d", i), N: 1,
 			Amount: fmt.Sprintf("%d.50", 100*i), Destination: "card " + maskedPAN,
-		})
+		}.AsynqTask(time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,10 @@
 // Package jobs is the queue contract of payout: the Asynq task type names,
 // queue name, payload structs, task-ID scheme and task constructors shared by
 // the loader, the workers and any other Go service that watches or feeds the
-// payout queue.
+// payout queue. It is the contract only: it holds no client and imports
+// neither Asynq nor Redis. internal/queue, the one owner of Asynq in
+// payout, turns a [Task] into an Asynq task, enqueues it and reads the
+// queue.
 //
 // # The contract
 //
@@ -19,8 +22,9 @@
 //     2 after the PSP confirmed that an earlier ambiguous create stored
 //     nothing, ...). Its task ID is [CreateTaskID], so enqueuing the same
 //     attempt twice is refused by Asynq (asynq.ErrTaskIDConflict). A
-//     completed or archived task with the ID is no reminder: [Ensure]
-//     replaces it when the ledger says the step is still due.
+//     completed or archived task with the ID is no reminder: the queue
+//     (internal/queue, Remind) replaces it when the ledger says the step
+//     is still due.
 //   - [TypeWithdrawalStatus] asks the worker to query the order status after
 //     an answer that did not tell whether the order exists. Seq numbers the
 //     checks of one payout; its task ID is [StatusTaskID].
@@ -40,20 +44,27 @@
 // format) into the spool inbox that `payout load --spool` watches, under
 // the delivery contract (docs/operations.md: the file, then NAME.ctl; or a
 // rename into inbox/); the loader validates it, writes the ledger and
-// enqueues the tasks with [NewCreateTask]. Services that only watch the queue (dashboards, alerting)
-// use [Queue], the type names and [DecodeCreate] / [DecodeStatus].
+// enqueues the tasks (internal/queue). Services that only watch the queue
+// (dashboards, alerting) use [Queue], the type names and [DecodeCreate] /
+// [DecodeStatus].
 package jobs
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/hibiken/asynq"
 )
+
+// Task is a payout task as the contract defines it: its type, payload and
+// ID; it goes into [Queue] with [MaxRetry] and [Retention]. Delay: it runs
+// no sooner than this after it is enqueued ([NotBefore]).
+type Task struct {
+	Type    string
+	Payload []byte
+	ID      string
+	Delay   time.Duration
+}
 
 // Task type names.
 const (
@@ -80,8 +91,8 @@ const MaxRetry = math.MaxInt32
 // IDs refuse a second enqueue for that long. A day: a completed task costs
 // Redis about 600 bytes (its hash and its entry in the completed set), more
 // than the payout itself, and keeps no safety: the ledger decides what a
-// task does (a create for a payout past queued is skipped), and [Ensure]
-// replaces a completed task anyway. The audit trail is the record.
+// task does (a create for a payout past queued is skipped), and the queue
+// replaces a completed task anyway (internal/queue, Remind). The audit trail is the record.
 const Retention = 24 * time.Hour
 
 // CreatePayload is the payload of a withdrawal:create task.
@@ -118,23 +129,17 @@ func OutcomeTaskID(externalID string, seq int) string {
 	return fmt.Sprintf("outcome:%s:%d", externalID, seq)
 }
 
-// NewOutcomeTask builds an outcome check task with its ID, queue,
-// retention and retry count set, to run no sooner than delay from now.
-func NewOutcomeTask(p OutcomePayload, delay time.Duration) (*asynq.Task, error) {
+// NewOutcomeTask builds outcome check task p.Seq, to run no sooner than
+// delay after it is enqueued.
+func NewOutcomeTask(p OutcomePayload, delay time.Duration) (Task, error) {
 	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
-		return nil, fmt.Errorf("jobs: outcome payload needs batch, externalId and seq >= 1")
+		return Task{}, fmt.Errorf("jobs: outcome payload needs batch, externalId and seq >= 1")
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: encode outcome payload: %w", err)
+		return Task{}, fmt.Errorf("jobs: encode outcome payload: %w", err)
 	}
-	return asynq.NewTask(TypeWithdrawalOutcome, b,
-		asynq.TaskID(OutcomeTaskID(p.ExternalID, p.Seq)),
-		asynq.Queue(Queue),
-		asynq.MaxRetry(MaxRetry),
-		asynq.Retention(Retention),
-		asynq.ProcessAt(NotBefore(now(), delay)),
-	), nil
+	return Task{Type: TypeWithdrawalOutcome, Payload: b, ID: OutcomeTaskID(p.ExternalID, p.Seq), Delay: delay}, nil
 }
 
 // DecodeOutcome reads an outcome payload.
@@ -162,22 +167,16 @@ func VerifyTaskID(externalID string, at int64) string {
 	return fmt.Sprintf("verify:%s:%d", externalID, at)
 }
 
-// NewVerifyTask builds a verification task with its ID, queue, retention
-// and retry count set; at is VerifyTaskID's.
-func NewVerifyTask(p VerifyPayload, at int64) (*asynq.Task, error) {
+// NewVerifyTask builds a verification task; at is VerifyTaskID's.
+func NewVerifyTask(p VerifyPayload, at int64) (Task, error) {
 	if p.Batch == "" || p.ExternalID == "" {
-		return nil, fmt.Errorf("jobs: verify payload needs batch and externalId")
+		return Task{}, fmt.Errorf("jobs: verify payload needs batch and externalId")
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: encode verify payload: %w", err)
+		return Task{}, fmt.Errorf("jobs: encode verify payload: %w", err)
 	}
-	return asynq.NewTask(TypeWithdrawalVerify, b,
-		asynq.TaskID(VerifyTaskID(p.ExternalID, at)),
-		asynq.Queue(Queue),
-		asynq.MaxRetry(MaxRetry),
-		asynq.Retention(Retention),
-	), nil
+	return Task{Type: TypeWithdrawalVerify, Payload: b, ID: VerifyTaskID(p.ExternalID, at)}, nil
 }
 
 // DecodeVerify reads a verification payload.
@@ -202,41 +201,29 @@ func StatusTaskID(externalID string, seq int) string {
 	return fmt.Sprintf("status:%s:%d", externalID, seq)
 }
 
-// NewCreateTask builds a create task with its ID, queue, retention and
-// retry count (MaxRetry) set.
-func NewCreateTask(p CreatePayload) (*asynq.Task, error) {
+// NewCreateTask builds create task p.Attempt.
+func NewCreateTask(p CreatePayload) (Task, error) {
 	if p.Batch == "" || p.ExternalID == "" || p.Attempt < 1 {
-		return nil, fmt.Errorf("jobs: create payload needs batch, externalId and attempt >= 1")
+		return Task{}, fmt.Errorf("jobs: create payload needs batch, externalId and attempt >= 1")
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: encode create payload: %w", err)
+		return Task{}, fmt.Errorf("jobs: encode create payload: %w", err)
 	}
-	return asynq.NewTask(TypeWithdrawalCreate, b,
-		asynq.TaskID(CreateTaskID(p.ExternalID, p.Attempt)),
-		asynq.Queue(Queue),
-		asynq.MaxRetry(MaxRetry),
-		asynq.Retention(Retention),
-	), nil
+	return Task{Type: TypeWithdrawalCreate, Payload: b, ID: CreateTaskID(p.ExternalID, p.Attempt)}, nil
 }
 
-// NewStatusTask builds a status task with its ID, queue, retention and
-// retry count set, to be processed no sooner than delay from now.
-func NewStatusTask(p StatusPayload, delay time.Duration) (*asynq.Task, error) {
+// NewStatusTask builds status check task p.Seq, to be processed no sooner
+// than delay after it is enqueued.
+func NewStatusTask(p StatusPayload, delay time.Duration) (Task, error) {
 	if p.Batch == "" || p.ExternalID == "" || p.Seq < 1 {
-		return nil, fmt.Errorf("jobs: status payload needs batch, externalId and seq >= 1")
+		return Task{}, fmt.Errorf("jobs: status payload needs batch, externalId and seq >= 1")
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
-		return nil, fmt.Errorf("jobs: encode status payload: %w", err)
+		return Task{}, fmt.Errorf("jobs: encode status payload: %w", err)
 	}
-	return asynq.NewTask(TypeWithdrawalStatus, b,
-		asynq.TaskID(StatusTaskID(p.ExternalID, p.Seq)),
-		asynq.Queue(Queue),
-		asynq.MaxRetry(MaxRetry),
-		asynq.Retention(Retention),
-		asynq.ProcessAt(NotBefore(now(), delay)),
-	), nil
+	return Task{Type: TypeWithdrawalStatus, Payload: b, ID: StatusTaskID(p.ExternalID, p.Seq), Delay: delay}, nil
 }
 
 // NotBefore returns the time to give asynq.ProcessAt so that a task runs
@@ -273,80 +260,4 @@ func DecodeStatus(b []byte) (StatusPayload, error) {
 		return p, fmt.Errorf("jobs: status payload lacks batch, externalId or seq")
 	}
 	return p, nil
-}
-
-// Enqueue submits a task and treats a task-ID conflict as success. It is
-// for the loader's first enqueue of a create, where any task with that ID
-// means the payout was already handed to the workers. A caller that
-// restores a missing step uses [Ensure]. It reports whether the task was
-// new.
-func Enqueue(ctx context.Context, c *asynq.Client, t *asynq.Task) (bool, error) {
-	if _, err := c.EnqueueContext(ctx, t); err != nil {
-		if errors.Is(err, asynq.ErrTaskIDConflict) {
-			return false, nil
-		}
-		return false, fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
-	}
-	return true, nil
-}
-
-// Ensured tells what Ensure found.
-type Ensured int
-
-// What Ensure did.
-const (
-	EnsuredNew      Ensured = iota + 1 // no task had the ID: enqueued
-	EnsuredLive                        // a live task (pending, scheduled, retry, active) has the ID: nothing to do
-	EnsuredReplaced                    // a completed or archived task held the ID: deleted and enqueued again
-)
-
-func (e Ensured) String() string {
-	switch e {
-	case EnsuredNew:
-		return "new"
-	case EnsuredLive:
-		return "live"
-	case EnsuredReplaced:
-		return "replaced"
-	}
-	return "unknown"
-}
-
-// Ensure makes sure a live task with t's ID exists. A task that is
-// completed (its handler returned early, e.g. after a lost Redis reply) or
-// archived (an operator archived it in the web UI) is no reminder any more:
-// it is deleted and t enqueued in its place. Callers use Ensure only for a
-// step the ledger says is due; the ledger, not the task, decides what the
-// handler then does, so a task restored twice does no harm.
-//
-// id must be the task ID t was built with ([CreateTaskID], [StatusTaskID]).
-func Ensure(ctx context.Context, c *asynq.Client, insp *asynq.Inspector, t *asynq.Task, id string) (Ensured, error) {
-	replaced := false
-	for try := 0; try < 3; try++ {
-		_, err := c.EnqueueContext(ctx, t)
-		if err == nil {
-			if replaced {
-				return EnsuredReplaced, nil
-			}
-			return EnsuredNew, nil
-		}
-		if !errors.Is(err, asynq.ErrTaskIDConflict) {
-			return 0, fmt.Errorf("jobs: enqueue %s: %w", t.Type(), err)
-		}
-		info, err := insp.GetTaskInfo(Queue, id)
-		if errors.Is(err, asynq.ErrTaskNotFound) {
-			continue // gone between the two calls: enqueue again
-		}
-		if err != nil {
-			return 0, fmt.Errorf("jobs: look up task %s: %w", id, err)
-		}
-		if info.State != asynq.TaskStateCompleted && info.State != asynq.TaskStateArchived {
-			return EnsuredLive, nil
-		}
-		if err := insp.DeleteTask(Queue, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-			return 0, fmt.Errorf("jobs: delete %s task %s: %w", info.State, id, err)
-		}
-		replaced = true
-	}
-	return 0, fmt.Errorf("jobs: task %s kept changing while it was restored", id)
 }

@@ -11,10 +11,10 @@ func TestCreateTaskRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task.Type() != TypeWithdrawalCreate {
-		t.Fatalf("type %q", task.Type())
+	if task.Type != TypeWithdrawalCreate || task.ID != "create:E-1:2" || task.Delay != 0 {
+		t.Fatalf("task %+v", task)
 	}
-	got, err := DecodeCreate(task.Payload())
+	got, err := DecodeCreate(task.Payload)
 	if err != nil || got != p {
 		t.Fatalf("DecodeCreate = %+v, %v; want %+v", got, err, p)
 	}
@@ -29,7 +29,10 @@ func TestStatusTaskRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeStatus(task.Payload())
+	if task.Type != TypeWithdrawalStatus || task.ID != "status:E-1:3" || task.Delay != time.Second {
+		t.Fatalf("task %+v", task)
+	}
+	got, err := DecodeStatus(task.Payload)
 	if err != nil || got != p {
 		t.Fatalf("DecodeStatus = %+v, %v", got, err)
 	}

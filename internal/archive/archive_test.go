@@ -16,9 +16,9 @@ import (
 	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/alicebob/miniredis/v2"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -45,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Cleanup(func() { rdb.Close() })
 	led := ledger.New(rdb)
 	return &fixture{t: t, m: m, rdb: rdb, led: led, now: now,
-		ld:  loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), zerolog.Nop()),
+		ld:  loader.New(led, queue.New(rdb), vault.Ephemeral(), zerolog.Nop()),
 		dir: filepath.Join(t.TempDir(), "archive"), in: t.TempDir()}
 }
 

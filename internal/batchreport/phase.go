@@ -59,7 +59,7 @@ type PhaseFacts struct {
 	// Interrupted: the batch is loading and no loader holds its load
 	// lock (ledger.BatchStatus.Interrupted).
 	Interrupted bool
-	// QueuePaused: the payout queue is paused (jobs.QueuePaused), so a
+	// QueuePaused: the payout queue is paused (queue.QueuePaused), so a
 	// batch with payouts in progress is on hold, not working.
 	QueuePaused bool
 }

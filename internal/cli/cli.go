@@ -23,6 +23,7 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/worker"
 
+	"github.com/acme/payout/internal/queue"
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
@@ -68,6 +69,16 @@ type env struct {
 	capture func(*flag.FlagSet)
 	// unsafe is zero except in a broken binary of the harness (MainUnsafe).
 	unsafe Unsafe
+	// hooks are zero except in a harness binary (MainWith).
+	hooks Hooks
+}
+
+// Hooks are what test code injects into a run of the command line
+// (MainWith); the payout binary sets none.
+type Hooks struct {
+	// Queue configures the queue a worker enqueues in: the chaos suite
+	// runs one worker whose task clock is off (queue.WithClock).
+	Queue []queue.Option
 }
 
 type command struct {
@@ -130,6 +141,14 @@ func MainUnsafe(ctx context.Context, args []string, stdin io.Reader, stdout, std
 // warns about every PAYOUT_* variable that no flag or secret reads.
 func MainEnviron(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
 	return dispatch(ctx, args, environEnv(stdin, stdout, stderr, environ))
+}
+
+// MainWith is MainEnviron with hooks, for a harness binary built from test
+// code (internal/proof/chaos/payoutclock).
+func MainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string, h Hooks) int {
+	e := environEnv(stdin, stdout, stderr, environ)
+	e.hooks = h
+	return dispatch(ctx, args, e)
 }
 
 // environEnv is the env of a process with the whole environment environ.

@@ -15,12 +15,11 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/internal/redisconn"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
-	"github.com/acme/payout/jobs"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -215,8 +214,8 @@ func (f *enqueueFlags) register(fs *flag.FlagSet) {
 	f.pipelineFlag.register(fs)
 }
 
-// client returns the Asynq client of the loader's enqueues.
-func (f *enqueueFlags) client(rdb redis.UniversalClient) (*asynq.Client, error) {
+// queue returns the queue of the loader's enqueues.
+func (f *enqueueFlags) queue(rdb redis.UniversalClient) (*queue.Queue, error) {
 	if f.concurrency < 1 {
 		return nil, usageErr("--enqueue-concurrency %d: want at least 1", f.concurrency)
 	}
@@ -224,7 +223,7 @@ func (f *enqueueFlags) client(rdb redis.UniversalClient) (*asynq.Client, error) 
 	if err != nil {
 		return nil, err
 	}
-	return asynq.NewClientFromRedisClient(conn), nil
+	return queue.New(conn), nil
 }
 
 // pspFlags say how to reach the PSP.
@@ -321,7 +320,7 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "creates of a payout that provably did not reach the PSP (dial errors, 429) before it needs review")
 	fs.DurationVar(&w.reconcileEvery, "reconcile-interval", reconcile.DefaultInterval, "how often one worker sweeps for open payouts whose task was lost (deleted, archived, or dropped after a lost Redis reply) and restores it; 0: this process never sweeps")
 	fs.DurationVar(&w.reconcileGrace, "reconcile-grace", reconcile.DefaultGrace, "a payout changed more recently than this is left to the worker acting on it")
-	fs.DurationVar(&w.leaseGrace, "reconcile-lease-grace", jobs.DefaultLeaseGrace, leaseGraceUsage)
+	fs.DurationVar(&w.leaseGrace, "reconcile-lease-grace", queue.DefaultLeaseGrace, leaseGraceUsage)
 	fs.BoolVar(&w.trackOutcome, "track-outcome", true, "follow every created order to paid or failed by status queries (false: created is final, for a PSP that reports nothing after creation)")
 	fs.DurationVar(&w.outcomeWindow, "outcome-window", d.Outcome.Window, "a created payout without a final status after this long needs review")
 	fs.StringVar(&w.outcomeEvery, "outcome-intervals", joinDurations(d.Outcome.Intervals), "waits between the outcome status queries of a created order, comma-separated; the last repeats")

@@ -209,7 +209,7 @@ func (c *loadCmd) openLoader(ctx context.Context) (closeRedis func(), err error)
 		}
 		checkHashLimits(ctx, rdb, c.log)
 	}
-	client, err := c.ef.client(rdb)
+	client, err := c.ef.queue(rdb)
 	if err != nil {
 		closeRedis()
 		return nil, err

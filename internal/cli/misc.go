@@ -8,11 +8,10 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
-	"github.com/hibiken/asynq"
-	"github.com/hibiken/asynq/x/metrics"
 )
 
 func runKeygen(_ context.Context, e *env, args []string) error {
@@ -126,6 +125,6 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if !readOnly {
 		cf.configure(actions, &cfg, rdb, log)
 	}
-	cfg.Registry.MustRegister(metrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)))
+	cfg.Registry.MustRegister(queue.New(rdb).Collector())
 	return ui.Serve(ctx, cfg)
 }

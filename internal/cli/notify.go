@@ -10,7 +10,6 @@ import (
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/worker"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -39,7 +38,7 @@ func (n *notifyFlags) emitter(rdb redis.UniversalClient) *notify.Emitter {
 	if len(n.urls) == 0 {
 		return nil
 	}
-	return notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), n.urls)
+	return notify.NewEmitter(rdb, n.urls)
 }
 
 // deliverer is the worker's delivery handler, when PAYOUT_NOTIFY_SECRET
@@ -79,33 +78,8 @@ func (n *notifyFlags) finish(ctx context.Context, e *env, rdb redis.UniversalCli
 	if d == nil {
 		return
 	}
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency: 2, Queues: map[string]int{notify.Queue: 1}, RetryDelayFunc: notify.RetryDelay,
-		ShutdownTimeout: notify.Timeout, DelayedTaskCheckInterval: 200 * time.Millisecond, TaskCheckInterval: 200 * time.Millisecond,
-		LogLevel: asynq.FatalLevel,
-	})
-	mux := asynq.NewServeMux()
-	mux.Handle(notify.TypeDeliver, d)
-	if err := srv.Start(mux); err != nil {
-		return
-	}
-	defer srv.Shutdown()
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	deadline := time.Now().Add(drainFor)
-	for {
-		info, err := insp.GetQueueInfo(notify.Queue)
-		left := 0
-		if err == nil {
-			left = info.Pending + info.Active + info.Scheduled + info.Retry
-		}
-		if err != nil || left == 0 {
-			return
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			fmt.Fprintf(e.stderr, "%d notifications not delivered yet (receiver down?); a worker with %s delivers them from this Redis\n", left, notify.SecretEnv)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if left := notify.Drain(ctx, rdb, d, drainFor); left > 0 {
+		fmt.Fprintf(e.stderr, "%d notifications not delivered yet (receiver down?); a worker with %s delivers them from this Redis\n", left, notify.SecretEnv)
 	}
 }
 

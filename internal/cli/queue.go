@@ -6,12 +6,12 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/jobs"
-	"github.com/hibiken/asynq"
 )
 
 func runPause(ctx context.Context, e *env, args []string) error {
@@ -65,22 +65,22 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	}
 	// A queue no task was ever put in is unknown to Asynq (NOT_FOUND):
 	// register it, as its client's first enqueue does.
-	if err := jobs.RegisterQueue(ctx, rdb); err != nil {
+	if err := queue.RegisterQueue(ctx, rdb); err != nil {
 		return infraErr(err)
 	}
-	insp := asynq.NewInspectorFromRedisClient(rdb)
-	info, err := insp.GetQueueInfo(jobs.Queue)
+	q := queue.New(rdb)
+	info, err := q.Info(ctx)
 	if err != nil {
-		return infraErr(fmt.Errorf("queue %s: %w", jobs.Queue, err))
+		return infraErr(err)
 	}
 	if info.Paused == pause {
 		fmt.Fprintf(e.stdout, "queue %s is already %s\n", jobs.Queue, map[bool]string{true: "paused", false: "running"}[pause])
 		return nil
 	}
 	if pause {
-		err = insp.PauseQueue(jobs.Queue)
+		err = q.Pause(ctx)
 	} else {
-		err = insp.UnpauseQueue(jobs.Queue)
+		err = q.Resume(ctx)
 	}
 	if err != nil {
 		return infraErr(err)

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
-	"github.com/acme/payout/jobs"
 )
 
 // runReconcile runs the reconciler's sweep once, the same sweep every
@@ -24,7 +24,7 @@ func runReconcile(ctx context.Context, e *env, args []string) error {
 	rf.register(fs)
 	fs.BoolVar(&dryRun, "dry-run", false, "only list the open payouts whose task is missing, archived, completed or lost (where nothing runs it); change nothing")
 	fs.DurationVar(&cfg.Grace, "reconcile-grace", reconcile.DefaultGrace, "leave alone a payout changed more recently than this (a worker may be acting on it)")
-	fs.DurationVar(&cfg.LeaseGrace, "reconcile-lease-grace", jobs.DefaultLeaseGrace, leaseGraceUsage)
+	fs.DurationVar(&cfg.LeaseGrace, "reconcile-lease-grace", queue.DefaultLeaseGrace, leaseGraceUsage)
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}

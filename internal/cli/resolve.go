@@ -14,8 +14,8 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/worker"
-	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
 )
 
@@ -176,7 +176,7 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 		defer c.Close()
 		checker = c
 	}
-	acts := &operator.Actions{Ledger: l, Client: asynq.NewClientFromRedisClient(rdb), Log: log}
+	acts := &operator.Actions{Ledger: l, Queue: queue.New(rdb), Log: log}
 	return resolveOne(ctx, e.stdout, acts, checker, batch, fs.Arg(1), d)
 }
 

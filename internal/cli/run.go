@@ -186,6 +186,7 @@ func (r *runCmd) configure() error {
 		Expect: expect, RequireControl: r.cf.require}
 	var probs problems
 	r.wcfg = r.wf.config(&r.pf, &probs)
+	r.wcfg.Queue = e.hooks.Queue
 	if r.format != batchreport.CSV && r.format != batchreport.JSON {
 		probs.flag("format", "--format %q: want csv or json", r.format)
 	}
@@ -340,7 +341,7 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 	if err := recordDataKey(ctx, r.led, r.ring); err != nil {
 		return loader.Result{}, err
 	}
-	enq, err := r.ef.client(r.rdb)
+	enq, err := r.ef.queue(r.rdb)
 	if err != nil {
 		return loader.Result{}, err
 	}

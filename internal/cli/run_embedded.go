@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/jobs"
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/queue"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -44,11 +43,11 @@ const dropCompletedEvery = 2 * time.Second
 // until ctx ends: on the embedded Redis, which ends with the command, the
 // retention of completed tasks (jobs.Retention, for the web UI) is memory
 // kept for nobody. It keeps no safety: the ledger decides what a task does
-// and jobs.Ensure replaces a completed task anyway; Asynq's janitor does
+// and the queue replaces a completed task anyway (queue.Remind); Asynq's janitor does
 // the same once the retention is over. Notification deliveries, whose
 // retention refuses a second emit, are on their own queue and stay.
 func dropCompleted(ctx context.Context, rdb redis.UniversalClient, every time.Duration, log zerolog.Logger) {
-	insp := asynq.NewInspectorFromRedisClient(rdb)
+	q := queue.New(rdb)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
@@ -57,7 +56,7 @@ func dropCompleted(ctx context.Context, rdb redis.UniversalClient, every time.Du
 			return
 		case <-tick.C:
 		}
-		if _, err := insp.DeleteAllCompletedTasks(jobs.Queue); err != nil && ctx.Err() == nil {
+		if _, err := q.DropCompleted(ctx); err != nil && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("embedded redis: delete completed tasks")
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/ui"
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
@@ -131,7 +131,7 @@ func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.Unive
 	if u.spool == "" {
 		return
 	}
-	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), p.ring, log)
+	ld := loader.New(ledger.New(rdb), queue.New(rdb), p.ring, log)
 	ld.Notify = u.nf.emitter(rdb)
 	cfg.Uploads = operator.UIUploads{Loader: ld, Spool: u.spool, Options: loader.SpoolOptions{
 		Load: loader.Options{File: p.file, Approval: p.approval, RequireControl: u.require}, Settle: time.Second}}

@@ -11,9 +11,8 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/metrics"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/worker"
-	"github.com/hibiken/asynq"
-	asynqmetrics "github.com/hibiken/asynq/x/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -122,6 +121,7 @@ func (c *workerCmd) configure() error {
 		c.pf.checkURL(&probs)
 	}
 	c.cfg = c.wf.config(&c.pf, &probs)
+	c.cfg.Queue = c.e.hooks.Queue
 	return probs.err()
 }
 
@@ -241,5 +241,5 @@ func serveMetrics(ctx context.Context, addr string, rdb redis.UniversalClient, r
 // on-call gauges.
 func registerScrapeCollectors(reg prometheus.Registerer, rdb redis.UniversalClient) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		asynqmetrics.NewQueueMetricsCollector(asynq.NewInspectorFromRedisClient(rdb)), metrics.NewCollector(rdb))
+		queue.New(rdb).Collector(), metrics.NewCollector(rdb))
 }

@@ -26,8 +26,8 @@ var notPayoutKeys = map[string]string{
 
 // otherOwners are files that build keys of another owner.
 var otherOwners = map[string]string{
-	"jobs/live.go":                      "Asynq's task keys, read directly by the queue contract",
-	"jobs/paused.go":                    "Asynq's pause flag of a queue, read by the queue contract",
+	"internal/queue/live.go":            "Asynq's task keys, read directly by their one owner, the queue",
+	"internal/queue/paused.go":          "Asynq's pause flag of a queue, read by its one owner, the queue",
 	"internal/proof/bench/memory.go":    "names the kind of every key for the memory report; reads keys, builds none",
 	"internal/proof/bench/asynqtask.go": "Asynq's queue keys, for the memory simulation's fast path that dequeues and completes tasks as an Asynq server does",
 }

@@ -53,7 +53,7 @@ func TestApprovalControls(t *testing.T) {
 			if _, err := f.led.Controls().Approve(ctx, res.Batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := f.ld.EnqueueApproved(ctx, f.insp, res.Batch); err != nil || n != 3 || f.pending() != 3 {
+			if n, err := f.ld.EnqueueApproved(ctx, res.Batch); err != nil || n != 3 || f.pending() != 3 {
 				t.Fatalf("after approval: %d enqueued (%v), %d pending", n, err, f.pending())
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -77,7 +78,7 @@ func newInterruptEnv(t *testing.T) *interruptEnv {
 	}
 	led := ledger.New(rdb)
 	return &interruptEnv{srv: srv, rdb: rdb, led: led, insp: asynq.NewInspectorFromRedisClient(rdb),
-		ld: New(led, asynq.NewClientFromRedisClient(ap), vault.Ephemeral(), zerolog.Nop())}
+		ld: New(led, queue.New(ap), vault.Ephemeral(), zerolog.Nop())}
 }
 
 // tasks counts the tasks of the queue in any state.

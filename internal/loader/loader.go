@@ -54,8 +54,7 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/jobs"
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/queue"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 )
@@ -218,15 +217,15 @@ var ErrRefused = errors.New("file refused")
 // Loader loads payout files.
 type Loader struct {
 	ledger *ledger.Ledger
-	client *asynq.Client
+	queue  *queue.Queue
 	sealer Sealer
 	log    zerolog.Logger
 	Notify *notify.Emitter // held and final batches are notified to it (nil: none)
 }
 
-// New returns a Loader writing to l and enqueuing with c.
-func New(l *ledger.Ledger, c *asynq.Client, s Sealer, log zerolog.Logger) *Loader {
-	return &Loader{ledger: l, client: c, sealer: s, log: log}
+// New returns a Loader writing to l and enqueuing in q.
+func New(l *ledger.Ledger, q *queue.Queue, s Sealer, log zerolog.Logger) *Loader {
+	return &Loader{ledger: l, queue: q, sealer: s, log: log}
 }
 
 // BatchID derives a batch id from a file's content.
@@ -861,12 +860,11 @@ func (ld *Loader) enqueueQueued(ctx context.Context, batch string, opts Options,
 	for i := 0; i < opts.EnqueueWorkers; i++ {
 		g.Go(func() error {
 			for p := range pending {
-				t, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: batch, ExternalID: p.ExternalID, Attempt: p.Creates + 1,
-					Amount: p.Amount, Destination: p.Destination})
-				if err != nil {
-					return err
+				s, ok := queue.NextOpen(p)
+				if !ok {
+					continue
 				}
-				if _, err := jobs.Enqueue(gctx, ld.client, t); err != nil {
+				if _, err := ld.queue.Add(gctx, s); err != nil {
 					return err
 				}
 				if n := enqueued.Add(1); n%int64(opts.ChunkSize) == 0 {
@@ -990,27 +988,20 @@ func (r *loadRun) read(ctx context.Context, f *os.File, bad *lineSet, chunks cha
 // EnqueueApproved enqueues the create task of every queued payout of an
 // approved batch (payout approve, after ledger.Approve). It may be run
 // again: a live task is left as it is.
-func (ld *Loader) EnqueueApproved(ctx context.Context, insp *asynq.Inspector, batch string) (int, error) {
-	var queued []ledger.OpenPayout
+func (ld *Loader) EnqueueApproved(ctx context.Context, batch string) (int, error) {
+	var steps []queue.Step
 	if err := ld.ledger.EachQueued(ctx, batch, func(p ledger.OpenPayout) error {
-		if p.State == ledger.Queued {
-			queued = append(queued, p)
+		if s, ok := queue.NextOpen(p); ok && p.State == ledger.Queued {
+			steps = append(steps, s)
 		}
 		return nil
 	}); err != nil {
 		return 0, err
 	}
-	for _, p := range queued {
-		t, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: batch, ExternalID: p.ExternalID, Attempt: p.Creates + 1,
-			Amount: p.Amount, Destination: p.Destination})
-		if err != nil {
-			return 0, err
-		}
-		if _, err := jobs.Ensure(ctx, ld.client, insp, t, jobs.CreateTaskID(p.ExternalID, p.Creates+1)); err != nil {
-			return 0, err
-		}
+	if _, err := ld.queue.RemindBatch(ctx, steps); err != nil {
+		return 0, err
 	}
-	return len(queued), nil
+	return len(steps), nil
 }
 
 func (ld *Loader) newPayout(batch string, r payfile.Row) (ledger.NewPayout, error) {

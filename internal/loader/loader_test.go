@@ -15,6 +15,7 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/proof/redisdump"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -47,7 +48,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	return &fixture{t: t, rdb: rdb, led: led, ring: ring, insp: asynq.NewInspectorFromRedisClient(rdb),
-		ld: New(led, asynq.NewClientFromRedisClient(ap), ring, zerolog.Nop())}
+		ld: New(led, queue.New(ap), ring, zerolog.Nop())}
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -503,7 +504,7 @@ func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: ledger.LoadLockKey(dry.Batch), nth: tt.nth}
-			ld := New(f.led, asynq.NewClientFromRedisClient(f.rdb), s, zerolog.Nop())
+			ld := New(f.led, queue.New(f.rdb), s, zerolog.Nop())
 			res, err := ld.LoadFile(ctx, path, Options{ChunkSize: chunk, EnqueueWorkers: 2})
 			if !errors.Is(err, ledger.ErrLoadLockLost) {
 				t.Fatalf("err = %v, want ErrLoadLockLost (result %+v)", err, res)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/notify"
-	"github.com/hibiken/asynq"
 )
 
 // TestSpoolNotifies: a batch held for approval and a batch that became
@@ -15,7 +14,7 @@ import (
 func TestSpoolNotifies(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t)
-	f.ld.Notify = notify.NewEmitter(asynq.NewClientFromRedisClient(f.rdb), []string{"http://receiver.test/hook"})
+	f.ld.Notify = notify.NewEmitter(f.rdb, []string{"http://receiver.test/hook"})
 	dir := t.TempDir()
 	res, err := f.ld.Spool(ctx, dir, SpoolOptions{Delivery: DeliveryRename, Load: Options{Approval: Approval{Required: true, By: "alice"}}})
 	if err != nil || len(res.Files) != 0 {

@@ -11,8 +11,8 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
-	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
 )
 
@@ -72,7 +72,7 @@ func TestRefusedRerunKeepsClaimsOfRegisteredRows(t *testing.T) {
 			// was claimed by the dead run.
 			name: "partial run killed mid-load",
 			before: func(t *testing.T, f *fixture, path, batch string) {
-				ld := New(f.led, asynq.NewClientFromRedisClient(f.rdb), &dyingSealer{Keyring: f.ring, nth: 8}, zerolog.Nop())
+				ld := New(f.led, queue.New(f.rdb), &dyingSealer{Keyring: f.ring, nth: 8}, zerolog.Nop())
 				res, err := ld.LoadFile(context.Background(), path, Options{Partial: true, ChunkSize: 1, EnqueueWorkers: 1})
 				if !errors.Is(err, errDied) {
 					t.Fatalf("partial run: err = %v, want it to die (%+v)", err, res)

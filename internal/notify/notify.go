@@ -36,6 +36,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -141,13 +142,13 @@ type Emitter struct {
 	urls   []string
 }
 
-// NewEmitter returns an Emitter enqueuing with c to urls; nil when urls is
+// NewEmitter returns an Emitter enqueuing on rdb to urls; nil when urls is
 // empty.
-func NewEmitter(c *asynq.Client, urls []string) *Emitter {
+func NewEmitter(rdb redis.UniversalClient, urls []string) *Emitter {
 	if len(urls) == 0 {
 		return nil
 	}
-	return &Emitter{client: c, urls: append([]string(nil), urls...)}
+	return &Emitter{client: asynq.NewClientFromRedisClient(rdb), urls: append([]string(nil), urls...)}
 }
 
 // CheckURL tells whether u is an absolute http or https URL.
@@ -321,4 +322,35 @@ func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
 	}
 	d = min(d, 15*time.Minute)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// Drain delivers with d what is queued on rdb's notification queue, for up
+// to within (payout run, whose embedded Redis ends with the command), and
+// returns how many deliveries are left (0: all done, or the queue could
+// not be read).
+func Drain(ctx context.Context, rdb redis.UniversalClient, d *Deliverer, within time.Duration) int {
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
+		Concurrency: 2, Queues: map[string]int{Queue: 1}, RetryDelayFunc: RetryDelay,
+		ShutdownTimeout: Timeout, DelayedTaskCheckInterval: 200 * time.Millisecond, TaskCheckInterval: 200 * time.Millisecond,
+		LogLevel: asynq.FatalLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.Handle(TypeDeliver, d)
+	if err := srv.Start(mux); err != nil {
+		return 0
+	}
+	defer srv.Shutdown()
+	insp := asynq.NewInspectorFromRedisClient(rdb)
+	deadline := time.Now().Add(within)
+	for {
+		info, err := insp.GetQueueInfo(Queue)
+		if err != nil {
+			return 0
+		}
+		left := info.Pending + info.Active + info.Scheduled + info.Retry
+		if left == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return left
+		}
+		time.Sleep(100 * time.Millisecond) // the server delivers meanwhile
+	}
 }

@@ -130,7 +130,7 @@ func TestEmitOnceSignedPOST(t *testing.T) {
 		t.Fatalf("nil emitter: %v", err)
 	}
 
-	em := NewEmitter(asynq.NewClientFromRedisClient(rdb), []string{srv.URL + "/a", srv.URL + "/b"})
+	em := NewEmitter(rdb, []string{srv.URL + "/a", srv.URL + "/b"})
 	ev := NeedsReview("b1", "E1", "PSP said: card 4111111111111111 refused", "1700000000000")
 	for range 2 {
 		if err := em.Emit(ctx, ev); err != nil {
@@ -196,7 +196,7 @@ func TestReceiverDownThenUp(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // down: connections are refused
 
-	em := NewEmitter(asynq.NewClientFromRedisClient(rdb), []string{"http://" + addr + "/hook?token=t0p"})
+	em := NewEmitter(rdb, []string{"http://" + addr + "/hook?token=t0p"})
 	ev := Final("b1", map[string]any{"reconciled": true, "rows": 3})
 	if err := em.Emit(ctx, ev); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
@@ -610,13 +611,17 @@ func latestTask(b ledger.Batch, p ledger.Payout) string {
 	if p.Creates == 0 && p.Seq == 0 && b.Phase != ledger.PhaseLoaded {
 		return ""
 	}
+	if s, ok := queue.NextStep(p); ok {
+		return s.ID() // the task that is due for it (queue.NextStep)
+	}
+	// Done, or waiting for a person: the last task it had.
 	switch {
 	case p.Awaiting && p.OutcomeSeq > 0:
 		return jobs.OutcomeTaskID(p.ExternalID, p.OutcomeSeq)
 	case p.Seq > 0:
 		return jobs.StatusTaskID(p.ExternalID, p.Seq)
-	case p.State == ledger.Queued || p.Creates > 0:
-		return jobs.CreateTaskID(p.ExternalID, max(p.Creates, 1))
+	case p.Creates > 0:
+		return jobs.CreateTaskID(p.ExternalID, p.Creates)
 	}
 	return ""
 }

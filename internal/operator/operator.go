@@ -22,7 +22,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/queue"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -42,9 +42,8 @@ var ErrMissingOperator = errors.New("every operator action records who took it a
 
 // Actions takes operator decisions against one Redis.
 type Actions struct {
-	Ledger    *ledger.Ledger
-	Client    *asynq.Client
-	Inspector *asynq.Inspector
+	Ledger *ledger.Ledger
+	Queue  *queue.Queue // where the steps a decision makes due are enqueued
 	// Notify receives the queue paused/resumed events (nil: none).
 	Notify *notify.Emitter
 	Log    zerolog.Logger
@@ -52,8 +51,7 @@ type Actions struct {
 
 // New returns the Actions of rdb, notifying em (which may be nil).
 func New(rdb redis.UniversalClient, em *notify.Emitter, log zerolog.Logger) *Actions {
-	return &Actions{Ledger: ledger.New(rdb), Client: asynq.NewClientFromRedisClient(rdb),
-		Inspector: asynq.NewInspectorFromRedisClient(rdb), Notify: em, Log: log}
+	return &Actions{Ledger: ledger.New(rdb), Queue: queue.New(rdb), Notify: em, Log: log}
 }
 
 // Approve lets a batch awaiting approval go to the workers: the ledger
@@ -69,8 +67,8 @@ func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval)
 	if err != nil {
 		return b, 0, err
 	}
-	ld := loader.New(a.Ledger, a.Client, nil, a.Log)
-	n, err := ld.EnqueueApproved(ctx, a.Inspector, batch)
+	ld := loader.New(a.Ledger, a.Queue, nil, a.Log)
+	n, err := ld.EnqueueApproved(ctx, batch)
 	if err != nil {
 		return b, n, fmt.Errorf("%w: %w", ErrNotEnqueued, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/queue"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -26,7 +27,7 @@ func newActions(t *testing.T, urls ...string) (*Actions, *redis.Client) {
 	rdb := fakeredis.Working(t)
 	var em *notify.Emitter
 	if len(urls) > 0 {
-		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), urls)
+		em = notify.NewEmitter(rdb, urls)
 	}
 	return New(rdb, em, zerolog.Nop()), rdb
 }
@@ -85,9 +86,8 @@ func TestActionsNeedAnOperator(t *testing.T) {
 // refusal) and both tell the operator the reconciler enqueues the rest.
 func TestApprovalNotEnqueuedStands(t *testing.T) {
 	rdb := fakeredis.Working(t)
-	queue := fakeredis.Refusing(t)
-	a := &Actions{Ledger: ledger.New(rdb), Client: asynq.NewClientFromRedisClient(queue),
-		Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}
+	qrdb := fakeredis.Refusing(t)
+	a := &Actions{Ledger: ledger.New(rdb), Queue: queue.New(qrdb), Log: zerolog.Nop()}
 	ctx := context.Background()
 	hold := func(name string) string {
 		t.Helper()
@@ -95,7 +95,7 @@ func TestApprovalNotEnqueuedStands(t *testing.T) {
 		if err := os.WriteFile(p, []byte("externalId,amount,telecomOperator\n"+name+"-1,10.50,MTS\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		ld := loader.New(a.Ledger, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), zerolog.Nop())
+		ld := loader.New(a.Ledger, queue.New(rdb), vault.Ephemeral(), zerolog.Nop())
 		res, err := ld.LoadFile(ctx, p, loader.Options{Approval: loader.Approval{Required: true, By: "bob"}})
 		if err != nil || res.Held == "" {
 			t.Fatalf("load %s: %v %+v", name, err, res)

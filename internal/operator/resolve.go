@@ -6,8 +6,7 @@ import (
 	"fmt"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/jobs"
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/queue"
 )
 
 // Resolution is a person's decision on a payout in needs_review: To is
@@ -87,24 +86,11 @@ func (a *Actions) enqueueNext(ctx context.Context, r ledger.Resolved, err error)
 	if err != nil {
 		return r, err
 	}
-	p := r.Payout
-	var t *asynq.Task
-	switch {
-	case r.To == ledger.Checking:
-		t, err = jobs.NewStatusTask(jobs.StatusPayload{
-			Batch: p.Batch, ExternalID: p.ExternalID, Seq: r.Seq, Amount: p.Amount, Destination: p.Destination,
-		}, 0)
-	case r.Awaiting:
-		t, err = jobs.NewOutcomeTask(jobs.OutcomePayload{
-			Batch: p.Batch, ExternalID: p.ExternalID, Seq: p.OutcomeSeq, Amount: p.Amount, Destination: p.Destination,
-		}, 0)
-	default:
+	s, ok := nextStep(r)
+	if !ok {
 		return r, nil
 	}
-	if err == nil {
-		_, err = jobs.Enqueue(ctx, a.Client, t)
-	}
-	if err != nil {
+	if _, err := a.Queue.Add(ctx, s); err != nil {
 		return r, fmt.Errorf("%w: %w", ErrNextNotEnqueued, err)
 	}
 	return r, nil
@@ -112,11 +98,18 @@ func (a *Actions) enqueueNext(ctx context.Context, r ledger.Resolved, err error)
 
 // NextTask is the id of the task a resolution made due ("" if none).
 func NextTask(r ledger.Resolved) string {
-	switch {
-	case r.To == ledger.Checking:
-		return jobs.StatusTaskID(r.Payout.ExternalID, r.Seq)
-	case r.Awaiting:
-		return jobs.OutcomeTaskID(r.Payout.ExternalID, r.Payout.OutcomeSeq)
+	if s, ok := nextStep(r); ok {
+		return s.ID()
 	}
 	return ""
+}
+
+// nextStep is the step a resolution made due (queue.NextStep of the
+// payout as it stands after it).
+func nextStep(r ledger.Resolved) (queue.Step, bool) {
+	p := r.Payout
+	if r.To == ledger.Checking {
+		p.Seq = r.Seq // the check the resolution scheduled
+	}
+	return queue.NextStep(p)
 }

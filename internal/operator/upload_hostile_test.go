@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/queue"
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/ledger"
@@ -61,7 +61,7 @@ func TestUploadRefusesHostileWorkbooks(t *testing.T) {
 		t.Skip("memory and time are not measured under -race; make test runs this test without it")
 	}
 	rdb := fakeredis.Working(t)
-	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), zerolog.Nop())
+	ld := loader.New(ledger.New(rdb), queue.New(rdb), vault.Ephemeral(), zerolog.Nop())
 	u := UIUploads{Loader: ld, Spool: t.TempDir()}
 	ctx := context.Background()
 	preview := func(t *testing.T, name string, data []byte) (ui.Preview, uint64, time.Duration) {

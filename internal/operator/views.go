@@ -6,14 +6,14 @@ import (
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/ui"
-	"github.com/acme/payout/jobs"
 	"github.com/redis/go-redis/v9"
 )
 
 // BatchViews turns ledger statuses into the figures shown by `payout
 // status`, the UI's batches page and its JSON API; paused: the payout
-// queue is paused (jobs.QueuePaused), which a working batch's phase says.
+// queue is paused (queue.QueuePaused), which a working batch's phase says.
 func BatchViews(sts []ledger.BatchStatus, paused bool) []ui.BatchView {
 	out := make([]ui.BatchView, 0, len(sts))
 	for _, s := range sts {
@@ -59,10 +59,10 @@ func (b Batches) Batches(ctx context.Context) ([]ui.BatchView, error) {
 	return BatchViews(sts, paused), nil
 }
 
-// QueuePaused is jobs.QueuePaused, false without a client.
+// QueuePaused is queue.QueuePaused, false without a client.
 func QueuePaused(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
 	if rdb == nil {
 		return false, nil
 	}
-	return jobs.QueuePaused(ctx, rdb)
+	return queue.QueuePaused(ctx, rdb)
 }

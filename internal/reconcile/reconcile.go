@@ -3,26 +3,24 @@
 // can be lost: its handler returned after a Redis reply was lost, an
 // operator deleted or archived it in the web UI, a process died between
 // two writes. A sweep finds every open payout (queued, submitting,
-// checking) whose next step has no live task and restores that step:
+// checking, created awaiting its outcome) whose next step (queue.NextStep)
+// has no live task and restores that step; a submitting payout's step is
+// the create in flight, which is never enqueued again: the payout is moved
+// to checking first (the create may have been sent), and its status check
+// follows.
 //
-//	queued      -> the create task of the next attempt
-//	checking    -> the current status check
-//	submitting  -> moved to checking (the create may have been sent), then
-//	               its status check: never a create
-//	created     -> (awaiting its outcome) the current outcome check
-//
-// A task is live only where something will run it (jobs.Liveness): a
+// A task is live only where something will run it (queue.Liveness): a
 // pending task in the queue's pending list, an active one in the active
 // list with a lease not expired longer ago than LeaseGrace, a scheduled or
 // retry one in its zset. Any other task holding the step's ID (an active
 // task without a lease, as hibiken/asynq#1051 and #1144 leave behind, a
 // pending one not in the list...) is an orphan: it is removed
-// (jobs.RemoveOrphan, which checks again atomically) and the step restored
+// (queue.RemoveOrphan, which checks again atomically) and the step restored
 // as for a deleted task, so that exactly one task holds the ID.
 //
 // A payout whose last transition is younger than the grace period is left
 // to the handler that is acting on it. Every repair is a compare-and-set in
-// the ledger or an idempotent enqueue (jobs.Ensure), so two sweeps at once,
+// the ledger or an idempotent enqueue (queue.Remind), so two sweeps at once,
 // or a sweep racing a worker, do no harm; the lease only saves work.
 package reconcile
 
@@ -33,8 +31,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/jobs"
-	"github.com/hibiken/asynq"
+	"github.com/acme/payout/internal/queue"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -56,7 +53,7 @@ type Config struct {
 	Grace time.Duration
 	// LeaseGrace: an active task whose lease expired longer ago than this
 	// is lost (Asynq's recoverer, which acts on leases expired 30 s ago
-	// once a minute, would have moved it). Default jobs.DefaultLeaseGrace
+	// once a minute, would have moved it). Default queue.DefaultLeaseGrace
 	// (2m).
 	LeaseGrace time.Duration
 }
@@ -80,7 +77,7 @@ func (c Config) withDefaults() Config {
 		c.Grace = DefaultGrace
 	}
 	if c.LeaseGrace == 0 {
-		c.LeaseGrace = jobs.DefaultLeaseGrace
+		c.LeaseGrace = queue.DefaultLeaseGrace
 	}
 	return c
 }
@@ -104,10 +101,8 @@ type Report struct {
 
 // Sweeper finds and repairs open payouts without a live task.
 type Sweeper struct {
-	rdb      redis.UniversalClient
 	ledger   *ledger.Ledger
-	client   *asynq.Client
-	insp     *asynq.Inspector
+	queue    *queue.Queue
 	cfg      Config
 	log      zerolog.Logger
 	OnRepair func(Repair) // called for every repair done (metrics); may be nil
@@ -116,11 +111,7 @@ type Sweeper struct {
 
 // New builds a Sweeper on rdb (the client the Asynq tasks live on) and l.
 func New(rdb redis.UniversalClient, l *ledger.Ledger, cfg Config, log zerolog.Logger) *Sweeper {
-	return &Sweeper{
-		rdb: rdb, ledger: l, cfg: cfg.withDefaults(), log: log,
-		client: asynq.NewClientFromRedisClient(rdb),
-		insp:   asynq.NewInspectorFromRedisClient(rdb),
-	}
+	return &Sweeper{ledger: l, queue: queue.New(rdb), cfg: cfg.withDefaults(), log: log}
 }
 
 // chunk is how many open payouts one pipelined task lookup covers.
@@ -131,7 +122,7 @@ const chunk = 1000
 // reports what it would restore.
 func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 	var rep Report
-	live := jobs.NewLiveness(s.rdb, s.cfg.LeaseGrace)
+	live := s.queue.Liveness(s.cfg.LeaseGrace)
 	now, err := s.ledger.Time(ctx)
 	if err != nil {
 		return rep, err
@@ -176,31 +167,21 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 	return rep, nil
 }
 
-// due is the task ID of the step an open payout waits for.
-func due(p ledger.OpenPayout) string {
-	switch p.State {
-	case ledger.Queued:
-		return jobs.CreateTaskID(p.ExternalID, p.Creates+1)
-	case ledger.Submitting:
-		return jobs.CreateTaskID(p.ExternalID, p.Creates)
-	case ledger.Created:
-		return jobs.OutcomeTaskID(p.ExternalID, p.OutcomeSeq)
-	}
-	return jobs.StatusTaskID(p.ExternalID, p.Seq)
-}
-
-func (s *Sweeper) repairChunk(ctx context.Context, lv *jobs.Liveness, now time.Time, ps []ledger.OpenPayout, dryRun bool, rep *Report) error {
+func (s *Sweeper) repairChunk(ctx context.Context, lv *queue.Liveness, now time.Time, ps []ledger.OpenPayout, dryRun bool, rep *Report) error {
 	// A payout that moved within the grace period is its handler's.
 	settled := ps[:0:0]
+	var steps []queue.Step
 	for _, p := range ps {
-		if now.Sub(p.UpdatedAt) >= s.cfg.Grace {
+		step, ok := queue.NextOpen(p)
+		if ok && now.Sub(p.UpdatedAt) >= s.cfg.Grace {
 			settled = append(settled, p)
+			steps = append(steps, step)
 		}
 	}
 	ps = settled
 	ids := make([]string, len(ps))
-	for i, p := range ps {
-		ids[i] = due(p)
+	for i, st := range steps {
+		ids[i] = st.ID()
 	}
 	live, err := lv.Live(ctx, ids)
 	if err != nil {
@@ -215,22 +196,22 @@ func (s *Sweeper) repairChunk(ctx context.Context, lv *jobs.Liveness, now time.T
 			// A task holding the ID where nothing runs it goes first (the
 			// step's task gets the same ID); one found live after all
 			// stays, and nothing is restored.
-			o, err := jobs.RemoveOrphan(ctx, s.rdb, ids[i], s.cfg.LeaseGrace, 2*s.cfg.Interval+s.cfg.LeaseGrace)
+			o, err := s.queue.RemoveOrphan(ctx, ids[i], s.cfg.LeaseGrace, 2*s.cfg.Interval+s.cfg.LeaseGrace)
 			if err != nil {
 				return err
 			}
-			if o == jobs.OrphanLive {
+			if o == queue.OrphanLive {
 				continue
 			}
-			if o == jobs.OrphanSuspect {
+			if o == queue.OrphanSuspect {
 				// Lost in this sweep's eyes; removed when a sweep at least
 				// the lease grace later still finds it so.
 				s.log.Info().Str("batch", p.Batch).Str("externalId", p.ExternalID).Str("task", ids[i]).
 					Msg("active task looks orphaned: removed if still so after the lease grace")
 				continue
 			}
-			r.Orphan = o == jobs.OrphanRemoved
-			ok, err := s.repair(ctx, p, &r)
+			r.Orphan = o == queue.OrphanRemoved
+			ok, err := s.repair(ctx, steps[i], &r)
 			if err != nil {
 				return err
 			}
@@ -249,36 +230,20 @@ func (s *Sweeper) repairChunk(ctx context.Context, lv *jobs.Liveness, now time.T
 	return nil
 }
 
-// repair restores p's next step; false means the ledger moved on first.
-func (s *Sweeper) repair(ctx context.Context, p ledger.OpenPayout, r *Repair) (bool, error) {
-	var (
-		t   *asynq.Task
-		err error
-	)
-	switch p.State {
-	case ledger.Queued:
-		t, err = jobs.NewCreateTask(jobs.CreatePayload{Batch: p.Batch, ExternalID: p.ExternalID, Attempt: p.Creates + 1,
-			Amount: p.Amount, Destination: p.Destination})
-	case ledger.Submitting:
-		// The create may have been sent: only the status path may follow.
-		seq, ok, ierr := s.ledger.InterruptSubmitting(ctx, p.Batch, p.ExternalID, p.Creates, s.cfg.Grace)
-		if ierr != nil || !ok {
-			return false, ierr
+// repair restores step, the next step of a payout (r); false means the
+// ledger moved on first. A step in flight (a submitting payout's create)
+// is interrupted in the ledger first: the payout moves to checking, and
+// its status check is restored instead, never a second create.
+func (s *Sweeper) repair(ctx context.Context, step queue.Step, r *Repair) (bool, error) {
+	if step.InFlight {
+		seq, ok, err := s.ledger.InterruptSubmitting(ctx, step.Batch, step.ExternalID, step.N, s.cfg.Grace)
+		if err != nil || !ok {
+			return false, err
 		}
-		r.Task = jobs.StatusTaskID(p.ExternalID, seq)
-		t, err = jobs.NewStatusTask(jobs.StatusPayload{Batch: p.Batch, ExternalID: p.ExternalID, Seq: seq,
-			Amount: p.Amount, Destination: p.Destination}, 0)
-	case ledger.Created: // awaiting its outcome
-		t, err = jobs.NewOutcomeTask(jobs.OutcomePayload{Batch: p.Batch, ExternalID: p.ExternalID, Seq: p.OutcomeSeq,
-			Amount: p.Amount, Destination: p.Destination}, 0)
-	default:
-		t, err = jobs.NewStatusTask(jobs.StatusPayload{Batch: p.Batch, ExternalID: p.ExternalID, Seq: p.Seq,
-			Amount: p.Amount, Destination: p.Destination}, 0)
+		step.Kind, step.N, step.InFlight = queue.Status, seq, false
+		r.Task = step.ID()
 	}
-	if err != nil {
-		return false, err
-	}
-	if _, err := jobs.Ensure(ctx, s.client, s.insp, t, r.Task); err != nil {
+	if _, err := s.queue.Remind(ctx, step); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
@@ -20,7 +21,7 @@ type fixture struct {
 	m      *miniredis.Miniredis
 	rdb    *redis.Client
 	ledger *ledger.Ledger
-	client *asynq.Client
+	queue  *queue.Queue
 	insp   *asynq.Inspector
 	now    time.Time
 }
@@ -30,7 +31,7 @@ func newFixture(t *testing.T, n int) *fixture {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	f := &fixture{t: t, m: m, rdb: rdb, client: asynq.NewClientFromRedisClient(rdb),
+	f := &fixture{t: t, m: m, rdb: rdb, queue: queue.New(rdb),
 		insp: asynq.NewInspectorFromRedisClient(rdb), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)}
 	// The ledger stamps registrations with the process's clock and
 	// transitions with Redis's TIME: both follow the fixture's clock, or
@@ -58,11 +59,7 @@ func (f *fixture) advance(d time.Duration) { f.now = f.now.Add(d); f.m.SetTime(f
 
 func (f *fixture) enqueueCreate(ext string, attempt int) {
 	f.t.Helper()
-	tk, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: "b", ExternalID: ext, Attempt: attempt})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if _, err := f.client.Enqueue(tk); err != nil {
+	if _, err := f.queue.Add(context.Background(), queue.Step{Kind: queue.Create, Batch: "b", ExternalID: ext, N: attempt}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -95,8 +92,7 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	// E3 checking, its status task archived in the UI.
 	f.ledger.BeginCreate(ctx, "b", "E3", 1)
 	fin, _ := f.ledger.FinishCreate(ctx, "b", "E3", 1, ledger.CreateResult{To: ledger.Checking})
-	st, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: "b", ExternalID: "E3", Seq: fin.Seq}, 0)
-	if _, err := f.client.Enqueue(st); err != nil {
+	if _, err := f.queue.Add(ctx, queue.Step{Kind: queue.Status, Batch: "b", ExternalID: "E3", N: fin.Seq}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.insp.ArchiveTask(jobs.Queue, jobs.StatusTaskID("E3", fin.Seq)); err != nil {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/queue"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -76,7 +77,7 @@ func (e *env) hold(name, content, by string) string {
 	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	ld := loader.New(e.led, asynq.NewClientFromRedisClient(e.rdb), vault.Ephemeral(), zerolog.Nop())
+	ld := loader.New(e.led, queue.New(e.rdb), vault.Ephemeral(), zerolog.Nop())
 	res, err := ld.LoadFile(context.Background(), p, loader.Options{Approval: loader.Approval{Required: true, By: by}})
 	if err != nil || !res.Loaded || res.Held == "" {
 		e.t.Fatalf("load: %v %+v", err, res)
@@ -197,10 +198,10 @@ func TestApproveFromTheUI(t *testing.T) {
 // ledger is the truth and the workers' reconciler enqueues the creates.
 func TestApproveNotEnqueuedIsDone(t *testing.T) {
 	rdb := fakeredis.Working(t)
-	queue := fakeredis.Refusing(t)
+	qrdb := fakeredis.Refusing(t)
 	cfg := uitest.Config(t, rdb, uitest.Options{User: opUser, Password: opPass})
 	cfg.Controls = operator.UIControls{Actions: &operator.Actions{Ledger: ledger.New(rdb),
-		Client: asynq.NewClientFromRedisClient(queue), Inspector: asynq.NewInspectorFromRedisClient(queue), Log: zerolog.Nop()}}
+		Queue: queue.New(qrdb), Log: zerolog.Nop()}}
 	h, err := ui.New(cfg)
 	if err != nil {
 		t.Fatal(err)

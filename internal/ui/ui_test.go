@@ -18,6 +18,7 @@ import (
 
 	"github.com/acme/payout/internal/proof/testenv/golden"
 	"github.com/acme/payout/internal/proof/testlog"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
@@ -382,11 +383,7 @@ func isPaused(t *testing.T, rc redis.UniversalClient, queue string) bool {
 func TestPayloadMasked(t *testing.T) {
 	f := newFixture(t, nil)
 	p := jobs.CreatePayload{Batch: "b1", ExternalID: "ext-1", Attempt: 1, Amount: "10.00", Destination: "card " + maskedPAN}
-	task, err := jobs.NewCreateTask(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := asynq.NewClientFromRedisClient(f.rc).Enqueue(task); err != nil {
+	if _, err := queue.New(f.rc).Add(context.Background(), queue.Step{Kind: queue.Create, Batch: p.Batch, ExternalID: p.ExternalID, N: p.Attempt, Amount: p.Amount, Destination: p.Destination}); err != nil {
 		t.Fatal(err)
 	}
 	rogue := enqueue(t, f.rc, jobs.Queue, "rogue:task", []byte(`{"pan":"`+fullPAN+`","spaced":"4111 1111 1111 1111"}`))

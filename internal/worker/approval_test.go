@@ -54,8 +54,8 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 	if _, err := h.ledger.Controls().Approve(ctx, h.batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
 		t.Fatal(err)
 	}
-	ld := loader.New(h.ledger, h.client, nil, zerolog.Nop())
-	if got, err := ld.EnqueueApproved(ctx, h.insp, h.batch); err != nil || got != n-1 {
+	ld := loader.New(h.ledger, h.queue, nil, zerolog.Nop())
+	if got, err := ld.EnqueueApproved(ctx, h.batch); err != nil || got != n-1 {
 		t.Fatalf("enqueued %d (%v), want %d", got, err, n-1)
 	}
 	c := h.waitFinal(20 * time.Second)

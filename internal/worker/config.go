@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -23,6 +24,9 @@ type Config struct {
 	// Ledger holds the payouts; its connection may differ from Redis (a
 	// pipelining one). Required.
 	Ledger *ledger.Ledger
+	// Queue configures the queue the tasks are enqueued in (test code sets
+	// its clock: queue.WithClock).
+	Queue []queue.Option
 	// PSP sends the create and status requests. Required.
 	PSP PSP
 	// Opener decrypts the sealed card numbers. Required.

@@ -134,7 +134,7 @@ func (w *Worker) rolledBack(ctx context.Context, p jobs.CreatePayload, floor, go
 	if first {
 		log.Error().Str("alert", "ledger_rolled_back").Int64("epoch", got).Int64("seen", floor).
 			Msg("LEDGER WENT BACK IN TIME: Redis lost acknowledged writes (restarted from an older snapshot, or a failover); payouts it shows queued may be paid already. NOTHING SENT; all creates stopped and the queue paused. Reconcile with the PSP, then `payout resume --ledger-reconciled`")
-		if err := w.insp.PauseQueue(jobs.Queue); err == nil {
+		if err := w.queue.Pause(ctx); err == nil {
 			w.metrics.pauses.Inc()
 			w.notifyPause(ctx, what)
 		}

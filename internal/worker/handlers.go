@@ -11,6 +11,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -452,40 +453,39 @@ func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, ste
 	return nil
 }
 
-// enqueueStatus makes sure status check seq of pay is a live task (see
-// ensure).
+// step is the step of kind k numbered n of pay, as a ledger decision
+// names it (a status check's Seq, a create's attempt).
+func step(pay ledger.Payout, k queue.Kind, n int) queue.Step {
+	return queue.Step{Kind: k, Batch: pay.Batch, ExternalID: pay.ExternalID, N: n, Amount: pay.Amount, Destination: pay.Destination}
+}
+
+// enqueueStatus makes sure status check seq of pay is a live task, due
+// after delay (see remind).
 func (w *Worker) enqueueStatus(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
-	return w.ensure(ctx, jobs.StatusTaskID(pay.ExternalID, seq), delay, func() (*asynq.Task, error) {
-		return jobs.NewStatusTask(jobs.StatusPayload{
-			Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
-		}, delay)
-	})
+	return w.remind(ctx, step(pay, queue.Status, seq).In(delay))
 }
 
 // enqueueCreate makes sure create attempt of pay is a live task, as
 // enqueueStatus does for status checks.
 func (w *Worker) enqueueCreate(ctx context.Context, pay ledger.Payout, attempt int) error {
-	return w.ensure(ctx, jobs.CreateTaskID(pay.ExternalID, attempt), w.cfg.StatusDelay, func() (*asynq.Task, error) {
-		return jobs.NewCreateTask(jobs.CreatePayload{
-			Batch: pay.Batch, ExternalID: pay.ExternalID, Attempt: attempt, Amount: pay.Amount, Destination: pay.Destination,
-		})
-	})
+	return w.remind(ctx, step(pay, queue.Create, attempt))
 }
 
-// ensure makes sure the task id (built by build) is live (jobs.Ensure: a
-// completed or archived one is replaced). When that task is the one
-// running now, it must not complete: ensure returns a deferral, so Asynq
-// runs it again after about after.
-func (w *Worker) ensure(ctx context.Context, id string, after time.Duration, build func() (*asynq.Task, error)) error {
+// remind makes sure s's task is live (queue.Remind: a completed or
+// archived one is replaced). When that task is the one running now, it
+// must not complete: remind returns a deferral, so Asynq runs it again
+// after about s.After (StatusDelay for a step without one).
+func (w *Worker) remind(ctx context.Context, s queue.Step) error {
+	id := s.ID()
 	if running(ctx, id) {
+		after := s.After
+		if after <= 0 {
+			after = w.cfg.StatusDelay
+		}
 		return &deferral{reason: "task " + id + " is due again", after: after}
 	}
-	t, err := build()
-	if err != nil {
-		return err
-	}
-	got, err := jobs.Ensure(ctx, w.client, w.insp, t, id)
-	if got == jobs.EnsuredReplaced {
+	got, err := w.queue.Remind(ctx, s)
+	if got == queue.RemindedReplaced {
 		w.metrics.repairs.WithLabelValues("handler").Inc()
 		w.log.Warn().Str("task", id).Msg("a completed or archived task was due again; restored it")
 	}
@@ -507,20 +507,29 @@ func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
 	if err != nil {
 		return err
 	}
-	switch pay.State {
-	case ledger.Queued:
-		return w.enqueueCreate(ctx, pay, pay.Creates+1)
-	case ledger.Checking:
-		return w.enqueueStatus(ctx, pay, pay.Seq, w.cfg.StatusDelay)
-	case ledger.Created:
-		if pay.Awaiting {
-			return w.enqueueOutcome(ctx, pay, pay.OutcomeSeq, w.cfg.Outcome.interval(1))
-		}
-	case ledger.NeedsReview:
+	s, ok := queue.NextStep(pay)
+	switch {
+	case !ok && pay.State == ledger.NeedsReview:
 		w.log.Warn().Str("batch", batch).Str("externalId", ext).
 			Msg("payout needs review; a task does not change that: use `payout resolve`")
+		return nil
+	case !ok || s.InFlight:
+		return nil // done, or a create in flight: its own handler acts
 	}
-	return nil
+	return w.remind(ctx, s.In(w.firstDelay(s.Kind)))
+}
+
+// firstDelay is how long after it is enqueued a restored step of kind k
+// is due: a status check after StatusDelay, an outcome check after the
+// first outcome interval, a create at once.
+func (w *Worker) firstDelay(k queue.Kind) time.Duration {
+	switch k {
+	case queue.Status:
+		return w.cfg.StatusDelay
+	case queue.Outcome:
+		return w.cfg.Outcome.interval(1)
+	}
+	return 0
 }
 
 // jitterUpTo returns a random duration in [0, d].
@@ -571,7 +580,7 @@ func (w *Worker) request(pay ledger.Payout) (psp.WithdrawalRequest, error) {
 // one alert; the task comes back after an operator resumes the queue,
 // without using up its retry budget.
 func (w *Worker) pause(ctx context.Context, reason string) error {
-	err := w.insp.PauseQueue(jobs.Queue)
+	err := w.queue.Pause(ctx)
 	switch {
 	case err == nil:
 		w.metrics.pauses.Inc()
@@ -581,7 +590,7 @@ func (w *Worker) pause(ctx context.Context, reason string) error {
 		}
 		w.log.Error().Str("alert", "psp_configuration").Str("queue", jobs.Queue).Str("reason", reason).
 			Msg("PAYOUT QUEUE PAUSED: fix the PSP token, URL or data key, then resume it (web UI or `payout resume`)")
-	case w.queuePaused():
+	case w.queuePaused(ctx):
 	default:
 		w.log.Error().Err(err).Str("reason", reason).Msg("could not pause the payout queue")
 	}
@@ -590,7 +599,7 @@ func (w *Worker) pause(ctx context.Context, reason string) error {
 
 // queuePaused tells whether the payout queue is paused (asynq reports a
 // second pause only as an untyped error, so ask instead of matching text).
-func (w *Worker) queuePaused() bool {
-	info, err := w.insp.GetQueueInfo(jobs.Queue)
-	return err == nil && info.Paused
+func (w *Worker) queuePaused(ctx context.Context) bool {
+	paused, err := w.queue.Paused(ctx)
+	return err == nil && paused
 }

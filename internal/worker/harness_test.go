@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/proof/testlog"
+	"github.com/acme/payout/internal/queue"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
@@ -31,7 +32,7 @@ type harness struct {
 	sbx     *sandbox.Server
 	url     string
 	ring    *vault.Keyring
-	client  *asynq.Client
+	queue   *queue.Queue
 	insp    *asynq.Inspector
 	cfg     Config
 	psp     PSP
@@ -89,7 +90,7 @@ func newHarness(t *testing.T, cfg Config, sc sandbox.Config) *harness {
 	t.Cleanup(srv.Close)
 	h := &harness{
 		t: t, rdb: rdb, ledger: ledger.New(rdb), sbx: sbx, url: srv.URL, ring: vault.Ephemeral(),
-		client: asynq.NewClientFromRedisClient(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
+		queue: queue.New(rdb), insp: asynq.NewInspectorFromRedisClient(rdb),
 		cfg: cfg, logs: logs, batch: "testbatch",
 	}
 	h.psp = h.newClient(srv.URL, 500*time.Millisecond)
@@ -138,11 +139,7 @@ func (h *harness) add(dests ...string) []string {
 		h.t.Fatal(err)
 	}
 	for _, p := range ps {
-		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: h.batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if _, err := jobs.Enqueue(ctx, h.client, task); err != nil {
+		if _, err := h.queue.Add(ctx, queue.Step{Kind: queue.Create, Batch: h.batch, ExternalID: p.ExternalID, N: 1, Amount: p.Amount.String(), Destination: p.Destination}); err != nil {
 			h.t.Fatal(err)
 		}
 	}

@@ -131,7 +131,7 @@ func TestMarkedCreatedIsPaidByCallback(t *testing.T) {
 func TestMarkedRejectedContradictedByCallback(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, trackingConfig(100*time.Millisecond, time.Hour), sandbox.Config{SettleAfter: 100 * time.Millisecond})
-	h.cfg.Notify = NotifyConfig{Emitter: notify.NewEmitter(h.client, []string{"https://hooks.example/payout"})}
+	h.cfg.Notify = NotifyConfig{Emitter: notify.NewEmitter(h.rdb, []string{"https://hooks.example/payout"})}
 	ext, order := reviewWithOrder(t, h)
 	ctx := context.Background()
 	// As if the PSP had answered 404 when asked (its status view lagging).

@@ -11,8 +11,8 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/nginxtest"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/sandbox"
-	"github.com/acme/payout/jobs"
 )
 
 // TestNginxDotSegmentPaidOnce is issue 38's first defect end to end: a
@@ -66,11 +66,7 @@ func addIDs(h *harness, ids ...string) {
 		h.t.Fatal(err)
 	}
 	for _, p := range ps {
-		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: h.batch, ExternalID: p.ExternalID, Attempt: 1, Amount: p.Amount.String(), Destination: p.Destination})
-		if err != nil {
-			h.t.Fatal(err)
-		}
-		if _, err := jobs.Enqueue(ctx, h.client, task); err != nil {
+		if _, err := h.queue.Add(ctx, queue.Step{Kind: queue.Create, Batch: h.batch, ExternalID: p.ExternalID, N: 1, Amount: p.Amount.String(), Destination: p.Destination}); err != nil {
 			h.t.Fatal(err)
 		}
 	}

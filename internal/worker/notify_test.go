@@ -73,7 +73,7 @@ func TestNotificationsNeverDelayPayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	em := notify.NewEmitter(h.client, []string{recv.URL})
+	em := notify.NewEmitter(h.rdb, []string{recv.URL})
 	h.cfg.Notify = NotifyConfig{Emitter: em, Deliverer: d}
 	// A backlog of notifications, more than the delivery server runs at once.
 	for i := range 10 {

@@ -9,6 +9,7 @@ import (
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
@@ -129,11 +130,7 @@ func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result,
 // enqueueOutcome makes sure outcome check seq of pay is a live task, as
 // enqueueStatus does for status checks.
 func (w *Worker) enqueueOutcome(ctx context.Context, pay ledger.Payout, seq int, delay time.Duration) error {
-	return w.ensure(ctx, jobs.OutcomeTaskID(pay.ExternalID, seq), delay, func() (*asynq.Task, error) {
-		return jobs.NewOutcomeTask(jobs.OutcomePayload{
-			Batch: pay.Batch, ExternalID: pay.ExternalID, Seq: seq, Amount: pay.Amount, Destination: pay.Destination,
-		}, delay)
-	})
+	return w.remind(ctx, step(pay, queue.Outcome, seq).In(delay))
 }
 
 // Hint moves the next status query of the payout a PSP callback names to
@@ -174,18 +171,6 @@ func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
 	default:
 		return false, nil
 	}
-	info, err := w.insp.GetTaskInfo(jobs.Queue, id)
-	if errors.Is(err, asynq.ErrTaskNotFound) {
-		return false, nil // the reconciler restores a missing one
-	}
-	if err != nil {
-		return false, err
-	}
-	if info.State != asynq.TaskStateScheduled && info.State != asynq.TaskStateRetry {
-		return false, nil // already due or running
-	}
-	if err := w.insp.RunTask(jobs.Queue, id); err != nil && !errors.Is(err, asynq.ErrTaskNotFound) {
-		return false, err
-	}
-	return true, nil
+	// Missing: the reconciler restores it; already due or running: nothing to move.
+	return w.queue.RunNow(ctx, id)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
@@ -99,7 +100,7 @@ func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
 	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
-	task, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: h.batch, ExternalID: ids[0], Seq: 1}, 0)
+	task, _ := queue.Step{Kind: queue.Status, Batch: h.batch, ExternalID: ids[0], N: 1}.AsynqTask(time.Now())
 	if err := w.HandleStatus(ctx, task); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 	cfg.Metrics = NewMetrics(reg)
 	w := h.worker(h.rdb, h.ledger, cfg, testLogger(h))
 	handle := func(seq int) error {
-		task, _ := jobs.NewStatusTask(jobs.StatusPayload{Batch: h.batch, ExternalID: ext, Seq: seq}, 0)
+		task, _ := queue.Step{Kind: queue.Status, Batch: h.batch, ExternalID: ext, N: seq}.AsynqTask(time.Now())
 		return w.HandleStatus(ctx, task)
 	}
 
@@ -329,7 +330,7 @@ func TestOutcomeTaskNotCurrentAsksNothing(t *testing.T) {
 	before := []ledger.Payout{h.payout(ids[0]), h.payout(ids[1])}
 	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
 	handle := func(ext string, seq int) error {
-		task, _ := jobs.NewOutcomeTask(jobs.OutcomePayload{Batch: h.batch, ExternalID: ext, Seq: seq}, 0)
+		task, _ := queue.Step{Kind: queue.Outcome, Batch: h.batch, ExternalID: ext, N: seq}.AsynqTask(time.Now())
 		return w.HandleOutcome(ctx, task)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/rs/zerolog"
@@ -19,14 +20,8 @@ import (
 // share one task.
 func (w *Worker) enqueueVerify(ctx context.Context, pay ledger.Payout) error {
 	at := time.Now().Unix()
-	t, err := jobs.NewVerifyTask(jobs.VerifyPayload{Batch: pay.Batch, ExternalID: pay.ExternalID}, at)
-	if err != nil {
-		return err
-	}
-	if _, err := jobs.Enqueue(ctx, w.client, t); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err
-	}
-	return nil
+	_, err := w.queue.Add(ctx, queue.VerifyStep(pay, at))
+	return err
 }
 
 // HandleVerify processes a withdrawal:verify task: it asks the PSP about

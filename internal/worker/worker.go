@@ -18,6 +18,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -49,8 +50,7 @@ type Worker struct {
 	ledger  *ledger.Ledger
 	psp     PSP
 	opener  Opener
-	client  *asynq.Client
-	insp    *asynq.Inspector
+	queue   *queue.Queue
 	gate    *gate
 	lookup  *lookupCheck
 	epochs  epochs
@@ -80,8 +80,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	return &Worker{
 		cfg: cfg, rdb: rdb, ledger: led, psp: cfg.PSP, opener: cfg.Opener, stop: newStopper(),
-		client:  asynq.NewClientFromRedisClient(rdb),
-		insp:    asynq.NewInspectorFromRedisClient(rdb),
+		queue:   queue.New(rdb, cfg.Queue...),
 		gate:    newGate(rdb, cfg, m, log),
 		lookup:  &lookupCheck{ledger: cfg.Ledger, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
 		metrics: m,

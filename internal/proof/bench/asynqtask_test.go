@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
@@ -26,7 +27,7 @@ func TestFastTaskMovesMatchAsynq(t *testing.T) {
 	defer cancel()
 	client := asynq.NewClientFromRedisClient(rdb)
 	enqueue := func(ext string) string {
-		task, err := jobs.NewCreateTask(jobs.CreatePayload{Batch: "b1", ExternalID: ext, Attempt: 1, Amount: "10.00", Destination: "card 411111******1111"})
+		task, err := queue.Step{Kind: queue.Create, Batch: "b1", ExternalID: ext, N: 1, Amount: "10.00", Destination: "card 411111******1111"}.AsynqTask(time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/worker"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -55,9 +56,17 @@ func BareEnqueue(ctx context.Context, rdb redis.UniversalClient, batch string, n
 		if err != nil {
 			return err
 		}
-		_, err = jobs.Enqueue(ctx, client, t)
-		return err
+		return enqueueOnce(ctx, client, queue.Asynq(t, time.Now()))
 	})
+}
+
+// enqueueOnce enqueues t; a task holding its ID already counts as done
+// (queue.Queue.Add, without the step).
+func enqueueOnce(ctx context.Context, c *asynq.Client, t *asynq.Task) error {
+	if _, err := c.EnqueueContext(ctx, t); err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return fmt.Errorf("bench: enqueue %s: %w", t.Type(), err)
+	}
+	return nil
 }
 
 // BareTaskType is the task type of the bare worker baseline.
@@ -73,8 +82,7 @@ func PreloadBareTasks(ctx context.Context, rdb redis.UniversalClient, n, concurr
 		t := asynq.NewTask(BareTaskType, r.Body(),
 			asynq.TaskID("bench:"+r.ExternalID), asynq.Queue(jobs.Queue),
 			asynq.MaxRetry(LoaderMaxCreateRetries), asynq.Retention(jobs.Retention))
-		_, err := jobs.Enqueue(ctx, client, t)
-		return err
+		return enqueueOnce(ctx, client, t)
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
@@ -67,7 +68,7 @@ func TestBareEnqueueMatchesTheLoader(t *testing.T) {
 	}
 
 	rdb := miniRedis(t)
-	res, err := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), zerolog.Nop()).
+	res, err := loader.New(ledger.New(rdb), queue.New(rdb), vault.Ephemeral(), zerolog.Nop()).
 		LoadFile(ctx, path, loader.Options{})
 	if err != nil || res.Enqueued != n || res.Batch != batch {
 		t.Fatalf("LoadFile: %+v, %v", res, err)

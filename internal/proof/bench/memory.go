@@ -17,6 +17,7 @@ import (
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
@@ -329,7 +330,7 @@ func (m *memRun) load(ctx context.Context, file string, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	res, err := loader.New(ledger.New(m.rdb), asynq.NewClientFromRedisClient(ap), m.ring, m.log).LoadFile(ctx, file, loader.Options{})
+	res, err := loader.New(ledger.New(m.rdb), queue.New(ap), m.ring, m.log).LoadFile(ctx, file, loader.Options{})
 	if err != nil {
 		return "", err
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -113,7 +113,7 @@ func (b *runner) profileLoader(ctx context.Context, cfg ProfileConfig, ring *vau
 	if err != nil {
 		return err
 	}
-	ld := loader.New(ledger.New(rdb), asynq.NewClientFromRedisClient(ap), ring, log)
+	ld := loader.New(ledger.New(rdb), queue.New(ap), ring, log)
 	var res loader.Result
 	d, err := cpuProfile(out("loader.cpu.pprof"), func() error {
 		var err error
@@ -152,7 +152,7 @@ func (b *runner) profileWorker(ctx context.Context, cfg ProfileConfig, ring *vau
 		return err
 	}
 	led := ledger.New(b.rdb)
-	res, err := loader.New(led, asynq.NewClientFromRedisClient(b.rdb), ring, log).LoadFile(ctx, file, loader.Options{})
+	res, err := loader.New(led, queue.New(b.rdb), ring, log).LoadFile(ctx, file, loader.Options{})
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,7 @@ func (b *runner) profileLoaderPeak(ctx context.Context, n int, ring *vault.Keyri
 	if err != nil {
 		return err
 	}
-	ld := loader.New(ledger.New(b.rdb), asynq.NewClientFromRedisClient(ap), ring, log)
+	ld := loader.New(ledger.New(b.rdb), queue.New(ap), ring, log)
 	stop := make(chan struct{})
 	sampled := make(chan error, 1)
 	var peak uint64

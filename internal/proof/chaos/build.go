@@ -14,17 +14,19 @@ const SkipCheckPkg = "./internal/proof/cmd/payout-skipcheck"
 // replay a create after a stream reset (internal/psp).
 const ReplayPkg = "./internal/proof/cmd/payout-replay"
 
-// ClockTag is the build tag of the worker whose task clock is off by
-// PAYOUT_TEST_CLOCK_OFFSET (jobs/clock_testclock.go).
-const ClockTag = "payout_test_clock"
+// ClockPkg is the harness binary of the worker whose task clock is off by
+// ClockEnv: the payout command line with queue.WithClock injected
+// (cli.MainWith). No build tag: the product cannot be built with it.
+const ClockPkg = "./internal/proof/chaos/payoutclock"
 
-// ClockEnv is the environment variable a ClockTag build reads its offset
-// from.
-const ClockEnv = "PAYOUT_TEST_CLOCK_OFFSET"
+// ClockEnv is the environment variable the ClockPkg binary reads its
+// offset from.
+const ClockEnv = "CHAOS_CLOCK_OFFSET"
 
 // binaries lists what a run with c builds: payout (the broken one of
-// SkipCheckPkg or ReplayPkg when asked for), payout-clock (the same with
-// ClockTag) when one worker's clock is off, and psp-sandbox.
+// SkipCheckPkg or ReplayPkg when asked for), payout-clock (ClockPkg, a
+// safe worker whose task clock is off) when one worker's clock is off, and
+// psp-sandbox.
 func binaries(c Config) []gobuild.Target {
 	pkg := "./cmd/payout"
 	if c.Broken {
@@ -35,7 +37,7 @@ func binaries(c Config) []gobuild.Target {
 	}
 	bins := []gobuild.Target{{Name: "payout", Pkg: pkg}}
 	if c.ClockOffset != 0 {
-		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: pkg, Tags: []string{ClockTag}})
+		bins = append(bins, gobuild.Target{Name: "payout-clock", Pkg: ClockPkg})
 	}
 	return append(bins, gobuild.Target{Name: "psp-sandbox", Pkg: "./cmd/psp-sandbox"})
 }

@@ -85,7 +85,7 @@ type Config struct {
 	Orphans     int
 
 	// ClockOffset runs one worker (the first, and whoever replaces it)
-	// built with the payout_test_clock tag and its task clock this far off
+	// run by the payoutclock binary, its task clock this far off
 	// (0: none).
 	ClockOffset time.Duration
 
@@ -387,7 +387,7 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.IntVar(&c.InterruptLoads, "interrupt-loads", c.InterruptLoads, "loader runs killed -9 in the middle of a file (the next run must complete it)")
 	fs.DurationVar(&c.OrphanEvery, "orphan-every", c.OrphanEvery, "remove the lease entries of active tasks this often, until chaos-for, as hibiken/asynq#1051 does (0: never)")
 	fs.IntVar(&c.Orphans, "orphans", c.Orphans, "active tasks orphaned each time at most")
-	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "one worker (payout_test_clock build) schedules its tasks with its clock this far off (0: none)")
+	fs.DurationVar(&c.ClockOffset, "clock-offset", c.ClockOffset, "one worker (the payoutclock binary) schedules its tasks with its clock this far off (0: none)")
 	fs.BoolVar(&c.H2, "h2", c.H2, "the token gateway speaks HTTP/2 over TLS to the workers")
 	fs.Float64Var(&c.H2Reset, "h2-reset", c.H2Reset, "gateway: probability of resetting the stream of a create the sandbox stored and answered 200")
 	fs.DurationVar(&c.SettleAfter, "settle-after", c.SettleAfter, "sandbox: an order ends paid or failed this long after its creation; the workers follow it (0: orders stay Created, --track-outcome=false)")

@@ -8,7 +8,8 @@
 //
 //  1. builds cmd/payout (internal/proof/cmd/payout-skipcheck instead when
 //     [Config.Broken], internal/proof/cmd/payout-replay when
-//     [Config.BrokenReplay]), the same with payout_test_clock when
+//     [Config.BrokenReplay]), internal/proof/chaos/payoutclock (the same
+//     command line with its task clock injected) when
 //     [Config.ClockOffset] is set, and cmd/psp-sandbox into the work
 //     directory;
 //  2. starts redis-server with AOF (appendfsync always) on a free loopback
@@ -20,7 +21,7 @@
 //     (data key from `payout keygen`, PSP token in a file, a short
 //     reconciler interval, --track-outcome with short
 //     [Config.OutcomeIntervals], a callback listener of its own; the first
-//     one, and whoever replaces it, built with payout_test_clock and its
+//     one, and whoever replaces it, the payoutclock binary with its
 //     task clock [Config.ClockOffset] off), `payout ui --read-only` with
 //     basic auth and a read-write `payout ui` for the operator's deletes;
 //  3. drops the generated payout files ([Generate]) into the spool inbox

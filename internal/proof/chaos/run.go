@@ -61,7 +61,7 @@ type harness struct {
 	start  time.Time
 
 	payoutBin, sandboxBin string
-	clockBin              string   // payout built with ClockTag ("" when no worker's clock is off)
+	clockBin              string   // ClockPkg built ("" when no worker's clock is off)
 	env                   []string // base environment of the subprocesses
 
 	redis  *redistest.Server
@@ -441,7 +441,7 @@ func (h *harness) startSandbox(ctx context.Context) error {
 // sandboxAdmin is the client of the simulator's admin API.
 func (h *harness) sandboxAdmin() sandbox.Admin { return sandbox.Admin{URL: h.sandboxURL} }
 
-// startWorker starts a worker; skewed runs the ClockTag build with its
+// startWorker starts a worker; skewed runs the ClockPkg binary with its
 // task clock ClockOffset off.
 func (h *harness) startWorker(skewed bool) error {
 	c := h.cfg

@@ -9,6 +9,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/proof/testenv"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
 )
 
@@ -435,13 +436,13 @@ func (h *harness) checkInterrupted(ctx context.Context, batch string) {
 func (h *harness) orphanActive(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	ids, err := h.rdb.LRange(ctx, jobs.ActiveKey(), 0, -1).Result()
+	ids, err := h.rdb.LRange(ctx, queue.ActiveKey(), 0, -1).Result()
 	if err != nil {
 		return
 	}
 	h.rng.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 	for _, id := range ids[:min(len(ids), h.cfg.Orphans)] {
-		if n, err := h.rdb.ZRem(ctx, jobs.LeaseKey(), id).Result(); err == nil && n == 1 {
+		if n, err := h.rdb.ZRem(ctx, queue.LeaseKey(), id).Result(); err == nil && n == 1 {
 			h.orphaned++
 		}
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -61,7 +61,7 @@ func LoadDemo(t testing.TB, rdb redis.UniversalClient) Demo {
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	led := ledger.New(rdb)
-	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+	ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
 	dir := t.TempDir()
 	load := func(name, content string, a loader.Approval) loader.Result {
 		t.Helper()
@@ -182,7 +182,7 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	ctx := context.Background()
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	led := ledger.New(rdb)
-	ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+	ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
 	e := EveryState{File: "payouts-2026-12-01-every-state-of-the-machine.csv", ByState: map[ledger.State][]string{}}
 	cards := []string{"4111 1111 1111 1111", "5500 0000 0000 0004", "4000 0566 5566 5556", "5105 1051 0510 5100"}
 	var b strings.Builder

@@ -12,9 +12,9 @@ import (
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/vault"
-	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -49,7 +49,7 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	var em *notify.Emitter
 	if len(o.NotifyURLs) > 0 {
-		em = notify.NewEmitter(asynq.NewClientFromRedisClient(rdb), o.NotifyURLs)
+		em = notify.NewEmitter(rdb, o.NotifyURLs)
 	}
 	led := ledger.New(rdb)
 	console := operator.NewConsole(led)
@@ -59,7 +59,7 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit,
 			PSP: o.PSP, OutcomeWindow: o.OutcomeWindow}}
 	if o.Spool != "" {
-		ld := loader.New(led, asynq.NewClientFromRedisClient(rdb), vault.Ephemeral(), log)
+		ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
 		ld.Notify = em
 		cfg.Uploads = operator.UIUploads{Loader: ld, Spool: o.Spool, Options: loader.SpoolOptions{
 			Load: loader.Options{Approval: loader.Approval{Required: o.ApprovalRequired}}, Settle: time.Second}}

@@ -1,4 +1,4 @@
-package jobs
+package queue
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/jobs"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,12 +30,12 @@ import (
 // keys directly lets the reconciler look at thousands of tasks in a few
 // pipelined round trips; TestLiveAgreesWithTheInspector fails if Asynq
 // ever moves them.
-func taskKey(id string) string { return "asynq:{" + Queue + "}:t:" + id }
-func pendingKey() string       { return "asynq:{" + Queue + "}:pending" }
-func activeKey() string        { return "asynq:{" + Queue + "}:active" }
-func leaseKey() string         { return "asynq:{" + Queue + "}:lease" }
-func scheduledKey() string     { return "asynq:{" + Queue + "}:scheduled" }
-func retryKey() string         { return "asynq:{" + Queue + "}:retry" }
+func taskKey(id string) string { return "asynq:{" + jobs.Queue + "}:t:" + id }
+func pendingKey() string       { return "asynq:{" + jobs.Queue + "}:pending" }
+func activeKey() string        { return "asynq:{" + jobs.Queue + "}:active" }
+func leaseKey() string         { return "asynq:{" + jobs.Queue + "}:lease" }
+func scheduledKey() string     { return "asynq:{" + jobs.Queue + "}:scheduled" }
+func retryKey() string         { return "asynq:{" + jobs.Queue + "}:retry" }
 func queueKeys(id string) []string {
 	return []string{taskKey(id), pendingKey(), activeKey(), leaseKey(), scheduledKey(), retryKey(), suspectKey(id)}
 }
@@ -50,7 +51,7 @@ const workersKey = "asynq:workers"
 // suspectKey holds the Redis time (unix seconds) a sweep first found the
 // active task id orphaned; in the queue's hash slot, so RemoveOrphan's
 // script reads it with the task's keys.
-func suspectKey(id string) string { return "payout:reconcile:{" + Queue + "}:suspect:" + id }
+func suspectKey(id string) string { return "payout:reconcile:{" + jobs.Queue + "}:suspect:" + id }
 
 // Asynq's keys of Queue, for tools and tests that look at (or, like the
 // chaos suite, damage) the queue as Asynq keeps it.
@@ -118,7 +119,7 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 		retry[i] = pipe.ZScore(ctx, retryKey(), id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("jobs: read task states: %w", err)
+		return nil, fmt.Errorf("queue: read task states: %w", err)
 	}
 	var pendingIdx, activeIdx []int
 	for i := range ids {
@@ -182,7 +183,7 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 func Running(ctx context.Context, rdb redis.UniversalClient) (map[string]struct{}, error) {
 	keys, err := rdb.ZRange(ctx, workersKey, 0, -1).Result()
 	if err != nil {
-		return nil, fmt.Errorf("jobs: read the worker registry: %w", err)
+		return nil, fmt.Errorf("queue: read the worker registry: %w", err)
 	}
 	running := map[string]struct{}{}
 	if len(keys) == 0 {
@@ -194,7 +195,7 @@ func Running(ctx context.Context, rdb redis.UniversalClient) (map[string]struct{
 		fields[i] = pipe.HKeys(ctx, k)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("jobs: read the worker registry: %w", err)
+		return nil, fmt.Errorf("queue: read the worker registry: %w", err)
 	}
 	for _, f := range fields {
 		for _, id := range f.Val() {
@@ -207,7 +208,7 @@ func Running(ctx context.Context, rdb redis.UniversalClient) (map[string]struct{
 func (lv *Liveness) refreshPending(ctx context.Context) error {
 	ids, err := lv.rdb.LRange(ctx, pendingKey(), 0, -1).Result()
 	if err != nil {
-		return fmt.Errorf("jobs: read the pending list: %w", err)
+		return fmt.Errorf("queue: read the pending list: %w", err)
 	}
 	lv.pending = make(map[string]struct{}, len(ids))
 	for _, id := range ids {
@@ -227,7 +228,7 @@ type Orphan string
 
 // The answers of RemoveOrphan.
 const (
-	OrphanNone    Orphan = "none"    // no task holds the ID (or only a completed or archived one: Ensure replaces it)
+	OrphanNone    Orphan = "none"    // no task holds the ID (or only a completed or archived one: Remind replaces it)
 	OrphanLive    Orphan = "live"    // the task is where something will run it after all: leave it
 	OrphanRemoved Orphan = "removed" // a lost task: every trace of it removed, the ID is free
 	// OrphanSuspect: an active task that looks lost, first seen so less
@@ -243,8 +244,20 @@ const (
 // lease grace after a sweep first did (suspect key, Redis's clock): a task
 // a worker just took (fresh lease, in the worker's clock, possibly behind
 // Redis's; not yet in the registry) is in the registry by then.
-// KEYS: task, pending, active, lease, scheduled, retry, suspect; ARGV: id,
-// lease grace in seconds, how long a suspicion is kept in seconds.
+//
+//	KEYS[1]  the task's hash (taskKey): field state
+//	KEYS[2]  the queue's pending list (pendingKey)
+//	KEYS[3]  the queue's active list (activeKey)
+//	KEYS[4]  the queue's lease zset (leaseKey): score, the lease's expiry
+//	KEYS[5]  the queue's scheduled zset (scheduledKey)
+//	KEYS[6]  the queue's retry zset (retryKey)
+//	KEYS[7]  the suspicion of this task (suspectKey): Redis time first seen lost
+//	ARGV[1]  the task ID
+//	ARGV[2]  the lease grace, whole seconds
+//	ARGV[3]  how long a suspicion is kept unconfirmed, whole seconds
+//
+// It returns one of the Orphan words. All keys share the queue's hash
+// slot ({payouts}), so the script runs on a cluster too.
 var removeOrphanScript = redis.NewScript(`
 local st = redis.call('HGET', KEYS[1], 'state')
 if not st or st == 'completed' or st == 'archived' then
@@ -315,7 +328,7 @@ func RemoveOrphan(ctx context.Context, rdb redis.UniversalClient, id string, lea
 	res, err := removeOrphanScript.Run(ctx, rdb, queueKeys(id), id, strconv.FormatInt(int64(leaseGrace/time.Second), 10),
 		strconv.FormatInt(int64(forget/time.Second), 10)).Text()
 	if err != nil {
-		return "", fmt.Errorf("jobs: remove orphaned task %s: %w", id, err)
+		return "", fmt.Errorf("queue: remove orphaned task %s: %w", id, err)
 	}
 	return Orphan(res), nil
 }

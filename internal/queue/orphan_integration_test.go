@@ -1,6 +1,6 @@
 //go:build integration
 
-package jobs_test
+package queue_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -29,11 +30,11 @@ type shape struct {
 
 func toActive(ctx context.Context, rdb *redis.Client, id string, lease time.Time, withLease bool) error {
 	pipe := rdb.TxPipeline()
-	pipe.LRem(ctx, jobs.PendingKey(), 0, id)
-	pipe.LPush(ctx, jobs.ActiveKey(), id)
-	pipe.HSet(ctx, jobs.TaskKey(id), "state", "active")
+	pipe.LRem(ctx, queue.PendingKey(), 0, id)
+	pipe.LPush(ctx, queue.ActiveKey(), id)
+	pipe.HSet(ctx, queue.TaskKey(id), "state", "active")
 	if withLease {
-		pipe.ZAdd(ctx, jobs.LeaseKey(), redis.Z{Score: float64(lease.Unix()), Member: id})
+		pipe.ZAdd(ctx, queue.LeaseKey(), redis.Z{Score: float64(lease.Unix()), Member: id})
 	}
 	_, err := pipe.Exec(ctx)
 	return err
@@ -41,8 +42,8 @@ func toActive(ctx context.Context, rdb *redis.Client, id string, lease time.Time
 
 func toZset(ctx context.Context, rdb *redis.Client, id, state, key string, add bool) error {
 	pipe := rdb.TxPipeline()
-	pipe.LRem(ctx, jobs.PendingKey(), 0, id)
-	pipe.HSet(ctx, jobs.TaskKey(id), "state", state)
+	pipe.LRem(ctx, queue.PendingKey(), 0, id)
+	pipe.HSet(ctx, queue.TaskKey(id), "state", state)
 	if add {
 		pipe.ZAdd(ctx, key, redis.Z{Score: float64(time.Now().Add(time.Hour).Unix()), Member: id})
 	}
@@ -62,16 +63,16 @@ var shapes = []shape{
 		if err := toActive(ctx, rdb, id, now.Add(30*time.Second), true); err != nil {
 			return err
 		}
-		return rdb.LRem(ctx, jobs.ActiveKey(), 0, id).Err()
+		return rdb.LRem(ctx, queue.ActiveKey(), 0, id).Err()
 	}},
 	{"pending, not in the pending list", true, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return rdb.LRem(ctx, jobs.PendingKey(), 0, id).Err()
+		return rdb.LRem(ctx, queue.PendingKey(), 0, id).Err()
 	}},
 	{"scheduled, not in its zset", true, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "scheduled", jobs.ScheduledKey(), false)
+		return toZset(ctx, rdb, id, "scheduled", queue.ScheduledKey(), false)
 	}},
 	{"retry, not in its zset", true, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "retry", jobs.RetryKey(), false)
+		return toZset(ctx, rdb, id, "retry", queue.RetryKey(), false)
 	}},
 	// Live: left alone.
 	{"pending in the list", false, func(context.Context, *redis.Client, string, time.Time) error { return nil }},
@@ -82,10 +83,10 @@ var shapes = []shape{
 		return toActive(ctx, rdb, id, now.Add(-40*time.Second), true)
 	}},
 	{"scheduled in its zset", false, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "scheduled", jobs.ScheduledKey(), true)
+		return toZset(ctx, rdb, id, "scheduled", queue.ScheduledKey(), true)
 	}},
 	{"retry in its zset", false, func(ctx context.Context, rdb *redis.Client, id string, now time.Time) error {
-		return toZset(ctx, rdb, id, "retry", jobs.RetryKey(), true)
+		return toZset(ctx, rdb, id, "retry", queue.RetryKey(), true)
 	}},
 }
 
@@ -93,11 +94,11 @@ var shapes = []shape{
 // (by Redis's clock), as if it had been made that long ago.
 func ageSuspect(ctx context.Context, t *testing.T, rdb *redis.Client, id string, d time.Duration) {
 	t.Helper()
-	seen, err := rdb.Get(ctx, jobs.SuspectKey(id)).Int64()
+	seen, err := rdb.Get(ctx, queue.SuspectKey(id)).Int64()
 	if err != nil {
 		t.Fatalf("%s: no first sighting as orphaned: %v", id, err)
 	}
-	if err := rdb.Set(ctx, jobs.SuspectKey(id), seen-int64(d/time.Second)-1, time.Hour).Err(); err != nil {
+	if err := rdb.Set(ctx, queue.SuspectKey(id), seen-int64(d/time.Second)-1, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -158,7 +159,7 @@ func testShapes(t *testing.T, submitting bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := client.EnqueueContext(ctx, task); err != nil {
+		if _, err := client.EnqueueContext(ctx, queue.Asynq(task, time.Now())); err != nil {
 			t.Fatal(err)
 		}
 		if err := sh.put(ctx, rdb, jobs.CreateTaskID(ext, 1), now); err != nil {
@@ -188,7 +189,7 @@ func testShapes(t *testing.T, submitting bool) {
 			t.Errorf("%s: repaired on the first sweep; want it suspect until a sweep the lease grace later", sh.name)
 		}
 		if sh.lost && active {
-			ageSuspect(ctx, t, rdb, jobs.CreateTaskID(ps[i].ExternalID, 1), jobs.DefaultLeaseGrace)
+			ageSuspect(ctx, t, rdb, jobs.CreateTaskID(ps[i].ExternalID, 1), queue.DefaultLeaseGrace)
 		}
 	}
 	rep, err = sw.Sweep(ctx, false)
@@ -224,10 +225,10 @@ func testShapes(t *testing.T, submitting bool) {
 			if p.State != ledger.Checking || p.Creates != 1 {
 				t.Errorf("%s: payout %s creates %d, want checking after 1 create", sh.name, p.State, p.Creates)
 			}
-			if n := rdb.Exists(ctx, jobs.TaskKey(createID)).Val(); n != 0 {
+			if n := rdb.Exists(ctx, queue.TaskKey(createID)).Val(); n != 0 {
 				t.Errorf("%s: the orphaned create task is still there", sh.name)
 			}
-			if st := rdb.HGet(ctx, jobs.TaskKey(jobs.StatusTaskID(ext, p.Seq)), "state").Val(); st != "pending" && st != "scheduled" {
+			if st := rdb.HGet(ctx, queue.TaskKey(jobs.StatusTaskID(ext, p.Seq)), "state").Val(); st != "pending" && st != "scheduled" {
 				t.Errorf("%s: status check %d is %q, want enqueued", sh.name, p.Seq, st)
 			}
 			continue
@@ -236,18 +237,18 @@ func testShapes(t *testing.T, submitting bool) {
 			t.Errorf("%s: payout %s, want queued", sh.name, p.State)
 		}
 		// Exactly one task under the ID, where a worker will take it.
-		if st := rdb.HGet(ctx, jobs.TaskKey(createID), "state").Val(); st != "pending" {
+		if st := rdb.HGet(ctx, queue.TaskKey(createID), "state").Val(); st != "pending" {
 			t.Errorf("%s: restored create task is %q, want pending", sh.name, st)
 		}
-		pending, _ := rdb.LRange(ctx, jobs.PendingKey(), 0, -1).Result()
+		pending, _ := rdb.LRange(ctx, queue.PendingKey(), 0, -1).Result()
 		n := 0
 		for _, id := range pending {
 			if id == createID {
 				n++
 			}
 		}
-		inActive := rdb.LPos(ctx, jobs.ActiveKey(), createID, redis.LPosArgs{}).Err() == nil
-		_, leaseErr := rdb.ZScore(ctx, jobs.LeaseKey(), createID).Result()
+		inActive := rdb.LPos(ctx, queue.ActiveKey(), createID, redis.LPosArgs{}).Err() == nil
+		_, leaseErr := rdb.ZScore(ctx, queue.LeaseKey(), createID).Result()
 		if n != 1 || inActive || leaseErr == nil {
 			t.Errorf("%s: %s %d times in the pending list, in the active list %v, lease kept %v; want once, nowhere else", sh.name, createID, n, inActive, leaseErr == nil)
 		}
@@ -283,7 +284,7 @@ func TestOrphanCheckTrustsTheWorkerRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := client.EnqueueContext(ctx, task); err != nil {
+		if _, err := client.EnqueueContext(ctx, queue.Asynq(task, time.Now())); err != nil {
 			t.Fatal(err)
 		}
 		id := jobs.CreateTaskID(ext, 1)
@@ -304,7 +305,7 @@ func TestOrphanCheckTrustsTheWorkerRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	live, err := jobs.NewLiveness(rdb, 0).Live(ctx, ids)
+	live, err := queue.NewLiveness(rdb, 0).Live(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,36 +313,36 @@ func TestOrphanCheckTrustsTheWorkerRegistry(t *testing.T) {
 		t.Fatalf("live %v, want [true false]: the registry lists %s, nothing lists %s", live, skewed, lost)
 	}
 	for sweep := 1; sweep <= 2; sweep++ {
-		o, err := jobs.RemoveOrphan(ctx, rdb, skewed, 0, 0)
-		if err != nil || o != jobs.OrphanLive {
+		o, err := queue.RemoveOrphan(ctx, rdb, skewed, 0, 0)
+		if err != nil || o != queue.OrphanLive {
 			t.Fatalf("sweep %d, %s (listed by a worker): %q %v, want live", sweep, skewed, o, err)
 		}
 	}
-	if st := rdb.HGet(ctx, jobs.TaskKey(skewed), "state").Val(); st != "active" {
+	if st := rdb.HGet(ctx, queue.TaskKey(skewed), "state").Val(); st != "active" {
 		t.Errorf("%s is %q, want still active", skewed, st)
 	}
 
-	if o, err := jobs.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != jobs.OrphanSuspect {
+	if o, err := queue.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != queue.OrphanSuspect {
 		t.Fatalf("first sweep, %s: %q %v, want suspect", lost, o, err)
 	}
-	if o, err := jobs.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != jobs.OrphanSuspect {
+	if o, err := queue.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != queue.OrphanSuspect {
 		t.Fatalf("second sweep within the lease grace, %s: %q %v, want suspect", lost, o, err)
 	}
-	if n := rdb.Exists(ctx, jobs.TaskKey(lost)).Val(); n != 1 {
+	if n := rdb.Exists(ctx, queue.TaskKey(lost)).Val(); n != 1 {
 		t.Fatalf("%s removed before a sweep the lease grace later", lost)
 	}
-	ageSuspect(ctx, t, rdb, lost, jobs.DefaultLeaseGrace)
-	if o, err := jobs.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != jobs.OrphanRemoved {
+	ageSuspect(ctx, t, rdb, lost, queue.DefaultLeaseGrace)
+	if o, err := queue.RemoveOrphan(ctx, rdb, lost, 0, 0); err != nil || o != queue.OrphanRemoved {
 		t.Fatalf("sweep the lease grace later, %s: %q %v, want removed", lost, o, err)
 	}
-	if n := rdb.Exists(ctx, jobs.TaskKey(lost), jobs.SuspectKey(lost)).Val(); n != 0 {
+	if n := rdb.Exists(ctx, queue.TaskKey(lost), queue.SuspectKey(lost)).Val(); n != 0 {
 		t.Errorf("%s: task or its sighting left after removal", lost)
 	}
 
 	// The worker dies: its registry entry expires (Redis's TTL), and the
 	// task is judged like any other.
 	rdb.Del(ctx, wkey)
-	if o, err := jobs.RemoveOrphan(ctx, rdb, skewed, 0, 0); err != nil || o != jobs.OrphanSuspect {
+	if o, err := queue.RemoveOrphan(ctx, rdb, skewed, 0, 0); err != nil || o != queue.OrphanSuspect {
 		t.Fatalf("%s after its worker died: %q %v, want suspect", skewed, o, err)
 	}
 }
