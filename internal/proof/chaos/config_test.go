@@ -101,6 +101,10 @@ func TestFigures(t *testing.T) {
 	}
 }
 
+// TestBrokenRunsBuildTheHarnessBinaries: a broken run's workers are the
+// harness's broken payout; the worker whose clock is off is always the
+// skewed-clock harness command (ClockPkg), a safe worker: the broken
+// ones beside it make the duplicates the run must catch.
 func TestBrokenRunsBuildTheHarnessBinaries(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -119,8 +123,8 @@ func TestBrokenRunsBuildTheHarnessBinaries(t *testing.T) {
 			for _, b := range binaries(c) {
 				pkgs[b.Name] = b.Pkg
 			}
-			if pkgs["payout"] != tc.want || pkgs["payout-clock"] != tc.want {
-				t.Errorf("payout from %q, payout-clock from %q, want both from %q", pkgs["payout"], pkgs["payout-clock"], tc.want)
+			if pkgs["payout"] != tc.want || pkgs["payout-clock"] != ClockPkg {
+				t.Errorf("payout from %q, payout-clock from %q, want %q and %q", pkgs["payout"], pkgs["payout-clock"], tc.want, ClockPkg)
 			}
 			if pkgs["psp-sandbox"] != "./cmd/psp-sandbox" {
 				t.Errorf("psp-sandbox from %q", pkgs["psp-sandbox"])
