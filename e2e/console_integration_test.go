@@ -234,16 +234,28 @@ func TestBrowserConsole(t *testing.T) {
 	check("/queue")
 	b.shot("console-queue.png")
 	row := fmt.Sprintf(`//table[@id="review"]//tr[.//a[normalize-space(.)=%q]]`, review)
-	b.step("resolve", 20*time.Second,
-		chromedp.SetValue(row+`//select[@name="action"]`, "created"),
-		chromedp.SendKeys(row+`//input[@name="order"]`, "PSP-990017"),
-		chromedp.SendKeys(row+`//input[@name="note"]`, "order seen in the PSP back office"),
-		chromedp.Click(row+`//button[contains(@class,"resolve")]`),
-		chromedp.WaitVisible(chromedp.CSS(`#message`)),
-	)
-	if msg := b.read("resolved", chromedp.Text(chromedp.CSS(`#message`))); !strings.Contains(msg, "needs review -> created by alice") || !strings.Contains(msg, "outcome check 1 enqueued") {
-		t.Fatalf("after resolve: %q", msg)
+	resolve := func(who string) string {
+		b.step("resolve as "+who, 20*time.Second,
+			chromedp.Navigate(base+"/queue"),
+			chromedp.WaitVisible(chromedp.CSS(`#review`)),
+			chromedp.SetValue(row+`//select[@name="action"]`, "created"),
+			chromedp.SendKeys(row+`//input[@name="order"]`, "PSP-990017"),
+			chromedp.SendKeys(row+`//input[@name="note"]`, "order seen in the PSP back office"),
+			chromedp.Click(row+`//button[contains(@class,"resolve")]`),
+			chromedp.WaitVisible(chromedp.CSS(`#message`)),
+		)
+		return b.read("resolved by "+who, chromedp.Text(chromedp.CSS(`#message`)))
 	}
+	// Under four-eyes (the demo batch records it) alice's mark created is
+	// a proposal; bob taking the same decision carries it out.
+	if msg := resolve("alice"); !strings.Contains(msg, "proposed by alice") || !strings.Contains(msg, "nothing changed yet") {
+		t.Fatalf("after alice's resolve: %q", msg)
+	}
+	b.signIn("bob", bobPass)
+	if msg := resolve("bob"); !strings.Contains(msg, "needs review -> created by bob") || !strings.Contains(msg, "outcome check 1 enqueued") {
+		t.Fatalf("after bob's resolve: %q", msg)
+	}
+	b.signIn("alice", alicePass)
 	b.step("history", 20*time.Second,
 		chromedp.Click(chromedp.CSS(`#back`)),
 		chromedp.WaitVisible(chromedp.CSS(`#history`)),
@@ -251,8 +263,8 @@ func TestBrowserConsole(t *testing.T) {
 	check("payout history")
 	b.shot("console-payout.png")
 	hist := b.read("history", chromedp.Text(chromedp.CSS(`#history`)))
-	if !strings.Contains(hist, "alice") || !strings.Contains(hist, "order seen in the PSP back office") {
-		t.Errorf("history lacks the decision:\n%s", hist)
+	if !strings.Contains(hist, "alice") || !strings.Contains(hist, "bob") || !strings.Contains(hist, "order seen in the PSP back office") {
+		t.Errorf("history lacks the proposal and the decision:\n%s", hist)
 	}
 	if st := b.read("state", chromedp.Text(chromedp.CSS(`#state`))); st != "created" {
 		t.Errorf("resolved payout is %q", st)
