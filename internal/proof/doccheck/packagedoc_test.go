@@ -2,6 +2,7 @@ package doccheck
 
 import (
 	"flag"
+	"go/build"
 	"go/doc"
 	"go/parser"
 	"go/token"
@@ -21,23 +22,22 @@ var update = flag.Bool("update", false, "rewrite the second column of the packag
 // comment.
 func packageSentence(t *testing.T, dir string) string {
 	t.Helper()
-	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.ParseComments|parser.PackageClauseOnly)
+	// The files of the default build (go/build applies build tags and
+	// leaves out tests), in name order.
+	bp, err := build.ImportDir(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := append([]string(nil), bp.GoFiles...)
+	sort.Strings(files)
 	var texts []string
-	for name, p := range pkgs {
-		files := make([]string, 0, len(p.Files))
-		for f := range p.Files {
-			files = append(files, f)
+	for _, name := range files {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(dir, name), nil, parser.ParseComments|parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
 		}
-		sort.Strings(files)
-		for _, f := range files {
-			if d := p.Files[f].Doc; d != nil {
-				texts = append(texts, subjectless(name, new(doc.Package).Synopsis(d.Text())))
-			}
+		if f.Doc != nil {
+			texts = append(texts, subjectless(bp.Name, new(doc.Package).Synopsis(f.Doc.Text())))
 		}
 	}
 	if len(texts) == 0 {
