@@ -273,9 +273,15 @@ func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string
 		fmt.Fprintf(w, "no payout of batch %s needs review\n", batch)
 		return nil
 	}
-	fmt.Fprintf(w, "%d %s need review: payout resolve %s EXTERNALID (--recheck | --as created --psp-order ID | --as rejected) --note TEXT\n",
-		n, plural(n, "payout", "payouts"), batch)
+	fmt.Fprintf(w, "%s: payout resolve %s EXTERNALID (--recheck | --as created --psp-order ID | --as rejected) --note TEXT\n",
+		needReview(n), batch)
 	return nil
+}
+
+// needReview says how many payouts need review, in words: "1 payout
+// needs review", "2 payouts need review".
+func needReview(n int) string {
+	return fmt.Sprintf("%d %s", n, plural(n, "payout needs review", "payouts need review"))
 }
 
 func plural(n int, one, many string) string {

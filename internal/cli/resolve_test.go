@@ -189,3 +189,28 @@ func TestResolve(t *testing.T) {
 		})
 	}
 }
+
+// TestNeedReviewWords: the list of payout resolve BATCH ends with the count
+// in words that agree with it (it read "1 payout need review").
+func TestNeedReviewWords(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want string
+	}{
+		{1, "1 payout needs review"},
+		{2, "2 payouts need review"},
+		{12, "12 payouts need review"},
+	} {
+		if got := needReview(c.n); got != c.want {
+			t.Errorf("needReview(%d) = %q, want %q", c.n, got, c.want)
+		}
+	}
+	l, _ := reviewFixture(t)
+	var out bytes.Buffer
+	if err := listReview(context.Background(), &out, l, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "2 payouts need review: payout resolve b EXTERNALID") {
+		t.Errorf("list of batch b:\n%s", out.String())
+	}
+}

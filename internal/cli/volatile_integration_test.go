@@ -218,6 +218,11 @@ func TestWorkerStopsOnLedgerRolledBack(t *testing.T) {
 	if info, err := insp.GetQueueInfo(jobs.Queue); err != nil || !info.Paused {
 		t.Errorf("queue not paused after the rollback: %+v %v", info, err)
 	}
+	// The PayoutQueuePaused runbook's first step: payout history says who
+	// paused the queue and why.
+	if code, out := run("history", "--redis", srv.URL()); code != ExitOK || !strings.Contains(out, "paused") || !strings.Contains(out, "create mark took epoch") {
+		t.Errorf("payout history after the rollback pause: exit %d, want the worker's pause with the finding\n%s", code, out)
+	}
 
 	fleetAfterRollback(t, f, rows, run, srv.URL())
 }

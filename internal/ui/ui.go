@@ -90,7 +90,7 @@ func New(cfg Config) (http.Handler, error) {
 		uploadSlots: make(chan struct{}, cfg.maxUploads()), console: cfg.Console, fourEyes: cfg.FourEyes}
 
 	app := http.NewServeMux()
-	var monitoring http.Handler = watchQueues(rewriteMonitoring(mon), cfg.Controls, bh)
+	var monitoring http.Handler = logChanges(watchQueues(rewriteMonitoring(mon), cfg.Controls, bh), log)
 	if cfg.ReadOnly {
 		monitoring = readOnlyGuard(monitoring, log)
 	}
@@ -215,6 +215,29 @@ func healthz(c redis.UniversalClient) http.HandlerFunc {
 
 // accessLog logs every request at debug level: method, path (no query),
 // status, duration and client IP.
+// logChanges logs at info every change made through the Asynq web UI (a
+// task deleted, archived or run, a queue paused), with the user who made
+// it: the record on-call reads when tasks go missing
+// (PayoutRepairsFrequent). Reads are not logged; refused changes neither.
+func logChanges(next http.Handler, log zerolog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead {
+			next.ServeHTTP(w, r)
+			return
+		}
+		sw := &httpstatus.Writer{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		if sw.Code == 0 {
+			sw.Code = http.StatusOK
+		}
+		if sw.Code >= 300 {
+			return
+		}
+		log.Info().Str("user", logUser(userFrom(r.Context()))).Str("method", r.Method).
+			Str("path", r.URL.Path).Int("status", sw.Code).Msg("ui: change made in the Asynq web UI")
+	})
+}
+
 func accessLog(next http.Handler, log zerolog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()

@@ -700,3 +700,32 @@ func TestPrometheusAddressPassedToAsynqmon(t *testing.T) {
 		t.Fatalf("Prometheus was not queried: %v", queries)
 	}
 }
+
+// TestWebUIChangesLogged: a task deleted in the Asynq web UI leaves an info
+// line naming who deleted it (the PayoutRepairsFrequent runbook asks who
+// deleted or archived tasks); a read leaves none.
+func TestWebUIChangesLogged(t *testing.T) {
+	const msg = "ui: change made in the Asynq web UI"
+	for _, c := range []struct {
+		name, method, path string
+		want               bool
+	}{
+		{"read", "GET", "/monitoring/api/queues/payouts/pending_tasks", false},
+		{"delete", "DELETE", "/monitoring/api/queues/payouts/pending_tasks/ID", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.Logger = c.Logger.Level(zerolog.InfoLevel) })
+			info := enqueue(t, f.rc, jobs.Queue, "withdrawal:create", []byte(`{"x":1}`))
+			w := f.do(t, c.method, strings.Replace(c.path, "ID", info.ID, 1), basic(testUser, testPass))
+			if w.Code >= 300 {
+				t.Fatalf("%s %s: status %d (%q)", c.method, c.path, w.Code, w.Body.String())
+			}
+			logs := f.logs.String()
+			logged := strings.Contains(logs, msg) && strings.Contains(logs, `"user":"`+testUser+`"`) &&
+				strings.Contains(logs, info.ID)
+			if logged != c.want {
+				t.Errorf("%s: change logged %v, want %v\n%s", c.name, logged, c.want, logs)
+			}
+		})
+	}
+}

@@ -137,6 +137,11 @@ func (w *Worker) rolledBack(ctx context.Context, p jobs.CreatePayload, floor, go
 		if err := w.queue.Pause(ctx); err == nil {
 			w.metrics.pauses.Inc()
 			w.notifyPause(ctx, what)
+			// payout history (the PayoutQueuePaused runbook's first step)
+			// says who paused the queue and why, as for a PSP refusal.
+			if aerr := w.ledger.Audit().Queue(ctx, w.ledger.Actor(), "paused", "the ledger went back in time: "+what); aerr != nil {
+				log.Warn().Err(aerr).Msg("queue paused, but the audit trail could not record it")
+			}
 		}
 	}
 	w.refreshRollback(ctx)
