@@ -225,18 +225,29 @@ func queryOf(r *http.Request) (PayoutQuery, int) {
 	return q, page
 }
 
-func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
+// consoleBatch reads the batch the request's path names, for a page of
+// the console; ok is false when it answered already (a bad path, no
+// console in this UI, a batch not found or the ledger unreachable).
+func (h *batchHandlers) consoleBatch(w http.ResponseWriter, r *http.Request) (string, BatchDetail, bool) {
 	id, ok := pathBatch(w, r)
 	if !ok {
-		return
+		return "", BatchDetail{}, false
 	}
 	if h.console == nil {
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
-		return
+		return "", BatchDetail{}, false
 	}
 	b, err := h.console.Batch(r.Context(), id)
 	if err != nil {
 		h.consoleErr(w, r, err)
+		return "", BatchDetail{}, false
+	}
+	return id, b, true
+}
+
+func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
+	id, b, ok := h.consoleBatch(w, r)
+	if !ok {
 		return
 	}
 	q, pageNo := queryOf(r)

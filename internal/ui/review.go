@@ -65,17 +65,8 @@ type approvePage struct {
 
 // approveReview is the page a person reads before approving a batch.
 func (h *batchHandlers) approveReview(w http.ResponseWriter, r *http.Request) {
-	id, ok := pathBatch(w, r)
+	id, b, ok := h.consoleBatch(w, r)
 	if !ok {
-		return
-	}
-	if h.console == nil {
-		http.Error(w, "not configured in this UI", http.StatusNotFound)
-		return
-	}
-	b, err := h.console.Batch(r.Context(), id)
-	if err != nil {
-		h.consoleErr(w, r, err)
 		return
 	}
 	p := approvePage{consolePage: h.base(r, "Approve "+b.File), Batch: b, Approve: h.approveOffer(r, b.BatchView),
