@@ -14,9 +14,8 @@ import (
 // resolveScript is an operator's decision on a payout in needs_review: the
 // only way out of that state. It records who decided and why (fields rby,
 // rnote, rat, the latter on the Redis clock) and nothing else.
-// KEYS: payout, counts, audit; ARGV: to (checking|created|rejected),
-// orderId, pspStatus, by, note, windowms, foureyes ('1': a decision of
-// money needs a second person), key (by's identity.Key), then actor and op.
+// KEYS: payout, counts, audit; ARGV: resolveArgs, then actor and op
+// (luaReplay).
 //
 //	to checking  a fresh status-check episode: seq+1, misses, lastmiss and
 //	             faults reset; the caller enqueues status check seq (never a
@@ -39,7 +38,26 @@ import (
 // Replies {'ok', seq, to, awaiting, hash...} (to needs_review: proposed)
 // or {'conflict', state} (the payout is not in needs_review) or
 // {'sameperson', by} or {'nopayout'}.
-var resolveScript = Person.script(luaReplay + `
+var resolveScript = Person.script(luaReplay + resolveLua)
+
+// resolveArgs is resolveScript's ARGV in the order the script reads them
+// (transition appends the actor and the operation id, luaReplay).
+type resolveArgs struct {
+	To        State  // ARGV[1] checking, created or rejected
+	OrderID   string // ARGV[2] to created
+	PSPStatus string // ARGV[3] to created
+	By        string // ARGV[4] who decides
+	Note      string // ARGV[5] why
+	WindowMS  int64  // ARGV[6] to created: the outcome window (await; 0: final)
+	FourEyes  bool   // ARGV[7] a decision of money needs a second person
+	Key       string // ARGV[8] By's identity.Key, compared with the proposer's
+}
+
+func (a resolveArgs) argv() []any {
+	return []any{string(a.To), a.OrderID, a.PSPStatus, a.By, a.Note, a.WindowMS, boolField(a.FourEyes), a.Key}
+}
+
+const resolveLua = `
 local first, h = fetch(KEYS[1], 'state', 'units', 'pto', 'porder', 'pkey', 'pentered', 'entered', 'pby')
 if first then return reply(first, KEYS[1]) end
 local st = h[1]
@@ -79,7 +97,7 @@ push(f, entered())
 redis.call('HSET', KEYS[1], unpack(f))
 move(KEYS[2], st, to, h[2])
 return reply(remember(KEYS[1], {'ok', tostring(seq), to, awaiting}), KEYS[1])
-`)
+`
 
 // ErrBadResolution is returned, before anything is written, for a
 // resolution that lacks its operator, its note, or (as created) the PSP
@@ -189,15 +207,15 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 	if strings.TrimSpace(r.By) == "" || strings.TrimSpace(r.Note) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
-	fourEyes, key := "0", identity.Key(r.By)
+	a := resolveArgs{To: to, OrderID: orderID, PSPStatus: pspStatus, By: r.By, Note: r.Note,
+		WindowMS: r.OutcomeWindow.Milliseconds(), Key: identity.Key(r.By)}
 	if r.FourEyes && to != Checking {
-		if key == "" {
+		if a.Key == "" {
 			return Resolved{}, fmt.Errorf("resolve %s: a decision of money under four-eyes needs a person, and %s is a system: %w", ext, r.By, ErrFourEyes)
 		}
-		fourEyes = "1"
+		a.FourEyes = true
 	}
-	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext,
-		string(to), orderID, pspStatus, r.By, r.Note, r.OutcomeWindow.Milliseconds(), fourEyes, key).StringSlice()
+	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext, a.argv()...).StringSlice()
 	if err != nil {
 		return Resolved{}, fmt.Errorf("ledger: resolve %s: %w", ext, err)
 	}
@@ -226,10 +244,22 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 // needs_review: a PSP status answer shows an order for it, so "it will not
 // be paid" may be false and a person must look again. Only a rejection
 // made by a person (rby set) is contradicted this way; one the PSP gave
-// itself stays. KEYS: payout, counts, audit; ARGV: order, pspStatus,
-// note, then actor and op.
+// itself stays. KEYS: payout, counts, audit; ARGV: contradictArgs, then
+// actor and op (luaReplay).
 // Replies {'ok', from} or {'conflict', state} or {'nopayout', ”}.
-var contradictScript = Worker.script(luaReplay + `
+var contradictScript = Worker.script(luaReplay + contradictLua)
+
+// contradictArgs is contradictScript's ARGV in the order the script reads
+// them (transition appends the actor and the operation id, luaReplay).
+type contradictArgs struct {
+	OrderID   string // ARGV[1] the order the PSP shows for the payout
+	PSPStatus string // ARGV[2] its status word
+	Note      string // ARGV[3] why the payout needs review again
+}
+
+func (a contradictArgs) argv() []any { return []any{a.OrderID, a.PSPStatus, a.Note} }
+
+const contradictLua = `
 local first, h = fetch(KEYS[1], 'state', 'units', 'rby')
 if first then return first end
 local st = h[1]
@@ -244,7 +274,7 @@ push(f, decided(head))
 redis.call('HSET', KEYS[1], unpack(f))
 move(KEYS[2], st, 'needs_review', h[2])
 return head
-`)
+`
 
 // Contradiction is a PSP answer that contradicts a person's resolution.
 type Contradiction struct {
@@ -258,7 +288,7 @@ type Contradiction struct {
 // other state, or rejected by the PSP itself, is a *ConflictError naming
 // its state; nothing is written then.
 func (l *Ledger) ContradictRejected(ctx context.Context, batch, ext string, c Contradiction) error {
-	res, err := l.transition(ctx, contradictScript, batch, ext, c.OrderID, c.PSPStatus, c.Note).StringSlice()
+	res, err := l.transition(ctx, contradictScript, batch, ext, contradictArgs{OrderID: c.OrderID, PSPStatus: c.PSPStatus, Note: c.Note}.argv()...).StringSlice()
 	if err != nil {
 		return fmt.Errorf("ledger: contradict %s: %w", ext, err)
 	}

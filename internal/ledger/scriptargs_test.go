@@ -37,6 +37,8 @@ func TestTransitionArgsMatchTheirScripts(t *testing.T) {
 		{"applyOutcomeScript", applyOutcomeLua, outcomeArgs{}},
 		{"cancelScript", cancelLua, cancelArgs{}},
 		{"interruptScript", interruptLua, interruptArgs{}},
+		{"resolveScript", resolveLua, resolveArgs{}},
+		{"contradictScript", contradictLua, contradictArgs{}},
 	} {
 		if got, want := highestARGV(c.lua), len(c.args.argv()); got != want {
 			t.Errorf("%s reads up to ARGV[%d], but %T.argv gives %d arguments", c.name, got, c.args, want)
