@@ -321,7 +321,7 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 	if err != nil {
 		return "", fmt.Errorf("cancel %s: %w", ext, err)
 	}
-	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, cancelArgs{By: by, Note: note}.argv()...).StringSlice()
+	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, cancelArgs{By: by, Note: note}).StringSlice()
 	if err != nil {
 		return "", fmt.Errorf("ledger: cancel %s: %w", ext, err)
 	}

@@ -215,7 +215,7 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 		}
 		a.FourEyes = true
 	}
-	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext, a.argv()...).StringSlice()
+	res, err := l.As(r.By).transition(ctx, resolveScript, batch, ext, a).StringSlice()
 	if err != nil {
 		return Resolved{}, fmt.Errorf("ledger: resolve %s: %w", ext, err)
 	}
@@ -288,7 +288,7 @@ type Contradiction struct {
 // other state, or rejected by the PSP itself, is a *ConflictError naming
 // its state; nothing is written then.
 func (l *Ledger) ContradictRejected(ctx context.Context, batch, ext string, c Contradiction) error {
-	res, err := l.transition(ctx, contradictScript, batch, ext, contradictArgs{OrderID: c.OrderID, PSPStatus: c.PSPStatus, Note: c.Note}.argv()...).StringSlice()
+	res, err := l.transition(ctx, contradictScript, batch, ext, contradictArgs{OrderID: c.OrderID, PSPStatus: c.PSPStatus, Note: c.Note}).StringSlice()
 	if err != nil {
 		return fmt.Errorf("ledger: contradict %s: %w", ext, err)
 	}

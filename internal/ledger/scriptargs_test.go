@@ -29,7 +29,7 @@ func TestTransitionArgsMatchTheirScripts(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		lua  string
-		args interface{ argv() []any }
+		args scriptArgs
 	}{
 		{"beginCreateScript", beginCreateLua, beginArgs{}},
 		{"finishCreateScript", finishCreateLua, finishArgs{}},

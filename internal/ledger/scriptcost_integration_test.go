@@ -99,7 +99,7 @@ func BenchmarkBeginCreateParts(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				ext := "E" + strconv.Itoa(i)
-				res, err := l.transitionKeys(ctx, part.script, beginKeys("b", ext), 1, interruptedNote).StringSlice()
+				res, err := l.transitionKeys(ctx, part.script, beginKeys("b", ext), beginArgs{Attempt: 1, Note: interruptedNote}).StringSlice()
 				if err != nil || len(res) == 0 || part.name == "begin" && res[0] != string(Proceed) {
 					b.Fatalf("%s of %s: %q %v", part.name, ext, res, err)
 				}

@@ -171,7 +171,7 @@ return remember(KEYS[1], {'check', tostring(seq)})
 // returns the status check to enqueue. ok is false when the payout is in
 // another state or attempt, or was touched more recently: nothing changed.
 func (l *Ledger) InterruptSubmitting(ctx context.Context, batch, ext string, attempt int, minAge time.Duration) (seq int, ok bool, err error) {
-	res, err := l.transition(ctx, interruptScript, batch, ext, interruptArgs{Attempt: attempt, MinAgeMS: minAge.Milliseconds()}.argv()...).StringSlice()
+	res, err := l.transition(ctx, interruptScript, batch, ext, interruptArgs{Attempt: attempt, MinAgeMS: minAge.Milliseconds()}).StringSlice()
 	if err != nil {
 		return 0, false, fmt.Errorf("ledger: interrupt submitting %s: %w", ext, err)
 	}

@@ -233,7 +233,7 @@ return answer({'skip', '0'})
 // registered (and approved, where approval applies).
 func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int) (Begin, error) {
 	return parseBegin(batch, ext, l.transitionKeys(ctx, beginCreateScript, beginKeys(batch, ext),
-		beginArgs{Attempt: attempt, Note: interruptedNote, Keys: l.keys}.argv()...))
+		beginArgs{Attempt: attempt, Note: interruptedNote, Keys: l.keys}))
 }
 
 // CreateResult is the classified answer of a create request.
@@ -354,7 +354,7 @@ func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt in
 	res, err := replyOf(l.transition(ctx, finishCreateScript, batch, ext, finishArgs{
 		Attempt: attempt, To: to, WindowMS: r.OutcomeWindow.Milliseconds(), OrderID: r.OrderID, Status: r.PSPStatus,
 		Note: note, Tries: tries, TriesRead: r.Tries, HTTP: r.HTTPStatus,
-	}.argv()...),
+	}),
 		batch, ext, "finish create", 2)
 	if err != nil {
 		return Finished{}, err
@@ -565,7 +565,7 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 		To: d.to, Error: d.errText, KeepError: d.keepError, NewMisses: d.misses, CountMiss: d.countMiss, NewFaults: d.faults,
 		WaitMS: d.step.Wait.Milliseconds(), WindowMS: p.OutcomeWindow.Milliseconds(),
 		OrderID: a.OrderID, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Note: a.Message, Head: head,
-	}.argv()...),
+	}),
 		batch, ext, "record status check", 4)
 	if err != nil {
 		return CheckStep{}, err
@@ -745,7 +745,7 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a Outc
 	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext, outcomeArgs{
 		Seq: s.OutcomeSeq, Polls: s.OutcomePolls, DueMS: unixMilli(s.OutcomeDue),
 		To: d.to, Error: d.errText, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Reason: a.Reason, Head: head,
-	}.argv()...),
+	}),
 		batch, ext, "record outcome", 3)
 	if err != nil {
 		return OutcomeStep{}, err

@@ -22,14 +22,19 @@ const transitionTries = 5
 // retry and judge the payout afresh (for a lost begin-create reply: a
 // status check for a create that was never sent). An error reply of Redis
 // itself, or the caller's context ending, is returned at once.
-func (l *Ledger) transition(ctx context.Context, s *redis.Script, batch, ext string, args ...any) *redis.Cmd {
-	return l.transitionKeys(ctx, s, []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch)}, args...)
+func (l *Ledger) transition(ctx context.Context, s *redis.Script, batch, ext string, a scriptArgs) *redis.Cmd {
+	return l.transitionKeys(ctx, s, []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch)}, a)
 }
+
+// scriptArgs is a transition script's ARGV as one struct (beginArgs,
+// checkArgs...): argv lists them in the order the script reads them
+// (TestTransitionArgsMatchTheirScripts).
+type scriptArgs interface{ argv() []any }
 
 // transitionKeys is transition with the script's keys given (the payout,
 // counts and audit keys first).
-func (l *Ledger) transitionKeys(ctx context.Context, s *redis.Script, keys []string, args ...any) *redis.Cmd {
-	args = append(args, l.actor, l.newOp())
+func (l *Ledger) transitionKeys(ctx context.Context, s *redis.Script, keys []string, a scriptArgs) *redis.Cmd {
+	args := append(a.argv(), l.actor, l.newOp())
 	var cmd *redis.Cmd
 	_ = retryTransport(ctx, func() error {
 		cmd = s.Run(ctx, l.rdb, keys, args...)
