@@ -79,22 +79,8 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		if watch && isTerminal(e.stdout) {
 			fmt.Fprint(e.stdout, "\033[H\033[2J")
 		}
-		if asJSON {
-			enc := json.NewEncoder(e.stdout)
-			enc.SetIndent("", "  ")
-			if batch != "" && len(views) == 1 {
-				err = enc.Encode(views[0])
-			} else {
-				err = enc.Encode(views)
-			}
-			if err != nil {
-				return err
-			}
-		} else {
-			printStatus(e.stdout, views, batch != "")
-			if arch != nil {
-				printArchivedStatus(e.stdout, arch)
-			}
+		if err := writeStatus(e.stdout, views, batch != "", arch, asJSON); err != nil {
+			return err
 		}
 		if !watch || (batch != "" && len(views) == 1 && open(views[0]) == 0) {
 			return nil
@@ -105,6 +91,24 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		case <-time.After(interval):
 		}
 	}
+}
+
+// writeStatus prints views as a table (with the archived batch arch, if
+// any) or as JSON: one object for one batch asked by name, else a list.
+func writeStatus(w io.Writer, views []statusView, one bool, arch *ledger.ArchivedBatch, asJSON bool) error {
+	if !asJSON {
+		printStatus(w, views, one)
+		if arch != nil {
+			printArchivedStatus(w, arch)
+		}
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if one && len(views) == 1 {
+		return enc.Encode(views[0])
+	}
+	return enc.Encode(views)
 }
 
 // open counts the payouts with an automatic step still due, created ones
