@@ -63,6 +63,13 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 			return err
 		}
 	}
+	return switchQueue(ctx, e, rdb, nf, name, who, note, pause)
+}
+
+// switchQueue pauses (pause) or resumes the payout queue as who, with
+// note, unless it is so already, audits and announces the change, and
+// prints what waits in the queue.
+func switchQueue(ctx context.Context, e *env, rdb redis.UniversalClient, nf notifyFlags, name, who, note string, pause bool) error {
 	// A queue no task was ever put in is unknown to Asynq (NOT_FOUND):
 	// register it, as its client's first enqueue does.
 	if err := queue.RegisterQueue(ctx, rdb); err != nil {
