@@ -288,7 +288,7 @@ type Contradiction struct {
 // other state, or rejected by the PSP itself, is a *ConflictError naming
 // its state; nothing is written then.
 func (l *Ledger) ContradictRejected(ctx context.Context, batch, ext string, c Contradiction) error {
-	res, err := l.transition(ctx, contradictScript, batch, ext, contradictArgs{OrderID: c.OrderID, PSPStatus: c.PSPStatus, Note: c.Note}).StringSlice()
+	res, err := l.transition(ctx, contradictScript, batch, ext, contradictArgs(c)).StringSlice()
 	if err != nil {
 		return fmt.Errorf("ledger: contradict %s: %w", ext, err)
 	}
