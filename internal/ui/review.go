@@ -96,7 +96,7 @@ func (h *batchHandlers) approveReview(w http.ResponseWriter, r *http.Request) {
 func (h *batchHandlers) rules(b BatchDetail) []string {
 	var out []string
 	if b.WaitReason != "" {
-		out = append(out, "It waits for approval because "+b.WaitReason+".")
+		out = append(out, "Why it waits for approval: "+b.WaitReason+".")
 	} else {
 		out = append(out, "It waits for a person's approval.")
 	}
