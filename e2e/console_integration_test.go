@@ -26,7 +26,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/proof/uitest"
@@ -212,7 +212,7 @@ func TestBrowserConsole(t *testing.T) {
 	}
 
 	// 4. Find an externalId from the header, and open its history.
-	wanted := demo.ByState[ledger.Rejected][0]
+	wanted := demo.ByState[lifecycle.Rejected][0]
 	b.step("search", 20*time.Second,
 		chromedp.SetValue(chromedp.CSS(`#search input[name=ext]`), wanted),
 		chromedp.Submit(chromedp.CSS(`#search input[name=ext]`)),
@@ -226,7 +226,7 @@ func TestBrowserConsole(t *testing.T) {
 
 	// 5. The work queue: resolve a needs_review payout as created with the
 	// order the PSP shows, with a note; then its history says so.
-	review := demo.ByState[ledger.NeedsReview][0]
+	review := demo.ByState[lifecycle.NeedsReview][0]
 	b.step("open work queue", 20*time.Second,
 		chromedp.Navigate(base+"/queue"),
 		chromedp.WaitVisible(chromedp.CSS(`#review`)),

@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/proof/uitest"
@@ -63,7 +63,7 @@ func TestBrowserEveryStateFits(t *testing.T) {
 	rc := redistest.Start(t).ClientT(t)
 	uitest.LoadDemo(t, rc)
 	every := uitest.LoadEveryState(t, rc)
-	for _, s := range ledger.Machine {
+	for _, s := range lifecycle.Machine {
 		if len(every.ByState[s.State]) == 0 {
 			t.Fatalf("the fixture has no %s payout", s.State)
 		}
@@ -81,7 +81,7 @@ func TestBrowserEveryStateFits(t *testing.T) {
 			// Every state is on the page, counted.
 			counts := b.read("counts", chromedp.Evaluate[string](
 				`[...document.querySelectorAll('tr')].filter(r => r.textContent.includes('`+every.File+`')).map(r => r.querySelector('td.counts').textContent).join('')`))
-			for _, s := range ledger.Machine {
+			for _, s := range lifecycle.Machine {
 				if want := fmt.Sprintf("%d %s", len(every.ByState[s.State]), s.Label); !strings.Contains(counts, want) {
 					t.Errorf("/batches counts %q lack %q", counts, want)
 				}
@@ -98,7 +98,7 @@ func TestBrowserEveryStateFits(t *testing.T) {
 				t.Errorf("batch rows %q, want %d", got, every.Rows)
 			}
 			tags := b.read("state tags", chromedp.Evaluate[string](`[...new Set([...document.querySelectorAll('#payouts .state')].map(e => e.textContent))].join(',')`))
-			for _, s := range ledger.Machine {
+			for _, s := range lifecycle.Machine {
 				if !strings.Contains(tags, s.Label) {
 					t.Errorf("batch page lists no %s payout: %s", s.Label, tags)
 				}
@@ -108,9 +108,9 @@ func TestBrowserEveryStateFits(t *testing.T) {
 			b.shot(fmt.Sprintf("every-state-batch-%d.png", width))
 
 			b.step("filter needs review", 20*time.Second,
-				chromedp.SetValue(chromedp.CSS(`#state`), string(ledger.NeedsReview)),
+				chromedp.SetValue(chromedp.CSS(`#state`), string(lifecycle.NeedsReview)),
 				chromedp.Click(chromedp.CSS(`#apply`)),
-				chromedp.WaitVisible(fmt.Sprintf(`//span[@id="count"][contains(., "of %d")]`, len(every.ByState[ledger.NeedsReview]))),
+				chromedp.WaitVisible(fmt.Sprintf(`//span[@id="count"][contains(., "of %d")]`, len(every.ByState[lifecycle.NeedsReview]))),
 			)
 			b.fitsWindow("batch page, needs review", width)
 

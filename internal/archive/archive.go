@@ -63,6 +63,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/report"
 )
 
@@ -236,7 +237,7 @@ func dueNow(ctx context.Context, l *ledger.Ledger, s ledger.BatchStatus, now tim
 // not awaiting approval).
 func Final(b ledger.Batch, c ledger.Counts) bool {
 	return (b.Phase == ledger.PhaseLoaded || b.Phase == ledger.PhaseDiscarded) && c.Open() == 0 &&
-		c.Rows[ledger.NeedsReview] == 0
+		c.Rows[lifecycle.NeedsReview] == 0
 }
 
 // lastChangeHint is the latest of the batch's load, decision and audit
@@ -481,10 +482,10 @@ func (r *batchArchive) verify(ctx context.Context) error {
 // readBack reads the archive and matches its payouts per state and their
 // amounts with the batch's counters, to the unit.
 func (r *batchArchive) readBack() error {
-	rows := map[ledger.State]int64{}
-	units := map[ledger.State]int64{}
+	rows := map[lifecycle.State]int64{}
+	units := map[lifecycle.State]int64{}
 	got, err := readArchive(r.paths.Archive, func(f map[string]string) error {
-		st := ledger.State(f["state"])
+		st := lifecycle.State(f["state"])
 		rows[st]++
 		u, err := strconv.ParseInt(f["units"], 10, 64)
 		if err != nil {
@@ -502,7 +503,7 @@ func (r *batchArchive) readBack() error {
 		return fmt.Errorf("%s: %d payouts read back, %d written: %w", r.paths.Archive, got, r.n, ErrMismatch)
 	}
 	var total int64
-	for _, s := range ledger.States {
+	for _, s := range lifecycle.States {
 		if rows[s] != r.c.Rows[s] || units[s] != r.c.Units[s] {
 			return fmt.Errorf("%s: %s: %d payouts of %d units, the ledger counts %d of %d: %w",
 				r.paths.Archive, s, rows[s], units[s], r.c.Rows[s], r.c.Units[s], ErrMismatch)

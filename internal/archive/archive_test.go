@@ -15,6 +15,7 @@ import (
 
 	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
@@ -72,9 +73,9 @@ func (f *fixture) load(name, prefix string, n int) string {
 		if _, err := f.led.BeginCreate(ctx, res.Batch, ext, 1); err != nil {
 			f.t.Fatal(err)
 		}
-		r := ledger.CreateResult{To: ledger.Created, OrderID: "o-" + ext, PSPStatus: "accepted"}
+		r := ledger.CreateResult{To: lifecycle.Created, OrderID: "o-" + ext, PSPStatus: "accepted"}
 		if i == n {
-			r = ledger.CreateResult{To: ledger.Rejected, Error: "card blocked", PSPStatus: "rejected"}
+			r = ledger.CreateResult{To: lifecycle.Rejected, Error: "card blocked", PSPStatus: "rejected"}
 		}
 		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, r); err != nil {
 			f.t.Fatal(err)
@@ -146,7 +147,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Counts.Rows[ledger.Created] != 3 || a.Counts.Rows[ledger.Rejected] != 1 || a.File != "a.csv" || a.Archive != out[0].Archive {
+	if a.Counts.Rows[lifecycle.Created] != 3 || a.Counts.Rows[lifecycle.Rejected] != 1 || a.File != "a.csv" || a.Archive != out[0].Archive {
 		t.Fatalf("summary: %+v", a)
 	}
 	if (hadAudit > 0) != (a.Audit != "") || (a.Audit != "" && !fileExists(a.Audit)) {
@@ -210,7 +211,7 @@ func TestArchiveLeavesOpenBatchesAlone(t *testing.T) {
 	}
 	// One payout final, one still queued.
 	f.led.BeginCreate(ctx, res.Batch, "O-1", 1)
-	f.led.FinishCreate(ctx, res.Batch, "O-1", 1, ledger.CreateResult{To: ledger.Created, OrderID: "o"})
+	f.led.FinishCreate(ctx, res.Batch, "O-1", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "o"})
 	f.age(365 * day)
 	out, err := archive.Run(ctx, f.led, f.opts())
 	if err != nil || len(out) != 1 || out[0].Batch != final {

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // TestFinal: a batch with a payout waiting for a person is not archived:
 // once archived, it could never be resolved.
 func TestFinal(t *testing.T) {
-	counts := func(st ledger.State) ledger.Counts {
-		return ledger.Counts{Rows: map[ledger.State]int64{st: 1}, Units: map[ledger.State]int64{st: 100}}
+	counts := func(st lifecycle.State) ledger.Counts {
+		return ledger.Counts{Rows: map[lifecycle.State]int64{st: 1}, Units: map[lifecycle.State]int64{st: 100}}
 	}
 	loaded := ledger.Batch{Phase: ledger.PhaseLoaded}
 	for _, tt := range []struct {
@@ -18,12 +19,12 @@ func TestFinal(t *testing.T) {
 		c    ledger.Counts
 		want bool
 	}{
-		{loaded, counts(ledger.Paid), true},
-		{ledger.Batch{Phase: ledger.PhaseDiscarded}, counts(ledger.Cancelled), true},
-		{loaded, counts(ledger.NeedsReview), false},
-		{loaded, counts(ledger.Checking), false},
-		{ledger.Batch{Phase: ledger.PhaseAwaiting}, counts(ledger.Queued), false},
-		{loaded, ledger.Counts{Rows: map[ledger.State]int64{ledger.Created: 1}, Awaiting: 1}, false},
+		{loaded, counts(lifecycle.Paid), true},
+		{ledger.Batch{Phase: ledger.PhaseDiscarded}, counts(lifecycle.Cancelled), true},
+		{loaded, counts(lifecycle.NeedsReview), false},
+		{loaded, counts(lifecycle.Checking), false},
+		{ledger.Batch{Phase: ledger.PhaseAwaiting}, counts(lifecycle.Queued), false},
+		{loaded, ledger.Counts{Rows: map[lifecycle.State]int64{lifecycle.Created: 1}, Awaiting: 1}, false},
 	} {
 		if got := Final(tt.b, tt.c); got != tt.want {
 			t.Errorf("Final(%s, %v awaiting %d) = %v, want %v", tt.b.Phase, tt.c.Rows, tt.c.Awaiting, got, tt.want)

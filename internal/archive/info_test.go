@@ -10,6 +10,7 @@ import (
 
 	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 )
 
@@ -32,7 +33,7 @@ func TestArchiveKeepsInfoAndLookalikes(t *testing.T) {
 		if _, err := f.led.BeginCreate(ctx, res.Batch, ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, ledger.CreateResult{To: ledger.Rejected, Error: "card blocked", PSPStatus: "rejected"}); err != nil {
+		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, ledger.CreateResult{To: lifecycle.Rejected, Error: "card blocked", PSPStatus: "rejected"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -53,7 +54,7 @@ func failedLedger(t *testing.T) *ledger.Ledger {
 		if _, err := l.BeginCreate(ctx, "b", r.ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "b", r.ext, 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
+		if _, err := l.FinishCreate(ctx, "b", r.ext, 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		v := ledger.VerdictFailed
@@ -208,7 +209,7 @@ func TestWriteRetryNeutralizesHeaders(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "PO-2", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, "b", "PO-2", 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-2", PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "PO-2", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-2", PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := l.Snapshot(ctx, "b", "PO-2")

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // Phase codes: where a batch is, as people are told (payout status, its
@@ -69,7 +70,7 @@ type PhaseFacts struct {
 // Counts).
 func FactsOf(b ledger.Batch, c ledger.Counts) PhaseFacts {
 	return PhaseFacts{
-		Phase: b.Phase, Rows: c.Total(), Open: c.Open(), NeedsReview: c.Rows[ledger.NeedsReview],
+		Phase: b.Phase, Rows: c.Total(), Open: c.Open(), NeedsReview: c.Rows[lifecycle.NeedsReview],
 		LoadedBy: b.LoadedBy, WaitReason: b.WaitReason, DecidedBy: b.DecidedBy, Note: b.Note,
 		FourEyes: b.FourEyes,
 	}

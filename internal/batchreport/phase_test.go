@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 func TestPhaseOf(t *testing.T) {
@@ -49,7 +50,7 @@ func TestPhaseOf(t *testing.T) {
 
 // TestFactsOf: the facts come from the ledger's record and counters.
 func TestFactsOf(t *testing.T) {
-	c := ledger.Counts{Rows: map[ledger.State]int64{ledger.Queued: 2, ledger.NeedsReview: 1, ledger.Paid: 3, ledger.Created: 1}, Awaiting: 1}
+	c := ledger.Counts{Rows: map[lifecycle.State]int64{lifecycle.Queued: 2, lifecycle.NeedsReview: 1, lifecycle.Paid: 3, lifecycle.Created: 1}, Awaiting: 1}
 	f := FactsOf(ledger.Batch{Phase: ledger.PhaseLoaded, LoadedBy: "alice", DecidedBy: "bob", FourEyes: true}, c)
 	if f.Rows != 7 || f.Open != 3 || f.NeedsReview != 1 || f.LoadedBy != "alice" || f.DecidedBy != "bob" || !f.FourEyes {
 		t.Errorf("%+v", f)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
@@ -138,7 +139,7 @@ func extraProps(p ledger.Payout) ([]psp.Property, error) {
 
 // retried tells whether WriteRetry writes payout p.
 func (o RetryOptions) retried(p ledger.Payout) bool {
-	return p.State == ledger.Failed && (o.IncludeFinal || !FinalFailure(p.Error))
+	return p.State == lifecycle.Failed && (o.IncludeFinal || !FinalFailure(p.Error))
 }
 
 // WriteRetry writes the failed payouts of a batch to w as a retry file
@@ -163,7 +164,7 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 		return res, fmt.Errorf("write failed rows: %w", err)
 	}
 	err = l.Each(ctx, batch, func(p ledger.Payout) error {
-		if p.State != ledger.Failed {
+		if p.State != lifecycle.Failed {
 			return nil
 		}
 		amount, err := money.Parse(p.Amount, 18)

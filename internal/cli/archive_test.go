@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -44,9 +45,9 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	}
 	for _, ext := range []string{"P1", "P2", "P3"} {
 		l.BeginCreate(ctx, "b", ext, 1)
-		to := ledger.CreateResult{To: ledger.Created, OrderID: "o-" + ext}
+		to := ledger.CreateResult{To: lifecycle.Created, OrderID: "o-" + ext}
 		if ext == "P3" {
-			to = ledger.CreateResult{To: ledger.NeedsReview, Error: "no answer"}
+			to = ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer"}
 		}
 		if _, err := l.FinishCreate(ctx, "b", ext, 1, to); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
@@ -244,7 +245,7 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 	ids := fs.Args()[1:]
 	if len(ids) == 0 {
 		if err := l.EachOpen(ctx, id, func(p ledger.OpenPayout) error {
-			if p.State == ledger.Queued {
+			if p.State == lifecycle.Queued {
 				ids = append(ids, p.ExternalID)
 			}
 			return nil
@@ -264,11 +265,11 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 			refused++
 		case err != nil:
 			return infraErr(err)
-		case was == ledger.Queued:
+		case was == lifecycle.Queued:
 			cancelled++
 		default:
 			refused++
-			fmt.Fprintf(e.stderr, "%s: not cancellable: it is %s%s\n", ext, was, map[bool]string{true: " (a request may have reached the PSP; it is left to finish)", false: ""}[was == ledger.Submitting || was == ledger.Checking])
+			fmt.Fprintf(e.stderr, "%s: not cancellable: it is %s%s\n", ext, was, map[bool]string{true: " (a request may have reached the PSP; it is left to finish)", false: ""}[was == lifecycle.Submitting || was == lifecycle.Checking])
 		}
 	}
 	fmt.Fprintf(e.stdout, "batch %s: %d payouts cancelled by %s, %d not cancellable\n", id, cancelled, who, refused)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/jobs"
@@ -143,7 +144,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 		if code != ExitOK || !strings.Contains(out, "3 payouts cancelled") {
 			t.Fatalf("discard: %d %s", code, out)
 		}
-		if c, _ := l.Counts(ctx, "b"); c.Rows[ledger.Cancelled] != 3 {
+		if c, _ := l.Counts(ctx, "b"); c.Rows[lifecycle.Cancelled] != 3 {
 			t.Fatalf("counts %+v", c.Rows)
 		}
 		if code, _, _ := runMain(t, nil, "approve", "--redis", url, "--by", "bob", "b"); code != ExitRejected {
@@ -163,7 +164,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 			t.Fatalf("cancel: %d %q %q", code, out, errs)
 		}
 		p, _ := l.Get(ctx, "b", "P1")
-		if p.State != ledger.Cancelled || p.ResolvedBy != "carol" {
+		if p.State != lifecycle.Cancelled || p.ResolvedBy != "carol" {
 			t.Fatalf("P1 %+v", p)
 		}
 	})

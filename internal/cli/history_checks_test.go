@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // TestHistoryCountsStatusChecks: payout history of a batch and of a payout
@@ -34,7 +35,7 @@ func TestHistoryCountsStatusChecks(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, b, ext, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, b, ext, 1, ledger.CreateResult{To: ledger.Checking}); err != nil {
+	if _, err := l.FinishCreate(ctx, b, ext, 1, ledger.CreateResult{To: lifecycle.Checking}); err != nil {
 		t.Fatal(err)
 	}
 	policy := ledger.CheckPolicy{AbsentChecks: 5, AbsentSpacing: time.Millisecond, MaxCreates: 2, MaxFaults: 9}

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"sort"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/worker"
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,7 +39,7 @@ func WorkerMetricNames(rdb redis.UniversalClient) ([]string, error) {
 	typed := prometheus.NewRegistry()
 	m := worker.NewMetrics(typed)
 	m.ObservePSP(psp.Result{Op: psp.OpWithdrawalCreate})
-	m.ObserveLoadToFinal(ledger.Paid, 0)
+	m.ObserveLoadToFinal(lifecycle.Paid, 0)
 	typed.MustRegister(collectors.NewGoCollector())
 	fams, err := typed.Gather()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
@@ -126,18 +127,18 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ext, to := range map[string]ledger.State{"PO-W-1": ledger.Failed, "PO-W-2": ledger.Paid, "PO-W-3": ledger.NeedsReview} {
+	for ext, to := range map[string]lifecycle.State{"PO-W-1": lifecycle.Failed, "PO-W-2": lifecycle.Paid, "PO-W-3": lifecycle.NeedsReview} {
 		if _, err := l.BeginCreate(ctx, batch, ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		res := ledger.CreateResult{To: ledger.Created, OrderID: "WD-" + ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
-		if to == ledger.NeedsReview {
-			res = ledger.CreateResult{To: ledger.NeedsReview, Error: "status unknown after 10 status checks without an answer"}
+		res := ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
+		if to == lifecycle.NeedsReview {
+			res = ledger.CreateResult{To: lifecycle.NeedsReview, Error: "status unknown after 10 status checks without an answer"}
 		}
 		if _, err := l.FinishCreate(ctx, batch, ext, 1, res); err != nil {
 			t.Fatal(err)
 		}
-		verdict := map[ledger.State]ledger.Verdict{ledger.Paid: ledger.VerdictPaid, ledger.Failed: ledger.VerdictFailed}
+		verdict := map[lifecycle.State]ledger.Verdict{lifecycle.Paid: ledger.VerdictPaid, lifecycle.Failed: ledger.VerdictFailed}
 		if v, ok := verdict[to]; ok {
 			if err := recordOutcome(ctx, l, batch, ext, v, "Done", "account closed"); err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/vault"
 )
@@ -83,7 +84,7 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 	if err != nil {
 		return infraErr(err)
 	}
-	if c.Rows[ledger.Failed] == 0 {
+	if c.Rows[lifecycle.Failed] == 0 {
 		fmt.Fprintf(e.stdout, "batch %s has no failed payouts; no file written\n", batch)
 		return nil
 	}

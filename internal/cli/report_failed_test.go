@@ -12,6 +12,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
@@ -24,18 +25,18 @@ import (
 // takes it.
 type outcomeRow struct {
 	ext, amount, pan, telecom, extra, info string
-	to                                     ledger.State // queued, created (awaiting), paid, failed, rejected
-	reason                                 string       // of a failed one; default "card closed by the issuer"
+	to                                     lifecycle.State // queued, created (awaiting), paid, failed, rejected
+	reason                                 string          // of a failed one; default "card closed by the issuer"
 }
 
 var outcomeFixture = []outcomeRow{
-	{ext: "PO-1", amount: "100.10", pan: "4111111111111111", to: ledger.Paid},
-	{ext: "PO-2", amount: "250.50", pan: "5555555555554444", to: ledger.Failed},
-	{ext: "PO-3", amount: "75", telecom: "MTS", extra: `[{"key":"phoneNumber","value":"+79001234567"}]`, info: "=call first\x1f2026-02-28", to: ledger.Failed},
-	{ext: "PO-4-R2", amount: "0.20", pan: "4012888888881881", to: ledger.Failed, reason: "PSP status Failed: Account closed"},
-	{ext: "PO-5", amount: "12.34", pan: "4111111111111111", to: ledger.Created},
-	{ext: "PO-6", amount: "33.33", pan: "4111111111111111", to: ledger.Rejected},
-	{ext: "PO-7", amount: "2.02", telecom: "Beeline", to: ledger.Queued},
+	{ext: "PO-1", amount: "100.10", pan: "4111111111111111", to: lifecycle.Paid},
+	{ext: "PO-2", amount: "250.50", pan: "5555555555554444", to: lifecycle.Failed},
+	{ext: "PO-3", amount: "75", telecom: "MTS", extra: `[{"key":"phoneNumber","value":"+79001234567"}]`, info: "=call first\x1f2026-02-28", to: lifecycle.Failed},
+	{ext: "PO-4-R2", amount: "0.20", pan: "4012888888881881", to: lifecycle.Failed, reason: "PSP status Failed: Account closed"},
+	{ext: "PO-5", amount: "12.34", pan: "4111111111111111", to: lifecycle.Created},
+	{ext: "PO-6", amount: "33.33", pan: "4111111111111111", to: lifecycle.Rejected},
+	{ext: "PO-7", amount: "2.02", telecom: "Beeline", to: lifecycle.Queued},
 }
 
 // outcomeLedger loads outcomeFixture as batch "b-out" into a fresh
@@ -74,24 +75,24 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		t.Fatal(err)
 	}
 	for _, r := range outcomeFixture {
-		if r.to == ledger.Queued {
+		if r.to == lifecycle.Queued {
 			continue
 		}
 		if _, err := l.BeginCreate(ctx, batch, r.ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		res := ledger.CreateResult{To: ledger.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
-		if r.to == ledger.Rejected {
-			res = ledger.CreateResult{To: ledger.Rejected, Error: "amount exceeds daily limit"}
+		res := ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
+		if r.to == lifecycle.Rejected {
+			res = ledger.CreateResult{To: lifecycle.Rejected, Error: "amount exceeds daily limit"}
 		}
 		if _, err := l.FinishCreate(ctx, batch, r.ext, 1, res); err != nil {
 			t.Fatal(err)
 		}
 		var err error
 		switch r.to {
-		case ledger.Paid:
+		case lifecycle.Paid:
 			err = recordOutcome(ctx, l, batch, r.ext, ledger.VerdictPaid, "Paid", "")
-		case ledger.Failed:
+		case lifecycle.Failed:
 			reason := r.reason
 			if reason == "" {
 				reason = "card closed by the issuer"

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/report"
 )
@@ -13,8 +14,8 @@ func reportSummary(w io.Writer, s report.Summary) error { return report.WriteSum
 
 func hasProblems(states []report.StateTotal) bool {
 	for _, s := range states {
-		switch ledger.State(s.State) {
-		case ledger.Rejected, ledger.NeedsReview, ledger.Failed:
+		switch lifecycle.State(s.State) {
+		case lifecycle.Rejected, lifecycle.NeedsReview, lifecycle.Failed:
 			if s.Rows > 0 {
 				return true
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/psp"
@@ -92,10 +93,10 @@ func (r *resolveFlags) register(fs *flag.FlagSet) {
 
 // decision is d as the operator package takes it.
 func (r *resolveFlags) decision() operator.Resolution {
-	d := operator.Resolution{To: ledger.State(r.as), OrderID: strings.TrimSpace(r.order), FourEyes: r.fourEyes,
+	d := operator.Resolution{To: lifecycle.State(r.as), OrderID: strings.TrimSpace(r.order), FourEyes: r.fourEyes,
 		Who: ledger.Resolution{By: strings.TrimSpace(r.by), Note: r.note}}
 	if r.recheck {
-		d.To = ledger.Checking
+		d.To = lifecycle.Checking
 	}
 	d.Who.OutcomeWindow, _ = r.mf.window() // checked by check
 	return d
@@ -109,11 +110,11 @@ func (r *resolveFlags) check() error {
 		return usageErr("give either --recheck or --as, not both")
 	case !r.recheck && r.as == "":
 		return usageErr("say what to do: --recheck, --as created --psp-order ID, or --as rejected")
-	case r.as != "" && r.as != string(ledger.Created) && r.as != string(ledger.Rejected):
+	case r.as != "" && r.as != string(lifecycle.Created) && r.as != string(lifecycle.Rejected):
 		return usageErr("--as %q: want created or rejected", r.as)
-	case r.as == string(ledger.Created) && strings.TrimSpace(r.order) == "":
+	case r.as == string(lifecycle.Created) && strings.TrimSpace(r.order) == "":
 		return usageErr("--as created needs --psp-order, the PSP's order id")
-	case r.as != string(ledger.Created) && (r.order != "" || r.pspStatus != ""):
+	case r.as != string(lifecycle.Created) && (r.order != "" || r.pspStatus != ""):
 		return usageErr("--psp-order and --psp-status go with --as created only")
 	case r.as != "" && r.mf.pf.url == "":
 		return usageErr("--as %s asks the PSP first: give --psp-url (PAYOUT_PSP_URL) and the token (PAYOUT_PSP_TOKEN or --psp-token-file)", r.as)
@@ -191,7 +192,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 	switch {
 	case errors.As(err, &conflict):
 		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s is %s, not %s: nothing changed (only a payout that needs review can be resolved)",
-			ext, batch, conflict.Found, ledger.NeedsReview)}
+			ext, batch, conflict.Found, lifecycle.NeedsReview)}
 	case errors.As(err, &refused), errors.Is(err, ledger.ErrFourEyes):
 		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s not resolved: %w", ext, batch, err)}
 	case errors.Is(err, ledger.ErrNotFound):
@@ -207,7 +208,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 			Str("by", p.Proposal.By).Msg("payout resolution proposed, awaiting a second person (four-eyes)")
 		fmt.Fprintf(w, "%s  %s  %s  %s: %s proposed by %s", term(ext), card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)),
 			r.From, p.Proposal.To, term(p.Proposal.By))
-		if p.Proposal.To == ledger.Created {
+		if p.Proposal.To == lifecycle.Created {
 			fmt.Fprintf(w, " (PSP order %s, PSP status %s)", term(p.Proposal.OrderID), term(card.Scrub(p.Proposal.PSPStatus)))
 		}
 		fmt.Fprintf(w, ": %s\nnothing changed yet: under four-eyes a second person carries it out with the same decision (payout resolve %s %s %s)\n",
@@ -217,7 +218,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 	acts.Log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
 		Str("by", p.ResolvedBy).Str("proposed_by", r.ProposedBy).Msg("payout resolved by an operator")
 	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)), r.From, r.To)
-	if r.To == ledger.Created {
+	if r.To == lifecycle.Created {
 		fmt.Fprintf(w, " (PSP order %s, PSP status %s)", p.OrderID, card.Scrub(p.PSPStatus))
 	}
 	fmt.Fprintf(w, "  by %s", p.ResolvedBy)
@@ -232,7 +233,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 		return infraErr(fmt.Errorf("payout %s is %s now, but its next check could not be enqueued (task %s): %w", ext, r.To, next, err))
 	}
 	switch {
-	case r.To == ledger.Checking:
+	case r.To == lifecycle.Checking:
 		fmt.Fprintf(w, "status check %d enqueued (task %s)\n", r.Seq, next)
 	case next != "":
 		fmt.Fprintf(w, "outcome check %d enqueued (task %s): the workers follow the order to paid or failed\n", p.OutcomeSeq, next)
@@ -243,7 +244,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 // proposalFlags are the flags of payout resolve that take the decision p
 // proposes.
 func proposalFlags(p ledger.Proposal) string {
-	if p.To == ledger.Created {
+	if p.To == lifecycle.Created {
 		return "--as created --psp-order " + term(p.OrderID) + " --note TEXT"
 	}
 	return "--as " + string(p.To) + " --note TEXT"
@@ -255,7 +256,7 @@ func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string
 	n := 0
 	scale := batchScale(ctx, l, batch)
 	err := l.Each(ctx, batch, func(p ledger.Payout) error {
-		if p.State != ledger.NeedsReview {
+		if p.State != lifecycle.NeedsReview {
 			return nil
 		}
 		n++

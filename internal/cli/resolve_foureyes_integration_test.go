@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
@@ -57,7 +58,7 @@ func TestResolveFourEyesThroughTheBinary(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "fe", "R1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, "fe", "R1", 1, ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "fe", "R1", 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
 		t.Fatal(err)
 	}
 	pspEnv := fakePSP(t, map[string]fakeOrder{"WD-77": {ExternalID: "R1", OrderID: "WD-77", Status: "Processing", Amount: "10.25"}})
@@ -73,23 +74,23 @@ func TestResolveFourEyesThroughTheBinary(t *testing.T) {
 	}
 
 	code, out, errs := identityBin(t, bin, env, args...)
-	if p := state(); code != ExitOK || !strings.Contains(out, "created proposed by "+me) || p.State != ledger.NeedsReview || p.Proposal == nil {
+	if p := state(); code != ExitOK || !strings.Contains(out, "created proposed by "+me) || p.State != lifecycle.NeedsReview || p.Proposal == nil {
 		t.Fatalf("first person: exit %d, R1 %s %+v\n%s%s", code, p.State, p.Proposal, out, errs)
 	}
 	code, out, errs = identityBin(t, bin, env, args...)
-	if p := state(); code != ExitRejected || !strings.Contains(errs, "second person") || p.State != ledger.NeedsReview {
+	if p := state(); code != ExitRejected || !strings.Contains(errs, "second person") || p.State != lifecycle.NeedsReview {
 		t.Fatalf("the same person again: exit %d, R1 %s\n%s%s", code, p.State, out, errs)
 	}
 	code, out, errs = identityBin(t, bin, append(env, "SUDO_USER=bob"), args...)
 	p := state()
 	if u.Uid != "0" {
 		// SUDO_USER is believed from root only: the same person again.
-		if code != ExitRejected || p.State != ledger.NeedsReview {
+		if code != ExitRejected || p.State != lifecycle.NeedsReview {
 			t.Fatalf("SUDO_USER=bob from %s (not root): exit %d, R1 %s\n%s%s", me, code, p.State, out, errs)
 		}
 		return
 	}
-	if code != ExitOK || p.State != ledger.Created || p.ResolvedBy != "bob" || p.OrderID != "WD-77" || !strings.Contains(out, "proposed by "+me) {
+	if code != ExitOK || p.State != lifecycle.Created || p.ResolvedBy != "bob" || p.OrderID != "WD-77" || !strings.Contains(out, "proposed by "+me) {
 		t.Fatalf("bob through sudo: exit %d, R1 %s by %s\n%s%s", code, p.State, p.ResolvedBy, out, errs)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // Issue 38, item 5: under four-eyes (--four-eyes, PAYOUT_FOUR_EYES) payout
@@ -38,14 +38,14 @@ func TestResolveFourEyes(t *testing.T) {
 		who    string
 		args   []string
 		want   int
-		state  ledger.State
+		state  lifecycle.State
 		stdout string
 		stderr string
 	}{
-		{"alice", created, ExitOK, ledger.NeedsReview, "needs_review: created proposed by alice (PSP order WD-77, PSP status Processing)", ""},
-		{"alice", []string{"b"}, ExitOK, ledger.NeedsReview, "[created proposed by alice, awaiting a second person]", ""},
-		{"alice", created, ExitRejected, ledger.NeedsReview, "", "alice proposed marking it created and is waiting for a second person"},
-		{"bob", created, ExitOK, ledger.Created, "needs_review -> created (PSP order WD-77, PSP status Processing)  by bob (proposed by alice: four-eyes)", ""},
+		{"alice", created, ExitOK, lifecycle.NeedsReview, "needs_review: created proposed by alice (PSP order WD-77, PSP status Processing)", ""},
+		{"alice", []string{"b"}, ExitOK, lifecycle.NeedsReview, "[created proposed by alice, awaiting a second person]", ""},
+		{"alice", created, ExitRejected, lifecycle.NeedsReview, "", "alice proposed marking it created and is waiting for a second person"},
+		{"bob", created, ExitOK, lifecycle.Created, "needs_review -> created (PSP order WD-77, PSP status Processing)  by bob (proposed by alice: four-eyes)", ""},
 	}
 	for i, s := range steps {
 		code, out, errs := run(s.who, s.args...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
@@ -48,8 +49,8 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 		}
 		return f
 	}
-	finish("R1", ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"})
-	f := finish("R2", ledger.CreateResult{To: ledger.Checking, Error: "HTTP 502"})
+	finish("R1", ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"})
+	f := finish("R2", ledger.CreateResult{To: lifecycle.Checking, Error: "HTTP 502"})
 	policy := ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 1}
 	snap, err := l.Snapshot(ctx, "b", "R2")
 	if err != nil {
@@ -58,7 +59,7 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 	if s, err := l.RecordCheck(ctx, snap, f.Seq, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != ledger.CheckReview {
 		t.Fatalf("R2 to review: %+v %v", s, err)
 	}
-	finish("C1", ledger.CreateResult{To: ledger.Created, OrderID: "WD-1"})
+	finish("C1", ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-1"})
 	return l, "redis://" + mr.Addr()
 }
 
@@ -69,8 +70,8 @@ func TestResolve(t *testing.T) {
 		args      []string
 		env       map[string]string
 		want      int
-		ext       string       // payout to look at afterwards
-		state     ledger.State // its state then
+		ext       string          // payout to look at afterwards
+		state     lifecycle.State // its state then
 		order     string
 		by        string
 		statusSeq int    // a status task with this seq must be enqueued
@@ -80,38 +81,38 @@ func TestResolve(t *testing.T) {
 		stderr    string // part of stderr
 	}{
 		{name: "missing note", args: []string{"b", "R1", "--as", "rejected", "--by", "alice"},
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--note is required"},
+			want: ExitUsage, ext: "R1", state: lifecycle.NeedsReview, stderr: "--note is required"},
 		{name: "both actions", args: []string{"b", "R1", "--recheck", "--as", "rejected", "--note", "n", "--by", "a"},
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "not both"},
+			want: ExitUsage, ext: "R1", state: lifecycle.NeedsReview, stderr: "not both"},
 		{name: "no action", args: []string{"b", "R1", "--note", "n", "--by", "a"},
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--recheck"},
+			want: ExitUsage, ext: "R1", state: lifecycle.NeedsReview, stderr: "--recheck"},
 		{name: "created without order id", args: []string{"b", "R1", "--as", "created", "--note", "n", "--by", "a"},
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "--psp-order"},
+			want: ExitUsage, ext: "R1", state: lifecycle.NeedsReview, stderr: "--psp-order"},
 		{name: "as created", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-77", "--note", "seen in the back office"},
 			env:  map[string]string{"PAYOUT_OPERATOR": "alice"},
-			want: ExitOK, ext: "R1", state: ledger.Created, order: "WD-77", by: "alice", outcome: true,
+			want: ExitOK, ext: "R1", state: lifecycle.Created, order: "WD-77", by: "alice", outcome: true,
 			stdout: "R1  card 411111******1111  10.25  needs_review -> created (PSP order WD-77, PSP status Processing)  by alice: seen in the back office\noutcome check 1 enqueued"},
 		{name: "as created, an order the PSP does not have", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-404", "--note", "typo", "--by", "alice"},
-			want: ExitRejected, ext: "R1", state: ledger.NeedsReview, stderr: "the PSP has no order under order WD-404 (HTTP 404)"},
+			want: ExitRejected, ext: "R1", state: lifecycle.NeedsReview, stderr: "the PSP has no order under order WD-404 (HTTP 404)"},
 		{name: "as created, another payout's order", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-88", "--note", "wrong row", "--by", "alice"},
-			want: ExitRejected, ext: "R1", state: ledger.NeedsReview, stderr: "is not about payout R1"},
+			want: ExitRejected, ext: "R1", state: lifecycle.NeedsReview, stderr: "is not about payout R1"},
 		{name: "as created without a PSP", args: []string{"b", "R1", "--as", "created", "--psp-order", "WD-77", "--note", "n", "--by", "alice"}, noPSP: true,
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "asks the PSP first"},
+			want: ExitUsage, ext: "R1", state: lifecycle.NeedsReview, stderr: "asks the PSP first"},
 		{name: "as rejected, the PSP holds an order", args: []string{"b", "R2", "--as", "rejected", "--note", "never sent", "--by", "alice"},
-			want: ExitRejected, ext: "R2", state: ledger.NeedsReview, stderr: "the PSP holds order WD-88 (status Paid) for payout R2"},
+			want: ExitRejected, ext: "R2", state: lifecycle.NeedsReview, stderr: "the PSP holds order WD-88 (status Paid) for payout R2"},
 		{name: "as rejected", args: []string{"b", "R1", "--as", "rejected", "--note", "closed account", "--by", "bob"},
 			env:  map[string]string{"PAYOUT_OPERATOR": "alice"}, // the flag wins
-			want: ExitOK, ext: "R1", state: ledger.Rejected, by: "bob", stdout: "needs_review -> rejected"},
+			want: ExitOK, ext: "R1", state: lifecycle.Rejected, by: "bob", stdout: "needs_review -> rejected"},
 		{name: "recheck enqueues the status check", args: []string{"b", "R2", "--recheck", "--note", "PSP is back", "--by", "alice"},
-			want: ExitOK, ext: "R2", state: ledger.Checking, by: "alice", statusSeq: 2, stdout: "status check 2 enqueued"},
+			want: ExitOK, ext: "R2", state: lifecycle.Checking, by: "alice", statusSeq: 2, stdout: "status check 2 enqueued"},
 		{name: "not in needs_review", args: []string{"b", "C1", "--as", "rejected", "--note", "n", "--by", "a"},
-			want: ExitRejected, ext: "C1", state: ledger.Created, order: "WD-1", stderr: "payout C1 of batch b is created, not needs_review: nothing changed"},
+			want: ExitRejected, ext: "C1", state: lifecycle.Created, order: "WD-1", stderr: "payout C1 of batch b is created, not needs_review: nothing changed"},
 		{name: "unknown payout", args: []string{"b", "NOPE", "--recheck", "--note", "n", "--by", "a"},
 			want: ExitUsage, stderr: `batch b has no payout "NOPE"`},
 		{name: "unknown batch", args: []string{"zz", "R1", "--recheck", "--note", "n", "--by", "a"},
-			want: ExitUsage, ext: "R1", state: ledger.NeedsReview, stderr: "neither a file nor a known batch"},
+			want: ExitUsage, ext: "R1", state: lifecycle.NeedsReview, stderr: "neither a file nor a known batch"},
 		{name: "list", args: []string{"b"},
-			want: ExitOK, ext: "R1", state: ledger.NeedsReview, stdout: "R2  line 3  card 411111******1111  10.25  status unknown after 1 status checks"},
+			want: ExitOK, ext: "R1", state: lifecycle.NeedsReview, stdout: "R2  line 3  card 411111******1111  10.25  status unknown after 1 status checks"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

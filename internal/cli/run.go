@@ -12,6 +12,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
@@ -445,7 +446,7 @@ func (r *runCmd) work(ctx context.Context, batch string, rowErrors bool) error {
 		fmt.Fprintf(r.e.stdout, "stopped waiting after %s: %d payouts not final yet\n", r.timeout, counts.Open())
 		return errRejected
 	}
-	if counts.Rows[ledger.Rejected] > 0 || counts.Rows[ledger.NeedsReview] > 0 || rowErrors {
+	if counts.Rows[lifecycle.Rejected] > 0 || counts.Rows[lifecycle.NeedsReview] > 0 || rowErrors {
 		return errRejected
 	}
 	return nil
@@ -550,9 +551,9 @@ func progressLine(c ledger.Counts) string {
 	const width = 30
 	filled := int(pct / 100 * width)
 	var counts strings.Builder
-	for _, s := range ledger.States {
+	for _, s := range lifecycle.States {
 		fmt.Fprintf(&counts, "  %s %d", s.Label(), c.Rows[s])
-		if s == ledger.Created {
+		if s == lifecycle.Created {
 			fmt.Fprintf(&counts, "  awaiting outcome %d", c.Awaiting)
 		}
 	}

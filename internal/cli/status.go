@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/ui"
@@ -115,7 +116,7 @@ func writeStatus(w io.Writer, views []statusView, one bool, arch *ledger.Archive
 // awaiting their outcome included (ledger.Counts.Open).
 func open(v statusView) int64 {
 	n := v.Awaiting
-	for _, s := range ledger.States {
+	for _, s := range lifecycle.States {
 		if s.Open() {
 			n += v.Counts[string(s)]
 		}
@@ -160,9 +161,9 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 		fmt.Fprintf(w, "progress  %s\n", bar(v))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "state\trows\t")
-		for _, s := range ledger.States {
+		for _, s := range lifecycle.States {
 			fmt.Fprintf(tw, "%s\t%d\t\n", s, v.Counts[string(s)])
-			if s == ledger.Created {
+			if s == lifecycle.Created {
 				fmt.Fprintf(tw, "created, awaiting outcome\t%d\t\n", v.Awaiting)
 			}
 		}
@@ -173,9 +174,9 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := "BATCH\tFILE\tLOADED\tPHASE\tROWS\t"
-	for _, s := range ledger.States {
+	for _, s := range lifecycle.States {
 		head += strings.ToUpper(s.Label()) + "\t"
-		if s == ledger.Created {
+		if s == lifecycle.Created {
 			head += "AWAITING\t"
 		}
 	}
@@ -186,9 +187,9 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 			file += " (archived)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t", v.ID, file, v.LoadedAt.Local().Format("2006-01-02 15:04"), v.PhaseLabel, v.Rows)
-		for _, s := range ledger.States {
+		for _, s := range lifecycle.States {
 			fmt.Fprintf(tw, "%d\t", v.Counts[string(s)])
-			if s == ledger.Created {
+			if s == lifecycle.Created {
 				fmt.Fprintf(tw, "%d\t", v.Awaiting)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
 	"github.com/acme/payout/internal/proof/testenv/proc"
@@ -195,7 +196,7 @@ func TestWorkerStopsOnLedgerRolledBack(t *testing.T) {
 			return w.Exited()
 		}
 		c, err := l.Counts(ctx, ids[0])
-		return f.creates() == rows && err == nil && c.Rows[ledger.Created] == rows || w.Exited()
+		return f.creates() == rows && err == nil && c.Rows[lifecycle.Created] == rows || w.Exited()
 	})
 	if w.Exited() {
 		t.Fatalf("worker exited: %s", w.Tail(20))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/extid"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/scrub"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +28,7 @@ type Discarded struct {
 // discardLoadScript abandons a batch whose load was interrupted: loading
 // -> discarded, recording who, when and why. KEYS: meta, audit; ARGV: by,
 // note. Replies 1 when it moved the batch.
-var discardLoadScript = Person.script(`
+var discardLoadScript = script(lifecycle.RolePerson, `
 if redis.call('HGET', KEYS[1], 'phase') ~= 'loading' then return 0 end
 local now = nowms()
 redis.call('HSET', KEYS[1], 'phase', 'discarded', 'abandoned', 1, 'dby', ARGV[1], 'dat', now, 'note', ARGV[2])
@@ -93,7 +94,7 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, error) {
 	var ids []string
 	if err := l.EachOpen(ctx, id, func(p OpenPayout) error {
-		if p.State == Queued {
+		if p.State == lifecycle.Queued {
 			ids = append(ids, p.ExternalID)
 		}
 		return nil
@@ -109,7 +110,7 @@ func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, er
 		if err != nil {
 			return n, err
 		}
-		if found == Queued {
+		if found == lifecycle.Queued {
 			n++
 		}
 	}
@@ -125,7 +126,7 @@ func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, er
 func (l *Ledger) releaseClaimsOf(ctx context.Context, batch string) (int, error) {
 	keep := map[string]bool{}
 	if err := l.Each(ctx, batch, func(p Payout) error {
-		if p.State != Cancelled {
+		if p.State != lifecycle.Cancelled {
 			keep[extid.Key(p.ExternalID)] = true
 		}
 		return nil

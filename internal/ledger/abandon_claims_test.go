@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -30,7 +31,7 @@ func TestDiscardBatchKeepsClaimsOfPayoutsPastQueued(t *testing.T) {
 	}
 	// The first two are past queued (as if a worker had sent them).
 	for _, id := range ids[:2] {
-		if err := l.rdb.HSet(ctx, payoutKey("b", id), "state", string(Created)).Err(); err != nil {
+		if err := l.rdb.HSet(ctx, payoutKey("b", id), "state", string(lifecycle.Created)).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -51,6 +52,6 @@ func TestDiscardBatchKeepsClaimsOfPayoutsPastQueued(t *testing.T) {
 		}
 	}
 	if res.Released != 2 || res.Cancelled != 1 {
-		t.Errorf("DiscardBatch = %+v, want 1 cancelled (Queued-3) and 2 released", res)
+		t.Errorf("DiscardBatch = %+v, want 1 cancelled (lifecycle.Queued-3) and 2 released", res)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -81,7 +82,7 @@ func (ar Archive) SaveArchived(ctx context.Context, a ArchivedBatch) error {
 		"archivedAt", a.ArchivedAt.UnixMilli(), "lastChange", a.LastChange.UnixMilli(), "claimsTill", a.ClaimsTill.UnixMilli(),
 		"n:awaiting", a.Counts.Awaiting, "u:awaiting", a.Counts.AwaitingUnits, "checks", a.Counts.Checks,
 	}
-	for _, s := range States {
+	for _, s := range lifecycle.States {
 		f = append(f, "n:"+string(s), a.Counts.Rows[s], "u:"+string(s), a.Counts.Units[s])
 	}
 	if err := ar.l.rdb.HSet(ctx, archivedKey(a.ID), f...).Err(); err != nil {
@@ -244,8 +245,8 @@ func (ar Archive) DeleteArchivedPayouts(ctx context.Context, batch string, fp []
 // DropBatch deletes them in.
 func (ar Archive) BatchKeys(batch string) []string {
 	keys := []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch)}
-	for _, st := range States {
-		if st != Queued {
+	for _, st := range lifecycle.States {
+		if st != lifecycle.Queued {
 			keys = append(keys, stateIndexKey(batch, st))
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
@@ -256,10 +257,10 @@ func (l *Ledger) BatchIDs(ctx context.Context) ([]string, error) {
 
 // Counts are the rows and amounts of a batch per state.
 type Counts struct {
-	Rows  map[State]int64
-	Units map[State]int64 // amounts in 10^-scale units
+	Rows  map[lifecycle.State]int64
+	Units map[lifecycle.State]int64 // amounts in 10^-scale units
 	// Awaiting and AwaitingUnits count the created payouts whose outcome
-	// (paid or failed) the workers still follow: part of Rows[Created].
+	// (paid or failed) the workers still follow: part of Rows[lifecycle.Created].
 	Awaiting      int64
 	AwaitingUnits int64
 	// Checks counts the status checks answered and recorded for the
@@ -268,7 +269,9 @@ type Counts struct {
 }
 
 // Amount returns the amount in state s.
-func (c Counts) Amount(s State, scale int) money.Amount { return money.FromMinor(c.Units[s], scale) }
+func (c Counts) Amount(s lifecycle.State, scale int) money.Amount {
+	return money.FromMinor(c.Units[s], scale)
+}
 
 // Total returns the number of rows in all states.
 func (c Counts) Total() int64 {
@@ -283,7 +286,7 @@ func (c Counts) Total() int64 {
 // due: not in a final state, or created and awaiting their outcome.
 func (c Counts) Open() int64 {
 	n := c.Awaiting
-	for _, s := range States {
+	for _, s := range lifecycle.States {
 		if s.Open() {
 			n += c.Rows[s]
 		}
@@ -396,8 +399,8 @@ func boolField(v bool) string {
 }
 
 func parseCounts(m map[string]string) Counts {
-	c := Counts{Rows: map[State]int64{}, Units: map[State]int64{}}
-	for _, s := range States {
+	c := Counts{Rows: map[lifecycle.State]int64{}, Units: map[lifecycle.State]int64{}}
+	for _, s := range lifecycle.States {
 		c.Rows[s] = atoi64(m["n:"+string(s)])
 		c.Units[s] = atoi64(m["u:"+string(s)])
 	}

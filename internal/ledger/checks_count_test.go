@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // TestStatusChecksAreCounted: every status check answered and recorded,
@@ -44,7 +46,7 @@ func TestStatusChecksAreCounted(t *testing.T) {
 		if _, err := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Found, OrderID: "WD-1"}, policy); err != nil {
 			t.Fatal(err)
 		}
-		mustState(t, l, "b", "E1", Created)
+		mustState(t, l, "b", "E1", lifecycle.Created)
 		count(t, l, 2)
 	})
 	t.Run("outcome of a created order", func(t *testing.T) {
@@ -56,7 +58,7 @@ func TestStatusChecksAreCounted(t *testing.T) {
 		if _, err := recordOutcome(ctx, l, "b", "E1", 2, VerdictPaid, "Paid", "", 200); err != nil {
 			t.Fatal(err)
 		}
-		mustState(t, l, "b", "E1", Paid)
+		mustState(t, l, "b", "E1", lifecycle.Paid)
 		count(t, l, 2)
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/identity"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/redis/go-redis/v9"
@@ -49,7 +50,7 @@ func (c Controls) HoldBatch(ctx context.Context, id, reason string) error {
 //
 //	KEYS[1] meta     KEYS[2] audit
 //	ARGV[1] reason   ARGV[2] actor
-var holdScript = Loader.script(`
+var holdScript = script(lifecycle.RoleLoader, `
 local ph = redis.call('HGET', KEYS[1], 'phase')
 if ph == 'loading' then
   redis.call('HSET', KEYS[1], 'phase', 'awaiting_approval', 'wait', ARGV[1])
@@ -236,7 +237,7 @@ func (b Batch) MayApprove(by string, policy bool) error {
 // decideScript moves a batch awaiting approval to ARGV[1] (loaded or
 // discarded), recording who and when (Redis time) in the batch and its
 // audit trail. KEYS: meta, audit; ARGV: phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
-var decideScript = Person.script(`
+var decideScript = script(lifecycle.RolePerson, `
 if redis.call('HGET', KEYS[1], 'phase') ~= 'awaiting_approval' then return 0 end
 local now = nowms()
 redis.call('HSET', KEYS[1], 'phase', ARGV[1], 'dby', ARGV[2], 'dat', now, 'note', ARGV[3])
@@ -283,7 +284,7 @@ var ErrEverSent = errors.New("ledger: the payout was sent to the PSP before")
 // written. KEYS: payout, counts, audit; ARGV: cancelArgs, then actor and
 // op (luaReplay).
 // Replies {'ok', 'queued'}, {'sent', creates} or {'no', state}.
-var cancelScript = Person.script(luaReplay + cancelLua)
+var cancelScript = script(lifecycle.RolePerson, luaReplay+cancelLua)
 
 // cancelArgs is cancelScript's ARGV in the order the script reads them.
 type cancelArgs struct {
@@ -313,7 +314,7 @@ return remember(KEYS[1], {'ok', 'queued'})
 // it cancelled and sends nothing. It returns the state the payout was in.
 // A queued payout whose create was sent before (absence confirmed, to be
 // created again) is refused with an error matching ErrEverSent.
-func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State, error) {
+func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (lifecycle.State, error) {
 	if by == "" || note == "" {
 		return "", fmt.Errorf("cancel %s: operator name and note are required: %w", ext, ErrBadResolution)
 	}
@@ -329,10 +330,10 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (State
 	case replyNoPayout:
 		return "", fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case "ok":
-		return Queued, nil
+		return lifecycle.Queued, nil
 	case "sent":
-		return Queued, fmt.Errorf("payout %s of batch %s went back to queued after %s create request(s) the PSP answered ambiguously and later did not find; "+
+		return lifecycle.Queued, fmt.Errorf("payout %s of batch %s went back to queued after %s create request(s) the PSP answered ambiguously and later did not find; "+
 			"the PSP may still hold and pay that order, so it cannot be cancelled as never sent (it will be created again, or look at it in the console): %w", ext, batch, res[1], ErrEverSent)
 	}
-	return State(res[1]), nil
+	return lifecycle.State(res[1]), nil
 }

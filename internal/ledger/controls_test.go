@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -141,7 +142,7 @@ func TestApproval(t *testing.T) {
 			t.Fatalf("discard: %d %v", n, err)
 		}
 		c, _ := l.Counts(ctx, "b")
-		if c.Rows[Cancelled] != 3 || c.Units[Cancelled] != 3000 || c.Open() != 0 {
+		if c.Rows[lifecycle.Cancelled] != 3 || c.Units[lifecycle.Cancelled] != 3000 || c.Open() != 0 {
 			t.Fatalf("counts %+v", c)
 		}
 		if _, err := l.Controls().Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
@@ -189,20 +190,20 @@ func TestCancelRacesTheWorker(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTestLedger(t)
 	seed(t, l, "b", 2)
-	if was, err := l.Cancel(ctx, "b", "E1", "carol", "duplicate row"); err != nil || was != Queued {
+	if was, err := l.Cancel(ctx, "b", "E1", "carol", "duplicate row"); err != nil || was != lifecycle.Queued {
 		t.Fatalf("cancel: %s %v", was, err)
 	}
 	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
 		t.Fatalf("worker after cancel: %v", b.Action)
 	}
-	mustState(t, l, "b", "E1", Cancelled)
+	mustState(t, l, "b", "E1", lifecycle.Cancelled)
 	if b, _ := l.BeginCreate(ctx, "b", "E2", 1); b.Action != Proceed {
 		t.Fatalf("begin: %v", b.Action)
 	}
-	if was, err := l.Cancel(ctx, "b", "E2", "carol", "too late"); err != nil || was != Submitting {
+	if was, err := l.Cancel(ctx, "b", "E2", "carol", "too late"); err != nil || was != lifecycle.Submitting {
 		t.Fatalf("cancel of a submitting payout: %s %v", was, err)
 	}
-	mustState(t, l, "b", "E2", Submitting)
+	mustState(t, l, "b", "E2", lifecycle.Submitting)
 	if _, err := l.Cancel(ctx, "b", "E2", "", ""); !errors.Is(err, ErrBadResolution) {
 		t.Fatalf("cancel without operator: %v", err)
 	}
@@ -224,18 +225,18 @@ func TestCancelRefusesAPayoutEverSent(t *testing.T) {
 	if s, _ := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckRecreate {
 		t.Fatalf("second miss: %+v", s)
 	}
-	before := mustState(t, l, "b", "E1", Queued)
+	before := mustState(t, l, "b", "E1", lifecycle.Queued)
 	was, err := l.Cancel(ctx, "b", "E1", "carol", "not needed")
 	if !errors.Is(err, ErrEverSent) || !strings.Contains(err.Error(), "cannot be cancelled as never sent") {
 		t.Fatalf("cancel of a payout sent before: %s %v", was, err)
 	}
-	if after := mustState(t, l, "b", "E1", Queued); after.Creates != before.Creates || after.Error != before.Error {
+	if after := mustState(t, l, "b", "E1", lifecycle.Queued); after.Creates != before.Creates || after.Error != before.Error {
 		t.Fatalf("a refused cancel wrote: %+v -> %+v", before, after)
 	}
 	if n, err := l.cancelQueued(ctx, "b", "carol", "batch discarded"); err != nil || n != 0 {
 		t.Fatalf("cancelQueued over a payout sent before: %d %v", n, err)
 	}
-	mustState(t, l, "b", "E1", Queued)
+	mustState(t, l, "b", "E1", lifecycle.Queued)
 }
 
 // TestMoneyCannotWrap: a batch total of 16 digits reads back exactly, and

@@ -1,21 +1,25 @@
 package ledger
 
-import "time"
+import (
+	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
+)
 
 // decideFinish decides the move of a create's classified answer r: the
 // state it asks for, with its error, except a try that provably did not
 // reach the PSP (To queued, MaxTries > 0): it is counted (tries, else 0),
 // and once such tries exceed MaxTries the payout needs review instead,
 // with TriesNote.
-func decideFinish(r CreateResult) (to State, note string, tries int) {
-	if r.To != Queued || r.MaxTries <= 0 {
+func decideFinish(r CreateResult) (to lifecycle.State, note string, tries int) {
+	if r.To != lifecycle.Queued || r.MaxTries <= 0 {
 		return r.To, r.Error, 0
 	}
 	tries = r.Tries + 1
 	if tries > r.MaxTries {
-		return NeedsReview, TriesNote(r.MaxTries, r.Error), tries
+		return lifecycle.NeedsReview, TriesNote(r.MaxTries, r.Error), tries
 	}
-	return Queued, r.Error, tries
+	return lifecycle.Queued, r.Error, tries
 }
 
 // PreCheck tells whether status check seq of the payout s is to be asked
@@ -26,7 +30,7 @@ func decideFinish(r CreateResult) (to State, note string, tries int) {
 // the same way.
 func (s Snapshot) PreCheck(seq int) (step CheckStep, ask bool) {
 	switch {
-	case s.State != Checking:
+	case s.State != lifecycle.Checking:
 		return CheckStep{Action: CheckSkip, Seq: s.Seq}, false
 	case seq != s.Seq:
 		return CheckStep{Action: CheckStale, Seq: s.Seq}, false
@@ -47,7 +51,7 @@ type checkDecision struct {
 	// to is the state the payout leaves checking for; "" when it stays
 	// checking and status check step.Seq is due step.Wait after the write
 	// (Redis's clock).
-	to State
+	to lifecycle.State
 	// errText is the error kept with the payout, unless keepError: the
 	// stored one stays.
 	errText   string
@@ -80,7 +84,7 @@ func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecisio
 		return checkDecision{step: step}
 	}
 	d := checkDecision{write: true, misses: s.Misses, faults: s.Faults}
-	leave := func(to State, step CheckStep) checkDecision {
+	leave := func(to lifecycle.State, step CheckStep) checkDecision {
 		d.to, d.step, d.errText = to, step, step.Error
 		return d
 	}
@@ -90,7 +94,7 @@ func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecisio
 	}
 	switch a.Outcome {
 	case Found:
-		return leave(Created, CheckStep{Action: CheckDone, Awaiting: p.OutcomeWindow.Milliseconds() > 0})
+		return leave(lifecycle.Created, CheckStep{Action: CheckDone, Awaiting: p.OutcomeWindow.Milliseconds() > 0})
 	case Missing:
 		last := s.LastMiss
 		if last.IsZero() || s.Now.Sub(last) >= p.AbsentSpacing {
@@ -98,16 +102,16 @@ func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecisio
 		}
 		if d.misses >= p.AbsentChecks {
 			if s.Creates < p.MaxCreates {
-				return leave(Queued, CheckStep{Action: CheckRecreate, Attempt: s.Creates + 1, Error: p.recreateNote()})
+				return leave(lifecycle.Queued, CheckStep{Action: CheckRecreate, Attempt: s.Creates + 1, Error: p.recreateNote()})
 			}
-			return leave(NeedsReview, CheckStep{Action: CheckReview, Error: p.absentNote()})
+			return leave(lifecycle.NeedsReview, CheckStep{Action: CheckReview, Error: p.absentNote()})
 		}
 		d.keepError = true
 		return again(0, p.AbsentSpacing-s.Now.Sub(last))
 	}
 	d.faults++
 	if d.faults >= p.MaxFaults {
-		return leave(NeedsReview, CheckStep{Action: CheckReview, Error: p.faultNote(a.Message)})
+		return leave(lifecycle.NeedsReview, CheckStep{Action: CheckReview, Error: p.faultNote(a.Message)})
 	}
 	wait, ceiling := p.faultDelays()
 	for i := 2; i <= d.faults && wait < ceiling; i++ {
@@ -135,7 +139,7 @@ type outcomeDecision struct {
 	write bool
 	// to is the state the payout leaves created for; "" when it stays
 	// created and outcome check step.Seq comes next.
-	to      State
+	to      lifecycle.State
 	errText string // the error kept with to
 }
 
@@ -146,7 +150,7 @@ type outcomeDecision struct {
 // asks the PSP; decideOutcome, with the answer, the same way.
 func (s Snapshot) PreOutcome(oseq int) (step OutcomeStep, ask bool) {
 	switch {
-	case s.State != Created || !s.Awaiting:
+	case s.State != lifecycle.Created || !s.Awaiting:
 		return OutcomeStep{Action: OutcomeSkip, State: s.State}, false
 	case oseq != s.OutcomeSeq:
 		return OutcomeStep{Action: OutcomeStale, Seq: s.OutcomeSeq}, false
@@ -170,7 +174,7 @@ func decideOutcome(s Snapshot, oseq int, a OutcomeAnswer) outcomeDecision {
 	}
 	switch a.Verdict {
 	case VerdictPaid, VerdictFailed:
-		to := State(a.Verdict)
+		to := lifecycle.State(a.Verdict)
 		return outcomeDecision{write: true, to: to, errText: a.Reason, step: OutcomeStep{Action: OutcomeDone, State: to}}
 	}
 	if !s.Now.Before(s.OutcomeDue) {
@@ -179,8 +183,8 @@ func decideOutcome(s Snapshot, oseq int, a OutcomeAnswer) outcomeDecision {
 			last = s.PSPStatus
 		}
 		note := outcomeReviewNote(last)
-		return outcomeDecision{write: true, to: NeedsReview, errText: note,
-			step: OutcomeStep{Action: OutcomeReview, State: NeedsReview, Error: note}}
+		return outcomeDecision{write: true, to: lifecycle.NeedsReview, errText: note,
+			step: OutcomeStep{Action: OutcomeReview, State: lifecycle.NeedsReview, Error: note}}
 	}
 	return outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: oseq + 1, Polls: s.OutcomePolls + 1}}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // TestDecideCheck is the status check's answer table, without Redis: the
@@ -25,7 +27,7 @@ func TestDecideCheck(t *testing.T) {
 		policy func(*CheckPolicy)
 		want   checkDecision
 	}{
-		{name: "not checking: skip", edit: func(s *Snapshot) { s.State = Created }, answer: found,
+		{name: "not checking: skip", edit: func(s *Snapshot) { s.State = lifecycle.Created }, answer: found,
 			want: checkDecision{step: CheckStep{Action: CheckSkip, Seq: 3}}},
 		{name: "another check is current: stale", seq: 2, answer: found,
 			want: checkDecision{step: CheckStep{Action: CheckStale, Seq: 3}}},
@@ -34,11 +36,11 @@ func TestDecideCheck(t *testing.T) {
 		{name: "no answer before the check is due: early", edit: func(s *Snapshot) { s.CheckDue = t0.Add(time.Second) },
 			answer: fault, want: checkDecision{step: CheckStep{Action: CheckEarly, Seq: 3, Wait: time.Second}}},
 		{name: "found before the check is due still counts", edit: func(s *Snapshot) { s.CheckDue = t0.Add(time.Second) },
-			answer: found, want: checkDecision{write: true, to: Created, step: CheckStep{Action: CheckDone}}},
+			answer: found, want: checkDecision{write: true, to: lifecycle.Created, step: CheckStep{Action: CheckDone}}},
 		{name: "found with an outcome window: awaits its outcome", answer: found, policy: func(p *CheckPolicy) { p.OutcomeWindow = time.Hour },
-			want: checkDecision{write: true, to: Created, step: CheckStep{Action: CheckDone, Awaiting: true}}},
+			want: checkDecision{write: true, to: lifecycle.Created, step: CheckStep{Action: CheckDone, Awaiting: true}}},
 		{name: "found keeps the counts as read", edit: func(s *Snapshot) { s.Misses, s.Faults = 1, 2 }, answer: found,
-			want: checkDecision{write: true, to: Created, misses: 1, faults: 2, step: CheckStep{Action: CheckDone}}},
+			want: checkDecision{write: true, to: lifecycle.Created, misses: 1, faults: 2, step: CheckStep{Action: CheckDone}}},
 		{name: "first 404: counted, next check D later", answer: missing,
 			want: checkDecision{write: true, keepError: true, misses: 1, countMiss: true,
 				step: CheckStep{Action: CheckAgain, Seq: 4, Wait: time.Minute}}},
@@ -50,12 +52,12 @@ func TestDecideCheck(t *testing.T) {
 		{name: "404 exactly D after the last counted: K reached, create again",
 			edit:   func(s *Snapshot) { s.Misses, s.LastMiss = 1, t0.Add(-time.Minute) },
 			answer: missing,
-			want: checkDecision{write: true, to: Queued, misses: 2, countMiss: true, errText: policy.recreateNote(),
+			want: checkDecision{write: true, to: lifecycle.Queued, misses: 2, countMiss: true, errText: policy.recreateNote(),
 				step: CheckStep{Action: CheckRecreate, Attempt: 2, Error: policy.recreateNote()}}},
 		{name: "K reached after M creates: needs review",
 			edit:   func(s *Snapshot) { s.Misses, s.LastMiss, s.Creates = 1, t0.Add(-time.Hour), 2 },
 			answer: missing,
-			want: checkDecision{write: true, to: NeedsReview, misses: 2, countMiss: true, errText: policy.absentNote(),
+			want: checkDecision{write: true, to: lifecycle.NeedsReview, misses: 2, countMiss: true, errText: policy.absentNote(),
 				step: CheckStep{Action: CheckReview, Error: policy.absentNote()}}},
 		{name: "a 404 after faults says nothing of them", edit: func(s *Snapshot) { s.Faults = 2 }, answer: missing,
 			want: checkDecision{write: true, keepError: true, misses: 1, countMiss: true, faults: 2,
@@ -72,7 +74,7 @@ func TestDecideCheck(t *testing.T) {
 			want: checkDecision{write: true, faults: 5, errText: "HTTP 503",
 				step: CheckStep{Action: CheckAgain, Seq: 4, Faults: 5, Wait: 5 * time.Second}}},
 		{name: "N faults: needs review with the last message", edit: func(s *Snapshot) { s.Faults = 3 }, answer: fault,
-			want: checkDecision{write: true, to: NeedsReview, faults: 4, errText: policy.faultNote("HTTP 503"),
+			want: checkDecision{write: true, to: lifecycle.NeedsReview, faults: 4, errText: policy.faultNote("HTTP 503"),
 				step: CheckStep{Action: CheckReview, Error: policy.faultNote("HTTP 503")}}},
 		{name: "defaults: 1s after a fault", answer: fault, policy: func(p *CheckPolicy) { p.FaultDelay, p.FaultDelayMax = 0, 0 },
 			want: checkDecision{write: true, faults: 1, errText: "HTTP 503",
@@ -80,7 +82,7 @@ func TestDecideCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Checking, Seq: 3, Creates: 1}, Now: t0}
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: lifecycle.Checking, Seq: 3, Creates: 1}, Now: t0}
 			if tc.edit != nil {
 				tc.edit(&s)
 			}
@@ -113,9 +115,9 @@ func TestPreCheck(t *testing.T) {
 	}{
 		{name: "current and due: ask", seq: 3, wantAsk: true},
 		{name: "due this very millisecond: ask", seq: 3, edit: func(s *Snapshot) { s.CheckDue = t0 }, wantAsk: true},
-		{name: "queued: skip", seq: 3, edit: func(s *Snapshot) { s.State = Queued },
+		{name: "queued: skip", seq: 3, edit: func(s *Snapshot) { s.State = lifecycle.Queued },
 			wantStep: CheckStep{Action: CheckSkip, Seq: 3}},
-		{name: "needs review: skip", seq: 3, edit: func(s *Snapshot) { s.State = NeedsReview },
+		{name: "needs review: skip", seq: 3, edit: func(s *Snapshot) { s.State = lifecycle.NeedsReview },
 			wantStep: CheckStep{Action: CheckSkip, Seq: 3}},
 		{name: "an older check: stale, naming the current one", seq: 2,
 			wantStep: CheckStep{Action: CheckStale, Seq: 3}},
@@ -128,7 +130,7 @@ func TestPreCheck(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Checking, Seq: 3, Creates: 1}, Now: t0}
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: lifecycle.Checking, Seq: 3, Creates: 1}, Now: t0}
 			if tc.edit != nil {
 				tc.edit(&s)
 			}
@@ -160,7 +162,7 @@ func TestRecordCheckWritesOnlyWhatWasRead(t *testing.T) {
 	if err != nil || s.Action != CheckStale || s.Seq != 2 {
 		t.Fatalf("second delivery of check 1, read before the first wrote = %+v %v; want stale, seq 2", s, err)
 	}
-	if p := mustState(t, l, "b", "E1", Checking); p.Misses != 1 || p.Seq != 2 {
+	if p := mustState(t, l, "b", "E1", lifecycle.Checking); p.Misses != 1 || p.Seq != 2 {
 		t.Fatalf("after the stale delivery: misses %d seq %d, want 1 and 2", p.Misses, p.Seq)
 	}
 
@@ -171,7 +173,7 @@ func TestRecordCheckWritesOnlyWhatWasRead(t *testing.T) {
 	if s, err := l.RecordCheck(ctx, atTwo, 2, CheckAnswer{Outcome: Missing}, policy); err != nil || s.Action != CheckSkip {
 		t.Fatalf("a 404 read while checking, recorded after the order was found = %+v %v; want skip", s, err)
 	}
-	mustState(t, l, "b", "E1", Created)
+	mustState(t, l, "b", "E1", lifecycle.Created)
 
 	l2, _ := checkingLedger(t)
 	read := mustSnapshot(t, l2, "b", "E1")
@@ -181,7 +183,7 @@ func TestRecordCheckWritesOnlyWhatWasRead(t *testing.T) {
 	if _, err := l2.RecordCheck(ctx, read, 1, CheckAnswer{Outcome: NoAnswer, Message: "503"}, policy); !errors.Is(err, ErrConflict) {
 		t.Fatalf("faults changed under the same check: err %v, want ErrConflict", err)
 	}
-	if p := mustState(t, l2, "b", "E1", Checking); p.Faults != 2 || p.Seq != 1 {
+	if p := mustState(t, l2, "b", "E1", lifecycle.Checking); p.Faults != 2 || p.Seq != 1 {
 		t.Fatalf("after the conflict: faults %d seq %d, want 2 and 1 (nothing written)", p.Faults, p.Seq)
 	}
 }
@@ -200,19 +202,19 @@ func TestPreOutcome(t *testing.T) {
 	}{
 		{name: "awaiting this check: ask", oseq: 2, wantAsk: true},
 		{name: "created, not awaiting: skip", oseq: 2, edit: func(s *Snapshot) { s.Awaiting = false },
-			wantStep: OutcomeStep{Action: OutcomeSkip, State: Created}},
-		{name: "paid: skip, naming the state", oseq: 2, edit: func(s *Snapshot) { s.State, s.Awaiting = Paid, false },
-			wantStep: OutcomeStep{Action: OutcomeSkip, State: Paid}},
-		{name: "needs review: skip", oseq: 2, edit: func(s *Snapshot) { s.State, s.Awaiting = NeedsReview, false },
-			wantStep: OutcomeStep{Action: OutcomeSkip, State: NeedsReview}},
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: lifecycle.Created}},
+		{name: "paid: skip, naming the state", oseq: 2, edit: func(s *Snapshot) { s.State, s.Awaiting = lifecycle.Paid, false },
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: lifecycle.Paid}},
+		{name: "needs review: skip", oseq: 2, edit: func(s *Snapshot) { s.State, s.Awaiting = lifecycle.NeedsReview, false },
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: lifecycle.NeedsReview}},
 		{name: "an older check: stale, naming the current one", oseq: 1,
 			wantStep: OutcomeStep{Action: OutcomeStale, Seq: 2}},
 		{name: "not awaiting and another check: skip first", oseq: 1, edit: func(s *Snapshot) { s.Awaiting = false },
-			wantStep: OutcomeStep{Action: OutcomeSkip, State: Created}},
+			wantStep: OutcomeStep{Action: OutcomeSkip, State: lifecycle.Created}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Created, Awaiting: true, OutcomeSeq: 2}}
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: lifecycle.Created, Awaiting: true, OutcomeSeq: 2}}
 			if tc.edit != nil {
 				tc.edit(&s)
 			}
@@ -237,18 +239,18 @@ func TestDecideOutcome(t *testing.T) {
 		answer OutcomeAnswer
 		want   outcomeDecision
 	}{
-		{name: "not created: skip", edit: func(s *Snapshot) { s.State, s.Awaiting = Paid, false },
-			answer: OutcomeAnswer{Verdict: VerdictPaid}, want: outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: Paid}}},
+		{name: "not created: skip", edit: func(s *Snapshot) { s.State, s.Awaiting = lifecycle.Paid, false },
+			answer: OutcomeAnswer{Verdict: VerdictPaid}, want: outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: lifecycle.Paid}}},
 		{name: "created, not awaiting (no window): skip", edit: func(s *Snapshot) { s.Awaiting = false },
-			answer: OutcomeAnswer{Verdict: VerdictPaid}, want: outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: Created}}},
+			answer: OutcomeAnswer{Verdict: VerdictPaid}, want: outcomeDecision{step: OutcomeStep{Action: OutcomeSkip, State: lifecycle.Created}}},
 		{name: "another check is current: stale", oseq: 1, answer: OutcomeAnswer{Verdict: VerdictPaid},
 			want: outcomeDecision{step: OutcomeStep{Action: OutcomeStale, Seq: 2}}},
 		{name: "paid", answer: OutcomeAnswer{Verdict: VerdictPaid, PSPStatus: "Paid"},
-			want: outcomeDecision{write: true, to: Paid, step: OutcomeStep{Action: OutcomeDone, State: Paid}}},
+			want: outcomeDecision{write: true, to: lifecycle.Paid, step: OutcomeStep{Action: OutcomeDone, State: lifecycle.Paid}}},
 		{name: "failed keeps its reason", answer: OutcomeAnswer{Verdict: VerdictFailed, PSPStatus: "Declined", Reason: "card closed"},
-			want: outcomeDecision{write: true, to: Failed, errText: "card closed", step: OutcomeStep{Action: OutcomeDone, State: Failed}}},
+			want: outcomeDecision{write: true, to: lifecycle.Failed, errText: "card closed", step: OutcomeStep{Action: OutcomeDone, State: lifecycle.Failed}}},
 		{name: "paid after the window still counts", edit: over, answer: OutcomeAnswer{Verdict: VerdictPaid},
-			want: outcomeDecision{write: true, to: Paid, step: OutcomeStep{Action: OutcomeDone, State: Paid}}},
+			want: outcomeDecision{write: true, to: lifecycle.Paid, step: OutcomeStep{Action: OutcomeDone, State: lifecycle.Paid}}},
 		{name: "pending: next check", answer: OutcomeAnswer{Verdict: VerdictPending, PSPStatus: "Processing"},
 			want: outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: 3, Polls: 2}}},
 		{name: "no answer: next check", answer: OutcomeAnswer{Verdict: VerdictNoAnswer},
@@ -257,16 +259,16 @@ func TestDecideOutcome(t *testing.T) {
 			answer: OutcomeAnswer{Verdict: VerdictPending}, want: outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: 3, Polls: 2}}},
 		{name: "pending when the window ends: review, naming the answer's status", edit: over,
 			answer: OutcomeAnswer{Verdict: VerdictPending, PSPStatus: "Processing"},
-			want: outcomeDecision{write: true, to: NeedsReview, errText: outcomeReviewNote("Processing"),
-				step: OutcomeStep{Action: OutcomeReview, State: NeedsReview, Error: outcomeReviewNote("Processing")}}},
+			want: outcomeDecision{write: true, to: lifecycle.NeedsReview, errText: outcomeReviewNote("Processing"),
+				step: OutcomeStep{Action: OutcomeReview, State: lifecycle.NeedsReview, Error: outcomeReviewNote("Processing")}}},
 		{name: "no answer past the window: review, naming the stored status", edit: func(s *Snapshot) { s.Now = s.OutcomeDue.Add(time.Hour) },
 			answer: OutcomeAnswer{Verdict: VerdictNoAnswer},
-			want: outcomeDecision{write: true, to: NeedsReview, errText: outcomeReviewNote("Created"),
-				step: OutcomeStep{Action: OutcomeReview, State: NeedsReview, Error: outcomeReviewNote("Created")}}},
+			want: outcomeDecision{write: true, to: lifecycle.NeedsReview, errText: outcomeReviewNote("Created"),
+				step: OutcomeStep{Action: OutcomeReview, State: lifecycle.NeedsReview, Error: outcomeReviewNote("Created")}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: Created, PSPStatus: "Created", Awaiting: true,
+			s := Snapshot{Payout: Payout{Batch: "b", ExternalID: "E1", State: lifecycle.Created, PSPStatus: "Created", Awaiting: true,
 				OutcomeSeq: 2, OutcomePolls: 1, OutcomeDue: t0.Add(time.Hour)}, Now: t0}
 			if tc.edit != nil {
 				tc.edit(&s)
@@ -296,7 +298,7 @@ func TestRecordOutcomeWritesOnlyWhatWasRead(t *testing.T) {
 	if err != nil || s.Action != OutcomeStale || s.Seq != 2 {
 		t.Fatalf("second delivery of check 1, read before the first wrote = %+v %v; want stale, seq 2", s, err)
 	}
-	if p := mustState(t, l, "b", "E1", Created); p.OutcomePolls != 1 || p.OutcomeSeq != 2 {
+	if p := mustState(t, l, "b", "E1", lifecycle.Created); p.OutcomePolls != 1 || p.OutcomeSeq != 2 {
 		t.Fatalf("after the stale delivery: polls %d oseq %d, want 1 and 2", p.OutcomePolls, p.OutcomeSeq)
 	}
 
@@ -304,10 +306,10 @@ func TestRecordOutcomeWritesOnlyWhatWasRead(t *testing.T) {
 	if _, err := recordOutcome(ctx, l, "b", "E1", 2, VerdictFailed, "Declined", "card closed", 200); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := l.RecordOutcome(ctx, atTwo, 2, OutcomeAnswer{Verdict: VerdictPaid}); err != nil || s.Action != OutcomeSkip || s.State != Failed {
+	if s, err := l.RecordOutcome(ctx, atTwo, 2, OutcomeAnswer{Verdict: VerdictPaid}); err != nil || s.Action != OutcomeSkip || s.State != lifecycle.Failed {
 		t.Fatalf("paid, read while awaiting, recorded after it failed = %+v %v; want skip (failed)", s, err)
 	}
-	mustState(t, l, "b", "E1", Failed)
+	mustState(t, l, "b", "E1", lifecycle.Failed)
 
 	l2, _ := toAwaiting(t, time.Hour)
 	read := mustSnapshot(t, l2, "b", "E1")
@@ -326,16 +328,16 @@ func TestDecideFinish(t *testing.T) {
 	cases := []struct {
 		name      string
 		r         CreateResult
-		wantTo    State
+		wantTo    lifecycle.State
 		wantNote  string
 		wantTries int
 	}{
-		{"created: as asked, not counted", CreateResult{To: Created, MaxTries: 2, Tries: 2}, Created, "", 0},
-		{"checking keeps its error", CreateResult{To: Checking, Error: "timeout", MaxTries: 2}, Checking, "timeout", 0},
-		{"queued without a budget (paused queue): not counted", CreateResult{To: Queued, Error: "401", Tries: 7}, Queued, "401", 0},
-		{"first try within the budget", CreateResult{To: Queued, Error: "429", MaxTries: 2}, Queued, "429", 1},
-		{"last try within the budget", CreateResult{To: Queued, Error: "429", MaxTries: 2, Tries: 1}, Queued, "429", 2},
-		{"one past the budget: needs review", CreateResult{To: Queued, Error: "429", MaxTries: 2, Tries: 2}, NeedsReview, TriesNote(2, "429"), 3},
+		{"created: as asked, not counted", CreateResult{To: lifecycle.Created, MaxTries: 2, Tries: 2}, lifecycle.Created, "", 0},
+		{"checking keeps its error", CreateResult{To: lifecycle.Checking, Error: "timeout", MaxTries: 2}, lifecycle.Checking, "timeout", 0},
+		{"queued without a budget (paused queue): not counted", CreateResult{To: lifecycle.Queued, Error: "401", Tries: 7}, lifecycle.Queued, "401", 0},
+		{"first try within the budget", CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 2}, lifecycle.Queued, "429", 1},
+		{"last try within the budget", CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 2, Tries: 1}, lifecycle.Queued, "429", 2},
+		{"one past the budget: needs review", CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 2, Tries: 2}, lifecycle.NeedsReview, TriesNote(2, "429"), 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -356,11 +358,11 @@ func TestFinishCreateComparesTheTriesRead(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
 		t.Fatal(err)
 	}
-	_, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "429", MaxTries: 3, Tries: 2})
+	_, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 3, Tries: 2})
 	if !errors.Is(err, ErrConflict) {
 		t.Fatalf("finish with 2 tries read, 0 stored: %v, want ErrConflict", err)
 	}
-	if p := mustState(t, l, "b", "E1", Submitting); p.Tries != 0 {
+	if p := mustState(t, l, "b", "E1", lifecycle.Submitting); p.Tries != 0 {
 		t.Fatalf("tries %d after the conflict, want 0", p.Tries)
 	}
 }
@@ -381,7 +383,7 @@ func TestSnapshotReadsRedisClock(t *testing.T) {
 	if want := clk.now().Truncate(time.Millisecond); !s.Now.Equal(want) {
 		t.Fatalf("snapshot time %v, want Redis's %v", s.Now, want)
 	}
-	if s.State != Checking || s.Seq != 1 || s.Creates != 1 || s.ExternalID != "E1" {
+	if s.State != lifecycle.Checking || s.Seq != 1 || s.Creates != 1 || s.ExternalID != "E1" {
 		t.Fatalf("snapshot payout %+v", s.Payout)
 	}
 	if _, err := l.Snapshot(ctx, "b", "nope"); !errors.Is(err, ErrNotFound) {

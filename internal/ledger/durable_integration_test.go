@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +55,7 @@ func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 	if err != nil || b.Action != Proceed || acked != 1 {
 		t.Fatalf("with a replica: %v acked=%d err=%v; want proceed with 1", b.Action, acked, err)
 	}
-	if got, _ := rr.HGet(ctx, payoutKey("b", "E2"), "state").Result(); got != string(Submitting) {
+	if got, _ := rr.HGet(ctx, payoutKey("b", "E2"), "state").Result(); got != string(lifecycle.Submitting) {
 		t.Fatalf("replica has state %q right after the acknowledgement, want submitting", got)
 	}
 	if dur, _ := ReadDurability(ctx, rdb); dur.Replicas != 1 || !safeOnly(dur.Safe(true)) || safeOnly(dur.Safe(false)) {

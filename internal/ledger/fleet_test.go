@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/vault"
 )
@@ -60,7 +61,7 @@ func TestBeginCreateForeignKey(t *testing.T) {
 			if b.KeyID == "" || b.Phase != "" {
 				t.Errorf("foreign: key id %q, phase %q", b.KeyID, b.Phase)
 			}
-			p := mustState(t, l, "b", "E1", Queued)
+			p := mustState(t, l, "b", "E1", lifecycle.Queued)
 			if p.Creates != 0 || p.Error != "" {
 				t.Errorf("payout changed: creates %d, error %q", p.Creates, p.Error)
 			}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // Issue 38, item 5: under four-eyes a resolution that decides money
@@ -31,37 +33,37 @@ func TestResolveFourEyes(t *testing.T) {
 	type step struct {
 		do       func(l *Ledger) (Resolved, error)
 		err      error
-		state    State
-		proposal State  // the pending proposal after the step ("": none)
-		by       string // its proposer, or who resolved once carried out
+		state    lifecycle.State
+		proposal lifecycle.State // the pending proposal after the step ("": none)
+		by       string          // its proposer, or who resolved once carried out
 	}
 	tests := []struct {
 		name  string
 		steps []step
 	}{
 		{"created: proposed, then confirmed by a second person", []step{
-			{do: created(alice), state: NeedsReview, proposal: Created, by: "alice"},
-			{do: created(bob), state: Created, by: "Bob"},
+			{do: created(alice), state: lifecycle.NeedsReview, proposal: lifecycle.Created, by: "alice"},
+			{do: created(bob), state: lifecycle.Created, by: "Bob"},
 		}},
 		{"rejected: the same person cannot confirm", []step{
-			{do: rejected(alice), state: NeedsReview, proposal: Rejected, by: "alice"},
-			{do: rejected(aliceAgain), err: ErrSamePerson, state: NeedsReview, proposal: Rejected, by: "alice"},
-			{do: rejected(bob), state: Rejected, by: "Bob"},
+			{do: rejected(alice), state: lifecycle.NeedsReview, proposal: lifecycle.Rejected, by: "alice"},
+			{do: rejected(aliceAgain), err: ErrSamePerson, state: lifecycle.NeedsReview, proposal: lifecycle.Rejected, by: "alice"},
+			{do: rejected(bob), state: lifecycle.Rejected, by: "Bob"},
 		}},
 		{"a different decision replaces the proposal", []step{
-			{do: rejected(alice), state: NeedsReview, proposal: Rejected, by: "alice"},
-			{do: created(bob), state: NeedsReview, proposal: Created, by: "Bob"},
-			{do: created(aliceAgain), state: Created, by: "ALICE"},
+			{do: rejected(alice), state: lifecycle.NeedsReview, proposal: lifecycle.Rejected, by: "alice"},
+			{do: created(bob), state: lifecycle.NeedsReview, proposal: lifecycle.Created, by: "Bob"},
+			{do: created(aliceAgain), state: lifecycle.Created, by: "ALICE"},
 		}},
 		{"a recheck needs no second person and ends the proposal", []step{
-			{do: created(alice), state: NeedsReview, proposal: Created, by: "alice"},
-			{do: recheck(alice), state: Checking},
+			{do: created(alice), state: lifecycle.NeedsReview, proposal: lifecycle.Created, by: "alice"},
+			{do: recheck(alice), state: lifecycle.Checking},
 		}},
 		{"without four-eyes one person decides", []step{
-			{do: rejected(Resolution{By: "alice", Note: "n"}), state: Rejected, by: "alice"},
+			{do: rejected(Resolution{By: "alice", Note: "n"}), state: lifecycle.Rejected, by: "alice"},
 		}},
 		{"a system is not a person", []step{
-			{do: rejected(Resolution{By: "system:spool(uid 1 x)", Note: "n", FourEyes: true}), err: ErrFourEyes, state: NeedsReview},
+			{do: rejected(Resolution{By: "system:spool(uid 1 x)", Note: "n", FourEyes: true}), err: ErrFourEyes, state: lifecycle.NeedsReview},
 		}},
 	}
 	for _, tt := range tests {
@@ -98,12 +100,12 @@ func TestResolveFourEyesAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, err := l.ResolveAsRejected(ctx, "b", "E1", Resolution{By: "bob", Note: "agreed", FourEyes: true})
-	if err != nil || r.To != Rejected || r.ProposedBy != "alice" {
+	if err != nil || r.To != lifecycle.Rejected || r.ProposedBy != "alice" {
 		t.Fatalf("confirm: %+v %v", r, err)
 	}
 	var got []string
 	if err := l.Audit().Each(ctx, "b", "E1", func(a AuditEntry) error {
-		if a.From == string(NeedsReview) {
+		if a.From == string(lifecycle.NeedsReview) {
 			got = append(got, a.Actor+":"+a.To+":"+a.Context["proposed"]+":"+a.Context["proposedby"])
 		}
 		return nil

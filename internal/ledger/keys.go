@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/extid"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // The ledger owns the Redis keys of payout (Asynq's are Asynq's), and this
@@ -48,7 +49,7 @@ func lineChunkKey(batch string, k int64) string {
 // stateIndexKey is the zset of the externalIds of a batch's payouts in
 // state st (any state but queued), scored by line: the console's index
 // per state (query.go), kept by the transition scripts' move().
-func stateIndexKey(batch string, st State) string { return tag(batch) + ":s:" + string(st) }
+func stateIndexKey(batch string, st lifecycle.State) string { return tag(batch) + ":s:" + string(st) }
 
 // countsKey is the hash of a batch's rows and minor units per state.
 func countsKey(batch string) string { return tag(batch) + ":counts" }
@@ -141,7 +142,7 @@ func MetaKey(batch string) string { return metaKey(batch) }
 
 // StateIndexKey is the zset of a batch's payouts in state st (any state
 // but queued), scored by line.
-func StateIndexKey(batch string, st State) string { return stateIndexKey(batch, st) }
+func StateIndexKey(batch string, st lifecycle.State) string { return stateIndexKey(batch, st) }
 
 // CountsKey is the hash of a batch's counters per state.
 func CountsKey(batch string) string { return countsKey(batch) }

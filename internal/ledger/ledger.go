@@ -83,34 +83,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
-
-// State of a payout.
-type State string
-
-// The states of the payout state machine (Machine).
-const (
-	Queued      State = "queued"
-	Submitting  State = "submitting"
-	Checking    State = "checking"
-	Created     State = "created"
-	Rejected    State = "rejected"
-	NeedsReview State = "needs_review"
-	// Paid and Failed are the outcomes the PSP reports for a created order
-	// when the worker follows orders to their outcome (--track-outcome):
-	// until then a created payout is awaiting its outcome.
-	Paid   State = "paid"
-	Failed State = "failed"
-	// Cancelled: an operator stopped the payout before it was sent
-	// (payout cancel, or payout discard of a batch awaiting approval).
-	Cancelled State = "cancelled"
-)
-
-// Final reports whether no automatic step of the create path follows the
-// state (Machine). A created payout whose outcome is followed is not done
-// yet: see Counts.Awaiting and Payout.Awaiting.
-func (s State) Final() bool { return finalStates[s] }
 
 // ErrNotFound is returned for an unknown batch or payout.
 var ErrNotFound = errors.New("ledger: not found")
@@ -122,7 +97,7 @@ var ErrConflict = errors.New("ledger: state changed underneath")
 // ConflictError tells what the compare-and-set found.
 type ConflictError struct {
 	ExternalID string
-	Found      State
+	Found      lifecycle.State
 }
 
 func (e *ConflictError) Error() string {

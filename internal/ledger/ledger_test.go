@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,7 @@ func seed(t *testing.T, l *Ledger, batch string, n int) {
 	}
 }
 
-func mustState(t *testing.T, l *Ledger, batch, ext string, want State) Payout {
+func mustState(t *testing.T, l *Ledger, batch, ext string, want lifecycle.State) Payout {
 	t.Helper()
 	p, err := l.Get(context.Background(), batch, ext)
 	if err != nil {
@@ -76,10 +77,10 @@ func TestRegisterIsIdempotentAndCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Rows[Queued] != 3 || c.Units[Queued] != 3075 {
+	if c.Rows[lifecycle.Queued] != 3 || c.Units[lifecycle.Queued] != 3075 {
 		t.Fatalf("counts = %+v", c)
 	}
-	if got := c.Amount(Queued, 2).String(); got != "30.75" {
+	if got := c.Amount(lifecycle.Queued, 2).String(); got != "30.75" {
 		t.Fatalf("queued amount %s", got)
 	}
 	var lines []int
@@ -121,15 +122,15 @@ func TestCreateTransitions(t *testing.T) {
 	tests := []struct {
 		name      string
 		result    CreateResult
-		wantState State
+		wantState lifecycle.State
 		wantSeq   int
 		creates   int
 	}{
-		{"created", CreateResult{To: Created, OrderID: "WD-1", PSPStatus: "Created"}, Created, 0, 1},
-		{"rejected", CreateResult{To: Rejected, Error: "declined"}, Rejected, 0, 1},
-		{"ambiguous", CreateResult{To: Checking, Error: "HTTP 502"}, Checking, 1, 1},
-		{"not sent", CreateResult{To: Queued, Error: "dial"}, Queued, 0, 0},
-		{"gave up", CreateResult{To: NeedsReview, Error: "unreachable"}, NeedsReview, 0, 1},
+		{"created", CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created"}, lifecycle.Created, 0, 1},
+		{"rejected", CreateResult{To: lifecycle.Rejected, Error: "declined"}, lifecycle.Rejected, 0, 1},
+		{"ambiguous", CreateResult{To: lifecycle.Checking, Error: "HTTP 502"}, lifecycle.Checking, 1, 1},
+		{"not sent", CreateResult{To: lifecycle.Queued, Error: "dial"}, lifecycle.Queued, 0, 0},
+		{"gave up", CreateResult{To: lifecycle.NeedsReview, Error: "unreachable"}, lifecycle.NeedsReview, 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,7 +138,7 @@ func TestCreateTransitions(t *testing.T) {
 			ctx := context.Background()
 			seed(t, l, "b", 1)
 			b, err := l.BeginCreate(ctx, "b", "E1", 1)
-			if err != nil || b.Action != Proceed || b.Payout.State != Submitting || b.Payout.Sealed != "sealed" {
+			if err != nil || b.Action != Proceed || b.Payout.State != lifecycle.Submitting || b.Payout.Sealed != "sealed" {
 				t.Fatalf("BeginCreate = %+v, %v", b, err)
 			}
 			fin, err := l.FinishCreate(ctx, "b", "E1", 1, tt.result)
@@ -153,8 +154,8 @@ func TestCreateTransitions(t *testing.T) {
 				t.Errorf("counts %+v", c)
 			}
 			// A second finish of the same attempt never moves it again.
-			if tt.wantState != Queued {
-				if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued}); !errors.Is(err, ErrConflict) {
+			if tt.wantState != lifecycle.Queued {
+				if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued}); !errors.Is(err, ErrConflict) {
 					t.Errorf("second finish: %v, want conflict", err)
 				}
 			}
@@ -171,7 +172,7 @@ func TestRedeliveryNeverSendsTwice(t *testing.T) {
 	}
 	// The worker died mid-request; the task is delivered again.
 	b, err := l.BeginCreate(ctx, "b", "E1", 1)
-	if err != nil || b.Action != CheckNow || b.Seq != 1 || b.Payout.State != Checking {
+	if err != nil || b.Action != CheckNow || b.Seq != 1 || b.Payout.State != lifecycle.Checking {
 		t.Fatalf("redelivery = %+v, %v", b, err)
 	}
 	// And again: still no create, the status check is ensured.
@@ -179,10 +180,10 @@ func TestRedeliveryNeverSendsTwice(t *testing.T) {
 		t.Fatalf("third delivery = %+v", b)
 	}
 	// The first worker's late 200 still wins over checking.
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-9"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-9"}); err != nil {
 		t.Fatal(err)
 	}
-	mustState(t, l, "b", "E1", Created)
+	mustState(t, l, "b", "E1", lifecycle.Created)
 	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
 		t.Fatalf("after created: %v", b.Action)
 	}
@@ -198,12 +199,12 @@ func TestLateAmbiguousAfterCheckingIsAConflict(t *testing.T) {
 	seed(t, l, "b", 1)
 	l.BeginCreate(ctx, "b", "E1", 1)
 	l.BeginCreate(ctx, "b", "E1", 1) // -> checking by a second delivery
-	for _, to := range []State{Checking, Queued, NeedsReview} {
+	for _, to := range []lifecycle.State{lifecycle.Checking, lifecycle.Queued, lifecycle.NeedsReview} {
 		if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: to}); !errors.Is(err, ErrConflict) {
 			t.Errorf("finish to %s from checking: %v, want conflict", to, err)
 		}
 	}
-	mustState(t, l, "b", "E1", Checking)
+	mustState(t, l, "b", "E1", lifecycle.Checking)
 }
 
 // checkingLedger is a ledger whose payout E1 of batch b is checking,
@@ -214,7 +215,7 @@ func checkingLedger(t *testing.T) (*Ledger, *fakeClock) {
 	l, clk := newTestLedger(t)
 	seed(t, l, "b", 1)
 	l.BeginCreate(ctx, "b", "E1", 1)
-	if fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking}); err != nil || fin.Seq != 1 {
+	if fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking}); err != nil || fin.Seq != 1 {
 		t.Fatalf("to checking: %+v %v", fin, err)
 	}
 	return l, clk
@@ -229,7 +230,7 @@ func TestStatusChecks(t *testing.T) {
 		if err != nil || s.Action != CheckDone {
 			t.Fatalf("%+v %v", s, err)
 		}
-		p := mustState(t, l, "b", "E1", Created)
+		p := mustState(t, l, "b", "E1", lifecycle.Created)
 		if p.OrderID != "WD-1" {
 			t.Fatalf("order %q", p.OrderID)
 		}
@@ -250,7 +251,7 @@ func TestStatusChecks(t *testing.T) {
 		if s.Action != CheckRecreate || s.Attempt != 2 {
 			t.Fatalf("second miss: %+v", s)
 		}
-		mustState(t, l, "b", "E1", Queued)
+		mustState(t, l, "b", "E1", lifecycle.Queued)
 		// A stale status task of the old episode does nothing.
 		if s, _ := recordCheck(ctx, l, "b", "E1", 3, CheckAnswer{Outcome: Found}, policy); s.Action != CheckSkip {
 			t.Fatalf("stale check after recreate: %+v", s)
@@ -262,14 +263,14 @@ func TestStatusChecks(t *testing.T) {
 		if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != Proceed {
 			t.Fatalf("attempt 2: %v", b.Action)
 		}
-		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: Checking})
+		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: lifecycle.Checking})
 		s, _ = recordCheck(ctx, l, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
 		clk.add(time.Minute)
 		s, _ = recordCheck(ctx, l, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
 		if s.Action != CheckReview {
 			t.Fatalf("after M creates: %+v", s)
 		}
-		mustState(t, l, "b", "E1", NeedsReview)
+		mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 	})
 	t.Run("faults end in review after N", func(t *testing.T) {
 		l, clk := checkingLedger(t)
@@ -290,7 +291,7 @@ func TestStatusChecks(t *testing.T) {
 		if s.Action != CheckReview {
 			t.Fatalf("last fault: %+v", s)
 		}
-		p := mustState(t, l, "b", "E1", NeedsReview)
+		p := mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 		if p.Error == "" {
 			t.Fatal("no reason recorded")
 		}
@@ -302,7 +303,7 @@ func TestStatusChecks(t *testing.T) {
 		if s2.Action != CheckStale || s2.Seq != s.Seq {
 			t.Fatalf("stale: %+v", s2)
 		}
-		mustState(t, l, "b", "E1", Checking)
+		mustState(t, l, "b", "E1", lifecycle.Checking)
 	})
 }
 
@@ -317,7 +318,7 @@ func TestStatusesAndBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, err := l.Statuses(ctx)
-	if err != nil || len(st) != 1 || st[0].Phase != PhaseLoaded || st[0].Counts.Rows[Queued] != 2 || st[0].File != "f.csv" {
+	if err != nil || len(st) != 1 || st[0].Phase != PhaseLoaded || st[0].Counts.Rows[lifecycle.Queued] != 2 || st[0].File != "f.csv" {
 		t.Fatalf("Statuses = %+v, %v", st, err)
 	}
 	if _, err := l.Batch(ctx, "nope"); !errors.Is(err, ErrNotFound) {
@@ -370,8 +371,8 @@ func runCreates(b *testing.B, l *Ledger) {
 		if begin, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || begin.Action != Proceed {
 			b.Fatalf("begin create of %s: %v, %v", ext, begin.Action, err)
 		}
-		fin, err := l.FinishCreate(ctx, "b", ext, 1, CreateResult{To: Created, OrderID: "ord-" + ext, PSPStatus: "CREATED", HTTPStatus: 201})
-		if err != nil || fin.State != Created {
+		fin, err := l.FinishCreate(ctx, "b", ext, 1, CreateResult{To: lifecycle.Created, OrderID: "ord-" + ext, PSPStatus: "CREATED", HTTPStatus: 201})
+		if err != nil || fin.State != lifecycle.Created {
 			b.Fatalf("finish create of %s: %v, %v", ext, fin.State, err)
 		}
 	}
@@ -386,16 +387,16 @@ func TestCreateTriesBudget(t *testing.T) {
 		if b.Action != Proceed || b.Payout.Tries != try-1 {
 			t.Fatalf("try %d: %v, %d tries read", try, b.Action, b.Payout.Tries)
 		}
-		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "dial tcp: refused", MaxTries: 2, Tries: b.Payout.Tries})
-		want := Queued
+		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "dial tcp: refused", MaxTries: 2, Tries: b.Payout.Tries})
+		want := lifecycle.Queued
 		if try == 3 {
-			want = NeedsReview
+			want = lifecycle.NeedsReview
 		}
 		if err != nil || fin.State != want {
 			t.Fatalf("try %d: %+v %v, want %s", try, fin, err, want)
 		}
 	}
-	p := mustState(t, l, "b", "E1", NeedsReview)
+	p := mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 	if !strings.Contains(p.Error, "3 tries") {
 		t.Fatalf("reason %q", p.Error)
 	}
@@ -427,7 +428,7 @@ func TestRegisterInCalls(t *testing.T) {
 		t.Fatalf("third run: %d %v", n, err)
 	}
 	c, err := l.Counts(ctx, "b")
-	if err != nil || c.Rows[Queued] != int64(len(ps)) || c.Units[Queued] != units {
+	if err != nil || c.Rows[lifecycle.Queued] != int64(len(ps)) || c.Units[lifecycle.Queued] != units {
 		t.Fatalf("counts %v %v, want %d rows, %d units", c, err, len(ps), units)
 	}
 	var lines []int
@@ -509,12 +510,12 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 			if err != nil || b.Action != Hold || b.Phase != phase {
 				t.Fatalf("begin create in phase %q: %+v %v, want hold", phase, b, err)
 			}
-			p := mustState(t, l, "b", "E1", Queued)
+			p := mustState(t, l, "b", "E1", lifecycle.Queued)
 			if p.Creates != 0 {
 				t.Fatalf("held begin counted a create: %+v", p)
 			}
 			c, _ := l.Counts(ctx, "b")
-			if c.Rows[Queued] != 1 || c.Rows[Submitting] != 0 {
+			if c.Rows[lifecycle.Queued] != 1 || c.Rows[lifecycle.Submitting] != 0 {
 				t.Fatalf("counts %+v", c.Rows)
 			}
 			l.rdb.HSet(ctx, metaKey("b"), "phase", PhaseLoaded)

@@ -6,9 +6,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
-var updateDesign = flag.Bool("update", false, "rewrite the state tables of docs/design.md from Machine and Transitions")
+var updateDesign = flag.Bool("update", false, "rewrite the state tables of docs/design.md from lifecycle.Machine and lifecycle.Transitions")
 
 // designDoc holds the tables generated from the machine.
 const designDoc = "../../docs/design.md"
@@ -18,11 +20,11 @@ const designDoc = "../../docs/design.md"
 func stateTable() string {
 	var b strings.Builder
 	b.WriteString("| state | meaning | next (who) |\n|---|---|---|\n")
-	for _, s := range Machine {
+	for _, s := range lifecycle.Machine {
 		var next []string
-		for _, r := range Roles {
+		for _, r := range lifecycle.Roles {
 			var to []string
-			for _, tr := range Transitions {
+			for _, tr := range lifecycle.Transitions {
 				if tr.From == s.State && tr.By == r && !strings.Contains(strings.Join(to, " "), "`"+string(tr.To)+"`") {
 					to = append(to, "`"+string(tr.To)+"`")
 				}
@@ -43,7 +45,7 @@ func stateTable() string {
 func moveTable() string {
 	var b strings.Builder
 	b.WriteString("| from | to | by | when |\n|---|---|---|---|\n")
-	for _, tr := range Transitions {
+	for _, tr := range lifecycle.Transitions {
 		from := "(new)"
 		if tr.From != "" {
 			from = "`" + string(tr.From) + "`"

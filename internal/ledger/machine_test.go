@@ -9,76 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
-
-var stateColor = regexp.MustCompile(`^#[0-9a-f]{6}$`)
-
-// TestMachineIsWellFormed checks the declared table itself: ranks are a
-// permutation, every move names declared states and roles, no move is
-// declared twice, every state can be reached from a registration, and
-// every state that is not final has a way out.
-func TestMachineIsWellFormed(t *testing.T) {
-	known := map[State]bool{}
-	ranks := map[int]bool{}
-	for _, s := range Machine {
-		if known[s.State] {
-			t.Errorf("state %s declared twice", s.State)
-		}
-		known[s.State] = true
-		if s.Rank < 0 || s.Rank >= len(Machine) || ranks[s.Rank] {
-			t.Errorf("state %s: rank %d is not a free position in States", s.State, s.Rank)
-		}
-		ranks[s.Rank] = true
-		if s.Label == "" || s.Meaning == "" {
-			t.Errorf("state %s lacks a label or a meaning", s.State)
-		}
-		if !stateColor.MatchString(s.Color) || !stateColor.MatchString(s.Tint) {
-			t.Errorf("state %s: colours %q, %q are not #hex (the pages print them into CSS)", s.State, s.Color, s.Tint)
-		}
-	}
-	roles := map[Role]bool{}
-	for _, r := range Roles {
-		roles[r] = true
-	}
-	seen := map[Transition]bool{}
-	out := map[State]bool{}
-	for _, tr := range Transitions {
-		key := Transition{From: tr.From, To: tr.To, By: tr.By}
-		if seen[key] {
-			t.Errorf("move %s -> %s by %s declared twice", tr.From, tr.To, tr.By)
-		}
-		seen[key] = true
-		if (tr.From != "" && !known[tr.From]) || !known[tr.To] || !roles[tr.By] || tr.Note == "" {
-			t.Errorf("move %+v names an undeclared state or role, or lacks its note", tr)
-		}
-		if tr.From == tr.To {
-			t.Errorf("move %+v goes nowhere", tr)
-		}
-		out[tr.From] = true
-	}
-	reached := map[State]bool{"": true}
-	for changed := true; changed; {
-		changed = false
-		for _, tr := range Transitions {
-			if reached[tr.From] && !reached[tr.To] {
-				reached[tr.To], changed = true, true
-			}
-		}
-	}
-	for _, s := range Machine {
-		if !reached[s.State] {
-			t.Errorf("state %s cannot be reached", s.State)
-		}
-		if !s.Final && !out[s.State] {
-			t.Errorf("state %s is not final and has no way out", s.State)
-		}
-		if s.State.Final() != s.Final {
-			t.Errorf("%s.Final() = %v, table says %v", s.State, s.State.Final(), s.Final)
-		}
-	}
-}
 
 // checkLuaMoves runs move() as every role for every pair of states (and a
 // registration) and checks that exactly the moves Allowed gives that role
@@ -92,17 +26,17 @@ if from == '' then from = nil end
 move(KEYS[1], from, ARGV[2], '7')
 return 1
 `
-	froms := []State{""}
-	for _, s := range Machine {
+	froms := []lifecycle.State{""}
+	for _, s := range lifecycle.Machine {
 		froms = append(froms, s.State)
 	}
-	for _, r := range Roles {
+	for _, r := range lifecycle.Roles {
 		s := redis.NewScript(luaMachine(r) + luaMove + body)
 		for _, from := range froms {
-			for _, to := range States {
+			for _, to := range lifecycle.States {
 				key := fmt.Sprintf("machine:{t}:%s:%s:%s", r, from, to)
 				err := s.Run(ctx, rdb, []string{key}, string(from), string(to)).Err()
-				allowed := Allowed(from, to, r)
+				allowed := lifecycle.Allowed(from, to, r)
 				switch {
 				case allowed && err != nil:
 					t.Errorf("%s: %q -> %s refused: %v", r, from, to, err)
@@ -136,7 +70,7 @@ var (
 	luaFetchRE   = regexp.MustCompile(`fetch\([^)]*\)`)
 )
 
-// TestScriptsNameOnlyTheirMoves reads every script composed by Role.script:
+// TestScriptsNameOnlyTheirMoves reads every script composed by script(role, body):
 // each state it names is declared, each state it writes is the end of a
 // move its role may make, and each move between two named states is one
 // its role may make. That no path of a script makes another move is
@@ -145,25 +79,25 @@ var (
 func TestScriptsNameOnlyTheirMoves(t *testing.T) {
 	// awaiting: the counter of created payouts awaiting their outcome.
 	known := map[string]bool{"awaiting": true}
-	for _, s := range Machine {
+	for _, s := range lifecycle.Machine {
 		known[string(s.State)] = true
 	}
-	into, outOf := map[Role]map[State]bool{}, map[Role]map[State]bool{}
-	for _, tr := range Transitions {
+	into, outOf := map[lifecycle.Role]map[lifecycle.State]bool{}, map[lifecycle.Role]map[lifecycle.State]bool{}
+	for _, tr := range lifecycle.Transitions {
 		if into[tr.By] == nil {
-			into[tr.By], outOf[tr.By] = map[State]bool{}, map[State]bool{}
+			into[tr.By], outOf[tr.By] = map[lifecycle.State]bool{}, map[lifecycle.State]bool{}
 		}
 		into[tr.By][tr.To], outOf[tr.By][tr.From] = true, true
 	}
-	found := map[Role]int{}
+	found := map[lifecycle.Role]int{}
 	for _, s := range declaredScripts {
 		// fetch names the fields it reads ('state', 'units', ...).
 		s.body = luaFetchRE.ReplaceAllString(s.body, "")
 		for _, m := range luaMoveRE.FindAllStringSubmatch(s.body, -1) {
 			found[s.role]++
-			from, to := State(m[1]), State(m[2])
+			from, to := lifecycle.State(m[1]), lifecycle.State(m[2])
 			switch {
-			case m[1] != "" && m[2] != "" && !Allowed(from, to, s.role):
+			case m[1] != "" && m[2] != "" && !lifecycle.Allowed(from, to, s.role):
 				t.Errorf("%s (%s): %s names the move %s -> %s, which the table does not give %s", s.at, s.role, m[0], from, to, s.role)
 			case m[1] != "" && !outOf[s.role][from]:
 				t.Errorf("%s (%s): %s: no move of the table leaves %q by %s", s.at, s.role, m[0], from, s.role)
@@ -173,7 +107,7 @@ func TestScriptsNameOnlyTheirMoves(t *testing.T) {
 		}
 		for _, m := range luaWriteRE.FindAllStringSubmatch(s.body, -1) {
 			found[s.role]++
-			to := State(m[1] + m[2] + m[3])
+			to := lifecycle.State(m[1] + m[2] + m[3])
 			if !into[s.role][to] {
 				t.Errorf("%s (%s): %s: no move of the table takes a payout to %q by %s", s.at, s.role, m[0], to, s.role)
 			}
@@ -187,7 +121,7 @@ func TestScriptsNameOnlyTheirMoves(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range Roles {
+	for _, r := range lifecycle.Roles {
 		if found[r] == 0 {
 			t.Errorf("found no move or state write in the scripts of %s: the patterns no longer match the scripts", r)
 		}
@@ -217,23 +151,23 @@ func reachSubmitting(t *testing.T, l *Ledger, _ *fakeClock) {
 
 func reachChecking(t *testing.T, l *Ledger, clk *fakeClock) {
 	reachSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Checking})
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: lifecycle.Checking})
 	machineMust(t, err)
 }
 
 func reachCreated(t *testing.T, l *Ledger, clk *fakeClock) {
 	reachSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-1", OutcomeWindow: machineWindow})
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-1", OutcomeWindow: machineWindow})
 	machineMust(t, err)
 }
 
 func reachReview(t *testing.T, l *Ledger, clk *fakeClock) {
 	reachSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: NeedsReview, Error: "gave up"})
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: lifecycle.NeedsReview, Error: "gave up"})
 	machineMust(t, err)
 }
 
-func viaFinish(to State) func(*testing.T, *Ledger, *fakeClock) error {
+func viaFinish(to lifecycle.State) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
 		_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: to, OrderID: "WD-1", Error: "e"})
 		return err
@@ -269,11 +203,11 @@ var transitionCases = map[string]transitionCase{
 		_, err := l.Cancel(context.Background(), "b", "E1", "alice", "wrong account")
 		return err
 	}},
-	"submitting>created by worker":      {setup: reachSubmitting, move: viaFinish(Created)},
-	"submitting>rejected by worker":     {setup: reachSubmitting, move: viaFinish(Rejected)},
-	"submitting>checking by worker":     {setup: reachSubmitting, move: viaFinish(Checking)},
-	"submitting>queued by worker":       {setup: reachSubmitting, move: viaFinish(Queued)},
-	"submitting>needs_review by worker": {setup: reachSubmitting, move: viaFinish(NeedsReview)},
+	"submitting>created by worker":      {setup: reachSubmitting, move: viaFinish(lifecycle.Created)},
+	"submitting>rejected by worker":     {setup: reachSubmitting, move: viaFinish(lifecycle.Rejected)},
+	"submitting>checking by worker":     {setup: reachSubmitting, move: viaFinish(lifecycle.Checking)},
+	"submitting>queued by worker":       {setup: reachSubmitting, move: viaFinish(lifecycle.Queued)},
+	"submitting>needs_review by worker": {setup: reachSubmitting, move: viaFinish(lifecycle.NeedsReview)},
 	"submitting>checking by reconciler": {setup: reachSubmitting, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
 		_, ok, err := l.InterruptSubmitting(context.Background(), "b", "E1", 1, 0)
 		if err == nil && !ok {
@@ -282,7 +216,7 @@ var transitionCases = map[string]transitionCase{
 		return err
 	}},
 	"checking>created by worker":      {setup: reachChecking, move: viaCheck(Found)},
-	"checking>rejected by worker":     {setup: reachChecking, move: viaFinish(Rejected)},
+	"checking>rejected by worker":     {setup: reachChecking, move: viaFinish(lifecycle.Rejected)},
 	"checking>queued by worker":       {setup: reachChecking, move: viaCheck(Missing)},
 	"checking>needs_review by worker": {setup: reachChecking, move: viaCheck(NoAnswer)},
 	"created>paid by worker":          {setup: reachCreated, move: viaOutcome(VerdictPaid, 0)},
@@ -314,7 +248,7 @@ var transitionCases = map[string]transitionCase{
 // ledger's API, as its role, and checks the payout's state and the
 // counters after it. A move added to the table needs its case here.
 func TestEveryTransitionIsMade(t *testing.T) {
-	for _, tr := range Transitions {
+	for _, tr := range lifecycle.Transitions {
 		name := fmt.Sprintf("%s>%s by %s", tr.From, tr.To, tr.By)
 		t.Run(name, func(t *testing.T) {
 			tc, ok := transitionCases[name]
@@ -346,7 +280,7 @@ func TestEveryTransitionIsMade(t *testing.T) {
 			if _, kept, err := l.stateIndex(context.Background(), "b", func(redis.Pipeliner) {}); err != nil || !kept {
 				t.Errorf("index per state after the move: kept %v, %v", kept, err)
 			}
-			if tr.To != Queued {
+			if tr.To != lifecycle.Queued {
 				// E1 is on line 2 of the file (seed): its score.
 				if score, err := l.rdb.ZScore(context.Background(), stateIndexKey("b", tr.To), "E1").Result(); err != nil || score != 2 {
 					t.Errorf("index of %s: E1 scored %v, %v; want its line, 2", tr.To, score, err)
@@ -363,7 +297,7 @@ func TestEveryTransitionIsMade(t *testing.T) {
 	}
 	for name := range transitionCases {
 		found := false
-		for _, tr := range Transitions {
+		for _, tr := range lifecycle.Transitions {
 			found = found || name == fmt.Sprintf("%s>%s by %s", tr.From, tr.To, tr.By)
 		}
 		if !found {
@@ -382,11 +316,11 @@ func TestRefusedMoveWritesNothing(t *testing.T) {
 		move  func(*testing.T, *Ledger, *fakeClock) error
 		want  string
 	}{
-		{"finish create to paid", reachSubmitting, viaFinish(Paid), "MACHINE"},
-		{"finish create to cancelled", reachSubmitting, viaFinish(Cancelled), "MACHINE"},
+		{"finish create to paid", reachSubmitting, viaFinish(lifecycle.Paid), "MACHINE"},
+		{"finish create to cancelled", reachSubmitting, viaFinish(lifecycle.Cancelled), "MACHINE"},
 		{"finish create to two states", reachSubmitting, viaFinish("created|submitting>rejected"), "MACHINE"},
 		{"resolve to paid", reachReview, func(_ *testing.T, l *Ledger, _ *fakeClock) error {
-			_, err := l.resolve(context.Background(), "b", "E1", Paid, "", "", machineResolution, false)
+			_, err := l.resolve(context.Background(), "b", "E1", lifecycle.Paid, "", "", machineResolution, false)
 			return err
 		}, "bad target"},
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // A payout a person marks created awaits its outcome like one the PSP
@@ -27,7 +29,7 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := mustState(t, l, "b", "E1", Created)
+			p := mustState(t, l, "b", "E1", lifecycle.Created)
 			if r.Awaiting != tt.awaiting || p.Awaiting != tt.awaiting {
 				t.Fatalf("awaiting: resolved %v, payout %v, want %v", r.Awaiting, p.Awaiting, tt.awaiting)
 			}
@@ -46,11 +48,11 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, err := l.RecordOutcome(ctx, snap, 1, OutcomeAnswer{Verdict: VerdictPaid, PSPStatus: "Paid", HTTPStatus: 200})
-			if err != nil || s.Action != OutcomeDone || s.State != Paid {
+			if err != nil || s.Action != OutcomeDone || s.State != lifecycle.Paid {
 				t.Fatalf("outcome: %+v %v", s, err)
 			}
-			mustState(t, l, "b", "E1", Paid)
-			if c, _ := l.Counts(ctx, "b"); c.Awaiting != 0 || c.Rows[Paid] != 1 {
+			mustState(t, l, "b", "E1", lifecycle.Paid)
+			if c, _ := l.Counts(ctx, "b"); c.Awaiting != 0 || c.Rows[lifecycle.Paid] != 1 {
 				t.Errorf("counts after paid %+v", c)
 			}
 		})
@@ -71,11 +73,11 @@ func TestContradictRejected(t *testing.T) {
 		if err := l.ContradictRejected(ctx, "b", "E1", c); err != nil {
 			t.Fatal(err)
 		}
-		p := mustState(t, l, "b", "E1", NeedsReview)
+		p := mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 		if p.OrderID != "WD-9" || p.PSPStatus != "Paid" || p.Error != c.Note {
 			t.Errorf("payout %+v", p)
 		}
-		if n, _ := l.Counts(ctx, "b"); n.Rows[NeedsReview] != 1 || n.Rows[Rejected] != 0 {
+		if n, _ := l.Counts(ctx, "b"); n.Rows[lifecycle.NeedsReview] != 1 || n.Rows[lifecycle.Rejected] != 0 {
 			t.Errorf("counts %+v", n)
 		}
 		// A person can decide again.
@@ -86,11 +88,11 @@ func TestContradictRejected(t *testing.T) {
 	t.Run("rejected by the PSP", func(t *testing.T) {
 		l, _ := newTestLedger(t)
 		seed(t, l, "b", 1)
-		toState(t, l, Rejected)
+		toState(t, l, lifecycle.Rejected)
 		if err := l.ContradictRejected(ctx, "b", "E1", c); !errors.Is(err, ErrConflict) {
 			t.Fatalf("err %v, want conflict", err)
 		}
-		mustState(t, l, "b", "E1", Rejected)
+		mustState(t, l, "b", "E1", lifecycle.Rejected)
 	})
 	t.Run("not rejected", func(t *testing.T) {
 		l := reviewed(t)

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
 // AwaitingOutcome names, in Oldest's answer and in metrics, the created
 // payouts whose outcome the workers still follow: open, though their state
 // is created.
-const AwaitingOutcome State = "awaiting_outcome"
+const AwaitingOutcome lifecycle.State = "awaiting_outcome"
 
 // Oldest returns, for each open state of batch (queued, submitting,
 // checking, AwaitingOutcome) and for needs_review, the time of the last
@@ -25,8 +26,8 @@ const AwaitingOutcome State = "awaiting_outcome"
 // pipelined eachChunk at a time, as the reconciler's sweep does. Call it
 // only for batches whose counters show a payout in one of those states,
 // and from one process at a time (internal/metrics holds a lease).
-func (l *Ledger) Oldest(ctx context.Context, batch string) (map[State]time.Time, error) {
-	out := map[State]time.Time{}
+func (l *Ledger) Oldest(ctx context.Context, batch string) (map[lifecycle.State]time.Time, error) {
+	out := map[lifecycle.State]time.Time{}
 	err := l.eachIDs(ctx, batch, func(ids []string) error {
 		pipe := l.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(ids))
@@ -38,11 +39,11 @@ func (l *Ledger) Oldest(ctx context.Context, batch string) (map[State]time.Time,
 		}
 		for _, c := range cmds {
 			v := c.Val()
-			st := State(str(v[0]))
+			st := lifecycle.State(str(v[0]))
 			switch {
-			case st == Created && str(v[2]) == "1":
+			case st == lifecycle.Created && str(v[2]) == "1":
 				st = AwaitingOutcome
-			case st.Open(), st == NeedsReview:
+			case st.Open(), st == lifecycle.NeedsReview:
 			default:
 				continue
 			}

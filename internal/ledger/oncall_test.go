@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // checkOldest: the age of a payout in its state counts from when it
@@ -23,7 +25,7 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 		t.Fatalf("BeginCreate = %+v, %v", b, err)
 	}
 	advance(time.Minute)
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking, Error: "timeout"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	enteredChecking := now()
@@ -42,11 +44,11 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 		}
 	}
 	advance(time.Minute)
-	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: Created, OrderID: "WD-2", OutcomeWindow: time.Hour}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-2", OutcomeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	awaiting := now()
-	if _, err := l.FinishCreate(ctx, "b", "E3", 1, CreateResult{To: Created, OrderID: "WD-3"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E3", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-3"}); err != nil {
 		t.Fatal(err)
 	}
 	advance(time.Minute)
@@ -55,7 +57,7 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[State]time.Time{Queued: registered, Checking: enteredChecking, AwaitingOutcome: awaiting}
+	want := map[lifecycle.State]time.Time{lifecycle.Queued: registered, lifecycle.Checking: enteredChecking, AwaitingOutcome: awaiting}
 	if len(got) != len(want) {
 		t.Errorf("Oldest = %v, want %v", got, want)
 	}

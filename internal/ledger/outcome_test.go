@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // toAwaiting creates E1 with outcome tracking on (window w).
@@ -16,7 +18,7 @@ func toAwaiting(t *testing.T, w time.Duration) (*Ledger, *fakeClock) {
 	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
 		t.Fatalf("begin: %v", b.Action)
 	}
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Created, OrderID: "WD-1", PSPStatus: "Created", OutcomeWindow: w}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created", OutcomeWindow: w}); err != nil {
 		t.Fatal(err)
 	}
 	return l, clk
@@ -28,21 +30,21 @@ func TestOutcomeTransitions(t *testing.T) {
 		name      string
 		verdicts  []Verdict
 		advance   time.Duration // before the last verdict
-		want      State
+		want      lifecycle.State
 		wantError string
 	}{
-		{name: "paid at once", verdicts: []Verdict{VerdictPaid}, want: Paid},
-		{name: "failed after pending", verdicts: []Verdict{VerdictPending, VerdictNoAnswer, VerdictFailed}, want: Failed, wantError: "card blocked"},
-		{name: "window over", verdicts: []Verdict{VerdictPending, VerdictPending}, advance: 2 * time.Hour, want: NeedsReview, wantError: "outcome window"},
+		{name: "paid at once", verdicts: []Verdict{VerdictPaid}, want: lifecycle.Paid},
+		{name: "failed after pending", verdicts: []Verdict{VerdictPending, VerdictNoAnswer, VerdictFailed}, want: lifecycle.Failed, wantError: "card blocked"},
+		{name: "window over", verdicts: []Verdict{VerdictPending, VerdictPending}, advance: 2 * time.Hour, want: lifecycle.NeedsReview, wantError: "outcome window"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, clk := toAwaiting(t, time.Hour)
 			c, _ := l.Counts(ctx, "b")
-			if c.Awaiting != 1 || c.Open() != 1 || c.Rows[Created] != 1 {
-				t.Fatalf("after create: awaiting %d open %d created %d", c.Awaiting, c.Open(), c.Rows[Created])
+			if c.Awaiting != 1 || c.Open() != 1 || c.Rows[lifecycle.Created] != 1 {
+				t.Fatalf("after create: awaiting %d open %d created %d", c.Awaiting, c.Open(), c.Rows[lifecycle.Created])
 			}
-			p := mustState(t, l, "b", "E1", Created)
+			p := mustState(t, l, "b", "E1", lifecycle.Created)
 			if !p.Awaiting || p.OutcomeSeq != 1 || !p.OutcomeDue.Equal(clk.now().Add(time.Hour)) {
 				t.Fatalf("awaiting %v seq %d due %v", p.Awaiting, p.OutcomeSeq, p.OutcomeDue)
 			}
@@ -69,7 +71,7 @@ func TestOutcomeTransitions(t *testing.T) {
 				t.Fatalf("error %q lacks %q", p.Error, tt.wantError)
 			}
 			c, _ = l.Counts(ctx, "b")
-			if c.Awaiting != 0 || c.AwaitingUnits != 0 || c.Open() != 0 || c.Rows[tt.want] != 1 || c.Rows[Created] != 0 {
+			if c.Awaiting != 0 || c.AwaitingUnits != 0 || c.Open() != 0 || c.Rows[tt.want] != 1 || c.Rows[lifecycle.Created] != 0 {
 				t.Fatalf("counts after: %+v", c)
 			}
 			// A stale or replayed-by-another-delivery check changes nothing.
@@ -84,11 +86,11 @@ func TestOutcomeTransitions(t *testing.T) {
 		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeStale || s.Seq != 2 {
 			t.Fatalf("stale: %+v", s)
 		}
-		mustState(t, l, "b", "E1", Created)
+		mustState(t, l, "b", "E1", lifecycle.Created)
 	})
 	t.Run("untracked created is final", func(t *testing.T) {
 		l, _ := toAwaiting(t, 0)
-		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip || s.State != Created {
+		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip || s.State != lifecycle.Created {
 			t.Fatalf("untracked: %+v", s)
 		}
 		if c, _ := l.Counts(ctx, "b"); c.Open() != 0 {

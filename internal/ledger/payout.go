@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
@@ -41,7 +42,7 @@ type Payout struct {
 	Telecom     string
 	Extra       string
 	Info        string // informational values (UnpackInfo), never sent to the PSP
-	State       State
+	State       lifecycle.State
 	Creates     int // create requests begun (attempt number of the latest)
 	Tries       int // create tries that provably did not reach the PSP (CreateResult.MaxTries)
 	Seq         int // status checks scheduled
@@ -84,7 +85,7 @@ type Payout struct {
 // Proposal is a resolution of a payout in needs_review that one person
 // proposed under four-eyes and a second person must confirm.
 type Proposal struct {
-	To        State // Created or Rejected
+	To        lifecycle.State // lifecycle.Created or lifecycle.Rejected
 	OrderID   string
 	PSPStatus string
 	By        string
@@ -157,21 +158,21 @@ func parsePayout(batch string, m map[string]string) Payout {
 	return Payout{
 		Batch: batch, ExternalID: m["ext"], Line: atoi("line"), Amount: m["amount"],
 		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: joinInfo(m),
-		State: State(m["state"]), Creates: atoi("creates"), Tries: atoi("tries"), Seq: atoi("seq"), Misses: atoi("misses"),
+		State: lifecycle.State(m["state"]), Creates: atoi("creates"), Tries: atoi("tries"), Seq: atoi("seq"), Misses: atoi("misses"),
 		LastMiss: msTime(m["lastmiss"]), Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
 		UpdatedAt:  msTime(m["updated"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
 		Proposal: parseProposal(m), proposedBy: m["pby"],
-		Awaiting: m["track"] == "1" && State(m["state"]) == Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), Checks: atoi("checks"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
+		Awaiting: m["track"] == "1" && lifecycle.State(m["state"]) == lifecycle.Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), Checks: atoi("checks"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
 	}
 }
 
 // parseProposal is the pending proposal of a stored payout, or nil.
 func parseProposal(m map[string]string) *Proposal {
-	if State(m["state"]) != NeedsReview || m["pkey"] == "" || m["pentered"] != m["entered"] {
+	if lifecycle.State(m["state"]) != lifecycle.NeedsReview || m["pkey"] == "" || m["pentered"] != m["entered"] {
 		return nil
 	}
-	return &Proposal{To: State(m["pto"]), OrderID: m["porder"], PSPStatus: m["pstatus"], By: m["pby"], Note: m["pnote"], At: msTime(m["pat"])}
+	return &Proposal{To: lifecycle.State(m["pto"]), OrderID: m["porder"], PSPStatus: m["pstatus"], By: m["pby"], Note: m["pnote"], At: msTime(m["pat"])}
 }
 
 // Register stores the payouts that are not stored yet, in state queued,
@@ -301,7 +302,7 @@ func registerArgs(batch, owner string, ps []NewPayout, scale int, now int64) ([]
 // a missing field as "" or 0).
 func registerFields(args []any, p NewPayout, units, now int64) []any {
 	args = append(args, "line", p.Line, "ext", p.ExternalID, "amount", p.Amount.String(), "units", units,
-		"dest", p.Destination, "state", string(Queued), "updated", now)
+		"dest", p.Destination, "state", string(lifecycle.Queued), "updated", now)
 	if p.Sealed != "" {
 		args = append(args, "sealed", packSealed(p.Sealed))
 	}

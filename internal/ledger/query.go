@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +23,7 @@ import (
 type PayoutBrief struct {
 	ExternalID string
 	Line       int
-	State      State
+	State      lifecycle.State
 	Units      int64 // amount in the batch's minor units
 }
 
@@ -71,12 +72,12 @@ func (l *Ledger) Briefs(ctx context.Context, batch string) ([]PayoutBrief, error
 // state when st is ""), in file line order (every one when limit <= 0):
 // the scan of Briefs, with the state compared in Redis, so that only those
 // payouts travel, and stopped at the round trip that finds the limit-th.
-func (l *Ledger) BriefsIn(ctx context.Context, batch string, st State, limit int) ([]PayoutBrief, error) {
+func (l *Ledger) BriefsIn(ctx context.Context, batch string, st lifecycle.State, limit int) ([]PayoutBrief, error) {
 	return l.scanBriefs(ctx, batch, st, limit)
 }
 
 // scanBriefs runs briefsScript over the line index of batch.
-func (l *Ledger) scanBriefs(ctx context.Context, batch string, st State, limit int) ([]PayoutBrief, error) {
+func (l *Ledger) scanBriefs(ctx context.Context, batch string, st lifecycle.State, limit int) ([]PayoutBrief, error) {
 	chunks, err := l.lineIndex(ctx, batch)
 	if err != nil || len(chunks) == 0 {
 		return nil, err
@@ -140,7 +141,7 @@ func appendBriefs(dst []PayoutBrief, c *redis.Cmd) ([]PayoutBrief, error) {
 		if err != nil {
 			return dst, fmt.Errorf("%w: line of %s: %w", errBriefReply, ext, err)
 		}
-		dst = append(dst, PayoutBrief{ExternalID: ext, Line: int(n), State: State(st), Units: u})
+		dst = append(dst, PayoutBrief{ExternalID: ext, Line: int(n), State: lifecycle.State(st), Units: u})
 	}
 	return dst, nil
 }
@@ -267,11 +268,11 @@ const maxIndexedBriefs = 10_000
 // while the index was not kept shows a difference and is scanned instead.
 func (l *Ledger) stateIndex(ctx context.Context, batch string, more func(redis.Pipeliner)) (Counts, bool, error) {
 	var counts *redis.MapStringStringCmd
-	sizes := map[State]*redis.IntCmd{}
+	sizes := map[lifecycle.State]*redis.IntCmd{}
 	_, err := l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		counts = pipe.HGetAll(ctx, countsKey(batch))
-		for _, st := range States {
-			if st != Queued {
+		for _, st := range lifecycle.States {
+			if st != lifecycle.Queued {
 				sizes[st] = pipe.ZCard(ctx, stateIndexKey(batch, st))
 			}
 		}
@@ -294,19 +295,19 @@ func (l *Ledger) stateIndex(ctx context.Context, batch string, more func(redis.P
 // st, in file line order, and how many are in st, from the index per state
 // at the cost of the page; ok is false when the index is not complete (or
 // st is queued and some payout has left it): the caller scans instead.
-func (l *Ledger) PageInState(ctx context.Context, batch string, st State, offset, limit int) (ps []Payout, total int, ok bool, err error) {
+func (l *Ledger) PageInState(ctx context.Context, batch string, st lifecycle.State, offset, limit int) (ps []Payout, total int, ok bool, err error) {
 	offset = max(offset, 0)
 	var ids *redis.StringSliceCmd
 	c, ok, err := l.stateIndex(ctx, batch, func(pipe redis.Pipeliner) {
-		if st != Queued && limit > 0 {
+		if st != lifecycle.Queued && limit > 0 {
 			ids = pipe.ZRange(ctx, stateIndexKey(batch, st), int64(offset), int64(offset+limit-1))
 		}
 	})
 	switch {
 	case err != nil || !ok:
 		return nil, 0, false, err
-	case st == Queued:
-		if c.Rows[Queued] != c.Total() {
+	case st == lifecycle.Queued:
+		if c.Rows[lifecycle.Queued] != c.Total() {
 			return nil, 0, false, nil
 		}
 		ps, total, err := l.PageByLine(ctx, batch, offset, limit)
@@ -324,8 +325,8 @@ func (l *Ledger) PageInState(ctx context.Context, batch string, st State, offset
 // order, from the index per state: briefsScript over the state's zset.
 // ok is false when the index is not complete, st is queued, or st holds
 // more than maxIndexedBriefs payouts: the caller scans instead.
-func (l *Ledger) BriefsInIndex(ctx context.Context, batch string, st State) (bs []PayoutBrief, ok bool, err error) {
-	if st == Queued {
+func (l *Ledger) BriefsInIndex(ctx context.Context, batch string, st lifecycle.State) (bs []PayoutBrief, ok bool, err error) {
+	if st == lifecycle.Queued {
 		return nil, false, nil
 	}
 	c, ok, err := l.stateIndex(ctx, batch, func(redis.Pipeliner) {})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
@@ -104,7 +105,7 @@ func registerSparse(t *testing.T, l *Ledger, batch string, n int) (all, review [
 		if _, err := l.BeginCreate(ctx, batch, all[i], 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, batch, all[i], 1, CreateResult{To: NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+		if _, err := l.FinishCreate(ctx, batch, all[i], 1, CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
 			t.Fatal(err)
 		}
 		review = append(review, all[i])
@@ -125,20 +126,20 @@ func TestBriefsAcrossRoundTrips(t *testing.T) {
 		t.Fatalf("%d briefs of %d, %v", len(bs), n, err)
 	}
 	for i, b := range bs {
-		st := map[bool]State{true: NeedsReview, false: Queued}[i%7 == 0]
+		st := map[bool]lifecycle.State{true: lifecycle.NeedsReview, false: lifecycle.Queued}[i%7 == 0]
 		if b.ExternalID != all[i] || b.Line != i*lineChunk+2 || b.Units != int64(i+1) || b.State != st {
 			t.Fatalf("brief %d: %+v", i, b)
 		}
 	}
 	cases := []struct {
-		st    State
+		st    lifecycle.State
 		limit int
 		want  []string
 	}{
-		{NeedsReview, 0, review},
-		{NeedsReview, 3, review[:3]},
-		{NeedsReview, len(review) + 1, review},
-		{Paid, 0, nil},
+		{lifecycle.NeedsReview, 0, review},
+		{lifecycle.NeedsReview, 3, review[:3]},
+		{lifecycle.NeedsReview, len(review) + 1, review},
+		{lifecycle.Paid, 0, nil},
 		{"", 5, all[:5]},
 	}
 	for _, c := range cases {
@@ -182,7 +183,7 @@ func TestBriefsAndSort(t *testing.T) {
 		if b.ExternalID != want[i] || b.Units < 100 || b.Line < 2 {
 			t.Fatalf("brief %d: %+v", i, b)
 		}
-		if st := map[bool]State{true: Cancelled, false: Queued}[b.ExternalID == "Q0005"]; b.State != st {
+		if st := map[bool]lifecycle.State{true: lifecycle.Cancelled, false: lifecycle.Queued}[b.ExternalID == "Q0005"]; b.State != st {
 			t.Fatalf("%s is %s, want %s", b.ExternalID, b.State, st)
 		}
 	}
@@ -227,7 +228,7 @@ func writeStateIndex(t *testing.T, l *Ledger, batch string) {
 		t.Fatal(err)
 	}
 	for _, b := range bs {
-		if b.State != Queued {
+		if b.State != lifecycle.Queued {
 			l.rdb.ZAdd(ctx, stateIndexKey(batch, b.State), redis.Z{Score: float64(b.Line), Member: b.ExternalID})
 		}
 	}
@@ -249,44 +250,44 @@ func TestStateIndex(t *testing.T) {
 	}
 	// Nothing moved yet: every payout is queued, the empty index complete.
 	registerGappy(t, l, "fresh", 300)
-	ps, total, ok, err := l.PageInState(ctx, "fresh", Queued, 100, 50)
+	ps, total, ok, err := l.PageInState(ctx, "fresh", lifecycle.Queued, 100, 50)
 	want, _, _ := l.PageByLine(ctx, "fresh", 100, 50)
 	if err != nil || !ok || total != 300 || !slices.Equal(ids(ps), ids(want)) {
 		t.Fatalf("fresh, queued: %d %v %v, %v", total, ok, err, ids(ps))
 	}
-	if ps, total, ok, err := l.PageInState(ctx, "fresh", NeedsReview, 0, 50); err != nil || !ok || total != 0 || len(ps) != 0 {
+	if ps, total, ok, err := l.PageInState(ctx, "fresh", lifecycle.NeedsReview, 0, 50); err != nil || !ok || total != 0 || len(ps) != 0 {
 		t.Fatalf("fresh, needs review: %d %v %v %v", total, ok, err, ps)
 	}
 
 	_, review := registerSparse(t, l, "b", 200)
 	// The transitions kept the index: what the scan gives, at once.
-	if ps, total, ok, err := l.PageInState(ctx, "b", NeedsReview, 0, 1000); err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review) {
+	if ps, total, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, 0, 1000); err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review) {
 		t.Fatalf("index kept by the transitions: %d %v %v, %v", total, ok, err, ids(ps))
 	}
 	// A batch whose payouts moved before the index was kept (its zset
 	// short of the count) is scanned instead.
-	if err := l.rdb.Del(ctx, stateIndexKey("b", NeedsReview)).Err(); err != nil {
+	if err := l.rdb.Del(ctx, stateIndexKey("b", lifecycle.NeedsReview)).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := l.PageInState(ctx, "b", NeedsReview, 0, 10); err != nil || ok {
+	if _, _, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, 0, 10); err != nil || ok {
 		t.Fatalf("payouts moved without the index: ok %v, %v", ok, err)
 	}
-	if _, ok, err := l.BriefsInIndex(ctx, "b", NeedsReview); err != nil || ok {
+	if _, ok, err := l.BriefsInIndex(ctx, "b", lifecycle.NeedsReview); err != nil || ok {
 		t.Fatalf("briefs without the index: ok %v, %v", ok, err)
 	}
 	writeStateIndex(t, l, "b")
 	for _, c := range []struct{ offset, limit int }{{0, 10}, {5, 10}, {25, 100}, {len(review), 10}, {0, 0}} {
-		ps, total, ok, err := l.PageInState(ctx, "b", NeedsReview, c.offset, c.limit)
+		ps, total, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, c.offset, c.limit)
 		lo := min(c.offset, len(review))
 		if err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review[lo:min(lo+c.limit, len(review))]) {
 			t.Fatalf("needs review %d+%d: %d %v %v, %v", c.offset, c.limit, total, ok, err, ids(ps))
 		}
 	}
-	if _, _, ok, err := l.PageInState(ctx, "b", Queued, 0, 10); err != nil || ok {
+	if _, _, ok, err := l.PageInState(ctx, "b", lifecycle.Queued, 0, 10); err != nil || ok {
 		t.Fatalf("queued once payouts left it: ok %v, %v", ok, err)
 	}
-	bs, ok, err := l.BriefsInIndex(ctx, "b", NeedsReview)
-	scan, _ := l.BriefsIn(ctx, "b", NeedsReview, 0)
+	bs, ok, err := l.BriefsInIndex(ctx, "b", lifecycle.NeedsReview)
+	scan, _ := l.BriefsIn(ctx, "b", lifecycle.NeedsReview, 0)
 	if err != nil || !ok || !slices.Equal(bs, scan) {
 		t.Fatalf("briefs from the index: %v %v, %d of %d", ok, err, len(bs), len(scan))
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // TestEachQueuedMatchesEachOpen checks that EachQueued yields exactly the
@@ -23,7 +25,7 @@ func TestEachQueuedMatchesEachOpen(t *testing.T) {
 			}
 			want := map[string]OpenPayout{}
 			if err := l.EachOpen(ctx, "b", func(p OpenPayout) error {
-				if p.State == Queued {
+				if p.State == lifecycle.Queued {
 					want[p.ExternalID] = p
 				}
 				return nil
@@ -34,7 +36,7 @@ func TestEachQueuedMatchesEachOpen(t *testing.T) {
 			if err := l.EachQueued(ctx, "b", func(p OpenPayout) error {
 				got++
 				w, ok := want[p.ExternalID]
-				if !ok || p.State != Queued || p.Creates != w.Creates || p.Amount != w.Amount || p.Destination != w.Destination || p.Batch != "b" {
+				if !ok || p.State != lifecycle.Queued || p.Creates != w.Creates || p.Amount != w.Amount || p.Destination != w.Destination || p.Batch != "b" {
 					t.Errorf("EachQueued gave %+v, EachOpen %+v (found %v)", p, w, ok)
 				}
 				return nil

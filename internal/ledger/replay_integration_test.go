@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
@@ -76,7 +77,7 @@ type replayCase struct {
 	prepare func(ctx context.Context, t *testing.T, l *Ledger, batch string)
 	call    func(ctx context.Context, l *Ledger, batch string) (string, error)
 	want    string            // the decision of one run
-	state   State             // E1's state after one transition
+	state   lifecycle.State   // E1's state after one transition
 	fields  map[string]string // E1's hash fields after one transition
 }
 
@@ -96,7 +97,7 @@ func begin(ctx context.Context, t *testing.T, l *Ledger, batch string, attempt i
 func toChecking(ctx context.Context, t *testing.T, l *Ledger, batch string) {
 	t.Helper()
 	begin(ctx, t, l, batch, 1)
-	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: Checking})
+	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: lifecycle.Checking})
 	mustDo(t, "finish create to checking", err)
 }
 
@@ -124,7 +125,7 @@ func callCheck(a CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger
 func toAwaitingOutcome(ctx context.Context, t *testing.T, l *Ledger, batch string) {
 	t.Helper()
 	begin(ctx, t, l, batch, 1)
-	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: Created, OrderID: "ord-1", PSPStatus: "Created", OutcomeWindow: time.Hour})
+	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "ord-1", PSPStatus: "Created", OutcomeWindow: time.Hour})
 	mustDo(t, "finish create to created, awaiting its outcome", err)
 }
 
@@ -140,87 +141,87 @@ var replayCases = []replayCase{
 		name: "BeginCreate proceed", script: beginCreateScript,
 		prepare: func(context.Context, *testing.T, *Ledger, string) {},
 		call:    callBegin(1), want: "proceed seq=0 submitting",
-		state: Submitting, fields: map[string]string{"creates": "1", "seq": ""},
+		state: lifecycle.Submitting, fields: map[string]string{"creates": "1", "seq": ""},
 	},
 	{
 		name: "BeginCreate check", script: beginCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
 		call:    callBegin(1), want: "check seq=1 checking",
-		state: Checking, fields: map[string]string{"creates": "1", "seq": "1"},
+		state: lifecycle.Checking, fields: map[string]string{"creates": "1", "seq": "1"},
 	},
 	{
 		name: "FinishCreate queued within the retry budget", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
-		call:    callFinish(CreateResult{To: Queued, Error: "429", MaxTries: 3}), want: "queued seq=0",
-		state: Queued, fields: map[string]string{"creates": "0", "tries": "1", "seq": ""},
+		call:    callFinish(CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 3}), want: "queued seq=0",
+		state: lifecycle.Queued, fields: map[string]string{"creates": "0", "tries": "1", "seq": ""},
 	},
 	{
 		name: "FinishCreate queued past the retry budget", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) {
 			begin(ctx, t, l, b, 1)
-			_, err := l.FinishCreate(ctx, b, "E1", 1, CreateResult{To: Queued, Error: "429", MaxTries: 1})
+			_, err := l.FinishCreate(ctx, b, "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 1})
 			mustDo(t, "first refused try", err)
 			begin(ctx, t, l, b, 1)
 		},
-		call: callFinish(CreateResult{To: Queued, Error: "429", MaxTries: 1, Tries: 1}), want: "needs_review seq=0",
-		state: NeedsReview, fields: map[string]string{"creates": "1", "tries": "2"},
+		call: callFinish(CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 1, Tries: 1}), want: "needs_review seq=0",
+		state: lifecycle.NeedsReview, fields: map[string]string{"creates": "1", "tries": "2"},
 	},
 	{
 		name: "FinishCreate checking", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
-		call:    callFinish(CreateResult{To: Checking, Error: "timeout"}), want: "checking seq=1",
-		state: Checking, fields: map[string]string{"creates": "1", "seq": "1"},
+		call:    callFinish(CreateResult{To: lifecycle.Checking, Error: "timeout"}), want: "checking seq=1",
+		state: lifecycle.Checking, fields: map[string]string{"creates": "1", "seq": "1"},
 	},
 	{
 		name: "FinishCreate created", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
-		call:    callFinish(CreateResult{To: Created, OrderID: "ord-1", PSPStatus: "accepted"}), want: "created seq=0",
-		state: Created, fields: map[string]string{"creates": "1", "order": "ord-1", "seq": ""},
+		call:    callFinish(CreateResult{To: lifecycle.Created, OrderID: "ord-1", PSPStatus: "accepted"}), want: "created seq=0",
+		state: lifecycle.Created, fields: map[string]string{"creates": "1", "order": "ord-1", "seq": ""},
 	},
 	{
 		name: "RecordCheck again after a miss", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Missing},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1m0s faults=0",
-		state: Checking, fields: map[string]string{"seq": "2", "misses": "1", "faults": "0"},
+		state: lifecycle.Checking, fields: map[string]string{"seq": "2", "misses": "1", "faults": "0"},
 	},
 	{
 		name: "RecordCheck again after no answer", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: NoAnswer, Message: "503"},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1s faults=1",
-		state: Checking, fields: map[string]string{"seq": "2", "misses": "0", "faults": "1"},
+		state: lifecycle.Checking, fields: map[string]string{"seq": "2", "misses": "0", "faults": "1"},
 	},
 	{
 		name: "RecordCheck recreate", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Missing},
 			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "recreate seq=0 attempt=2 wait=0s faults=0",
-		state: Queued, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
+		state: lifecycle.Queued, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
 		name: "RecordCheck review", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Missing},
 			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}),
 		want:  "review seq=0 attempt=0 wait=0s faults=0",
-		state: NeedsReview, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
+		state: lifecycle.NeedsReview, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
 		name: "RecordCheck done", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(CheckAnswer{Outcome: Found, OrderID: "ord-9", PSPStatus: "paid"},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "done seq=0 attempt=0 wait=0s faults=0",
-		state: Created, fields: map[string]string{"seq": "1", "order": "ord-9", "creates": "1"},
+		state: lifecycle.Created, fields: map[string]string{"seq": "1", "order": "ord-9", "creates": "1"},
 	},
 	{
 		name: "RecordOutcome again", script: applyOutcomeScript, prepare: toAwaitingOutcome,
 		call: callOutcome(VerdictPending, "Processing"), want: "again state= seq=2 polls=1",
-		state: Created, fields: map[string]string{"oseq": "2", "opolls": "1", "track": "1", "pspstatus": "Processing"},
+		state: lifecycle.Created, fields: map[string]string{"oseq": "2", "opolls": "1", "track": "1", "pspstatus": "Processing"},
 	},
 	{
 		name: "RecordOutcome paid", script: applyOutcomeScript, prepare: toAwaitingOutcome,
 		call: callOutcome(VerdictPaid, "Paid"), want: "done state=paid seq=0 polls=0",
-		state: Paid, fields: map[string]string{"oseq": "1", "track": "0", "pspstatus": "Paid"},
+		state: lifecycle.Paid, fields: map[string]string{"oseq": "1", "track": "0", "pspstatus": "Paid"},
 	},
 }
 
@@ -285,7 +286,7 @@ func TestLostReplyOfEveryTransition(t *testing.T) {
 
 // assertOneTransition checks E1's state and fields and the batch counters
 // (one payout of 10.25: 1025 units).
-func assertOneTransition(ctx context.Context, t *testing.T, l *Ledger, batch string, want State, fields map[string]string) {
+func assertOneTransition(ctx context.Context, t *testing.T, l *Ledger, batch string, want lifecycle.State, fields map[string]string) {
 	t.Helper()
 	mustState(t, l, batch, "E1", want)
 	h, err := l.rdb.HGetAll(ctx, payoutKey(batch, "E1")).Result()
@@ -301,7 +302,7 @@ func assertOneTransition(ctx context.Context, t *testing.T, l *Ledger, batch str
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range States {
+	for _, s := range lifecycle.States {
 		rows, units := int64(0), int64(0)
 		if s == want {
 			rows, units = 1, 1025

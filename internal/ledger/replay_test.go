@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // fixedOps hands out the same operation id until next is called: two calls
@@ -31,21 +33,21 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 		t.Fatalf("begin: %+v %v", b1, err)
 	}
 	b2, err := l.BeginCreate(ctx, "b", "E1", 1)
-	if err != nil || b2.Action != Proceed || b2.Payout.State != Submitting {
+	if err != nil || b2.Action != Proceed || b2.Payout.State != lifecycle.Submitting {
 		t.Fatalf("replayed begin = %v (%s), want proceed while submitting", b2.Action, b2.Payout.State)
 	}
 
 	// 429: back to queued with the retry counted once.
 	ops.id = "op-2"
-	f1, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "429", MaxTries: 5})
-	if err != nil || f1.State != Queued {
+	f1, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 5})
+	if err != nil || f1.State != lifecycle.Queued {
 		t.Fatalf("finish: %+v %v", f1, err)
 	}
-	f2, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "429", MaxTries: 5})
+	f2, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 5})
 	if err != nil || f2 != f1 {
 		t.Fatalf("replayed finish = %+v, %v; want %+v", f2, err, f1)
 	}
-	if p := mustState(t, l, "b", "E1", Queued); p.Creates != 0 {
+	if p := mustState(t, l, "b", "E1", lifecycle.Queued); p.Creates != 0 {
 		t.Fatalf("creates = %d after the replay, want 0", p.Creates)
 	}
 
@@ -55,9 +57,9 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 		t.Fatalf("second begin: %v", b.Action)
 	}
 	ops.id = "op-4"
-	f1, _ = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking})
-	f2, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking})
-	if err != nil || f1.State != Checking || f2 != f1 {
+	f1, _ = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
+	f2, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
+	if err != nil || f1.State != lifecycle.Checking || f2 != f1 {
 		t.Fatalf("replayed ambiguous finish = %+v, %v; first %+v", f2, err, f1)
 	}
 
@@ -79,7 +81,7 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 	if s.Action != CheckRecreate || again != s {
 		t.Fatalf("replayed recreate = %+v; first %+v", again, s)
 	}
-	if p := mustState(t, l, "b", "E1", Queued); p.Misses != 2 {
+	if p := mustState(t, l, "b", "E1", lifecycle.Queued); p.Misses != 2 {
 		t.Fatalf("misses = %d, want 2", p.Misses)
 	}
 
@@ -102,7 +104,7 @@ func TestAbsenceSpacingUsesRedisTime(t *testing.T) {
 	fast := New(slow.rdb, WithClock(func() time.Time { return clk.now().Add(10 * time.Minute) }))
 	seed(t, slow, "b", 1)
 	slow.BeginCreate(ctx, "b", "E1", 1)
-	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Checking})
+	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
 
 	s, _ := recordCheck(ctx, slow, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
 	clk.add(5 * time.Second)
@@ -110,7 +112,7 @@ func TestAbsenceSpacingUsesRedisTime(t *testing.T) {
 	if s.Action != CheckEarly || s.Wait != 55*time.Second {
 		t.Fatalf("second miss 5 s later (Redis time) = %+v, want early by 55s", s)
 	}
-	if p := mustState(t, slow, "b", "E1", Checking); p.Misses != 1 {
+	if p := mustState(t, slow, "b", "E1", lifecycle.Checking); p.Misses != 1 {
 		t.Fatalf("misses = %d, want 1", p.Misses)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/identity"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // resolveScript is an operator's decision on a payout in needs_review: the
@@ -38,19 +39,19 @@ import (
 // Replies {'ok', seq, to, awaiting, hash...} (to needs_review: proposed)
 // or {'conflict', state} (the payout is not in needs_review) or
 // {'sameperson', by} or {'nopayout'}.
-var resolveScript = Person.script(luaReplay + resolveLua)
+var resolveScript = script(lifecycle.RolePerson, luaReplay+resolveLua)
 
 // resolveArgs is resolveScript's ARGV in the order the script reads them
 // (transition appends the actor and the operation id, luaReplay).
 type resolveArgs struct {
-	To        State  // ARGV[1] checking, created or rejected
-	OrderID   string // ARGV[2] to created
-	PSPStatus string // ARGV[3] to created
-	By        string // ARGV[4] who decides
-	Note      string // ARGV[5] why
-	WindowMS  int64  // ARGV[6] to created: the outcome window (await; 0: final)
-	FourEyes  bool   // ARGV[7] a decision of money needs a second person
-	Key       string // ARGV[8] By's identity.Key, compared with the proposer's
+	To        lifecycle.State // ARGV[1] checking, created or rejected
+	OrderID   string          // ARGV[2] to created
+	PSPStatus string          // ARGV[3] to created
+	By        string          // ARGV[4] who decides
+	Note      string          // ARGV[5] why
+	WindowMS  int64           // ARGV[6] to created: the outcome window (await; 0: final)
+	FourEyes  bool            // ARGV[7] a decision of money needs a second person
+	Key       string          // ARGV[8] By's identity.Key, compared with the proposer's
 }
 
 func (a resolveArgs) argv() []any {
@@ -133,9 +134,9 @@ var ErrSamePerson = fmt.Errorf("%w: the person who proposed a resolution cannot 
 
 // Resolved is what a resolution did.
 type Resolved struct {
-	From State // always NeedsReview
-	To   State // Checking, Created or Rejected
-	Seq  int   // with To == Checking: the status check to enqueue
+	From lifecycle.State // always lifecycle.NeedsReview
+	To   lifecycle.State // lifecycle.Checking, lifecycle.Created or lifecycle.Rejected
+	Seq  int             // with To == Checking: the status check to enqueue
 	// Awaiting: with To == Created, the payout awaits its outcome and the
 	// caller enqueues outcome check Payout.OutcomeSeq (1).
 	Awaiting bool
@@ -153,7 +154,7 @@ type Resolved struct {
 // budget of status checks. The caller must enqueue status check
 // Resolved.Seq; nothing is ever created by this call.
 func (l *Ledger) Recheck(ctx context.Context, batch, ext string, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Checking, "", "", r, false)
+	return l.resolve(ctx, batch, ext, lifecycle.Checking, "", "", r, false)
 }
 
 // ResolveAsCreated records that the PSP holds order orderID for a payout in
@@ -165,7 +166,7 @@ func (l *Ledger) ResolveAsCreated(ctx context.Context, batch, ext, orderID, pspS
 	if strings.TrimSpace(orderID) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s as created: the PSP order id is required: %w", ext, ErrBadResolution)
 	}
-	return l.resolve(ctx, batch, ext, Created, orderID, pspStatus, r, false)
+	return l.resolve(ctx, batch, ext, lifecycle.Created, orderID, pspStatus, r, false)
 }
 
 // PSPOrder is an order as the PSP confirmed it when asked about it: its
@@ -182,19 +183,19 @@ type PSPOrder struct {
 // would otherwise be stored masked and answer 404). The name and note are
 // scrubbed as for every resolution.
 func (l *Ledger) ResolveAsConfirmed(ctx context.Context, batch, ext string, o PSPOrder, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Created, o.OrderID, o.Status, r, true)
+	return l.resolve(ctx, batch, ext, lifecycle.Created, o.OrderID, o.Status, r, true)
 }
 
 // ResolveAsRejected records that a payout in needs_review will not be paid:
 // the payout becomes rejected.
 func (l *Ledger) ResolveAsRejected(ctx context.Context, batch, ext string, r Resolution) (Resolved, error) {
-	return l.resolve(ctx, batch, ext, Rejected, "", "", r, false)
+	return l.resolve(ctx, batch, ext, lifecycle.Rejected, "", "", r, false)
 }
 
 // resolve runs resolveScript. A payout not in needs_review is a
 // *ConflictError naming the state found. confirmed: orderID and pspStatus
 // are the PSP's (confirmedResolution), else a person's (typedResolution).
-func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, orderID, pspStatus string, r Resolution, confirmed bool) (Resolved, error) {
+func (l *Ledger) resolve(ctx context.Context, batch, ext string, to lifecycle.State, orderID, pspStatus string, r Resolution, confirmed bool) (Resolved, error) {
 	var err error
 	if confirmed {
 		r, orderID, pspStatus, err = confirmedResolution(r, PSPOrder{OrderID: orderID, Status: pspStatus})
@@ -209,7 +210,7 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 	}
 	a := resolveArgs{To: to, OrderID: orderID, PSPStatus: pspStatus, By: r.By, Note: r.Note,
 		WindowMS: r.OutcomeWindow.Milliseconds(), Key: identity.Key(r.By)}
-	if r.FourEyes && to != Checking {
+	if r.FourEyes && to != lifecycle.Checking {
 		if a.Key == "" {
 			return Resolved{}, fmt.Errorf("resolve %s: a decision of money under four-eyes needs a person, and %s is a system: %w", ext, r.By, ErrFourEyes)
 		}
@@ -223,10 +224,10 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 	case "ok":
 		seq, _ := strconv.Atoi(res[1])
 		p := parsePayout(batch, pairs(res[4:]))
-		out := Resolved{From: NeedsReview, To: State(res[2]), Seq: seq, Awaiting: res[3] == "1", Payout: p}
-		if out.To == NeedsReview {
+		out := Resolved{From: lifecycle.NeedsReview, To: lifecycle.State(res[2]), Seq: seq, Awaiting: res[3] == "1", Payout: p}
+		if out.To == lifecycle.NeedsReview {
 			out.Proposed = true
-		} else if r.FourEyes && to != Checking {
+		} else if r.FourEyes && to != lifecycle.Checking {
 			out.ProposedBy = p.proposedBy
 		}
 		return out, nil
@@ -236,8 +237,8 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 		return Resolved{}, fmt.Errorf("resolve %s: %s proposed marking it %s and is waiting for a second person, who must be someone else: %w",
 			ext, res[1], to, ErrSamePerson)
 	}
-	return Resolved{}, fmt.Errorf("resolve %s: only a payout in %s can be resolved: %w", ext, NeedsReview,
-		&ConflictError{ExternalID: ext, Found: State(res[1])})
+	return Resolved{}, fmt.Errorf("resolve %s: only a payout in %s can be resolved: %w", ext, lifecycle.NeedsReview,
+		&ConflictError{ExternalID: ext, Found: lifecycle.State(res[1])})
 }
 
 // contradictScript moves a payout a person resolved as rejected to
@@ -247,7 +248,7 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to State, order
 // itself stays. KEYS: payout, counts, audit; ARGV: contradictArgs, then
 // actor and op (luaReplay).
 // Replies {'ok', from} or {'conflict', state} or {'nopayout', ”}.
-var contradictScript = Worker.script(luaReplay + contradictLua)
+var contradictScript = script(lifecycle.RoleWorker, luaReplay+contradictLua)
 
 // contradictArgs is contradictScript's ARGV in the order the script reads
 // them (transition appends the actor and the operation id, luaReplay).
@@ -298,5 +299,5 @@ func (l *Ledger) ContradictRejected(ctx context.Context, batch, ext string, c Co
 	case replyNoPayout:
 		return fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
-	return fmt.Errorf("contradict %s: only a payout a person marked rejected: %w", ext, &ConflictError{ExternalID: ext, Found: State(res[1])})
+	return fmt.Errorf("contradict %s: only a payout a person marked rejected: %w", ext, &ConflictError{ExternalID: ext, Found: lifecycle.State(res[1])})
 }

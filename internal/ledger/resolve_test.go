@@ -5,20 +5,22 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // toState brings payout E1 of batch b (seeded, queued) to state s through
 // the transitions the worker uses.
-func toState(t *testing.T, l *Ledger, s State) {
+func toState(t *testing.T, l *Ledger, s lifecycle.State) {
 	t.Helper()
 	ctx := context.Background()
-	if s == Queued {
+	if s == lifecycle.Queued {
 		return
 	}
 	if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != Proceed {
 		t.Fatalf("begin: %+v %v", b, err)
 	}
-	if s == Submitting {
+	if s == lifecycle.Submitting {
 		return
 	}
 	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: s, OrderID: "WD-0", Error: "PSP unreachable"}); err != nil {
@@ -31,7 +33,7 @@ func reviewed(t *testing.T, opts ...Option) *Ledger {
 	t.Helper()
 	l, _ := newTestLedger(t, opts...)
 	seed(t, l, "b", 1)
-	toState(t, l, NeedsReview)
+	toState(t, l, lifecycle.NeedsReview)
 	return l
 }
 
@@ -41,18 +43,18 @@ func TestResolve(t *testing.T) {
 	tests := []struct {
 		name      string
 		do        func(l *Ledger) (Resolved, error)
-		want      State
+		want      lifecycle.State
 		wantSeq   int
 		wantOrder string
 		wantError string // the reason left in the payout
 	}{
 		{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) },
-			Checking, 1, "", "PSP unreachable"},
+			lifecycle.Checking, 1, "", "PSP unreachable"},
 		{"as created", func(l *Ledger) (Resolved, error) {
 			return l.ResolveAsCreated(ctx, "b", "E1", "WD-77", "Created", who)
-		}, Created, 0, "WD-77", ""},
+		}, lifecycle.Created, 0, "WD-77", ""},
 		{"as rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) },
-			Rejected, 0, "", "PSP unreachable"},
+			lifecycle.Rejected, 0, "", "PSP unreachable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,7 +66,7 @@ func TestResolve(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.From != NeedsReview || r.To != tt.want || r.Seq != tt.wantSeq || r.Payout.State != tt.want {
+			if r.From != lifecycle.NeedsReview || r.To != tt.want || r.Seq != tt.wantSeq || r.Payout.State != tt.want {
 				t.Fatalf("resolved = %+v", r)
 			}
 			p := mustState(t, l, "b", "E1", tt.want)
@@ -74,14 +76,14 @@ func TestResolve(t *testing.T) {
 			if p.OrderID != tt.wantOrder || p.Error != tt.wantError {
 				t.Errorf("order %q error %q, want %q %q", p.OrderID, p.Error, tt.wantOrder, tt.wantError)
 			}
-			if tt.want == Checking && (p.Misses != 0 || p.Faults != 0 || p.Seq != 1) {
+			if tt.want == lifecycle.Checking && (p.Misses != 0 || p.Faults != 0 || p.Seq != 1) {
 				t.Errorf("recheck left misses %d faults %d seq %d", p.Misses, p.Faults, p.Seq)
 			}
 			if p.Creates != 1 {
 				t.Errorf("creates = %d: a resolution never creates", p.Creates)
 			}
 			c, _ := l.Counts(ctx, "b")
-			if c.Rows[tt.want] != 1 || c.Rows[NeedsReview] != 0 || c.Units[tt.want] != 1025 || c.Units[NeedsReview] != 0 || c.Total() != 1 {
+			if c.Rows[tt.want] != 1 || c.Rows[lifecycle.NeedsReview] != 0 || c.Units[tt.want] != 1025 || c.Units[lifecycle.NeedsReview] != 0 || c.Total() != 1 {
 				t.Errorf("counts %+v", c)
 			}
 			// Resolved once: a second resolution is refused.
@@ -104,7 +106,7 @@ func TestRecheckThenStatusCheckFindsTheOrder(t *testing.T) {
 	if err != nil || s.Action != CheckDone {
 		t.Fatalf("check %d after recheck: %+v %v", r.Seq, s, err)
 	}
-	if p := mustState(t, l, "b", "E1", Created); p.OrderID != "WD-5" || p.ResolvedBy != "bob" {
+	if p := mustState(t, l, "b", "E1", lifecycle.Created); p.OrderID != "WD-5" || p.ResolvedBy != "bob" {
 		t.Fatalf("after the check: %+v", p)
 	}
 }
@@ -112,7 +114,7 @@ func TestRecheckThenStatusCheckFindsTheOrder(t *testing.T) {
 func TestResolveRefusedOutsideNeedsReview(t *testing.T) {
 	ctx := context.Background()
 	who := Resolution{By: "alice", Note: "n"}
-	for _, st := range []State{Queued, Submitting, Checking, Created, Rejected} {
+	for _, st := range []lifecycle.State{lifecycle.Queued, lifecycle.Submitting, lifecycle.Checking, lifecycle.Created, lifecycle.Rejected} {
 		for _, op := range []struct {
 			name string
 			do   func(l *Ledger) (Resolved, error)
@@ -161,7 +163,7 @@ func TestResolveRefusesIncompleteOrUnknown(t *testing.T) {
 			}
 		})
 	}
-	mustState(t, l, "b", "E1", NeedsReview)
+	mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 }
 
 // TestReplayedResolutionReturnsTheFirstDecision: the same call sent again
@@ -197,7 +199,7 @@ func TestReplayedResolutionReturnsTheFirstDecision(t *testing.T) {
 				t.Fatalf("replay = %+v, %v; first %+v", again, err, first)
 			}
 			c, _ := l.Counts(ctx, "b")
-			if c.Rows[first.To] != 1 || c.Rows[NeedsReview] != 0 || c.Total() != 1 {
+			if c.Rows[first.To] != 1 || c.Rows[lifecycle.NeedsReview] != 0 || c.Total() != 1 {
 				t.Fatalf("counts after the replay %+v", c)
 			}
 			if p, _ := l.Get(ctx, "b", "E1"); p.Seq != first.Payout.Seq {

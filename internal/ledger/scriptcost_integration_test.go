@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -82,7 +83,7 @@ func scriptUsec(info string) int64 {
 // submitting: its HGET of the batch's phase, TIME, HSET, and move's
 // counters, index per state and audit entry). bench/README.md quotes it.
 func BenchmarkBeginCreateParts(b *testing.B) {
-	preludes := luaMachine(Worker) + luaMove + luaReplay
+	preludes := luaMachine(lifecycle.RoleWorker) + luaMove + luaReplay
 	fetchOnly := preludes + "\nlocal first, h = fetch(KEYS[1], 'state', 'creates', 'units', 'seq', 'amount', 'dest', 'sealed', 'tel', 'extra', 'tries')\nreturn {'x'}"
 	for _, part := range []struct {
 		name   string

@@ -1,11 +1,12 @@
 package ledger
 
 import (
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
 // luaMove is prepended to every script that changes a payout's state
-// (Role.script, after the machine's prelude luaMachine): it moves one row and
+// (script(role, body), after the machine's prelude luaMachine): it moves one row and
 // its minor units between the per-state counters, and refuses a move the
 // state machine does not give the script's role (Transitions).
 // Units travel as strings so that Redis parses them as int64 (Lua numbers
@@ -194,7 +195,7 @@ end
 // them itself); ARGV: owner ("": not checked), sum ("": per payout), then
 // per payout: the number n of its hash arguments, its chunk number, and
 // n arguments: line L ext E amount A units U, then the other fields.
-var registerScript = Loader.script(`
+var registerScript = script(lifecycle.RoleLoader, `
 if ARGV[1] ~= '' then
   if redis.call('GET', KEYS[4]) ~= ARGV[1] then return -1 end
   if redis.call('HGET', KEYS[3], 'phase') ~= 'loading' then return -2 end

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -13,7 +14,7 @@ import (
 type OpenPayout struct {
 	Batch       string
 	ExternalID  string
-	State       State // queued, submitting, checking, or created awaiting its outcome
+	State       lifecycle.State // queued, submitting, checking, or created awaiting its outcome
 	Creates     int
 	Seq         int
 	OutcomeSeq  int // created: the outcome check due
@@ -37,8 +38,8 @@ func (l *Ledger) EachOpen(ctx context.Context, batch string, fn func(OpenPayout)
 		}
 		for i, c := range cmds {
 			v := c.Val()
-			st := State(str(v[0]))
-			awaiting := st == Created && str(v[6]) == "1"
+			st := lifecycle.State(str(v[0]))
+			awaiting := st == lifecycle.Created && str(v[6]) == "1"
 			if !st.Open() && !awaiting {
 				continue
 			}
@@ -103,7 +104,7 @@ func (l *Ledger) EachQueued(ctx context.Context, batch string, fn func(OpenPayou
 			for j := 0; j+3 < len(v); j += 4 {
 				i, _ := strconv.Atoi(v[j])
 				creates, _ := strconv.Atoi(v[j+1])
-				op := OpenPayout{Batch: batch, ExternalID: ids[c*lineChunk+i-1], State: Queued, Creates: creates,
+				op := OpenPayout{Batch: batch, ExternalID: ids[c*lineChunk+i-1], State: lifecycle.Queued, Creates: creates,
 					Amount: v[j+2], Destination: v[j+3]}
 				if err := fn(op); err != nil {
 					return err
@@ -138,7 +139,7 @@ func (l *Ledger) Time(ctx context.Context) (time.Time, error) {
 // KEYS: payout, counts, audit; ARGV: interruptArgs, then actor and op
 // (luaReplay).
 // Replies {'check', seq} or {'current', state}.
-var interruptScript = Reconciler.script(luaReplay + interruptLua)
+var interruptScript = script(lifecycle.RoleReconciler, luaReplay+interruptLua)
 
 // interruptArgs is interruptScript's ARGV in the order the script reads
 // them.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -108,7 +109,7 @@ func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
 		return Begin{}, err
 	}
 	b := Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Epoch: int64(n[4]), Payout: Payout{
-		Batch: batch, ExternalID: ext, State: State(res[3]), Creates: n[1], Seq: n[2], Tries: n[3],
+		Batch: batch, ExternalID: ext, State: lifecycle.State(res[3]), Creates: n[1], Seq: n[2], Tries: n[3],
 		Amount: res[6], Destination: res[7], Sealed: unpackSealed(res[8]), Telecom: res[9], Extra: res[10],
 	}}
 	if b.Action == Foreign {
@@ -168,7 +169,7 @@ func (a beginArgs) argv() []any { return []any{a.Attempt, a.Note, a.Keys} }
 //	ensure   already checking: make sure status check seq is enqueued
 //	skip     final state, or a stale attempt: nothing to do
 //	nopayout no such payout (nothing else follows)
-var beginCreateScript = Worker.script(luaReplay + beginCreateLua)
+var beginCreateScript = script(lifecycle.RoleWorker, luaReplay+beginCreateLua)
 
 const beginCreateLua = `
 local attempt = tonumber(ARGV[1])
@@ -238,7 +239,7 @@ func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int
 
 // CreateResult is the classified answer of a create request.
 type CreateResult struct {
-	To        State // created, rejected, checking, queued (not sent) or needs_review
+	To        lifecycle.State // created, rejected, checking, queued (not sent) or needs_review
 	OrderID   string
 	PSPStatus string
 	Error     string
@@ -264,8 +265,8 @@ func TriesNote(maxTries int, msg string) string {
 
 // Finished is what FinishCreate did.
 type Finished struct {
-	State State // the payout's new state
-	Seq   int   // the status check to enqueue, when State is checking
+	State lifecycle.State // the payout's new state
+	Seq   int             // the status check to enqueue, when lifecycle.State is checking
 	// Awaiting: State is created and the payout awaits its outcome:
 	// outcome check 1 is due.
 	Awaiting bool
@@ -275,12 +276,12 @@ type Finished struct {
 // finishArgs is finishCreateScript's ARGV in the order the script reads
 // them (transition appends the actor and the operation id, luaReplay).
 type finishArgs struct {
-	Attempt  int    // ARGV[1] the create attempt answered
-	To       State  // ARGV[2] the state the answer leads to
-	WindowMS int64  // ARGV[3] outcome window in ms (0: created is final)
-	OrderID  string // ARGV[4] the PSP's order id (to created)
-	Status   string // ARGV[5] the PSP's status word (to created)
-	Note     string // ARGV[6] the error to keep
+	Attempt  int             // ARGV[1] the create attempt answered
+	To       lifecycle.State // ARGV[2] the state the answer leads to
+	WindowMS int64           // ARGV[3] outcome window in ms (0: created is final)
+	OrderID  string          // ARGV[4] the PSP's order id (to created)
+	Status   string          // ARGV[5] the PSP's status word (to created)
+	Note     string          // ARGV[6] the error to keep
 	// ARGV[7] > 0: the request provably did not reach the PSP, and this
 	// is the payout's count of such tries with it (decideFinish: To is
 	// needs_review once they exceed the budget); 0: not counted
@@ -305,7 +306,7 @@ func (a finishArgs) argv() []any {
 // same attempt that arrived after another delivery moved it to checking).
 // Replies {'ok', seq, newState, awaiting (1: outcome check 1 is due)},
 // {'conflict', state} or {'nopayout'}.
-var finishCreateScript = Worker.script(luaReplay + finishCreateLua)
+var finishCreateScript = script(lifecycle.RoleWorker, luaReplay+finishCreateLua)
 
 const finishCreateLua = `
 local attempt, to, windowms = tonumber(ARGV[1]), ARGV[2], ARGV[3]
@@ -360,7 +361,7 @@ func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt in
 		return Finished{}, err
 	}
 	if res[0] != "ok" {
-		return Finished{}, &ConflictError{ExternalID: ext, Found: State(res[1])}
+		return Finished{}, &ConflictError{ExternalID: ext, Found: lifecycle.State(res[1])}
 	}
 	if len(res) < 4 {
 		return Finished{}, fmt.Errorf("ledger: finish create of %s: reply %q has %d elements, want 4", ext, res, len(res))
@@ -369,7 +370,7 @@ func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt in
 	if err != nil {
 		return Finished{}, err
 	}
-	return Finished{State: State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: note}, nil
+	return Finished{State: lifecycle.State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: note}, nil
 }
 
 // CheckOutcome is what a status query told.
@@ -471,19 +472,19 @@ type checkArgs struct {
 	Faults      int
 	Creates     int
 	DueMS       int64
-	To          State     // ARGV[7] the state it moves to; "": it stays checking, check seq+1 due WaitMS after now
-	Error       string    // ARGV[8] the error kept, unless KeepError
-	KeepError   bool      // ARGV[9]
-	NewMisses   int       // ARGV[10]
-	CountMiss   bool      // ARGV[11] lastmiss is stamped now
-	NewFaults   int       // ARGV[12]
-	WaitMS      int64     // ARGV[13]
-	WindowMS    int64     // ARGV[14] to created: the outcome window (await; 0: final)
-	OrderID     string    // ARGV[15] to created
-	PSPStatus   string    // ARGV[16] to created
-	HTTP        int       // ARGV[17] the answer, for the audit entry
-	Note        string    // ARGV[18]
-	Head        [4]string // ARGV[19..22] the decision's reply, stored as the replay memo
+	To          lifecycle.State // ARGV[7] the state it moves to; "": it stays checking, check seq+1 due WaitMS after now
+	Error       string          // ARGV[8] the error kept, unless KeepError
+	KeepError   bool            // ARGV[9]
+	NewMisses   int             // ARGV[10]
+	CountMiss   bool            // ARGV[11] lastmiss is stamped now
+	NewFaults   int             // ARGV[12]
+	WaitMS      int64           // ARGV[13]
+	WindowMS    int64           // ARGV[14] to created: the outcome window (await; 0: final)
+	OrderID     string          // ARGV[15] to created
+	PSPStatus   string          // ARGV[16] to created
+	HTTP        int             // ARGV[17] the answer, for the audit entry
+	Note        string          // ARGV[18]
+	Head        [4]string       // ARGV[19..22] the decision's reply, stored as the replay memo
 }
 
 func (a checkArgs) argv() []any {
@@ -503,7 +504,7 @@ func (a checkArgs) argv() []any {
 //
 // Replies the decision's reply, {'changed', state, seq, '0'} when the
 // payout is not as read (nothing written), or {'nopayout', ...}.
-var applyCheckScript = Worker.script(luaReplay + applyCheckLua)
+var applyCheckScript = script(lifecycle.RoleWorker, luaReplay+applyCheckLua)
 
 const applyCheckLua = `
 local first, h = fetch(KEYS[1], 'state', 'seq', 'misses', 'lastmiss', 'faults', 'creates', 'due', 'units')
@@ -582,14 +583,14 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 		return step, nil
 	}
 	return CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
-		&ConflictError{ExternalID: ext, Found: Checking})
+		&ConflictError{ExternalID: ext, Found: lifecycle.Checking})
 }
 
 // unapplied is the payout as an apply script found it when it was not as
 // the decision read it (nothing written): its state, the check sequence
 // it awaits, and (outcome checks) whether it awaits its outcome.
 type unapplied struct {
-	state   State
+	state   lifecycle.State
 	seq     int
 	tracked bool
 }
@@ -611,7 +612,7 @@ func readApplied(res, head []string, what string) (*unapplied, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &unapplied{state: State(res[1]), seq: n[0], tracked: res[3] == "1"}, nil
+	return &unapplied{state: lifecycle.State(res[1]), seq: n[0], tracked: res[3] == "1"}, nil
 }
 
 // unixMilli is t in Unix milliseconds, 0 for the zero time (as the
@@ -643,13 +644,13 @@ const (
 	OutcomeAgain  OutcomeAction = "again"  // enqueue outcome check Seq; Polls checks so far
 	OutcomeReview OutcomeAction = "review" // window over: needs_review
 	OutcomeStale  OutcomeAction = "stale"  // another check (Seq) is current: ensure it
-	OutcomeSkip   OutcomeAction = "skip"   // the payout does not await an outcome (State)
+	OutcomeSkip   OutcomeAction = "skip"   // the payout does not await an outcome (lifecycle.State)
 )
 
 // OutcomeStep is RecordOutcome's decision.
 type OutcomeStep struct {
 	Action OutcomeAction
-	State  State
+	State  lifecycle.State
 	Seq    int
 	Polls  int
 	Error  string // review: the error recorded with needs_review
@@ -674,7 +675,7 @@ type outcomeArgs struct {
 	DueMS      int64
 	// ARGV[4] paid | failed | needs_review; "": it stays created,
 	// awaiting outcome check Seq+1 (Polls+1 answered)
-	To        State
+	To        lifecycle.State
 	Error     string    // ARGV[5] the error kept with To
 	PSPStatus string    // ARGV[6] the PSP's status word ("": the stored one stays)
 	HTTP      int       // ARGV[7] the answer, for the audit entry
@@ -695,7 +696,7 @@ func (a outcomeArgs) argv() []any {
 //
 // Replies the decision's reply, {'changed', state, oseq, track} when the
 // payout is not as read (nothing written), or {'nopayout', ...}.
-var applyOutcomeScript = Worker.script(luaReplay + applyOutcomeLua)
+var applyOutcomeScript = script(lifecycle.RoleWorker, luaReplay+applyOutcomeLua)
 
 const applyOutcomeLua = `
 local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'opolls', 'odue', 'units')
@@ -758,10 +759,10 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a Outc
 		return d.step, nil
 	}
 	// As if read after the other write: skip or stale, else a conflict.
-	read := Snapshot{Payout: Payout{State: now.state, Awaiting: now.tracked && now.state == Created, OutcomeSeq: now.seq}}
+	read := Snapshot{Payout: Payout{State: now.state, Awaiting: now.tracked && now.state == lifecycle.Created, OutcomeSeq: now.seq}}
 	if step, ask := read.PreOutcome(oseq); !ask {
 		return step, nil
 	}
 	return OutcomeStep{}, fmt.Errorf("ledger: outcome check %d of %s changed while the PSP was asked: %w", oseq, ext,
-		&ConflictError{ExternalID: ext, Found: Created})
+		&ConflictError{ExternalID: ext, Found: lifecycle.Created})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +25,7 @@ func TestTransitionsOfAnUnknownPayout(t *testing.T) {
 	}{
 		{"BeginCreate", func() error { _, err := l.BeginCreate(ctx, "b", "nope", 1); return err }},
 		{"FinishCreate", func() error {
-			_, err := l.FinishCreate(ctx, "b", "nope", 1, CreateResult{To: Queued, MaxTries: 2})
+			_, err := l.FinishCreate(ctx, "b", "nope", 1, CreateResult{To: lifecycle.Queued, MaxTries: 2})
 			return err
 		}},
 		{"RecordCheck", func() error {
@@ -74,7 +75,7 @@ func TestReplyParsing(t *testing.T) {
 				t.Fatalf("err = %v", err)
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Fatalf("err = %v, want one saying %q", err, tc.wantErr)
-			case tc.wantErr == "" && (b.Seq != tc.wantSeq || b.Payout.State != Checking || b.Payout.Amount != "10.50"):
+			case tc.wantErr == "" && (b.Seq != tc.wantSeq || b.Payout.State != lifecycle.Checking || b.Payout.Amount != "10.50"):
 				t.Fatalf("begin = %+v", b)
 			}
 		})
@@ -110,16 +111,16 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
 		t.Fatal(err)
 	}
-	fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "HTTP 429", MaxTries: 1})
-	if err != nil || fin.State != Queued || fin.Error != "HTTP 429" {
+	fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1})
+	if err != nil || fin.State != lifecycle.Queued || fin.Error != "HTTP 429" {
 		t.Fatalf("finish within the budget = %+v, %v", fin, err)
 	}
 	b, err := l.BeginCreate(ctx, "b", "E1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: Queued, Error: "HTTP 429", MaxTries: 1, Tries: b.Payout.Tries})
-	if err != nil || fin.State != NeedsReview || fin.Error != TriesNote(1, "HTTP 429") {
+	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1, Tries: b.Payout.Tries})
+	if err != nil || fin.State != lifecycle.NeedsReview || fin.Error != TriesNote(1, "HTTP 429") {
 		t.Fatalf("finish past the budget = %+v, %v", fin, err)
 	}
 	if got, _ := l.Get(ctx, "b", "E1"); got.Error != fin.Error {
@@ -128,7 +129,7 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "E2", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: Checking, Error: "timeout"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	p := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 1}
@@ -137,7 +138,7 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 		t.Fatalf("RecordCheck = %+v, %v", step, err)
 	}
 	got, err := l.Get(ctx, "b", "E2")
-	if err != nil || got.State != NeedsReview || got.Error != step.Error {
+	if err != nil || got.State != lifecycle.NeedsReview || got.Error != step.Error {
 		t.Fatalf("payout %s %q, want needs_review %q (%v)", got.State, got.Error, step.Error, err)
 	}
 }

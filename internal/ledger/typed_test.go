@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/scrub"
 )
 
@@ -75,7 +76,7 @@ func TestTypedTextRefused(t *testing.T) {
 			if !errors.Is(err, ErrBadResolution) || !errors.Is(err, scrub.ErrRefused) {
 				t.Fatalf("err = %v, want a refusal", err)
 			}
-			mustState(t, l, "b", "E1", NeedsReview)
+			mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 		})
 	}
 	l, _ := newTestLedger(t)
@@ -83,7 +84,7 @@ func TestTypedTextRefused(t *testing.T) {
 	if _, err := l.Cancel(ctx, "b", "E1", "alice", "why\r\nbob cancelled"); !errors.Is(err, scrub.ErrRefused) {
 		t.Errorf("cancel with a CR in the note: %v", err)
 	}
-	mustState(t, l, "b", "E1", Queued)
+	mustState(t, l, "b", "E1", lifecycle.Queued)
 	if err := l.Audit().Queue(ctx, "alice", "paused", "x\ry"); !errors.Is(err, scrub.ErrRefused) {
 		t.Errorf("queue audit with a CR in the note: %v", err)
 	}
@@ -116,7 +117,7 @@ func TestConfirmedOrderIDStoredExactly(t *testing.T) {
 				if !errors.Is(err, ErrBadResolution) {
 					t.Fatalf("err = %v, want ErrBadResolution", err)
 				}
-				mustState(t, l, "b", "E1", NeedsReview)
+				mustState(t, l, "b", "E1", lifecycle.NeedsReview)
 				return
 			}
 			if err != nil {
@@ -126,7 +127,7 @@ func TestConfirmedOrderIDStoredExactly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.State != Created || p.OrderID != order || r.Payout.OrderID != order || p.PSPStatus != "Processing" {
+			if p.State != lifecycle.Created || p.OrderID != order || r.Payout.OrderID != order || p.PSPStatus != "Processing" {
 				t.Errorf("payout %s order %q status %q, want created with order %q exactly", p.State, p.OrderID, p.PSPStatus, order)
 			}
 			if strings.Contains(strings.ReplaceAll(p.ResolutionNote, " ", ""), "5555555555554444") || !strings.Contains(p.ResolutionNote, "555555******4444") {

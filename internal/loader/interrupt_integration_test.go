@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/queue"
@@ -217,7 +218,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			t.Fatalf("rerun: %+v %v, want loaded and resumed", again, err)
 		}
 		st, err := e.led.Status(ctx, batch)
-		if err != nil || st.Phase != ledger.PhaseLoaded || st.TasksPending || st.Interrupted || st.Counts.Rows[ledger.Queued] != interruptRows {
+		if err != nil || st.Phase != ledger.PhaseLoaded || st.TasksPending || st.Interrupted || st.Counts.Rows[lifecycle.Queued] != interruptRows {
 			t.Fatalf("after the rerun: %+v %v", st, err)
 		}
 		if n := e.tasks(t); n != interruptRows {

@@ -51,6 +51,7 @@ import (
 
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/payfile"
@@ -877,7 +878,7 @@ func (ld *Loader) enqueueQueued(ctx context.Context, batch string, opts Options,
 		})
 	}
 	err := ld.ledger.EachQueued(gctx, batch, func(p ledger.OpenPayout) error {
-		if p.State != ledger.Queued {
+		if p.State != lifecycle.Queued {
 			return nil
 		}
 		select {
@@ -991,7 +992,7 @@ func (r *loadRun) read(ctx context.Context, f *os.File, bad *lineSet, chunks cha
 func (ld *Loader) EnqueueApproved(ctx context.Context, batch string) (int, error) {
 	var steps []queue.Step
 	if err := ld.ledger.EachQueued(ctx, batch, func(p ledger.OpenPayout) error {
-		if s, ok := queue.NextOpen(p); ok && p.State == ledger.Queued {
+		if s, ok := queue.NextOpen(p); ok && p.State == lifecycle.Queued {
 			steps = append(steps, s)
 		}
 		return nil

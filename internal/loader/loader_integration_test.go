@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // luhnCard returns a valid 16-digit card number for i.
@@ -60,12 +61,12 @@ func TestLoad100kRows(t *testing.T) {
 		t.Fatalf("pending tasks %d, want %d", got, rows)
 	}
 	c, err := f.led.Counts(ctx, res.Batch)
-	if err != nil || c.Rows[ledger.Queued] != rows {
-		t.Fatalf("queued %d, want %d (%v)", c.Rows[ledger.Queued], rows, err)
+	if err != nil || c.Rows[lifecycle.Queued] != rows {
+		t.Fatalf("queued %d, want %d (%v)", c.Rows[lifecycle.Queued], rows, err)
 	}
 	seen, prev := 0, 0
 	if err := f.led.Each(ctx, res.Batch, func(p ledger.Payout) error {
-		if p.Line <= prev || p.State != ledger.Queued || p.ExternalID == "" {
+		if p.Line <= prev || p.State != lifecycle.Queued || p.ExternalID == "" {
 			return fmt.Errorf("bad entry after line %d: %+v", prev, p)
 		}
 		prev = p.Line

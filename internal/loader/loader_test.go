@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/proof/redisdump"
@@ -107,7 +108,7 @@ func TestLoadGoodFileThenDuplicate(t *testing.T) {
 		t.Fatalf("pending tasks %d, want 3", f.pending())
 	}
 	p, err := f.led.Get(ctx, res.Batch, "A-1")
-	if err != nil || p.State != ledger.Queued || p.Destination != "card 411111******1111" || p.Line != 2 {
+	if err != nil || p.State != lifecycle.Queued || p.Destination != "card 411111******1111" || p.Line != 2 {
 		t.Fatalf("ledger entry %+v %v", p, err)
 	}
 	if pan, err := f.ring.Open(p.Sealed, ledger.SealAD(res.Batch, "A-1")); err != nil || pan != "4111111111111111" {
@@ -255,7 +256,7 @@ func TestResumeAfterCrash(t *testing.T) {
 		t.Fatalf("pending %d, want 3 (one per row)", f.pending())
 	}
 	c, _ := f.led.Counts(ctx, full.Batch)
-	if c.Rows[ledger.Queued] != 3 || c.Units[ledger.Queued] != 3051 {
+	if c.Rows[lifecycle.Queued] != 3 || c.Units[lifecycle.Queued] != 3051 {
 		t.Fatalf("counts %+v", c)
 	}
 }
@@ -513,8 +514,8 @@ func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
 				t.Fatalf("registered %d (want %d-%d), enqueued %d of %d rows", res.Registered, tt.min, tt.max, res.Enqueued, rows)
 			}
 			c, err := f.led.Counts(ctx, dry.Batch)
-			if err != nil || c.Rows[ledger.Queued] != int64(res.Registered) {
-				t.Fatalf("ledger holds %d rows, load reported %d registered (%v)", c.Rows[ledger.Queued], res.Registered, err)
+			if err != nil || c.Rows[lifecycle.Queued] != int64(res.Registered) {
+				t.Fatalf("ledger holds %d rows, load reported %d registered (%v)", c.Rows[lifecycle.Queued], res.Registered, err)
 			}
 			tasks := f.pendingTasks()
 			if len(tasks) != res.Enqueued {

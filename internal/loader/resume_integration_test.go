@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 )
@@ -89,8 +90,8 @@ func TestResumeUnderOtherReadingIsRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if after.Rows[ledger.Queued] != before.Rows[ledger.Queued] || again.Registered != 0 {
-				t.Errorf("the refused rerun registered rows: %d queued before, %d after", before.Rows[ledger.Queued], after.Rows[ledger.Queued])
+			if after.Rows[lifecycle.Queued] != before.Rows[lifecycle.Queued] || again.Registered != 0 {
+				t.Errorf("the refused rerun registered rows: %d queued before, %d after", before.Rows[lifecycle.Queued], after.Rows[lifecycle.Queued])
 			}
 			if st, err := e.led.Status(ctx, res.Batch); err != nil || !st.Interrupted {
 				t.Errorf("after the refused rerun the batch is %+v, %v; want loading, interrupted", st, err)
@@ -111,7 +112,7 @@ func TestResumeUnderOtherReadingIsRefused(t *testing.T) {
 				t.Errorf("amounts of the batch: %v; want %d × 1500", amounts, interruptRows)
 			}
 			c, _ := e.led.Counts(ctx, res.Batch)
-			if got := c.Amount(ledger.Queued, 2); got.Cmp(money.MustParse("1800000")) != 0 && c.Rows[ledger.Queued] == interruptRows {
+			if got := c.Amount(lifecycle.Queued, 2); got.Cmp(money.MustParse("1800000")) != 0 && c.Rows[lifecycle.Queued] == interruptRows {
 				t.Errorf("queued sum %s, want 1800000", got)
 			}
 		})
@@ -251,8 +252,8 @@ func TestStalledLoaderAfterDiscard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Rows[ledger.Queued] != 0 {
-				t.Errorf("%d payouts queued in a discarded batch (registered after the discard)", c.Rows[ledger.Queued])
+			if c.Rows[lifecycle.Queued] != 0 {
+				t.Errorf("%d payouts queued in a discarded batch (registered after the discard)", c.Rows[lifecycle.Queued])
 			}
 			if n := e.tasks(t); n != 0 {
 				t.Errorf("%d create tasks for a discarded batch", n)

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/rs/zerolog"
 )
@@ -179,7 +179,7 @@ func TestSpoolWriterStalls(t *testing.T) {
 				t.Fatalf("complete file: %+v %v", res, err)
 			}
 			p, err := f.led.Get(ctx, res.Files[0].Batch, "SWC-2")
-			if err != nil || money.MustParse(p.Amount).Cmp(money.MustParse("1500.00")) != 0 || p.State != ledger.Queued {
+			if err != nil || money.MustParse(p.Amount).Cmp(money.MustParse("1500.00")) != 0 || p.State != lifecycle.Queued {
 				t.Fatalf("SWC-2: %+v %v", p, err)
 			}
 			if !exists(filepath.Join(dir, Done, "p.csv")) || exists(filepath.Join(dir, Outbox, HeldListing)) {

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/xuri/excelize/v2"
 )
@@ -55,7 +55,7 @@ func TestSpoolLoadsAWorkbook(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := f.led.Get(ctx, batch, "A-1")
-	if err != nil || p.State != ledger.Queued || p.Destination != "card 411111******1111" || p.Line != 2 || p.Amount != "10.5" && p.Amount != "10.50" {
+	if err != nil || p.State != lifecycle.Queued || p.Destination != "card 411111******1111" || p.Line != 2 || p.Amount != "10.5" && p.Amount != "10.50" {
 		t.Fatalf("ledger entry %+v %v", p, err)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -153,7 +154,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.snapAge, max0(t.Sub(s.At).Seconds()))
 	for _, st := range States {
 		f := s.States[st]
-		if st == ledger.NeedsReview {
+		if st == lifecycle.NeedsReview {
 			gauge(c.review, float64(f.Payouts))
 			gauge(c.reviewAmount, f.Amount.Decimal().InexactFloat64())
 			age(c.reviewAge, f.Oldest)

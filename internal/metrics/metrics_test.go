@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -51,7 +52,7 @@ func fixture(t *testing.T) (*ledger.Ledger, *miniredis.Miniredis, redis.Universa
 		if _, err := l.BeginCreate(ctx, "A", ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "A", ext, 1, ledger.CreateResult{To: ledger.Checking, Error: "timeout"}); err != nil {
+		if _, err := l.FinishCreate(ctx, "A", ext, 1, ledger.CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,11 +78,11 @@ func TestComputeSumsExactlyAndAgesFromEntering(t *testing.T) {
 	if !s.At.Equal(t0.Add(17 * time.Minute)) {
 		t.Errorf("At = %v", s.At)
 	}
-	ck := s.States[ledger.Checking]
+	ck := s.States[lifecycle.Checking]
 	if ck.Payouts != 2 || ck.Amount.String() != "30.75" || !ck.Oldest.Equal(t0.Add(time.Minute)) {
 		t.Errorf("checking = %+v, want 2 payouts, 30.75, oldest %v", ck, t0.Add(time.Minute))
 	}
-	for _, st := range []ledger.State{ledger.Queued, ledger.Submitting, ledger.AwaitingOutcome, ledger.NeedsReview} {
+	for _, st := range []lifecycle.State{lifecycle.Queued, lifecycle.Submitting, ledger.AwaitingOutcome, lifecycle.NeedsReview} {
 		if f := s.States[st]; f.Payouts != 0 || !f.Oldest.IsZero() {
 			t.Errorf("%s = %+v, want none", st, f)
 		}
@@ -95,7 +96,7 @@ func TestComputeSumsExactlyAndAgesFromEntering(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := decodeSnapshot(b)
-	if err != nil || back.Approval.Amount.String() != "100.01" || !back.States[ledger.Checking].Oldest.Equal(ck.Oldest) {
+	if err != nil || back.Approval.Amount.String() != "100.01" || !back.States[lifecycle.Checking].Oldest.Equal(ck.Oldest) {
 		t.Errorf("round trip = %+v, %v", back, err)
 	}
 }

@@ -20,20 +20,21 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
 
 // States are the states the ledger gauges are exported for: the open ones
 // (an automatic step is due) and needs_review (a person's step is due).
-var States = func() []ledger.State {
-	var out []ledger.State
-	for _, s := range ledger.Machine {
+var States = func() []lifecycle.State {
+	var out []lifecycle.State
+	for _, s := range lifecycle.Machine {
 		if s.State.Open() {
 			out = append(out, s.State)
 		}
 	}
-	return append(out, ledger.AwaitingOutcome, ledger.NeedsReview)
+	return append(out, ledger.AwaitingOutcome, lifecycle.NeedsReview)
 }()
 
 // Figures are the payouts of one state across all batches.
@@ -76,8 +77,8 @@ func (f *Figures) UnmarshalJSON(b []byte) error {
 
 // Snapshot is the ledger gauges at one moment.
 type Snapshot struct {
-	At     time.Time                `json:"at"` // Redis time of the computation
-	States map[ledger.State]Figures `json:"states"`
+	At     time.Time                   `json:"at"` // Redis time of the computation
+	States map[lifecycle.State]Figures `json:"states"`
 	// Approval: the batches awaiting approval and their payouts (Oldest:
 	// when the oldest of those batches was loaded).
 	Approval        Figures `json:"approval"`
@@ -97,7 +98,7 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	s := Snapshot{At: now, States: map[ledger.State]Figures{}}
+	s := Snapshot{At: now, States: map[lifecycle.State]Figures{}}
 	for _, st := range States {
 		s.States[st] = Figures{}
 	}
@@ -107,8 +108,8 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 		switch b.Phase {
 		case ledger.PhaseAwaiting:
 			s.ApprovalBatches++
-			s.Approval.Payouts += c.Rows[ledger.Queued]
-			s.Approval.Amount = s.Approval.Amount.Add(amount(c.Units[ledger.Queued]))
+			s.Approval.Payouts += c.Rows[lifecycle.Queued]
+			s.Approval.Amount = s.Approval.Amount.Add(amount(c.Units[lifecycle.Queued]))
 			if s.Approval.Oldest.IsZero() || b.LoadedAt.Before(s.Approval.Oldest) {
 				s.Approval.Oldest = b.LoadedAt
 			}
@@ -116,8 +117,8 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 		case ledger.PhaseDiscarded:
 			continue
 		}
-		n := map[ledger.State]int64{ledger.AwaitingOutcome: c.Awaiting}
-		u := map[ledger.State]int64{ledger.AwaitingOutcome: c.AwaitingUnits}
+		n := map[lifecycle.State]int64{ledger.AwaitingOutcome: c.Awaiting}
+		u := map[lifecycle.State]int64{ledger.AwaitingOutcome: c.AwaitingUnits}
 		any := false
 		for _, st := range States {
 			if st != ledger.AwaitingOutcome {

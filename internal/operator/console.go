@@ -19,6 +19,7 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
@@ -60,7 +61,7 @@ type briefCache struct {
 
 type briefEntry struct {
 	briefs []ledger.PayoutBrief
-	counts map[ledger.State]int64
+	counts map[lifecycle.State]int64
 	at     time.Time
 	// sorted holds the scan in an amount order (ui.SortAmountAsc,
 	// ui.SortAmountDesc), made on first use.
@@ -70,7 +71,7 @@ type briefEntry struct {
 // get returns the entry key while it is fresh and the batch's counts per
 // state are those it was taken at; it drops the stale entries meanwhile,
 // so that the cache stays small.
-func (bc *briefCache) get(key string, counts map[ledger.State]int64) (briefEntry, bool) {
+func (bc *briefCache) get(key string, counts map[lifecycle.State]int64) (briefEntry, bool) {
 	bc.mu.Lock()
 	defer bc.mu.Unlock()
 	for k, v := range bc.m {
@@ -91,7 +92,7 @@ func (bc *briefCache) put(key string, e briefEntry) {
 
 // reviewKey is the cache key of the scan of batch id for its payouts in
 // needs_review only (the whole scan's key is id).
-func reviewKey(id string) string { return id + "\x00" + string(ledger.NeedsReview) }
+func reviewKey(id string) string { return id + "\x00" + string(lifecycle.NeedsReview) }
 
 // briefs is the scan of batch id in order (ui.SortLine, SortAmountAsc or
 // SortAmountDesc): the cached one while the batch's counts per state are
@@ -135,23 +136,23 @@ func (c Console) briefs(ctx context.Context, id, order string) ([]ledger.PayoutB
 // order, from the batch's cached scan when there is one, else from a scan
 // that compares the state in Redis (cached when it found them all). counts
 // are the batch's counts per state.
-func (c Console) reviewBriefs(ctx context.Context, id string, counts map[ledger.State]int64, limit int) ([]ledger.PayoutBrief, error) {
+func (c Console) reviewBriefs(ctx context.Context, id string, counts map[lifecycle.State]int64, limit int) ([]ledger.PayoutBrief, error) {
 	if c.cache == nil {
-		return c.Ledger.BriefsIn(ctx, id, ledger.NeedsReview, limit)
+		return c.Ledger.BriefsIn(ctx, id, lifecycle.NeedsReview, limit)
 	}
 	if e, ok := c.cache.get(id, counts); ok {
 		var out []ledger.PayoutBrief
 		for _, p := range e.briefs {
-			if p.State == ledger.NeedsReview && len(out) < limit {
+			if p.State == lifecycle.NeedsReview && len(out) < limit {
 				out = append(out, p)
 			}
 		}
 		return out, nil
 	}
-	if e, ok := c.cache.get(reviewKey(id), counts); ok && (len(e.briefs) >= limit || int64(len(e.briefs)) == counts[ledger.NeedsReview]) {
+	if e, ok := c.cache.get(reviewKey(id), counts); ok && (len(e.briefs) >= limit || int64(len(e.briefs)) == counts[lifecycle.NeedsReview]) {
 		return e.briefs[:min(limit, len(e.briefs))], nil
 	}
-	bs, err := c.Ledger.BriefsIn(ctx, id, ledger.NeedsReview, limit)
+	bs, err := c.Ledger.BriefsIn(ctx, id, lifecycle.NeedsReview, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,7 @@ func (c Console) Batch(ctx context.Context, id string) (ui.BatchDetail, error) {
 	v := BatchViews([]ledger.BatchStatus{{Batch: b, Counts: counts}}, paused)[0]
 	d := ui.BatchDetail{BatchView: v, Scale: b.Scale, Amounts: map[string]string{}, DecidedBy: b.DecidedBy,
 		DecidedAt: b.DecidedAt, Note: b.Note, Reported: b.Reported, InfoColumns: b.InfoColumns}
-	for _, s := range ledger.States {
+	for _, s := range lifecycle.States {
 		d.Amounts[string(s)] = counts.Amount(s, b.Scale).StringFixed(b.Scale)
 	}
 	return d, nil
@@ -256,7 +257,7 @@ func (c Console) Payouts(ctx context.Context, id string, q ui.PayoutQuery) (ui.P
 // give it (not complete for the batch, or too many payouts in the state
 // for an amount order): the caller scans.
 func (c Console) indexedPage(ctx context.Context, b ledger.Batch, q ui.PayoutQuery) (ui.PayoutPage, bool, error) {
-	st := ledger.State(q.State)
+	st := lifecycle.State(q.State)
 	if q.Sort == "" || q.Sort == ui.SortLine {
 		ps, total, ok, err := c.Ledger.PageInState(ctx, b.ID, st, q.Offset, q.Limit)
 		if err != nil || !ok {
@@ -387,10 +388,10 @@ func (c Console) Review(ctx context.Context, limit int) ([]ui.PayoutView, error)
 		if len(out) >= limit {
 			break
 		}
-		if s.Counts.Rows[ledger.NeedsReview] == 0 {
+		if s.Counts.Rows[lifecycle.NeedsReview] == 0 {
 			continue
 		}
-		ps, _, ok, err := c.Ledger.PageInState(ctx, s.ID, ledger.NeedsReview, 0, limit-len(out))
+		ps, _, ok, err := c.Ledger.PageInState(ctx, s.ID, lifecycle.NeedsReview, 0, limit-len(out))
 		if err != nil {
 			return nil, err
 		}
@@ -447,7 +448,7 @@ func (c Console) Download(ctx context.Context, batch, kind string, w io.Writer) 
 func failedRows(rows iter.Seq2[report.Row, error]) iter.Seq2[report.Row, error] {
 	return func(yield func(report.Row, error) bool) {
 		for r, err := range rows {
-			if err == nil && r.State != string(ledger.Failed) && r.State != string(ledger.Rejected) {
+			if err == nil && r.State != string(lifecycle.Failed) && r.State != string(lifecycle.Rejected) {
 				continue
 			}
 			if !yield(r, err) {
@@ -597,7 +598,7 @@ func proposalText(q *ledger.Proposal) string {
 		return ""
 	}
 	what := "mark " + label(q.To)
-	if q.To == ledger.Created {
+	if q.To == lifecycle.Created {
 		what += " (PSP order " + card.Scrub(q.OrderID) + ")"
 	}
 	return fmt.Sprintf("%s, proposed by %s at %s: %s. Four-eyes: a second person carries it out by taking the same decision.",
@@ -652,21 +653,21 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 			return "", ui.Refuse(errors.New(card.Scrub(err.Error())))
 		case err != nil:
 			return "", err
-		case was != ledger.Queued:
+		case was != lifecycle.Queued:
 			return "", ui.Refuse(fmt.Errorf("payout %s is %s, not queued: only a payout not sent yet can be cancelled", ext, strings.ReplaceAll(string(was), "_", " ")))
 		}
 		u.Actions.Log.Info().Str("batch", batch).Str("externalId", ext).Str("by", who.By).Msg("payout cancelled by an operator")
 		return fmt.Sprintf("payout %s cancelled by %s: %s", card.Scrub(ext), who.By, card.Scrub(who.Note)), nil
 	case ui.DecideRecheck:
-		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Checking, Who: who, FourEyes: u.FourEyes})
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: lifecycle.Checking, Who: who, FourEyes: u.FourEyes})
 	case ui.DecideCreated:
 		if strings.TrimSpace(d.OrderID) == "" {
 			return "", ui.Refuse(errors.New("not done: marking a payout created needs the PSP's order id"))
 		}
 		who.OutcomeWindow = u.OutcomeWindow
-		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Created, OrderID: strings.TrimSpace(d.OrderID), Who: who, FourEyes: u.FourEyes})
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: lifecycle.Created, OrderID: strings.TrimSpace(d.OrderID), Who: who, FourEyes: u.FourEyes})
 	case ui.DecideRejected:
-		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: ledger.Rejected, Who: who, FourEyes: u.FourEyes})
+		r, err = u.Actions.Resolve(ctx, u.PSP, batch, ext, Resolution{To: lifecycle.Rejected, Who: who, FourEyes: u.FourEyes})
 	default:
 		return "", ui.Refuse(fmt.Errorf("unknown decision %q", d.Action))
 	}
@@ -685,7 +686,7 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 	if r.ProposedBy != "" {
 		msg += " (proposed by " + card.Scrub(r.ProposedBy) + ": four-eyes)"
 	}
-	if r.To == ledger.Created {
+	if r.To == lifecycle.Created {
 		msg += " (PSP order " + card.Scrub(p.OrderID) + ", PSP status " + card.Scrub(p.PSPStatus) + ")"
 	}
 	switch {
@@ -693,7 +694,7 @@ func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.De
 		// The ledger has the decision; only the reminder is missing: the
 		// workers' sweep enqueues it.
 		return msg + "; its next check is left to the workers' reconciler", ui.PartlyDone(err)
-	case r.To == ledger.Checking:
+	case r.To == lifecycle.Checking:
 		return msg + "; status check " + strconv.Itoa(r.Seq) + " enqueued", nil
 	case r.Awaiting:
 		return msg + "; outcome check " + strconv.Itoa(r.Payout.OutcomeSeq) + " enqueued: the workers follow the order to paid or failed", nil
@@ -725,7 +726,7 @@ func resolveRefusal(batch, ext string, err error) error {
 	return err
 }
 
-func label(s ledger.State) string { return strings.ReplaceAll(string(s), "_", " ") }
+func label(s lifecycle.State) string { return strings.ReplaceAll(string(s), "_", " ") }
 
 // typedDecision checks what a person typed into a decision form as the
 // ledger will (internal/scrub): a note of at most scrub.MaxNote characters,

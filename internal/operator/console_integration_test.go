@@ -16,6 +16,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/proof/uitest"
@@ -62,9 +63,9 @@ func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
 		if _, err := l.BeginCreate(ctx, batch, ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		r := ledger.CreateResult{To: ledger.Rejected, Error: "card expired", HTTPStatus: 422}
+		r := ledger.CreateResult{To: lifecycle.Rejected, Error: "card expired", HTTPStatus: 422}
 		if i%1000 == 0 {
-			r = ledger.CreateResult{To: ledger.NeedsReview, Error: "no answer", HTTPStatus: 500}
+			r = ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}
 		}
 		if _, err := l.FinishCreate(ctx, batch, ext, 1, r); err != nil {
 			t.Fatal(err)
@@ -159,7 +160,7 @@ func TestConsolePagesOn100kBatch(t *testing.T) {
 	// The same pages on a batch whose payouts moved before the index per
 	// state was kept (its zsets gone): the console scans, and a console
 	// without a cached scan shows the first view's cost.
-	for _, st := range ledger.States {
+	for _, st := range lifecycle.States {
 		if err := rdb.Del(context.Background(), ledger.StateIndexKey("big", st)).Err(); err != nil {
 			t.Fatal(err)
 		}

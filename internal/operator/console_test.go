@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
@@ -40,7 +41,7 @@ func consoleBatch(t *testing.T, l *ledger.Ledger, n int) []string {
 		if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: ledger.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
 			t.Fatal(err)
 		}
 		review = append(review, ext)
@@ -78,7 +79,7 @@ func TestConsoleFiltersByScanAndByIndex(t *testing.T) {
 					sort string
 					want []string
 				}{{ui.SortLine, review[10:20]}, {ui.SortAmountAsc, byAmount[10:20]}} {
-					pg, err := c.Payouts(ctx, "b", ui.PayoutQuery{State: string(ledger.NeedsReview), Sort: c2.sort, Offset: 10, Limit: 10})
+					pg, err := c.Payouts(ctx, "b", ui.PayoutQuery{State: string(lifecycle.NeedsReview), Sort: c2.sort, Offset: 10, Limit: 10})
 					if err != nil || pg.Total != len(review) || !slices.Equal(ids(pg.Rows), c2.want) {
 						t.Errorf("needs review by %q: %d %v, %v", c2.sort, pg.Total, ids(pg.Rows), err)
 					}
@@ -93,9 +94,9 @@ func TestConsoleFiltersByScanAndByIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdb.ZAdd(ctx, ledger.StateIndexKey("b", ledger.NeedsReview), redis.Z{Score: float64(p.Line), Member: ext})
+		rdb.ZAdd(ctx, ledger.StateIndexKey("b", lifecycle.NeedsReview), redis.Z{Score: float64(p.Line), Member: ext})
 	}
-	if _, _, ok, err := l.PageInState(ctx, "b", ledger.NeedsReview, 0, 1); !ok || err != nil {
+	if _, _, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, 0, 1); !ok || err != nil {
 		t.Fatalf("the index written is not complete: %v", err)
 	}
 	t.Run("index", func(t *testing.T) { check(t, NewConsole(l)) })

@@ -6,13 +6,14 @@ import (
 	"fmt"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
 )
 
 // Resolution is a person's decision on a payout in needs_review: To is
 // checking (a recheck), created (with the PSP's OrderID) or rejected.
 type Resolution struct {
-	To      ledger.State
+	To      lifecycle.State
 	OrderID string
 	Who     ledger.Resolution
 	// FourEyes is the deployment's policy as the resolving program knows
@@ -49,7 +50,7 @@ var ErrNextNotEnqueued = errors.New("resolved, but its next check was not enqueu
 // (ledger.ErrSamePerson, matching ledger.ErrFourEyes).
 func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ledger.Resolved, error) {
 	l := a.Ledger.As(d.Who.By)
-	if d.To == ledger.Checking {
+	if d.To == lifecycle.Checking {
 		r, err := l.Recheck(ctx, batch, ext, d.Who)
 		return a.enqueueNext(ctx, r, err)
 	}
@@ -57,7 +58,7 @@ func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext strin
 	if err != nil {
 		return ledger.Resolved{}, err
 	}
-	if pay.State != ledger.NeedsReview {
+	if pay.State != lifecycle.NeedsReview {
 		return ledger.Resolved{}, fmt.Errorf("resolve %s: %w", ext, &ledger.ConflictError{ExternalID: ext, Found: pay.State})
 	}
 	if !d.FourEyes {
@@ -72,7 +73,7 @@ func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext strin
 	if err != nil {
 		return ledger.Resolved{}, err
 	}
-	if d.To == ledger.Created {
+	if d.To == lifecycle.Created {
 		// The order id recorded is the PSP's, as it confirmed it: the
 		// workers ask the PSP for that id (never a masked copy of it).
 		r, err := l.ResolveAsConfirmed(ctx, batch, ext, order, d.Who)
@@ -108,7 +109,7 @@ func NextTask(r ledger.Resolved) string {
 // payout as it stands after it).
 func nextStep(r ledger.Resolved) (queue.Step, bool) {
 	p := r.Payout
-	if r.To == ledger.Checking {
+	if r.To == lifecycle.Checking {
 		p.Seq = r.Seq // the check the resolution scheduled
 	}
 	return queue.NextStep(p)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/ui"
@@ -59,7 +60,7 @@ func reviewBatchOf(t *testing.T, a *Actions, c ledger.Batch) {
 		if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"}); err != nil {
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -80,24 +81,24 @@ func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
 		psp     StatusChecker
 		d       ui.Decision
 		ext     string
-		want    ledger.State
+		want    lifecycle.State
 		msg     string // part of the message, or of the refusal
 		outcome bool   // outcome check 1 enqueued
 	}{
-		{"created, the PSP holds the order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R1", ledger.Created,
+		{"created, the PSP holds the order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R1", lifecycle.Created,
 			"(PSP order WD-1, PSP status Processing); outcome check 1 enqueued", true},
-		{"created, a numeric order id the PSP confirms", office, ui.Decision{Action: ui.DecideCreated, OrderID: "4111111111111111"}, "R1", ledger.Created,
+		{"created, a numeric order id the PSP confirms", office, ui.Decision{Action: ui.DecideCreated, OrderID: "4111111111111111"}, "R1", lifecycle.Created,
 			"outcome check 1 enqueued", true},
-		{"created, a card number the PSP does not hold as an order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "5555555555554444"}, "R1", ledger.NeedsReview,
+		{"created, a card number the PSP does not hold as an order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "5555555555554444"}, "R1", lifecycle.NeedsReview,
 			"the PSP has no order under order 555555******4444", false},
-		{"created, an order the PSP does not have", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-9"}, "R1", ledger.NeedsReview,
+		{"created, an order the PSP does not have", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-9"}, "R1", lifecycle.NeedsReview,
 			"the PSP has no order under order WD-9", false},
-		{"created, another payout's order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R2", ledger.NeedsReview,
+		{"created, another payout's order", office, ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}, "R2", lifecycle.NeedsReview,
 			"is not about payout R2", false},
-		{"rejected, the PSP holds an order", office, ui.Decision{Action: ui.DecideRejected}, "R2", ledger.NeedsReview,
+		{"rejected, the PSP holds an order", office, ui.Decision{Action: ui.DecideRejected}, "R2", lifecycle.NeedsReview,
 			"the PSP holds order WD-2 (status Paid)", false},
-		{"rejected, the PSP has none", office, ui.Decision{Action: ui.DecideRejected}, "R1", ledger.Rejected, "needs review -> rejected", false},
-		{"no PSP configured", nil, ui.Decision{Action: ui.DecideRejected}, "R1", ledger.NeedsReview, "no PSP to ask", false},
+		{"rejected, the PSP has none", office, ui.Decision{Action: ui.DecideRejected}, "R1", lifecycle.Rejected, "needs review -> rejected", false},
+		{"no PSP configured", nil, ui.Decision{Action: ui.DecideRejected}, "R1", lifecycle.NeedsReview, "no PSP to ask", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,7 +116,7 @@ func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
 				t.Fatalf("%s is %s (%v), want %s", tt.ext, p.State, gerr, tt.want)
 			}
 			// The order id recorded is the PSP's, exactly as confirmed.
-			if tt.want == ledger.Created && p.OrderID != tt.d.OrderID {
+			if tt.want == lifecycle.Created && p.OrderID != tt.d.OrderID {
 				t.Errorf("order id stored as %q, want %q exactly", p.OrderID, tt.d.OrderID)
 			}
 			_, terr := asynq.NewInspectorFromRedisClient(rdb).GetTaskInfo(jobs.Queue, jobs.OutcomeTaskID(tt.ext, 1))
@@ -165,12 +166,12 @@ func TestDecidePayoutFourEyes(t *testing.T) {
 			}
 			p, _ := a.Ledger.Get(ctx, "b", "R1")
 			if !tt.fourEyes {
-				if p.State != ledger.Created {
+				if p.State != lifecycle.Created {
 					t.Fatalf("R1 is %s after one person: %s", p.State, msg)
 				}
 				return
 			}
-			if p.State != ledger.NeedsReview || !strings.Contains(msg, "proposed by alice") {
+			if p.State != lifecycle.NeedsReview || !strings.Contains(msg, "proposed by alice") {
 				t.Fatalf("R1 is %s: %q", p.State, msg)
 			}
 			if v := view(ledger.Batch{ID: "b"}, p); !strings.Contains(v.Proposal, "mark created (PSP order WD-1), proposed by alice") {
@@ -181,13 +182,13 @@ func TestDecidePayoutFourEyes(t *testing.T) {
 			}
 			msg, err = decide("bob", created)
 			p, _ = a.Ledger.Get(ctx, "b", "R1")
-			if err != nil || p.State != ledger.Created || p.ResolvedBy != "bob" || !strings.Contains(msg, "proposed by alice") {
+			if err != nil || p.State != lifecycle.Created || p.ResolvedBy != "bob" || !strings.Contains(msg, "proposed by alice") {
 				t.Fatalf("second person: R1 is %s by %s: %q %v", p.State, p.ResolvedBy, msg, err)
 			}
 			if _, err := u.DecidePayout(ctx, "b", "R2", ui.Decision{Action: ui.DecideRecheck, By: "alice", Note: "PSP back"}); err != nil {
 				t.Fatalf("recheck: %v", err)
 			}
-			if p, _ := a.Ledger.Get(ctx, "b", "R2"); p.State != ledger.Checking {
+			if p, _ := a.Ledger.Get(ctx, "b", "R2"); p.State != lifecycle.Checking {
 				t.Fatalf("R2 is %s after a recheck", p.State)
 			}
 		})

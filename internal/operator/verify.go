@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 )
@@ -45,12 +46,12 @@ func (e *VerifyError) Error() string { return e.Msg }
 //	          (when it shows them) and under the order id typed
 //	rejected  the PSP must not find an order for the payout (by its order
 //	          id when one is recorded, else by externalId): a 404
-func Verify(ctx context.Context, c StatusChecker, pay ledger.Payout, to ledger.State, orderID string) (ledger.PSPOrder, error) {
+func Verify(ctx context.Context, c StatusChecker, pay ledger.Payout, to lifecycle.State, orderID string) (ledger.PSPOrder, error) {
 	if c == nil {
 		return ledger.PSPOrder{}, ErrNoPSP
 	}
 	want := psp.Expect{ExternalID: pay.ExternalID, OrderID: pay.OrderID}
-	if to == ledger.Created {
+	if to == lifecycle.Created {
 		want.OrderID = orderID
 	}
 	if a, err := money.Parse(pay.Amount, 18); err == nil {
@@ -62,13 +63,13 @@ func Verify(ctx context.Context, c StatusChecker, pay ledger.Payout, to ledger.S
 		asked = "externalId " + card.Scrub(want.ExternalID)
 	}
 	switch {
-	case res.Outcome == psp.Created && to == ledger.Created:
+	case res.Outcome == psp.Created && to == lifecycle.Created:
 		return ledger.PSPOrder{OrderID: res.Order.OrderID, Status: res.Order.Status}, nil
 	case res.Outcome == psp.Created:
 		return ledger.PSPOrder{}, &VerifyError{Contradicted: true, Msg: fmt.Sprintf(
 			"the PSP holds order %s (status %s) for payout %s: it may be paid, so it is not marked rejected; mark it created with that order id",
 			card.Scrub(res.Order.OrderID), card.Scrub(res.Order.Status), card.Scrub(pay.ExternalID))}
-	case res.Outcome == psp.NotFound && to == ledger.Rejected:
+	case res.Outcome == psp.NotFound && to == lifecycle.Rejected:
 		return ledger.PSPOrder{}, nil
 	case res.Outcome == psp.NotFound:
 		return ledger.PSPOrder{}, &VerifyError{Contradicted: true, Msg: fmt.Sprintf(

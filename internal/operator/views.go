@@ -5,6 +5,7 @@ import (
 
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/ui"
@@ -19,15 +20,15 @@ func BatchViews(sts []ledger.BatchStatus, paused bool) []ui.BatchView {
 	for _, s := range sts {
 		ph := batchreport.StatusPhase(s, paused)
 		counts := map[string]int64{}
-		for _, st := range ledger.States {
+		for _, st := range lifecycle.States {
 			counts[string(st)] = s.Counts.Rows[st]
 		}
 		out = append(out, ui.BatchView{
 			ID: s.ID, File: s.File, LoadedAt: s.LoadedAt, Counts: counts, Rows: s.Counts.Total(),
 			Awaiting:       s.Counts.Awaiting,
-			AmountCreated:  s.Counts.Amount(ledger.Created, s.Scale).StringFixed(s.Scale),
-			AmountPaid:     s.Counts.Amount(ledger.Paid, s.Scale).StringFixed(s.Scale),
-			AmountFailed:   s.Counts.Amount(ledger.Failed, s.Scale).StringFixed(s.Scale),
+			AmountCreated:  s.Counts.Amount(lifecycle.Created, s.Scale).StringFixed(s.Scale),
+			AmountPaid:     s.Counts.Amount(lifecycle.Paid, s.Scale).StringFixed(s.Scale),
+			AmountFailed:   s.Counts.Amount(lifecycle.Failed, s.Scale).StringFixed(s.Scale),
 			AmountAwaiting: money.FromMinor(s.Counts.AwaitingUnits, s.Scale).StringFixed(s.Scale),
 			AmountTotal:    s.Total.StringFixed(s.Scale),
 			Phase:          s.Phase, WaitReason: s.WaitReason, LoadedBy: s.LoadedBy,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/queue"
@@ -222,7 +223,7 @@ func testShapes(t *testing.T, submitting bool) {
 		if submitting {
 			// Never a create: checking, with its status check, and the
 			// orphaned create task gone.
-			if p.State != ledger.Checking || p.Creates != 1 {
+			if p.State != lifecycle.Checking || p.Creates != 1 {
 				t.Errorf("%s: payout %s creates %d, want checking after 1 create", sh.name, p.State, p.Creates)
 			}
 			if n := rdb.Exists(ctx, queue.TaskKey(createID)).Val(); n != 0 {
@@ -233,7 +234,7 @@ func testShapes(t *testing.T, submitting bool) {
 			}
 			continue
 		}
-		if p.State != ledger.Queued {
+		if p.State != lifecycle.Queued {
 			t.Errorf("%s: payout %s, want queued", sh.name, p.State)
 		}
 		// Exactly one task under the ID, where a worker will take it.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/jobs"
 )
 
@@ -48,19 +49,19 @@ type Step struct {
 //	created     outcome check OutcomeSeq while it awaits its outcome
 //
 // The worker, the reconciler, the loader and the operator's commands all
-// ask it; TestEveryOpenStateHasAStep fails when a state of ledger.Machine
+// ask it; TestEveryOpenStateHasAStep fails when a state of lifecycle.Machine
 // that is not final has no step here. After is left zero: how long to wait
 // is the caller's.
 func NextStep(p ledger.Payout) (Step, bool) {
 	s := Step{Batch: p.Batch, ExternalID: p.ExternalID, Amount: p.Amount, Destination: p.Destination}
 	switch {
-	case p.State == ledger.Queued:
+	case p.State == lifecycle.Queued:
 		s.Kind, s.N = Create, p.Creates+1
-	case p.State == ledger.Submitting:
+	case p.State == lifecycle.Submitting:
 		s.Kind, s.N, s.InFlight = Create, p.Creates, true
-	case p.State == ledger.Checking:
+	case p.State == lifecycle.Checking:
 		s.Kind, s.N = Status, p.Seq
-	case p.State == ledger.Created && p.Awaiting:
+	case p.State == lifecycle.Created && p.Awaiting:
 		s.Kind, s.N = Outcome, p.OutcomeSeq
 	default:
 		return Step{}, false
@@ -72,7 +73,7 @@ func NextStep(p ledger.Payout) (Step, bool) {
 func NextOpen(p ledger.OpenPayout) (Step, bool) {
 	return NextStep(ledger.Payout{
 		Batch: p.Batch, ExternalID: p.ExternalID, State: p.State, Creates: p.Creates, Seq: p.Seq,
-		Awaiting: p.State == ledger.Created, OutcomeSeq: p.OutcomeSeq,
+		Awaiting: p.State == lifecycle.Created, OutcomeSeq: p.OutcomeSeq,
 		Amount: p.Amount, Destination: p.Destination, UpdatedAt: p.UpdatedAt,
 	})
 }

@@ -4,13 +4,14 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/jobs"
 )
 
 // openWithoutStep names every state of machine that is not final and for
 // which NextStep gives no task, and a final state NextStep gives one for
 // (only created awaiting its outcome may have one).
-func openWithoutStep(machine []ledger.StateInfo) []string {
+func openWithoutStep(machine []lifecycle.StateInfo) []string {
 	var bad []string
 	for _, s := range machine {
 		p := ledger.Payout{Batch: "b", ExternalID: "E1", State: s.State, Creates: 1, Seq: 1, OutcomeSeq: 1}
@@ -25,14 +26,14 @@ func openWithoutStep(machine []ledger.StateInfo) []string {
 	return bad
 }
 
-// TestEveryOpenStateHasAStep: every state of ledger.Machine that is not
+// TestEveryOpenStateHasAStep: every state of lifecycle.Machine that is not
 // final has a task in NextStep, and a final one has none (a created payout
 // awaiting its outcome has its outcome check). It fails naming the state.
 func TestEveryOpenStateHasAStep(t *testing.T) {
-	for _, bad := range openWithoutStep(ledger.Machine) {
+	for _, bad := range openWithoutStep(lifecycle.Machine) {
 		t.Error(bad)
 	}
-	if s, ok := NextStep(ledger.Payout{Batch: "b", ExternalID: "E1", State: ledger.Created, Awaiting: true, OutcomeSeq: 2}); !ok || s.ID() != jobs.OutcomeTaskID("E1", 2) {
+	if s, ok := NextStep(ledger.Payout{Batch: "b", ExternalID: "E1", State: lifecycle.Created, Awaiting: true, OutcomeSeq: 2}); !ok || s.ID() != jobs.OutcomeTaskID("E1", 2) {
 		t.Errorf("created awaiting its outcome: %+v %v, want outcome check 2", s, ok)
 	}
 }
@@ -40,7 +41,7 @@ func TestEveryOpenStateHasAStep(t *testing.T) {
 // TestAStateWithoutAStepIsNamed: the check above can fail, and names the
 // state (a machine with a throwaway open state).
 func TestAStateWithoutAStepIsNamed(t *testing.T) {
-	machine := append(append([]ledger.StateInfo(nil), ledger.Machine...), ledger.StateInfo{State: "on_hold", Label: "on hold"})
+	machine := append(append([]lifecycle.StateInfo(nil), lifecycle.Machine...), lifecycle.StateInfo{State: "on_hold", Label: "on hold"})
 	bad := openWithoutStep(machine)
 	if len(bad) != 1 || bad[0][:len("on_hold:")] != "on_hold:" {
 		t.Fatalf("findings %q, want one naming on_hold", bad)
@@ -54,14 +55,14 @@ func TestNextStep(t *testing.T) {
 		id       string
 		inFlight bool
 	}{
-		{ledger.Payout{State: ledger.Queued, Creates: 0}, "create:E1:1", false},
-		{ledger.Payout{State: ledger.Queued, Creates: 2}, "create:E1:3", false},
-		{ledger.Payout{State: ledger.Submitting, Creates: 2}, "create:E1:2", true},
-		{ledger.Payout{State: ledger.Checking, Creates: 1, Seq: 4}, "status:E1:4", false},
-		{ledger.Payout{State: ledger.Created, Awaiting: true, OutcomeSeq: 3}, "outcome:E1:3", false},
-		{ledger.Payout{State: ledger.Created}, "", false},
-		{ledger.Payout{State: ledger.NeedsReview, Seq: 5}, "", false},
-		{ledger.Payout{State: ledger.Rejected}, "", false},
+		{ledger.Payout{State: lifecycle.Queued, Creates: 0}, "create:E1:1", false},
+		{ledger.Payout{State: lifecycle.Queued, Creates: 2}, "create:E1:3", false},
+		{ledger.Payout{State: lifecycle.Submitting, Creates: 2}, "create:E1:2", true},
+		{ledger.Payout{State: lifecycle.Checking, Creates: 1, Seq: 4}, "status:E1:4", false},
+		{ledger.Payout{State: lifecycle.Created, Awaiting: true, OutcomeSeq: 3}, "outcome:E1:3", false},
+		{ledger.Payout{State: lifecycle.Created}, "", false},
+		{ledger.Payout{State: lifecycle.NeedsReview, Seq: 5}, "", false},
+		{ledger.Payout{State: lifecycle.Rejected}, "", false},
 	} {
 		c.p.Batch, c.p.ExternalID, c.p.Amount, c.p.Destination = "b", "E1", "1.00", "card 411111******1111"
 		s, ok := NextStep(c.p)

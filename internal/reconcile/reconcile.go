@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -86,10 +87,10 @@ func (c Config) withDefaults() Config {
 type Repair struct {
 	Batch      string
 	ExternalID string
-	Found      ledger.State // the payout's state when found
-	Task       string       // the task ID restored
-	Orphan     bool         // a task held the ID where nothing runs it; it was removed
-	Done       bool         // false in a dry run
+	Found      lifecycle.State // the payout's state when found
+	Task       string          // the task ID restored
+	Orphan     bool            // a task held the ID where nothing runs it; it was removed
+	Done       bool            // false in a dry run
 }
 
 // Report sums up a sweep.
@@ -147,7 +148,7 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 			return err
 		}
 		err := s.ledger.EachOpen(ctx, b.ID, func(p ledger.OpenPayout) error {
-			if loading && p.State == ledger.Queued {
+			if loading && p.State == lifecycle.Queued {
 				return nil
 			}
 			rep.Open++

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
@@ -91,7 +92,7 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	f.enqueueCreate("E2", 1)
 	// E3 checking, its status task archived in the UI.
 	f.ledger.BeginCreate(ctx, "b", "E3", 1)
-	fin, _ := f.ledger.FinishCreate(ctx, "b", "E3", 1, ledger.CreateResult{To: ledger.Checking})
+	fin, _ := f.ledger.FinishCreate(ctx, "b", "E3", 1, ledger.CreateResult{To: lifecycle.Checking})
 	if _, err := f.queue.Add(ctx, queue.Step{Kind: queue.Status, Batch: "b", ExternalID: "E3", N: fin.Seq}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,10 +103,10 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	f.ledger.BeginCreate(ctx, "b", "E4", 1)
 	// E5 created: final, nothing to do.
 	f.ledger.BeginCreate(ctx, "b", "E5", 1)
-	f.ledger.FinishCreate(ctx, "b", "E5", 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-5"})
+	f.ledger.FinishCreate(ctx, "b", "E5", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-5"})
 	// E8 created, awaiting its outcome: its outcome check was deleted.
 	f.ledger.BeginCreate(ctx, "b", "E8", 1)
-	f.ledger.FinishCreate(ctx, "b", "E8", 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-8", OutcomeWindow: time.Hour})
+	f.ledger.FinishCreate(ctx, "b", "E8", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-8", OutcomeWindow: time.Hour})
 	f.advance(2 * time.Minute)
 	// E6 submitting only just now: within the grace period, its handler acts.
 	f.ledger.BeginCreate(ctx, "b", "E6", 1)
@@ -123,7 +124,7 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	if got := found(dry); got != "E1:queued:create:E1:1 E3:checking:status:E3:1 E4:submitting:create:E4:1 E7:queued:create:E7:1 E8:created:outcome:E8:1" {
 		t.Fatalf("dry run found %s", got)
 	}
-	if p := f.state("E4"); p.State != ledger.Submitting {
+	if p := f.state("E4"); p.State != lifecycle.Submitting {
 		t.Fatalf("dry run moved E4 to %s", p.State)
 	}
 
@@ -146,10 +147,10 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 			t.Errorf("task %s is %s, want %s", id, got, want)
 		}
 	}
-	if p := f.state("E4"); p.State != ledger.Checking || p.Seq != 1 {
+	if p := f.state("E4"); p.State != lifecycle.Checking || p.Seq != 1 {
 		t.Fatalf("E4 is %s seq %d, want checking seq 1: never a second create", p.State, p.Seq)
 	}
-	if p := f.state("E6"); p.State != ledger.Submitting {
+	if p := f.state("E6"); p.State != lifecycle.Submitting {
 		t.Fatalf("E6 within grace is %s", p.State)
 	}
 

@@ -16,7 +16,7 @@
 //
 // Every row is in one of the ledger states. [Summarize] (and every writer)
 // totals rows and amounts per state, always listing the known states in
-// the fixed order [ledger.States] (paid, failed, created, rejected, needs_review,
+// the fixed order [lifecycle.States] (paid, failed, created, rejected, needs_review,
 // cancelled, checking, submitting, queued), with zero rows when none is in
 // a state, followed by any unknown state found (sorted by name), so that a
 // reader sees the full picture, and the created rows still awaiting their

@@ -9,27 +9,27 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/shopspring/decimal"
 )
 
-// states lists the ledger's states (ledger.States) as the rows carry them,
+// states lists the ledger's states (lifecycle.States) as the rows carry them,
 // in the order summaries show them: final states first, then the ones
 // still in progress.
 var states = func() []string {
-	out := make([]string, len(ledger.States))
-	for i, st := range ledger.States {
+	out := make([]string, len(lifecycle.States))
+	for i, st := range lifecycle.States {
 		out[i] = string(st)
 	}
 	return out
 }()
 
 // isFinal reports whether a payout in this state needs no more automatic
-// processing of its create (ledger.State.Final). A created payout awaiting
+// processing of its create (lifecycle.State.Final). A created payout awaiting
 // its outcome (Row.Awaiting) is in a final state but not done: see
 // Summary.Final.
-func isFinal(state string) bool { return ledger.State(state).Final() }
+func isFinal(state string) bool { return lifecycle.State(state).Final() }
 
 // The outcome groups finance reads (package documentation, "Outcome
 // groups"): every row is in exactly one, so that their amounts add up to
@@ -66,26 +66,26 @@ var notSentReasons = []string{
 }
 
 // GroupOf returns the outcome group of a row.
-// An open state (ledger.State.Open) is pending; a state this does not
+// An open state (lifecycle.State.Open) is pending; a state this does not
 // name is unknown: the money may have left.
 func GroupOf(r Row) string {
-	if ledger.State(r.State).Open() {
+	if lifecycle.State(r.State).Open() {
 		return GroupPending
 	}
 	switch r.State {
-	case string(ledger.Paid):
+	case string(lifecycle.Paid):
 		return GroupPaid
-	case string(ledger.Failed):
+	case string(lifecycle.Failed):
 		return GroupFailed
-	case string(ledger.Created):
+	case string(lifecycle.Created):
 		if r.Awaiting {
 			return GroupPending
 		}
 		// Accepted by the PSP, outcome not followed (--track-outcome=false).
 		return GroupUnknown
-	case string(ledger.Rejected), string(ledger.Cancelled):
+	case string(lifecycle.Rejected), string(lifecycle.Cancelled):
 		return GroupNotSent
-	case string(ledger.NeedsReview):
+	case string(lifecycle.NeedsReview):
 		if r.PSPOrderID == "" {
 			for _, p := range notSentReasons {
 				if strings.HasPrefix(r.Error, p) {
@@ -222,7 +222,7 @@ type Tally struct {
 // NewTally starts an empty summary of batch b.
 func NewTally(b Batch) *Tally {
 	t := &Tally{batch: b, known: make([]StateTotal, len(states)), groups: make([]GroupTotal, len(Groups)),
-		awaiting: StateTotal{State: string(ledger.Created), Amount: money.Zero}}
+		awaiting: StateTotal{State: string(lifecycle.Created), Amount: money.Zero}}
 	for i, s := range states {
 		t.known[i] = StateTotal{State: s, Amount: money.Zero}
 	}
@@ -242,7 +242,7 @@ func (t *Tally) Add(r Row) {
 			t.groups[i].Amount = t.groups[i].Amount.Add(r.Amount)
 		}
 	}
-	if r.State == string(ledger.Created) && r.Awaiting {
+	if r.State == string(lifecycle.Created) && r.Awaiting {
 		t.awaiting.Rows++
 		t.awaiting.Amount = t.awaiting.Amount.Add(r.Amount)
 	}

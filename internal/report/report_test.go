@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/golden"
 )
@@ -134,7 +134,7 @@ func TestSummary(t *testing.T) {
 		{"unknown states", Batch{Rows: 3, Total: amt("3")}, []Row{
 			{Line: 1, State: "paused", Amount: amt("1")},
 			{Line: 2, State: "", Amount: amt("1")},
-			{Line: 3, State: string(ledger.Created), Amount: amt("1")},
+			{Line: 3, State: string(lifecycle.Created), Amount: amt("1")},
 		}, true, false, append(slices.Clone(states), noState, "paused")},
 	}
 	for _, tt := range tests {
@@ -189,7 +189,7 @@ func TestExactCents(t *testing.T) {
 		if i%2 == 1 {
 			a, fa = "0.20", 0.20
 		}
-		rows[i] = Row{Line: i + 2, Amount: amt(a), State: string(ledger.Created)}
+		rows[i] = Row{Line: i + 2, Amount: amt(a), State: string(lifecycle.Created)}
 		f += fa
 	}
 	const want = "15000.00"
@@ -412,7 +412,7 @@ func TestOrder(t *testing.T) {
 			t.Run(tt.name+"/"+wname, func(t *testing.T) {
 				var rows []Row
 				for _, l := range tt.lines {
-					rows = append(rows, Row{Line: l, State: string(ledger.Created), Amount: amt("1")})
+					rows = append(rows, Row{Line: l, State: string(lifecycle.Created), Amount: amt("1")})
 				}
 				_, err := write(io.Discard, Batch{ID: "b-order"}, FromSlice(rows))
 				if !tt.wantErr {
@@ -438,7 +438,7 @@ var errSource = errors.New("redis: connection reset")
 func failingSource(after int) iter.Seq2[Row, error] {
 	return func(yield func(Row, error) bool) {
 		for i := range after {
-			if !yield(Row{Line: i + 1, State: string(ledger.Queued), Amount: amt("1")}, nil) {
+			if !yield(Row{Line: i + 1, State: string(lifecycle.Queued), Amount: amt("1")}, nil) {
 				return
 			}
 		}
@@ -566,7 +566,7 @@ func TestStreamingMemory(t *testing.T) {
 	}
 	var early, late uint64
 	rows := func(yield func(Row, error) bool) {
-		r := Row{ExternalID: "PAY-000000", Amount: amt("12.34"), Destination: "411111******1111", State: string(ledger.Created),
+		r := Row{ExternalID: "PAY-000000", Amount: amt("12.34"), Destination: "411111******1111", State: string(lifecycle.Created),
 			PSPOrderID: "ord-000000", PSPStatus: "SUCCESS", Attempts: 1, UpdatedAt: updatedAt,
 			Error: "an error message long enough to make retained rows visible in the heap"}
 		for i := range n {

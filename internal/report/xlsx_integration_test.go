@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv"
 )
@@ -31,7 +31,7 @@ func TestXLSXInLibreOffice(t *testing.T) {
 		"99999999999999.90", "999999999999999.00", "123456789012345.67"}
 	var rows []Row
 	for i, a := range amounts {
-		rows = append(rows, Row{Line: i + 2, ExternalID: "X-" + a, Amount: money.MustParse(a), Destination: "411111******1111", State: string(ledger.Paid)})
+		rows = append(rows, Row{Line: i + 2, ExternalID: "X-" + a, Amount: money.MustParse(a), Destination: "411111******1111", State: string(lifecycle.Paid)})
 	}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.xlsx")

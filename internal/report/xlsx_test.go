@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/shopspring/decimal"
 	"github.com/xuri/excelize/v2"
@@ -79,7 +79,7 @@ func TestXLSXAmountsExact(t *testing.T) {
 	var rows []Row
 	for i, a := range amounts {
 		rows = append(rows, Row{Line: i + 2, ExternalID: "X-" + strconv.Itoa(i), Amount: money.MustParse(a),
-			Destination: "411111******1111", State: string(ledger.Paid)})
+			Destination: "411111******1111", State: string(lifecycle.Paid)})
 	}
 	b := batchOf("b-x", "x.csv", rows)
 	data, s := writeXLSX(t, b, rows)

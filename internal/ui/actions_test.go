@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -239,7 +240,7 @@ func TestDiscardFromTheUI(t *testing.T) {
 	}
 	cancelled := 0
 	for _, a := range e.audit(id) {
-		if a.To == string(ledger.Cancelled) && a.Actor == opUser {
+		if a.To == string(lifecycle.Cancelled) && a.Actor == opUser {
 			cancelled++
 		}
 	}

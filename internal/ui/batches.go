@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/rs/zerolog"
 )
 
@@ -30,7 +31,7 @@ type BatchView struct {
 	ID       string    `json:"id"`
 	File     string    `json:"file"`
 	LoadedAt time.Time `json:"loadedAt"`
-	// Counts holds the number of payouts per state (ledger.Machine, and
+	// Counts holds the number of payouts per state (lifecycle.Machine, and
 	// any other state the ledger reports).
 	Counts map[string]int64 `json:"counts"`
 	// Awaiting is the number of created payouts whose outcome (paid or
@@ -70,13 +71,13 @@ type BatchView struct {
 }
 
 // knownStates are the ledger's states in the order the page shows them:
-// the order a payout goes through them (ledger.Machine). Final states
-// (ledger.State.Final) end a payout's automatic processing and count as
+// the order a payout goes through them (lifecycle.Machine). Final states
+// (lifecycle.State.Final) end a payout's automatic processing and count as
 // progress (a created payout awaiting its outcome excepted: see
 // BatchView.Awaiting).
 var knownStates = func() []string {
-	out := make([]string, len(ledger.Machine))
-	for i, s := range ledger.Machine {
+	out := make([]string, len(lifecycle.Machine))
+	for i, s := range lifecycle.Machine {
 		out[i] = string(s.State)
 	}
 	return out
@@ -85,11 +86,11 @@ var knownStates = func() []string {
 // cssColor is a colour a page may print into its style sheet.
 var cssColor = regexp.MustCompile(`^#[0-9a-fA-F]{3,8}$`)
 
-// stateRules is one CSS rule per state of ledger.Machine: selector(state)
+// stateRules is one CSS rule per state of lifecycle.Machine: selector(state)
 // given the state's colour (Color, or Tint with tint).
-func stateRules(selector func(ledger.State) string, tint bool) template.CSS {
+func stateRules(selector func(lifecycle.State) string, tint bool) template.CSS {
 	var b strings.Builder
-	for _, s := range ledger.Machine {
+	for _, s := range lifecycle.Machine {
 		c := s.Color
 		if tint {
 			c = s.Tint
@@ -103,12 +104,12 @@ func stateRules(selector func(ledger.State) string, tint bool) template.CSS {
 
 // stateCSS colours the bars, dots and legend of the batches page.
 func stateCSS() template.CSS {
-	return stateRules(func(s ledger.State) string { return ".s-" + string(s) }, false)
+	return stateRules(func(s lifecycle.State) string { return ".s-" + string(s) }, false)
 }
 
 // tagCSS colours the state tags of the console pages.
 func tagCSS() template.CSS {
-	return stateRules(func(s ledger.State) string { return ".tag." + string(s) }, true)
+	return stateRules(func(s lifecycle.State) string { return ".tag." + string(s) }, true)
 }
 
 // errNoBatchSource answers the batch pages when Config.Batches is nil.
@@ -143,7 +144,7 @@ var batchesTemplate = template.Must(template.New("batches").Funcs(template.FuncM
 		// the segments never add up to more than 100%.
 		return fmt.Sprintf("%d.%02d", n*100/total, (n*10000/total)%100)
 	},
-	"label":    func(state string) string { return ledger.State(state).Label() },
+	"label":    func(state string) string { return lifecycle.State(state).Label() },
 	"stateCSS": stateCSS,
 	"money":    groupDigits,
 	"nonzero":  func(s string) bool { return strings.Trim(s, "0.-") != "" },
@@ -252,11 +253,11 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 		for _, s := range p.States {
 			n := b.Counts[s]
 			row.Counts = append(row.Counts, stateCount{State: s, N: n})
-			if ledger.State(s).Final() {
+			if lifecycle.State(s).Final() {
 				row.Finished += n
 			}
 		}
-		row.Finished -= min(b.Awaiting, b.Counts[string(ledger.Created)])
+		row.Finished -= min(b.Awaiting, b.Counts[string(lifecycle.Created)])
 		p.Batches = append(p.Batches, row)
 		p.Paused = p.Paused || b.PhaseCode == phasePaused
 		if b.Phase == ledger.PhaseAwaiting {

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"github.com/acme/payout/internal/identity"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -14,6 +13,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acme/payout/internal/identity"
+	"github.com/acme/payout/internal/lifecycle"
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
@@ -308,8 +310,8 @@ func (h *batchHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := payoutPage{consolePage: h.base(r, "Payout "+pv.ExternalID), Payout: pv, History: hist}
-	p.Resolve = pv.State == string(ledger.NeedsReview)
-	p.Cancel = pv.State == string(ledger.Queued)
+	p.Resolve = pv.State == string(lifecycle.NeedsReview)
+	p.Cancel = pv.State == string(lifecycle.Queued)
 	h.renderConsole(w, r, "payout", p)
 }
 
@@ -517,7 +519,7 @@ func groupDigits(s string) string {
 	return sign + b.String()
 }
 
-func stateLabel(state string) string { return ledger.State(state).Label() }
+func stateLabel(state string) string { return lifecycle.State(state).Label() }
 
 func utcTime(t time.Time) string {
 	if t.IsZero() {
@@ -528,7 +530,7 @@ func utcTime(t time.Time) string {
 
 // knownState tells whether s is a ledger state.
 func knownState(s string) bool {
-	_, ok := ledger.State(s).Info()
+	_, ok := lifecycle.State(s).Info()
 	return ok
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/ui"
@@ -51,7 +51,7 @@ func demoEnv(t *testing.T, o uitest.Options) (*env, uitest.Demo) {
 // id is 400, an unknown one 404.
 func TestConsolePages(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{})
-	review := d.ByState[ledger.NeedsReview][0]
+	review := d.ByState[lifecycle.NeedsReview][0]
 	for _, tc := range []struct {
 		path  string
 		wants []string
@@ -62,7 +62,7 @@ func TestConsolePages(t *testing.T) {
 		{"/batches/" + d.Worked + "?state=nonsense", []string{"payouts 1-12 of 12"}},
 		{"/batches/" + d.Worked + "?sort=amount&page=2", []string{"no payout on page 2 (12 in all)", "page 2 of 1"}},
 		{"/batches/" + d.Worked + "/payouts/" + review, []string{"needs review", "no answer from the PSP", `value="recheck"`}},
-		{"/queue", []string{review, d.ByState[ledger.NeedsReview][1], "payouts-2026-11-26.csv", "Review and approve"}},
+		{"/queue", []string{review, d.ByState[lifecycle.NeedsReview][1], "payouts-2026-11-26.csv", "Review and approve"}},
 		{"/search?ext=" + review, []string{review, "payouts-2026-11-25.csv"}},
 		{"/search?ext=NOPE-1", []string{"No batch in Redis holds a payout NOPE-1"}},
 	} {
@@ -95,7 +95,7 @@ func TestConsolePages(t *testing.T) {
 func TestConsoleDecisions(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{PSP: orderDesk{"PSP-1"}, OutcomeWindow: time.Hour})
 	ctx := context.Background()
-	first, second := d.ByState[ledger.NeedsReview][0], d.ByState[ledger.NeedsReview][1]
+	first, second := d.ByState[lifecycle.NeedsReview][0], d.ByState[lifecycle.NeedsReview][1]
 	path := func(ext string) string { return "/batches/" + d.Worked + "/payouts/" + url.PathEscape(ext) + "/decide" }
 	tok := e.token("/queue")
 	decide := func(ext string, v url.Values) (int, string) {
@@ -124,7 +124,7 @@ func TestConsoleDecisions(t *testing.T) {
 	if w := e.post(path(first), url.Values{"action": {"rejected"}, "note": {"x"}}); w.Code != http.StatusForbidden {
 		t.Errorf("without the CSRF token: %d", w.Code)
 	}
-	if p, _ := e.led.Get(ctx, d.Worked, first); p.State != ledger.NeedsReview {
+	if p, _ := e.led.Get(ctx, d.Worked, first); p.State != lifecycle.NeedsReview {
 		t.Fatalf("a refused decision changed %s to %s", first, p.State)
 	}
 
@@ -143,7 +143,7 @@ func TestConsoleDecisions(t *testing.T) {
 		t.Errorf("outcome check not enqueued: %v", err)
 	}
 	p, _ := e.led.Get(ctx, d.Worked, first)
-	if p.State != ledger.Created || p.OrderID != "PSP-1" || p.ResolvedBy != opUser || p.ResolutionNote != "seen in the back office" {
+	if p.State != lifecycle.Created || p.OrderID != "PSP-1" || p.ResolvedBy != opUser || p.ResolutionNote != "seen in the back office" {
 		t.Fatalf("after resolve: %+v", p)
 	}
 	if body := e.get("/batches/"+d.Worked+"?state=needs_review", 200); !strings.Contains(body, "payouts 1-1 of 1") {
@@ -164,7 +164,7 @@ func TestConsoleDecisions(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "status check 1 enqueued") {
 		t.Fatalf("recheck: %d %s", code, body)
 	}
-	if p, _ := e.led.Get(ctx, d.Worked, second); p.State != ledger.Checking {
+	if p, _ := e.led.Get(ctx, d.Worked, second); p.State != lifecycle.Checking {
 		t.Fatalf("after recheck: %s", p.State)
 	}
 	if _, err := e.inspector().GetTaskInfo(jobs.Queue, jobs.StatusTaskID(second, 1)); err != nil {
@@ -172,14 +172,14 @@ func TestConsoleDecisions(t *testing.T) {
 	}
 
 	// Cancel: only a queued payout.
-	queued, paid := d.ByState[ledger.Queued][0], d.ByState[ledger.Paid][0]
+	queued, paid := d.ByState[lifecycle.Queued][0], d.ByState[lifecycle.Paid][0]
 	if code, body := decide(paid, url.Values{"action": {"cancel"}, "note": {"oops"}}); code != http.StatusConflict || !strings.Contains(body, "is paid, not queued") {
 		t.Errorf("cancel of a paid payout: %d %s", code, body)
 	}
 	if code, body := decide(queued, url.Values{"action": {"cancel"}, "note": {"paid by hand"}}); code != 200 || !strings.Contains(body, "cancelled by alice") {
 		t.Errorf("cancel: %d %s", code, body)
 	}
-	if p, _ := e.led.Get(ctx, d.Worked, queued); p.State != ledger.Cancelled || p.ResolvedBy != opUser {
+	if p, _ := e.led.Get(ctx, d.Worked, queued); p.State != lifecycle.Cancelled || p.ResolvedBy != opUser {
 		t.Errorf("after cancel: %+v", p)
 	}
 }
@@ -203,7 +203,7 @@ func TestConsoleReadOnly(t *testing.T) {
 	if strings.Contains(body, `name="csrf"`) || strings.Contains(body, "Resolve") {
 		t.Error("read-only work queue offers decisions")
 	}
-	w := e.post("/batches/"+d.Worked+"/payouts/"+d.ByState[ledger.NeedsReview][0]+"/decide", url.Values{"action": {"rejected"}, "note": {"x"}})
+	w := e.post("/batches/"+d.Worked+"/payouts/"+d.ByState[lifecycle.NeedsReview][0]+"/decide", url.Values{"action": {"rejected"}, "note": {"x"}})
 	if w.Code != http.StatusForbidden {
 		t.Errorf("decision in read-only mode: %d", w.Code)
 	}

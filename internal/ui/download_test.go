@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/report"
@@ -187,7 +188,7 @@ func noCardInParts(t *testing.T, data []byte) {
 func TestConsoleXLSXLastPass(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{})
 	const pan = "4111111111111111"
-	review := d.ByState[ledger.NeedsReview][0]
+	review := d.ByState[lifecycle.NeedsReview][0]
 	if _, err := e.led.ResolveAsCreated(context.Background(), d.Worked, review, pan, "", ledger.Resolution{By: "alice", Note: "seen in the back office"}); err != nil {
 		t.Fatal(err)
 	}

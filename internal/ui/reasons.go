@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/acme/payout/internal/identity"
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // The console shows, beside a payout's raw reason (the PSP's text or the
@@ -23,24 +23,24 @@ var httpPrefix = regexp.MustCompile(`^HTTP (\d{3})\b`)
 // state; "" when there is nothing to explain (a paid payout, no reason).
 func plainReason(state, reason string) string {
 	r := strings.TrimSpace(reason)
-	if r == "" && state != string(ledger.NeedsReview) && state != string(ledger.Checking) {
+	if r == "" && state != string(lifecycle.NeedsReview) && state != string(lifecycle.Checking) {
 		return ""
 	}
 	if s := byAnswer(r); s != "" {
 		return s
 	}
-	switch ledger.State(state) {
-	case ledger.Rejected:
+	switch lifecycle.State(state) {
+	case lifecycle.Rejected:
 		return "The PSP refused this payout: it was not paid. Correct the row (destination, amount) and send it in a new file."
-	case ledger.Failed:
+	case lifecycle.Failed:
 		return "The PSP took the order but reports it was not paid (the PSP's reason is beside)."
-	case ledger.NeedsReview:
+	case lifecycle.NeedsReview:
 		return "The system could not tell whether the PSP has this payout, and stopped trying: a person decides (recheck, mark created or mark rejected)."
-	case ledger.Checking:
+	case lifecycle.Checking:
 		return "The PSP's answer was unclear: status checks are finding out whether the order exists. Nothing is sent twice."
-	case ledger.Queued:
+	case lifecycle.Queued:
 		return "It was not sent: it is sent again."
-	case ledger.Cancelled:
+	case lifecycle.Cancelled:
 		return "A person stopped it before it was sent: it was not paid."
 	}
 	return ""

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/uitest"
 )
 
@@ -14,7 +14,7 @@ import (
 // batch in Redis holds a payout po-..." for a PO-... in Redis).
 func TestConsoleSearchIgnoresCase(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{})
-	id := d.ByState[ledger.NeedsReview][0]
+	id := d.ByState[lifecycle.NeedsReview][0]
 	for _, q := range []string{id, strings.ToLower(id), strings.ToUpper(id)} {
 		body := e.get("/search?ext="+url.QueryEscape(q), 200)
 		if !strings.Contains(body, "/payouts/"+url.PathEscape(id)) || strings.Contains(body, "No batch in Redis holds") {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // signOutPath signs the person out (POST; a cross-site POST is refused
@@ -77,7 +78,7 @@ func working(b BatchView) bool {
 		return true
 	}
 	for s, n := range b.Counts {
-		if n > 0 && ledger.State(s).Open() {
+		if n > 0 && lifecycle.State(s).Open() {
 			return true
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/ui"
 )
@@ -61,12 +61,12 @@ func TestBatchPageRefreshesWhileWorking(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{})
 	const refresh = `<meta http-equiv="refresh" content="10" id="refresh">`
 	if body := e.get("/batches/"+d.Worked, 200); !strings.Contains(body, refresh) {
-		t.Errorf("the page of a working batch (%d queued) does not refresh", len(d.ByState[ledger.Queued]))
+		t.Errorf("the page of a working batch (%d queued) does not refresh", len(d.ByState[lifecycle.Queued]))
 	}
 	if body := e.get("/batches/"+d.Held, 200); strings.Contains(body, refresh) {
 		t.Error("the page of a batch awaiting approval refreshes")
 	}
-	if body := e.get("/batches/"+d.Worked+"/payouts/"+d.ByState[ledger.Queued][0], 200); strings.Contains(body, "http-equiv=\"refresh\"") {
+	if body := e.get("/batches/"+d.Worked+"/payouts/"+d.ByState[lifecycle.Queued][0], 200); strings.Contains(body, "http-equiv=\"refresh\"") {
 		t.Error("a payout's page (it has forms) refreshes")
 	}
 	// Once nothing is open, the page stops refreshing.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/sandbox"
@@ -48,7 +49,7 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 	if got := h.sbx.Stats().CreatesReceived; got != 0 {
 		t.Fatalf("the PSP received %d creates before approval", got)
 	}
-	if was, err := h.ledger.Cancel(ctx, h.batch, ids[0], "carol", "not this one"); err != nil || was != ledger.Queued {
+	if was, err := h.ledger.Cancel(ctx, h.batch, ids[0], "carol", "not this one"); err != nil || was != lifecycle.Queued {
 		t.Fatalf("cancel: %s %v", was, err)
 	}
 	if _, err := h.ledger.Controls().Approve(ctx, h.batch, ledger.Approval{By: "bob", FourEyes: true}); err != nil {
@@ -59,7 +60,7 @@ func TestNothingIsSentBeforeApproval(t *testing.T) {
 		t.Fatalf("enqueued %d (%v), want %d", got, err, n-1)
 	}
 	c := h.waitFinal(20 * time.Second)
-	if c.Rows[ledger.Created] != n-1 || c.Rows[ledger.Cancelled] != 1 {
+	if c.Rows[lifecycle.Created] != n-1 || c.Rows[lifecycle.Cancelled] != 1 {
 		t.Fatalf("counts %+v", c.Rows)
 	}
 	h.assertOrders(ids[0], 0, 0)
@@ -91,7 +92,7 @@ func TestCreateHeldWhileBatchLoading(t *testing.T) {
 		t.Fatalf("the PSP received %d creates for a batch still loading", got)
 	}
 	for _, ext := range ids {
-		if p := h.payout(ext); p.State != ledger.Queued || p.Creates != 0 {
+		if p := h.payout(ext); p.State != lifecycle.Queued || p.Creates != 0 {
 			t.Fatalf("%s: %s after %d creates, want queued, none", ext, p.State, p.Creates)
 		}
 	}

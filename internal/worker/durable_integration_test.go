@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/sandbox"
 )
 
@@ -23,7 +23,7 @@ func TestNoReplicaAcknowledgementSendsNothing(t *testing.T) {
 	h.start()
 	h.waitFinal(30 * time.Second)
 	p := h.payout(ids[0])
-	if p.State != ledger.NeedsReview || !strings.Contains(p.Error, "replicas acknowledged") {
+	if p.State != lifecycle.NeedsReview || !strings.Contains(p.Error, "replicas acknowledged") {
 		t.Fatalf("state %s (%q), want needs_review for lack of acknowledgement", p.State, p.Error)
 	}
 	h.assertOrders(ids[0], 0, 0)

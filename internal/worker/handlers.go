@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
@@ -71,12 +72,12 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log zerolog.Logger) (handled bool, err error) {
 	switch b.Action {
 	case ledger.Skip:
-		if b.Payout.State == ledger.Queued {
+		if b.Payout.State == lifecycle.Queued {
 			// A stale attempt of a payout that waits for a newer one: make
 			// sure that one exists (a crash may have lost its enqueue).
 			return true, w.enqueueCreate(ctx, b.Payout, b.Payout.Creates+1)
 		}
-		if b.Payout.State == ledger.NeedsReview {
+		if b.Payout.State == lifecycle.NeedsReview {
 			log.Warn().Msg("create task of a payout that needs review does nothing: use `payout resolve`")
 			return true, nil
 		}
@@ -126,11 +127,11 @@ func (w *Worker) holdBackUnreplicated(ctx context.Context, p jobs.CreatePayload,
 	w.metrics.deferred.WithLabelValues("replica_ack").Inc()
 	log.Warn().Str("reason", reason).Msg("create held back")
 	fin, ferr := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt,
-		ledger.CreateResult{To: ledger.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
+		ledger.CreateResult{To: lifecycle.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 	if ferr != nil {
 		return settled(ferr)
 	}
-	if fin.State == ledger.NeedsReview {
+	if fin.State == lifecycle.NeedsReview {
 		return needsReview(p.ExternalID, reason)
 	}
 	return &retryAfter{err: errors.New(reason), after: w.cfg.PauseRetry}
@@ -148,7 +149,7 @@ func (w *Worker) sendCreate(ctx, wctx context.Context, p jobs.CreatePayload, pay
 	done, err := w.gate.allow()
 	if err != nil {
 		// Nothing was sent: hand the payout back; the task returns later.
-		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: err.Error()}); ferr != nil {
+		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: lifecycle.Queued, Error: err.Error()}); ferr != nil {
 			return settled(ferr)
 		}
 		return err
@@ -178,16 +179,16 @@ func (w *Worker) beginCreate(ctx context.Context, p jobs.CreatePayload) (ledger.
 func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause error) error {
 	if errors.Is(cause, vault.ErrUnknownKey) || errors.Is(cause, vault.ErrNoKey) ||
 		errors.Is(cause, vault.ErrBadKey) || errors.Is(cause, vault.ErrPlaintextRefused) {
-		if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.Queued, Error: cause.Error()}); err != nil {
+		if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: lifecycle.Queued, Error: cause.Error()}); err != nil {
 			return settled(err)
 		}
 		return w.stopSelf(fmt.Sprintf("this worker's data key cannot open the card number of payout %s (batch %s): %v", p.ExternalID, p.Batch, cause))
 	}
 	reason := "cannot build the PSP request (nothing was sent): " + cause.Error()
-	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: ledger.NeedsReview, Error: reason}); err != nil {
+	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: lifecycle.NeedsReview, Error: reason}); err != nil {
 		return settled(err)
 	}
-	w.outcome(ctx, p.Batch, ledger.NeedsReview)
+	w.outcome(ctx, p.Batch, lifecycle.NeedsReview)
 	w.log.Error().Str("batch", p.Batch).Str("externalId", p.ExternalID).Str("reason", reason).Msg("payout needs review")
 	return needsReview(p.ExternalID, reason)
 }
@@ -214,7 +215,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 	}
 	switch res.Outcome {
 	case psp.Created:
-		fin, err := finish(ledger.CreateResult{To: ledger.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
+		fin, err := finish(ledger.CreateResult{To: lifecycle.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
 			OutcomeWindow: w.cfg.Outcome.window()})
 		if err != nil {
 			return settled(err)
@@ -223,12 +224,12 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		w.lookup.sample(ctx, p.ExternalID)
 		return w.followOutcome(ctx, pay, fin.Awaiting)
 	case psp.Rejected:
-		_, err := finish(ledger.CreateResult{To: ledger.Rejected, Error: res.Message})
+		_, err := finish(ledger.CreateResult{To: lifecycle.Rejected, Error: res.Message})
 		log.Info().Str("reason", res.Message).Msg("payout rejected by the PSP")
 		return settled(err)
 	case psp.Ambiguous:
 		w.metrics.ambiguous.WithLabelValues(string(psp.OpWithdrawalCreate)).Inc()
-		fin, err := finish(ledger.CreateResult{To: ledger.Checking, Error: "create answer unknown: " + res.Message})
+		fin, err := finish(ledger.CreateResult{To: lifecycle.Checking, Error: "create answer unknown: " + res.Message})
 		if err != nil {
 			return settled(err)
 		}
@@ -241,11 +242,11 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		defer cancel()
 		return w.createRefused(p, pay, res, verdict, aerr, finish, log)
 	default: // psp.RetryLater: provably not processed
-		fin, err := finish(ledger.CreateResult{To: ledger.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
+		fin, err := finish(ledger.CreateResult{To: lifecycle.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 		if err != nil {
 			return settled(err)
 		}
-		if fin.State == ledger.NeedsReview {
+		if fin.State == lifecycle.NeedsReview {
 			log.Error().Str("reason", fin.Error).Msg("payout needs review")
 			return needsReview(p.ExternalID, fin.Error)
 		}
@@ -261,7 +262,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 // the task held by aerr (a deferral, a pause or this worker's stop).
 func (w *Worker) createRefused(p jobs.CreatePayload, pay ledger.Payout, res psp.Result, verdict authVerdict, aerr error,
 	finish func(ledger.CreateResult) (ledger.Finished, error), log zerolog.Logger) error {
-	r := ledger.CreateResult{To: ledger.Queued, Error: res.Message}
+	r := ledger.CreateResult{To: lifecycle.Queued, Error: res.Message}
 	if verdict == authRequest {
 		r.MaxTries, r.Tries = w.cfg.MaxCreateRetries, pay.Tries
 	}
@@ -272,7 +273,7 @@ func (w *Worker) createRefused(p jobs.CreatePayload, pay ledger.Payout, res psp.
 	if verdict != authRequest {
 		return aerr
 	}
-	if fin.State == ledger.NeedsReview {
+	if fin.State == lifecycle.NeedsReview {
 		log.Error().Str("reason", fin.Error).Msg("payout needs review")
 		return needsReview(p.ExternalID, fin.Error)
 	}
@@ -352,11 +353,11 @@ func (w *Worker) statusNotCurrent(ctx context.Context, snap ledger.Snapshot, seq
 		// Another check is current, or this one is not due: the PSP is
 		// not asked, and no miss or fault is counted.
 		return true, w.afterCheck(ctx, pay, seq, step, ledger.CheckAnswer{}, psp.Result{}, log)
-	case pay.State == ledger.Queued:
+	case pay.State == lifecycle.Queued:
 		// Absence was confirmed and a create is due: make sure it exists
 		// (a crash right after the decision may have lost its enqueue).
 		return true, w.enqueueCreate(ctx, pay, pay.Creates+1)
-	case pay.State == ledger.NeedsReview:
+	case pay.State == lifecycle.NeedsReview:
 		log.Warn().Msg("status task of a payout that needs review does nothing: use `payout resolve`")
 	}
 	return true, nil
@@ -426,7 +427,7 @@ func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckA
 func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, step ledger.CheckStep, answer ledger.CheckAnswer, res psp.Result, log zerolog.Logger) error {
 	switch step.Action {
 	case ledger.CheckDone:
-		w.outcome(ctx, pay.Batch, ledger.Created)
+		w.outcome(ctx, pay.Batch, lifecycle.Created)
 		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
 		return w.followOutcome(ctx, pay, step.Awaiting)
 	case ledger.CheckAgain:
@@ -443,7 +444,7 @@ func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, ste
 		log.Warn().Int("attempt", step.Attempt).Msg("PSP confirmed the order is absent; creating again")
 		return w.enqueueCreate(ctx, pay, step.Attempt)
 	case ledger.CheckReview:
-		w.outcome(ctx, pay.Batch, ledger.NeedsReview)
+		w.outcome(ctx, pay.Batch, lifecycle.NeedsReview)
 		log.Error().Str("reason", step.Error).Msg("payout needs review")
 		return needsReview(pay.ExternalID, step.Error)
 	case ledger.CheckStale:
@@ -509,7 +510,7 @@ func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
 	}
 	s, ok := queue.NextStep(pay)
 	switch {
-	case !ok && pay.State == ledger.NeedsReview:
+	case !ok && pay.State == lifecycle.NeedsReview:
 		w.log.Warn().Str("batch", batch).Str("externalId", ext).
 			Msg("payout needs review; a task does not change that: use `payout resolve`")
 		return nil

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/sandbox"
 )
 
@@ -54,8 +54,8 @@ func TestLanesShareTheQueue(t *testing.T) {
 	if !slices.Equal(shares, []int{2, 2, 3}) {
 		t.Errorf("lanes' concurrency %v, want [2 2 3]", shares)
 	}
-	if c := h.waitFinal(20 * time.Second); c.Rows[ledger.Created] != int64(len(ids)) {
-		t.Fatalf("created %d of %d: %+v", c.Rows[ledger.Created], len(ids), c.Rows)
+	if c := h.waitFinal(20 * time.Second); c.Rows[lifecycle.Created] != int64(len(ids)) {
+		t.Fatalf("created %d of %d: %+v", c.Rows[lifecycle.Created], len(ids), c.Rows)
 	}
 	for _, ext := range ids {
 		h.assertOrders(ext, 1, 1)

@@ -9,6 +9,7 @@ import (
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/operator"
@@ -36,7 +37,7 @@ func reviewWithOrder(t *testing.T, h *harness) (ext, order string) {
 	if res.Outcome != psp.Created {
 		t.Fatalf("create at the PSP: %+v", res)
 	}
-	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: ledger.NeedsReview, Error: "PSP unreachable"}); err != nil {
+	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
 		t.Fatal(err)
 	}
 	return ids[0], res.Order.OrderID
@@ -47,9 +48,9 @@ func reviewWithOrder(t *testing.T, h *harness) (ext, order string) {
 func markCreated(t *testing.T, h *harness, ext, order string) {
 	t.Helper()
 	acts := operator.New(h.rdb, nil, zerolog.Nop())
-	r, err := acts.Resolve(context.Background(), h.psp, h.batch, ext, operator.Resolution{To: ledger.Created, OrderID: order,
+	r, err := acts.Resolve(context.Background(), h.psp, h.batch, ext, operator.Resolution{To: lifecycle.Created, OrderID: order,
 		Who: ledger.Resolution{By: "alice", Note: "seen in the back office", OutcomeWindow: h.cfg.Outcome.Window}})
-	if err != nil || r.To != ledger.Created || !r.Awaiting {
+	if err != nil || r.To != lifecycle.Created || !r.Awaiting {
 		t.Fatalf("mark created: %+v %v", r, err)
 	}
 }
@@ -62,7 +63,7 @@ func TestMarkedCreatedIsPaidByPolling(t *testing.T) {
 	ext, order := reviewWithOrder(t, h)
 	h.start()
 	markCreated(t, h, ext, order)
-	h.waitFor("the payout marked created paid", 20*time.Second, func() bool { return h.payout(ext).State == ledger.Paid })
+	h.waitFor("the payout marked created paid", 20*time.Second, func() bool { return h.payout(ext).State == lifecycle.Paid })
 	if p := h.payout(ext); p.OrderID != order || p.ResolvedBy != "alice" || p.Awaiting {
 		t.Fatalf("payout %+v", p)
 	}
@@ -88,7 +89,7 @@ func TestMarkedCreatedWithANumericOrderIDIsPaid(t *testing.T) {
 	if p := h.payout(ext); p.OrderID != order {
 		t.Fatalf("order id stored as %q, want %q exactly", p.OrderID, order)
 	}
-	h.waitFor("the payout marked created paid", 20*time.Second, func() bool { return h.payout(ext).State == ledger.Paid })
+	h.waitFor("the payout marked created paid", 20*time.Second, func() bool { return h.payout(ext).State == lifecycle.Paid })
 	if p := h.payout(ext); p.OrderID != order || p.ResolvedBy != "alice" {
 		t.Fatalf("payout %+v", p)
 	}
@@ -106,7 +107,7 @@ func TestMarkedCreatedIsPaidByCallback(t *testing.T) {
 	h.start()
 	markCreated(t, h, ext, order)
 	h.waitFor("outcome check 1 answered", 10*time.Second, func() bool { return h.payout(ext).OutcomeSeq == 2 })
-	if p := h.payout(ext); p.State != ledger.Created {
+	if p := h.payout(ext); p.State != lifecycle.Created {
 		t.Skipf("the order settled before outcome check 1 (%s): a machine too slow for this test", p.State)
 	}
 	h.waitFor("the order paid at the PSP", 10*time.Second, func() bool {
@@ -121,7 +122,7 @@ func TestMarkedCreatedIsPaidByCallback(t *testing.T) {
 	if ok, err := hinter.Hint(context.Background(), callback.Hint{ExternalID: ext, OrderID: order, Status: "Paid"}); !ok || err != nil {
 		t.Fatalf("hint: %v %v", ok, err)
 	}
-	h.waitFor("the payout marked created paid", 10*time.Second, func() bool { return h.payout(ext).State == ledger.Paid })
+	h.waitFor("the payout marked created paid", 10*time.Second, func() bool { return h.payout(ext).State == lifecycle.Paid })
 }
 
 // Issue 38.5: a payout a person marked rejected, that the PSP holds an
@@ -143,7 +144,7 @@ func TestMarkedRejectedContradictedByCallback(t *testing.T) {
 		t.Fatalf("hint for a payout marked rejected: %v %v", ok, err)
 	}
 	h.start()
-	h.waitFor("the rejection contradicted", 20*time.Second, func() bool { return h.payout(ext).State == ledger.NeedsReview })
+	h.waitFor("the rejection contradicted", 20*time.Second, func() bool { return h.payout(ext).State == lifecycle.NeedsReview })
 	p := h.payout(ext)
 	if p.OrderID != order || !strings.Contains(p.Error, "marked rejected by alice, but the PSP holds order "+order) {
 		t.Fatalf("payout %+v", p)
@@ -176,7 +177,7 @@ func TestMarkedRejectedStandsWithoutAnOrder(t *testing.T) {
 	if _, err := h.ledger.BeginCreate(ctx, h.batch, ids[0], 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: ledger.NeedsReview, Error: "x"}); err != nil {
+	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.ledger.ResolveAsRejected(ctx, h.batch, ids[0], ledger.Resolution{By: "alice", Note: "never sent"}); err != nil {
@@ -190,7 +191,7 @@ func TestMarkedRejectedStandsWithoutAnOrder(t *testing.T) {
 	h.waitFor("the verification answered", 20*time.Second, func() bool {
 		return strings.Contains(h.logs.String(), "the rejection stands")
 	})
-	if p := h.payout(ids[0]); p.State != ledger.Rejected {
+	if p := h.payout(ids[0]); p.State != lifecycle.Rejected {
 		t.Fatalf("payout is %s", p.State)
 	}
 }

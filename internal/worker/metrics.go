@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/prometheus/client_golang/prometheus"
@@ -136,9 +137,9 @@ func (m *Metrics) loadedAt(ctx context.Context, l *ledger.Ledger, batch string) 
 // outcome counts a state change recorded by this worker and, when the
 // payout is done with (a final state; created only when outcomes are not
 // followed), observes the time since its batch was loaded.
-func (w *Worker) outcome(ctx context.Context, batch string, st ledger.State) {
+func (w *Worker) outcome(ctx context.Context, batch string, st lifecycle.State) {
 	w.metrics.outcomes.WithLabelValues(string(st)).Inc()
-	if !st.Final() || st == ledger.Created && w.cfg.Outcome.window() > 0 {
+	if !st.Final() || st == lifecycle.Created && w.cfg.Outcome.window() > 0 {
 		return
 	}
 	if t, ok := w.metrics.loadedAt(ctx, w.ledger, batch); ok {
@@ -153,6 +154,6 @@ func (m *Metrics) ObservePSP(r psp.Result) {
 
 // ObserveLoadToFinal records that a payout reached final state st d after
 // its batch was loaded.
-func (m *Metrics) ObserveLoadToFinal(st ledger.State, d time.Duration) {
+func (m *Metrics) ObserveLoadToFinal(st lifecycle.State, d time.Duration) {
 	m.final.WithLabelValues(string(st)).Observe(max(d.Seconds(), 0))
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/nginxtest"
 	"github.com/acme/payout/internal/queue"
@@ -39,11 +40,11 @@ func TestNginxDotSegmentPaidOnce(t *testing.T) {
 	h.stop()
 	h.assertOrders("..", 1, 1)
 	h.assertOrders("PO-1", 1, 1)
-	if p := h.payout(".."); p.State != ledger.NeedsReview {
-		t.Errorf("payout \"..\" is %s, want %s", p.State, ledger.NeedsReview)
+	if p := h.payout(".."); p.State != lifecycle.NeedsReview {
+		t.Errorf("payout \"..\" is %s, want %s", p.State, lifecycle.NeedsReview)
 	}
-	if p := h.payout("PO-1"); p.State != ledger.Created {
-		t.Errorf("payout PO-1 is %s, want %s", p.State, ledger.Created)
+	if p := h.payout("PO-1"); p.State != lifecycle.Created {
+		t.Errorf("payout PO-1 is %s, want %s", p.State, lifecycle.Created)
 	}
 }
 

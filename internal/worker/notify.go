@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -100,7 +100,7 @@ func (w *Worker) notifyReview(next asynq.Handler) asynq.Handler {
 		ctx, cancel := detached(ctx)
 		defer cancel()
 		episode := r.reason
-		if p, gerr := w.ledger.Get(ctx, ref.Batch, r.ext); gerr == nil && p.State == ledger.NeedsReview {
+		if p, gerr := w.ledger.Get(ctx, ref.Batch, r.ext); gerr == nil && p.State == lifecycle.NeedsReview {
 			episode = strconv.FormatInt(p.UpdatedAt.UnixMilli(), 10)
 		}
 		w.emit(ctx, notify.NeedsReview(ref.Batch, r.ext, r.reason, episode))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/rs/zerolog"
@@ -88,7 +89,7 @@ func TestNotificationsNeverDelayPayouts(t *testing.T) {
 	h.start()
 	h.waitFor("deliveries hanging", 5*time.Second, func() bool { return rc.inflight.Load() >= 2 })
 	c := h.waitFinal(5 * time.Second)
-	if c.Rows[ledger.Created] != int64(len(ids)-1) || c.Rows[ledger.NeedsReview] != 1 {
+	if c.Rows[lifecycle.Created] != int64(len(ids)-1) || c.Rows[lifecycle.NeedsReview] != 1 {
 		t.Fatalf("counts %+v", c.Rows)
 	}
 	if rc.inflight.Load() < 2 {

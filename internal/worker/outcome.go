@@ -8,6 +8,7 @@ import (
 
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
@@ -45,7 +46,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		case step.Action == ledger.OutcomeStale:
 			// Another check is current: make sure it is enqueued.
 			return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(1))
-		case pay.State == ledger.NeedsReview:
+		case pay.State == lifecycle.NeedsReview:
 			log.Warn().Msg("outcome task of a payout that needs review does nothing: use `payout resolve`")
 		}
 		return nil
@@ -70,7 +71,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 	case ledger.OutcomeDone:
 		w.outcome(ctx, p.Batch, step.State)
 		ev := log.Info()
-		if step.State == ledger.Failed {
+		if step.State == lifecycle.Failed {
 			ev = log.Warn().Str("reason", reason)
 		}
 		ev.Str("order", pay.OrderID).Str("psp_status", res.Order.Status).Msg("payout " + string(step.State))
@@ -78,7 +79,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		pay.OutcomeSeq = step.Seq
 		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(step.Polls+1))
 	case ledger.OutcomeReview:
-		w.outcome(ctx, p.Batch, ledger.NeedsReview)
+		w.outcome(ctx, p.Batch, lifecycle.NeedsReview)
 		log.Error().Str("reason", step.Error).Msg("payout needs review")
 		return needsReview(p.ExternalID, step.Error)
 	case ledger.OutcomeStale:
@@ -160,13 +161,13 @@ func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
 	}
 	var id string
 	switch {
-	case pay.State == ledger.Rejected && pay.ResolvedBy != "":
+	case pay.State == lifecycle.Rejected && pay.ResolvedBy != "":
 		// A person decided it will not be paid; the PSP's word about it
 		// is asked for, never dropped (HandleVerify).
 		return true, w.enqueueVerify(ctx, pay)
 	case pay.Awaiting:
 		id = jobs.OutcomeTaskID(pay.ExternalID, pay.OutcomeSeq)
-	case pay.State == ledger.Checking:
+	case pay.State == lifecycle.Checking:
 		id = jobs.StatusTaskID(pay.ExternalID, pay.Seq)
 	default:
 		return false, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/rs/zerolog"
@@ -50,9 +51,9 @@ func assertMatchesTruth(t *testing.T, h *harness, ids []string) (paid, failed in
 	}
 	for _, id := range ids {
 		p, o := h.payout(id), truth[id]
-		want := ledger.Paid
+		want := lifecycle.Paid
 		if o.FinalStatus == sandbox.DefaultFailedStatus {
-			want = ledger.Failed
+			want = lifecycle.Failed
 			failed++
 		} else {
 			paid++
@@ -60,7 +61,7 @@ func assertMatchesTruth(t *testing.T, h *harness, ids []string) (paid, failed in
 		if p.State != want {
 			t.Errorf("%s is %s, the PSP says %s", id, p.State, o.FinalStatus)
 		}
-		if want == ledger.Failed && !strings.Contains(p.Error, o.FinalReason) {
+		if want == lifecycle.Failed && !strings.Contains(p.Error, o.FinalReason) {
 			t.Errorf("%s failed with %q, the PSP's reason is %q", id, p.Error, o.FinalReason)
 		}
 		if p.PSPStatus != o.FinalStatus {
@@ -83,7 +84,7 @@ func TestOutcomeByPolling(t *testing.T) {
 	if paid == 0 || failed == 0 {
 		t.Fatalf("paid %d failed %d: the seed should give both", paid, failed)
 	}
-	if c.Rows[ledger.Paid] != int64(paid) || c.Rows[ledger.Failed] != int64(failed) || c.Awaiting != 0 || c.Rows[ledger.Created] != 0 {
+	if c.Rows[lifecycle.Paid] != int64(paid) || c.Rows[lifecycle.Failed] != int64(failed) || c.Awaiting != 0 || c.Rows[lifecycle.Created] != 0 {
 		t.Fatalf("counts %+v", c)
 	}
 }
@@ -96,7 +97,7 @@ func TestOutcomeWindowEndsInReview(t *testing.T) {
 	ids := h.add(visa)
 	h.start()
 	h.waitFinal(20 * time.Second)
-	if p := h.payout(ids[0]); p.State != ledger.NeedsReview || !strings.Contains(p.Error, "outcome window") || p.OrderID == "" {
+	if p := h.payout(ids[0]); p.State != lifecycle.NeedsReview || !strings.Contains(p.Error, "outcome window") || p.OrderID == "" {
 		t.Fatalf("state %s (%q), order %q", p.State, p.Error, p.OrderID)
 	}
 }
@@ -108,7 +109,7 @@ func TestTrackOutcomeOff(t *testing.T) {
 	ids := h.add(visa)
 	h.start()
 	c := h.waitFinal(10 * time.Second)
-	if p := h.payout(ids[0]); p.State != ledger.Created || p.Awaiting || c.Awaiting != 0 {
+	if p := h.payout(ids[0]); p.State != lifecycle.Created || p.Awaiting || c.Awaiting != 0 {
 		t.Fatalf("state %s awaiting %v", p.State, p.Awaiting)
 	}
 }
@@ -153,7 +154,7 @@ func TestOutcomeByCallbacks(t *testing.T) {
 	h.start()
 	h.waitFor("every order created", 10*time.Second, func() bool {
 		c, _ := h.ledger.Counts(ctx, h.batch)
-		return c.Rows[ledger.Created]+c.Rows[ledger.Paid]+c.Rows[ledger.Failed] == 10
+		return c.Rows[lifecycle.Created]+c.Rows[lifecycle.Paid]+c.Rows[lifecycle.Failed] == 10
 	})
 	// Forged (wrong secret) and unknown-order callbacks, before any real one
 	// has moved a payout: nothing changes but the counters.
@@ -200,11 +201,11 @@ func TestCallbackBeforeTheCreateIsRecorded(t *testing.T) {
 	if ok, err := w.Hint(ctx, callback.Hint{ExternalID: ids[0], Status: "Paid"}); ok || err != nil {
 		t.Fatalf("hint for a submitting payout: %v %v", ok, err)
 	}
-	if p := h.payout(ids[0]); p.State != ledger.Submitting {
+	if p := h.payout(ids[0]); p.State != lifecycle.Submitting {
 		t.Fatalf("the hint moved the payout to %s", p.State)
 	}
 	// Once created and awaiting its outcome, the same callback is a hint.
-	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-1", OutcomeWindow: time.Hour}); err != nil {
+	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-1", OutcomeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.payout(ids[0])
@@ -214,7 +215,7 @@ func TestCallbackBeforeTheCreateIsRecorded(t *testing.T) {
 	if ok, err := w.Hint(ctx, callback.Hint{ExternalID: ids[0], Status: "Paid"}); !ok || err != nil {
 		t.Fatalf("hint for a payout awaiting its outcome: %v %v", ok, err)
 	}
-	if p := h.payout(ids[0]); p.State != ledger.Created || !p.Awaiting {
+	if p := h.payout(ids[0]); p.State != lifecycle.Created || !p.Awaiting {
 		t.Fatalf("a hint changed the ledger: %s", p.State)
 	}
 }

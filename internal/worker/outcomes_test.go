@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
@@ -24,23 +25,23 @@ func TestCreateOutcomes(t *testing.T) {
 		name   string
 		card   string
 		force  []sandbox.Force
-		want   ledger.State
+		want   lifecycle.State
 		posts  int // creates received by the PSP
 		stored int // orders stored by the PSP
 		errHas string
 	}{
-		{name: "200 created", card: visa, want: ledger.Created, posts: 1, stored: 1},
-		{name: "400 rejected", card: visa, force: []sandbox.Force{{Status: 400, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Rejected, posts: 1, stored: 0, errHas: "400"},
-		{name: "422 declined card rejected", card: sandbox.DeclinedCard, want: ledger.Rejected, posts: 1, stored: 0, errHas: "declined"},
-		{name: "429 retried after Retry-After", card: visa, force: []sandbox.Force{{Status: 429, RetryAfter: "1", Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 2, stored: 1},
-		{name: "423 refused: checked, absent, created again", card: visa, force: []sandbox.Force{{Status: 423, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 2, stored: 1},
-		{name: "500 after storing: found by status", card: visa, force: []sandbox.Force{{Status: 500, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 1, stored: 1},
-		{name: "499 after storing", card: visa, force: []sandbox.Force{{Status: 499, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 1, stored: 1},
-		{name: "502 after storing", card: visa, force: []sandbox.Force{{Status: 502, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 1, stored: 1},
-		{name: "503 without storing: absent, created again", card: visa, force: []sandbox.Force{{Status: 503, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 2, stored: 1},
-		{name: "timeout after storing", card: visa, force: []sandbox.Force{{Fault: sandbox.FaultHang, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 1, stored: 1},
-		{name: "connection dropped after storing", card: visa, force: []sandbox.Force{{Fault: sandbox.FaultDrop, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 1, stored: 1},
-		{name: "unparsable 200 after storing", card: visa, force: []sandbox.Force{{Fault: sandbox.FaultGarbage200, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: ledger.Created, posts: 1, stored: 1},
+		{name: "200 created", card: visa, want: lifecycle.Created, posts: 1, stored: 1},
+		{name: "400 rejected", card: visa, force: []sandbox.Force{{Status: 400, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Rejected, posts: 1, stored: 0, errHas: "400"},
+		{name: "422 declined card rejected", card: sandbox.DeclinedCard, want: lifecycle.Rejected, posts: 1, stored: 0, errHas: "declined"},
+		{name: "429 retried after Retry-After", card: visa, force: []sandbox.Force{{Status: 429, RetryAfter: "1", Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 2, stored: 1},
+		{name: "423 refused: checked, absent, created again", card: visa, force: []sandbox.Force{{Status: 423, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 2, stored: 1},
+		{name: "500 after storing: found by status", card: visa, force: []sandbox.Force{{Status: 500, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 1, stored: 1},
+		{name: "499 after storing", card: visa, force: []sandbox.Force{{Status: 499, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 1, stored: 1},
+		{name: "502 after storing", card: visa, force: []sandbox.Force{{Status: 502, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 1, stored: 1},
+		{name: "503 without storing: absent, created again", card: visa, force: []sandbox.Force{{Status: 503, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 2, stored: 1},
+		{name: "timeout after storing", card: visa, force: []sandbox.Force{{Fault: sandbox.FaultHang, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 1, stored: 1},
+		{name: "connection dropped after storing", card: visa, force: []sandbox.Force{{Fault: sandbox.FaultDrop, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 1, stored: 1},
+		{name: "unparsable 200 after storing", card: visa, force: []sandbox.Force{{Fault: sandbox.FaultGarbage200, Store: true, Op: sandbox.OpWithdrawalCreate}}, want: lifecycle.Created, posts: 1, stored: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,7 +60,7 @@ func TestCreateOutcomes(t *testing.T) {
 			if tt.errHas != "" && !strings.Contains(p.Error, tt.errHas) {
 				t.Errorf("error %q does not mention %q", p.Error, tt.errHas)
 			}
-			if tt.want == ledger.Created && p.OrderID == "" {
+			if tt.want == lifecycle.Created && p.OrderID == "" {
 				t.Error("created without a PSP order id")
 			}
 			h.assertOrders(ids[0], tt.posts, tt.stored)
@@ -84,7 +85,7 @@ func TestDialErrorRetriesTheCreate(t *testing.T) {
 	ids := h.add(visa)
 	h.start()
 	h.waitFinal(20 * time.Second)
-	if p := h.payout(ids[0]); p.State != ledger.Created || p.Creates != 1 || p.Seq != 0 {
+	if p := h.payout(ids[0]); p.State != lifecycle.Created || p.Creates != 1 || p.Seq != 0 {
 		t.Fatalf("payout %+v: want created by attempt 1 with no status check", p)
 	}
 	h.assertOrders(ids[0], 1, 1)
@@ -145,7 +146,7 @@ func TestAuthFaultRecheckedBeforeAnyPause(t *testing.T) {
 			case "created":
 				h.waitFinal(20 * time.Second)
 				p := h.payout(ids[0])
-				if p.State != ledger.Created || p.Tries != 1 {
+				if p.State != lifecycle.Created || p.Tries != 1 {
 					t.Fatalf("payout %s after %d tries, want created after 1 refused try (%s)", p.State, p.Tries, p.Error)
 				}
 				h.assertOrders(ids[0], 2, 1)
@@ -157,13 +158,13 @@ func TestAuthFaultRecheckedBeforeAnyPause(t *testing.T) {
 			case "paused":
 				h.waitFor("queue paused", 10*time.Second, h.paused)
 				// The refused create is recorded right after the pause.
-				h.waitFor("payout back to queued", 5*time.Second, func() bool { return h.payout(ids[0]).State == ledger.Queued })
+				h.waitFor("payout back to queued", 5*time.Second, func() bool { return h.payout(ids[0]).State == lifecycle.Queued })
 			}
 			if got := h.paused(); got != (tc.want == "paused") {
 				t.Errorf("queue paused: %v", got)
 			}
 			if tc.want != "created" {
-				if p := h.payout(ids[0]); p.State != ledger.Queued || p.Creates != 0 || p.Tries != 0 {
+				if p := h.payout(ids[0]); p.State != lifecycle.Queued || p.Creates != 0 || p.Tries != 0 {
 					t.Errorf("payout %s, creates %d, tries %d; want queued as it was", p.State, p.Creates, p.Tries)
 				}
 				h.assertOrders(ids[0], 1, 0) // refused: nothing stored
@@ -183,7 +184,7 @@ func TestStatusOutcomes(t *testing.T) {
 		h.start()
 		h.waitFinal(30 * time.Second)
 		p := h.payout(ids[0])
-		if p.State != ledger.NeedsReview || p.Creates != 3 {
+		if p.State != lifecycle.NeedsReview || p.Creates != 3 {
 			t.Fatalf("payout %s after %d creates, want needs_review after 3 (%s)", p.State, p.Creates, p.Error)
 		}
 		h.assertOrders(ids[0], 3, 0)
@@ -198,7 +199,7 @@ func TestStatusOutcomes(t *testing.T) {
 		ids := h.add(visa)
 		h.start()
 		h.waitFinal(20 * time.Second)
-		if p := h.payout(ids[0]); p.State != ledger.Created || p.Creates != 1 {
+		if p := h.payout(ids[0]); p.State != lifecycle.Created || p.Creates != 1 {
 			t.Fatalf("payout %s after %d creates, want created by the first", p.State, p.Creates)
 		}
 		h.assertOrders(ids[0], 1, 1)
@@ -213,14 +214,14 @@ func TestStatusOutcomes(t *testing.T) {
 		ids := h.add(visa)
 		h.start()
 		h.waitFor("queue paused", 10*time.Second, h.paused)
-		if p := h.payout(ids[0]); p.State != ledger.Checking {
+		if p := h.payout(ids[0]); p.State != lifecycle.Checking {
 			t.Fatalf("state %s while paused, want checking", p.State)
 		}
 		if err := h.insp.UnpauseQueue(jobs.Queue); err != nil {
 			t.Fatal(err)
 		}
 		h.waitFinal(20 * time.Second)
-		if p := h.payout(ids[0]); p.State != ledger.Created {
+		if p := h.payout(ids[0]); p.State != lifecycle.Created {
 			t.Fatalf("state %s, want created", p.State)
 		}
 		h.assertOrders(ids[0], 1, 1)
@@ -236,7 +237,7 @@ func TestStatusOutcomes(t *testing.T) {
 		h.start()
 		h.waitFinal(30 * time.Second)
 		p := h.payout(ids[0])
-		if p.State != ledger.NeedsReview || !strings.Contains(p.Error, "status unknown") {
+		if p.State != lifecycle.NeedsReview || !strings.Contains(p.Error, "status unknown") {
 			t.Fatalf("payout %s (%q), want needs_review with the reason", p.State, p.Error)
 		}
 		h.assertOrders(ids[0], 1, 1) // the order exists: a person must look
@@ -267,7 +268,7 @@ func TestRedeliveredCreateNeverPostsAgain(t *testing.T) {
 	h.start()
 	h.waitFinal(20 * time.Second)
 	for _, ext := range ids {
-		if p := h.payout(ext); p.State != ledger.Created {
+		if p := h.payout(ext); p.State != lifecycle.Created {
 			t.Fatalf("%s: %s, want created", ext, p.State)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/internal/sandbox"
@@ -31,7 +31,7 @@ func TestOperatorRemovesTasks(t *testing.T) {
 		force  sandbox.Force
 		task   func(ext string) string
 		remove func(h *harness, id string) error
-		want   ledger.State
+		want   lifecycle.State
 		posts  int
 	}{
 		{
@@ -41,7 +41,7 @@ func TestOperatorRemovesTasks(t *testing.T) {
 			remove: func(h *harness, id string) error {
 				return h.insp.DeleteTask(jobs.Queue, id)
 			},
-			want: ledger.Created, posts: 1,
+			want: lifecycle.Created, posts: 1,
 		},
 		{
 			name:  "status check archived",
@@ -50,7 +50,7 @@ func TestOperatorRemovesTasks(t *testing.T) {
 			remove: func(h *harness, id string) error {
 				return h.insp.ArchiveTask(jobs.Queue, id)
 			},
-			want: ledger.Created, posts: 1,
+			want: lifecycle.Created, posts: 1,
 		},
 		{
 			name:  "retrying create archived",
@@ -59,7 +59,7 @@ func TestOperatorRemovesTasks(t *testing.T) {
 			remove: func(h *harness, id string) error {
 				return h.insp.ArchiveTask(jobs.Queue, id)
 			},
-			want: ledger.Created, posts: 2,
+			want: lifecycle.Created, posts: 2,
 		},
 	}
 	for _, tt := range tests {
@@ -122,7 +122,7 @@ func TestStatusAnswerAboutAnotherOrderIsNoProof(t *testing.T) {
 	h.start()
 	h.waitFinal(20 * time.Second)
 	p := h.payout(ids[0])
-	if p.State != ledger.NeedsReview || p.OrderID != "" {
+	if p.State != lifecycle.NeedsReview || p.OrderID != "" {
 		t.Fatalf("state %s order %q, want needs_review without an order", p.State, p.OrderID)
 	}
 	if !strings.Contains(h.logs.String(), "psp_status_mismatch") {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/jobs"
@@ -89,7 +90,7 @@ func TestReplyDropRunEndsFinal(t *testing.T) {
 	states := h.checkAgainstPSP(ids)
 	t.Logf("states: %v", states)
 	for s, c := range states {
-		if s != ledger.Created && s != ledger.Rejected {
+		if s != lifecycle.Created && s != lifecycle.Rejected {
 			t.Errorf("%d payouts ended %s, want created or rejected", c, s)
 		}
 	}
@@ -98,7 +99,7 @@ func TestReplyDropRunEndsFinal(t *testing.T) {
 	shown := 0
 	for _, ext := range ids {
 		p := h.payout(ext)
-		if p.State != ledger.NeedsReview {
+		if p.State != lifecycle.NeedsReview {
 			continue
 		}
 		t.Errorf("%s needs review after %d creates begun, %d received by the PSP: %s",

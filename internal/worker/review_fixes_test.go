@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/sandbox"
@@ -52,7 +53,7 @@ func TestUntrustedExternalIDLookupNeverRecreates(t *testing.T) {
 	h.start()
 	h.waitFinal(30 * time.Second)
 	p := h.payout(ids[0])
-	if p.State != ledger.NeedsReview || p.Creates != 1 || !strings.Contains(p.Error, "not trusted") {
+	if p.State != lifecycle.NeedsReview || p.Creates != 1 || !strings.Contains(p.Error, "not trusted") {
 		t.Fatalf("payout %s after %d creates (%q), want needs_review after 1", p.State, p.Creates, p.Error)
 	}
 	h.assertOrders(ids[0], 1, 1)
@@ -72,7 +73,7 @@ func TestLookupVerifiedByACreatedPayout(t *testing.T) {
 	h.batch = "second"
 	ids2 := h.add(visa)
 	h.waitFinal(30 * time.Second)
-	if p := h.payout(ids2[0]); p.State != ledger.Created || p.Creates != 2 {
+	if p := h.payout(ids2[0]); p.State != lifecycle.Created || p.Creates != 2 {
 		t.Fatalf("payout %s after %d creates (%q), want created by the second", p.State, p.Creates, p.Error)
 	}
 	_ = ids
@@ -90,7 +91,7 @@ func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.ledger.BeginCreate(ctx, h.batch, ids[0], 1)
-	h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: ledger.Checking})
+	h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.Checking})
 	pol := ledger.CheckPolicy{AbsentChecks: 1, MaxCreates: 3, MaxFaults: 3}
 	snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
 	if err != nil {
@@ -123,7 +124,7 @@ func TestRetryBudgetLivesInTheLedger(t *testing.T) {
 	h.start()
 	h.waitFinal(20 * time.Second)
 	for _, ext := range ids {
-		if p := h.payout(ext); p.State != ledger.Created {
+		if p := h.payout(ext); p.State != lifecycle.Created {
 			t.Fatalf("%s: %s (%q), want created", ext, p.State, p.Error)
 		}
 	}
@@ -133,7 +134,7 @@ func TestRetryBudgetLivesInTheLedger(t *testing.T) {
 	ids2 := h.add(visa)
 	h.waitFinal(20 * time.Second)
 	p := h.payout(ids2[0])
-	if p.State != ledger.NeedsReview || !strings.Contains(p.Error, "nothing was sent") {
+	if p.State != lifecycle.NeedsReview || !strings.Contains(p.Error, "nothing was sent") {
 		t.Fatalf("payout %s (%q), want needs_review", p.State, p.Error)
 	}
 	h.assertOrders(ids2[0], 2, 0)
@@ -155,10 +156,10 @@ func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA")
 	h.start()
 	h.waitFinal(10 * time.Second)
-	if p := h.payout(ids[0]); p.State != ledger.NeedsReview {
+	if p := h.payout(ids[0]); p.State != lifecycle.NeedsReview {
 		t.Fatalf("damaged: %s", p.State)
 	}
-	if p := h.payout(ids[1]); p.State != ledger.Created {
+	if p := h.payout(ids[1]); p.State != lifecycle.Created {
 		t.Fatalf("healthy: %s", p.State)
 	}
 	if h.paused() {
@@ -180,7 +181,7 @@ func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 		t.Fatal("a worker without the key paused the queue")
 	}
 	p := h2.payout("PO-1")
-	if p.State != ledger.Queued || p.Creates != 0 || p.Error != "" {
+	if p.State != lifecycle.Queued || p.Creates != 0 || p.Error != "" {
 		t.Fatalf("unknown key: payout %s, creates %d, error %q; want queued as it was", p.State, p.Creates, p.Error)
 	}
 	info, err := h2.insp.GetTaskInfo(jobs.Queue, jobs.CreateTaskID("PO-1", 1))
@@ -229,7 +230,7 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.ledger.BeginCreate(ctx, h.batch, ext, 1)
-	h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: ledger.Checking})
+	h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: lifecycle.Checking})
 	// One check without an answer: check 2 is due an hour later.
 	pol := ledger.CheckPolicy{AbsentChecks: 2, MaxCreates: 2, MaxFaults: 5, FaultDelay: time.Hour, FaultDelayMax: time.Hour}
 	snap, err := h.ledger.Snapshot(ctx, h.batch, ext)
@@ -315,7 +316,7 @@ func TestOutcomeTaskNotCurrentAsksNothing(t *testing.T) {
 			window = 0
 		}
 		h.ledger.BeginCreate(ctx, h.batch, ext, 1)
-		if fin, err := h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: ledger.Created, OrderID: "WD-" + ext, OutcomeWindow: window}); err != nil || fin.Awaiting != (i == 0) {
+		if fin, err := h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + ext, OutcomeWindow: window}); err != nil || fin.Awaiting != (i == 0) {
 			t.Fatalf("setup %s: %+v %v", ext, fin, err)
 		}
 	}

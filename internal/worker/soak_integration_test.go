@@ -7,27 +7,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/sandbox"
 )
 
 // checkAgainstPSP asserts the promise: exactly one stored order per
 // created payout, none for any other, nothing open.
-func (h *harness) checkAgainstPSP(ids []string) map[ledger.State]int {
+func (h *harness) checkAgainstPSP(ids []string) map[lifecycle.State]int {
 	h.t.Helper()
 	orders := map[string]int{}
 	for _, o := range h.sbx.Orders() {
 		orders[o.ExternalID]++
 	}
-	states := map[ledger.State]int{}
+	states := map[lifecycle.State]int{}
 	for _, ext := range ids {
 		p := h.payout(ext)
 		states[p.State]++
 		want := 0
-		if p.State == ledger.Created {
+		if p.State == lifecycle.Created {
 			want = 1
 		}
-		if p.State == ledger.NeedsReview {
+		if p.State == lifecycle.NeedsReview {
 			want = orders[ext] // a person decides; at most one is still required
 			if want > 1 {
 				h.t.Errorf("%s needs review with %d orders at the PSP", ext, want)
@@ -62,8 +62,8 @@ func TestFaultySandbox2000(t *testing.T) {
 	st := h.sbx.Stats()
 	t.Logf("2000 payouts in %s: %v; PSP creates received %d, orders stored %d, status queries %d, answers %v",
 		time.Since(start).Round(time.Millisecond), states, st.CreatesReceived, st.OrdersStored, st.StatusQueries, st.Answers)
-	if states[ledger.Created] < 1900 {
-		t.Errorf("only %d created", states[ledger.Created])
+	if states[lifecycle.Created] < 1900 {
+		t.Errorf("only %d created", states[lifecycle.Created])
 	}
 }
 
@@ -86,8 +86,8 @@ func TestOutageEndsWithoutNeedsReview(t *testing.T) {
 	states := h.checkAgainstPSP(ids)
 	st := h.sbx.Stats()
 	t.Logf("outage run: %v; answers %v", states, st.Answers)
-	if states[ledger.NeedsReview] != 0 {
-		t.Fatalf("%d payouts need review after a 30s outage", states[ledger.NeedsReview])
+	if states[lifecycle.NeedsReview] != 0 {
+		t.Fatalf("%d payouts need review after a 30s outage", states[lifecycle.NeedsReview])
 	}
 	if st.Answers["503"] == 0 {
 		t.Fatal("the outage window was never hit: the test proves nothing")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
@@ -44,7 +45,7 @@ func (w *Worker) HandleVerify(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if pay.State != ledger.Rejected || pay.ResolvedBy == "" {
+	if pay.State != lifecycle.Rejected || pay.ResolvedBy == "" {
 		return nil // nothing a person decided stands to be contradicted
 	}
 	res, err := w.queryStatus(ctx, pay, log)
@@ -79,7 +80,7 @@ func (w *Worker) contradicted(ctx context.Context, pay ledger.Payout, res psp.Re
 		return err
 	}
 	w.metrics.contradictions.Inc()
-	w.outcome(ctx, pay.Batch, ledger.NeedsReview)
+	w.outcome(ctx, pay.Batch, lifecycle.NeedsReview)
 	log.Error().Str("alert", "manual_resolution_contradicted").Str("order", res.Order.OrderID).
 		Str("psp_status", res.Order.Status).Str("resolved_by", pay.ResolvedBy).
 		Msg("PSP contradicts a manual rejection: the payout needs review")

@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
@@ -566,9 +567,9 @@ func (b *runner) oursWorker(ctx context.Context, n, conc int, latency time.Durat
 	if err := b.stopMeasured(ctx, w, r0, waitErr, &r); err != nil {
 		return r, err
 	}
-	if got := counts.Rows[ledger.Created]; got != int64(n) {
+	if got := counts.Rows[lifecycle.Created]; got != int64(n) {
 		return r, fmt.Errorf("bench: %d of %d payouts created (rejected %d, needs_review %d)", got, n,
-			counts.Rows[ledger.Rejected], counts.Rows[ledger.NeedsReview])
+			counts.Rows[lifecycle.Rejected], counts.Rows[lifecycle.NeedsReview])
 	}
 	r.rate = float64(n) / elapsed.Seconds()
 	return r, nil

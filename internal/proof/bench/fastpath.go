@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -82,11 +83,11 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 			return fmt.Errorf("bench: fast path: begin create of %s: %s, want %s", p.ExternalID, b.Action, ledger.Proceed)
 		}
 		fin, err := led.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{
-			To: ledger.Created, OrderID: "WD-" + orderUUID(), PSPStatus: sandbox.StatusCreated, HTTPStatus: 200})
+			To: lifecycle.Created, OrderID: "WD-" + orderUUID(), PSPStatus: sandbox.StatusCreated, HTTPStatus: 200})
 		if err != nil {
 			return err
 		}
-		if fin.State != ledger.Created {
+		if fin.State != lifecycle.Created {
 			return fmt.Errorf("bench: fast path: %s ended %s", p.ExternalID, fin.State)
 		}
 		// The worker's first created payout is its lookup sample (SETNX).

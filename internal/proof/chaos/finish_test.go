@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 // TestReadArchived: an archived batch's payouts come from its archive; an
@@ -41,7 +42,7 @@ func TestReadArchived(t *testing.T) {
 			payouts := map[string]ledger.Payout{}
 			err := readArchived(a, payouts)
 			if c.want == "" {
-				if err != nil || payouts["E1"].State != ledger.Paid {
+				if err != nil || payouts["E1"].State != lifecycle.Paid {
 					t.Fatalf("readArchived = %v, payouts %v; want E1 paid", err, payouts)
 				}
 				return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
@@ -602,7 +603,7 @@ func (h *harness) killMidFile(ctx context.Context, p *proc.Proc) string {
 			continue
 		}
 		for _, b := range sts {
-			if b.Phase == ledger.PhaseLoading && !b.Interrupted && b.Counts.Rows[ledger.Queued] > 0 {
+			if b.Phase == ledger.PhaseLoading && !b.Interrupted && b.Counts.Rows[lifecycle.Queued] > 0 {
 				p.Kill()
 				return b.ID
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/jobs"
@@ -422,7 +423,7 @@ func (h *harness) checkInterrupted(ctx context.Context, batch string) {
 	if st.Phase != ledger.PhaseLoading {
 		return // completed meanwhile by nobody: cannot happen, the lock is held
 	}
-	if moved := st.Counts.Total() - st.Counts.Rows[ledger.Queued]; moved > 0 {
+	if moved := st.Counts.Total() - st.Counts.Rows[lifecycle.Queued]; moved > 0 {
 		h.problem("%d payouts of the interrupted load of %s went past queued before the load completed", moved, batch)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/sandbox"
 )
@@ -168,18 +169,18 @@ func (v *Verdict) checkRow(f *findings, b Books, r Row, p ledger.Payout, ords []
 		f.add("mismatch", "%s: ledger amount %q, file amount %s", r.ExternalID, p.Amount, r.AmountText)
 	}
 	switch p.State {
-	case ledger.Created, ledger.Paid, ledger.Failed:
+	case lifecycle.Created, lifecycle.Paid, lifecycle.Failed:
 		v.Created++
 		switch p.State {
-		case ledger.Paid:
+		case lifecycle.Paid:
 			v.Paid++
-		case ledger.Failed:
+		case lifecycle.Failed:
 			v.Failed++
 		}
 		if v.checkCreated(f, r, p, ords) {
 			v.checkOutcome(f, r, p, ords, paidWord, failedWord)
 		}
-	case ledger.Cancelled:
+	case lifecycle.Cancelled:
 		v.Cancelled++
 		if !b.CancelAsked[r.ExternalID] {
 			v.Mismatches++
@@ -189,7 +190,7 @@ func (v *Verdict) checkRow(f *findings, b Books, r Row, p ledger.Payout, ords []
 			v.Duplicates += len(ords)
 			f.add("duplicate", "%s is cancelled but has %d order(s) at the PSP %s", r.ExternalID, len(ords), orderIDs(ords))
 		}
-	case ledger.NeedsReview:
+	case lifecycle.NeedsReview:
 		if p.OrderID != "" && len(ords) == 1 && ords[0].PSPOrderID == p.OrderID {
 			// Created, then no outcome within the outcome window:
 			// the order is rightful, the missing outcome is not.
@@ -200,8 +201,8 @@ func (v *Verdict) checkRow(f *findings, b Books, r Row, p ledger.Payout, ords []
 			return
 		}
 		fallthrough
-	case ledger.Rejected:
-		if p.State == ledger.Rejected {
+	case lifecycle.Rejected:
+		if p.State == lifecycle.Rejected {
 			v.Rejected++
 			if r.Magic == NotMagic {
 				v.Mismatches++
@@ -289,7 +290,7 @@ func (v *Verdict) checkAudit(f *findings, fc FileCheck, b Books) {
 		}
 		prev, ok := last[e.ExternalID]
 		if !ok {
-			prev = string(ledger.Queued)
+			prev = string(lifecycle.Queued)
 		}
 		if e.From != prev {
 			v.AuditMismatches++
@@ -331,14 +332,14 @@ func (v *Verdict) checkOutcome(f *findings, r Row, p ledger.Payout, ords []sandb
 		f.add("lost", "%s is still created, awaiting the outcome of order %s (%q at the PSP)", r.ExternalID, o.PSPOrderID, o.FinalStatus)
 		return
 	}
-	var want ledger.State
+	var want lifecycle.State
 	switch o.FinalStatus {
 	case paidWord:
-		want = ledger.Paid
+		want = lifecycle.Paid
 	case failedWord:
-		want = ledger.Failed
+		want = lifecycle.Failed
 	case "", sandbox.StatusCreated:
-		want = ledger.Created // no lifecycle: created is final
+		want = lifecycle.Created // no lifecycle: created is final
 	default:
 		v.OutcomeMismatches++
 		f.add("outcome", "%s: order %s ends with status %q, neither %q nor %q", r.ExternalID, o.PSPOrderID, o.FinalStatus, paidWord, failedWord)
@@ -349,12 +350,12 @@ func (v *Verdict) checkOutcome(f *findings, r Row, p ledger.Payout, ords []sandb
 		f.add("outcome", "%s is %s, but its order %s ends %q at the PSP", r.ExternalID, p.State, o.PSPOrderID, o.FinalStatus)
 		return
 	}
-	if want == ledger.Failed && (!strings.EqualFold(p.PSPStatus, o.FinalStatus) || !strings.Contains(p.Error, o.FinalReason)) {
+	if want == lifecycle.Failed && (!strings.EqualFold(p.PSPStatus, o.FinalStatus) || !strings.Contains(p.Error, o.FinalReason)) {
 		v.OutcomeMismatches++
 		f.add("outcome", "%s failed with status %q and reason %q, but its order %s failed %q with reason %q",
 			r.ExternalID, p.PSPStatus, p.Error, o.PSPOrderID, o.FinalStatus, o.FinalReason)
 	}
-	if want == ledger.Paid && !strings.EqualFold(p.PSPStatus, o.FinalStatus) {
+	if want == lifecycle.Paid && !strings.EqualFold(p.PSPStatus, o.FinalStatus) {
 		v.OutcomeMismatches++
 		f.add("outcome", "%s is paid with status %q, but its order %s ends %q", r.ExternalID, p.PSPStatus, o.PSPOrderID, o.FinalStatus)
 	}

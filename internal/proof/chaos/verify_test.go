@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/sandbox"
 )
@@ -21,7 +22,7 @@ func row(ext, amount, cardNo, telecom string, magic Magic) Row {
 		Card: cardNo, CardText: cardNo, Telecom: telecom, Magic: magic}
 }
 
-func payout(ext, amount string, st ledger.State, order string, seq int) ledger.Payout {
+func payout(ext, amount string, st lifecycle.State, order string, seq int) ledger.Payout {
 	return ledger.Payout{ExternalID: ext, Amount: amount, State: st, OrderID: order, Seq: seq}
 }
 
@@ -40,9 +41,9 @@ func cleanBooks() Books {
 			row("C", "1.00", sandbox.DeclinedCard, "", MagicDeclined),
 		},
 		Payouts: map[string]ledger.Payout{
-			"A": payout("A", "10.5", ledger.Created, "WD-1", 2),
-			"B": payout("B", "7", ledger.Created, "WD-2", 0),
-			"C": payout("C", "1", ledger.Rejected, "", 0),
+			"A": payout("A", "10.5", lifecycle.Created, "WD-1", 2),
+			"B": payout("B", "7", lifecycle.Created, "WD-2", 0),
+			"C": payout("C", "1", lifecycle.Rejected, "", 0),
 		},
 		Orders: []sandbox.Order{
 			order("A", "WD-1", "10.50", "cardNumber", card.Mask(cardA)),
@@ -67,7 +68,7 @@ func TestVerify(t *testing.T) {
 			b.Orders = append(b.Orders, order("C", "WD-9", "1.00", "cardNumber", card.Mask(sandbox.DeclinedCard)))
 		}, want: Verdict{Duplicates: 1}, finding: "C is rejected but has 1 order"},
 		{name: "order for a payout needing review", change: func(b *Books) {
-			b.Payouts["C"] = payout("C", "1", ledger.NeedsReview, "", 3)
+			b.Payouts["C"] = payout("C", "1", lifecycle.NeedsReview, "", 3)
 			b.Orders = append(b.Orders, order("C", "WD-9", "1.00", "cardNumber", card.Mask(sandbox.DeclinedCard)))
 		}, want: Verdict{Rejected: -1, NeedsReview: 1, Ambiguous: 1, Duplicates: 1}, finding: "needs_review but has 1 order"},
 		{name: "order for an unknown externalId", change: func(b *Books) {
@@ -77,7 +78,7 @@ func TestVerify(t *testing.T) {
 			delete(b.Payouts, "B")
 		}, want: Verdict{Created: -1, Lost: 1, Duplicates: 1}, finding: "B (f.csv) is not in the ledger"},
 		{name: "payout still checking", change: func(b *Books) {
-			b.Payouts["B"] = payout("B", "7", ledger.Checking, "", 1)
+			b.Payouts["B"] = payout("B", "7", lifecycle.Checking, "", 1)
 			b.Orders = b.Orders[:1]
 		}, want: Verdict{Created: -1, Ambiguous: 1, Lost: 1}, finding: "B is still checking"},
 		{name: "created without an order", change: func(b *Books) {
@@ -93,17 +94,17 @@ func TestVerify(t *testing.T) {
 			b.Orders[1].Properties = []sandbox.Property{{Key: "telecomOperator", Value: "Beeline"}}
 		}, want: Verdict{Mismatches: 1}, finding: `"Beeline"`},
 		{name: "ledger order id not at the PSP", change: func(b *Books) {
-			b.Payouts["A"] = payout("A", "10.5", ledger.Created, "WD-7", 2)
+			b.Payouts["A"] = payout("A", "10.5", lifecycle.Created, "WD-7", 2)
 		}, want: Verdict{Mismatches: 1}, finding: "ledger order WD-7"},
 		{name: "ledger amount differs from the file", change: func(b *Books) {
-			b.Payouts["B"] = payout("B", "7.01", ledger.Created, "WD-2", 0)
+			b.Payouts["B"] = payout("B", "7.01", lifecycle.Created, "WD-2", 0)
 		}, want: Verdict{Mismatches: 1}, finding: `ledger amount "7.01"`},
 		{name: "ordinary row rejected", change: func(b *Books) {
-			b.Payouts["B"] = payout("B", "7", ledger.Rejected, "", 0)
+			b.Payouts["B"] = payout("B", "7", lifecycle.Rejected, "", 0)
 			b.Orders = b.Orders[:1]
 		}, want: Verdict{Created: -1, Rejected: 1, Mismatches: 1}, finding: "ordinary row was rejected"},
 		{name: "magic row created", change: func(b *Books) {
-			b.Payouts["C"] = payout("C", "1", ledger.Created, "WD-3", 0)
+			b.Payouts["C"] = payout("C", "1", lifecycle.Created, "WD-3", 0)
 			b.Orders = append(b.Orders, order("C", "WD-3", "1.00", "cardNumber", card.Mask(sandbox.DeclinedCard)))
 		}, want: Verdict{Created: 1, Rejected: -1, Mismatches: 1}, finding: "declined-card row was created"},
 		{name: "report does not reconcile", change: func(b *Books) {
@@ -169,8 +170,8 @@ func TestVerifyBoundsFindings(t *testing.T) {
 func lifecycleBooks() Books {
 	b := cleanBooks()
 	a, bb := b.Payouts["A"], b.Payouts["B"]
-	a.State, a.PSPStatus = ledger.Paid, "Paid"
-	bb.State, bb.PSPStatus, bb.Error = ledger.Failed, "Failed", "PSP status Failed: card expired"
+	a.State, a.PSPStatus = lifecycle.Paid, "Paid"
+	bb.State, bb.PSPStatus, bb.Error = lifecycle.Failed, "Failed", "PSP status Failed: card expired"
 	b.Payouts["A"], b.Payouts["B"] = a, bb
 	b.Orders[0].FinalStatus = "Paid"
 	b.Orders[1].FinalStatus, b.Orders[1].FinalReason = "Failed", "card expired"
@@ -197,17 +198,17 @@ func TestVerifyOutcomes(t *testing.T) {
 		}, want: Verdict{OutcomeMismatches: 1}, finding: `reason "account closed"`},
 		{name: "created is not an outcome once orders settle", change: func(b *Books) {
 			p := b.Payouts["A"]
-			p.State = ledger.Created
+			p.State = lifecycle.Created
 			b.Payouts["A"] = p
 		}, want: Verdict{Paid: -1, OutcomeMismatches: 1}, finding: "A is created, but"},
 		{name: "still awaiting its outcome", change: func(b *Books) {
 			p := b.Payouts["A"]
-			p.State, p.Awaiting = ledger.Created, true
+			p.State, p.Awaiting = lifecycle.Created, true
 			b.Payouts["A"] = p
 		}, want: Verdict{Paid: -1, Lost: 1}, finding: "awaiting the outcome"},
 		{name: "the outcome window ran out", change: func(b *Books) {
 			p := b.Payouts["A"]
-			p.State, p.Error = ledger.NeedsReview, "no final status from the PSP within the outcome window"
+			p.State, p.Error = lifecycle.NeedsReview, "no final status from the PSP within the outcome window"
 			b.Payouts["A"] = p
 		}, want: Verdict{Created: -1, Paid: -1, NeedsReview: 1, OutcomeMismatches: 1}, finding: "outcome window"},
 		{name: "paid without an order", change: func(b *Books) {
@@ -251,7 +252,7 @@ func TestVerifyOutcomes(t *testing.T) {
 func controlBooks() Books {
 	b := cleanBooks()
 	b.Rows = append(b.Rows, row("D", "3", cardB, "", NotMagic))
-	b.Payouts["D"] = payout("D", "3", ledger.Cancelled, "", 0)
+	b.Payouts["D"] = payout("D", "3", lifecycle.Cancelled, "", 0)
 	b.CancelAsked, b.CancelReported, b.CheckAudit = map[string]bool{"D": true}, 1, true
 	e := func(ext, from, to string) ledger.AuditEntry {
 		return ledger.AuditEntry{ExternalID: ext, From: from, To: to}
@@ -284,7 +285,7 @@ func TestVerifyControls(t *testing.T) {
 			Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, AuditMismatches: 1}, "no audit file"},
 		{"payout without entry", func(b *Books) { b.Files[0].Audit = b.Files[0].Audit[:2] },
 			Verdict{Created: 2, Rejected: 1, Ambiguous: 1, Cancelled: 1, AuditMismatches: 4}, "D (cancelled) has no entry"},
-		{"last entry disagrees", func(b *Books) { b.Payouts["B"] = payout("B", "7", ledger.Paid, "WD-2", 0) },
+		{"last entry disagrees", func(b *Books) { b.Payouts["B"] = payout("B", "7", lifecycle.Paid, "WD-2", 0) },
 			Verdict{Created: 2, Paid: 1, Rejected: 1, Ambiguous: 1, Cancelled: 1, OutcomeMismatches: 1, AuditMismatches: 1}, "B is paid in the ledger, but its last audit entry goes to created"},
 		{"transition missing", func(b *Books) {
 			b.Files[0].Audit = append(b.Files[0].Audit[:5], b.Files[0].Audit[6:]...) // A submitting -> checking

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/proc"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
@@ -255,8 +256,8 @@ func checkSlots(t *testing.T, cl *redistest.Cluster, batches []BatchStatus) {
 			}
 		}
 		indexed := 0
-		for _, st := range ledger.States {
-			if st != ledger.Queued && b.Counts[string(st)] > 0 {
+		for _, st := range lifecycle.States {
+			if st != lifecycle.Queued && b.Counts[string(st)] > 0 {
 				indexed++
 			}
 		}

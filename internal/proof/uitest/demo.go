@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
@@ -28,7 +29,7 @@ type Demo struct {
 	// Discarded was refused at approval.
 	Discarded string
 	// ByState lists the externalIds of Worked per state.
-	ByState map[ledger.State][]string
+	ByState map[lifecycle.State][]string
 	// Rows and Total are Worked's figures (Total with its decimals).
 	Rows  int
 	Total string
@@ -80,11 +81,11 @@ func LoadDemo(t testing.TB, rdb redis.UniversalClient) Demo {
 	for _, r := range demoRows {
 		fmt.Fprintf(&b, "%s,%s,%s\n", r.ext, r.amount, r.card)
 	}
-	d := Demo{HeldBy: "alice", ByState: map[ledger.State][]string{}, Rows: len(demoRows)}
+	d := Demo{HeldBy: "alice", ByState: map[lifecycle.State][]string{}, Rows: len(demoRows)}
 	worked := load("payouts-2026-11-25.csv", b.String(), loader.Approval{By: "finance-bot"})
 	d.Worked, d.Total = worked.Batch, worked.Total.StringFixed(2)
 	for i, r := range demoRows {
-		d.ByState[ledger.State(r.to)] = append(d.ByState[ledger.State(r.to)], r.ext)
+		d.ByState[lifecycle.State(r.to)] = append(d.ByState[lifecycle.State(r.to)], r.ext)
 		if r.to == "queued" {
 			continue
 		}
@@ -120,12 +121,12 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if to == "submitting" {
 		return
 	}
-	r := ledger.CreateResult{To: ledger.State(to), OrderID: order, PSPStatus: "NEW", HTTPStatus: 200}
+	r := ledger.CreateResult{To: lifecycle.State(to), OrderID: order, PSPStatus: "NEW", HTTPStatus: 200}
 	switch to {
 	case "checking":
 		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 0
 	case "paid", "failed", "created":
-		r.To, r.OutcomeWindow = ledger.Created, 72*time.Hour
+		r.To, r.OutcomeWindow = lifecycle.Created, 72*time.Hour
 	case "rejected":
 		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 422
 	case "needs_review":
@@ -155,26 +156,26 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 }
 
 // EveryState is what LoadEveryState put in the ledger: one working batch
-// with payouts in every state of ledger.Machine, amounts in the millions.
+// with payouts in every state of lifecycle.Machine, amounts in the millions.
 type EveryState struct {
 	Batch, File string
 	// ByState lists the batch's externalIds per state.
-	ByState map[ledger.State][]string
+	ByState map[lifecycle.State][]string
 	Rows    int
 }
 
 // everyStateReasons are what each state's payouts were told, long as the
 // PSP and people write them.
-var everyStateReasons = map[ledger.State]string{
-	ledger.Checking:    "timeout after 30s waiting for the PSP's answer to the create request",
-	ledger.Failed:      "limit exceeded at the issuer: the cardholder's monthly incoming transfer limit was reached",
-	ledger.Rejected:    "422 Unprocessable Entity: destination card number does not pass the issuer's checks",
-	ledger.NeedsReview: "PSP answered 500 to the create; status unknown after 3 status checks",
-	ledger.Cancelled:   "sent twice by the ERP export, the second copy cancelled before it was sent",
+var everyStateReasons = map[lifecycle.State]string{
+	lifecycle.Checking:    "timeout after 30s waiting for the PSP's answer to the create request",
+	lifecycle.Failed:      "limit exceeded at the issuer: the cardholder's monthly incoming transfer limit was reached",
+	lifecycle.Rejected:    "422 Unprocessable Entity: destination card number does not pass the issuer's checks",
+	lifecycle.NeedsReview: "PSP answered 500 to the create; status unknown after 3 status checks",
+	lifecycle.Cancelled:   "sent twice by the ERP export, the second copy cancelled before it was sent",
 }
 
 // LoadEveryState loads one batch (approved at load) and drives its payouts
-// as the workers and people would until every state of ledger.Machine
+// as the workers and people would until every state of lifecycle.Machine
 // holds some: a batch still working, whose pages show every state at
 // once. It is the fixture of the pages' width rules.
 func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
@@ -183,7 +184,7 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	led := ledger.New(rdb)
 	ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
-	e := EveryState{File: "payouts-2026-12-01-every-state-of-the-machine.csv", ByState: map[ledger.State][]string{}}
+	e := EveryState{File: "payouts-2026-12-01-every-state-of-the-machine.csv", ByState: map[lifecycle.State][]string{}}
 	cards := []string{"4111 1111 1111 1111", "5500 0000 0000 0004", "4000 0566 5566 5556", "5105 1051 0510 5100"}
 	var b strings.Builder
 	// Recipient, contact and notes: the informational columns a file
@@ -192,10 +193,10 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	recipients := []string{"Anna-Maria Kowalska-Schmidt", "Jean-Baptiste Delacroix", "Oluwaseun Adebayo-Okonkwo"}
 	type row struct {
 		ext string
-		to  ledger.State
+		to  lifecycle.State
 	}
 	var rows []row
-	for i, s := range ledger.Machine {
+	for i, s := range lifecycle.Machine {
 		for j := range 3 {
 			n := len(rows) + 1
 			ext := fmt.Sprintf("INV-2026-12-%04d", n)
@@ -217,7 +218,7 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	e.Batch, e.Rows = res.Batch, len(rows)
 	for i, r := range rows {
 		e.ByState[r.to] = append(e.ByState[r.to], r.ext)
-		if r.to == ledger.Queued {
+		if r.to == lifecycle.Queued {
 			continue
 		}
 		drive(t, led, e.Batch, r.ext, string(r.to), everyStateReasons[r.to], fmt.Sprintf("PSP-%06d", 800100+i))
