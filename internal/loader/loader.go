@@ -312,12 +312,23 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, nil
 	}
 	res.Control = decls
+	return ld.claimAndLoad(ctx, f, path, res, opts, log)
+}
 
+// claimAndLoad is LoadFile from the claim pass on, for a file (f, at
+// path) not loaded before whose declarations (res.Control) hold: it
+// takes the batch's load lease (unless a dry run), claims the file's
+// externalIds, judges the file, and loads it, or gives back what it
+// claimed if the file is refused or has no valid row.
+func (ld *Loader) claimAndLoad(ctx context.Context, f *os.File, path string, res Result, opts Options, log zerolog.Logger) (Result, error) {
 	var lk *loadLease
 	if !opts.DryRun {
 		// From here the batch exists, in phase loading, under this
 		// loader's lease: an interruption from now on is visible.
-		var fresh bool
+		var (
+			fresh bool
+			err   error
+		)
 		if lk, fresh, err = ld.beginLoad(ctx, &res, opts, log); err != nil || lk == nil {
 			return res, err
 		}
@@ -334,15 +345,10 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, lk.cause(err)
 	}
 	bad := badLines(pass.sum.BadLines)
-	if !judge(&res, pass, decls, bad, opts) || res.Valid == 0 {
+	if !judge(&res, pass, res.Control, bad, opts) || res.Valid == 0 {
 		if !opts.DryRun {
-			if err := ld.release(ctx, f, res, opts, pass.took, bad, lk.owner); err != nil {
-				return res, lk.cause(err)
-			}
-			if lk.fresh {
-				if _, err := ld.ledger.DropEmptyBatch(ctx, res.Batch); err != nil {
-					return res, err
-				}
+			if err := ld.giveBack(ctx, f, res, opts, pass.took, bad, lk); err != nil {
+				return res, err
 			}
 		}
 		return res, nil
@@ -353,6 +359,22 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 	}
 	res, err = ld.load(ctx, f, res, opts, bad, lk, log)
 	return res, lk.cause(err)
+}
+
+// giveBack undoes the claim pass of a file that is not loaded (refused,
+// or with no valid row): it releases the claims this run took (took) and
+// drops the batch if this run created it and it holds no payout. The
+// caller holds the load lease lk.
+func (ld *Loader) giveBack(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, bad *lineSet, lk *loadLease) error {
+	if err := ld.release(ctx, f, res, opts, took, bad, lk.owner); err != nil {
+		return lk.cause(err)
+	}
+	if lk.fresh {
+		if _, err := ld.ledger.DropEmptyBatch(ctx, res.Batch); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // loadLease is a loader's hold on its batch's load lock: renewed in the
@@ -618,17 +640,9 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 		return nil
 	}
 	// The keys of the repeated rows whose claim this run took.
-	dupKeys := map[string][]string{}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	dupKeys, err := repeatedKeys(ctx, f, res, opts, took, bad)
+	if err != nil {
 		return err
-	}
-	err := payfile.Each(ctx, res.File, f, opts.File, func(line int) bool { return !took.has(line) || !bad.has(line) }, func(r payfile.Row) error {
-		dupKeys[extid.Key(r.ExternalID)] = nil
-		return nil
-	})
-	var fileErr payfile.Error
-	if err != nil && !errors.As(err, &fileErr) {
-		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return err
@@ -638,14 +652,7 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 		if len(ids) == 0 {
 			return nil
 		}
-		// As the registrar does: no step without the lock.
-		if held, err := ld.ledger.Locks().RefreshLoad(ctx, res.Batch, owner, loadLockTTL); err != nil || !held {
-			if err == nil {
-				err = ledger.ErrLoadLockLost
-			}
-			return err
-		}
-		_, err := ld.ledger.Claims().ReleaseUnregistered(ctx, res.Batch, ids)
+		err := ld.releaseClaims(ctx, res.Batch, owner, ids)
 		ids = ids[:0]
 		return err
 	}
@@ -668,6 +675,7 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 		}
 		return nil
 	})
+	var fileErr payfile.Error
 	if err == nil || errors.As(err, &fileErr) {
 		// The end of the file, or the point where the refused file stopped
 		// being read: no claim lies beyond it.
@@ -683,6 +691,42 @@ func (ld *Loader) release(ctx context.Context, f *os.File, res Result, opts Opti
 		return fmt.Errorf("release the externalIds of %s: %w", res.File, err)
 	}
 	return nil
+}
+
+// repeatedKeys is release's first reading of f, from its start: the
+// extid.Key of every row whose claim this run took (took) and that is a
+// bad line (bad), a repeat of an earlier externalId of the file. Each maps
+// to no spelling yet: release gathers them on its second reading. A
+// refused file is read up to where it stopped being read.
+func repeatedKeys(ctx context.Context, f *os.File, res Result, opts Options, took *lineBits, bad *lineSet) (map[string][]string, error) {
+	dupKeys := map[string][]string{}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	err := payfile.Each(ctx, res.File, f, opts.File, func(line int) bool { return !took.has(line) || !bad.has(line) }, func(r payfile.Row) error {
+		dupKeys[extid.Key(r.ExternalID)] = nil
+		return nil
+	})
+	var fileErr payfile.Error
+	if err != nil && !errors.As(err, &fileErr) {
+		return nil, fmt.Errorf("release the externalIds of %s: %w", res.File, err)
+	}
+	return dupKeys, nil
+}
+
+// releaseClaims releases, for release, the claims of ids (externalIds of
+// batch) not under a registered payout, after renewing the batch's load
+// lock held by owner.
+func (ld *Loader) releaseClaims(ctx context.Context, batch, owner string, ids []string) error {
+	// As the registrar does: no step without the lock.
+	if held, err := ld.ledger.Locks().RefreshLoad(ctx, batch, owner, loadLockTTL); err != nil || !held {
+		if err == nil {
+			err = ledger.ErrLoadLockLost
+		}
+		return err
+	}
+	_, err := ld.ledger.Claims().ReleaseUnregistered(ctx, batch, ids)
+	return err
 }
 
 // ownerChecks is how many chunks of externalIds are looked up or claimed

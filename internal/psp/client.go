@@ -91,18 +91,9 @@ var ErrConfig = errors.New("invalid psp client configuration")
 
 // New checks cfg and builds a Client.
 func New(cfg Config) (*Client, error) {
-	if cfg.BaseURL == "" {
-		return nil, fmt.Errorf("%w: base URL is empty", ErrConfig)
-	}
-	u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+	u, err := parseBaseURL(cfg.BaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: base URL does not parse", ErrConfig)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: base URL must be http(s)://host[/prefix]", ErrConfig)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%w: base URL must not hold credentials, a query or a fragment", ErrConfig)
+		return nil, err
 	}
 	if cfg.Token == nil {
 		return nil, fmt.Errorf("%w: no token source", ErrConfig)
@@ -113,35 +104,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxConnsPerHost <= 0 {
 		cfg.MaxConnsPerHost = DefaultMaxConnsPerHost
 	}
-	var files *tlsFiles
-	if cfg.CAFile != "" || cfg.ClientCertFile != "" || cfg.ClientKeyFile != "" {
-		switch {
-		case cfg.Transport != nil:
-			return nil, fmt.Errorf("%w: TLS files and a Transport exclude each other", ErrConfig)
-		case u.Scheme != "https":
-			return nil, fmt.Errorf("%w: TLS files need an https:// base URL", ErrConfig)
-		case (cfg.ClientCertFile == "") != (cfg.ClientKeyFile == ""):
-			return nil, fmt.Errorf("%w: a client certificate needs its key and a key its certificate", ErrConfig)
-		}
-		files = &tlsFiles{ca: cfg.CAFile, cert: cfg.ClientCertFile, key: cfg.ClientKeyFile, log: cfg.Logger}
-		if _, _, err := files.current(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+	files, err := openTLSFiles(cfg, u)
+	if err != nil {
+		return nil, err
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		rt = &http.Transport{
-			TLSClientConfig:       tlsConfig(files, u.Hostname()),
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          cfg.MaxConnsPerHost,
-			MaxIdleConnsPerHost:   cfg.MaxConnsPerHost,
-			MaxConnsPerHost:       cfg.MaxConnsPerHost,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		}
+		rt = newTransport(files, u.Hostname(), cfg.MaxConnsPerHost)
 	}
 	c := &Client{
 		baseStr: u.String(),
@@ -156,6 +125,65 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.lastTok.Store("")
 	return c, nil
+}
+
+// parseBaseURL checks and parses Config.BaseURL (its trailing slashes
+// trimmed): http(s)://host[/prefix], with no credentials, query or
+// fragment.
+func parseBaseURL(base string) (*url.URL, error) {
+	if base == "" {
+		return nil, fmt.Errorf("%w: base URL is empty", ErrConfig)
+	}
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("%w: base URL does not parse", ErrConfig)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: base URL must be http(s)://host[/prefix]", ErrConfig)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w: base URL must not hold credentials, a query or a fragment", ErrConfig)
+	}
+	return u, nil
+}
+
+// openTLSFiles checks the TLS files of cfg, for the base URL u, and reads
+// them once: nil when cfg names none.
+func openTLSFiles(cfg Config, u *url.URL) (*tlsFiles, error) {
+	if cfg.CAFile == "" && cfg.ClientCertFile == "" && cfg.ClientKeyFile == "" {
+		return nil, nil
+	}
+	switch {
+	case cfg.Transport != nil:
+		return nil, fmt.Errorf("%w: TLS files and a Transport exclude each other", ErrConfig)
+	case u.Scheme != "https":
+		return nil, fmt.Errorf("%w: TLS files need an https:// base URL", ErrConfig)
+	case (cfg.ClientCertFile == "") != (cfg.ClientKeyFile == ""):
+		return nil, fmt.Errorf("%w: a client certificate needs its key and a key its certificate", ErrConfig)
+	}
+	files := &tlsFiles{ca: cfg.CAFile, cert: cfg.ClientCertFile, key: cfg.ClientKeyFile, log: cfg.Logger}
+	if _, _, err := files.current(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return files, nil
+}
+
+// newTransport is the HTTP transport to the PSP at host: TLS from files
+// (nil: the system roots), at most maxConns connections, kept idle up to
+// 90 s.
+func newTransport(files *tlsFiles, host string, maxConns int) *http.Transport {
+	return &http.Transport{
+		TLSClientConfig:       tlsConfig(files, host),
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          maxConns,
+		MaxIdleConnsPerHost:   maxConns,
+		MaxConnsPerHost:       maxConns,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
 }
 
 // Close releases idle connections.

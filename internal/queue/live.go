@@ -104,55 +104,105 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 	if len(ids) == 0 {
 		return live, nil
 	}
-	pipe := lv.rdb.Pipeline()
-	now := pipe.Time(ctx)
-	states := make([]*redis.StringCmd, len(ids))
-	leases := make([]*redis.FloatCmd, len(ids))
-	active := make([]*redis.IntCmd, len(ids))
-	sched := make([]*redis.FloatCmd, len(ids))
-	retry := make([]*redis.FloatCmd, len(ids))
+	at, err := readPlaces(ctx, lv.rdb, ids)
+	if err != nil {
+		return nil, err
+	}
+	pendingIdx, activeIdx := at.judge(live, lv.LeaseGrace)
+	if len(activeIdx) > 0 {
+		if err := lv.judgeActive(ctx, ids, activeIdx, live); err != nil {
+			return nil, err
+		}
+	}
+	if len(pendingIdx) > 0 {
+		if err := lv.judgePending(ctx, ids, pendingIdx, live); err != nil {
+			return nil, err
+		}
+	}
+	return live, nil
+}
+
+// places is where Live found each of its task IDs, read in one pipeline:
+// the task's state word, its lease's score, its position in the active
+// list and its scores in the scheduled and retry zsets, with Redis's time.
+type places struct {
+	now    *redis.TimeCmd
+	states []*redis.StringCmd
+	leases []*redis.FloatCmd
+	active []*redis.IntCmd
+	sched  []*redis.FloatCmd
+	retry  []*redis.FloatCmd
+}
+
+// readPlaces reads the places of ids in one round trip.
+func readPlaces(ctx context.Context, rdb redis.UniversalClient, ids []string) (places, error) {
+	pipe := rdb.Pipeline()
+	at := places{
+		now:    pipe.Time(ctx),
+		states: make([]*redis.StringCmd, len(ids)),
+		leases: make([]*redis.FloatCmd, len(ids)),
+		active: make([]*redis.IntCmd, len(ids)),
+		sched:  make([]*redis.FloatCmd, len(ids)),
+		retry:  make([]*redis.FloatCmd, len(ids)),
+	}
 	for i, id := range ids {
-		states[i] = pipe.HGet(ctx, taskKey(id), "state")
-		leases[i] = pipe.ZScore(ctx, leaseKey(), id)
-		active[i] = pipe.LPos(ctx, activeKey(), id, redis.LPosArgs{}) // the active list is short: at most the workers' concurrency
-		sched[i] = pipe.ZScore(ctx, scheduledKey(), id)
-		retry[i] = pipe.ZScore(ctx, retryKey(), id)
+		at.states[i] = pipe.HGet(ctx, taskKey(id), "state")
+		at.leases[i] = pipe.ZScore(ctx, leaseKey(), id)
+		at.active[i] = pipe.LPos(ctx, activeKey(), id, redis.LPosArgs{}) // the active list is short: at most the workers' concurrency
+		at.sched[i] = pipe.ZScore(ctx, scheduledKey(), id)
+		at.retry[i] = pipe.ZScore(ctx, retryKey(), id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("queue: read task states: %w", err)
+		return places{}, fmt.Errorf("queue: read task states: %w", err)
 	}
-	var pendingIdx, activeIdx []int
-	for i := range ids {
-		switch states[i].Val() {
+	return at, nil
+}
+
+// judge sets live[i] for the tasks their places show live: active with a
+// lease not expired longer ago than leaseGrace, scheduled or retry and in
+// its zset. It returns the indexes it cannot judge alone: the tasks said
+// pending (judgePending), and the active ones not found live
+// (judgeActive).
+func (at places) judge(live []bool, leaseGrace time.Duration) (pendingIdx, activeIdx []int) {
+	for i := range at.states {
+		switch at.states[i].Val() {
 		case "pending":
 			pendingIdx = append(pendingIdx, i)
 		case "active":
-			live[i] = active[i].Err() == nil && leases[i].Err() == nil &&
-				!leaseExpired(leases[i].Val(), now.Val(), lv.LeaseGrace)
+			live[i] = at.active[i].Err() == nil && at.leases[i].Err() == nil &&
+				!leaseExpired(at.leases[i].Val(), at.now.Val(), leaseGrace)
 			if !live[i] {
 				activeIdx = append(activeIdx, i)
 			}
 		case "scheduled":
-			live[i] = sched[i].Err() == nil
+			live[i] = at.sched[i].Err() == nil
 		case "retry":
-			live[i] = retry[i].Err() == nil
+			live[i] = at.retry[i].Err() == nil
 		}
 	}
-	if len(activeIdx) > 0 {
-		// The lease's score is the worker's clock: a worker whose clock
-		// is behind Redis's looks expired while it runs the task. One the
-		// registry lists is running.
-		running, err := Running(ctx, lv.rdb)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range activeIdx {
-			_, live[i] = running[ids[i]]
-		}
+	return pendingIdx, activeIdx
+}
+
+// judgeActive sets live[i], for each i of activeIdx (tasks in state
+// active whose lease looks expired or missing), to whether Asynq's worker
+// registry lists ids[i].
+func (lv *Liveness) judgeActive(ctx context.Context, ids []string, activeIdx []int, live []bool) error {
+	// The lease's score is the worker's clock: a worker whose clock
+	// is behind Redis's looks expired while it runs the task. One the
+	// registry lists is running.
+	running, err := Running(ctx, lv.rdb)
+	if err != nil {
+		return err
 	}
-	if len(pendingIdx) == 0 {
-		return live, nil
+	for _, i := range activeIdx {
+		_, live[i] = running[ids[i]]
 	}
+	return nil
+}
+
+// judgePending sets live[i], for each i of pendingIdx (tasks in state
+// pending), to whether ids[i] is in the pending list.
+func (lv *Liveness) judgePending(ctx context.Context, ids []string, pendingIdx []int, live []bool) error {
 	// A task said pending that was in the snapshot is in the list now:
 	// Asynq sets the state and pushes the ID in one script, and pops it
 	// setting active in another. One not in it may have been enqueued
@@ -166,15 +216,15 @@ func (lv *Liveness) Live(ctx context.Context, ids []string) ([]bool, error) {
 		}
 	}
 	if !missing {
-		return live, nil
+		return nil
 	}
 	if err := lv.refreshPending(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	for _, i := range pendingIdx {
 		_, live[i] = lv.pending[ids[i]]
 	}
-	return live, nil
+	return nil
 }
 
 // Running returns the IDs of the tasks Asynq's worker registry says a

@@ -168,18 +168,11 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 	return rep, nil
 }
 
+// repairChunk restores the lost tasks of ps, a chunk of open payouts: a
+// payout settled for the grace period whose next step's task nothing runs
+// is added to rep.Repairs once restored, or as it is found if dryRun.
 func (s *Sweeper) repairChunk(ctx context.Context, lv *queue.Liveness, now time.Time, ps []ledger.OpenPayout, dryRun bool, rep *Report) error {
-	// A payout that moved within the grace period is its handler's.
-	settled := ps[:0:0]
-	var steps []queue.Step
-	for _, p := range ps {
-		step, ok := queue.NextOpen(p)
-		if ok && now.Sub(p.UpdatedAt) >= s.cfg.Grace {
-			settled = append(settled, p)
-			steps = append(steps, step)
-		}
-	}
-	ps = settled
+	ps, steps := s.settled(now, ps)
 	ids := make([]string, len(ps))
 	for i, st := range steps {
 		ids[i] = st.ID()
@@ -194,41 +187,72 @@ func (s *Sweeper) repairChunk(ctx context.Context, lv *queue.Liveness, now time.
 		}
 		r := Repair{Batch: p.Batch, ExternalID: p.ExternalID, Found: p.State, Task: ids[i]}
 		if !dryRun {
-			// A task holding the ID where nothing runs it goes first (the
-			// step's task gets the same ID); one found live after all
-			// stays, and nothing is restored.
-			o, err := s.queue.RemoveOrphan(ctx, ids[i], s.cfg.LeaseGrace, 2*s.cfg.Interval+s.cfg.LeaseGrace)
+			restored, err := s.restore(ctx, steps[i], &r)
 			if err != nil {
 				return err
 			}
-			if o == queue.OrphanLive {
+			if !restored {
 				continue
 			}
-			if o == queue.OrphanSuspect {
-				// Lost in this sweep's eyes; removed when a sweep at least
-				// the lease grace later still finds it so.
-				s.log.Info().Str("batch", p.Batch).Str("externalId", p.ExternalID).Str("task", ids[i]).
-					Msg("active task looks orphaned: removed if still so after the lease grace")
-				continue
-			}
-			r.Orphan = o == queue.OrphanRemoved
-			ok, err := s.repair(ctx, steps[i], &r)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue // it moved on meanwhile: its handler is acting
-			}
-			r.Done = true
-			if s.OnRepair != nil {
-				s.OnRepair(r)
-			}
-			s.log.Warn().Str("batch", r.Batch).Str("externalId", r.ExternalID).Str("found", string(r.Found)).
-				Str("task", r.Task).Bool("orphanRemoved", r.Orphan).Msg("reconciler restored a lost task")
 		}
 		rep.Repairs = append(rep.Repairs, r)
 	}
 	return nil
+}
+
+// settled is the payouts of ps that have a next step and have not moved
+// for the grace period, with their next steps.
+func (s *Sweeper) settled(now time.Time, ps []ledger.OpenPayout) ([]ledger.OpenPayout, []queue.Step) {
+	// A payout that moved within the grace period is its handler's.
+	settled := ps[:0:0]
+	var steps []queue.Step
+	for _, p := range ps {
+		step, ok := queue.NextOpen(p)
+		if ok && now.Sub(p.UpdatedAt) >= s.cfg.Grace {
+			settled = append(settled, p)
+			steps = append(steps, step)
+		}
+	}
+	return settled, steps
+}
+
+// restore restores the next step of the payout r, whose task (r.Task)
+// nothing runs, and reports whether it did (r.Done, r.Orphan). It does
+// not when the task is found live after all, when it is an active task
+// only suspected orphaned yet, or when the payout moved on meanwhile.
+func (s *Sweeper) restore(ctx context.Context, step queue.Step, r *Repair) (bool, error) {
+	// A task holding the ID where nothing runs it goes first (the
+	// step's task gets the same ID); one found live after all
+	// stays, and nothing is restored.
+	o, err := s.queue.RemoveOrphan(ctx, r.Task, s.cfg.LeaseGrace, 2*s.cfg.Interval+s.cfg.LeaseGrace)
+	if err != nil {
+		return false, err
+	}
+	if o == queue.OrphanLive {
+		return false, nil
+	}
+	if o == queue.OrphanSuspect {
+		// Lost in this sweep's eyes; removed when a sweep at least
+		// the lease grace later still finds it so.
+		s.log.Info().Str("batch", r.Batch).Str("externalId", r.ExternalID).Str("task", r.Task).
+			Msg("active task looks orphaned: removed if still so after the lease grace")
+		return false, nil
+	}
+	r.Orphan = o == queue.OrphanRemoved
+	ok, err := s.repair(ctx, step, r)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, nil // it moved on meanwhile: its handler is acting
+	}
+	r.Done = true
+	if s.OnRepair != nil {
+		s.OnRepair(*r)
+	}
+	s.log.Warn().Str("batch", r.Batch).Str("externalId", r.ExternalID).Str("found", string(r.Found)).
+		Str("task", r.Task).Bool("orphanRemoved", r.Orphan).Msg("reconciler restored a lost task")
+	return true, nil
 }
 
 // repair restores step, the next step of a payout (r); false means the

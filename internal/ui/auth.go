@@ -180,38 +180,52 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 			return
 		case authBad:
 			if o.limited > 0 {
-				if o.atOnce {
-					a.log.Info().Str("ip", ip).Str("path", r.URL.Path).Str("scheme", o.scheme).
-						Msg("ui: login refused before checking: too many logins from this client at once")
-					w.Header().Set("Retry-After", "1")
-					http.Error(w, "too many logins at once, try again in a second", http.StatusTooManyRequests)
-					return
-				}
-				a.tooMany(w, o.limited)
+				a.refuseLimited(w, r, ip, o)
 				return
 			}
-			if !o.counted {
-				o.failures, o.lockedNow = a.limiter.fail(key)
-			}
-			a.metrics.loginFailures.WithLabelValues(o.scheme).Inc()
-			ev := a.log.Warn().Str("ip", ip).Str("method", r.Method).Str("path", r.URL.Path).
-				Str("scheme", o.scheme).Int("failures", o.failures)
-			switch {
-			case o.logName != "":
-				ev = ev.Str("user", logUser(o.logName))
-			case o.scheme == "basic":
-				ev = ev.Bool("user_known", false)
-			}
-			ev.Msg("ui: failed login")
-			if o.lockedNow {
-				a.metrics.lockouts.Inc()
-				a.log.Warn().Str("ip", ip).Dur("lockout", a.limiter.lockout).Msg("ui: too many failed logins, client locked out")
-			}
+			a.recordFailure(r, ip, key, o)
 		case authMissing:
 			a.log.Debug().Str("ip", ip).Str("path", r.URL.Path).Msg("ui: no credentials, asking for them")
 		}
 		a.challenge(w)
 	})
+}
+
+// refuseLimited answers an attempt the limiter refused before its
+// credentials were compared (o.limited): 429, to retry in a second if
+// only the attempts in flight were too many, else when the lockout ends.
+func (a *authenticator) refuseLimited(w http.ResponseWriter, r *http.Request, ip string, o authOutcome) {
+	if o.atOnce {
+		a.log.Info().Str("ip", ip).Str("path", r.URL.Path).Str("scheme", o.scheme).
+			Msg("ui: login refused before checking: too many logins from this client at once")
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many logins at once, try again in a second", http.StatusTooManyRequests)
+		return
+	}
+	a.tooMany(w, o.limited)
+}
+
+// recordFailure counts the failed login o from ip (limiter key key) with
+// the limiter, unless it already did, and in the metrics, and logs it,
+// and the lockout it caused if any.
+func (a *authenticator) recordFailure(r *http.Request, ip, key string, o authOutcome) {
+	if !o.counted {
+		o.failures, o.lockedNow = a.limiter.fail(key)
+	}
+	a.metrics.loginFailures.WithLabelValues(o.scheme).Inc()
+	ev := a.log.Warn().Str("ip", ip).Str("method", r.Method).Str("path", r.URL.Path).
+		Str("scheme", o.scheme).Int("failures", o.failures)
+	switch {
+	case o.logName != "":
+		ev = ev.Str("user", logUser(o.logName))
+	case o.scheme == "basic":
+		ev = ev.Bool("user_known", false)
+	}
+	ev.Msg("ui: failed login")
+	if o.lockedNow {
+		a.metrics.lockouts.Inc()
+		a.log.Warn().Str("ip", ip).Dur("lockout", a.limiter.lockout).Msg("ui: too many failed logins, client locked out")
+	}
 }
 
 // proxyUser is the signed-in person named by the authenticating proxy:
