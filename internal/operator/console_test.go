@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/acme/payout/internal/ui"
@@ -93,7 +94,7 @@ func TestConsoleFiltersByScanAndByIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rdb.ZAdd(ctx, ledger.StateIndexKey("b", ledger.NeedsReview), redis.Z{Score: float64(p.Line), Member: ext})
+		rdb.ZAdd(ctx, keys.StateIndex("b", string(ledger.NeedsReview)), redis.Z{Score: float64(p.Line), Member: ext})
 	}
 	if _, _, ok, err := l.PageInState(ctx, "b", ledger.NeedsReview, 0, 1); !ok || err != nil {
 		t.Fatalf("the index written is not complete: %v", err)
