@@ -192,3 +192,22 @@ func checkChunks(t *testing.T, l *Ledger, batch string, n int) {
 func TestLineIndexMadeOne(t *testing.T) {
 	checkLineIndexMadeOne(t, func(t *testing.T) *Ledger { l, _ := newTestLedger(t); return l })
 }
+
+// stateIndexKept reports whether batch's index per state (read by package
+// view) holds, for every state but queued, as many payouts as its counts.
+func stateIndexKept(ctx context.Context, l *Ledger, batch string) (bool, error) {
+	c, err := l.Counts(ctx, batch)
+	if err != nil {
+		return false, err
+	}
+	for _, st := range States {
+		if st == Queued {
+			continue
+		}
+		n, err := l.rdb.ZCard(ctx, stateIndexKey(batch, st)).Result()
+		if err != nil || n != c.Rows[st] {
+			return false, err
+		}
+	}
+	return true, nil
+}
