@@ -20,11 +20,9 @@ package view
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -284,15 +282,6 @@ func (r *Reader) Review(ctx context.Context, limit int) ([]Item, error) {
 		}
 	}
 	return out, nil
-}
-
-// BatchIDs lists batch ids, newest first.
-func (r *Reader) BatchIDs(ctx context.Context) ([]string, error) {
-	ids, err := r.rdb.ZRevRange(ctx, keys.Batches(), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("view: list batches: %w", err)
-	}
-	return ids, nil
 }
 
 // EachPage calls fn with the payouts of batch id in file line order, size
