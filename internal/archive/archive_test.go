@@ -15,6 +15,7 @@ import (
 
 	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/queue"
@@ -93,7 +94,7 @@ func (f *fixture) batchKeys(batch string) []string {
 	f.t.Helper()
 	var out []string
 	for _, k := range f.m.Keys() {
-		if strings.HasPrefix(k, ledger.BatchKeyPrefix(batch)) && k != ledger.ArchivedKey(batch) {
+		if strings.HasPrefix(k, keys.BatchPrefix(batch)) && k != keys.Archived(batch) {
 			out = append(out, k)
 		}
 	}
@@ -106,7 +107,7 @@ func (f *fixture) age(d time.Duration) { f.m.SetTime(f.now.Add(d)) }
 // bucketed claim names batch.
 func (f *fixture) checkArchivedClaim(id, batch string) {
 	f.t.Helper()
-	if f.m.Exists(ledger.OwnerKey(id)) {
+	if f.m.Exists(keys.OwnerOf(id)) {
 		f.t.Fatalf("live claim of %s kept", id)
 	}
 	own, err := f.led.Claims().Owners(context.Background(), "new", []string{id})
@@ -286,7 +287,7 @@ func TestArchiveChangedUnderneath(t *testing.T) {
 	o := f.opts()
 	o.Hook = func(_, s string) error {
 		if s == archive.StepChunk { // the first chunk is gone; touch a later payout
-			return f.rdb.HSet(ctx, ledger.PayoutKey(batch, "A-6"), "updated", f.now.Add(32*day).UnixMilli(), "error", "late").Err()
+			return f.rdb.HSet(ctx, keys.Payout(batch, "A-6"), "updated", f.now.Add(32*day).UnixMilli(), "error", "late").Err()
 		}
 		return nil
 	}

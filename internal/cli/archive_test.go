@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
@@ -78,7 +79,7 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "3 payouts archived to "+dir) {
 		t.Fatalf("archive: %d %q %s", code, out, errs)
 	}
-	if mr.Exists(ledger.OwnerKey("P1")) {
+	if mr.Exists(keys.OwnerOf("P1")) {
 		t.Fatal("the live claim of P1 was kept")
 	}
 	if own, err := ledger.New(redis.NewClient(&redis.Options{Addr: mr.Addr()})).Claims().Owners(context.Background(), "new", []string{"P1"}); err != nil || own["P1"] != "b" {

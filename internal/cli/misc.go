@@ -119,7 +119,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return configErr(err)
 	}
 	cfg.Batches = operator.Batches{Ledger: ledger.New(rdb), Queue: rdb}
-	console := operator.NewConsole(ledger.New(rdb))
+	console := operator.NewConsole(rdb)
 	console.Queue = rdb
 	cfg.Console = console
 	if !readOnly {

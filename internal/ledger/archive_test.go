@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/ledger/keys"
 )
 
 func TestArchiveKeys(t *testing.T) {
@@ -33,7 +35,7 @@ func TestArchiveKeys(t *testing.T) {
 	if n, _ := l.Claims().ArchiveClaims(ctx, "b", []string{"E1"}, clk.t.Add(2*time.Hour), clk.t); n != 0 {
 		t.Fatal("a re-run moved a claim again")
 	}
-	if l.rdb.Exists(ctx, OwnerKey("E1")).Val() != 0 || l.rdb.Exists(ctx, OwnerKey("X")).Val() != 1 {
+	if l.rdb.Exists(ctx, keys.OwnerOf("E1")).Val() != 0 || l.rdb.Exists(ctx, keys.OwnerOf("X")).Val() != 1 {
 		t.Fatal("live claim keys: the batch's should be gone, another batch's kept")
 	}
 	if own, err := l.Claims().Owners(ctx, "new", []string{"E1", "X", "Z"}); err != nil || own["E1"] != "b" || own["X"] != "other" || len(own) != 2 {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/acme/payout/internal/ledger/keys"
 )
 
 // claimed makes batch the owner of ids.
@@ -64,7 +66,7 @@ func TestArchivedClaimsRefuseThenExpire(t *testing.T) {
 		if taken[1] == tc.owned || (owners["A2"] == "old") != tc.owned {
 			t.Fatalf("after %v: ClaimTaken = %v %v, want owned %v", tc.after, taken, owners, tc.owned)
 		}
-		if tc.owned && l.rdb.Exists(ctx, OwnerKey("A2")).Val() != 0 {
+		if tc.owned && l.rdb.Exists(ctx, keys.OwnerOf("A2")).Val() != 0 {
 			t.Fatalf("after %v: the live key of an archived id was kept", tc.after)
 		}
 	}
@@ -99,21 +101,21 @@ func TestArchivedClaimsCheckedForOwnLiveKey(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
 	archived(t, l, clk, time.Hour, "old", "X")
-	if err := l.rdb.Set(ctx, OwnerKey("X"), "new", 0).Err(); err != nil {
+	if err := l.rdb.Set(ctx, keys.OwnerOf("X"), "new", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	own, err := l.Claims().Owners(ctx, "new", []string{"X"})
 	if err != nil || own["X"] != "old" {
 		t.Fatalf("Owners = %v, %v; want X owned by old", own, err)
 	}
-	if v := l.rdb.Get(ctx, OwnerKey("X")).Val(); v != "new" {
+	if v := l.rdb.Get(ctx, keys.OwnerOf("X")).Val(); v != "new" {
 		t.Fatalf("Owners wrote: live key is %q", v)
 	}
 	taken, owners, err := l.Claims().ClaimTaken(ctx, "new", []string{"X"})
 	if err != nil || taken[0] || owners["X"] != "old" {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want not taken, X owned by old", taken, owners, err)
 	}
-	if l.rdb.Exists(ctx, OwnerKey("X")).Val() != 0 {
+	if l.rdb.Exists(ctx, keys.OwnerOf("X")).Val() != 0 {
 		t.Fatal("the live key of an archived id was kept")
 	}
 }
@@ -148,12 +150,12 @@ func TestClaimRetriesVanishedLiveKey(t *testing.T) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
 	claimed(t, l, "other", "V")
-	l.rdb.AddHook(&beforeGetHook{key: OwnerKey("V"), fn: func() { clk.m.Del(OwnerKey("V")) }})
+	l.rdb.AddHook(&beforeGetHook{key: keys.OwnerOf("V"), fn: func() { clk.m.Del(keys.OwnerOf("V")) }})
 	taken, owners, err := l.Claims().ClaimTaken(ctx, "new", []string{"V"})
 	if err != nil || !taken[0] || owners != nil {
 		t.Fatalf("ClaimTaken = %v, %v, %v; want taken", taken, owners, err)
 	}
-	if v := l.rdb.Get(ctx, OwnerKey("V")).Val(); v != "new" {
+	if v := l.rdb.Get(ctx, keys.OwnerOf("V")).Val(); v != "new" {
 		t.Fatalf("live key is %q, want new", v)
 	}
 }
@@ -188,7 +190,7 @@ func TestOwnersFailsOnErrorAfterNil(t *testing.T) {
 		archived bool // X's claim archived, else live
 		match    func(args []any) bool
 	}{
-		{"live", false, func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == OwnerKey("X") }},
+		{"live", false, func(a []any) bool { return len(a) == 2 && a[0] == "get" && a[1] == keys.OwnerOf("X") }},
 		{"archived", true, func(a []any) bool { return len(a) == 3 && a[0] == "hget" && a[2] == "X" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

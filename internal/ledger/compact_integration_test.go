@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/vault"
@@ -66,7 +67,7 @@ func TestCompactEncodingsOnRealRedis(t *testing.T) {
 	}
 	var bytes int64
 	buckets := 0
-	iter := rdb.Scan(ctx, 0, prefix+":xa:*", 1000).Iterator()
+	iter := rdb.Scan(ctx, 0, keys.ArchivedClaimsPattern(), 1000).Iterator()
 	for iter.Next(ctx) {
 		k := iter.Val()
 		bytes += rdb.MemoryUsage(ctx, k, 0).Val()

@@ -42,8 +42,10 @@
 //
 // # Keys
 //
-// The ledger owns every key under PREFIX ("payout"); keys.go builds them
-// all, and code outside the ledger reaches them only through its methods.
+// The ledger owns every key under PREFIX ("payout"); package keys
+// (internal/ledger/keys) builds them all, and code outside the ledger
+// reaches them only through its methods, or through the read side
+// (package view: the console's pages, search, work queue and history).
 // All keys of one batch share the hash tag {BATCH}, so every script
 // touches a single Redis Cluster slot:
 //

@@ -15,10 +15,12 @@ import (
 // moves those entries into the chunks (moveUnchunkedLines), so every read
 // walks one index.
 
-// lineIndex returns the chunk numbers of batch's line index, in order,
-// after moving any entry of the unchunked index into the chunks. Its
-// Redis work is one round trip when there is nothing to move.
-func (l *Ledger) lineIndex(ctx context.Context, batch string) ([]int64, error) {
+// LineIndex returns the chunk numbers of batch's line index, in order,
+// after moving any entry of the unchunked index into the chunks: the
+// index every reader walks (eachIDs here, the pages of package view,
+// through keys.LineChunkOf). Its Redis work is one round trip when there
+// is nothing to move.
+func (l *Ledger) LineIndex(ctx context.Context, batch string) ([]int64, error) {
 	pipe := l.rdb.Pipeline()
 	old := pipe.Exists(ctx, linesKey(batch))
 	ms := pipe.ZRange(ctx, lineChunksKey(batch), 0, -1)
@@ -77,7 +79,7 @@ func (l *Ledger) moveUnchunkedLines(ctx context.Context, batch string) error {
 // (by line, then externalId: ZRANGE's order), at most eachChunk at a time:
 // eachChunk/lineChunk chunks per pipelined round trip.
 func (l *Ledger) eachIDs(ctx context.Context, batch string, fn func(ids []string) error) error {
-	chunks, err := l.lineIndex(ctx, batch)
+	chunks, err := l.LineIndex(ctx, batch)
 	if err != nil {
 		return err
 	}

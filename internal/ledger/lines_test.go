@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
@@ -191,4 +192,23 @@ func checkChunks(t *testing.T, l *Ledger, batch string, n int) {
 // loses no line when its old index is moved into the chunks.
 func TestLineIndexMadeOne(t *testing.T) {
 	checkLineIndexMadeOne(t, func(t *testing.T) *Ledger { l, _ := newTestLedger(t); return l })
+}
+
+// stateIndexKept reports whether batch's index per state (read by package
+// view) holds, for every state but queued, as many payouts as its counts.
+func stateIndexKept(ctx context.Context, l *Ledger, batch string) (bool, error) {
+	c, err := l.Counts(ctx, batch)
+	if err != nil {
+		return false, err
+	}
+	for _, st := range lifecycle.States {
+		if st == lifecycle.Queued {
+			continue
+		}
+		n, err := l.rdb.ZCard(ctx, stateIndexKey(batch, st)).Result()
+		if err != nil || n != c.Rows[st] {
+			return false, err
+		}
+	}
+	return true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
 )
@@ -40,14 +41,14 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 	if n, err := l.Claims().ArchiveClaims(ctx, "b1", []string{"PO-Case-3", nfc}, now.Add(24*time.Hour), now); err != nil || n != 2 {
 		t.Fatalf("ArchiveClaims = %d, %v", n, err)
 	}
-	if rdb.Exists(ctx, OwnerKey("PO-Case-3"), OwnerKey(nfc)).Val() != 0 {
+	if rdb.Exists(ctx, keys.OwnerOf("PO-Case-3"), keys.OwnerOf(nfc)).Val() != 0 {
 		t.Fatal("archived claims kept their live keys")
 	}
 	taken, owners, err = l.Claims().ClaimTaken(ctx, "b3", []string{"po-CASE-3", nfd})
 	if err != nil || taken[0] || taken[1] || owners["po-CASE-3"] != "b1" || owners[nfd] != "b1" {
 		t.Fatalf("b3 ClaimTaken after archiving = %v, %v, %v", taken, owners, err)
 	}
-	if rdb.Exists(ctx, OwnerKey("po-case-3")).Val() != 0 {
+	if rdb.Exists(ctx, keys.OwnerOf("po-case-3")).Val() != 0 {
 		t.Fatal("the live key taken for an archived id was not given back")
 	}
 
@@ -61,7 +62,7 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 	if err != nil || taken[0] || owners["PO-Legacy-1"] != "old" {
 		t.Fatalf("ClaimTaken of a legacy-claimed id = %v, %v, %v", taken, owners, err)
 	}
-	if rdb.Exists(ctx, OwnerKey("PO-Legacy-1")).Val() != 0 {
+	if rdb.Exists(ctx, keys.OwnerOf("PO-Legacy-1")).Val() != 0 {
 		t.Fatal("the key taken for a legacy-claimed id was not given back")
 	}
 	if own, err := l.Claims().Owners(ctx, "b4", []string{"PO-Legacy-1"}); err != nil || own["PO-Legacy-1"] != "old" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
@@ -161,7 +162,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 	// The dead loader's lease expires (with AOF every second, a crash of
 	// Redis may also lose the last writes, the loaded mark among them).
 	testenv.Eventually(t, "the dead loader's lease to expire", func() bool {
-		return e.rdb.Exists(ctx, ledger.LoadLockKey(batch)).Val() == 0
+		return e.rdb.Exists(ctx, keys.LoadLock(batch)).Val() == 0
 	})
 
 	loaded, lost := point == pointEnqueued, false

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
@@ -230,11 +231,11 @@ func TestResumeAfterCrash(t *testing.T) {
 	if _, err := crashing.LoadFile(ctx, path, Options{ChunkSize: 1, EnqueueWorkers: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.rdb.HSet(ctx, ledger.MetaKey(full.Batch), "phase", ledger.PhaseLoading).Err(); err != nil {
+	if err := f.rdb.HSet(ctx, keys.Meta(full.Batch), "phase", ledger.PhaseLoading).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, ext := range []string{"A-2", "A-3"} {
-		if err := f.rdb.Del(ctx, ledger.PayoutKey(full.Batch, ext)).Err(); err != nil {
+		if err := f.rdb.Del(ctx, keys.Payout(full.Batch, ext)).Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.insp.DeleteTask(jobs.Queue, jobs.CreateTaskID(ext, 1)); err != nil {
@@ -243,10 +244,10 @@ func TestResumeAfterCrash(t *testing.T) {
 	}
 	// Fix the counters the deletions skewed, as a real crash would not
 	// have counted those rows.
-	if err := f.rdb.HIncrBy(ctx, ledger.CountsKey(full.Batch), "n:queued", -2).Err(); err != nil {
+	if err := f.rdb.HIncrBy(ctx, keys.Counts(full.Batch), "n:queued", -2).Err(); err != nil {
 		t.Fatal(err)
 	}
-	f.rdb.HIncrBy(ctx, ledger.CountsKey(full.Batch), "u:queued", -2001)
+	f.rdb.HIncrBy(ctx, keys.Counts(full.Batch), "u:queued", -2001)
 
 	res, err := f.ld.LoadFile(ctx, path, Options{})
 	if err != nil || !res.Resumed || !res.Loaded || res.Registered != 2 || res.Enqueued != 3 {
@@ -504,7 +505,7 @@ func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: ledger.LoadLockKey(dry.Batch), nth: tt.nth}
+			s := &stealingSealer{Keyring: f.ring, rdb: f.rdb, lock: keys.LoadLock(dry.Batch), nth: tt.nth}
 			ld := New(f.led, queue.New(f.rdb), s, zerolog.Nop())
 			res, err := ld.LoadFile(ctx, path, Options{ChunkSize: chunk, EnqueueWorkers: 2})
 			if !errors.Is(err, ledger.ErrLoadLockLost) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
@@ -228,7 +229,7 @@ func TestStalledLoaderAfterDiscard(t *testing.T) {
 					return fmt.Errorf("batches %v, %v", b, err)
 				}
 				batch = b[0]
-				if err := e.rdb.Del(ctx, ledger.LoadLockKey(batch)).Err(); err != nil {
+				if err := e.rdb.Del(ctx, keys.LoadLock(batch)).Err(); err != nil {
 					return err
 				}
 				_, err = e.led.DiscardBatch(ctx, batch, "ops", "abandoned")

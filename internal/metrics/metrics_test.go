@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
@@ -114,13 +115,13 @@ func TestCollectorExportsTheStoredSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The lease holds off a second publisher for the interval.
-	if err := rdb.Del(ctx, ledger.MetricsSnapshotKey()).Err(); err != nil {
+	if err := rdb.Del(ctx, keys.MetricsSnapshot()).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Once(ctx, "w2"); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := rdb.Exists(ctx, ledger.MetricsSnapshotKey()).Result(); n != 0 {
+	if n, _ := rdb.Exists(ctx, keys.MetricsSnapshot()).Result(); n != 0 {
 		t.Fatal("a second process computed the snapshot while the first held the lease")
 	}
 	if err := p.Once(ctx, "w1"); err != nil { // same owner: SETNX still refuses until the lease expires

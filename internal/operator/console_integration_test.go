@@ -16,6 +16,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
@@ -161,7 +162,7 @@ func TestConsolePagesOn100kBatch(t *testing.T) {
 	// state was kept (its zsets gone): the console scans, and a console
 	// without a cached scan shows the first view's cost.
 	for _, st := range lifecycle.States {
-		if err := rdb.Del(context.Background(), ledger.StateIndexKey("big", st)).Err(); err != nil {
+		if err := rdb.Del(context.Background(), keys.StateIndex("big", string(st))).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}

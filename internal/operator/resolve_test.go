@@ -174,7 +174,7 @@ func TestDecidePayoutFourEyes(t *testing.T) {
 			if p.State != lifecycle.NeedsReview || !strings.Contains(msg, "proposed by alice") {
 				t.Fatalf("R1 is %s: %q", p.State, msg)
 			}
-			if v := view(ledger.Batch{ID: "b"}, p); !strings.Contains(v.Proposal, "mark created (PSP order WD-1), proposed by alice") {
+			if v := payoutView(ledger.Batch{ID: "b"}, p); !strings.Contains(v.Proposal, "mark created (PSP order WD-1), proposed by alice") {
 				t.Errorf("payout view's proposal %q", v.Proposal)
 			}
 			if _, err := decide("alice", created); err == nil || !errors.Is(err, ui.ErrRefused) || !strings.Contains(err.Error(), "second person") {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/queue"
@@ -194,7 +195,7 @@ func TestLoadingBatchQueuedLeftToTheLoader(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 2)
 	f.ledger.BeginCreate(ctx, "b", "E2", 1) // begun while loaded, say by an older version
-	f.rdb.HSet(ctx, ledger.MetaKey("b"), "phase", ledger.PhaseLoading)
+	f.rdb.HSet(ctx, keys.Meta("b"), "phase", ledger.PhaseLoading)
 	f.advance(2 * time.Minute)
 	rep, err := New(f.rdb, f.ledger, Config{Grace: time.Minute}, zerolog.Nop()).Sweep(ctx, false)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
@@ -81,7 +82,7 @@ func TestCreateHeldWhileBatchLoading(t *testing.T) {
 	cfg.PauseRetry = 100 * time.Millisecond
 	h := newHarness(t, cfg, sandbox.Config{})
 	ids := h.add("tel:MTS", "tel:MTS")
-	if err := h.rdb.HSet(ctx, ledger.MetaKey(h.batch), "phase", ledger.PhaseLoading).Err(); err != nil {
+	if err := h.rdb.HSet(ctx, keys.Meta(h.batch), "phase", ledger.PhaseLoading).Err(); err != nil {
 		t.Fatal(err)
 	}
 	h.start()

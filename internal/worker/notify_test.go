@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/sandbox"
@@ -83,7 +83,7 @@ func TestNotificationsNeverDelayPayouts(t *testing.T) {
 		}
 	}
 	ids := h.add(visa, visa, visa, visa, visa, visa, visa, visa)
-	key := ledger.PayoutKey(h.batch, ids[0])
+	key := keys.Payout(h.batch, ids[0])
 	sealed, _ := h.rdb.HGet(ctx, key, "sealed").Result()
 	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA") // this one needs review
 	h.start()

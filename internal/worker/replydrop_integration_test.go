@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/sandbox"
@@ -53,7 +53,7 @@ func TestReplyDropRunEndsFinal(t *testing.T) {
 	}
 	rules := []redisfault.Rule{
 		// Every ledger transition names the payout's key.
-		{Commands: []string{"EVALSHA", "EVAL"}, Contains: ledger.PayoutKey(h.batch, "") /* every payout key of the batch */, Probability: 0.2},
+		{Commands: []string{"EVALSHA", "EVAL"}, Contains: keys.Payout(h.batch, "") /* every payout key of the batch */, Probability: 0.2},
 		{Commands: []string{"EVALSHA", "EVAL"}, Contains: asynqEnqueueScript, Probability: 0.2},
 		{Commands: []string{"EVALSHA", "EVAL"}, Contains: asynqScheduleScript, Probability: 0.2},
 	}

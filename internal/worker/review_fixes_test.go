@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
@@ -151,7 +152,7 @@ func TestUnopenableCardIsOnePayoutsProblem(t *testing.T) {
 	h := newHarness(t, fastConfig(), sandbox.Config{})
 	ids := h.add(visa, visa)
 	ctx := context.Background()
-	key := ledger.PayoutKey(h.batch, ids[0])
+	key := keys.Payout(h.batch, ids[0])
 	sealed, _ := h.rdb.HGet(ctx, key, "sealed").Result()
 	h.rdb.HSet(ctx, key, "sealed", sealed[:len(sealed)-4]+"AAAA")
 	h.start()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	ledgerkeys "github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/testenv/proc"
@@ -238,7 +238,7 @@ func checkSlots(t *testing.T, cl *redistest.Cluster, batches []BatchStatus) {
 			case strings.HasPrefix(k, "asynq:{payouts}:"):
 				groups["asynq"] = append(groups["asynq"], k)
 			default:
-				if b, ok := ledger.BatchOfKey(k); ok {
+				if b, ok := ledgerkeys.BatchOf(k); ok {
 					groups["batch "+b] = append(groups["batch "+b], k)
 				}
 			}
@@ -251,7 +251,7 @@ func checkSlots(t *testing.T, cl *redistest.Cluster, batches []BatchStatus) {
 		// console's index of each state but queued that holds payouts.
 		payouts := 0
 		for _, k := range ks {
-			if strings.HasPrefix(k, ledger.PayoutKey(b.ID, "")) {
+			if strings.HasPrefix(k, ledgerkeys.Payout(b.ID, "")) {
 				payouts++
 			}
 		}

@@ -52,7 +52,7 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 		em = notify.NewEmitter(rdb, o.NotifyURLs)
 	}
 	led := ledger.New(rdb)
-	console := operator.NewConsole(led)
+	console := operator.NewConsole(rdb)
 	console.Queue = rdb
 	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, Users: o.Users, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
 		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led, Queue: rdb}, Console: console,

@@ -1,4 +1,4 @@
-package ledger
+package keys
 
 import (
 	"go/ast"
@@ -41,10 +41,11 @@ func allowed(v string) bool {
 	return false
 }
 
-// TestKeysAreBuiltByTheLedger fails when Go code outside the ledger (tests
-// included) spells a payout key instead of calling the ledger's builders.
-func TestKeysAreBuiltByTheLedger(t *testing.T) {
-	root, err := filepath.Abs("../..")
+// TestKeysAreBuiltHere fails when Go code outside this package (the
+// ledger's and the tests' included) spells a payout key instead of calling
+// its builders.
+func TestKeysAreBuiltHere(t *testing.T) {
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,7 @@ func TestKeysAreBuiltByTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range found {
-		t.Errorf("%s: a Redis key built outside the ledger; use the ledger's key builders (keys.go)", f)
+		t.Errorf("%s: a Redis key built outside package keys; use its builders (internal/ledger/keys)", f)
 	}
 }
 
@@ -96,19 +97,19 @@ func exists(path string) bool {
 	return err == nil
 }
 
-func TestBatchOfKey(t *testing.T) {
+func TestBatchOf(t *testing.T) {
 	for _, tt := range []struct {
 		key, batch string
 		ok         bool
 	}{
-		{PayoutKey("b1", "E-1"), "b1", true},
-		{MetaKey("b2"), "b2", true},
-		{OwnerKey("E-1"), "", false},
+		{Payout("b1", "E-1"), "b1", true},
+		{Meta("b2"), "b2", true},
+		{OwnerOf("E-1"), "", false},
 		{"asynq:{payouts}:t:x", "", false},
 		{"payout:{}:meta", "", false},
 	} {
-		if b, ok := BatchOfKey(tt.key); b != tt.batch || ok != tt.ok {
-			t.Errorf("BatchOfKey(%q) = %q, %v; want %q, %v", tt.key, b, ok, tt.batch, tt.ok)
+		if b, ok := BatchOf(tt.key); b != tt.batch || ok != tt.ok {
+			t.Errorf("BatchOf(%q) = %q, %v; want %q, %v", tt.key, b, ok, tt.batch, tt.ok)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package ledger
+package view
 
 import (
 	"cmp"
@@ -9,26 +9,30 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
-// The read side of the web UI's console: a page of a batch's payouts in
-// file order at the cost of the page (the line index is chunked by line
-// number, so a page needs the chunk sizes and the one or two chunks it
-// falls in), a brief scan of a batch for filters and sorts, and a look-up
-// of an externalId across batches. Nothing here writes.
+// The reads behind a page: a page of a batch's payouts in file order at
+// the cost of the page (the line index is chunked by line number, so a
+// page needs the chunk sizes and the one or two chunks it falls in), a
+// page in one state from the index per state, a brief scan of a batch for
+// filters and sorts, and a look-up of an externalId across batches.
+// Nothing here writes but the ledger's LineIndex, which moves a batch's
+// index of before the chunks into them.
 
-// PayoutBrief is what a filter or a sort needs of a payout.
-type PayoutBrief struct {
+// brief is what a filter or a sort needs of a payout.
+type brief struct {
 	ExternalID string
 	Line       int
 	State      lifecycle.State
 	Units      int64 // amount in the batch's minor units
 }
 
-// scanGroup is how many line chunks (scanGroup*lineChunk payouts) one
-// call of briefsScript reads: a few milliseconds of Redis.
+// scanGroup is how many line chunks (scanGroup*keys.LineChunk payouts)
+// one call of briefsScript reads: a few milliseconds of Redis.
 const scanGroup = 16
 
 // scanWave is how many calls of briefsScript go in one pipelined round
@@ -61,52 +65,53 @@ end
 return out
 `)
 
-// Briefs returns every payout of batch in file line order with its state
+// briefs returns every payout of batch in file line order with its state
 // and amount: briefsScript over every group of chunks, scanWave calls per
 // round trip.
-func (l *Ledger) Briefs(ctx context.Context, batch string) ([]PayoutBrief, error) {
-	return l.scanBriefs(ctx, batch, "", 0)
+func (r *Reader) briefs(ctx context.Context, batch string) ([]brief, error) {
+	return r.scanBriefs(ctx, batch, "", 0)
 }
 
-// BriefsIn returns the first limit payouts of batch in state st (any
+// briefsIn returns the first limit payouts of batch in state st (any
 // state when st is ""), in file line order (every one when limit <= 0):
-// the scan of Briefs, with the state compared in Redis, so that only those
-// payouts travel, and stopped at the round trip that finds the limit-th.
-func (l *Ledger) BriefsIn(ctx context.Context, batch string, st lifecycle.State, limit int) ([]PayoutBrief, error) {
-	return l.scanBriefs(ctx, batch, st, limit)
+// the scan of briefs, with the state compared in Redis, so that only
+// those payouts travel, and stopped at the round trip that finds the
+// limit-th.
+func (r *Reader) briefsIn(ctx context.Context, batch string, st lifecycle.State, limit int) ([]brief, error) {
+	return r.scanBriefs(ctx, batch, st, limit)
 }
 
 // scanBriefs runs briefsScript over the line index of batch.
-func (l *Ledger) scanBriefs(ctx context.Context, batch string, st lifecycle.State, limit int) ([]PayoutBrief, error) {
-	chunks, err := l.lineIndex(ctx, batch)
+func (r *Reader) scanBriefs(ctx context.Context, batch string, st lifecycle.State, limit int) ([]brief, error) {
+	chunks, err := r.l.LineIndex(ctx, batch)
 	if err != nil || len(chunks) == 0 {
 		return nil, err
 	}
 	// EVALSHA after a SCRIPT LOAD per scan: a pipelined EVALSHA cannot
 	// fall back to EVAL.
-	if err := briefsScript.Load(ctx, l.rdb).Err(); err != nil {
-		return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+	if err := briefsScript.Load(ctx, r.rdb).Err(); err != nil {
+		return nil, fmt.Errorf("view: read payouts of %s: %w", batch, err)
 	}
-	prefix := payoutKey(batch, "")
-	var out []PayoutBrief
+	prefix := keys.Payout(batch, "")
+	var out []brief
 	for len(chunks) > 0 && (limit <= 0 || len(out) < limit) {
-		pipe := l.rdb.Pipeline()
+		pipe := r.rdb.Pipeline()
 		cmds := make([]*redis.Cmd, 0, scanWave)
 		for len(chunks) > 0 && len(cmds) < scanWave {
 			group := chunks[:min(scanGroup, len(chunks))]
 			chunks = chunks[len(group):]
-			keys := make([]string, len(group))
+			ks := make([]string, len(group))
 			for i, c := range group {
-				keys[i] = lineChunkKey(batch, c)
+				ks[i] = keys.LineChunkOf(batch, c)
 			}
-			cmds = append(cmds, briefsScript.EvalSha(ctx, pipe, keys, prefix, string(st)))
+			cmds = append(cmds, briefsScript.EvalSha(ctx, pipe, ks, prefix, string(st)))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+			return nil, fmt.Errorf("view: read payouts of %s: %w", batch, err)
 		}
 		for _, c := range cmds {
 			if out, err = appendBriefs(out, c); err != nil {
-				return nil, fmt.Errorf("ledger: read payouts of %s: %w", batch, err)
+				return nil, fmt.Errorf("view: read payouts of %s: %w", batch, err)
 			}
 		}
 	}
@@ -118,10 +123,10 @@ func (l *Ledger) scanBriefs(ctx context.Context, batch string, st lifecycle.Stat
 
 // errBriefReply is a briefsScript reply that is not "state units line
 // externalId" with numbers where they belong.
-var errBriefReply = errors.New("ledger: malformed reply of the brief scan")
+var errBriefReply = errors.New("view: malformed reply of the brief scan")
 
 // appendBriefs appends the payouts of a briefsScript reply to dst.
-func appendBriefs(dst []PayoutBrief, c *redis.Cmd) ([]PayoutBrief, error) {
+func appendBriefs(dst []brief, c *redis.Cmd) ([]brief, error) {
 	rows, err := c.StringSlice()
 	if err != nil {
 		return dst, err
@@ -141,48 +146,52 @@ func appendBriefs(dst []PayoutBrief, c *redis.Cmd) ([]PayoutBrief, error) {
 		if err != nil {
 			return dst, fmt.Errorf("%w: line of %s: %w", errBriefReply, ext, err)
 		}
-		dst = append(dst, PayoutBrief{ExternalID: ext, Line: int(n), State: lifecycle.State(st), Units: u})
+		dst = append(dst, brief{ExternalID: ext, Line: int(n), State: lifecycle.State(st), Units: u})
 	}
 	return dst, nil
 }
 
-// Payouts returns the payouts ids of batch in that order (a payout that is
-// gone is left out), in one pipelined round trip.
-func (l *Ledger) Payouts(ctx context.Context, batch string, ids []string) ([]Payout, error) {
+// payouts returns the payouts ids of batch in that order (a payout that
+// is gone is left out), in one pipelined round trip.
+func (r *Reader) payouts(ctx context.Context, batch string, ids []string) ([]ledger.Payout, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	hashes, err := l.readPayouts(ctx, batch, ids)
-	if err != nil {
-		return nil, err
+	pipe := r.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGetAll(ctx, keys.Payout(batch, id))
 	}
-	out := make([]Payout, 0, len(hashes))
-	for _, h := range hashes {
-		if len(h) > 0 {
-			out = append(out, parsePayout(batch, h))
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("view: read payouts of %s: %w", batch, err)
+	}
+	out := make([]ledger.Payout, 0, len(cmds))
+	for _, c := range cmds {
+		if m := c.Val(); len(m) > 0 {
+			out = append(out, ledger.PayoutFromFields(batch, m))
 		}
 	}
 	return out, nil
 }
 
-// PageByLine returns the payouts offset..offset+limit-1 of batch in file
+// pageByLine returns the payouts offset..offset+limit-1 of batch in file
 // line order, and how many the batch has. Its Redis work is the chunk
 // list and sizes (one entry per 128 lines) and the page's chunks and
 // hashes.
-func (l *Ledger) PageByLine(ctx context.Context, batch string, offset, limit int) ([]Payout, int, error) {
+func (r *Reader) pageByLine(ctx context.Context, batch string, offset, limit int) ([]ledger.Payout, int, error) {
 	offset = max(offset, 0)
-	chunks, err := l.lineIndex(ctx, batch)
+	chunks, err := r.l.LineIndex(ctx, batch)
 	if err != nil {
 		return nil, 0, err
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := r.rdb.Pipeline()
 	sizes := make([]*redis.IntCmd, len(chunks))
 	for i, c := range chunks {
-		sizes[i] = pipe.ZCard(ctx, lineChunkKey(batch, c))
+		sizes[i] = pipe.ZCard(ctx, keys.LineChunkOf(batch, c))
 	}
 	if len(chunks) > 0 {
 		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, 0, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+			return nil, 0, fmt.Errorf("view: list payouts of %s: %w", batch, err)
 		}
 	}
 	total := 0
@@ -200,21 +209,21 @@ func (l *Ledger) PageByLine(ctx context.Context, batch string, offset, limit int
 			skip -= n
 			continue
 		}
-		ms, err := l.rdb.ZRange(ctx, lineChunkKey(batch, c), int64(skip), int64(skip+limit-len(ids)-1)).Result()
+		ms, err := r.rdb.ZRange(ctx, keys.LineChunkOf(batch, c), int64(skip), int64(skip+limit-len(ids)-1)).Result()
 		if err != nil {
-			return nil, 0, fmt.Errorf("ledger: list payouts of %s: %w", batch, err)
+			return nil, 0, fmt.Errorf("view: list payouts of %s: %w", batch, err)
 		}
 		ids = append(ids, ms...)
 		skip = 0
 	}
-	ps, err := l.Payouts(ctx, batch, ids)
+	ps, err := r.payouts(ctx, batch, ids)
 	return ps, total, err
 }
 
-// SortBriefs orders briefs by amount (descending when desc), then by line
+// sortBriefs orders briefs by amount (descending when desc), then by line
 // (then externalId: a total order, so no stable sort is needed).
-func SortBriefs(bs []PayoutBrief, desc bool) {
-	slices.SortFunc(bs, func(a, b PayoutBrief) int {
+func sortBriefs(bs []brief, desc bool) {
+	slices.SortFunc(bs, func(a, b brief) int {
 		if a.Units != b.Units {
 			if desc {
 				return cmp.Compare(b.Units, a.Units)
@@ -228,61 +237,61 @@ func SortBriefs(bs []PayoutBrief, desc bool) {
 	})
 }
 
-// FindPayout returns the payout ext in every batch that holds one (a
+// findPayout returns the payout ext in every batch that holds one (a
 // payout of a batch still in Redis), newest batch first: one EXISTS per
 // batch in one pipelined round trip, then the hashes found.
-func (l *Ledger) FindPayout(ctx context.Context, ext string) ([]Payout, error) {
-	ids, err := l.BatchIDs(ctx)
+func (r *Reader) findPayout(ctx context.Context, ext string) ([]ledger.Payout, error) {
+	ids, err := r.l.BatchIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	pipe := l.rdb.Pipeline()
+	pipe := r.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(ids))
 	for i, b := range ids {
-		cmds[i] = pipe.HGetAll(ctx, payoutKey(b, ext))
+		cmds[i] = pipe.HGetAll(ctx, keys.Payout(b, ext))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("ledger: find payout %s: %w", ext, err)
+		return nil, fmt.Errorf("view: find payout %s: %w", ext, err)
 	}
-	var out []Payout
+	var out []ledger.Payout
 	for i, c := range cmds {
 		if m := c.Val(); len(m) > 0 {
-			out = append(out, parsePayout(ids[i], m))
+			out = append(out, ledger.PayoutFromFields(ids[i], m))
 		}
 	}
 	return out, nil
 }
 
-// maxIndexedBriefs bounds the payouts of one state that BriefsInIndex
+// maxIndexedBriefs bounds the payouts of one state that briefsInIndex
 // reads (in one script call): more, and the caller scans the batch.
 const maxIndexedBriefs = 10_000
 
 // stateIndex reads, in one MULTI/EXEC, batch's counts per state and the
-// size of its index of every state but queued (stateIndexKey), plus the
-// commands more queues in the same transaction. The index is complete
+// size of its index of every state but queued (keys.StateIndex), plus
+// the commands more queues in the same transaction. The index is complete
 // when each size is the count: the transition that changes a count
 // changes the index in the same script, so a batch whose payouts moved
 // while the index was not kept shows a difference and is scanned instead.
-func (l *Ledger) stateIndex(ctx context.Context, batch string, more func(redis.Pipeliner)) (Counts, bool, error) {
+func (r *Reader) stateIndex(ctx context.Context, batch string, more func(redis.Pipeliner)) (ledger.Counts, bool, error) {
 	var counts *redis.MapStringStringCmd
 	sizes := map[lifecycle.State]*redis.IntCmd{}
-	_, err := l.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		counts = pipe.HGetAll(ctx, countsKey(batch))
+	_, err := r.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		counts = pipe.HGetAll(ctx, keys.Counts(batch))
 		for _, st := range lifecycle.States {
 			if st != lifecycle.Queued {
-				sizes[st] = pipe.ZCard(ctx, stateIndexKey(batch, st))
+				sizes[st] = pipe.ZCard(ctx, keys.StateIndex(batch, string(st)))
 			}
 		}
 		more(pipe)
 		return nil
 	})
 	if err != nil {
-		return Counts{}, false, fmt.Errorf("ledger: read state index of %s: %w", batch, err)
+		return ledger.Counts{}, false, fmt.Errorf("view: read state index of %s: %w", batch, err)
 	}
-	c := parseCounts(counts.Val())
+	c := ledger.CountsFromFields(counts.Val())
 	for st, n := range sizes {
 		if n.Val() != c.Rows[st] {
 			return c, false, nil
@@ -291,16 +300,17 @@ func (l *Ledger) stateIndex(ctx context.Context, batch string, more func(redis.P
 	return c, true, nil
 }
 
-// PageInState returns the payouts offset..offset+limit-1 of batch in state
-// st, in file line order, and how many are in st, from the index per state
-// at the cost of the page; ok is false when the index is not complete (or
-// st is queued and some payout has left it): the caller scans instead.
-func (l *Ledger) PageInState(ctx context.Context, batch string, st lifecycle.State, offset, limit int) (ps []Payout, total int, ok bool, err error) {
+// pageInState returns the payouts offset..offset+limit-1 of batch in
+// state st, in file line order, and how many are in st, from the index per
+// state at the cost of the page; ok is false when the index is not
+// complete (or st is queued and some payout has left it): the caller
+// scans instead.
+func (r *Reader) pageInState(ctx context.Context, batch string, st lifecycle.State, offset, limit int) (ps []ledger.Payout, total int, ok bool, err error) {
 	offset = max(offset, 0)
 	var ids *redis.StringSliceCmd
-	c, ok, err := l.stateIndex(ctx, batch, func(pipe redis.Pipeliner) {
+	c, ok, err := r.stateIndex(ctx, batch, func(pipe redis.Pipeliner) {
 		if st != lifecycle.Queued && limit > 0 {
-			ids = pipe.ZRange(ctx, stateIndexKey(batch, st), int64(offset), int64(offset+limit-1))
+			ids = pipe.ZRange(ctx, keys.StateIndex(batch, string(st)), int64(offset), int64(offset+limit-1))
 		}
 	})
 	switch {
@@ -310,32 +320,32 @@ func (l *Ledger) PageInState(ctx context.Context, batch string, st lifecycle.Sta
 		if c.Rows[lifecycle.Queued] != c.Total() {
 			return nil, 0, false, nil
 		}
-		ps, total, err := l.PageByLine(ctx, batch, offset, limit)
+		ps, total, err := r.pageByLine(ctx, batch, offset, limit)
 		return ps, total, err == nil, err
 	}
 	total = int(c.Rows[st])
 	if ids == nil {
 		return nil, total, true, nil
 	}
-	ps, err = l.Payouts(ctx, batch, ids.Val())
+	ps, err = r.payouts(ctx, batch, ids.Val())
 	return ps, total, err == nil, err
 }
 
-// BriefsInIndex returns the payouts of batch in state st, in file line
+// briefsInIndex returns the payouts of batch in state st, in file line
 // order, from the index per state: briefsScript over the state's zset.
 // ok is false when the index is not complete, st is queued, or st holds
 // more than maxIndexedBriefs payouts: the caller scans instead.
-func (l *Ledger) BriefsInIndex(ctx context.Context, batch string, st lifecycle.State) (bs []PayoutBrief, ok bool, err error) {
+func (r *Reader) briefsInIndex(ctx context.Context, batch string, st lifecycle.State) (bs []brief, ok bool, err error) {
 	if st == lifecycle.Queued {
 		return nil, false, nil
 	}
-	c, ok, err := l.stateIndex(ctx, batch, func(redis.Pipeliner) {})
+	c, ok, err := r.stateIndex(ctx, batch, func(redis.Pipeliner) {})
 	if err != nil || !ok || c.Rows[st] > maxIndexedBriefs {
 		return nil, false, err
 	}
-	r := briefsScript.Run(ctx, l.rdb, []string{stateIndexKey(batch, st)}, payoutKey(batch, ""), string(st))
-	if bs, err = appendBriefs(nil, r); err != nil {
-		return nil, false, fmt.Errorf("ledger: read payouts of %s in %s: %w", batch, st, err)
+	res := briefsScript.Run(ctx, r.rdb, []string{keys.StateIndex(batch, string(st))}, keys.Payout(batch, ""), string(st))
+	if bs, err = appendBriefs(nil, res); err != nil {
+		return nil, false, fmt.Errorf("view: read payouts of %s in %s: %w", batch, st, err)
 	}
 	return bs, true, nil
 }

@@ -1,4 +1,4 @@
-package ledger
+package view
 
 import (
 	"context"
@@ -7,21 +7,54 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
+
+// newTestReader is a Reader without its scan cache, and the ledger it
+// reads, on a fresh miniredis.
+func newTestReader(t *testing.T) (*Reader, *ledger.Ledger) {
+	t.Helper()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	return uncached(rdb), ledger.New(rdb)
+}
+
+// seed registers n payouts E1..En of 10.25 on lines 2..n+1 of a loaded
+// batch.
+func seed(t *testing.T, l *ledger.Ledger, batch string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: "f.csv", LoadedAt: time.Now(), Rows: int64(n), Total: money.MustParse("1"), Scale: 2}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []ledger.NewPayout
+	for i := 1; i <= n; i++ {
+		ps = append(ps, ledger.NewPayout{Line: i + 1, ExternalID: fmt.Sprintf("E%d", i), Amount: money.MustParse("10.25"), Destination: "card 411111******1111"})
+	}
+	if added, err := l.Register(ctx, batch, ps, 2); err != nil || added != n {
+		t.Fatalf("Register = %d, %v", added, err)
+	}
+	if err := l.FinishBatch(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // registerGappy registers n payouts on lines with gaps (every third line
 // missing, as refused rows leave them), amounts 1..n in a shuffled order,
 // out of line order.
-func registerGappy(t *testing.T, l *Ledger, batch string, n int) []string {
+func registerGappy(t *testing.T, l *ledger.Ledger, batch string, n int) []string {
 	t.Helper()
 	ctx := context.Background()
-	if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: batch + ".csv", LoadedAt: time.Now(), Scale: 2}); err != nil {
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: batch + ".csv", LoadedAt: time.Now(), Scale: 2}); err != nil {
 		t.Fatal(err)
 	}
-	var ps []NewPayout
+	var ps []ledger.NewPayout
 	var want []string
 	line := 1
 	for i := range n {
@@ -32,7 +65,7 @@ func registerGappy(t *testing.T, l *Ledger, batch string, n int) []string {
 		ext := fmt.Sprintf("Q%04d", i)
 		want = append(want, ext)
 		amount := money.FromMinor(int64((i*7919)%n+1)*100, 2)
-		ps = append(ps, NewPayout{Line: line, ExternalID: ext, Amount: amount, Destination: "telecom MTS"})
+		ps = append(ps, ledger.NewPayout{Line: line, ExternalID: ext, Amount: amount, Destination: "telecom MTS"})
 	}
 	slices.Reverse(ps)
 	for len(ps) > 0 {
@@ -49,12 +82,12 @@ func registerGappy(t *testing.T, l *Ledger, batch string, n int) []string {
 // those positions, and the total; past the end a page is empty.
 func TestPageByLine(t *testing.T) {
 	ctx := context.Background()
-	l, _ := newTestLedger(t)
+	r, l := newTestReader(t)
 	want := registerGappy(t, l, "b", 700)
 	for _, size := range []int{1, 7, 100, 128, 129, 1000} {
 		var got []string
 		for off := 0; off < len(want)+size; off += size {
-			ps, total, err := l.PageByLine(ctx, "b", off, size)
+			ps, total, err := r.pageByLine(ctx, "b", off, size)
 			if err != nil || total != len(want) {
 				t.Fatalf("size %d offset %d: total %d, %v", size, off, total, err)
 			}
@@ -70,12 +103,12 @@ func TestPageByLine(t *testing.T) {
 		}
 	}
 	// An entry of the index before the chunks is moved into them first.
-	l.rdb.ZAdd(ctx, linesKey("b"), redis.Z{Score: 2, Member: "Q0000"}) // its line, as the old index held it
-	ps, total, err := l.PageByLine(ctx, "b", 1, 2)
+	r.rdb.ZAdd(ctx, keys.Lines("b"), redis.Z{Score: 2, Member: "Q0000"}) // its line, as the old index held it
+	ps, total, err := r.pageByLine(ctx, "b", 1, 2)
 	if err != nil || total != 700 || len(ps) != 2 || ps[0].ExternalID != "Q0001" {
 		t.Fatalf("old index page: %d %v %v", total, ps, err)
 	}
-	if l.rdb.Exists(ctx, linesKey("b")).Val() != 0 {
+	if r.rdb.Exists(ctx, keys.Lines("b")).Val() != 0 {
 		t.Fatal("the old index is still there after a page")
 	}
 }
@@ -83,17 +116,17 @@ func TestPageByLine(t *testing.T) {
 // registerSparse registers n payouts one per line chunk (line 128i+2),
 // every seventh sent to needs_review: a batch of many chunks, so that a
 // scan takes several scripts and round trips.
-func registerSparse(t *testing.T, l *Ledger, batch string, n int) (all, review []string) {
+func registerSparse(t *testing.T, l *ledger.Ledger, batch string, n int) (all, review []string) {
 	t.Helper()
 	ctx := context.Background()
-	if _, _, err := l.BeginBatch(ctx, Batch{ID: batch, File: batch + ".csv", LoadedAt: time.Now(), Scale: 2}); err != nil {
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: batch, File: batch + ".csv", LoadedAt: time.Now(), Scale: 2}); err != nil {
 		t.Fatal(err)
 	}
-	var ps []NewPayout
+	var ps []ledger.NewPayout
 	for i := range n {
 		ext := fmt.Sprintf("S%04d", i)
 		all = append(all, ext)
-		ps = append(ps, NewPayout{Line: i*lineChunk + 2, ExternalID: ext, Amount: money.FromMinor(int64(i+1), 2), Destination: "telecom MTS"})
+		ps = append(ps, ledger.NewPayout{Line: i*keys.LineChunk + 2, ExternalID: ext, Amount: money.FromMinor(int64(i+1), 2), Destination: "telecom MTS"})
 	}
 	if _, err := l.Register(ctx, batch, ps, 2); err != nil {
 		t.Fatal(err)
@@ -105,7 +138,7 @@ func registerSparse(t *testing.T, l *Ledger, batch string, n int) (all, review [
 		if _, err := l.BeginCreate(ctx, batch, all[i], 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, batch, all[i], 1, CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+		if _, err := l.FinishCreate(ctx, batch, all[i], 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
 			t.Fatal(err)
 		}
 		review = append(review, all[i])
@@ -118,16 +151,16 @@ func registerSparse(t *testing.T, l *Ledger, batch string, n int) (all, review [
 // amount; BriefsIn gives those in one state, the first limit of them.
 func TestBriefsAcrossRoundTrips(t *testing.T) {
 	ctx := context.Background()
-	l, _ := newTestLedger(t)
+	r, l := newTestReader(t)
 	n := 2*scanGroup*scanWave + 5
 	all, review := registerSparse(t, l, "b", n)
-	bs, err := l.Briefs(ctx, "b")
+	bs, err := r.briefs(ctx, "b")
 	if err != nil || len(bs) != n {
 		t.Fatalf("%d briefs of %d, %v", len(bs), n, err)
 	}
 	for i, b := range bs {
 		st := map[bool]lifecycle.State{true: lifecycle.NeedsReview, false: lifecycle.Queued}[i%7 == 0]
-		if b.ExternalID != all[i] || b.Line != i*lineChunk+2 || b.Units != int64(i+1) || b.State != st {
+		if b.ExternalID != all[i] || b.Line != i*keys.LineChunk+2 || b.Units != int64(i+1) || b.State != st {
 			t.Fatalf("brief %d: %+v", i, b)
 		}
 	}
@@ -143,7 +176,7 @@ func TestBriefsAcrossRoundTrips(t *testing.T) {
 		{"", 5, all[:5]},
 	}
 	for _, c := range cases {
-		got, err := l.BriefsIn(ctx, "b", c.st, c.limit)
+		got, err := r.briefsIn(ctx, "b", c.st, c.limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,8 +193,8 @@ func TestBriefsAcrossRoundTrips(t *testing.T) {
 // TestBriefsOfAnEmptyBatch: a batch without payouts, or none at all,
 // scans to nothing.
 func TestBriefsOfAnEmptyBatch(t *testing.T) {
-	l, _ := newTestLedger(t)
-	if bs, err := l.Briefs(context.Background(), "none"); err != nil || len(bs) != 0 {
+	r, _ := newTestReader(t)
+	if bs, err := r.briefs(context.Background(), "none"); err != nil || len(bs) != 0 {
 		t.Fatalf("%v %v", bs, err)
 	}
 }
@@ -170,12 +203,12 @@ func TestBriefsOfAnEmptyBatch(t *testing.T) {
 // amount; SortBriefs orders by amount, then line.
 func TestBriefsAndSort(t *testing.T) {
 	ctx := context.Background()
-	l, _ := newTestLedger(t)
+	r, l := newTestReader(t)
 	want := registerGappy(t, l, "b", 300)
 	if _, err := l.Cancel(ctx, "b", "Q0005", "alice", "duplicate"); err != nil {
 		t.Fatal(err)
 	}
-	bs, err := l.Briefs(ctx, "b")
+	bs, err := r.briefs(ctx, "b")
 	if err != nil || len(bs) != len(want) {
 		t.Fatalf("%d briefs, %v", len(bs), err)
 	}
@@ -187,11 +220,11 @@ func TestBriefsAndSort(t *testing.T) {
 			t.Fatalf("%s is %s, want %s", b.ExternalID, b.State, st)
 		}
 	}
-	SortBriefs(bs, true)
-	if !slices.IsSortedFunc(bs, func(a, b PayoutBrief) int { return int(b.Units - a.Units) }) || bs[0].Units != 30000 {
+	sortBriefs(bs, true)
+	if !slices.IsSortedFunc(bs, func(a, b brief) int { return int(b.Units - a.Units) }) || bs[0].Units != 30000 {
 		t.Fatalf("not largest first: %+v", bs[:3])
 	}
-	SortBriefs(bs, false)
+	sortBriefs(bs, false)
 	if bs[0].Units != 100 {
 		t.Fatalf("not smallest first: %+v", bs[:3])
 	}
@@ -201,18 +234,18 @@ func TestBriefsAndSort(t *testing.T) {
 // nothing for one no batch holds.
 func TestFindPayout(t *testing.T) {
 	ctx := context.Background()
-	l, _ := newTestLedger(t)
+	r, l := newTestReader(t)
 	seed(t, l, "b1", 3)
 	seed(t, l, "b2", 5)
-	ps, err := l.FindPayout(ctx, "E4")
+	ps, err := r.findPayout(ctx, "E4")
 	if err != nil || len(ps) != 1 || ps[0].Batch != "b2" || ps[0].Line != 5 {
 		t.Fatalf("E4: %+v %v", ps, err)
 	}
-	ps, err = l.FindPayout(ctx, "E2")
+	ps, err = r.findPayout(ctx, "E2")
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("E2 in both: %+v %v", ps, err)
 	}
-	if ps, err = l.FindPayout(ctx, "nope"); err != nil || len(ps) != 0 {
+	if ps, err = r.findPayout(ctx, "nope"); err != nil || len(ps) != 0 {
 		t.Fatalf("nope: %+v %v", ps, err)
 	}
 }
@@ -220,16 +253,16 @@ func TestFindPayout(t *testing.T) {
 // writeStateIndex writes batch's index per state from a scan, as the
 // transition scripts' move() keeps it: every payout not queued in the
 // zset of its state, scored by line.
-func writeStateIndex(t *testing.T, l *Ledger, batch string) {
+func writeStateIndex(t *testing.T, r *Reader, batch string) {
 	t.Helper()
 	ctx := context.Background()
-	bs, err := l.Briefs(ctx, batch)
+	bs, err := r.briefs(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range bs {
 		if b.State != lifecycle.Queued {
-			l.rdb.ZAdd(ctx, stateIndexKey(batch, b.State), redis.Z{Score: float64(b.Line), Member: b.ExternalID})
+			r.rdb.ZAdd(ctx, keys.StateIndex(batch, string(b.State)), redis.Z{Score: float64(b.Line), Member: b.ExternalID})
 		}
 	}
 }
@@ -240,8 +273,8 @@ func writeStateIndex(t *testing.T, l *Ledger, batch string) {
 // the index following it.
 func TestStateIndex(t *testing.T) {
 	ctx := context.Background()
-	l, _ := newTestLedger(t)
-	ids := func(ps []Payout) []string {
+	r, l := newTestReader(t)
+	ids := func(ps []ledger.Payout) []string {
 		out := []string{}
 		for _, p := range ps {
 			out = append(out, p.ExternalID)
@@ -250,44 +283,44 @@ func TestStateIndex(t *testing.T) {
 	}
 	// Nothing moved yet: every payout is queued, the empty index complete.
 	registerGappy(t, l, "fresh", 300)
-	ps, total, ok, err := l.PageInState(ctx, "fresh", lifecycle.Queued, 100, 50)
-	want, _, _ := l.PageByLine(ctx, "fresh", 100, 50)
+	ps, total, ok, err := r.pageInState(ctx, "fresh", lifecycle.Queued, 100, 50)
+	want, _, _ := r.pageByLine(ctx, "fresh", 100, 50)
 	if err != nil || !ok || total != 300 || !slices.Equal(ids(ps), ids(want)) {
 		t.Fatalf("fresh, queued: %d %v %v, %v", total, ok, err, ids(ps))
 	}
-	if ps, total, ok, err := l.PageInState(ctx, "fresh", lifecycle.NeedsReview, 0, 50); err != nil || !ok || total != 0 || len(ps) != 0 {
+	if ps, total, ok, err := r.pageInState(ctx, "fresh", lifecycle.NeedsReview, 0, 50); err != nil || !ok || total != 0 || len(ps) != 0 {
 		t.Fatalf("fresh, needs review: %d %v %v %v", total, ok, err, ps)
 	}
 
 	_, review := registerSparse(t, l, "b", 200)
 	// The transitions kept the index: what the scan gives, at once.
-	if ps, total, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, 0, 1000); err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review) {
+	if ps, total, ok, err := r.pageInState(ctx, "b", lifecycle.NeedsReview, 0, 1000); err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review) {
 		t.Fatalf("index kept by the transitions: %d %v %v, %v", total, ok, err, ids(ps))
 	}
 	// A batch whose payouts moved before the index was kept (its zset
 	// short of the count) is scanned instead.
-	if err := l.rdb.Del(ctx, stateIndexKey("b", lifecycle.NeedsReview)).Err(); err != nil {
+	if err := r.rdb.Del(ctx, keys.StateIndex("b", string(lifecycle.NeedsReview))).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, 0, 10); err != nil || ok {
+	if _, _, ok, err := r.pageInState(ctx, "b", lifecycle.NeedsReview, 0, 10); err != nil || ok {
 		t.Fatalf("payouts moved without the index: ok %v, %v", ok, err)
 	}
-	if _, ok, err := l.BriefsInIndex(ctx, "b", lifecycle.NeedsReview); err != nil || ok {
+	if _, ok, err := r.briefsInIndex(ctx, "b", lifecycle.NeedsReview); err != nil || ok {
 		t.Fatalf("briefs without the index: ok %v, %v", ok, err)
 	}
-	writeStateIndex(t, l, "b")
+	writeStateIndex(t, r, "b")
 	for _, c := range []struct{ offset, limit int }{{0, 10}, {5, 10}, {25, 100}, {len(review), 10}, {0, 0}} {
-		ps, total, ok, err := l.PageInState(ctx, "b", lifecycle.NeedsReview, c.offset, c.limit)
+		ps, total, ok, err := r.pageInState(ctx, "b", lifecycle.NeedsReview, c.offset, c.limit)
 		lo := min(c.offset, len(review))
 		if err != nil || !ok || total != len(review) || !slices.Equal(ids(ps), review[lo:min(lo+c.limit, len(review))]) {
 			t.Fatalf("needs review %d+%d: %d %v %v, %v", c.offset, c.limit, total, ok, err, ids(ps))
 		}
 	}
-	if _, _, ok, err := l.PageInState(ctx, "b", lifecycle.Queued, 0, 10); err != nil || ok {
+	if _, _, ok, err := r.pageInState(ctx, "b", lifecycle.Queued, 0, 10); err != nil || ok {
 		t.Fatalf("queued once payouts left it: ok %v, %v", ok, err)
 	}
-	bs, ok, err := l.BriefsInIndex(ctx, "b", lifecycle.NeedsReview)
-	scan, _ := l.BriefsIn(ctx, "b", lifecycle.NeedsReview, 0)
+	bs, ok, err := r.briefsInIndex(ctx, "b", lifecycle.NeedsReview)
+	scan, _ := r.briefsIn(ctx, "b", lifecycle.NeedsReview, 0)
 	if err != nil || !ok || !slices.Equal(bs, scan) {
 		t.Fatalf("briefs from the index: %v %v, %d of %d", ok, err, len(bs), len(scan))
 	}
