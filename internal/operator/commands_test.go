@@ -170,11 +170,17 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 	}
 	tests := []command{
 		{name: "approve", start: awaiting(false), who: "alice", cli: []string{"b"},
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.Approve(ctx, "b", "alice", "") }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Approve(ctx, "b", "alice", "")
+			}},
 		{name: "approve/wrong state", start: approved, who: "alice", cli: []string{"b"}, want: operator.ErrWrongState,
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.Approve(ctx, "b", "alice", "") }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Approve(ctx, "b", "alice", "")
+			}},
 		{name: "approve/four-eyes, the loader", start: awaiting(true), who: "bob", cli: []string{"b"}, want: operator.ErrNeedsSecondPerson,
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.Approve(ctx, "b", "bob", "") }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Approve(ctx, "b", "bob", "")
+			}},
 		{name: "approve/note not recordable", start: awaiting(false), who: "alice", cli: []string{"--note", "ok\rbob approved", "b"}, want: operator.ErrIncomplete,
 			console: func(ctx context.Context, u operator.UIControls) (string, error) {
 				return u.Approve(ctx, "b", "alice", "ok\rbob approved")
@@ -184,7 +190,9 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 				return u.Discard(ctx, "b", "alice", "wrong month")
 			}},
 		{name: "discard/no note", start: awaiting(false), who: "alice", cli: []string{"b"}, want: operator.ErrIncomplete,
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.Discard(ctx, "b", "alice", "") }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Discard(ctx, "b", "alice", "")
+			}},
 		{name: "discard/wrong state", start: approved, who: "alice", cli: []string{"--note", "wrong month", "b"}, want: operator.ErrWrongState,
 			console: func(ctx context.Context, u operator.UIControls) (string, error) {
 				return u.Discard(ctx, "b", "alice", "wrong month")
@@ -232,13 +240,21 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 		{name: "resolve rejected/four-eyes, second person", start: review(true, true), who: "carol", cli: []string{"b", "R2", "--as", "rejected", "--note", "closed account"},
 			console: decide("R2", "carol", ui.DecideRejected, "closed account", "")},
 		{name: "pause", start: awaiting(false), who: "alice", cli: []string{"--note", "queue payouts, in the web UI"},
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.SwitchQueue(ctx, "alice", true) }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.SwitchQueue(ctx, "alice", true)
+			}},
 		{name: "pause/already paused", start: pausedQueue(false), who: "alice", nothing: true, cli: []string{"--note", "queue payouts, in the web UI"},
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.SwitchQueue(ctx, "alice", true) }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.SwitchQueue(ctx, "alice", true)
+			}},
 		{name: "resume", start: pausedQueue(false), who: "alice", cli: []string{"--note", "queue payouts, in the web UI"},
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.SwitchQueue(ctx, "alice", false) }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.SwitchQueue(ctx, "alice", false)
+			}},
 		{name: "resume/ledger rolled back", start: pausedQueue(true), who: "alice", cli: []string{"--note", "queue payouts, in the web UI"}, want: operator.ErrRolledBack,
-			console: func(ctx context.Context, u operator.UIControls) (string, error) { return u.SwitchQueue(ctx, "alice", false) }},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.SwitchQueue(ctx, "alice", false)
+			}},
 	}
 	pspURL := desk(t)
 	for _, tt := range tests {
