@@ -148,11 +148,13 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 // commandErr is how the command line ends on an operator command's error:
 // a refusal (operator.ErrRefused) exits ExitRejected, or ExitUsage when
 // an argument or a flag was missing or wrong (operator.ErrIncomplete,
-// ErrNotFound, ErrNoPSP), with its words as they are; anything else is a
+// ErrNotFound, ErrNoPSP; ErrRolledBack, which wants --ledger-reconciled),
+// with its words as they are; anything else is a
 // fault.
 func commandErr(err error) error {
 	switch {
-	case errors.Is(err, operator.ErrIncomplete), errors.Is(err, operator.ErrNotFound), errors.Is(err, operator.ErrNoPSP):
+	case errors.Is(err, operator.ErrIncomplete), errors.Is(err, operator.ErrNotFound), errors.Is(err, operator.ErrNoPSP),
+		errors.Is(err, operator.ErrRolledBack):
 		return &exitError{ExitUsage, err}
 	case errors.Is(err, operator.ErrRefused):
 		return &exitError{ExitRejected, err}

@@ -259,8 +259,8 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 	pspURL := desk(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cliWords, cliErr, cliState := runCLI(t, tt, pspURL)
-			consoleWords, consoleErr, consoleState := runConsole(t, tt, pspURL)
+			cliWords, cliState, cliErr := runCLI(t, tt, pspURL)
+			consoleWords, consoleState, consoleErr := runConsole(t, tt, pspURL)
 			if cliState != consoleState {
 				t.Errorf("the ledger and queue differ\nafter the CLI:\n%s\nafter the console:\n%s", cliState, consoleState)
 			}
@@ -291,7 +291,7 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 
 // runCLI runs tt's command line and returns what it said (stdout when
 // done, else the refusal's words from stderr), its error and the state.
-func runCLI(t *testing.T, tt command, pspURL string) (string, error, string) {
+func runCLI(t *testing.T, tt command, pspURL string) (string, string, error) {
 	rdb, l := fresh(t, tt.start)
 	var out, errb bytes.Buffer
 	verb, _, _ := strings.Cut(tt.name, " ")
@@ -317,12 +317,12 @@ func runCLI(t *testing.T, tt command, pspURL string) (string, error, string) {
 		words = lastLine(errb.String())
 		words = strings.TrimPrefix(words, "payout "+verb+": ")
 	}
-	return words, err, state(t, l)
+	return words, state(t, l), err
 }
 
 // runConsole runs tt's console action and returns what it said, its
 // error and the state.
-func runConsole(t *testing.T, tt command, pspURL string) (string, error, string) {
+func runConsole(t *testing.T, tt command, pspURL string) (string, string, error) {
 	rdb, l := fresh(t, tt.start)
 	office, err := psp.New(psp.Config{BaseURL: pspURL, Token: psp.StaticToken(token), Timeout: 5 * time.Second})
 	if err != nil {
@@ -335,7 +335,7 @@ func runConsole(t *testing.T, tt command, pspURL string) (string, error, string)
 	if err != nil {
 		words = err.Error()
 	}
-	return words, err, state(t, l)
+	return words, state(t, l), err
 }
 
 // rdbOf is the client of each ledger fresh made.
