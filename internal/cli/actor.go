@@ -42,6 +42,10 @@ var accountOf = func(by string) (osAccount, error) {
 // SUDO_USER when the account is root (uid 0).
 func actor(e *env, by string) (string, error) {
 	acct, err := accountOf(by)
+	if e.hooks.Account != nil {
+		acct.UID, acct.Name = e.hooks.Account()
+		err = nil
+	}
 	if err != nil {
 		return "", usageErr("cannot tell who runs this command (the operating system's user): %v", err)
 	}

@@ -79,6 +79,13 @@ type Hooks struct {
 	// Queue configures the queue a worker enqueues in: the chaos suite
 	// runs one worker whose task clock is off (queue.WithClock).
 	Queue []queue.Option
+	// Account is the operating-system account the commands run as
+	// (who acts, actor): a table test runs a command as the person the
+	// console signs in. Nil: the process's own (os/user).
+	Account func() (uid, name string)
+	// Done sees the error a command ended with (nil: success), before it
+	// is turned into an exit code: a test classifies it (errors.Is).
+	Done func(command string, err error)
 }
 
 type command struct {
@@ -176,6 +183,9 @@ func dispatch(ctx context.Context, args []string, e *env) int {
 		if c.name == args[0] {
 			e.cmd = c.name
 			err := c.run(ctx, e, args[1:])
+			if e.hooks.Done != nil {
+				e.hooks.Done(c.name, err)
+			}
 			return exitCode(stderr, c.name, err)
 		}
 	}

@@ -5,14 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
-	"github.com/acme/payout/internal/scrub"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -120,9 +117,6 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := scrub.Note(note); err != nil {
-		return usageErr("--note: %v", err)
-	}
 	limit, err := parseLimit("daily-limit", daily)
 	if err != nil {
 		return err
@@ -137,24 +131,39 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, n, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit, Note: note})
-	switch {
-	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrDailyLimit), errors.Is(err, money.ErrCeiling):
-		fmt.Fprintf(e.stderr, "not approved: %v\n", err)
-		return errRejected
-	case errors.Is(err, operator.ErrNotEnqueued):
+	r, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit, Note: note})
+	if errors.Is(err, operator.ErrNotEnqueued) {
 		// The approval stands (the ledger is the truth): exit 0, as the UI
 		// shows it done; approving again would be refused.
 		log.Warn().Err(err).Str("batch", id).Str("by", who).Msg("batch approved; " + operator.LeftToReconciler)
-	case err != nil:
-		return infraErr(err)
+		err = nil
 	}
-	fmt.Fprintln(e.stdout, operator.Approved(b, who, n, err))
+	if err != nil {
+		return commandErr(err)
+	}
+	fmt.Fprintln(e.stdout, r.Words())
 	return nil
 }
 
-// operatorAction is the front shared by discard and cancel: Redis, the
-// mandatory operator and note, and the batch named by the first argument.
+// commandErr is how the command line ends on an operator command's error:
+// a refusal (operator.ErrRefused) exits ExitRejected, or ExitUsage when
+// an argument or a flag was missing or wrong (operator.ErrIncomplete,
+// ErrNotFound, ErrNoPSP; ErrRolledBack, which wants --ledger-reconciled),
+// with its words as they are; anything else is a
+// fault.
+func commandErr(err error) error {
+	switch {
+	case errors.Is(err, operator.ErrIncomplete), errors.Is(err, operator.ErrNotFound), errors.Is(err, operator.ErrNoPSP),
+		errors.Is(err, operator.ErrRolledBack):
+		return &exitError{ExitUsage, err}
+	case errors.Is(err, operator.ErrRefused):
+		return &exitError{ExitRejected, err}
+	}
+	return infraErr(err)
+}
+
+// operatorAction is the front shared by discard and cancel: Redis, who
+// acts and the note, and the batch named by the first argument.
 type operatorAction struct {
 	rf    redisFlags
 	by    string
@@ -170,18 +179,13 @@ func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
 	fs.StringVar(&o.note, "note", "", "why (required; recorded)")
 }
 
-// open checks the operator and note, connects and resolves the batch; the
-// caller closes the returned client.
+// open checks who runs the command, connects and resolves the batch; the
+// caller closes the returned client (the note is checked by the command,
+// package operator).
 func (o *operatorAction) open(ctx context.Context, e *env, fs *flag.FlagSet) (redis.UniversalClient, error) {
 	var err error
 	if o.who, err = operatorName(e, o.by); err != nil {
 		return nil, err
-	}
-	if strings.TrimSpace(o.note) == "" {
-		return nil, usageErr("--note TEXT is required: say why")
-	}
-	if _, err := scrub.Note(o.note); err != nil {
-		return nil, usageErr("--note: %v", err)
 	}
 	rdb, err := o.rf.open(ctx, e)
 	if err != nil {
@@ -213,19 +217,17 @@ func runDiscard(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	d, err := operator.New(rdb, nil, zerolog.Nop()).Discard(ctx, o.batch, o.who, o.note)
-	if errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrLoadRunning) {
-		fmt.Fprintf(e.stderr, "not discarded: %v\n", err)
-		return errRejected
-	}
+	r, err := operator.New(rdb, nil, zerolog.Nop()).Discard(ctx, o.batch, o.who, o.note)
 	if err != nil {
-		return infraErr(err)
+		return commandErr(err)
 	}
-	fmt.Fprintln(e.stdout, operator.DiscardedText(o.batch, o.who, d))
+	fmt.Fprintln(e.stdout, r.Words())
 	return nil
 }
 
-// runCancel cancels payouts that have not been sent yet.
+// runCancel cancels payouts that have not been sent yet (operator's
+// Cancel, payout by payout): each payout named and cancelled, and each
+// refusal, is printed with its words.
 func runCancel(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "cancel", "[flags] BATCH-or-FILE [EXTERNALID...]")
 	var o operatorAction
@@ -241,40 +243,35 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	l, id, who, note := o.l, o.batch, o.who, o.note
+	acts := operator.New(rdb, nil, zerolog.Nop())
 	ids := fs.Args()[1:]
 	if len(ids) == 0 {
-		if err := l.EachOpen(ctx, id, func(p ledger.OpenPayout) error {
-			if p.State == lifecycle.Queued {
-				ids = append(ids, p.ExternalID)
-			}
-			return nil
-		}); err != nil {
-			return infraErr(err)
+		if ids, err = acts.Cancellable(ctx, o.batch); err != nil {
+			return commandErr(err)
 		}
 	}
-	cancelled, refused := 0, 0
+	named := len(fs.Args()) > 1
+	var refusals problemList
+	cancelled := 0
 	for _, ext := range ids {
-		was, err := l.Cancel(ctx, id, ext, who, note)
+		r, err := acts.Cancel(ctx, o.batch, ext, o.who, o.note)
 		switch {
-		case errors.Is(err, ledger.ErrNotFound):
-			fmt.Fprintf(e.stderr, "%s: no such payout in batch %s\n", ext, id)
-			refused++
-		case errors.Is(err, ledger.ErrEverSent):
-			fmt.Fprintf(e.stderr, "%s: not cancellable: %v\n", ext, err)
-			refused++
+		case errors.Is(err, operator.ErrIncomplete):
+			return commandErr(err)
+		case errors.Is(err, operator.ErrRefused):
+			refusals = append(refusals, err)
 		case err != nil:
 			return infraErr(err)
-		case was == lifecycle.Queued:
-			cancelled++
 		default:
-			refused++
-			fmt.Fprintf(e.stderr, "%s: not cancellable: it is %s%s\n", ext, was, map[bool]string{true: " (a request may have reached the PSP; it is left to finish)", false: ""}[was == lifecycle.Submitting || was == lifecycle.Checking])
+			cancelled++
+			if named {
+				fmt.Fprintln(e.stdout, r.Words())
+			}
 		}
 	}
-	fmt.Fprintf(e.stdout, "batch %s: %d payouts cancelled by %s, %d not cancellable\n", id, cancelled, who, refused)
-	if refused > 0 {
-		return errRejected
+	fmt.Fprintf(e.stdout, "batch %s: %d payouts cancelled by %s, %d not cancellable\n", o.batch, cancelled, o.who, len(refusals))
+	if len(refusals) > 0 {
+		return &exitError{ExitRejected, refusals} // each printed with its words
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 			t.Fatal("begin P3")
 		}
 		code, out, errs := runMain(t, nil, "cancel", "--redis", url, "--by", "carol", "--note", "duplicate", "b", "P1", "P3")
-		if code != ExitRejected || !strings.Contains(out, "1 payouts cancelled") || !strings.Contains(errs, "P3: not cancellable: it is submitting") {
+		if code != ExitRejected || !strings.Contains(out, "1 payouts cancelled") || !strings.Contains(errs, "not cancelled: payout P3 is submitting, not queued") {
 			t.Fatalf("cancel: %d %q %q", code, out, errs)
 		}
 		p, _ := l.Get(ctx, "b", "P1")

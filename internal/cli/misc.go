@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 
@@ -57,31 +58,36 @@ func runSandbox(ctx context.Context, e *env, args []string) error {
 	return sandbox.New(*cfg, log).Serve(ctx, ln)
 }
 
+// uiFlags are the flags of payout ui besides logging, Redis and the
+// actions' (uiControlFlags).
+type uiFlags struct {
+	addr, prometheus, users, proxies, proxyUser string
+	readOnly, insecure                          bool
+}
+
+func (u *uiFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&u.addr, "addr", ui.DefaultAddr, "listen address of the web UI")
+	fs.BoolVar(&u.readOnly, "read-only", false, "view only: no pause, retry, delete or archive, no Approve, Discard or upload from the UI")
+	fs.BoolVar(&u.insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
+	fs.StringVar(&u.users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (payout passwd NAME); "+
+		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
+	fs.StringVar(&u.proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For (which they must append to) gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated, not 0.0.0.0/0 (empty: none; every client behind a proxy then shares its lockout)")
+	fs.StringVar(&u.proxyUser, "proxy-user-header", "", "single sign-on: the header in which an authenticating reverse proxy of --trusted-proxies names the signed-in person, recorded in the audit (oauth2-proxy: X-Forwarded-User with --pass-user-headers, X-Auth-Request-User with --set-xauthrequest); believed from the trusted proxies only")
+	fs.StringVar(&u.prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
+}
+
 func runUI(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "ui", "[flags]")
 	var (
-		lf         logFlags
-		rf         redisFlags
-		addr       string
-		readOnly   bool
-		insecure   bool
-		prometheus string
-		users      string
-		proxies    string
-		proxyUser  string
-		cf         uiControlFlags
+		lf logFlags
+		rf redisFlags
+		uf uiFlags
+		cf uiControlFlags
 	)
 	lf.register(fs)
 	rf.register(fs)
 	cf.register(fs)
-	fs.StringVar(&addr, "addr", ui.DefaultAddr, "listen address of the web UI")
-	fs.BoolVar(&readOnly, "read-only", false, "view only: no pause, retry, delete or archive, no Approve, Discard or upload from the UI")
-	fs.BoolVar(&insecure, "insecure-local", false, "allow running without credentials (loopback addresses only)")
-	fs.StringVar(&users, "users", "", "file of named logins, one NAME:HASH line per person, HASH bcrypt of one cost from 10 to 14 (payout passwd NAME); "+
-		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
-	fs.StringVar(&proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For (which they must append to) gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated, not 0.0.0.0/0 (empty: none; every client behind a proxy then shares its lockout)")
-	fs.StringVar(&proxyUser, "proxy-user-header", "", "single sign-on: the header in which an authenticating reverse proxy of --trusted-proxies names the signed-in person, recorded in the audit (oauth2-proxy: X-Forwarded-User with --pass-user-headers, X-Auth-Request-User with --set-xauthrequest); believed from the trusted proxies only")
-	fs.StringVar(&prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
+	uf.register(fs)
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -89,13 +95,13 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := uiConfig(e, addr, readOnly, insecure, prometheus, users, log)
+	cfg, err := uiConfig(e, uf.addr, uf.readOnly, uf.insecure, uf.prometheus, uf.users, log)
 	if err != nil {
 		return configErr(err)
 	}
 	cfg.FourEyes = cf.fourEyes
-	cfg.ProxyUserHeader = proxyUser
-	if cfg.TrustedProxies, err = ui.ParseTrustedProxies(proxies); err != nil {
+	cfg.ProxyUserHeader = uf.proxyUser
+	if cfg.TrustedProxies, err = ui.ParseTrustedProxies(uf.proxies); err != nil {
 		return configErr(err)
 	}
 	// Credentials, address and the actions' flags first, before any
@@ -104,7 +110,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return configErr(err)
 	}
 	var actions preparedUI
-	if !readOnly {
+	if !uf.readOnly {
 		if actions, err = cf.prepare(e); err != nil {
 			return err
 		}
@@ -122,7 +128,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	console := operator.NewConsole(rdb)
 	console.Queue = rdb
 	cfg.Console = console
-	if !readOnly {
+	if !uf.readOnly {
 		cf.configure(actions, &cfg, rdb, log)
 	}
 	cfg.Registry.MustRegister(queue.New(rdb).Collector())

@@ -4,14 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/operator"
-	"github.com/acme/payout/internal/queue"
-	"github.com/acme/payout/internal/scrub"
-	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
-
-	"github.com/acme/payout/jobs"
 )
 
 func runPause(ctx context.Context, e *env, args []string) error {
@@ -21,7 +15,8 @@ func runResume(ctx context.Context, e *env, args []string) error {
 	return setPaused(ctx, e, "resume", args, false)
 }
 
-// setPaused does from the shell what the web UI's pause button does.
+// setPaused pauses (pause) or resumes the payout queue: operator's Pause
+// and Resume, as the web UI's Queues page does.
 func setPaused(ctx context.Context, e *env, name string, args []string, pause bool) error {
 	fs := newFlags(e, name, "[flags]")
 	var (
@@ -46,9 +41,6 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 	if err := nf.check(e); err != nil {
 		return err
 	}
-	if _, err := scrub.Note(note); err != nil {
-		return usageErr("--note: %v", err)
-	}
 	who, err := actorFor(e, by)
 	if err != nil {
 		return err
@@ -58,68 +50,20 @@ func setPaused(ctx context.Context, e *env, name string, args []string, pause bo
 		return err
 	}
 	defer rdb.Close()
-	if !pause {
-		if err := clearRollback(ctx, e, rdb, *reconciled, who, note); err != nil {
-			return err
-		}
-	}
-	return switchQueue(ctx, e, rdb, nf, name, who, note, pause)
-}
-
-// switchQueue pauses (pause) or resumes the payout queue as who, with
-// note, unless it is so already, audits and announces the change, and
-// prints what waits in the queue.
-func switchQueue(ctx context.Context, e *env, rdb redis.UniversalClient, nf notifyFlags, name, who, note string, pause bool) error {
-	// A queue no task was ever put in is unknown to Asynq (NOT_FOUND):
-	// register it, as its client's first enqueue does.
-	if err := queue.RegisterQueue(ctx, rdb); err != nil {
-		return infraErr(err)
-	}
-	q := queue.New(rdb)
-	info, err := q.Info(ctx)
-	if err != nil {
-		return infraErr(err)
-	}
-	if info.Paused == pause {
-		fmt.Fprintf(e.stdout, "queue %s is already %s\n", jobs.Queue, map[bool]string{true: "paused", false: "running"}[pause])
-		return nil
-	}
+	acts := operator.New(rdb, nf.emitter(rdb), zerolog.Nop())
+	s := operator.QueueSwitch{By: who, Note: note, How: "payout " + name, LedgerReconciled: *reconciled}
+	var r operator.SwitchedQueue
 	if pause {
-		err = q.Pause(ctx)
+		r, err = acts.Pause(ctx, s)
 	} else {
-		err = q.Resume(ctx)
+		r, err = acts.Resume(ctx, s)
 	}
 	if err != nil {
-		return infraErr(err)
+		return commandErr(err)
 	}
-	if err := operator.New(rdb, nf.emitter(rdb), zerolog.Nop()).QueueChanged(ctx, jobs.Queue, who, note, "payout "+name, pause); err != nil {
-		fmt.Fprintln(e.stderr, err)
+	if r.Unrecorded != nil {
+		fmt.Fprintln(e.stderr, r.Unrecorded)
 	}
-	fmt.Fprintf(e.stdout, "queue %s %sd (%d pending, %d scheduled, %d retry)\n", jobs.Queue, name, info.Pending, info.Scheduled, info.Retry)
-	return nil
-}
-
-// clearRollback refuses to resume while the ledger is marked as gone back
-// in time, unless reconciled: then it clears the mark (audited).
-func clearRollback(ctx context.Context, e *env, rdb redis.UniversalClient, reconciled bool, by, note string) error {
-	l := ledger.New(rdb)
-	what, found, err := l.RolledBack(ctx)
-	if err != nil {
-		return infraErr(err)
-	}
-	if !found {
-		return nil
-	}
-	if !reconciled {
-		return usageErr("the ledger went back in time (%s): workers create nothing until it is reconciled with the PSP.\n"+
-			"Reconcile it (docs/operations.md, \"Alert: PayoutLedgerRolledBack\"), then run: payout resume --ledger-reconciled --note WHY", what)
-	}
-	if note == "" {
-		return usageErr("--ledger-reconciled needs --note: how the ledger was reconciled (recorded in the audit trail)")
-	}
-	if _, err := l.ClearRollback(ctx, by, note); err != nil {
-		return infraErr(err)
-	}
-	fmt.Fprintf(e.stdout, "ledger rollback mark cleared (%s); workers create again within %s\n", what, "5s")
+	fmt.Fprintln(e.stdout, r.Words())
 	return nil
 }

@@ -93,7 +93,7 @@ func (r *resolveFlags) register(fs *flag.FlagSet) {
 
 // decision is d as the operator package takes it.
 func (r *resolveFlags) decision() operator.Resolution {
-	d := operator.Resolution{To: lifecycle.State(r.as), OrderID: strings.TrimSpace(r.order), FourEyes: r.fourEyes,
+	d := operator.Resolution{To: lifecycle.State(r.as), OrderID: r.order, PSPStatus: r.pspStatus, FourEyes: r.fourEyes,
 		Who: ledger.Resolution{By: strings.TrimSpace(r.by), Note: r.note}}
 	if r.recheck {
 		d.To = lifecycle.Checking
@@ -102,8 +102,9 @@ func (r *resolveFlags) decision() operator.Resolution {
 	return d
 }
 
-// check refuses an incomplete or contradictory decision before anything
-// is connected.
+// check refuses contradictory flags before anything is connected; what
+// the decision lacks (a note, an order id, a PSP) the command refuses
+// (package operator), in the words the console uses.
 func (r *resolveFlags) check() error {
 	switch {
 	case r.recheck && r.as != "":
@@ -112,14 +113,8 @@ func (r *resolveFlags) check() error {
 		return usageErr("say what to do: --recheck, --as created --psp-order ID, or --as rejected")
 	case r.as != "" && r.as != string(lifecycle.Created) && r.as != string(lifecycle.Rejected):
 		return usageErr("--as %q: want created or rejected", r.as)
-	case r.as == string(lifecycle.Created) && strings.TrimSpace(r.order) == "":
-		return usageErr("--as created needs --psp-order, the PSP's order id")
 	case r.as != string(lifecycle.Created) && (r.order != "" || r.pspStatus != ""):
 		return usageErr("--psp-order and --psp-status go with --as created only")
-	case r.as != "" && r.mf.pf.url == "":
-		return usageErr("--as %s asks the PSP first: give --psp-url (PAYOUT_PSP_URL) and the token (PAYOUT_PSP_TOKEN or --psp-token-file)", r.as)
-	case strings.TrimSpace(r.note) == "":
-		return usageErr("--note is required: say why, for the result file")
 	}
 	_, err := r.mf.window()
 	return err
@@ -174,80 +169,31 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		checker = c
+		if c != nil { // without --psp-url the command refuses (operator.ErrNoPSP)
+			defer c.Close()
+			checker = c
+		}
 	}
 	acts := &operator.Actions{Ledger: l, Queue: queue.New(rdb), Log: log}
 	return resolveOne(ctx, e.stdout, acts, checker, batch, fs.Arg(1), d)
 }
 
-// resolveOne applies decision d to payout ext of batch (operator.Resolve:
-// the PSP asked first for --as, the next check enqueued).
+// resolveOne applies decision d to payout ext of batch (operator's
+// Resolve: the PSP asked first for --as, the next check enqueued) and
+// prints its words.
 func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c operator.StatusChecker, batch, ext string, d resolveFlags) error {
 	r, err := acts.Resolve(ctx, c, batch, ext, d.decision())
-	var (
-		conflict *ledger.ConflictError
-		refused  *operator.VerifyError
-	)
-	switch {
-	case errors.As(err, &conflict):
-		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s is %s, not %s: nothing changed (only a payout that needs review can be resolved)",
-			ext, batch, conflict.Found, lifecycle.NeedsReview)}
-	case errors.As(err, &refused), errors.Is(err, ledger.ErrFourEyes):
-		return &exitError{ExitRejected, fmt.Errorf("payout %s of batch %s not resolved: %w", ext, batch, err)}
-	case errors.Is(err, ledger.ErrNotFound):
-		return usageErr("batch %s has no payout %q", batch, ext)
-	case errors.Is(err, ledger.ErrBadResolution):
-		return usageErr("%v", err)
-	case err != nil && !errors.Is(err, operator.ErrNextNotEnqueued):
-		return infraErr(err)
+	if errors.Is(err, operator.ErrNextNotEnqueued) {
+		// The ledger has the decision; only the reminder is missing: the
+		// workers' reconciler enqueues it (exit 0, as the UI shows it done).
+		acts.Log.Warn().Err(err).Str("batch", batch).Str("externalId", ext).Msg("payout resolved; its next check is left to the reconciler")
+		err = nil
 	}
-	p := r.Payout
-	if r.Proposed {
-		acts.Log.Info().Str("batch", batch).Str("externalId", ext).Str("proposed", string(p.Proposal.To)).
-			Str("by", p.Proposal.By).Msg("payout resolution proposed, awaiting a second person (four-eyes)")
-		fmt.Fprintf(w, "%s  %s  %s  %s: %s proposed by %s", term(ext), card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)),
-			r.From, p.Proposal.To, term(p.Proposal.By))
-		if p.Proposal.To == lifecycle.Created {
-			fmt.Fprintf(w, " (PSP order %s, PSP status %s)", term(p.Proposal.OrderID), term(card.Scrub(p.Proposal.PSPStatus)))
-		}
-		fmt.Fprintf(w, ": %s\nnothing changed yet: under four-eyes a second person carries it out with the same decision (payout resolve %s %s %s)\n",
-			term(card.Scrub(p.Proposal.Note)), batch, term(ext), proposalFlags(*p.Proposal))
-		return nil
-	}
-	acts.Log.Info().Str("batch", batch).Str("externalId", ext).Str("from", string(r.From)).Str("to", string(r.To)).
-		Str("by", p.ResolvedBy).Str("proposed_by", r.ProposedBy).Msg("payout resolved by an operator")
-	fmt.Fprintf(w, "%s  %s  %s  %s -> %s", ext, card.Scrub(p.Destination), money.FixedText(p.Amount, batchScale(ctx, acts.Ledger, batch)), r.From, r.To)
-	if r.To == lifecycle.Created {
-		fmt.Fprintf(w, " (PSP order %s, PSP status %s)", p.OrderID, card.Scrub(p.PSPStatus))
-	}
-	fmt.Fprintf(w, "  by %s", p.ResolvedBy)
-	if r.ProposedBy != "" {
-		fmt.Fprintf(w, " (proposed by %s: four-eyes)", term(r.ProposedBy))
-	}
-	fmt.Fprintf(w, ": %s\n", card.Scrub(p.ResolutionNote))
-	next := operator.NextTask(r)
 	if err != nil {
-		// The ledger has the decision; only the reminder is missing. It is
-		// safe to enqueue it again by hand or by a sweep.
-		return infraErr(fmt.Errorf("payout %s is %s now, but its next check could not be enqueued (task %s): %w", ext, r.To, next, err))
+		return commandErr(err)
 	}
-	switch {
-	case r.To == lifecycle.Checking:
-		fmt.Fprintf(w, "status check %d enqueued (task %s)\n", r.Seq, next)
-	case next != "":
-		fmt.Fprintf(w, "outcome check %d enqueued (task %s): the workers follow the order to paid or failed\n", p.OutcomeSeq, next)
-	}
+	fmt.Fprintln(w, r.Words())
 	return nil
-}
-
-// proposalFlags are the flags of payout resolve that take the decision p
-// proposes.
-func proposalFlags(p ledger.Proposal) string {
-	if p.To == lifecycle.Created {
-		return "--as created --psp-order " + term(p.OrderID) + " --note TEXT"
-	}
-	return "--as " + string(p.To) + " --note TEXT"
 }
 
 // listReview prints the payouts of batch that need review, with their

@@ -74,7 +74,7 @@ func TestResolveFourEyesThroughTheBinary(t *testing.T) {
 	}
 
 	code, out, errs := identityBin(t, bin, env, args...)
-	if p := state(); code != ExitOK || !strings.Contains(out, "created proposed by "+me) || p.State != lifecycle.NeedsReview || p.Proposal == nil {
+	if p := state(); code != ExitOK || !strings.Contains(out, "mark created (PSP order WD-77), proposed by "+me) || p.State != lifecycle.NeedsReview || p.Proposal == nil {
 		t.Fatalf("first person: exit %d, R1 %s %+v\n%s%s", code, p.State, p.Proposal, out, errs)
 	}
 	code, out, errs = identityBin(t, bin, env, args...)

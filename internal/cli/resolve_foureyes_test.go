@@ -42,10 +42,10 @@ func TestResolveFourEyes(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{"alice", created, ExitOK, lifecycle.NeedsReview, "needs_review: created proposed by alice (PSP order WD-77, PSP status Processing)", ""},
+		{"alice", created, ExitOK, lifecycle.NeedsReview, "payout R1: mark created (PSP order WD-77), proposed by alice at ", ""},
 		{"alice", []string{"b"}, ExitOK, lifecycle.NeedsReview, "[created proposed by alice, awaiting a second person]", ""},
 		{"alice", created, ExitRejected, lifecycle.NeedsReview, "", "alice proposed marking it created and is waiting for a second person"},
-		{"bob", created, ExitOK, lifecycle.Created, "needs_review -> created (PSP order WD-77, PSP status Processing)  by bob (proposed by alice: four-eyes)", ""},
+		{"bob", created, ExitOK, lifecycle.Created, "needs review -> created by bob: seen in the back office (proposed by alice: four-eyes) (PSP order WD-77, PSP status Processing)", ""},
 	}
 	for i, s := range steps {
 		code, out, errs := run(s.who, s.args...)

@@ -1,15 +1,17 @@
 // Package operator is what people decide and read, shared by the CLI and
-// the web UI: the decisions (approve or discard a batch awaiting approval,
-// resolve a payout, pause or resume the payout queue) and, for the most
-// part, the web UI's adapter over the ledger (Console: the batches, a
-// batch's payouts, a payout's history, the search, the work queue and the
-// downloads in the types of package ui; UIControls: the console's
-// actions).
+// the web UI: the one implementation of every person's command (approve
+// or discard a batch awaiting approval, cancel a payout, resolve a payout
+// as recheck, created or rejected, pause or resume the payout queue:
+// commands.go, resolve.go), each with a typed result and typed refusals
+// (*Refusal) that carry the words people read, and the web UI's adapter
+// over the ledger (Console: the batches, a batch's payouts, a payout's
+// history, the search, the work queue and the downloads in the types of
+// package ui; UIControls: the console's forms as the commands).
 //
-// `payout approve`, `payout discard`, `payout pause`/`resume` and the web
-// UI all go through it, so that the ledger checks (four-eyes, the daily
-// limit), the enqueues, the audit trail and the notifications are the same
-// whoever acts and from where.
+// The payout commands (approve, discard, cancel, resolve, pause, resume)
+// and the web UI all go through it, so that the ledger checks (four-eyes,
+// the daily limit), the enqueues, the audit trail, the notifications and
+// the sentences are the same whoever acts and from where.
 package operator
 
 import (
@@ -20,7 +22,6 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/queue"
 	"github.com/redis/go-redis/v9"
@@ -52,62 +53,6 @@ type Actions struct {
 // New returns the Actions of rdb, notifying em (which may be nil).
 func New(rdb redis.UniversalClient, em *notify.Emitter, log zerolog.Logger) *Actions {
 	return &Actions{Ledger: ledger.New(rdb), Queue: queue.New(rdb), Notify: em, Log: log}
-}
-
-// Approve lets a batch awaiting approval go to the workers: the ledger
-// moves it (refusing with ledger.ErrNotAwaiting, ErrFourEyes or
-// ErrDailyLimit), then every queued payout's create is enqueued, once
-// whatever the number of calls. It returns the batch and the number of
-// payouts handed to the workers.
-func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval) (ledger.Batch, int, error) {
-	if ap.By == "" {
-		return ledger.Batch{}, 0, ErrMissingOperator
-	}
-	b, err := a.Ledger.Controls().Approve(ctx, batch, ap)
-	if err != nil {
-		return b, 0, err
-	}
-	ld := loader.New(a.Ledger, a.Queue, nil, a.Log)
-	n, err := ld.EnqueueApproved(ctx, batch)
-	if err != nil {
-		return b, n, fmt.Errorf("%w: %w", ErrNotEnqueued, err)
-	}
-	a.Log.Info().Str("batch", batch).Str("by", ap.By).Int("payouts", n).Msg("batch approved")
-	return b, n, nil
-}
-
-// Approved says what Approve did, as payout approve prints it and the web
-// UI shows it; after ErrNotEnqueued (err), that the approval stands and
-// the reconciler enqueues the rest.
-func Approved(b ledger.Batch, by string, n int, err error) string {
-	if errors.Is(err, ErrNotEnqueued) {
-		return fmt.Sprintf("batch %s (%s) approved by %s: total %s; %s", b.ID, b.File, by, b.Total.StringFixed(b.Scale), LeftToReconciler)
-	}
-	return fmt.Sprintf("batch %s (%s) approved by %s: %d payouts, total %s, handed to the workers", b.ID, b.File, by, n, b.Total.StringFixed(b.Scale))
-}
-
-// Discard refuses a batch awaiting approval: every payout is cancelled
-// (ledger.Discard). It returns the number cancelled by this call.
-func (a *Actions) Discard(ctx context.Context, batch, by, note string) (ledger.Discarded, error) {
-	if by == "" || note == "" {
-		return ledger.Discarded{}, ErrMissingOperator
-	}
-	d, err := a.Ledger.DiscardBatch(ctx, batch, by, note)
-	if err != nil {
-		return d, err
-	}
-	a.Log.Info().Str("batch", batch).Str("by", by).Str("phase", d.Phase).Int("cancelled", d.Cancelled).
-		Int("released", d.Released).Msg("batch discarded")
-	return d, nil
-}
-
-// DiscardedText says what a discard did, for a person.
-func DiscardedText(batch, by string, d ledger.Discarded) string {
-	if d.Phase == ledger.PhaseLoading {
-		return fmt.Sprintf("interrupted load of batch %s discarded by %s: %d payouts cancelled, %d externalId claims released (a corrected file with those ids can be loaded)",
-			batch, by, d.Cancelled, d.Released)
-	}
-	return fmt.Sprintf("batch %s discarded by %s: %d payouts cancelled", batch, by, d.Cancelled)
 }
 
 // QueueChanged records that queue was paused (or resumed) by by, after

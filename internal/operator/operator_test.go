@@ -70,13 +70,13 @@ func TestQueueChangedRecordsAndNotifies(t *testing.T) {
 
 func TestActionsNeedAnOperator(t *testing.T) {
 	a, _ := newActions(t)
-	if _, _, err := a.Approve(context.Background(), "b1", ledger.Approval{}); !errors.Is(err, ErrMissingOperator) {
+	if _, err := a.Approve(context.Background(), "b1", ledger.Approval{}); !errors.Is(err, ErrMissingOperator) || !errors.Is(err, ErrIncomplete) {
 		t.Errorf("approve without --by: %v", err)
 	}
 	if _, err := a.Discard(context.Background(), "b1", "carol", ""); !errors.Is(err, ErrMissingOperator) {
 		t.Errorf("discard without a note: %v", err)
 	}
-	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol", ""); err == nil || !refused(err) {
+	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol", ""); !errors.Is(err, ui.ErrRefused) || !errors.Is(err, ErrNotFound) {
 		t.Errorf("approve of an unknown batch in the UI: %v, want a refusal", err)
 	}
 }
@@ -102,11 +102,11 @@ func TestApprovalNotEnqueuedStands(t *testing.T) {
 		}
 		return res.Batch
 	}
-	b, _, err := a.Approve(ctx, hold("cli"), ledger.Approval{By: "carol"})
-	if !errors.Is(err, ErrNotEnqueued) || b.Phase != ledger.PhaseLoaded {
-		t.Fatalf("approve with the queue down: %v, phase %q", err, b.Phase)
+	r, err := a.Approve(ctx, hold("cli"), ledger.Approval{By: "carol"})
+	if !errors.Is(err, ErrNotEnqueued) || errors.Is(err, ErrRefused) || r.Batch.Phase != ledger.PhaseLoaded {
+		t.Fatalf("approve with the queue down: %v, phase %q", err, r.Batch.Phase)
 	}
-	if msg := Approved(b, "carol", 0, err); !strings.Contains(msg, "approved by carol") || !strings.HasSuffix(msg, LeftToReconciler) {
+	if msg := r.Words(); !strings.Contains(msg, "approved by carol") || !strings.HasSuffix(msg, LeftToReconciler) {
 		t.Fatalf("message: %q", msg)
 	}
 	msg, err := UIControls{Actions: a}.Approve(ctx, hold("ui"), "carol", "")

@@ -233,7 +233,7 @@ func payoutView(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
 		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
 		Info: infoValues(b, p), Extra: extraValues(p.Extra), DestinationType: destinationType(p.Destination),
-		Proposal: proposalText(p.Proposal),
+		Proposal: ProposalWords(p.Proposal),
 	}
 }
 

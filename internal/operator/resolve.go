@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/scrub"
 )
 
 // Resolution is a person's decision on a payout in needs_review: To is
@@ -15,7 +17,10 @@ import (
 type Resolution struct {
 	To      lifecycle.State
 	OrderID string
-	Who     ledger.Resolution
+	// PSPStatus is the order status the person read at the PSP (checked
+	// as typed; the status the PSP answers is recorded).
+	PSPStatus string
+	Who       ledger.Resolution
 	// FourEyes is the deployment's policy as the resolving program knows
 	// it (payout resolve --four-eyes, payout ui --four-eyes: the variable
 	// PAYOUT_FOUR_EYES), as for an approval: with it, or on a batch that
@@ -48,7 +53,51 @@ var ErrNextNotEnqueued = errors.New("resolved, but its next check was not enqueu
 // (Resolved.Proposed); a second person taking the same decision (the PSP
 // asked again) carries it out; the same person is refused
 // (ledger.ErrSamePerson, matching ledger.ErrFourEyes).
-func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ledger.Resolved, error) {
+//
+// A refusal is a *Refusal (ErrNotFound, ErrWrongState, ErrUnconfirmed,
+// ErrNeedsSecondPerson, ErrIncomplete); a decision recorded whose next
+// check was not enqueued returns its result and an error matching
+// ErrNextNotEnqueued.
+func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ResolvedPayout, error) {
+	out := ResolvedPayout{Batch: batch, ExternalID: ext}
+	d.Who.By, d.Who.Note, d.OrderID = strings.TrimSpace(d.Who.By), strings.TrimSpace(d.Who.Note), strings.TrimSpace(d.OrderID)
+	if err := who("resolve", d.Who.By, d.Who.Note); err != nil {
+		return out, err
+	}
+	if err := typedDecision(d.Who.Note, d.OrderID, d.PSPStatus); err != nil {
+		return out, refuse("resolve", ErrIncomplete, err, typedWords(err))
+	}
+	switch {
+	case d.To == lifecycle.Created && d.OrderID == "":
+		return out, refuse("resolve", ErrIncomplete, nil, missingOrderWords())
+	case d.To != lifecycle.Checking && d.To != lifecycle.Created && d.To != lifecycle.Rejected:
+		return out, refuse("resolve", ErrIncomplete, nil, unknownDecisionWords(string(d.To)))
+	}
+	r, err := a.resolve(ctx, c, batch, ext, d)
+	out.Resolved = r
+	if err == nil || errors.Is(err, ErrNextNotEnqueued) {
+		a.logResolved(out)
+	}
+	if errors.Is(err, ErrNextNotEnqueued) {
+		out.Partly = err
+		return out, err
+	}
+	return out, classify("resolve", batch, ext, err)
+}
+
+// logResolved logs a resolution carried out, or proposed.
+func (a *Actions) logResolved(r ResolvedPayout) {
+	if p := r.Payout.Proposal; r.Proposed && p != nil {
+		a.Log.Info().Str("batch", r.Batch).Str("externalId", r.ExternalID).Str("proposed", string(p.To)).
+			Str("by", p.By).Msg("payout resolution proposed, awaiting a second person (four-eyes)")
+		return
+	}
+	a.Log.Info().Str("batch", r.Batch).Str("externalId", r.ExternalID).Str("from", string(r.From)).Str("to", string(r.To)).
+		Str("by", r.Payout.ResolvedBy).Str("proposed_by", r.ProposedBy).Msg("payout resolved by an operator")
+}
+
+// resolve is Resolve once the decision is complete.
+func (a *Actions) resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ledger.Resolved, error) {
 	l := a.Ledger.As(d.Who.By)
 	if d.To == lifecycle.Checking {
 		r, err := l.Recheck(ctx, batch, ext, d.Who)
@@ -113,4 +162,19 @@ func nextStep(r ledger.Resolved) (queue.Step, bool) {
 		p.Seq = r.Seq // the check the resolution scheduled
 	}
 	return queue.NextStep(p)
+}
+
+// typedDecision checks what a person typed into a decision as the ledger
+// will (internal/scrub): a note of at most scrub.MaxNote characters, an
+// order id and a PSP status, none with a control character; the ledger
+// stores them scrubbed.
+func typedDecision(note, orderID, pspStatus string) error {
+	if _, err := scrub.Note(note); err != nil {
+		return err
+	}
+	if _, err := scrub.Field("PSP order id", orderID, scrub.MaxField); err != nil {
+		return err
+	}
+	_, err := scrub.Field("PSP status", pspStatus, scrub.MaxField)
+	return err
 }

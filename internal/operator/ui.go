@@ -13,82 +13,11 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
 )
-
-// UIControls gives the web UI (ui.Controls) the operator's actions, with
-// the checks the UI was started with (payout ui --four-eyes,
-// --daily-limit): the same ledger.Approval as payout approve.
-type UIControls struct {
-	Actions    *Actions
-	FourEyes   bool
-	DailyLimit money.Amount
-	// PSP is asked before a payout is marked created or rejected (Verify);
-	// nil: those are refused, a recheck is not.
-	PSP StatusChecker
-	// OutcomeWindow is the outcome window of a payout marked created (the
-	// workers' --outcome-window; 0: created is final).
-	OutcomeWindow time.Duration
-}
-
-// refused tells the ledger's refusals (shown to the operator) from
-// faults.
-func refused(err error) bool {
-	return errors.Is(err, ledger.ErrNotAwaiting) || errors.Is(err, ledger.ErrFourEyes) || errors.Is(err, ledger.ErrLoadRunning) ||
-		errors.Is(err, ledger.ErrDailyLimit) || errors.Is(err, money.ErrCeiling) || errors.Is(err, ledger.ErrNotFound) || errors.Is(err, ErrMissingOperator) ||
-		errors.Is(err, ledger.ErrBadResolution)
-}
-
-// Approve approves the batch as payout approve --by by --note note does. An approval
-// whose creates were not all enqueued is done (ui.PartlyDone): the
-// reconciler enqueues the rest.
-func (u UIControls) Approve(ctx context.Context, batch, by, note string) (string, error) {
-	if _, err := scrub.Note(note); err != nil {
-		return "", ui.Refuse(fmt.Errorf("not approved: %w", err))
-	}
-	b, n, err := u.Actions.Approve(ctx, batch, ledger.Approval{By: by, FourEyes: u.FourEyes, DailyLimit: u.DailyLimit, Note: note})
-	switch {
-	case refused(err):
-		return "", ui.Refuse(fmt.Errorf("not approved: %w", err))
-	case errors.Is(err, ErrNotEnqueued):
-		return Approved(b, by, n, err), ui.PartlyDone(err)
-	case err != nil:
-		return "", err
-	}
-	return Approved(b, by, n, nil), nil
-}
-
-// ApprovalRules says the daily limit an approval is checked against
-// (ui.ApprovalRules); four-eyes the UI says itself.
-func (u UIControls) ApprovalRules() []string {
-	if u.DailyLimit.IsZero() {
-		return nil
-	}
-	return []string{"Daily limit: the approval is refused if it takes the sum approved today (UTC) above " + u.DailyLimit.String() + "."}
-}
-
-// Discard discards the batch as payout discard --by by --note note does.
-func (u UIControls) Discard(ctx context.Context, batch, by, note string) (string, error) {
-	d, err := u.Actions.Discard(ctx, batch, by, note)
-	if refused(err) {
-		return "", ui.Refuse(fmt.Errorf("not discarded: %w", err))
-	}
-	if err != nil {
-		return "", err
-	}
-	return DiscardedText(batch, by, d), nil
-}
-
-// QueueChanged records a pause or resume made in asynqmon; the note names
-// the queue (asynqmon can pause any, the notifications' too).
-func (u UIControls) QueueChanged(ctx context.Context, queue, by string, paused bool) error {
-	return u.Actions.QueueChanged(ctx, queue, by, "queue "+queue+", in the web UI", "the web UI", paused)
-}
 
 // UIUploads gives the web UI (ui.Uploads) the upload with a preview: a
 // file is staged in the spool (loader.StageUpload), validated with the

@@ -239,6 +239,10 @@ func (q *Queue) Resume(ctx context.Context) error {
 	return nil
 }
 
+// Register makes jobs.Queue known to Asynq (RegisterQueue), so that it
+// can be paused before any task was enqueued.
+func (q *Queue) Register(ctx context.Context) error { return RegisterQueue(ctx, q.rdb) }
+
 // Paused reports whether jobs.Queue is paused (QueuePaused).
 func (q *Queue) Paused(ctx context.Context) (bool, error) { return QueuePaused(ctx, q.rdb) }
 

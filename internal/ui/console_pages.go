@@ -479,18 +479,7 @@ func (h *batchHandlers) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	d := Decision{Action: r.PostFormValue("action"), OrderID: r.PostFormValue("order"), PSPStatus: r.PostFormValue("psp_status"),
 		By: userFrom(r.Context()), Note: strings.TrimSpace(r.PostFormValue("note"))}
-	var msg string
-	var err error
-	switch {
-	case d.Action != DecideRecheck && d.Action != DecideCreated && d.Action != DecideRejected && d.Action != DecideCancel:
-		err = Refuse(errors.New("choose what to do: recheck, mark created, mark rejected or cancel"))
-	case d.Note == "":
-		err = Refuse(errors.New("a decision needs a note saying why"))
-	case d.Action == DecideCreated && strings.TrimSpace(d.OrderID) == "":
-		err = Refuse(errors.New("marking a payout created needs the PSP's order id"))
-	default:
-		msg, err = pc.DecidePayout(r.Context(), id, ext, d)
-	}
+	msg, err := pc.DecidePayout(r.Context(), id, ext, d)
 	h.doneBack(w, r, "Payout "+card.Scrub(ext), msg, err, "/batches/"+id+"/payouts/"+url.PathEscape(ext), "Back to the payout")
 }
 

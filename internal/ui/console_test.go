@@ -110,9 +110,9 @@ func TestConsoleDecisions(t *testing.T) {
 		form url.Values
 		want string
 	}{
-		{"no note", url.Values{"action": {"rejected"}}, "needs a note"},
+		{"no note", url.Values{"action": {"rejected"}}, "a note saying why"},
 		{"created without order", url.Values{"action": {"created"}, "note": {"seen"}}, "order id"},
-		{"unknown action", url.Values{"action": {"pay"}, "note": {"x"}}, "choose what to do"},
+		{"unknown action", url.Values{"action": {"pay"}, "note": {"x"}}, "unknown decision"},
 		{"note with a CR", url.Values{"action": {"rejected"}, "note": {"seen\rbob approved"}}, "control character"},
 		{"note too long", url.Values{"action": {"rejected"}, "note": {strings.Repeat("n", 1001)}}, "at most 1000"},
 		{"order id with a line break", url.Values{"action": {"created"}, "order": {"PSP-1\nbob"}, "note": {"seen"}}, "control character"},

@@ -12,16 +12,25 @@ import (
 
 // Controls carries out the operator's decisions taken in the UI, through
 // the same code as the command line (package operator): approve and
-// discard a batch awaiting approval, and record a pause or resume of a
-// queue made in asynqmon. by is the signed-in user, recorded as who acted.
+// discard a batch awaiting approval, pause and resume the payout queue,
+// and record a pause or resume of another queue made in asynqmon. by is
+// the signed-in user, recorded as who acted. A refusal matches ErrRefused
+// and its message is the command's words, shown as they are.
 type Controls interface {
 	// Approve lets the batch go to the workers and says what was done;
 	// note (optional) is recorded with the approval.
 	Approve(ctx context.Context, batch, by, note string) (string, error)
 	// Discard cancels every payout of the batch and says what was done.
 	Discard(ctx context.Context, batch, by, note string) (string, error)
+	// SwitchesQueue reports whether queue is the one SwitchQueue pauses
+	// and resumes: asynqmon's pause and resume of it are answered by
+	// SwitchQueue instead of asynqmon.
+	SwitchesQueue(queue string) bool
+	// SwitchQueue pauses (pause) or resumes the payout queue, as payout
+	// pause and payout resume do, and says what was done.
+	SwitchQueue(ctx context.Context, by string, pause bool) (string, error)
 	// QueueChanged records in the audit trail, and notifies, that by
-	// paused (or resumed) queue.
+	// paused (or resumed) another queue in asynqmon.
 	QueueChanged(ctx context.Context, queue, by string, paused bool) error
 }
 
@@ -111,13 +120,9 @@ func (h *batchHandlers) formTarget(w http.ResponseWriter, r *http.Request, enabl
 	return v, true
 }
 
-// discard needs the form's note saying why.
+// discard discards with the form's note saying why.
 func (h *batchHandlers) discard(r *http.Request, id, by string) (string, error) {
-	note := strings.TrimSpace(r.PostFormValue("note"))
-	if note == "" {
-		return "", Refuse(errors.New("a discard needs a note saying why"))
-	}
-	return h.controls.Discard(r.Context(), id, by, note)
+	return h.controls.Discard(r.Context(), id, by, strings.TrimSpace(r.PostFormValue("note")))
 }
 
 // doneBack is done with a link back to where the action was taken.
@@ -148,10 +153,12 @@ func (h *batchHandlers) answer(w http.ResponseWriter, r *http.Request, page resu
 	h.render(w, r, code, page)
 }
 
-// watchQueues records, after asynqmon paused or resumed a queue
-// successfully (POST .../api/queues/{qname}:pause or :resume answered
-// 2xx), the action in the audit trail with the signed-in user and sends
-// the notification, as payout pause and resume do.
+// watchQueues answers asynqmon's pause and resume of the payout queue
+// (POST .../api/queues/{qname}:pause or :resume) with the command of
+// payout pause and payout resume (Controls.SwitchQueue): 204 as asynqmon
+// answers, or its refusal's words with 409. For another queue it records,
+// after asynqmon paused or resumed it successfully, the action in the
+// audit trail with the signed-in user and sends the notification.
 func watchQueues(next http.Handler, c Controls, h *batchHandlers) http.Handler {
 	if c == nil {
 		return next
@@ -160,6 +167,10 @@ func watchQueues(next http.Handler, c Controls, h *batchHandlers) http.Handler {
 		queue, paused, ok := queueAction(r)
 		if !ok {
 			next.ServeHTTP(w, r)
+			return
+		}
+		if c.SwitchesQueue(queue) {
+			h.switchQueue(w, r, c, paused)
 			return
 		}
 		sw := &httpstatus.Writer{ResponseWriter: w}
@@ -172,6 +183,26 @@ func watchQueues(next http.Handler, c Controls, h *batchHandlers) http.Handler {
 			h.log.Error().Err(err).Str("queue", queue).Str("user", logUser(by)).Msg("ui: queue action not fully recorded")
 		}
 	})
+}
+
+// switchQueue answers asynqmon's pause (pause) or resume of the payout
+// queue with Controls.SwitchQueue.
+func (h *batchHandlers) switchQueue(w http.ResponseWriter, r *http.Request, c Controls, pause bool) {
+	by := userFrom(r.Context())
+	msg, err := c.SwitchQueue(context.WithoutCancel(r.Context()), by, pause)
+	switch {
+	case errors.Is(err, ErrRefused):
+		http.Error(w, plainMessage(err.Error()), http.StatusConflict)
+		return
+	case errors.Is(err, ErrPartlyDone):
+		h.log.Warn().Err(err).Str("user", logUser(by)).Msg("ui: queue switched, not fully recorded")
+	case err != nil:
+		h.log.Error().Err(err).Str("user", logUser(by)).Msg("ui: queue action failed")
+		http.Error(w, "not done: the ledger is unavailable (see the UI's log)", http.StatusServiceUnavailable)
+		return
+	}
+	h.log.Info().Str("user", logUser(by)).Msg("ui: " + msg)
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // queueAction recognises asynqmon's pause and resume calls.

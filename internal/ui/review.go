@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-
-	"github.com/acme/payout/internal/scrub"
 )
 
 // The review before an approval: GET /batches/{id}/approve shows what a
@@ -114,14 +112,10 @@ func (h *batchHandlers) rules(b BatchDetail) []string {
 }
 
 // approve approves after the review: the form's confirmation and its
-// optional note (at most scrub.MaxNote characters on one line).
+// optional note (checked by the command, package operator).
 func (h *batchHandlers) approve(r *http.Request, id, by string) (string, error) {
 	if r.PostFormValue(confirmField) != "yes" {
 		return "", Refuse(fmt.Errorf("not approved: review the batch first, then confirm on its approval page (/batches/%s/approve)", id))
 	}
-	note := strings.TrimSpace(r.PostFormValue("note"))
-	if _, err := scrub.Note(note); err != nil {
-		return "", Refuse(fmt.Errorf("not approved: %w", err))
-	}
-	return h.controls.Approve(r.Context(), id, by, note)
+	return h.controls.Approve(r.Context(), id, by, strings.TrimSpace(r.PostFormValue("note")))
 }
