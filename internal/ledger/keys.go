@@ -130,8 +130,21 @@ func authFaultsKey() string { return prefix + ":psp:authfaults" }
 // ledger (internal/metrics), for every worker to export.
 func metricsSnapshotKey() string { return prefix + ":metrics:snapshot" }
 
-// MetricsSnapshotKey is the key of the on-call gauges' snapshot, for tests.
+// MetricsSnapshotKey is the key of the on-call gauges' snapshot
+// (internal/metrics stores and reads it).
 func MetricsSnapshotKey() string { return metricsSnapshotKey() }
+
+// RateLimitKey is the key of the PSP request rate limit every worker
+// shares (internal/worker's gate).
+func RateLimitKey() string { return rateLimitKey() }
+
+// LookupSampleKey is the key of the subject of the workers' check that
+// the PSP finds orders by externalId (internal/worker's lookupCheck).
+func LookupSampleKey() string { return lookupSampleKey() }
+
+// LookupVerifiedKey is the key that exists once that check succeeded
+// (internal/worker's lookupCheck).
+func LookupVerifiedKey() string { return lookupVerifiedKey() }
 
 // PayoutKey is the hash of one payout.
 func PayoutKey(batch, externalID string) string { return payoutKey(batch, externalID) }

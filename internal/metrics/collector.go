@@ -122,7 +122,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	pipe := c.rdb.Pipeline()
-	get := ledger.GetMetricsSnapshot(ctx, pipe)
+	get := pipe.Get(ctx, ledger.MetricsSnapshotKey()) // the snapshot in the same round trip as Redis's time and memory
 	now := pipe.Time(ctx)
 	info := pipe.Info(ctx, "memory")
 	_, _ = pipe.Exec(ctx) // each command's error is looked at below

@@ -155,8 +155,8 @@ func Store(ctx context.Context, rdb redis.UniversalClient, s Snapshot, ttl time.
 	if err != nil {
 		return fmt.Errorf("metrics: encode snapshot: %w", err)
 	}
-	if err := ledger.StoreMetricsSnapshot(ctx, rdb, b, ttl); err != nil {
-		return fmt.Errorf("metrics: %w", err)
+	if err := rdb.Set(ctx, ledger.MetricsSnapshotKey(), b, ttl).Err(); err != nil {
+		return fmt.Errorf("metrics: store snapshot: %w", err)
 	}
 	return nil
 }

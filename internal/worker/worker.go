@@ -82,7 +82,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg: cfg, rdb: rdb, ledger: led, psp: cfg.PSP, opener: cfg.Opener, stop: newStopper(),
 		queue:   queue.New(rdb, cfg.Queue...),
 		gate:    newGate(rdb, cfg, m, log),
-		lookup:  &lookupCheck{ledger: cfg.Ledger, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
+		lookup:  &lookupCheck{rdb: rdb, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
 		metrics: m,
 		log:     log,
 	}, nil

@@ -90,7 +90,7 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 			return fmt.Errorf("bench: fast path: %s ended %s", p.ExternalID, fin.State)
 		}
 		// The worker's first created payout is its lookup sample (SETNX).
-		sampleOnce.Do(func() { sampleErr = ledger.New(m.rdb).SampleLookup(ctx, p.ExternalID) })
+		sampleOnce.Do(func() { sampleErr = m.rdb.SetNX(ctx, ledger.LookupSampleKey(), p.ExternalID, 0).Err() })
 		if sampleErr != nil {
 			return sampleErr
 		}
