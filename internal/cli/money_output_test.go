@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -137,7 +138,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 		if _, err := l.FinishCreate(ctx, batch, ext, 1, res); err != nil {
 			t.Fatal(err)
 		}
-		verdict := map[ledger.State]ledger.Verdict{ledger.Paid: ledger.VerdictPaid, ledger.Failed: ledger.VerdictFailed}
+		verdict := map[ledger.State]decide.Verdict{ledger.Paid: decide.VerdictPaid, ledger.Failed: decide.VerdictFailed}
 		if v, ok := verdict[to]; ok {
 			if err := recordOutcome(ctx, l, batch, ext, v, "Done", "account closed"); err != nil {
 				t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/acme/payout/internal/decide"
 )
 
 // A payout a person marks created awaits its outcome like one the PSP
@@ -45,8 +47,8 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := l.RecordOutcome(ctx, snap, 1, OutcomeAnswer{Verdict: VerdictPaid, PSPStatus: "Paid", HTTPStatus: 200})
-			if err != nil || s.Action != OutcomeDone || s.State != Paid {
+			s, err := l.RecordOutcome(ctx, snap, 1, decide.OutcomeAnswer{Verdict: decide.VerdictPaid, PSPStatus: "Paid", HTTPStatus: 200})
+			if err != nil || s.Action != decide.OutcomeDone || s.State != Paid {
 				t.Fatalf("outcome: %+v %v", s, err)
 			}
 			mustState(t, l, "b", "E1", Paid)

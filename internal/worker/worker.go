@@ -61,7 +61,7 @@ type Worker struct {
 
 // keyLister is an Opener that names the data keys it opens with
 // (vault.Keyring): the ledger then holds back a create whose card number
-// it cannot open (ledger.Foreign), before the payout is marked.
+// it cannot open (decide.Foreign), before the payout is marked.
 type keyLister interface {
 	KeyIDs() []string
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/jobs"
@@ -78,8 +79,8 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 		if err != nil {
 			return err
 		}
-		if b.Action != ledger.Proceed {
-			return fmt.Errorf("bench: fast path: begin create of %s: %s, want %s", p.ExternalID, b.Action, ledger.Proceed)
+		if b.Action != decide.Proceed {
+			return fmt.Errorf("bench: fast path: begin create of %s: %s, want %s", p.ExternalID, b.Action, decide.Proceed)
 		}
 		fin, err := led.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{
 			To: ledger.Created, OrderID: "WD-" + orderUUID(), PSPStatus: sandbox.StatusCreated, HTTPStatus: 200})
