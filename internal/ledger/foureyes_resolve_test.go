@@ -45,7 +45,7 @@ func TestResolveFourEyes(t *testing.T) {
 		}},
 		{"rejected: the same person cannot confirm", []step{
 			{do: rejected(alice), state: NeedsReview, proposal: Rejected, by: "alice"},
-			{do: rejected(aliceAgain), err: ErrSamePerson, state: NeedsReview, proposal: Rejected, by: "alice"},
+			{do: rejected(aliceAgain), err: errSamePerson, state: NeedsReview, proposal: Rejected, by: "alice"},
 			{do: rejected(bob), state: Rejected, by: "Bob"},
 		}},
 		{"a different decision replaces the proposal", []step{

@@ -109,7 +109,7 @@ func TestClaimAndRelease(t *testing.T) {
 	if len(owners) != 1 || owners["A"] != "b1" {
 		t.Fatalf("owners %v", owners)
 	}
-	if err := l.Claims().Release(ctx, "b2", []string{"A", "C"}); err != nil {
+	if err := l.Claims().release(ctx, "b2", []string{"A", "C"}); err != nil {
 		t.Fatal(err)
 	}
 	owners, _ = l.Claims().Owners(ctx, "b3", []string{"A", "C"})
