@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -57,15 +58,15 @@ func failedLedger(t *testing.T) *ledger.Ledger {
 		if _, err := l.FinishCreate(ctx, "b", r.ext, 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		v := ledger.VerdictFailed
+		v := decide.VerdictFailed
 		if r.reason == "" {
-			v = ledger.VerdictPaid
+			v = decide.VerdictPaid
 		}
 		s, err := l.Snapshot(ctx, "b", r.ext)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.RecordOutcome(ctx, s, 1, ledger.OutcomeAnswer{Verdict: v, PSPStatus: "Done", Reason: r.reason, HTTPStatus: 200}); err != nil {
+		if _, err := l.RecordOutcome(ctx, s, 1, decide.OutcomeAnswer{Verdict: v, PSPStatus: "Done", Reason: r.reason, HTTPStatus: 200}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,7 +217,7 @@ func TestWriteRetryNeutralizesHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.RecordOutcome(ctx, s, 1, ledger.OutcomeAnswer{Verdict: ledger.VerdictFailed, PSPStatus: "Done", Reason: "=card blocked", HTTPStatus: 200}); err != nil {
+	if _, err := l.RecordOutcome(ctx, s, 1, decide.OutcomeAnswer{Verdict: decide.VerdictFailed, PSPStatus: "Done", Reason: "=card blocked", HTTPStatus: 200}); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer

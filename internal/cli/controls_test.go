@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -156,7 +157,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 		if _, err := l.Controls().Approve(ctx, "b", ledger.Approval{By: "bob"}); err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := l.BeginCreate(ctx, "b", "P3", 1); b.Action != ledger.Proceed {
+		if b, _ := l.BeginCreate(ctx, "b", "P3", 1); b.Action != decide.Proceed {
 			t.Fatal("begin P3")
 		}
 		code, out, errs := runMain(t, nil, "cancel", "--redis", url, "--by", "carol", "--note", "duplicate", "b", "P1", "P3")

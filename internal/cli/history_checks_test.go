@@ -9,6 +9,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 )
@@ -49,11 +50,11 @@ func TestHistoryCountsStatusChecks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			step, err := l.RecordCheck(ctx, s, seq, ledger.CheckAnswer{Outcome: ledger.Missing, HTTPStatus: 404}, policy)
+			step, err := l.RecordCheck(ctx, s, seq, decide.CheckAnswer{Outcome: decide.Missing, HTTPStatus: 404}, policy)
 			if err != nil {
 				t.Fatalf("check %d: %v", seq, err)
 			}
-			if step.Action != ledger.CheckEarly {
+			if step.Action != decide.CheckEarly {
 				break
 			}
 			if time.Now().After(deadline) {

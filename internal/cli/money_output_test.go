@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/alicebob/miniredis/v2"
@@ -138,7 +139,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 		if _, err := l.FinishCreate(ctx, batch, ext, 1, res); err != nil {
 			t.Fatal(err)
 		}
-		verdict := map[lifecycle.State]ledger.Verdict{lifecycle.Paid: ledger.VerdictPaid, lifecycle.Failed: ledger.VerdictFailed}
+		verdict := map[lifecycle.State]decide.Verdict{lifecycle.Paid: decide.VerdictPaid, lifecycle.Failed: decide.VerdictFailed}
 		if v, ok := verdict[to]; ok {
 			if err := recordOutcome(ctx, l, batch, ext, v, "Done", "account closed"); err != nil {
 				t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/batchreport"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -91,13 +92,13 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		var err error
 		switch r.to {
 		case lifecycle.Paid:
-			err = recordOutcome(ctx, l, batch, r.ext, ledger.VerdictPaid, "Paid", "")
+			err = recordOutcome(ctx, l, batch, r.ext, decide.VerdictPaid, "Paid", "")
 		case lifecycle.Failed:
 			reason := r.reason
 			if reason == "" {
 				reason = "card closed by the issuer"
 			}
-			err = recordOutcome(ctx, l, batch, r.ext, ledger.VerdictFailed, "Declined", reason)
+			err = recordOutcome(ctx, l, batch, r.ext, decide.VerdictFailed, "Declined", reason)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -361,11 +362,11 @@ func TestStatusShowsOutcomes(t *testing.T) {
 
 // recordOutcome records verdict v of outcome check 1 of a created payout,
 // read as a worker reads it before it asks the PSP.
-func recordOutcome(ctx context.Context, l *ledger.Ledger, batch, ext string, v ledger.Verdict, status, reason string) error {
+func recordOutcome(ctx context.Context, l *ledger.Ledger, batch, ext string, v decide.Verdict, status, reason string) error {
 	s, err := l.Snapshot(ctx, batch, ext)
 	if err != nil {
 		return err
 	}
-	_, err = l.RecordOutcome(ctx, s, 1, ledger.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200})
+	_, err = l.RecordOutcome(ctx, s, 1, decide.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200})
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -40,7 +41,7 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 	}
 	finish := func(ext string, r ledger.CreateResult) ledger.Finished {
 		t.Helper()
-		if b, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || b.Action != ledger.Proceed {
+		if b, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || b.Action != decide.Proceed {
 			t.Fatalf("begin %s: %+v %v", ext, b, err)
 		}
 		f, err := l.FinishCreate(ctx, "b", ext, 1, r)
@@ -56,7 +57,7 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := l.RecordCheck(ctx, snap, f.Seq, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != ledger.CheckReview {
+	if s, err := l.RecordCheck(ctx, snap, f.Seq, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != decide.CheckReview {
 		t.Fatalf("R2 to review: %+v %v", s, err)
 	}
 	finish("C1", ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-1"})

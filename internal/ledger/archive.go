@@ -29,21 +29,21 @@ import (
 // its keys are gone, its files are in the archive folder.
 const PhaseArchived = "archived"
 
-// ErrArchived is matched, via errors.Is, by every *ArchivedError.
+// ErrArchived is matched, via errors.Is, by every *archivedError.
 var ErrArchived = errors.New("ledger: batch archived")
 
-// ArchivedError tells that a batch was archived: nothing of it can change
+// archivedError tells that a batch was archived: nothing of it can change
 // any more (no payout resolved, cancelled, approved or discarded).
-type ArchivedError struct{ Archived ArchivedBatch }
+type archivedError struct{ Archived ArchivedBatch }
 
-func (e *ArchivedError) Error() string {
+func (e *archivedError) Error() string {
 	a := e.Archived
 	return fmt.Sprintf("batch %s (%s) was archived at %s to %s: its payouts can no longer be resolved, cancelled, approved or discarded; the archive holds its result file and audit trail",
 		a.ID, a.File, a.ArchivedAt.Format(time.RFC3339), a.Archive)
 }
 
 // Is makes errors.Is(err, ErrArchived) match.
-func (e *ArchivedError) Is(target error) bool { return target == ErrArchived }
+func (e *archivedError) Is(target error) bool { return target == ErrArchived }
 
 // ArchivedBatch is the summary kept in Redis for an archived batch.
 type ArchivedBatch struct {
@@ -136,13 +136,13 @@ func parseArchived(m map[string]string) ArchivedBatch {
 	}
 }
 
-// CheckNotArchived returns an *ArchivedError when batch has an archive
+// CheckNotArchived returns an *archivedError when batch has an archive
 // summary (archived, or being archived), nil when it has none.
 func (ar Archive) CheckNotArchived(ctx context.Context, batch string) error {
 	a, err := ar.Archived(ctx, batch)
 	switch {
 	case err == nil:
-		return &ArchivedError{Archived: a}
+		return &archivedError{Archived: a}
 	case errors.Is(err, ErrNotFound):
 		return nil
 	}
@@ -239,11 +239,11 @@ func (ar Archive) DeleteArchivedPayouts(ctx context.Context, batch string, fp []
 	return n, nil
 }
 
-// BatchKeys returns the keys of a batch other than its payout hashes, the
+// batchKeys returns the keys of a batch other than its payout hashes, the
 // chunks of its line index and its archive summary (its index per state
 // included), meta last: the order
 // DropBatch deletes them in.
-func (ar Archive) BatchKeys(batch string) []string {
+func (ar Archive) batchKeys(batch string) []string {
 	keys := []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch)}
 	for _, st := range lifecycle.States {
 		if st != lifecycle.Queued {
@@ -254,7 +254,7 @@ func (ar Archive) BatchKeys(batch string) []string {
 }
 
 // DropBatch deletes the chunks of the line index, then the keys of
-// BatchKeys in one command (they share the batch's slot). Call it after
+// batchKeys in one command (they share the batch's slot). Call it after
 // DeleteArchivedPayouts: without its line index a batch's remaining
 // payout hashes can no longer be found.
 func (ar Archive) DropBatch(ctx context.Context, batch string) error {
@@ -271,7 +271,7 @@ func (ar Archive) DropBatch(ctx context.Context, batch string) error {
 			return fmt.Errorf("ledger: drop line index of %s: %w", batch, err)
 		}
 	}
-	if err := ar.l.rdb.Del(ctx, ar.BatchKeys(batch)...).Err(); err != nil {
+	if err := ar.l.rdb.Del(ctx, ar.batchKeys(batch)...).Err(); err != nil {
 		return fmt.Errorf("ledger: drop keys of %s: %w", batch, err)
 	}
 	return nil

@@ -64,7 +64,7 @@ func TestArchiveKeys(t *testing.T) {
 	if err := l.Archive().DropBatch(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range l.Archive().BatchKeys("b") {
+	for _, k := range l.Archive().batchKeys("b") {
 		if l.rdb.Exists(ctx, k).Val() != 0 {
 			t.Fatalf("%s left", k)
 		}

@@ -29,14 +29,11 @@ type RawAudit struct {
 	Fields map[string]string `json:"fields"`
 }
 
-// Time is when the entry was written (Redis time).
-func (e RawAudit) Time() time.Time { return msTime(e.Fields["t"]) }
-
 // Entry is the entry as the audit trail shows it: the one place that
 // reads the stored fields of an audit entry (payout history, the spool's
 // and the archive's audit files).
 func (e RawAudit) Entry() AuditEntry {
-	a := AuditEntry{ID: e.ID, Time: e.Time(), Context: map[string]string{}}
+	a := AuditEntry{ID: e.ID, Time: msTime(e.Fields["t"]), Context: map[string]string{}}
 	for k, v := range e.Fields {
 		switch k {
 		case "t":

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -24,7 +25,7 @@ func TestAuditTrail(t *testing.T) {
 	ops.id = "op-2"
 	w.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking, Error: "HTTP 502", HTTPStatus: 502})
 	ops.id = "op-3"
-	recordCheck(ctx, w, "b", "E1", 1, CheckAnswer{Outcome: Found, OrderID: "WD-1", HTTPStatus: 200}, CheckPolicy{AbsentChecks: 2, MaxCreates: 1, MaxFaults: 1})
+	recordCheck(ctx, w, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-1", HTTPStatus: 200}, CheckPolicy{AbsentChecks: 2, MaxCreates: 1, MaxFaults: 1})
 	ops.id = "op-4"
 	if _, err := l.Cancel(ctx, "b", "E2", "carol", "duplicate"); err != nil {
 		t.Fatal(err)

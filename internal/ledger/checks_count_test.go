@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -34,16 +35,16 @@ func TestStatusChecksAreCounted(t *testing.T) {
 		l, clk := checkingLedger(t)
 		count(t, l, 0)
 		before := mustSnapshot(t, l, "b", "E1")
-		if s, err := l.RecordCheck(ctx, before, 1, CheckAnswer{Outcome: Missing}, policy); err != nil || s.Action != CheckAgain {
+		if s, err := l.RecordCheck(ctx, before, 1, decide.CheckAnswer{Outcome: decide.Missing}, policy); err != nil || s.Action != decide.CheckAgain {
 			t.Fatalf("check 1: %+v %v", s, err)
 		}
 		count(t, l, 1)
 		clk.add(2 * time.Minute)
-		if s, err := l.RecordCheck(ctx, before, 1, CheckAnswer{Outcome: Missing}, policy); err != nil || s.Action != CheckStale {
+		if s, err := l.RecordCheck(ctx, before, 1, decide.CheckAnswer{Outcome: decide.Missing}, policy); err != nil || s.Action != decide.CheckStale {
 			t.Fatalf("check 1 again: %+v %v", s, err)
 		}
 		count(t, l, 1)
-		if _, err := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Found, OrderID: "WD-1"}, policy); err != nil {
+		if _, err := recordCheck(ctx, l, "b", "E1", 2, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-1"}, policy); err != nil {
 			t.Fatal(err)
 		}
 		mustState(t, l, "b", "E1", lifecycle.Created)
@@ -51,11 +52,11 @@ func TestStatusChecksAreCounted(t *testing.T) {
 	})
 	t.Run("outcome of a created order", func(t *testing.T) {
 		l, _ := toAwaiting(t, time.Hour)
-		if _, err := recordOutcome(ctx, l, "b", "E1", 1, VerdictPending, "Processing", "", 200); err != nil {
+		if _, err := recordOutcome(ctx, l, "b", "E1", 1, decide.VerdictPending, "Processing", "", 200); err != nil {
 			t.Fatal(err)
 		}
 		count(t, l, 1)
-		if _, err := recordOutcome(ctx, l, "b", "E1", 2, VerdictPaid, "Paid", "", 200); err != nil {
+		if _, err := recordOutcome(ctx, l, "b", "E1", 2, decide.VerdictPaid, "Paid", "", 200); err != nil {
 			t.Fatal(err)
 		}
 		mustState(t, l, "b", "E1", lifecycle.Paid)

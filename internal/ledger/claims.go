@@ -99,8 +99,8 @@ func (cl Claims) Claim(ctx context.Context, batch string, ids []string) (map[str
 	return owners, err
 }
 
-// Release drops batch's claims on ids (used to undo a refused load).
-func (cl Claims) Release(ctx context.Context, batch string, ids []string) error {
+// release drops batch's claims on ids (used to undo a refused load).
+func (cl Claims) release(ctx context.Context, batch string, ids []string) error {
 	pipe := cl.l.rdb.Pipeline()
 	for _, id := range ids {
 		releaseForms(ctx, pipe, batch, id)

@@ -92,7 +92,7 @@ return {1}
 // pass. Over the limit it returns an error matching ErrDailyLimit that names
 // the figures, with scale decimals (the batch's); over the ceiling of every
 // sum (money.Ceiling(4)) one matching money.ErrCeiling. day and units let a
-// caller that does not go on give the amount back (UnreserveDaily).
+// caller that does not go on give the amount back (unreserveDaily).
 func (c Controls) ReserveDaily(ctx context.Context, amount, limit money.Amount, scale int) (day string, units int64, err error) {
 	now, err := c.l.Time(ctx)
 	if err != nil {
@@ -139,8 +139,8 @@ func dailyRefusal(code int64, sum string, amount, limit money.Amount, units int6
 		amount.StringFixed(scale), before.Fixed(scale), after.Fixed(scale), limit.StringFixed(scale), ErrDailyLimit)
 }
 
-// UnreserveDaily gives back what ReserveDaily added.
-func (c Controls) UnreserveDaily(ctx context.Context, day string, units int64) error {
+// unreserveDaily gives back what ReserveDaily added.
+func (c Controls) unreserveDaily(ctx context.Context, day string, units int64) error {
 	if day == "" {
 		return nil
 	}
@@ -197,7 +197,7 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, note).Int()
 	if err != nil || moved != 1 {
 		// Not approved after all: give the day's sum back.
-		_ = c.UnreserveDaily(ctx, day, units)
+		_ = c.unreserveDaily(ctx, day, units)
 		if err != nil {
 			return b, fmt.Errorf("ledger: approve %s: %w", id, err)
 		}

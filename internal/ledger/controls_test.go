@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 )
@@ -193,11 +194,11 @@ func TestCancelRacesTheWorker(t *testing.T) {
 	if was, err := l.Cancel(ctx, "b", "E1", "carol", "duplicate row"); err != nil || was != lifecycle.Queued {
 		t.Fatalf("cancel: %s %v", was, err)
 	}
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Skip {
 		t.Fatalf("worker after cancel: %v", b.Action)
 	}
 	mustState(t, l, "b", "E1", lifecycle.Cancelled)
-	if b, _ := l.BeginCreate(ctx, "b", "E2", 1); b.Action != Proceed {
+	if b, _ := l.BeginCreate(ctx, "b", "E2", 1); b.Action != decide.Proceed {
 		t.Fatalf("begin: %v", b.Action)
 	}
 	if was, err := l.Cancel(ctx, "b", "E2", "carol", "too late"); err != nil || was != lifecycle.Submitting {
@@ -218,11 +219,11 @@ func TestCancelRefusesAPayoutEverSent(t *testing.T) {
 	ctx := context.Background()
 	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 3}
 	l, clk := checkingLedger(t)
-	if s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckAgain {
+	if s, _ := recordCheck(ctx, l, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Missing}, policy); s.Action != decide.CheckAgain {
 		t.Fatalf("first miss: %+v", s)
 	}
 	clk.add(time.Minute)
-	if s, _ := recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy); s.Action != CheckRecreate {
+	if s, _ := recordCheck(ctx, l, "b", "E1", 2, decide.CheckAnswer{Outcome: decide.Missing}, policy); s.Action != decide.CheckRecreate {
 		t.Fatalf("second miss: %+v", s)
 	}
 	before := mustState(t, l, "b", "E1", lifecycle.Queued)

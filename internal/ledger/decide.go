@@ -3,6 +3,7 @@ package ledger
 import (
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -17,7 +18,7 @@ func decideFinish(r CreateResult) (to lifecycle.State, note string, tries int) {
 	}
 	tries = r.Tries + 1
 	if tries > r.MaxTries {
-		return lifecycle.NeedsReview, TriesNote(r.MaxTries, r.Error), tries
+		return lifecycle.NeedsReview, decide.TriesNote(r.MaxTries, r.Error), tries
 	}
 	return lifecycle.Queued, r.Error, tries
 }
@@ -28,23 +29,23 @@ func decideFinish(r CreateResult) (to lifecycle.State, note string, tries int) {
 // or the check is not due before step.Wait on Redis's clock (CheckEarly).
 // The worker calls it before it asks the PSP; decideCheck, with the answer,
 // the same way.
-func (s Snapshot) PreCheck(seq int) (step CheckStep, ask bool) {
+func (s Snapshot) PreCheck(seq int) (step decide.CheckStep, ask bool) {
 	switch {
 	case s.State != lifecycle.Checking:
-		return CheckStep{Action: CheckSkip, Seq: s.Seq}, false
+		return decide.CheckStep{Action: decide.CheckSkip, Seq: s.Seq}, false
 	case seq != s.Seq:
-		return CheckStep{Action: CheckStale, Seq: s.Seq}, false
+		return decide.CheckStep{Action: decide.CheckStale, Seq: s.Seq}, false
 	case s.Now.Before(s.CheckDue):
-		return CheckStep{Action: CheckEarly, Seq: s.Seq, Wait: s.CheckDue.Sub(s.Now)}, false
+		return decide.CheckStep{Action: decide.CheckEarly, Seq: s.Seq, Wait: s.CheckDue.Sub(s.Now)}, false
 	}
-	return CheckStep{}, true
+	return decide.CheckStep{}, true
 }
 
 // checkDecision is what recording a status check's answer does: decided in
 // Go by decideCheck from the payout as read and the answer, written by
 // applyCheckScript only if the payout is still as read.
 type checkDecision struct {
-	step CheckStep // RecordCheck's answer; its head is the replay memo
+	step decide.CheckStep // RecordCheck's answer; its head is the replay memo
 	// write is false when nothing is recorded: the payout is not checking
 	// (skip), checks another seq (stale), or the check is not due (early).
 	write bool
@@ -77,41 +78,41 @@ type checkDecision struct {
 //	no answer                    N in a row: needs_review; otherwise check
 //	                             seq+1 after FaultDelay doubling per fault,
 //	                             at most FaultDelayMax
-func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecision {
+func decideCheck(s Snapshot, seq int, a decide.CheckAnswer, p CheckPolicy) checkDecision {
 	// An order found is proof even before the check is due: only a 404 or
 	// no answer waits for CheckDue.
-	if step, ask := s.PreCheck(seq); !ask && !(step.Action == CheckEarly && a.Outcome == Found) {
+	if step, ask := s.PreCheck(seq); !ask && !(step.Action == decide.CheckEarly && a.Outcome == decide.Found) {
 		return checkDecision{step: step}
 	}
 	d := checkDecision{write: true, misses: s.Misses, faults: s.Faults}
-	leave := func(to lifecycle.State, step CheckStep) checkDecision {
+	leave := func(to lifecycle.State, step decide.CheckStep) checkDecision {
 		d.to, d.step, d.errText = to, step, step.Error
 		return d
 	}
 	again := func(faults int, wait time.Duration) checkDecision {
-		d.step = CheckStep{Action: CheckAgain, Seq: seq + 1, Faults: faults, Wait: wait}
+		d.step = decide.CheckStep{Action: decide.CheckAgain, Seq: seq + 1, Faults: faults, Wait: wait}
 		return d
 	}
 	switch a.Outcome {
-	case Found:
-		return leave(lifecycle.Created, CheckStep{Action: CheckDone, Awaiting: p.OutcomeWindow.Milliseconds() > 0})
-	case Missing:
+	case decide.Found:
+		return leave(lifecycle.Created, decide.CheckStep{Action: decide.CheckDone, Awaiting: p.OutcomeWindow.Milliseconds() > 0})
+	case decide.Missing:
 		last := s.LastMiss
 		if last.IsZero() || s.Now.Sub(last) >= p.AbsentSpacing {
 			d.misses, d.countMiss, last = d.misses+1, true, s.Now
 		}
 		if d.misses >= p.AbsentChecks {
 			if s.Creates < p.MaxCreates {
-				return leave(lifecycle.Queued, CheckStep{Action: CheckRecreate, Attempt: s.Creates + 1, Error: p.recreateNote()})
+				return leave(lifecycle.Queued, decide.CheckStep{Action: decide.CheckRecreate, Attempt: s.Creates + 1, Error: p.recreateNote()})
 			}
-			return leave(lifecycle.NeedsReview, CheckStep{Action: CheckReview, Error: p.absentNote()})
+			return leave(lifecycle.NeedsReview, decide.CheckStep{Action: decide.CheckReview, Error: p.absentNote()})
 		}
 		d.keepError = true
 		return again(0, p.AbsentSpacing-s.Now.Sub(last))
 	}
 	d.faults++
 	if d.faults >= p.MaxFaults {
-		return leave(lifecycle.NeedsReview, CheckStep{Action: CheckReview, Error: p.faultNote(a.Message)})
+		return leave(lifecycle.NeedsReview, decide.CheckStep{Action: decide.CheckReview, Error: p.faultNote(a.Message)})
 	}
 	wait, ceiling := p.faultDelays()
 	for i := 2; i <= d.faults && wait < ceiling; i++ {
@@ -119,14 +120,6 @@ func decideCheck(s Snapshot, seq int, a CheckAnswer, p CheckPolicy) checkDecisio
 	}
 	d.errText = a.Message
 	return again(d.faults, wait)
-}
-
-// OutcomeAnswer is what an outcome check learned of a created order.
-type OutcomeAnswer struct {
-	Verdict    Verdict
-	PSPStatus  string // the PSP's status word ("": none; the stored one stays)
-	Reason     string // with VerdictFailed: why, kept as the payout's error
-	HTTPStatus int    // for the audit trail (0: no answer)
 }
 
 // outcomeDecision is what recording an outcome check's answer does:
@@ -151,9 +144,9 @@ type outcomeDecision struct {
 func (s Snapshot) PreOutcome(oseq int) (step OutcomeStep, ask bool) {
 	switch {
 	case s.State != lifecycle.Created || !s.Awaiting:
-		return OutcomeStep{Action: OutcomeSkip, State: s.State}, false
+		return OutcomeStep{Action: decide.OutcomeSkip, State: s.State}, false
 	case oseq != s.OutcomeSeq:
-		return OutcomeStep{Action: OutcomeStale, Seq: s.OutcomeSeq}, false
+		return OutcomeStep{Action: decide.OutcomeStale, Seq: s.OutcomeSeq}, false
 	}
 	return OutcomeStep{}, true
 }
@@ -168,14 +161,14 @@ func (s Snapshot) PreOutcome(oseq int) (step OutcomeStep, ask bool) {
 //	paid, failed                  that state, the reason kept
 //	else, at or past OutcomeDue   needs_review (the last status word named)
 //	else                          outcome check oseq+1
-func decideOutcome(s Snapshot, oseq int, a OutcomeAnswer) outcomeDecision {
+func decideOutcome(s Snapshot, oseq int, a decide.OutcomeAnswer) outcomeDecision {
 	if step, ask := s.PreOutcome(oseq); !ask {
 		return outcomeDecision{step: step}
 	}
 	switch a.Verdict {
-	case VerdictPaid, VerdictFailed:
+	case decide.VerdictPaid, decide.VerdictFailed:
 		to := lifecycle.State(a.Verdict)
-		return outcomeDecision{write: true, to: to, errText: a.Reason, step: OutcomeStep{Action: OutcomeDone, State: to}}
+		return outcomeDecision{write: true, to: to, errText: a.Reason, step: OutcomeStep{Action: decide.OutcomeDone, State: to}}
 	}
 	if !s.Now.Before(s.OutcomeDue) {
 		last := a.PSPStatus
@@ -184,7 +177,7 @@ func decideOutcome(s Snapshot, oseq int, a OutcomeAnswer) outcomeDecision {
 		}
 		note := outcomeReviewNote(last)
 		return outcomeDecision{write: true, to: lifecycle.NeedsReview, errText: note,
-			step: OutcomeStep{Action: OutcomeReview, State: lifecycle.NeedsReview, Error: note}}
+			step: OutcomeStep{Action: decide.OutcomeReview, State: lifecycle.NeedsReview, Error: note}}
 	}
-	return outcomeDecision{write: true, step: OutcomeStep{Action: OutcomeAgain, Seq: oseq + 1, Polls: s.OutcomePolls + 1}}
+	return outcomeDecision{write: true, step: OutcomeStep{Action: decide.OutcomeAgain, Seq: oseq + 1, Polls: s.OutcomePolls + 1}}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,7 @@ func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 		t.Fatalf("lone master without AOF: %+v", dur)
 	}
 	b, acked, err := l.BeginCreateAcked(ctx, rdb, "b", "E1", 1, 1, 100*time.Millisecond)
-	if err != nil || b.Action != Proceed || acked != 0 {
+	if err != nil || b.Action != decide.Proceed || acked != 0 {
 		t.Fatalf("alone: %v acked=%d err=%v; want proceed with 0 acknowledgements", b.Action, acked, err)
 	}
 
@@ -52,7 +53,7 @@ func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	b, acked, err = l.BeginCreateAcked(ctx, rdb, "b", "E2", 1, 1, 5*time.Second)
-	if err != nil || b.Action != Proceed || acked != 1 {
+	if err != nil || b.Action != decide.Proceed || acked != 1 {
 		t.Fatalf("with a replica: %v acked=%d err=%v; want proceed with 1", b.Action, acked, err)
 	}
 	if got, _ := rr.HGet(ctx, payoutKey("b", "E2"), "state").Result(); got != string(lifecycle.Submitting) {

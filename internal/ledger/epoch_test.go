@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"testing"
+
+	"github.com/acme/payout/internal/decide"
 )
 
 // TestCreateEpoch: each proceed takes the batch's next create epoch, per
@@ -16,14 +18,14 @@ func TestCreateEpoch(t *testing.T) {
 	for _, tc := range []struct {
 		batch, ext string
 		attempt    int
-		action     BeginAction
+		action     decide.BeginAction
 		epoch      int64
 	}{
-		{"a", "E1", 1, Proceed, 1},
-		{"a", "E2", 1, Proceed, 2},
-		{"b", "E1", 1, Proceed, 1},
-		{"a", "E1", 1, CheckNow, 0}, // redelivered: no mark, no epoch
-		{"a", "E3", 1, Proceed, 3},
+		{"a", "E1", 1, decide.Proceed, 1},
+		{"a", "E2", 1, decide.Proceed, 2},
+		{"b", "E1", 1, decide.Proceed, 1},
+		{"a", "E1", 1, decide.CheckNow, 0}, // redelivered: no mark, no epoch
+		{"a", "E3", 1, decide.Proceed, 3},
 	} {
 		b, err := l.BeginCreate(ctx, tc.batch, tc.ext, tc.attempt)
 		if err != nil || b.Action != tc.action || b.Epoch != tc.epoch {

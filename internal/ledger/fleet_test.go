@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/vault"
@@ -22,16 +23,16 @@ func TestBeginCreateForeignKey(t *testing.T) {
 		name   string
 		sealed string
 		ring   *vault.Keyring
-		want   BeginAction
+		want   decide.BeginAction
 	}{
-		{"held key", seal(t, sealer), sealer, Proceed},
-		{"other key", seal(t, sealer), openerOther, Foreign},
-		{"plain value, real ring", "plain:4111111111111111", openerOther, Foreign},
-		{"plain value, ring that opens plain", "plain:4111111111111111", openerOther.AllowPlaintext(), Proceed},
-		{"sealed value, plaintext ring", seal(t, sealer), vault.Plaintext(), Foreign},
-		{"malformed: fails to open later", "garbage", openerOther, Proceed},
-		{"no card", "", openerOther, Proceed},
-		{"no key list", seal(t, sealer), nil, Proceed},
+		{"held key", seal(t, sealer), sealer, decide.Proceed},
+		{"other key", seal(t, sealer), openerOther, decide.Foreign},
+		{"plain value, real ring", "plain:4111111111111111", openerOther, decide.Foreign},
+		{"plain value, ring that opens plain", "plain:4111111111111111", openerOther.AllowPlaintext(), decide.Proceed},
+		{"sealed value, plaintext ring", seal(t, sealer), vault.Plaintext(), decide.Foreign},
+		{"malformed: fails to open later", "garbage", openerOther, decide.Proceed},
+		{"no card", "", openerOther, decide.Proceed},
+		{"no key list", seal(t, sealer), nil, decide.Proceed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, _ := newTestLedger(t)
@@ -55,7 +56,7 @@ func TestBeginCreateForeignKey(t *testing.T) {
 			if b.Action != tc.want {
 				t.Fatalf("action %s, want %s", b.Action, tc.want)
 			}
-			if tc.want != Foreign {
+			if tc.want != decide.Foreign {
 				return
 			}
 			if b.KeyID == "" || b.Phase != "" {

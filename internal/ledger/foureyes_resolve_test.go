@@ -47,7 +47,7 @@ func TestResolveFourEyes(t *testing.T) {
 		}},
 		{"rejected: the same person cannot confirm", []step{
 			{do: rejected(alice), state: lifecycle.NeedsReview, proposal: lifecycle.Rejected, by: "alice"},
-			{do: rejected(aliceAgain), err: ErrSamePerson, state: lifecycle.NeedsReview, proposal: lifecycle.Rejected, by: "alice"},
+			{do: rejected(aliceAgain), err: errSamePerson, state: lifecycle.NeedsReview, proposal: lifecycle.Rejected, by: "alice"},
 			{do: rejected(bob), state: lifecycle.Rejected, by: "Bob"},
 		}},
 		{"a different decision replaces the proposal", []step{

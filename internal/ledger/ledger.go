@@ -76,7 +76,6 @@
 package ledger
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -183,12 +182,4 @@ func msTime(s string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(ms).UTC()
-}
-
-// Ping checks that Redis answers.
-func (l *Ledger) Ping(ctx context.Context) error {
-	if err := l.rdb.Ping(ctx).Err(); err != nil {
-		return fmt.Errorf("ledger: ping redis: %w", err)
-	}
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/alicebob/miniredis/v2"
@@ -109,7 +110,7 @@ func TestClaimAndRelease(t *testing.T) {
 	if len(owners) != 1 || owners["A"] != "b1" {
 		t.Fatalf("owners %v", owners)
 	}
-	if err := l.Claims().Release(ctx, "b2", []string{"A", "C"}); err != nil {
+	if err := l.Claims().release(ctx, "b2", []string{"A", "C"}); err != nil {
 		t.Fatal(err)
 	}
 	owners, _ = l.Claims().Owners(ctx, "b3", []string{"A", "C"})
@@ -138,7 +139,7 @@ func TestCreateTransitions(t *testing.T) {
 			ctx := context.Background()
 			seed(t, l, "b", 1)
 			b, err := l.BeginCreate(ctx, "b", "E1", 1)
-			if err != nil || b.Action != Proceed || b.Payout.State != lifecycle.Submitting || b.Payout.Sealed != "sealed" {
+			if err != nil || b.Action != decide.Proceed || b.Payout.State != lifecycle.Submitting || b.Payout.Sealed != "sealed" {
 				t.Fatalf("BeginCreate = %+v, %v", b, err)
 			}
 			fin, err := l.FinishCreate(ctx, "b", "E1", 1, tt.result)
@@ -167,16 +168,16 @@ func TestRedeliveryNeverSendsTwice(t *testing.T) {
 	l, _ := newTestLedger(t)
 	ctx := context.Background()
 	seed(t, l, "b", 1)
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Proceed {
 		t.Fatalf("first delivery: %v", b.Action)
 	}
 	// The worker died mid-request; the task is delivered again.
 	b, err := l.BeginCreate(ctx, "b", "E1", 1)
-	if err != nil || b.Action != CheckNow || b.Seq != 1 || b.Payout.State != lifecycle.Checking {
+	if err != nil || b.Action != decide.CheckNow || b.Seq != 1 || b.Payout.State != lifecycle.Checking {
 		t.Fatalf("redelivery = %+v, %v", b, err)
 	}
 	// And again: still no create, the status check is ensured.
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != EnsureStatus || b.Seq != 1 {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.EnsureStatus || b.Seq != 1 {
 		t.Fatalf("third delivery = %+v", b)
 	}
 	// The first worker's late 200 still wins over checking.
@@ -184,11 +185,11 @@ func TestRedeliveryNeverSendsTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustState(t, l, "b", "E1", lifecycle.Created)
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Skip {
 		t.Fatalf("after created: %v", b.Action)
 	}
 	// A stale attempt number never proceeds.
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != Skip {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != decide.Skip {
 		t.Fatalf("stale attempt: %v", b.Action)
 	}
 }
@@ -226,8 +227,8 @@ func TestStatusChecks(t *testing.T) {
 	ctx := context.Background()
 	t.Run("found", func(t *testing.T) {
 		l, _ := checkingLedger(t)
-		s, err := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Found, OrderID: "WD-1", PSPStatus: "Created"}, policy)
-		if err != nil || s.Action != CheckDone {
+		s, err := recordCheck(ctx, l, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-1", PSPStatus: "Created"}, policy)
+		if err != nil || s.Action != decide.CheckDone {
 			t.Fatalf("%+v %v", s, err)
 		}
 		p := mustState(t, l, "b", "E1", lifecycle.Created)
@@ -237,37 +238,37 @@ func TestStatusChecks(t *testing.T) {
 	})
 	t.Run("absence needs K misses D apart, then one recreate, then review", func(t *testing.T) {
 		l, clk := checkingLedger(t)
-		s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Missing}, policy)
-		if s.Action != CheckAgain || s.Seq != 2 || s.Wait != time.Minute {
+		s, _ := recordCheck(ctx, l, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+		if s.Action != decide.CheckAgain || s.Seq != 2 || s.Wait != time.Minute {
 			t.Fatalf("first miss: %+v", s)
 		}
 		clk.add(10 * time.Second) // too soon (Redis time): records nothing
-		s, _ = recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
-		if s.Action != CheckEarly || s.Seq != 2 || s.Wait != 50*time.Second {
+		s, _ = recordCheck(ctx, l, "b", "E1", 2, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+		if s.Action != decide.CheckEarly || s.Seq != 2 || s.Wait != 50*time.Second {
 			t.Fatalf("early miss: %+v", s)
 		}
 		clk.add(50 * time.Second)
-		s, _ = recordCheck(ctx, l, "b", "E1", 2, CheckAnswer{Outcome: Missing}, policy)
-		if s.Action != CheckRecreate || s.Attempt != 2 {
+		s, _ = recordCheck(ctx, l, "b", "E1", 2, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+		if s.Action != decide.CheckRecreate || s.Attempt != 2 {
 			t.Fatalf("second miss: %+v", s)
 		}
 		mustState(t, l, "b", "E1", lifecycle.Queued)
 		// A stale status task of the old episode does nothing.
-		if s, _ := recordCheck(ctx, l, "b", "E1", 3, CheckAnswer{Outcome: Found}, policy); s.Action != CheckSkip {
+		if s, _ := recordCheck(ctx, l, "b", "E1", 3, decide.CheckAnswer{Outcome: decide.Found}, policy); s.Action != decide.CheckSkip {
 			t.Fatalf("stale check after recreate: %+v", s)
 		}
 		// The stale create attempt 1 cannot proceed; attempt 2 can.
-		if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+		if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Skip {
 			t.Fatalf("old attempt: %v", b.Action)
 		}
-		if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != Proceed {
+		if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != decide.Proceed {
 			t.Fatalf("attempt 2: %v", b.Action)
 		}
 		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: lifecycle.Checking})
-		s, _ = recordCheck(ctx, l, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
+		s, _ = recordCheck(ctx, l, "b", "E1", fin.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
 		clk.add(time.Minute)
-		s, _ = recordCheck(ctx, l, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
-		if s.Action != CheckReview {
+		s, _ = recordCheck(ctx, l, "b", "E1", s.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+		if s.Action != decide.CheckReview {
 			t.Fatalf("after M creates: %+v", s)
 		}
 		mustState(t, l, "b", "E1", lifecycle.NeedsReview)
@@ -276,19 +277,19 @@ func TestStatusChecks(t *testing.T) {
 		l, clk := checkingLedger(t)
 		seq := 1
 		for i := 1; i < policy.MaxFaults; i++ {
-			s, _ := recordCheck(ctx, l, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
-			if s.Action != CheckAgain || s.Faults != i || s.Wait != time.Second<<(i-1) {
+			s, _ := recordCheck(ctx, l, "b", "E1", seq, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 503"}, policy)
+			if s.Action != decide.CheckAgain || s.Faults != i || s.Wait != time.Second<<(i-1) {
 				t.Fatalf("fault %d: %+v", i, s)
 			}
 			// Early (Redis time): counts nothing.
-			if e, _ := recordCheck(ctx, l, "b", "E1", s.Seq, CheckAnswer{Outcome: NoAnswer}, policy); e.Action != CheckEarly {
+			if e, _ := recordCheck(ctx, l, "b", "E1", s.Seq, decide.CheckAnswer{Outcome: decide.NoAnswer}, policy); e.Action != decide.CheckEarly {
 				t.Fatalf("early check after fault %d: %+v", i, e)
 			}
 			clk.add(s.Wait)
 			seq = s.Seq
 		}
-		s, _ := recordCheck(ctx, l, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 503"}, policy)
-		if s.Action != CheckReview {
+		s, _ := recordCheck(ctx, l, "b", "E1", seq, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 503"}, policy)
+		if s.Action != decide.CheckReview {
 			t.Fatalf("last fault: %+v", s)
 		}
 		p := mustState(t, l, "b", "E1", lifecycle.NeedsReview)
@@ -298,9 +299,9 @@ func TestStatusChecks(t *testing.T) {
 	})
 	t.Run("stale seq", func(t *testing.T) {
 		l, _ := checkingLedger(t)
-		s, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: NoAnswer}, policy)
-		s2, _ := recordCheck(ctx, l, "b", "E1", 1, CheckAnswer{Outcome: Found}, policy)
-		if s2.Action != CheckStale || s2.Seq != s.Seq {
+		s, _ := recordCheck(ctx, l, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.NoAnswer}, policy)
+		s2, _ := recordCheck(ctx, l, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Found}, policy)
+		if s2.Action != decide.CheckStale || s2.Seq != s.Seq {
 			t.Fatalf("stale: %+v", s2)
 		}
 		mustState(t, l, "b", "E1", lifecycle.Checking)
@@ -368,7 +369,7 @@ func runCreates(b *testing.B, l *Ledger) {
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
 		ext := fmt.Sprintf("E%d", i)
-		if begin, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || begin.Action != Proceed {
+		if begin, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || begin.Action != decide.Proceed {
 			b.Fatalf("begin create of %s: %v, %v", ext, begin.Action, err)
 		}
 		fin, err := l.FinishCreate(ctx, "b", ext, 1, CreateResult{To: lifecycle.Created, OrderID: "ord-" + ext, PSPStatus: "CREATED", HTTPStatus: 201})
@@ -384,7 +385,7 @@ func TestCreateTriesBudget(t *testing.T) {
 	seed(t, l, "b", 1)
 	for try := 1; try <= 3; try++ {
 		b, _ := l.BeginCreate(ctx, "b", "E1", 1)
-		if b.Action != Proceed || b.Payout.Tries != try-1 {
+		if b.Action != decide.Proceed || b.Payout.Tries != try-1 {
 			t.Fatalf("try %d: %v, %d tries read", try, b.Action, b.Payout.Tries)
 		}
 		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "dial tcp: refused", MaxTries: 2, Tries: b.Payout.Tries})
@@ -507,7 +508,7 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 				l.rdb.HSet(ctx, metaKey("b"), "phase", phase)
 			}
 			b, err := l.BeginCreate(ctx, "b", "E1", 1)
-			if err != nil || b.Action != Hold || b.Phase != phase {
+			if err != nil || b.Action != decide.Hold || b.Phase != phase {
 				t.Fatalf("begin create in phase %q: %+v %v, want hold", phase, b, err)
 			}
 			p := mustState(t, l, "b", "E1", lifecycle.Queued)
@@ -519,7 +520,7 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 				t.Fatalf("counts %+v", c.Rows)
 			}
 			l.rdb.HSet(ctx, metaKey("b"), "phase", PhaseLoaded)
-			if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != Proceed {
+			if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != decide.Proceed {
 				t.Fatalf("begin create once loaded: %+v %v, want proceed", b, err)
 			}
 		})
@@ -563,10 +564,10 @@ func TestNextCall(t *testing.T) {
 
 // recordCheck reads the payout as a worker does before it asks the PSP
 // (Snapshot), then records the answer a to status check seq.
-func recordCheck(ctx context.Context, l *Ledger, batch, ext string, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
+func recordCheck(ctx context.Context, l *Ledger, batch, ext string, seq int, a decide.CheckAnswer, p CheckPolicy) (decide.CheckStep, error) {
 	s, err := l.Snapshot(ctx, batch, ext)
 	if err != nil {
-		return CheckStep{}, err
+		return decide.CheckStep{}, err
 	}
 	return l.RecordCheck(ctx, s, seq, a, p)
 }
@@ -582,10 +583,10 @@ func mustSnapshot(t *testing.T, l *Ledger, batch, ext string) Snapshot {
 
 // recordOutcome reads the payout as a worker does before it asks the PSP
 // (Snapshot), then records verdict v of outcome check oseq.
-func recordOutcome(ctx context.Context, l *Ledger, batch, ext string, oseq int, v Verdict, status, reason string, http int) (OutcomeStep, error) {
+func recordOutcome(ctx context.Context, l *Ledger, batch, ext string, oseq int, v decide.Verdict, status, reason string, http int) (OutcomeStep, error) {
 	s, err := l.Snapshot(ctx, batch, ext)
 	if err != nil {
 		return OutcomeStep{}, err
 	}
-	return l.RecordOutcome(ctx, s, oseq, OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: http})
+	return l.RecordOutcome(ctx, s, oseq, decide.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: http})
 }

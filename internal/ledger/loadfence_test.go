@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -64,7 +65,7 @@ func TestLoadStepsAfterDiscardAreFenced(t *testing.T) {
 	if _, err := l.Get(ctx, "b", "e2"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("e2 registered after the discard: %v", err)
 	}
-	if bg, err := l.BeginCreate(ctx, "b", "e1", 1); err != nil || bg.Action == Proceed {
+	if bg, err := l.BeginCreate(ctx, "b", "e1", 1); err != nil || bg.Action == decide.Proceed {
 		t.Errorf("BeginCreate e1 of a discarded batch = %s, %v", bg.Action, err)
 	}
 }

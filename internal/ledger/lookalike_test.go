@@ -80,7 +80,7 @@ func lookalikeClaims(t *testing.T, l *Ledger, rdb redis.UniversalClient, now tim
 	if err := rdb.Set(ctx, ownerKey("PO-Legacy-2"), "old", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Claims().Release(ctx, "old", []string{"PO-Legacy-2"}); err != nil || rdb.Exists(ctx, ownerKey("PO-Legacy-2")).Val() != 0 {
+	if err := l.Claims().release(ctx, "old", []string{"PO-Legacy-2"}); err != nil || rdb.Exists(ctx, ownerKey("PO-Legacy-2")).Val() != 0 {
 		t.Fatalf("Release of a legacy claim: %v", err)
 	}
 

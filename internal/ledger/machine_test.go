@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -174,15 +175,15 @@ func viaFinish(to lifecycle.State) func(*testing.T, *Ledger, *fakeClock) error {
 	}
 }
 
-func viaCheck(o CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
+func viaCheck(o decide.CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
-		_, err := recordCheck(context.Background(), l, "b", "E1", 1, CheckAnswer{Outcome: o, OrderID: "WD-1"},
+		_, err := recordCheck(context.Background(), l, "b", "E1", 1, decide.CheckAnswer{Outcome: o, OrderID: "WD-1"},
 			CheckPolicy{AbsentChecks: 1, MaxCreates: 2, MaxFaults: 1})
 		return err
 	}
 }
 
-func viaOutcome(v Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeClock) error {
+func viaOutcome(v decide.Verdict, after time.Duration) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, clk *fakeClock) error {
 		clk.add(after)
 		_, err := recordOutcome(context.Background(), l, "b", "E1", 1, v, "S", "r", 200)
@@ -215,13 +216,13 @@ var transitionCases = map[string]transitionCase{
 		}
 		return err
 	}},
-	"checking>created by worker":      {setup: reachChecking, move: viaCheck(Found)},
+	"checking>created by worker":      {setup: reachChecking, move: viaCheck(decide.Found)},
 	"checking>rejected by worker":     {setup: reachChecking, move: viaFinish(lifecycle.Rejected)},
-	"checking>queued by worker":       {setup: reachChecking, move: viaCheck(Missing)},
-	"checking>needs_review by worker": {setup: reachChecking, move: viaCheck(NoAnswer)},
-	"created>paid by worker":          {setup: reachCreated, move: viaOutcome(VerdictPaid, 0)},
-	"created>failed by worker":        {setup: reachCreated, move: viaOutcome(VerdictFailed, 0)},
-	"created>needs_review by worker":  {setup: reachCreated, move: viaOutcome(VerdictPending, 2*machineWindow)},
+	"checking>queued by worker":       {setup: reachChecking, move: viaCheck(decide.Missing)},
+	"checking>needs_review by worker": {setup: reachChecking, move: viaCheck(decide.NoAnswer)},
+	"created>paid by worker":          {setup: reachCreated, move: viaOutcome(decide.VerdictPaid, 0)},
+	"created>failed by worker":        {setup: reachCreated, move: viaOutcome(decide.VerdictFailed, 0)},
+	"created>needs_review by worker":  {setup: reachCreated, move: viaOutcome(decide.VerdictPending, 2*machineWindow)},
 	"needs_review>checking by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
 		_, err := l.Recheck(context.Background(), "b", "E1", machineResolution)
 		return err

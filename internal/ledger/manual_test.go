@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -47,8 +48,8 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := l.RecordOutcome(ctx, snap, 1, OutcomeAnswer{Verdict: VerdictPaid, PSPStatus: "Paid", HTTPStatus: 200})
-			if err != nil || s.Action != OutcomeDone || s.State != lifecycle.Paid {
+			s, err := l.RecordOutcome(ctx, snap, 1, decide.OutcomeAnswer{Verdict: decide.VerdictPaid, PSPStatus: "Paid", HTTPStatus: 200})
+			if err != nil || s.Action != decide.OutcomeDone || s.State != lifecycle.Paid {
 				t.Fatalf("outcome: %+v %v", s, err)
 			}
 			mustState(t, l, "b", "E1", lifecycle.Paid)

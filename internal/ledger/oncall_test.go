@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -21,7 +22,7 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 
 	// E1: submitting, then checking (the answer was lost), then two status
 	// checks without an answer.
-	if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != Proceed {
+	if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != decide.Proceed {
 		t.Fatalf("BeginCreate = %+v, %v", b, err)
 	}
 	advance(time.Minute)
@@ -32,8 +33,8 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 	policy := CheckPolicy{AbsentChecks: 3, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 10, FaultDelay: time.Millisecond, FaultDelayMax: 10 * time.Millisecond}
 	for seq := 1; seq <= 2; seq++ {
 		advance(20 * time.Minute)
-		step, err := recordCheck(ctx, l, "b", "E1", seq, CheckAnswer{Outcome: NoAnswer, Message: "timeout"}, policy)
-		if err != nil || step.Action != CheckAgain {
+		step, err := recordCheck(ctx, l, "b", "E1", seq, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "timeout"}, policy)
+		if err != nil || step.Action != decide.CheckAgain {
 			t.Fatalf("RecordCheck %d = %+v, %v", seq, step, err)
 		}
 	}

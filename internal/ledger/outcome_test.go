@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -15,7 +16,7 @@ func toAwaiting(t *testing.T, w time.Duration) (*Ledger, *fakeClock) {
 	ctx := context.Background()
 	l, clk := newTestLedger(t)
 	seed(t, l, "b", 1)
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Proceed {
 		t.Fatalf("begin: %v", b.Action)
 	}
 	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created", OutcomeWindow: w}); err != nil {
@@ -28,14 +29,14 @@ func TestOutcomeTransitions(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		name      string
-		verdicts  []Verdict
+		verdicts  []decide.Verdict
 		advance   time.Duration // before the last verdict
 		want      lifecycle.State
 		wantError string
 	}{
-		{name: "paid at once", verdicts: []Verdict{VerdictPaid}, want: lifecycle.Paid},
-		{name: "failed after pending", verdicts: []Verdict{VerdictPending, VerdictNoAnswer, VerdictFailed}, want: lifecycle.Failed, wantError: "card blocked"},
-		{name: "window over", verdicts: []Verdict{VerdictPending, VerdictPending}, advance: 2 * time.Hour, want: lifecycle.NeedsReview, wantError: "outcome window"},
+		{name: "paid at once", verdicts: []decide.Verdict{decide.VerdictPaid}, want: lifecycle.Paid},
+		{name: "failed after pending", verdicts: []decide.Verdict{decide.VerdictPending, decide.VerdictNoAnswer, decide.VerdictFailed}, want: lifecycle.Failed, wantError: "card blocked"},
+		{name: "window over", verdicts: []decide.Verdict{decide.VerdictPending, decide.VerdictPending}, advance: 2 * time.Hour, want: lifecycle.NeedsReview, wantError: "outcome window"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +61,7 @@ func TestOutcomeTransitions(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i < len(tt.verdicts)-1 {
-					if step.Action != OutcomeAgain || step.Seq != seq+1 || step.Polls != i+1 {
+					if step.Action != decide.OutcomeAgain || step.Seq != seq+1 || step.Polls != i+1 {
 						t.Fatalf("verdict %d: %+v", i, step)
 					}
 					seq = step.Seq
@@ -75,22 +76,22 @@ func TestOutcomeTransitions(t *testing.T) {
 				t.Fatalf("counts after: %+v", c)
 			}
 			// A stale or replayed-by-another-delivery check changes nothing.
-			if s, _ := recordOutcome(ctx, l, "b", "E1", seq, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip {
+			if s, _ := recordOutcome(ctx, l, "b", "E1", seq, decide.VerdictPaid, "Paid", "", 200); s.Action != decide.OutcomeSkip {
 				t.Fatalf("check after the end: %+v", s)
 			}
 		})
 	}
 	t.Run("stale seq", func(t *testing.T) {
 		l, _ := toAwaiting(t, time.Hour)
-		recordOutcome(ctx, l, "b", "E1", 1, VerdictPending, "Processing", "", 200)
-		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeStale || s.Seq != 2 {
+		recordOutcome(ctx, l, "b", "E1", 1, decide.VerdictPending, "Processing", "", 200)
+		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, decide.VerdictPaid, "Paid", "", 200); s.Action != decide.OutcomeStale || s.Seq != 2 {
 			t.Fatalf("stale: %+v", s)
 		}
 		mustState(t, l, "b", "E1", lifecycle.Created)
 	})
 	t.Run("untracked created is final", func(t *testing.T) {
 		l, _ := toAwaiting(t, 0)
-		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, VerdictPaid, "Paid", "", 200); s.Action != OutcomeSkip || s.State != lifecycle.Created {
+		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, decide.VerdictPaid, "Paid", "", 200); s.Action != decide.OutcomeSkip || s.State != lifecycle.Created {
 			t.Fatalf("untracked: %+v", s)
 		}
 		if c, _ := l.Counts(ctx, "b"); c.Open() != 0 {

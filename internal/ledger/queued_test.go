@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -19,7 +20,7 @@ func TestEachQueuedMatchesEachOpen(t *testing.T) {
 			l, _ := newTestLedger(t)
 			seed(t, l, "b", n)
 			for i := 1; i <= n; i += 7 { // submitting: not queued any more
-				if b, err := l.BeginCreate(ctx, "b", fmt.Sprintf("E%d", i), 1); err != nil || b.Action != Proceed {
+				if b, err := l.BeginCreate(ctx, "b", fmt.Sprintf("E%d", i), 1); err != nil || b.Action != decide.Proceed {
 					t.Fatalf("BeginCreate E%d = %+v, %v", i, b, err)
 				}
 			}

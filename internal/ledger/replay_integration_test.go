@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
@@ -115,7 +116,7 @@ func callFinish(r CreateResult) func(ctx context.Context, l *Ledger, batch strin
 	}
 }
 
-func callCheck(a CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+func callCheck(a decide.CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger, batch string) (string, error) {
 	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
 		s, err := recordCheck(ctx, l, batch, "E1", 1, a, p)
 		return fmt.Sprintf("%s seq=%d attempt=%d wait=%s faults=%d", s.Action, s.Seq, s.Attempt, s.Wait, s.Faults), err
@@ -129,7 +130,7 @@ func toAwaitingOutcome(ctx context.Context, t *testing.T, l *Ledger, batch strin
 	mustDo(t, "finish create to created, awaiting its outcome", err)
 }
 
-func callOutcome(v Verdict, status string) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+func callOutcome(v decide.Verdict, status string) func(ctx context.Context, l *Ledger, batch string) (string, error) {
 	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
 		s, err := recordOutcome(ctx, l, batch, "E1", 1, v, status, "", 200)
 		return fmt.Sprintf("%s state=%s seq=%d polls=%d", s.Action, s.State, s.Seq, s.Polls), err
@@ -180,47 +181,47 @@ var replayCases = []replayCase{
 	},
 	{
 		name: "RecordCheck again after a miss", script: applyCheckScript, prepare: toChecking,
-		call: callCheck(CheckAnswer{Outcome: Missing},
+		call: callCheck(decide.CheckAnswer{Outcome: decide.Missing},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1m0s faults=0",
 		state: lifecycle.Checking, fields: map[string]string{"seq": "2", "misses": "1", "faults": "0"},
 	},
 	{
 		name: "RecordCheck again after no answer", script: applyCheckScript, prepare: toChecking,
-		call: callCheck(CheckAnswer{Outcome: NoAnswer, Message: "503"},
+		call: callCheck(decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "503"},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1s faults=1",
 		state: lifecycle.Checking, fields: map[string]string{"seq": "2", "misses": "0", "faults": "1"},
 	},
 	{
 		name: "RecordCheck recreate", script: applyCheckScript, prepare: toChecking,
-		call: callCheck(CheckAnswer{Outcome: Missing},
+		call: callCheck(decide.CheckAnswer{Outcome: decide.Missing},
 			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "recreate seq=0 attempt=2 wait=0s faults=0",
 		state: lifecycle.Queued, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
 		name: "RecordCheck review", script: applyCheckScript, prepare: toChecking,
-		call: callCheck(CheckAnswer{Outcome: Missing},
+		call: callCheck(decide.CheckAnswer{Outcome: decide.Missing},
 			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}),
 		want:  "review seq=0 attempt=0 wait=0s faults=0",
 		state: lifecycle.NeedsReview, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
 		name: "RecordCheck done", script: applyCheckScript, prepare: toChecking,
-		call: callCheck(CheckAnswer{Outcome: Found, OrderID: "ord-9", PSPStatus: "paid"},
+		call: callCheck(decide.CheckAnswer{Outcome: decide.Found, OrderID: "ord-9", PSPStatus: "paid"},
 			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "done seq=0 attempt=0 wait=0s faults=0",
 		state: lifecycle.Created, fields: map[string]string{"seq": "1", "order": "ord-9", "creates": "1"},
 	},
 	{
 		name: "RecordOutcome again", script: applyOutcomeScript, prepare: toAwaitingOutcome,
-		call: callOutcome(VerdictPending, "Processing"), want: "again state= seq=2 polls=1",
+		call: callOutcome(decide.VerdictPending, "Processing"), want: "again state= seq=2 polls=1",
 		state: lifecycle.Created, fields: map[string]string{"oseq": "2", "opolls": "1", "track": "1", "pspstatus": "Processing"},
 	},
 	{
 		name: "RecordOutcome paid", script: applyOutcomeScript, prepare: toAwaitingOutcome,
-		call: callOutcome(VerdictPaid, "Paid"), want: "done state=paid seq=0 polls=0",
+		call: callOutcome(decide.VerdictPaid, "Paid"), want: "done state=paid seq=0 polls=0",
 		state: lifecycle.Paid, fields: map[string]string{"oseq": "1", "track": "0", "pspstatus": "Paid"},
 	},
 }

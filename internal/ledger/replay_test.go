@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -29,11 +30,11 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 	seed(t, l, "b", 1)
 
 	b1, err := l.BeginCreate(ctx, "b", "E1", 1)
-	if err != nil || b1.Action != Proceed {
+	if err != nil || b1.Action != decide.Proceed {
 		t.Fatalf("begin: %+v %v", b1, err)
 	}
 	b2, err := l.BeginCreate(ctx, "b", "E1", 1)
-	if err != nil || b2.Action != Proceed || b2.Payout.State != lifecycle.Submitting {
+	if err != nil || b2.Action != decide.Proceed || b2.Payout.State != lifecycle.Submitting {
 		t.Fatalf("replayed begin = %v (%s), want proceed while submitting", b2.Action, b2.Payout.State)
 	}
 
@@ -53,7 +54,7 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 
 	// Ambiguous: to checking, status check 1.
 	ops.id = "op-3"
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Proceed {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Proceed {
 		t.Fatalf("second begin: %v", b.Action)
 	}
 	ops.id = "op-4"
@@ -68,17 +69,17 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 	// A replay sends the same call again: the same snapshot, the same id.
 	ops.id = "op-5"
 	snap := mustSnapshot(t, l, "b", "E1")
-	s, _ := l.RecordCheck(ctx, snap, f1.Seq, CheckAnswer{Outcome: Missing}, policy)
-	again, err := l.RecordCheck(ctx, snap, f1.Seq, CheckAnswer{Outcome: Missing}, policy)
-	if err != nil || again != s || s.Action != CheckAgain {
+	s, _ := l.RecordCheck(ctx, snap, f1.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+	again, err := l.RecordCheck(ctx, snap, f1.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+	if err != nil || again != s || s.Action != decide.CheckAgain {
 		t.Fatalf("replayed miss = %+v, %v; first %+v", again, err, s)
 	}
 	clk.add(time.Minute)
 	ops.id = "op-6"
 	snap = mustSnapshot(t, l, "b", "E1")
-	s, _ = l.RecordCheck(ctx, snap, s.Seq, CheckAnswer{Outcome: Missing}, policy)
-	again, _ = l.RecordCheck(ctx, snap, 2, CheckAnswer{Outcome: Missing}, policy)
-	if s.Action != CheckRecreate || again != s {
+	s, _ = l.RecordCheck(ctx, snap, s.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+	again, _ = l.RecordCheck(ctx, snap, 2, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+	if s.Action != decide.CheckRecreate || again != s {
 		t.Fatalf("replayed recreate = %+v; first %+v", again, s)
 	}
 	if p := mustState(t, l, "b", "E1", lifecycle.Queued); p.Misses != 2 {
@@ -87,7 +88,7 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 
 	// A new call (another id) is judged afresh: the old attempt is stale.
 	ops.id = "op-7"
-	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != Skip {
+	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Skip {
 		t.Fatalf("stale attempt under a new id: %v", b.Action)
 	}
 }
@@ -106,10 +107,10 @@ func TestAbsenceSpacingUsesRedisTime(t *testing.T) {
 	slow.BeginCreate(ctx, "b", "E1", 1)
 	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
 
-	s, _ := recordCheck(ctx, slow, "b", "E1", fin.Seq, CheckAnswer{Outcome: Missing}, policy)
+	s, _ := recordCheck(ctx, slow, "b", "E1", fin.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
 	clk.add(5 * time.Second)
-	s, _ = recordCheck(ctx, fast, "b", "E1", s.Seq, CheckAnswer{Outcome: Missing}, policy)
-	if s.Action != CheckEarly || s.Wait != 55*time.Second {
+	s, _ = recordCheck(ctx, fast, "b", "E1", s.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
+	if s.Action != decide.CheckEarly || s.Wait != 55*time.Second {
 		t.Fatalf("second miss 5 s later (Redis time) = %+v, want early by 55s", s)
 	}
 	if p := mustState(t, slow, "b", "E1", lifecycle.Checking); p.Misses != 1 {

@@ -121,16 +121,16 @@ type Resolution struct {
 	// first person's decision is recorded as the payout's Proposal and
 	// nothing moves (Resolved.Proposed); another person taking the same
 	// decision (the same target, the same order id) carries it out; the
-	// same person is refused (ErrSamePerson); a different decision
+	// same person is refused (errSamePerson); a different decision
 	// replaces the proposal, which then waits for a second person in
 	// turn. A recheck decides no money: it never needs a second person.
 	FourEyes bool
 }
 
-// ErrSamePerson refuses, under four-eyes, the person who proposed a
+// errSamePerson refuses, under four-eyes, the person who proposed a
 // resolution as the second person who carries it out. It matches
 // ErrFourEyes.
-var ErrSamePerson = fmt.Errorf("%w: the person who proposed a resolution cannot also confirm it", ErrFourEyes)
+var errSamePerson = fmt.Errorf("%w: the person who proposed a resolution cannot also confirm it", ErrFourEyes)
 
 // Resolved is what a resolution did.
 type Resolved struct {
@@ -235,7 +235,7 @@ func (l *Ledger) resolve(ctx context.Context, batch, ext string, to lifecycle.St
 		return Resolved{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case "sameperson":
 		return Resolved{}, fmt.Errorf("resolve %s: %s proposed marking it %s and is waiting for a second person, who must be someone else: %w",
-			ext, res[1], to, ErrSamePerson)
+			ext, res[1], to, errSamePerson)
 	}
 	return Resolved{}, fmt.Errorf("resolve %s: only a payout in %s can be resolved: %w", ext, lifecycle.NeedsReview,
 		&ConflictError{ExternalID: ext, Found: lifecycle.State(res[1])})

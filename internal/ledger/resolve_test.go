@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -17,7 +18,7 @@ func toState(t *testing.T, l *Ledger, s lifecycle.State) {
 	if s == lifecycle.Queued {
 		return
 	}
-	if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != Proceed {
+	if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != decide.Proceed {
 		t.Fatalf("begin: %+v %v", b, err)
 	}
 	if s == lifecycle.Submitting {
@@ -102,8 +103,8 @@ func TestRecheckThenStatusCheckFindsTheOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}
-	s, err := recordCheck(ctx, l, "b", "E1", r.Seq, CheckAnswer{Outcome: Found, OrderID: "WD-5", PSPStatus: "Created"}, policy)
-	if err != nil || s.Action != CheckDone {
+	s, err := recordCheck(ctx, l, "b", "E1", r.Seq, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-5", PSPStatus: "Created"}, policy)
+	if err != nil || s.Action != decide.CheckDone {
 		t.Fatalf("check %d after recheck: %+v %v", r.Seq, s, err)
 	}
 	if p := mustState(t, l, "b", "E1", lifecycle.Created); p.OrderID != "WD-5" || p.ResolvedBy != "bob" {

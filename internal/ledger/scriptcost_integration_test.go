@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/redis/go-redis/v9"
@@ -101,7 +102,7 @@ func BenchmarkBeginCreateParts(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				ext := "E" + strconv.Itoa(i)
 				res, err := l.transitionKeys(ctx, part.script, beginKeys("b", ext), beginArgs{Attempt: 1, Note: interruptedNote}).StringSlice()
-				if err != nil || len(res) == 0 || part.name == "begin" && res[0] != string(Proceed) {
+				if err != nil || len(res) == 0 || part.name == "begin" && res[0] != string(decide.Proceed) {
 					b.Fatalf("%s of %s: %q %v", part.name, ext, res, err)
 				}
 			}

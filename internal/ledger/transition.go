@@ -8,28 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
-)
-
-// BeginAction is what a create task must do, as decided by BeginCreate.
-type BeginAction string
-
-// The answers of BeginCreate.
-const (
-	Proceed      BeginAction = "proceed" // the payout is now submitting: send the create
-	CheckNow     BeginAction = "check"   // a create of this attempt may have been sent: moved to checking, enqueue status check Seq
-	EnsureStatus BeginAction = "ensure"  // already checking: make sure status check Seq is enqueued
-	Skip         BeginAction = "skip"    // final, or the task is stale: nothing to do
-	// Hold: the payout is queued but its batch is not loaded (a load not
-	// completed, awaiting approval, discarded): nothing changed, nothing
-	// may be sent; Begin.Phase says the batch's phase.
-	Hold BeginAction = "hold"
-	// Foreign: the payout is queued, its batch loaded, but its card
-	// number is sealed with a data key this ledger's worker does not hold
-	// (OpeningKeys): nothing changed, nothing may be sent; Begin.KeyID
-	// names the key.
-	Foreign BeginAction = "foreign"
 )
 
 // replyNoPayout is every transition script's answer for a payout that
@@ -43,7 +24,7 @@ const interruptedNote = "create interrupted before its answer was recorded; chec
 
 // Begin is BeginCreate's decision and the payout as it stands after it.
 type Begin struct {
-	Action BeginAction
+	Action decide.BeginAction
 	Seq    int
 	Phase  string // with Hold: the batch's phase ("" when it has no metadata)
 	// Epoch, with Proceed, is the batch's create epoch this mark took:
@@ -108,11 +89,11 @@ func parseBegin(batch, ext string, cmd *redis.Cmd) (Begin, error) {
 	if err != nil {
 		return Begin{}, err
 	}
-	b := Begin{Action: BeginAction(res[0]), Seq: n[0], Phase: res[2], Epoch: int64(n[4]), Payout: Payout{
+	b := Begin{Action: decide.BeginAction(res[0]), Seq: n[0], Phase: res[2], Epoch: int64(n[4]), Payout: Payout{
 		Batch: batch, ExternalID: ext, State: lifecycle.State(res[3]), Creates: n[1], Seq: n[2], Tries: n[3],
 		Amount: res[6], Destination: res[7], Sealed: unpackSealed(res[8]), Telecom: res[9], Extra: res[10],
 	}}
-	if b.Action == Foreign {
+	if b.Action == decide.Foreign {
 		b.KeyID, b.Phase = b.Phase, ""
 	}
 	return b, nil
@@ -257,12 +238,6 @@ type CreateResult struct {
 	HTTPStatus    int // of the answer, for the audit trail (0: none)
 }
 
-// TriesNote is the error of a payout whose budget of maxTries tries that
-// provably did not reach the PSP is used up (the last one answered msg).
-func TriesNote(maxTries int, msg string) string {
-	return fmt.Sprintf("PSP did not take the request after %d tries (nothing was sent): %s", maxTries+1, msg)
-}
-
 // Finished is what FinishCreate did.
 type Finished struct {
 	State lifecycle.State // the payout's new state
@@ -373,16 +348,6 @@ func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt in
 	return Finished{State: lifecycle.State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: note}, nil
 }
 
-// CheckOutcome is what a status query told.
-type CheckOutcome string
-
-// Status query outcomes.
-const (
-	Found    CheckOutcome = "found"    // the PSP has the order
-	Missing  CheckOutcome = "missing"  // the PSP answered 404 (not: no such payout, which is ErrNotFound)
-	NoAnswer CheckOutcome = "noanswer" // a fault: nothing learned
-)
-
 // CheckPolicy bounds the resolution of an ambiguous create.
 type CheckPolicy struct {
 	AbsentChecks  int           // K: consecutive 404s that confirm absence
@@ -424,40 +389,6 @@ func (p CheckPolicy) absentNote() string {
 
 func (p CheckPolicy) faultNote(msg string) string {
 	return fmt.Sprintf("status unknown after %d status checks without an answer: %s", p.MaxFaults, msg)
-}
-
-// CheckAction is what follows a recorded status check.
-type CheckAction string
-
-// The answers of RecordCheck.
-const (
-	CheckDone     CheckAction = "done"     // created
-	CheckAgain    CheckAction = "again"    // enqueue status check Seq after Wait (misses) or a backoff for Faults
-	CheckRecreate CheckAction = "recreate" // absence confirmed: enqueue create Attempt
-	CheckReview   CheckAction = "review"   // needs_review
-	CheckEarly    CheckAction = "early"    // check Seq is not due yet (Wait): nothing recorded
-	CheckStale    CheckAction = "stale"    // another check (Seq) is current: ensure it is enqueued
-	CheckSkip     CheckAction = "skip"     // the payout is not checking any more
-)
-
-// CheckStep is RecordCheck's decision.
-type CheckStep struct {
-	Action   CheckAction
-	Seq      int
-	Attempt  int
-	Wait     time.Duration // again, early: until the check is due (Redis time)
-	Faults   int
-	Awaiting bool   // done: the payout awaits its outcome (outcome check 1 is due)
-	Error    string // recreate, review: the error recorded with the new state
-}
-
-// CheckAnswer is the result of a status query.
-type CheckAnswer struct {
-	Outcome    CheckOutcome
-	OrderID    string
-	PSPStatus  string
-	Message    string
-	HTTPStatus int // for the audit trail (0: no answer)
 }
 
 // checkArgs is applyCheckScript's ARGV in the order the script reads them
@@ -546,7 +477,7 @@ return head
 // as read. A payout that moved meanwhile gets CheckSkip or CheckStale, as if
 // read afterwards; one that changed otherwise under the same check is an
 // ErrConflict (the task runs again and reads it afresh).
-func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAnswer, p CheckPolicy) (CheckStep, error) {
+func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a decide.CheckAnswer, p CheckPolicy) (decide.CheckStep, error) {
 	d := decideCheck(s, seq, a, p)
 	if !d.write {
 		return d.step, nil
@@ -554,11 +485,11 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	batch, ext := s.Batch, s.ExternalID
 	head := [4]string{string(d.step.Action), "0", "0", "0"}
 	switch d.step.Action {
-	case CheckDone:
+	case decide.CheckDone:
 		head[1] = boolField(d.step.Awaiting)
-	case CheckAgain:
+	case decide.CheckAgain:
 		head[1], head[2], head[3] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Faults), strconv.FormatInt(d.step.Wait.Milliseconds(), 10)
-	case CheckRecreate:
+	case decide.CheckRecreate:
 		head[1] = strconv.Itoa(d.step.Attempt)
 	}
 	res, err := replyOf(l.transition(ctx, applyCheckScript, batch, ext, checkArgs{
@@ -569,12 +500,12 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	}),
 		batch, ext, "record status check", 4)
 	if err != nil {
-		return CheckStep{}, err
+		return decide.CheckStep{}, err
 	}
 	now, err := readApplied(res, head[:], "record status check of "+ext)
 	switch {
 	case err != nil:
-		return CheckStep{}, err
+		return decide.CheckStep{}, err
 	case now == nil:
 		return d.step, nil
 	}
@@ -582,7 +513,7 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a CheckAn
 	if step, ask := (Snapshot{Payout: Payout{State: now.state, Seq: now.seq}}).PreCheck(seq); !ask {
 		return step, nil
 	}
-	return CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
+	return decide.CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
 		&ConflictError{ExternalID: ext, Found: lifecycle.Checking})
 }
 
@@ -624,32 +555,9 @@ func unixMilli(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// Verdict is what a status answer says of a created order's outcome.
-type Verdict string
-
-// The verdicts of an outcome check.
-const (
-	VerdictPaid     Verdict = "paid"     // the PSP reports the money sent
-	VerdictFailed   Verdict = "failed"   // the PSP reports it will not be paid
-	VerdictPending  Verdict = "pending"  // any other status: not final yet
-	VerdictNoAnswer Verdict = "noanswer" // a fault: nothing learned
-)
-
-// OutcomeAction is what follows a recorded outcome check.
-type OutcomeAction string
-
-// The answers of RecordOutcome.
-const (
-	OutcomeDone   OutcomeAction = "done"   // paid or failed (Step.State)
-	OutcomeAgain  OutcomeAction = "again"  // enqueue outcome check Seq; Polls checks so far
-	OutcomeReview OutcomeAction = "review" // window over: needs_review
-	OutcomeStale  OutcomeAction = "stale"  // another check (Seq) is current: ensure it
-	OutcomeSkip   OutcomeAction = "skip"   // the payout does not await an outcome (lifecycle.State)
-)
-
 // OutcomeStep is RecordOutcome's decision.
 type OutcomeStep struct {
-	Action OutcomeAction
+	Action decide.OutcomeAction
 	State  lifecycle.State
 	Seq    int
 	Polls  int
@@ -730,7 +638,7 @@ return head
 // payout that moved meanwhile gets OutcomeSkip or OutcomeStale, as if read
 // afterwards; one that changed otherwise under the same check is an
 // ErrConflict.
-func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a OutcomeAnswer) (OutcomeStep, error) {
+func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a decide.OutcomeAnswer) (OutcomeStep, error) {
 	d := decideOutcome(s, oseq, a)
 	if !d.write {
 		return d.step, nil
@@ -738,9 +646,9 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a Outc
 	batch, ext := s.Batch, s.ExternalID
 	head := [3]string{string(d.step.Action), "0", "0"}
 	switch d.step.Action {
-	case OutcomeDone:
+	case decide.OutcomeDone:
 		head[1] = string(d.step.State)
-	case OutcomeAgain:
+	case decide.OutcomeAgain:
 		head[1], head[2] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Polls)
 	}
 	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext, outcomeArgs{

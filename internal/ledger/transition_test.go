@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
@@ -29,11 +30,11 @@ func TestTransitionsOfAnUnknownPayout(t *testing.T) {
 			return err
 		}},
 		{"RecordCheck", func() error {
-			_, err := recordCheck(ctx, l, "b", "nope", 1, CheckAnswer{Outcome: Missing}, policy)
+			_, err := recordCheck(ctx, l, "b", "nope", 1, decide.CheckAnswer{Outcome: decide.Missing}, policy)
 			return err
 		}},
 		{"RecordOutcome", func() error {
-			_, err := recordOutcome(ctx, l, "b", "nope", 1, VerdictPaid, "Paid", "", 200)
+			_, err := recordOutcome(ctx, l, "b", "nope", 1, decide.VerdictPaid, "Paid", "", 200)
 			return err
 		}},
 	} {
@@ -88,7 +89,7 @@ func TestReplyParsing(t *testing.T) {
 func TestNotesForPeople(t *testing.T) {
 	p := CheckPolicy{AbsentChecks: 3, MaxCreates: 2, MaxFaults: 10}
 	for _, tc := range []struct{ got, want string }{
-		{TriesNote(5, "HTTP 429"), "PSP did not take the request after 6 tries (nothing was sent): HTTP 429"},
+		{decide.TriesNote(5, "HTTP 429"), "PSP did not take the request after 6 tries (nothing was sent): HTTP 429"},
 		{p.recreateNote(), "PSP confirmed it has no order after 3 status checks; creating again"},
 		{p.absentNote(), "PSP has no order after 2 creates; a person must decide"},
 		{p.faultNote("HTTP 502"), "status unknown after 10 status checks without an answer: HTTP 502"},
@@ -120,7 +121,7 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1, Tries: b.Payout.Tries})
-	if err != nil || fin.State != lifecycle.NeedsReview || fin.Error != TriesNote(1, "HTTP 429") {
+	if err != nil || fin.State != lifecycle.NeedsReview || fin.Error != decide.TriesNote(1, "HTTP 429") {
 		t.Fatalf("finish past the budget = %+v, %v", fin, err)
 	}
 	if got, _ := l.Get(ctx, "b", "E1"); got.Error != fin.Error {
@@ -133,8 +134,8 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 1}
-	step, err := recordCheck(ctx, l, "b", "E2", 1, CheckAnswer{Outcome: NoAnswer, Message: "HTTP 502"}, p)
-	if err != nil || step.Action != CheckReview || step.Error != p.faultNote("HTTP 502") {
+	step, err := recordCheck(ctx, l, "b", "E2", 1, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 502"}, p)
+	if err != nil || step.Action != decide.CheckReview || step.Error != p.faultNote("HTTP 502") {
 		t.Fatalf("RecordCheck = %+v, %v", step, err)
 	}
 	got, err := l.Get(ctx, "b", "E2")

@@ -71,4 +71,3 @@ func TestMachineIsWellFormed(t *testing.T) {
 		}
 	}
 }
-

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -201,7 +202,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			if err != nil {
 				return err
 			}
-			if b.Action != ledger.Hold {
+			if b.Action != decide.Hold {
 				t.Errorf("begin create of %s in an interrupted load: %s, want hold", p.ExternalID, b.Action)
 			}
 			held++
@@ -232,7 +233,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 				if err != nil {
 					return err
 				}
-				if b.Action == ledger.Proceed {
+				if b.Action == decide.Proceed {
 					proceeded++
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -123,7 +124,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	pipe := c.rdb.Pipeline()
-	get := ledger.GetMetricsSnapshot(ctx, pipe)
+	get := pipe.Get(ctx, keys.MetricsSnapshot()) // the snapshot in the same round trip as Redis's time and memory
 	now := pipe.Time(ctx)
 	info := pipe.Info(ctx, "memory")
 	_, _ = pipe.Exec(ctx) // each command's error is looked at below

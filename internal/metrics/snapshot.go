@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
@@ -156,8 +157,8 @@ func Store(ctx context.Context, rdb redis.UniversalClient, s Snapshot, ttl time.
 	if err != nil {
 		return fmt.Errorf("metrics: encode snapshot: %w", err)
 	}
-	if err := ledger.StoreMetricsSnapshot(ctx, rdb, b, ttl); err != nil {
-		return fmt.Errorf("metrics: %w", err)
+	if err := rdb.Set(ctx, keys.MetricsSnapshot(), b, ttl).Err(); err != nil {
+		return fmt.Errorf("metrics: store snapshot: %w", err)
 	}
 	return nil
 }

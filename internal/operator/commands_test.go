@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/acme/payout/internal/cli"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -60,7 +61,7 @@ func approved(t *testing.T, l *ledger.Ledger) {
 	if _, err := l.Controls().Approve(ctx, "b", ledger.Approval{By: "carol"}); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := l.BeginCreate(ctx, "b", "P2", 1); err != nil || b.Action != ledger.Proceed {
+	if b, err := l.BeginCreate(ctx, "b", "P2", 1); err != nil || b.Action != decide.Proceed {
 		t.Fatalf("begin P2: %+v %v", b, err)
 	}
 }

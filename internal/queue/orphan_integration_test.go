@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -152,7 +153,7 @@ func testShapes(t *testing.T, submitting bool) {
 	for i, sh := range shapes {
 		ext := ps[i].ExternalID
 		if submitting { // a worker began the create and vanished
-			if b, err := led.BeginCreate(ctx, batch, ext, 1); err != nil || b.Action != ledger.Proceed {
+			if b, err := led.BeginCreate(ctx, batch, ext, 1); err != nil || b.Action != decide.Proceed {
 				t.Fatalf("begin %s: %+v %v", ext, b, err)
 			}
 		}

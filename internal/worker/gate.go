@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -20,7 +19,7 @@ import (
 type gate struct {
 	breaker  *gobreaker.TwoStepCircuitBreaker[struct{}]
 	cooldown time.Duration
-	limiter  *ledger.RateLimiter
+	limiter  *rateLimiter
 	metrics  *Metrics
 }
 
@@ -50,7 +49,7 @@ func newGate(rdb redis.UniversalClient, cfg Config, m *Metrics, log zerolog.Logg
 		},
 	})
 	if cfg.Rate > 0 {
-		g.limiter = ledger.NewRateLimiter(rdb, cfg.Rate)
+		g.limiter = newRateLimiter(rdb, cfg.Rate)
 	}
 	return g
 }
@@ -118,7 +117,7 @@ func (g *gate) wait(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		allowed, retryAfter, err := g.limiter.Allow(ctx)
+		allowed, retryAfter, err := g.limiter.allow(ctx)
 		if err != nil {
 			return err
 		}

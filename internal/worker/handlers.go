@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -48,8 +49,8 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
-	if w.cfg.Unsafe.skipSubmittingCheck && (b.Action == ledger.CheckNow || b.Action == ledger.EnsureStatus) {
-		b.Action = ledger.Proceed // the deliberately broken worker: see unsafe.go
+	if w.cfg.Unsafe.skipSubmittingCheck && (b.Action == decide.CheckNow || b.Action == decide.EnsureStatus) {
+		b.Action = decide.Proceed // the deliberately broken worker: see unsafe.go
 	}
 	if handled, err := w.createWithoutSending(ctx, b, log); handled {
 		return err
@@ -71,7 +72,7 @@ func (w *Worker) HandleCreate(ctx context.Context, t *asynq.Task) error {
 // proceed asks for; handled is false when the create is to be sent.
 func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log zerolog.Logger) (handled bool, err error) {
 	switch b.Action {
-	case ledger.Skip:
+	case decide.Skip:
 		if b.Payout.State == lifecycle.Queued {
 			// A stale attempt of a payout that waits for a newer one: make
 			// sure that one exists (a crash may have lost its enqueue).
@@ -83,13 +84,13 @@ func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log z
 		}
 		log.Debug().Str("state", string(b.Payout.State)).Msg("create task has nothing to do")
 		return true, nil
-	case ledger.CheckNow:
+	case decide.CheckNow:
 		log.Warn().Msg("create found in submitting (interrupted earlier); checking status instead of sending again")
 		w.metrics.ambiguous.WithLabelValues("redelivered").Inc()
 		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
-	case ledger.EnsureStatus:
+	case decide.EnsureStatus:
 		return true, w.enqueueStatus(ctx, b.Payout, b.Seq, w.cfg.StatusDelay)
-	case ledger.Hold:
+	case decide.Hold:
 		// A batch not loaded (its load has not completed, or it awaits
 		// approval): nothing is sent, and the task comes back later
 		// without using its retry budget. An abandoned load's tasks end
@@ -101,13 +102,13 @@ func (w *Worker) createWithoutSending(ctx context.Context, b ledger.Begin, log z
 		w.metrics.deferred.WithLabelValues("batch_not_loaded").Inc()
 		log.Debug().Str("phase", phase).Msg("create held: the batch is not loaded")
 		return true, &deferral{reason: "batch is " + phase + ", not loaded: no create before its load completes", after: w.cfg.PauseRetry}
-	case ledger.Foreign:
+	case decide.Foreign:
 		// Nothing changed in the ledger: the payout stays queued for a
 		// worker that holds the key, and this one stops.
 		log.Error().Str("keyId", b.KeyID).Msg("card number sealed with a data key this worker does not hold; payout left as it was")
 		return true, w.stopSelf(fmt.Sprintf("the card number of payout %s (batch %s) is sealed with data key %s, which this worker does not hold: give it that key (PAYOUT_DATA_KEY or --data-key-file; old keys in PAYOUT_DATA_KEYS_OLD)",
 			b.Payout.ExternalID, b.Payout.Batch, b.KeyID))
-	case ledger.Proceed:
+	case decide.Proceed:
 		return false, nil
 	}
 	// A decision this worker does not know (a newer script, a reply it
@@ -172,7 +173,7 @@ func (w *Worker) beginCreate(ctx context.Context, p jobs.CreatePayload) (ledger.
 
 // unsendable handles a payout whose request cannot be built. A missing or
 // unknown data key is a configuration fault of this worker (the ledger
-// holds back most of them before the mark: ledger.Foreign): the payout
+// holds back most of them before the mark: decide.Foreign): the payout
 // goes back to queued and this worker stops itself; the queue goes on.
 // Anything else (a ciphertext that does not open, damaged ledger fields)
 // concerns this payout only: it needs review, and the others go on.
@@ -349,10 +350,10 @@ func (w *Worker) statusNotCurrent(ctx context.Context, snap ledger.Snapshot, seq
 	switch {
 	case ask:
 		return false, nil
-	case step.Action != ledger.CheckSkip:
+	case step.Action != decide.CheckSkip:
 		// Another check is current, or this one is not due: the PSP is
 		// not asked, and no miss or fault is counted.
-		return true, w.afterCheck(ctx, pay, seq, step, ledger.CheckAnswer{}, psp.Result{}, log)
+		return true, w.afterCheck(ctx, pay, seq, step, decide.CheckAnswer{}, psp.Result{}, log)
 	case pay.State == lifecycle.Queued:
 		// Absence was confirmed and a create is due: make sure it exists
 		// (a crash right after the decision may have lost its enqueue).
@@ -391,14 +392,14 @@ func (w *Worker) queryStatus(ctx context.Context, pay ledger.Payout, log zerolog
 // trusted (lookupCheck). A refused credential is rechecked (authfault.go),
 // a request not processed defers the task: neither is recorded unless the
 // recheck shows the credentials work.
-func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckAnswer, error) {
-	answer := ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: res.Message, HTTPStatus: res.HTTPStatus}
+func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (decide.CheckAnswer, error) {
+	answer := decide.CheckAnswer{Outcome: decide.NoAnswer, Message: res.Message, HTTPStatus: res.HTTPStatus}
 	switch res.Outcome {
 	case psp.Created:
-		answer = ledger.CheckAnswer{Outcome: ledger.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status, HTTPStatus: res.HTTPStatus}
+		answer = decide.CheckAnswer{Outcome: decide.Found, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status, HTTPStatus: res.HTTPStatus}
 	case psp.NotFound:
 		if !res.ByExternalID || w.lookup.trusted(ctx) {
-			answer.Outcome = ledger.Missing
+			answer.Outcome = decide.Missing
 		} else {
 			answer.Message = "404 by externalId not trusted yet: no order known to exist has been found by its externalId (see --trust-status-by-external-id)"
 		}
@@ -424,30 +425,30 @@ func (w *Worker) checkAnswer(ctx context.Context, res psp.Result) (ledger.CheckA
 // afterCheck makes sure of the step the ledger decided after recording
 // status check seq of pay, or of the step Snapshot.PreCheck found before
 // asking (stale, early: answer and res are then empty).
-func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, step ledger.CheckStep, answer ledger.CheckAnswer, res psp.Result, log zerolog.Logger) error {
+func (w *Worker) afterCheck(ctx context.Context, pay ledger.Payout, seq int, step decide.CheckStep, answer decide.CheckAnswer, res psp.Result, log zerolog.Logger) error {
 	switch step.Action {
-	case ledger.CheckDone:
+	case decide.CheckDone:
 		w.outcome(ctx, pay.Batch, lifecycle.Created)
 		log.Info().Str("order", res.Order.OrderID).Msg("status check found the order: created")
 		return w.followOutcome(ctx, pay, step.Awaiting)
-	case ledger.CheckAgain:
+	case decide.CheckAgain:
 		// Due after Wait on Redis's clock; a little jitter on top spreads
 		// the checks of payouts that failed together.
 		delay := step.Wait + jitterUpTo(step.Wait/5)
 		log.Debug().Str("answer", string(answer.Outcome)).Dur("next", delay).Msg("status still unknown")
 		pay.Seq = step.Seq
 		return w.enqueueStatus(ctx, pay, step.Seq, delay)
-	case ledger.CheckEarly:
+	case decide.CheckEarly:
 		w.metrics.deferred.WithLabelValues("status_not_due").Inc()
 		return &deferral{reason: fmt.Sprintf("status check %d not due for %s (Redis time)", seq, step.Wait), after: step.Wait}
-	case ledger.CheckRecreate:
+	case decide.CheckRecreate:
 		log.Warn().Int("attempt", step.Attempt).Msg("PSP confirmed the order is absent; creating again")
 		return w.enqueueCreate(ctx, pay, step.Attempt)
-	case ledger.CheckReview:
+	case decide.CheckReview:
 		w.outcome(ctx, pay.Batch, lifecycle.NeedsReview)
 		log.Error().Str("reason", step.Error).Msg("payout needs review")
 		return needsReview(pay.ExternalID, step.Error)
-	case ledger.CheckStale:
+	case decide.CheckStale:
 		pay.Seq = step.Seq
 		return w.enqueueStatus(ctx, pay, step.Seq, w.cfg.StatusDelay)
 	}

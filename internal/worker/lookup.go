@@ -2,11 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/psp"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -16,9 +19,10 @@ import (
 // answer 404 and absence would be "confirmed" for orders that exist. So a
 // 404 by externalId counts as a miss only after the PSP has been seen to
 // find an order known to exist (one it created for us) by its externalId.
-// The verdict is kept in Redis for every worker.
+// The sample and the verdict are kept in Redis for every worker, under the
+// ledger's keys (ledger.LookupSampleKey, ledger.LookupVerifiedKey).
 type lookupCheck struct {
-	ledger *ledger.Ledger
+	rdb    redis.UniversalClient
 	psp    PSP
 	log    zerolog.Logger
 	always bool // --trust-status-by-external-id
@@ -43,7 +47,7 @@ func (l *lookupCheck) sample(ctx context.Context, ext string) {
 	if skip {
 		return
 	}
-	if err := l.ledger.SampleLookup(ctx, ext); err != nil {
+	if err := sampleLookup(ctx, l.rdb, ext); err != nil {
 		l.log.Warn().Err(err).Msg("could not record a lookup sample")
 	}
 }
@@ -60,7 +64,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	if l.isVerified() {
 		return true
 	}
-	if ok, err := l.ledger.LookupVerified(ctx); err == nil && ok {
+	if ok, err := lookupVerified(ctx, l.rdb); err == nil && ok {
 		l.mu.Lock()
 		l.verified = true
 		l.mu.Unlock()
@@ -74,7 +78,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	l.lastTry = time.Now()
 	l.mu.Unlock()
 
-	ext, err := l.ledger.LookupSample(ctx)
+	ext, err := lookupSample(ctx, l.rdb)
 	if err != nil || ext == "" {
 		return false
 	}
@@ -84,7 +88,7 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 			Msg("the PSP did not find an order it created by its externalId (yet): 404s by externalId are not trusted")
 		return false
 	}
-	if err := l.ledger.MarkLookupVerified(ctx, time.Now()); err != nil {
+	if err := markLookupVerified(ctx, l.rdb, time.Now()); err != nil {
 		return false
 	}
 	l.mu.Lock()
@@ -92,4 +96,46 @@ func (l *lookupCheck) trusted(ctx context.Context) bool {
 	l.mu.Unlock()
 	l.log.Info().Str("externalId", ext).Msg("verified: the PSP finds orders by externalId; 404s by externalId now count toward confirmed absence")
 	return true
+}
+
+// sampleLookup records ext, a payout the PSP created, as the subject of the
+// lookup check unless one is recorded already (SET NX): the first one
+// stays.
+func sampleLookup(ctx context.Context, rdb redis.UniversalClient, ext string) error {
+	if err := rdb.SetNX(ctx, keys.LookupSample(), ext, 0).Err(); err != nil {
+		return fmt.Errorf("worker: record lookup sample: %w", err)
+	}
+	return nil
+}
+
+// lookupSample returns the lookup check's subject; "" when none is
+// recorded.
+func lookupSample(ctx context.Context, rdb redis.UniversalClient) (string, error) {
+	ext, err := rdb.Get(ctx, keys.LookupSample()).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("worker: read lookup sample: %w", err)
+	}
+	return ext, nil
+}
+
+// lookupVerified reports whether a worker recorded that the PSP finds
+// orders by externalId.
+func lookupVerified(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
+	n, err := rdb.Exists(ctx, keys.LookupVerified()).Result()
+	if err != nil {
+		return false, fmt.Errorf("worker: read lookup verdict: %w", err)
+	}
+	return n == 1, nil
+}
+
+// markLookupVerified records, for every worker, that the PSP found an order
+// by its externalId at at.
+func markLookupVerified(ctx context.Context, rdb redis.UniversalClient, at time.Time) error {
+	if err := rdb.Set(ctx, keys.LookupVerified(), at.UTC().Format(time.RFC3339), 0).Err(); err != nil {
+		return fmt.Errorf("worker: record lookup verdict: %w", err)
+	}
+	return nil
 }

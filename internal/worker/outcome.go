@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/callback"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
@@ -43,7 +44,7 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 	pay := snap.Payout
 	if step, ask := snap.PreOutcome(p.Seq); !ask {
 		switch {
-		case step.Action == ledger.OutcomeStale:
+		case step.Action == decide.OutcomeStale:
 			// Another check is current: make sure it is enqueued.
 			return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(1))
 		case pay.State == lifecycle.NeedsReview:
@@ -63,26 +64,26 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 	}
 	w.metrics.checks.WithLabelValues("outcome_" + string(verdict)).Inc()
 	step, err := w.ledger.RecordOutcome(ctx, snap, p.Seq,
-		ledger.OutcomeAnswer{Verdict: verdict, PSPStatus: res.Order.Status, Reason: reason, HTTPStatus: res.HTTPStatus})
+		decide.OutcomeAnswer{Verdict: verdict, PSPStatus: res.Order.Status, Reason: reason, HTTPStatus: res.HTTPStatus})
 	if err != nil {
 		return err
 	}
 	switch step.Action {
-	case ledger.OutcomeDone:
+	case decide.OutcomeDone:
 		w.outcome(ctx, p.Batch, step.State)
 		ev := log.Info()
 		if step.State == lifecycle.Failed {
 			ev = log.Warn().Str("reason", reason)
 		}
 		ev.Str("order", pay.OrderID).Str("psp_status", res.Order.Status).Msg("payout " + string(step.State))
-	case ledger.OutcomeAgain:
+	case decide.OutcomeAgain:
 		pay.OutcomeSeq = step.Seq
 		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(step.Polls+1))
-	case ledger.OutcomeReview:
+	case decide.OutcomeReview:
 		w.outcome(ctx, p.Batch, lifecycle.NeedsReview)
 		log.Error().Str("reason", step.Error).Msg("payout needs review")
 		return needsReview(p.ExternalID, step.Error)
-	case ledger.OutcomeStale:
+	case decide.OutcomeStale:
 		pay.OutcomeSeq = step.Seq
 		return w.enqueueOutcome(ctx, pay, step.Seq, w.cfg.Outcome.interval(1))
 	}
@@ -93,20 +94,20 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 // order, with the reason of a failure. A refused credential is rechecked
 // (authfault.go) and a query not processed defers the task: neither is
 // recorded unless the recheck shows the credentials work (no answer).
-func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result, log zerolog.Logger) (ledger.Verdict, string, error) {
+func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result, log zerolog.Logger) (decide.Verdict, string, error) {
 	switch res.Outcome {
 	case psp.Created:
 		switch w.cfg.Outcome.Words.Outcome(res.Order.Status) {
 		case psp.OrderPaid:
-			return ledger.VerdictPaid, "", nil
+			return decide.VerdictPaid, "", nil
 		case psp.OrderFailed:
 			reason := "PSP status " + res.Order.Status
 			if res.Order.Reason != "" {
 				reason += ": " + res.Order.Reason
 			}
-			return ledger.VerdictFailed, reason, nil
+			return decide.VerdictFailed, reason, nil
 		}
-		return ledger.VerdictPending, "", nil
+		return decide.VerdictPending, "", nil
 	case psp.AuthFault:
 		if verdict, err := w.authFault(ctx, res, "outcome query"); verdict != authRequest {
 			return "", "", err
@@ -125,7 +126,7 @@ func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result,
 			log.Debug().Str("order", pay.OrderID).Msg("PSP does not show the new order yet (status lag)")
 		}
 	}
-	return ledger.VerdictNoAnswer, "", nil
+	return decide.VerdictNoAnswer, "", nil
 }
 
 // enqueueOutcome makes sure outcome check seq of pay is a live task, as

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
@@ -255,7 +255,7 @@ func TestRedeliveredCreateNeverPostsAgain(t *testing.T) {
 	ctx := context.Background()
 	// PO-1 died before its request left; PO-2 died after the PSP stored it.
 	for _, ext := range ids {
-		if b, err := h.ledger.BeginCreate(ctx, h.batch, ext, 1); err != nil || b.Action != ledger.Proceed {
+		if b, err := h.ledger.BeginCreate(ctx, h.batch, ext, 1); err != nil || b.Action != decide.Proceed {
 			t.Fatalf("begin %s: %+v %v", ext, b, err)
 		}
 	}
@@ -308,7 +308,7 @@ func TestUnsafeSkipSubmittingCheckPostsAgain(t *testing.T) {
 	h := newHarness(t, cfg, sandbox.Config{})
 	ids := h.add(visa)
 	ctx := context.Background()
-	if b, err := h.ledger.BeginCreate(ctx, h.batch, ids[0], 1); err != nil || b.Action != ledger.Proceed {
+	if b, err := h.ledger.BeginCreate(ctx, h.batch, ids[0], 1); err != nil || b.Action != decide.Proceed {
 		t.Fatalf("begin %s: %+v %v", ids[0], b, err)
 	}
 	h.force(sandbox.Force{Fault: sandbox.FaultHang, Store: true, Op: sandbox.OpWithdrawalCreate})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -98,7 +99,7 @@ func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := h.ledger.RecordCheck(ctx, snap, 1, ledger.CheckAnswer{Outcome: ledger.Missing}, pol); err != nil || s.Action != ledger.CheckRecreate {
+	if s, err := h.ledger.RecordCheck(ctx, snap, 1, decide.CheckAnswer{Outcome: decide.Missing}, pol); err != nil || s.Action != decide.CheckRecreate {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
 	w := h.worker(h.rdb, h.ledger, h.cfg, testLogger(h))
@@ -204,13 +205,13 @@ func mustKey(t *testing.T) string {
 // does not know fails closed: handled (nothing sent) and not retried.
 func TestUnknownBeginDecisionSendsNothing(t *testing.T) {
 	w := &Worker{}
-	for _, action := range []ledger.BeginAction{"", "bogus"} {
+	for _, action := range []decide.BeginAction{"", "bogus"} {
 		handled, err := w.createWithoutSending(context.Background(), ledger.Begin{Action: action}, zerolog.Nop())
 		if !handled || !errors.Is(err, asynq.SkipRetry) {
 			t.Errorf("action %q: handled %v, err %v; want handled and SkipRetry", action, handled, err)
 		}
 	}
-	if handled, err := w.createWithoutSending(context.Background(), ledger.Begin{Action: ledger.Proceed}, zerolog.Nop()); handled || err != nil {
+	if handled, err := w.createWithoutSending(context.Background(), ledger.Begin{Action: decide.Proceed}, zerolog.Nop()); handled || err != nil {
 		t.Errorf("proceed: handled %v, err %v; want the create sent", handled, err)
 	}
 }
@@ -238,7 +239,7 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := h.ledger.RecordCheck(ctx, snap, 1, ledger.CheckAnswer{Outcome: ledger.NoAnswer, Message: "HTTP 503"}, pol); err != nil || s.Action != ledger.CheckAgain {
+	if s, err := h.ledger.RecordCheck(ctx, snap, 1, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 503"}, pol); err != nil || s.Action != decide.CheckAgain {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
 	before := h.payout(ext)
@@ -326,7 +327,7 @@ func TestOutcomeTaskNotCurrentAsksNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := h.ledger.RecordOutcome(ctx, snap, 1, ledger.OutcomeAnswer{Verdict: ledger.VerdictPending, PSPStatus: "Processing"}); err != nil || s.Action != ledger.OutcomeAgain {
+	if s, err := h.ledger.RecordOutcome(ctx, snap, 1, decide.OutcomeAnswer{Verdict: decide.VerdictPending, PSPStatus: "Processing"}); err != nil || s.Action != decide.OutcomeAgain {
 		t.Fatalf("setup: %+v %v", s, err)
 	}
 	before := []ledger.Payout{h.payout(ids[0]), h.payout(ids[1])}

@@ -61,7 +61,7 @@ type Worker struct {
 
 // keyLister is an Opener that names the data keys it opens with
 // (vault.Keyring): the ledger then holds back a create whose card number
-// it cannot open (ledger.Foreign), before the payout is marked.
+// it cannot open (decide.Foreign), before the payout is marked.
 type keyLister interface {
 	KeyIDs() []string
 }
@@ -82,7 +82,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg: cfg, rdb: rdb, ledger: led, psp: cfg.PSP, opener: cfg.Opener, stop: newStopper(),
 		queue:   queue.New(rdb, cfg.Queue...),
 		gate:    newGate(rdb, cfg, m, log),
-		lookup:  &lookupCheck{ledger: cfg.Ledger, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
+		lookup:  &lookupCheck{rdb: rdb, psp: cfg.PSP, log: log, always: cfg.TrustStatusByExternal},
 		metrics: m,
 		log:     log,
 	}, nil

@@ -17,7 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/jobs"
@@ -79,8 +81,8 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 		if err != nil {
 			return err
 		}
-		if b.Action != ledger.Proceed {
-			return fmt.Errorf("bench: fast path: begin create of %s: %s, want %s", p.ExternalID, b.Action, ledger.Proceed)
+		if b.Action != decide.Proceed {
+			return fmt.Errorf("bench: fast path: begin create of %s: %s, want %s", p.ExternalID, b.Action, decide.Proceed)
 		}
 		fin, err := led.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{
 			To: lifecycle.Created, OrderID: "WD-" + orderUUID(), PSPStatus: sandbox.StatusCreated, HTTPStatus: 200})
@@ -91,7 +93,7 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 			return fmt.Errorf("bench: fast path: %s ended %s", p.ExternalID, fin.State)
 		}
 		// The worker's first created payout is its lookup sample (SETNX).
-		sampleOnce.Do(func() { sampleErr = ledger.New(m.rdb).SampleLookup(ctx, p.ExternalID) })
+		sampleOnce.Do(func() { sampleErr = m.rdb.SetNX(ctx, keys.LookupSample(), p.ExternalID, 0).Err() })
 		if sampleErr != nil {
 			return sampleErr
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
@@ -142,11 +143,11 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, status := ledger.VerdictPaid, "SUCCESS"
+	v, status := decide.VerdictPaid, "SUCCESS"
 	if to == "failed" {
-		v, status = ledger.VerdictFailed, "DECLINED"
+		v, status = decide.VerdictFailed, "DECLINED"
 	}
-	a := ledger.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200}
+	a := decide.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200}
 	if _, err := w.RecordOutcome(ctx, s, max(s.OutcomeSeq, 1), a); err != nil {
 		t.Fatalf("demo: outcome of %s: %v", ext, err)
 	}
