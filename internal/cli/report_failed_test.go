@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/vault"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -129,7 +129,7 @@ func TestRetryID(t *testing.T) {
 		{"PO-r1", "PO-r1-R1"},
 		{"PO-1-R1x", "PO-1-R1x-R1"},
 	} {
-		if got := batchreport.RetryID(tt.in); got != tt.want {
+		if got := results.RetryID(tt.in); got != tt.want {
 			t.Errorf("RetryID(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}

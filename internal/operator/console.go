@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
@@ -23,6 +22,7 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/scrub"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/jobs"
@@ -422,19 +422,19 @@ func (c Console) Download(ctx context.Context, batch, kind string, w io.Writer) 
 	}
 	switch kind {
 	case ui.DownloadResult:
-		_, err = batchreport.WriteCSV(ctx, c.Ledger, batch, w)
+		_, err = results.WriteCSV(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadResultEU:
-		_, err = batchreport.WriteWith(ctx, c.Ledger, batch, batchreport.CSV, w, batchreport.Options{ExcelEU: true})
+		_, err = results.WriteWith(ctx, c.Ledger, batch, report.CSV, w, report.CSVOptions{ExcelEU: true})
 		return err
 	case ui.DownloadXLSX:
-		_, err = batchreport.WriteXLSX(ctx, c.Ledger, batch, w)
+		_, err = results.WriteXLSX(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadSummary:
-		_, err = batchreport.WriteSummary(ctx, c.Ledger, batch, w)
+		_, err = results.WriteSummary(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadFailed:
-		_, err = report.WriteCSV(w, batchreport.Batch(b), failedRows(batchreport.Rows(ctx, c.Ledger, batch)))
+		_, err = report.WriteCSV(w, results.Batch(b), failedRows(results.Rows(ctx, c.Ledger, batch)))
 		return err
 	case ui.DownloadAudit:
 		return c.writeAudit(ctx, batch, w)

@@ -59,7 +59,7 @@ type BatchView struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 	State       string `json:"state,omitempty"`
 	// PhaseCode, PhaseLabel and PhaseReason are the batch's phase for
-	// people (batchreport.PhaseOf: payout status says the same); FourEyes:
+	// people (results.PhaseOf: payout status says the same); FourEyes:
 	// a second person must approve it.
 	PhaseCode   string `json:"phaseCode,omitempty"`
 	PhaseLabel  string `json:"phaseLabel,omitempty"`
@@ -185,7 +185,7 @@ type batchesPage struct {
 	SignOut bool
 }
 
-// phasePaused is batchreport.PhasePaused: a batch with payouts in
+// phasePaused is results.PhasePaused: a batch with payouts in
 // progress while the payout queue is paused.
 const phasePaused = "paused"
 

@@ -1,4 +1,4 @@
-package archive
+package results
 
 import (
 	"testing"
@@ -6,9 +6,9 @@ import (
 	"github.com/acme/payout/internal/ledger"
 )
 
-// TestFinal: a batch with a payout waiting for a person is not archived:
+// TestArchivable: a batch with a payout waiting for a person is not archived:
 // once archived, it could never be resolved.
-func TestFinal(t *testing.T) {
+func TestArchivable(t *testing.T) {
 	counts := func(st ledger.State) ledger.Counts {
 		return ledger.Counts{Rows: map[ledger.State]int64{st: 1}, Units: map[ledger.State]int64{st: 100}}
 	}
@@ -25,8 +25,8 @@ func TestFinal(t *testing.T) {
 		{ledger.Batch{Phase: ledger.PhaseAwaiting}, counts(ledger.Queued), false},
 		{loaded, ledger.Counts{Rows: map[ledger.State]int64{ledger.Created: 1}, Awaiting: 1}, false},
 	} {
-		if got := Final(tt.b, tt.c); got != tt.want {
-			t.Errorf("Final(%s, %v awaiting %d) = %v, want %v", tt.b.Phase, tt.c.Rows, tt.c.Awaiting, got, tt.want)
+		if got := Archivable(tt.b, tt.c); got != tt.want {
+			t.Errorf("Archivable(%s, %v awaiting %d) = %v, want %v", tt.b.Phase, tt.c.Rows, tt.c.Awaiting, got, tt.want)
 		}
 	}
 }
