@@ -13,7 +13,6 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/vault"
 	"github.com/alicebob/miniredis/v2"
@@ -205,7 +204,7 @@ func TestReportFailedOnly(t *testing.T) {
 		t.Fatalf("payfile: %v %v, %d valid rows, total %s", err, errs, sum.ValidRows, sum.Total)
 	}
 	if rows[0].CardNumber != "5555555555554444" || rows[1].TelecomOperator != "MTS" ||
-		len(rows[1].Extra) != 1 || rows[1].Extra[0] != (psp.Property{Key: "phoneNumber", Value: "+79001234567"}) {
+		len(rows[1].Extra) != 1 || rows[1].Extra[0] != (payfile.Property{Key: "phoneNumber", Value: "+79001234567"}) {
 		t.Errorf("rows read back: %+v", rows)
 	}
 
