@@ -13,10 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/archive"
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 )
 
 // days is a duration flag that also accepts whole days ("30d").
@@ -58,7 +57,7 @@ type archiveFlags struct {
 }
 
 func (a *archiveFlags) register(fs *flag.FlagSet, spool bool) {
-	a.olderThan, a.idWindow = archive.DefaultOlderThan, archive.DefaultIDWindow
+	a.olderThan, a.idWindow = results.DefaultOlderThan, results.DefaultIDWindow
 	if spool {
 		fs.Var(days{&a.olderThan}, "archive-after", "spool mode: at the end of each run, archive the batches final for this long (last change, Redis time) and delete them from Redis (0: never)")
 		fs.StringVar(&a.dir, "archive-dir", "", "spool mode: the archive folder (default: the spool's archive/)")
@@ -71,8 +70,8 @@ func (a *archiveFlags) register(fs *flag.FlagSet, spool bool) {
 
 // options are the archive options of the flags; w is told what the
 // daily sweep of expired claims dropped.
-func (a *archiveFlags) options(w io.Writer) archive.Options {
-	return archive.Options{OlderThan: a.olderThan, Dir: a.dir, IDWindow: a.idWindow, Swept: func(n int64) {
+func (a *archiveFlags) options(w io.Writer) results.ArchiveOptions {
+	return results.ArchiveOptions{OlderThan: a.olderThan, Dir: a.dir, IDWindow: a.idWindow, Swept: func(n int64) {
 		fmt.Fprintf(w, "%d externalId claims of archived batches expired (id window over) and were dropped\n", n)
 	}}
 }
@@ -106,7 +105,7 @@ func runArchive(ctx context.Context, e *env, args []string) error {
 	defer rdb.Close()
 	o := af.options(e.stdout)
 	o.DryRun = dryRun
-	out, err := archive.Run(ctx, ledger.New(rdb), o)
+	out, err := results.Archive(ctx, ledger.New(rdb), o)
 	printArchived(e.stdout, out)
 	return archiveErr(err)
 }
@@ -116,13 +115,13 @@ func archiveErr(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, archive.ErrMismatch), errors.As(err, &ce):
+	case errors.Is(err, results.ErrMismatch), errors.As(err, &ce):
 		return &exitError{ExitRejected, err}
 	}
 	return infraErr(err)
 }
 
-func printArchived(w io.Writer, out []archive.Outcome) {
+func printArchived(w io.Writer, out []results.ArchiveOutcome) {
 	for _, o := range out {
 		switch {
 		case o.DryRun && o.Resumed:
@@ -152,7 +151,7 @@ func spoolArchive(e *env, l *ledger.Ledger, spool string, af archiveFlags) func(
 		o.Dir = filepath.Join(spool, "archive")
 	}
 	return func(ctx context.Context) error {
-		out, err := archive.Run(ctx, l, o)
+		out, err := results.Archive(ctx, l, o)
 		printArchived(e.stdout, out)
 		return err
 	}
@@ -241,7 +240,7 @@ func reportArchived(e *env, a *ledger.ArchivedBatch, format, out string, failedO
 	}
 	fmt.Fprintf(e.stderr, "batch %s was archived at %s: the report is read from %s\n", a.ID, a.ArchivedAt.Format(time.RFC3339), a.Archive)
 	if out == "" {
-		sum, err := archive.ReportWith(a.Archive, format, e.stdout, batchreport.Options{SummaryInCSV: inCSV})
+		sum, err := results.WriteArchived(a.Archive, format, e.stdout, report.CSVOptions{SummaryInCSV: inCSV})
 		if err != nil {
 			return infraErr(fmt.Errorf("archived batch %s: %w", a.ID, err))
 		}
@@ -252,14 +251,14 @@ func reportArchived(e *env, a *ledger.ArchivedBatch, format, out string, failedO
 	if err != nil {
 		return infraErr(err)
 	}
-	sum, err := archive.ReportWith(a.Archive, format, f, batchreport.Options{SummaryInCSV: inCSV})
+	sum, err := results.WriteArchived(a.Archive, format, f, report.CSVOptions{SummaryInCSV: inCSV})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
 		err = os.Rename(tmp, out)
 	}
-	if err == nil && format == batchreport.CSV && !inCSV {
+	if err == nil && format == report.CSV && !inCSV {
 		err = writeSummaryFile(report.SummaryPath(out), a, sum)
 	}
 	if err != nil {
@@ -279,7 +278,7 @@ func writeSummaryFile(path string, a *ledger.ArchivedBatch, sum report.Summary) 
 	if err != nil {
 		return err
 	}
-	err = report.WriteSummary(f, batchreport.Batch(a.AsBatch()), sum)
+	err = report.WriteSummary(f, results.Batch(a.AsBatch()), sum)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -9,22 +9,22 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/vault"
 )
 
 // `payout report --failed-only BATCH` writes the failed payouts of a batch
 // as a payout file that finance corrects and drops again
-// (batchreport.WriteRetry): the card numbers in clear (opened with the data
+// (results.WriteRetry): the card numbers in clear (opened with the data
 // key), the reason each failed, a new externalId per row, and without the
 // payouts the PSP failed for good unless --include-final. The file is
 // created with mode 0600.
 
 // opener opens the sealed card numbers of the ledger (a *vault.Keyring).
-type opener = batchreport.Opener
+type opener = results.Opener
 
 // failedFileName is the default output of --failed-only: the loaded file's
 // base name with .failed.csv, in the current directory.
@@ -91,11 +91,11 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 	if out == "" {
 		out = failedFileName(b)
 	}
-	o := batchreport.RetryOptions{Keys: keys, IncludeFinal: includeFinal}
+	o := results.RetryOptions{Keys: keys, IncludeFinal: includeFinal}
 	if !includeFinal {
 		// Nothing to write when every failed payout failed for good.
 		var discard countWriter
-		res, err := batchreport.WriteRetry(ctx, l, batch, &discard, o)
+		res, err := results.WriteRetry(ctx, l, batch, &discard, o)
 		if err != nil {
 			return retryErr(batch, err)
 		}
@@ -105,10 +105,10 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 			return nil
 		}
 	}
-	var res batchreport.RetryFile
+	var res results.RetryFile
 	err = createPrivate(out, force, func(w io.Writer) error {
 		var err error
-		res, err = batchreport.WriteRetry(ctx, l, batch, w, o)
+		res, err = results.WriteRetry(ctx, l, batch, w, o)
 		return err
 	})
 	if err != nil {
@@ -147,7 +147,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // checkFailedFile reads the written file back with the loader's checker:
 // a problem (an externalId grown past the length limit, say) is printed
 // for finance to correct, and the command exits 1.
-func checkFailedFile(ctx context.Context, e *env, path string, res batchreport.RetryFile) error {
+func checkFailedFile(ctx context.Context, e *env, path string, res results.RetryFile) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return infraErr(err)

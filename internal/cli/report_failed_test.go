@@ -10,13 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
-	"github.com/acme/payout/internal/psp"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/vault"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -131,7 +130,7 @@ func TestRetryID(t *testing.T) {
 		{"PO-r1", "PO-r1-R1"},
 		{"PO-1-R1x", "PO-1-R1x-R1"},
 	} {
-		if got := batchreport.RetryID(tt.in); got != tt.want {
+		if got := results.RetryID(tt.in); got != tt.want {
 			t.Errorf("RetryID(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
@@ -207,7 +206,7 @@ func TestReportFailedOnly(t *testing.T) {
 		t.Fatalf("payfile: %v %v, %d valid rows, total %s", err, errs, sum.ValidRows, sum.Total)
 	}
 	if rows[0].CardNumber != "5555555555554444" || rows[1].TelecomOperator != "MTS" ||
-		len(rows[1].Extra) != 1 || rows[1].Extra[0] != (psp.Property{Key: "phoneNumber", Value: "+79001234567"}) {
+		len(rows[1].Extra) != 1 || rows[1].Extra[0] != (payfile.Property{Key: "phoneNumber", Value: "+79001234567"}) {
 		t.Errorf("rows read back: %+v", rows)
 	}
 

@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
@@ -188,7 +188,7 @@ func (r *runCmd) configure() error {
 	var probs problems
 	r.wcfg = r.wf.config(&r.pf, &probs)
 	r.wcfg.Queue = e.hooks.Queue
-	if r.format != batchreport.CSV && r.format != batchreport.JSON {
+	if r.format != report.CSV && r.format != report.JSON {
 		probs.flag("format", "--format %q: want csv or json", r.format)
 	}
 	if r.useSbx {
@@ -562,7 +562,7 @@ func progressLine(c ledger.Counts) string {
 }
 
 func writeReportFile(ctx context.Context, l *ledger.Ledger, batch, format, path string) (report.Summary, error) {
-	sum, _, err := batchreport.WriteFiles(ctx, l, batch, path, format, batchreport.Options{})
+	sum, _, err := results.WriteFiles(ctx, l, batch, path, format, report.CSVOptions{})
 	return sum, err
 }
 

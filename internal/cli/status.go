@@ -11,18 +11,19 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
 	"github.com/redis/go-redis/v9"
 )
 
 // statusView is one batch as payout status shows it: the figures of the
 // UI's batches page, its phase for people included (ui.BatchView, built by
-// operator.BatchViews with batchreport.StatusPhase, as the UI does).
+// operator.BatchViews with results.StatusPhase, as the UI does).
 type statusView struct {
 	ui.BatchView
 }
@@ -157,7 +158,7 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 	if detail {
 		v := views[0]
 		fmt.Fprintf(w, "batch     %s\nfile      %s\nloaded    %s\n", v.ID, term(v.File), v.LoadedAt.Format(time.RFC3339))
-		fmt.Fprintf(w, "phase     %s\n", batchreport.Phase{Label: v.PhaseLabel, Reason: v.PhaseReason})
+		fmt.Fprintf(w, "phase     %s\n", results.Phase{Label: v.PhaseLabel, Reason: v.PhaseReason})
 		fmt.Fprintf(w, "progress  %s\n", bar(v))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "state\trows\t")
@@ -329,15 +330,15 @@ func (c *reportCmd) parse(args []string) error {
 func (c *reportCmd) checkFormat() error {
 	switch {
 	case c.format == "" && c.out != "":
-		c.format = batchreport.FormatOf(c.out)
+		c.format = report.FormatOf(c.out)
 	case c.format == "":
-		c.format = batchreport.CSV
-	case c.format != batchreport.CSV && c.format != batchreport.JSON && c.format != batchreport.XLSX:
+		c.format = report.CSV
+	case c.format != report.CSV && c.format != report.JSON && c.format != report.XLSX:
 		return usageErr("--format %q: want csv, json or xlsx", c.format)
-	case c.out != "" && batchreport.FormatOf(c.out) != c.format && batchreport.FormatOf(c.out) != batchreport.CSV:
+	case c.out != "" && report.FormatOf(c.out) != c.format && report.FormatOf(c.out) != report.CSV:
 		return usageErr("--format %s does not match --out %s", c.format, c.out)
 	}
-	if c.inCSV && c.format != batchreport.CSV {
+	if c.inCSV && c.format != report.CSV {
 		return usageErr("--summary-in-csv goes with the csv format")
 	}
 	return nil
@@ -352,7 +353,7 @@ func (c *reportCmd) keys() (opener, error) {
 		}
 		return nil, nil
 	}
-	if c.format != batchreport.CSV {
+	if c.format != report.CSV {
 		return nil, usageErr("--failed-only writes a payout file (CSV): drop --format %s", c.format)
 	}
 	ring, err := c.kf.keyring(c.e)
@@ -370,15 +371,15 @@ func (c *reportCmd) keys() (opener, error) {
 // to files, and says by the exit code whether the batch is final and
 // reconciled.
 func (c *reportCmd) write(ctx context.Context, l *ledger.Ledger, batch string) error {
-	opts := batchreport.Options{SummaryInCSV: c.inCSV}
+	opts := report.CSVOptions{SummaryInCSV: c.inCSV}
 	if c.out == "" {
-		sum, err := batchreport.WriteWith(ctx, l, batch, c.format, c.e.stdout, opts)
+		sum, err := results.WriteWith(ctx, l, batch, c.format, c.e.stdout, opts)
 		if err != nil {
 			return infraErr(err)
 		}
 		return summaryExit(sum.Final, sum.Reconciled, hasProblems(sum.ByState))
 	}
-	sum, files, err := batchreport.WriteFiles(ctx, l, batch, c.out, c.format, opts)
+	sum, files, err := results.WriteFiles(ctx, l, batch, c.out, c.format, opts)
 	if err != nil {
 		return infraErr(err)
 	}

@@ -33,7 +33,7 @@ type workerCmd struct {
 	wf                     workerFlags
 	pl                     pipelineFlag
 	df                     durabilityFlags
-	cf                     callbackFlags
+	cb                     callbackFlags
 	nf                     notifyFlags
 	metricsAddr            string
 	gaugesEvery            time.Duration
@@ -97,7 +97,7 @@ func (c *workerCmd) parse(args []string) error {
 	c.wf.register(fs)
 	c.pl.register(fs)
 	c.df.register(fs)
-	c.cf.register(fs)
+	c.cb.register(fs)
 	c.nf.register(fs)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.DurationVar(&c.gaugesEvery, "ledger-metrics-interval", metrics.DefaultInterval, "how often one worker (under a lease) recomputes the on-call gauges read from the ledger (open payouts by state and the oldest one's age, needs review, awaiting approval) that every worker exports; 0: this process never computes them")
@@ -174,7 +174,7 @@ func (c *workerCmd) run(ctx context.Context, rdb redis.UniversalClient) error {
 	if err != nil {
 		return workerProblems(err)
 	}
-	if err := c.cf.start(ctx, c.e, w, c.reg, c.log); err != nil {
+	if err := c.cb.start(ctx, c.e, w, c.reg, c.log); err != nil {
 		return err
 	}
 	go metrics.Publisher{Redis: rdb, Ledger: c.cfg.Ledger, Interval: c.gaugesEvery, Logger: c.log.With().Str("component", "metrics").Logger()}.Run(ctx)

@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/proof/chaos"
 	"github.com/acme/payout/internal/proof/redisdump"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/rs/zerolog"
 )
 
@@ -85,7 +85,7 @@ func TestCardsOutsideCardNumberLeakNowhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := report.WriteCSV(&result, batchreport.Batch(b), batchreport.Rows(ctx, f.led, res.Batch)); err != nil {
+	if _, err := report.WriteCSV(&result, results.Batch(b), results.Rows(ctx, f.led, res.Batch)); err != nil {
 		t.Fatal(err)
 	}
 	leaks = append(leaks, scan.Scan("result file", result.Bytes())...)

@@ -12,10 +12,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 )
 
 // Spool folders under the spool directory.
@@ -460,7 +460,7 @@ func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, 
 			path = filepath.Join(dir, Outbox, s.File+"."+s.ID+".result.csv")
 		}
 		// The result CSV and its summary file (FILE.summary.txt) beside it.
-		sum, _, err := batchreport.WriteFiles(ctx, ld.ledger, s.ID, path, batchreport.CSV, batchreport.Options{})
+		sum, _, err := results.WriteFiles(ctx, ld.ledger, s.ID, path, report.CSV, report.CSVOptions{})
 		if err != nil {
 			return written, err
 		}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
@@ -21,6 +20,7 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
 	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
@@ -30,7 +30,7 @@ import (
 // Console gives the web UI (ui.Console) the ledger's batches and payouts:
 // each page is one call of the read side (package view), whose payouts it
 // shows with the batch's decimals and card-like numbers masked; a
-// download is a report of package batchreport.
+// download is a report of package results.
 type Console struct {
 	Ledger *ledger.Ledger
 	// View reads the pages (view.New: with its scan cache).
@@ -156,19 +156,19 @@ func (c Console) Download(ctx context.Context, batch, kind string, w io.Writer) 
 	}
 	switch kind {
 	case ui.DownloadResult:
-		_, err = batchreport.WriteCSV(ctx, c.Ledger, batch, w)
+		_, err = results.WriteCSV(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadResultEU:
-		_, err = batchreport.WriteWith(ctx, c.Ledger, batch, batchreport.CSV, w, batchreport.Options{ExcelEU: true})
+		_, err = results.WriteWith(ctx, c.Ledger, batch, report.CSV, w, report.CSVOptions{ExcelEU: true})
 		return err
 	case ui.DownloadXLSX:
-		_, err = batchreport.WriteXLSX(ctx, c.Ledger, batch, w)
+		_, err = results.WriteXLSX(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadSummary:
-		_, err = batchreport.WriteSummary(ctx, c.Ledger, batch, w)
+		_, err = results.WriteSummary(ctx, c.Ledger, batch, w)
 		return err
 	case ui.DownloadFailed:
-		_, err = report.WriteCSV(w, batchreport.Batch(b), failedRows(batchreport.Rows(ctx, c.Ledger, batch)))
+		_, err = report.WriteCSV(w, results.Batch(b), failedRows(results.Rows(ctx, c.Ledger, batch)))
 		return err
 	case ui.DownloadAudit:
 		return c.writeAudit(ctx, batch, w)

@@ -3,11 +3,11 @@ package operator
 import (
 	"context"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +18,7 @@ import (
 func BatchViews(sts []ledger.BatchStatus, paused bool) []ui.BatchView {
 	out := make([]ui.BatchView, 0, len(sts))
 	for _, s := range sts {
-		ph := batchreport.StatusPhase(s, paused)
+		ph := results.StatusPhase(s, paused)
 		counts := map[string]int64{}
 		for _, st := range lifecycle.States {
 			counts[string(st)] = s.Counts.Rows[st]

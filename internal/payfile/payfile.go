@@ -50,7 +50,6 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/psp"
 )
 
 // Defaults of Options.
@@ -63,12 +62,14 @@ const (
 // Options.ExtraColumns is nil.
 var DefaultExtraColumns = []string{ColPhoneNumber}
 
-// Canonical names of the fixed columns, as they appear in errors.
+// Canonical names of the fixed columns, as they appear in errors. They
+// belong to the file format; the PSP's property keys of a destination
+// happen to be the same words (psp.KeyCardNumber, a test checks it).
 const (
 	ColExternalID      = "externalId"
 	ColAmount          = "amount"
-	ColCardNumber      = psp.KeyCardNumber
-	ColTelecomOperator = psp.KeyTelecomOperator
+	ColCardNumber      = "cardNumber"
+	ColTelecomOperator = "telecomOperator"
 	// ColReason is read and ignored: the failed-only retry file
 	// (payout report --failed-only) tells finance in it why each payout
 	// failed, and the file loads as it is. Nothing of it is sent.
@@ -267,9 +268,9 @@ type Row struct {
 	Line            int // physical line where the row starts
 	ExternalID      string
 	Amount          money.Amount
-	CardNumber      string // normalized digits, or ""
-	TelecomOperator string // or ""
-	Extra           []psp.Property
+	CardNumber      string     // normalized digits, or ""
+	TelecomOperator string     // or ""
+	Extra           []Property // the extra destination properties, in column order
 	// Info holds the values of the file's informational columns
 	// (Summary.Info), in that order, as written; nil when all are empty.
 	// They are carried into the result file, never sent to the PSP.
@@ -285,17 +286,14 @@ func (r Row) Destination() string {
 	return "telecom " + r.TelecomOperator
 }
 
-// Properties returns the withdrawal order properties of the row: the
-// destination first, then the extra properties. It holds the full card
-// number: it is meant for the PSP request and the encrypted ledger only.
-func (r Row) Properties() []psp.Property {
-	props := make([]psp.Property, 0, 1+len(r.Extra))
-	if r.CardNumber != "" {
-		props = append(props, psp.Property{Key: psp.KeyCardNumber, Value: r.CardNumber})
-	} else {
-		props = append(props, psp.Property{Key: psp.KeyTelecomOperator, Value: r.TelecomOperator})
-	}
-	return append(props, r.Extra...)
+// Property is one extra destination property of a row: its column's
+// canonical name and the value (phoneNumber, +7 916 ...). The loader stores
+// the row's list as JSON ({"key": ..., "value": ...}), which is also the
+// shape of the PSP's order properties (psp.Property), so the workers send
+// it as it is.
+type Property struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
 }
 
 // Summary is the outcome of Check.

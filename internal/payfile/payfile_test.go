@@ -2,6 +2,7 @@ package payfile
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -142,15 +143,33 @@ func TestRowValues(t *testing.T) {
 	if got[0].CardNumber != "4111111111111111" || got[0].TelecomOperator != "" {
 		t.Errorf("row 1 destination %q %q", got[0].CardNumber, got[0].TelecomOperator)
 	}
-	wantProps := []psp.Property{{Key: psp.KeyCardNumber, Value: "4111111111111111"}, {Key: "phoneNumber", Value: "+7 916"}}
-	if p := got[0].Properties(); !slices.Equal(p, wantProps) {
-		t.Errorf("properties %v", p)
+	wantExtra := []Property{{Key: "phoneNumber", Value: "+7 916"}}
+	if !slices.Equal(got[0].Extra, wantExtra) {
+		t.Errorf("extra properties %v", got[0].Extra)
 	}
 	if got[0].Amount.StringFixed(2) != "10.50" || got[0].Amount.Minor(2) != 1050 {
 		t.Errorf("amount %s", got[0].Amount)
 	}
-	if p := got[1].Properties(); !slices.Equal(p, []psp.Property{{Key: psp.KeyTelecomOperator, Value: "MTS"}}) {
-		t.Errorf("properties %v", p)
+	if got[1].TelecomOperator != "MTS" || got[1].CardNumber != "" || len(got[1].Extra) != 0 {
+		t.Errorf("row 2 destination %q %q, extra %v", got[1].CardNumber, got[1].TelecomOperator, got[1].Extra)
+	}
+}
+
+// TestColumnsAreThePSPKeys: the file's destination columns and the PSP's
+// property keys are the same words, and a row's extra properties encode
+// as the PSP's properties do (the loader stores them, the worker sends
+// them as they are).
+func TestColumnsAreThePSPKeys(t *testing.T) {
+	if ColCardNumber != psp.KeyCardNumber || ColTelecomOperator != psp.KeyTelecomOperator {
+		t.Errorf("columns %q %q, PSP keys %q %q", ColCardNumber, ColTelecomOperator, psp.KeyCardNumber, psp.KeyTelecomOperator)
+	}
+	b, err := json.Marshal([]Property{{Key: "phoneNumber", Value: "+7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back []psp.Property
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back, []psp.Property{{Key: "phoneNumber", Value: "+7"}}) {
+		t.Errorf("%s reads as %v, %v", b, back, err)
 	}
 }
 

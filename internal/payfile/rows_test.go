@@ -178,7 +178,7 @@ func TestNearName(t *testing.T) {
 func TestNoInfoLooksLikeAProperty(t *testing.T) {
 	// A valid row's informational values are not in its PSP properties.
 	rs := rows(t, "externalId,amount,cardNumber,notes\nPO-1,1,4111111111111111,hello\n", Options{})
-	if len(rs) != 1 || len(rs[0].Properties()) != 1 || rs[0].Info[0] != "hello" {
+	if len(rs) != 1 || len(rs[0].Extra) != 0 || rs[0].Info[0] != "hello" {
 		t.Fatalf("rows %+v", rs)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/money"
-	"github.com/acme/payout/internal/psp"
 )
 
 // validate checks one record and reports each of its problems to emit. ok
@@ -153,7 +152,7 @@ func (c *config) checkTelecom(s string, bad func(col, msg string)) string {
 
 // checkExtras returns the valid extra properties, then the informational
 // columns (c.extras), and reports the problems of the others to bad.
-func (c *config) checkExtras(rec *record, bad func(col, msg string)) (extra []psp.Property, info []string) {
+func (c *config) checkExtras(rec *record, bad func(col, msg string)) (extra []Property, info []string) {
 	rest := rec.Extra
 	for k, name := range c.extras {
 		var val string
@@ -182,7 +181,7 @@ func (c *config) checkExtras(rec *record, bad func(col, msg string)) (extra []ps
 				continue
 			}
 		}
-		extra = append(extra, psp.Property{Key: name, Value: val})
+		extra = append(extra, Property{Key: name, Value: val})
 	}
 	return extra, info
 }

@@ -2,10 +2,14 @@
 // file of a batch (CSV, XLSX or JSON), its summary file, the error listing
 // of a refused file, and a summary table for the terminal.
 //
-// The package reads no Redis and no queue (it takes only the state names
-// from the ledger): it takes rows (in line
-// order, from an iterator so that a 1,000,000-row batch is streamed and only
-// the per-state totals are kept in memory) and writes files. Rows that are
+// It is the pure half of the results (package results is the bridge from
+// the ledger that reads a batch and hands its rows here): it reads no
+// Redis, no ledger record and no queue, and from the ledger it takes only
+// the state machine (the state names, which are final, which are open). It
+// takes rows (in line order, from an iterator so that a 1,000,000-row batch
+// is streamed and only the per-state totals are kept in memory) and writes
+// files: [Write] in the format asked for, [WriteFiles] to a path, complete
+// or not at all, with its summary file beside it. Rows that are
 // out of order or repeat a line are refused with an [OrderError]: a line
 // reported twice would hide a duplicate payout. An error from the row source
 // stops the writer and is returned wrapped. On any error the output is

@@ -129,20 +129,25 @@ func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err
 			err = xlsxErr(cerr)
 		}
 	}()
-	sw, err := o.f.NewStreamWriter(SheetPayouts)
+	if s, err = o.payoutsSheet(b, rows); err != nil {
+		return Summary{}, err
+	}
+	if err := o.summarySheet(b, s); err != nil {
+		return Summary{}, err
+	}
+	if _, err := o.f.WriteTo(w); err != nil {
+		return Summary{}, xlsxErr(err)
+	}
+	return s, nil
+}
+
+// payoutsSheet streams the Payouts sheet: the header, then one row per
+// payout, in strictly increasing line order. It returns the summary of
+// the rows.
+func (o *xlsxOut) payoutsSheet(b Batch, rows iter.Seq2[Row, error]) (Summary, error) {
+	sw, err := o.startPayouts(b)
 	if err != nil {
-		return Summary{}, xlsxErr(err)
-	}
-	for i, width := range []float64{7, 22, 14, 22, 13, 24, 12, 9, 48, 21, 14, 30, 10} {
-		if err := sw.SetColWidth(i+1, i+1, width); err != nil {
-			return Summary{}, xlsxErr(err)
-		}
-	}
-	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
-		return Summary{}, xlsxErr(err)
-	}
-	if err := sw.SetRow("A1", o.header(InfoHeader(b.InfoColumns))); err != nil {
-		return Summary{}, xlsxErr(err)
+		return Summary{}, err
 	}
 	t := NewTally(b)
 	order := orderCheck{batch: b.ID}
@@ -157,20 +162,7 @@ func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err
 		}
 		t.Add(r)
 		n++
-		cells[0] = r.Line
-		cells[1] = textCell(r.ExternalID)
-		cells[2] = o.amountCell(r.Amount.Decimal(), b.Scale)
-		cells[3] = textCell(scrub(r.Destination))
-		cells[4] = textCell(r.State)
-		cells[5] = textCell(r.PSPOrderID)
-		cells[6] = textCell(r.PSPStatus)
-		cells[7] = r.Attempts
-		cells[8] = textCell(scrub(r.Error))
-		cells[9] = textCell(formatTime(r.UpdatedAt))
-		cells[10] = textCell(scrub(r.ResolvedBy))
-		cells[11] = textCell(scrub(r.ResolutionNote))
-		cells[12] = GroupOf(r)
-		infoCells(cells[len(Header):], r)
+		o.rowCells(cells, r, b.Scale)
 		cell, _ := excelize.CoordinatesToCellName(1, n)
 		if err := sw.SetRow(cell, cells); err != nil {
 			return Summary{}, xlsxErr(err)
@@ -179,14 +171,47 @@ func WriteXLSX(w io.Writer, b Batch, rows iter.Seq2[Row, error]) (s Summary, err
 	if err := sw.Flush(); err != nil {
 		return Summary{}, xlsxErr(err)
 	}
-	s = t.Summary()
-	if err := o.summarySheet(b, s); err != nil {
-		return Summary{}, err
+	return t.Summary(), nil
+}
+
+// startPayouts opens the Payouts sheet's stream: column widths, the
+// header row frozen, and the header.
+func (o *xlsxOut) startPayouts(b Batch) (*excelize.StreamWriter, error) {
+	sw, err := o.f.NewStreamWriter(SheetPayouts)
+	if err != nil {
+		return nil, xlsxErr(err)
 	}
-	if _, err := o.f.WriteTo(w); err != nil {
-		return Summary{}, xlsxErr(err)
+	for i, width := range []float64{7, 22, 14, 22, 13, 24, 12, 9, 48, 21, 14, 30, 10} {
+		if err := sw.SetColWidth(i+1, i+1, width); err != nil {
+			return nil, xlsxErr(err)
+		}
 	}
-	return s, nil
+	if err := sw.SetPanes(&excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
+		return nil, xlsxErr(err)
+	}
+	if err := sw.SetRow("A1", o.header(InfoHeader(b.InfoColumns))); err != nil {
+		return nil, xlsxErr(err)
+	}
+	return sw, nil
+}
+
+// rowCells fills cells with the Payouts row of r: the columns of Header,
+// then the file's informational columns.
+func (o *xlsxOut) rowCells(cells []any, r Row, scale int) {
+	cells[0] = r.Line
+	cells[1] = textCell(r.ExternalID)
+	cells[2] = o.amountCell(r.Amount.Decimal(), scale)
+	cells[3] = textCell(scrub(r.Destination))
+	cells[4] = textCell(r.State)
+	cells[5] = textCell(r.PSPOrderID)
+	cells[6] = textCell(r.PSPStatus)
+	cells[7] = r.Attempts
+	cells[8] = textCell(scrub(r.Error))
+	cells[9] = textCell(formatTime(r.UpdatedAt))
+	cells[10] = textCell(scrub(r.ResolvedBy))
+	cells[11] = textCell(scrub(r.ResolutionNote))
+	cells[12] = GroupOf(r)
+	infoCells(cells[len(Header):], r)
 }
 
 // infoCells fills cells with r's values of the file's informational

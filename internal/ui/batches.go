@@ -60,7 +60,7 @@ type BatchView struct {
 	Interrupted bool   `json:"interrupted,omitempty"`
 	State       string `json:"state,omitempty"`
 	// PhaseCode, PhaseLabel and PhaseReason are the batch's phase for
-	// people (batchreport.PhaseOf: payout status says the same); FourEyes:
+	// people (results.PhaseOf: payout status says the same); FourEyes:
 	// a second person must approve it.
 	PhaseCode   string `json:"phaseCode,omitempty"`
 	PhaseLabel  string `json:"phaseLabel,omitempty"`
@@ -186,7 +186,7 @@ type batchesPage struct {
 	SignOut bool
 }
 
-// phasePaused is batchreport.PhasePaused: a batch with payouts in
+// phasePaused is results.PhasePaused: a batch with payouts in
 // progress while the payout queue is paused.
 const phasePaused = "paused"
 
@@ -267,18 +267,41 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 	return p
 }
 
+// batchHandlers serve the batches page and its JSON, Approve and Discard
+// from that page and the sign-out, and hold what every form shares (the
+// CSRF tokens, the read-only guard, the answer pages); consoleHandlers and
+// uploadHandlers build on them.
 type batchHandlers struct {
-	src         BatchSource
-	log         zerolog.Logger
-	now         func() time.Time
-	readOnly    bool
-	controls    Controls
+	src      BatchSource
+	log      zerolog.Logger
+	now      func() time.Time
+	readOnly bool
+	controls Controls
+	csrf     *csrfTokens
+	fourEyes bool
+	// hasConsole and hasUploads: the console and the upload are
+	// configured, so the batches page links to them.
+	hasConsole, hasUploads bool
+}
+
+// consoleHandlers serve the finance console (Config.Console): a batch's
+// page, a payout's page and its decision, the work queue, the search, the
+// refused files, the downloads and the approval review. They share the
+// forms' plumbing of batchHandlers.
+type consoleHandlers struct {
+	*batchHandlers
+	console Console
+	refused RefusedFiles // the spool's refusals; nil without a spool
+}
+
+// uploadHandlers serve the upload of a payout file, its preview and its
+// confirmation (Config.Uploads). They share the forms' plumbing of
+// batchHandlers.
+type uploadHandlers struct {
+	*batchHandlers
 	uploads     Uploads
 	uploadLimit int64
 	uploadSlots chan struct{} // a semaphore: one element per upload running
-	csrf        *csrfTokens
-	console     Console
-	fourEyes    bool
 }
 
 // render writes a form's answer page.
@@ -301,13 +324,13 @@ func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p := buildBatchesPage(bs, nonceFrom(r.Context()), h.now(), h.readOnly)
-	p.Console = h.console != nil
+	p.Console = h.hasConsole
 	p.SignOut = userFrom(r.Context()) != ""
 	for i := range p.Awaiting {
 		p.Awaiting[i].Offer = h.approveOffer(r, p.Awaiting[i].BatchView)
 	}
 	if !h.readOnly {
-		p.Actions, p.Upload = h.controls != nil, h.uploads != nil
+		p.Actions, p.Upload = h.controls != nil, h.hasUploads
 		if p.Actions || p.Upload {
 			p.CSRF = h.csrf.token(r)
 		}

@@ -172,7 +172,7 @@ type searchPage struct {
 }
 
 // base fills what every console page carries.
-func (h *batchHandlers) base(r *http.Request, title string) consolePage {
+func (h *consoleHandlers) base(r *http.Request, title string) consolePage {
 	user := userFrom(r.Context())
 	p := consolePage{Nonce: nonceFrom(r.Context()), User: user, Title: title, ReadOnly: h.readOnly}
 	if !h.readOnly && h.controls != nil {
@@ -182,7 +182,7 @@ func (h *batchHandlers) base(r *http.Request, title string) consolePage {
 }
 
 // renderConsole executes the console template name with data.
-func (h *batchHandlers) renderConsole(w http.ResponseWriter, r *http.Request, name string, data any) {
+func (h *consoleHandlers) renderConsole(w http.ResponseWriter, r *http.Request, name string, data any) {
 	var buf bytes.Buffer
 	if err := consoleTemplate.ExecuteTemplate(&buf, name, data); err != nil {
 		h.fail(w, r, fmt.Errorf("ui: render %s: %w", name, err))
@@ -193,7 +193,7 @@ func (h *batchHandlers) renderConsole(w http.ResponseWriter, r *http.Request, na
 }
 
 // consoleErr answers a Console error: 404 for ErrNotFound, 503 otherwise.
-func (h *batchHandlers) consoleErr(w http.ResponseWriter, r *http.Request, err error) {
+func (h *consoleHandlers) consoleErr(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ErrNotFound) {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
@@ -230,7 +230,7 @@ func queryOf(r *http.Request) (PayoutQuery, int) {
 // consoleBatch reads the batch the request's path names, for a page of
 // the console; ok is false when it answered already (a bad path, no
 // console in this UI, a batch not found or the ledger unreachable).
-func (h *batchHandlers) consoleBatch(w http.ResponseWriter, r *http.Request) (string, BatchDetail, bool) {
+func (h *consoleHandlers) consoleBatch(w http.ResponseWriter, r *http.Request) (string, BatchDetail, bool) {
 	id, ok := pathBatch(w, r)
 	if !ok {
 		return "", BatchDetail{}, false
@@ -247,7 +247,7 @@ func (h *batchHandlers) consoleBatch(w http.ResponseWriter, r *http.Request) (st
 	return id, b, true
 }
 
-func (h *batchHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
 	id, b, ok := h.consoleBatch(w, r)
 	if !ok {
 		return
@@ -290,7 +290,7 @@ func (h *batchHandlers) approveOffer(r *http.Request, b BatchView) approveOffer 
 	return o
 }
 
-func (h *batchHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathBatch(w, r)
 	if !ok {
 		return
@@ -315,7 +315,7 @@ func (h *batchHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
 	h.renderConsole(w, r, "payout", p)
 }
 
-func (h *batchHandlers) queuePage(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) queuePage(w http.ResponseWriter, r *http.Request) {
 	if h.console == nil {
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
 		return
@@ -348,7 +348,7 @@ func (h *batchHandlers) queuePage(w http.ResponseWriter, r *http.Request) {
 	h.renderConsole(w, r, "queue", p)
 }
 
-func (h *batchHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
 	if h.console == nil {
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
 		return
@@ -382,7 +382,7 @@ func (h *batchHandlers) searchPage(w http.ResponseWriter, r *http.Request) {
 	h.renderConsole(w, r, "search", p)
 }
 
-func (h *batchHandlers) download(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) download(w http.ResponseWriter, r *http.Request) {
 	id, ok := pathBatch(w, r)
 	if !ok {
 		return
@@ -466,7 +466,7 @@ func contentDisposition(name string) string {
 
 // decide takes a person's decision on a payout (the form of the payout
 // page and the work queue).
-func (h *batchHandlers) decide(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) decide(w http.ResponseWriter, r *http.Request) {
 	pc, enabled := h.controls.(PayoutControls)
 	id, ok := h.formTarget(w, r, enabled, "batch id", batchIDPattern, func(r *http.Request) string { return r.PathValue("id") })
 	if !ok {
@@ -532,12 +532,11 @@ type refusedPage struct {
 }
 
 // refusedFiles is the spool's refusals, when the UI has a spool.
-func (h *batchHandlers) refusedFiles() (RefusedFiles, bool) {
-	rf, ok := h.uploads.(RefusedFiles)
-	return rf, ok && h.uploads != nil
+func (h *consoleHandlers) refusedFiles() (RefusedFiles, bool) {
+	return h.refused, h.refused != nil
 }
 
-func (h *batchHandlers) refusedPage(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) refusedPage(w http.ResponseWriter, r *http.Request) {
 	rf, ok := h.refusedFiles()
 	if !ok {
 		http.Error(w, "not configured in this UI", http.StatusNotFound)
@@ -551,7 +550,7 @@ func (h *batchHandlers) refusedPage(w http.ResponseWriter, r *http.Request) {
 	h.renderConsole(w, r, "refused", refusedPage{consolePage: h.base(r, "Refused files"), Files: files})
 }
 
-func (h *batchHandlers) refusedDownload(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) refusedDownload(w http.ResponseWriter, r *http.Request) {
 	rf, ok := h.refusedFiles()
 	name := r.PathValue("name")
 	if !ok || !extPattern.MatchString(name) {

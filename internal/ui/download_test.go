@@ -13,13 +13,13 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
 )
 
@@ -223,7 +223,7 @@ func TestConsoleXLSXLastPass(t *testing.T) {
 }
 
 // TestConsoleDownloadsAsReport: the result CSV and the summary the UI
-// offers are the files payout report writes (batchreport), byte for byte.
+// offers are the files payout report writes (package results), byte for byte.
 func TestConsoleDownloadsAsReport(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{})
 	ctx := context.Background()
@@ -232,11 +232,11 @@ func TestConsoleDownloadsAsReport(t *testing.T) {
 		write       func(*bytes.Buffer) error
 	}{
 		{"result.csv", "text/csv; charset=utf-8", func(b *bytes.Buffer) error {
-			_, err := batchreport.WriteCSV(ctx, e.led, d.Worked, b)
+			_, err := results.WriteCSV(ctx, e.led, d.Worked, b)
 			return err
 		}},
 		{"summary.txt", "text/plain; charset=utf-8", func(b *bytes.Buffer) error {
-			_, err := batchreport.WriteSummary(ctx, e.led, d.Worked, b)
+			_, err := results.WriteSummary(ctx, e.led, d.Worked, b)
 			return err
 		}},
 	} {

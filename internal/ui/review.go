@@ -62,7 +62,7 @@ type approvePage struct {
 }
 
 // approveReview is the page a person reads before approving a batch.
-func (h *batchHandlers) approveReview(w http.ResponseWriter, r *http.Request) {
+func (h *consoleHandlers) approveReview(w http.ResponseWriter, r *http.Request) {
 	id, b, ok := h.consoleBatch(w, r)
 	if !ok {
 		return
@@ -91,7 +91,7 @@ func (h *batchHandlers) approveReview(w http.ResponseWriter, r *http.Request) {
 }
 
 // rules says, for a person, the approval rules that apply to b.
-func (h *batchHandlers) rules(b BatchDetail) []string {
+func (h *consoleHandlers) rules(b BatchDetail) []string {
 	var out []string
 	if b.WaitReason != "" {
 		out = append(out, "Why it waits for approval: "+b.WaitReason+".")

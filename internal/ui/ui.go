@@ -85,9 +85,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Registry != nil {
 		gatherer = cfg.Registry
 	}
-	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
-		controls: cfg.Controls, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(), csrf: cfg.csrfTokens(),
-		uploadSlots: make(chan struct{}, cfg.maxUploads()), console: cfg.Console, fourEyes: cfg.FourEyes}
+	bh, ch, uh := newHandlers(cfg, log)
 
 	app := http.NewServeMux()
 	var monitoring http.Handler = logChanges(watchQueues(rewriteMonitoring(mon), cfg.Controls, bh), log)
@@ -97,21 +95,21 @@ func New(cfg Config) (http.Handler, error) {
 	app.Handle(monitoringPath+"/", monitoring)
 	app.Handle("GET /{$}", http.RedirectHandler("/batches", http.StatusFound))
 	app.HandleFunc("GET /batches", bh.page)
-	app.HandleFunc("GET /batches/{id}", bh.batchPage)
-	app.HandleFunc("GET /batches/{id}/payouts/{ext}", bh.payoutPage)
-	app.HandleFunc("POST /batches/{id}/payouts/{ext}/decide", bh.decide)
-	app.HandleFunc("GET /batches/{id}/download/{kind}", bh.download)
-	app.HandleFunc("GET /queue", bh.queuePage)
-	app.HandleFunc("GET /search", bh.searchPage)
-	app.HandleFunc("GET /refused", bh.refusedPage)
-	app.HandleFunc("GET /refused/{name}", bh.refusedDownload)
+	app.HandleFunc("GET /batches/{id}", ch.batchPage)
+	app.HandleFunc("GET /batches/{id}/payouts/{ext}", ch.payoutPage)
+	app.HandleFunc("POST /batches/{id}/payouts/{ext}/decide", ch.decide)
+	app.HandleFunc("GET /batches/{id}/download/{kind}", ch.download)
+	app.HandleFunc("GET /queue", ch.queuePage)
+	app.HandleFunc("GET /search", ch.searchPage)
+	app.HandleFunc("GET /refused", ch.refusedPage)
+	app.HandleFunc("GET /refused/{name}", ch.refusedDownload)
 	app.HandleFunc("GET /api/batches", bh.api)
-	app.HandleFunc("GET /batches/{id}/approve", bh.approveReview)
+	app.HandleFunc("GET /batches/{id}/approve", ch.approveReview)
 	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
 	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
 	app.HandleFunc("POST "+signOutPath, bh.signOut)
-	app.HandleFunc("POST "+uploadPath, bh.upload)
-	app.HandleFunc("POST /batches/confirm", bh.confirm)
+	app.HandleFunc("POST "+uploadPath, uh.upload)
+	app.HandleFunc("POST /batches/confirm", uh.confirm)
 	app.Handle("GET /metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))
 
 	// Browsers send credentials automatically once logged in: refuse
@@ -123,6 +121,19 @@ func New(cfg Config) (http.Handler, error) {
 	root.HandleFunc("GET /healthz", healthz(cfg.Redis))
 	root.Handle("/", authed)
 	return securityHeaders(realClient(accessLog(root, log), cfg.TrustedProxies)), nil
+}
+
+// newHandlers makes the handlers of the batches page, of the console and
+// of the upload, the last two over the first.
+func newHandlers(cfg Config, log zerolog.Logger) (*batchHandlers, *consoleHandlers, *uploadHandlers) {
+	bh := &batchHandlers{src: cfg.Batches, log: log, now: cfg.now, readOnly: cfg.ReadOnly,
+		controls: cfg.Controls, csrf: cfg.csrfTokens(), fourEyes: cfg.FourEyes,
+		hasConsole: cfg.Console != nil, hasUploads: cfg.Uploads != nil}
+	ch := &consoleHandlers{batchHandlers: bh, console: cfg.Console}
+	ch.refused, _ = cfg.Uploads.(RefusedFiles)
+	uh := &uploadHandlers{batchHandlers: bh, uploads: cfg.Uploads, uploadLimit: cfg.uploadLimit(),
+		uploadSlots: make(chan struct{}, cfg.maxUploads())}
+	return bh, ch, uh
 }
 
 // Serve listens on cfg.Addr and serves the UI until ctx is done, then shuts

@@ -160,7 +160,7 @@ var hashPattern = regexp.MustCompile(`^[0-9a-f]{64}-[0-9a-f]{16}$`)
 // own: past the limit it answers 413 and nothing stays staged. At most
 // Config.MaxUploads run at once; one more is answered 503 with
 // Retry-After.
-func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
+func (h *uploadHandlers) upload(w http.ResponseWriter, r *http.Request) {
 	if h.readOnly || h.uploads == nil {
 		h.guardPost(w, r, h.uploads != nil) // refuses without reading the file
 		return
@@ -202,7 +202,7 @@ func (h *batchHandlers) upload(w http.ResponseWriter, r *http.Request) {
 }
 
 // tooLarge answers 413 when err is a file or request past its limit.
-func (h *batchHandlers) tooLarge(w http.ResponseWriter, err error) bool {
+func (h *uploadHandlers) tooLarge(w http.ResponseWriter, err error) bool {
 	var tooBig *http.MaxBytesError
 	if !errors.Is(err, ErrUploadTooLarge) && !errors.As(err, &tooBig) {
 		return false
@@ -218,7 +218,7 @@ var errBadForm = errors.New("bad upload form")
 // the upload streaming that part, with the fields read (the CSRF token
 // among them). A field too long, or none, is errBadForm; a missing file
 // or a bad control total is an error to show.
-func (h *batchHandlers) readUploadForm(r *http.Request) (Upload, url.Values, error) {
+func (h *uploadHandlers) readUploadForm(r *http.Request) (Upload, url.Values, error) {
 	fields := url.Values{}
 	mr, err := r.MultipartReader()
 	if err != nil {
@@ -309,7 +309,7 @@ func (l *limitedFile) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (h *batchHandlers) confirm(w http.ResponseWriter, r *http.Request) {
+func (h *uploadHandlers) confirm(w http.ResponseWriter, r *http.Request) {
 	hash, ok := h.formTarget(w, r, h.uploads != nil, "upload hash", hashPattern, func(r *http.Request) string { return r.PostFormValue("hash") })
 	if !ok {
 		return
@@ -325,7 +325,7 @@ func (h *batchHandlers) confirm(w http.ResponseWriter, r *http.Request) {
 
 // preview answers an upload or a confirm with the file's figures and
 // errors: 200, 409 when refused, 503 for any other error.
-func (h *batchHandlers) preview(w http.ResponseWriter, r *http.Request, title string, p Preview, err error) {
+func (h *uploadHandlers) preview(w http.ResponseWriter, r *http.Request, title string, p Preview, err error) {
 	p.ChoicesMAC = h.csrf.choicesMAC(userFrom(r.Context()), p.Hash, p.FileChoices)
 	code, page := http.StatusOK, resultPage{Title: title, Preview: &p}
 	switch {

@@ -12,12 +12,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
@@ -317,7 +317,7 @@ func (m *memRun) measure(ctx context.Context, rep *MemoryReport) error {
 	if err := phase("final, not archived (after task retention)", TargetFinalBytes, n); err != nil {
 		return err
 	}
-	if _, err := archive.Run(ctx, ledger.New(m.rdb), archive.Options{Dir: filepath.Join(m.dir, "archive"),
+	if _, err := results.Archive(ctx, ledger.New(m.rdb), results.ArchiveOptions{Dir: filepath.Join(m.dir, "archive"),
 		IDWindow: time.Duration(m.cfg.IDWindow) * 24 * time.Hour}); err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/jobs"
 )
 
@@ -71,7 +71,7 @@ func (m *memRun) simulate(ctx context.Context, rep *MemoryReport) error {
 			// The archive's ledger reads the simulated day as Redis's clock
 			// too: the claims sweep never judges by a clock ahead of Redis's.
 			led := ledger.New(m.rdb, ledger.WithRedisTime(func() time.Time { return now }))
-			out, err := archive.Run(ctx, led, archive.Options{Dir: filepath.Join(m.dir, "archive"),
+			out, err := results.Archive(ctx, led, results.ArchiveOptions{Dir: filepath.Join(m.dir, "archive"),
 				IDWindow: time.Duration(c.IDWindow) * 24 * time.Hour, Now: func() time.Time { return now }, Batches: []string{batches[a]}})
 			if err != nil {
 				return fmt.Errorf("day %d: archive: %w", d, err)

@@ -14,12 +14,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/proof/redisdump"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/proc"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/sandbox"
 )
 
@@ -320,7 +320,7 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 // an archived batch is written only after its archive (package archive),
 // so its payouts were lost.
 func readArchived(a ledger.ArchivedBatch, payouts map[string]ledger.Payout) error {
-	err := archive.EachPayout(a.Archive, func(f map[string]string) error {
+	err := results.EachArchivedPayout(a.Archive, func(f map[string]string) error {
 		p := ledger.PayoutFromFields(a.ID, f)
 		payouts[p.ExternalID] = p
 		return nil

@@ -1,47 +1,4 @@
-// Package archive moves finished batches out of Redis into files, so that
-// Redis holds only the batches still in flight (payout archive, and the
-// same step at the end of every spool run).
-//
-// A batch is archived when it is final — no payout with an automatic step
-// due (ledger.Counts.Open() == 0), none in needs_review, and phase loaded
-// or discarded — and its
-// last change is older than Options.OlderThan. Its last change, on Redis's
-// clock, is the latest of its load time, its approval decision, the last
-// entry of its audit trail and the 'updated' time of each of its payouts
-// (the audit trail gives a cheap first answer; the payouts, read anyway to
-// write the archive, confirm it).
-//
-// For a batch FILE with id B the archive folder receives, each written to a
-// temporary file, fsynced and renamed into place, then read back:
-//
-//	FILE.B.archive.jsonl.gz  a header line {"batch": meta, "counts": counters},
-//	                         one line {"payout": fields} per payout with every
-//	                         ledger field but the sealed card number (the
-//	                         destination is the masked form), and a last line
-//	                         {"end": {"payouts": N}}
-//	FILE.B.result.csv        the result file, as payout report writes it
-//	FILE.B.audit.jsonl       the audit trail, when the batch has one
-//
-// Then, in this order (see ledger/archive.go for the keys):
-//
-//  1. the files above are written and fsynced, the folder too;
-//  2. the archive is read back: its payouts per state and their amounts
-//     must equal the batch's counters, to the unit;
-//  3. the summary hash PREFIX:{B}:archived is written and the batch's
-//     externalId claims get an expiry of Options.IDWindow;
-//  4. the payout hashes are deleted in chunks, each only if unchanged since
-//     step 1 (else the run stops: the next one rewrites the archive);
-//  5. lines, counts, the audit stream, loadlock and meta go, meta last.
-//
-// A run killed anywhere leaves the keys, or the files plus the keys (and
-// perhaps the summary and part of the payouts): never neither. A batch with
-// both a summary and meta is finished by the next run, which rebuilds the
-// archive from the payouts still in Redis and, for those already deleted,
-// from the archive it wrote before.
-//
-// The batch's Asynq tasks are not touched: they are all completed (the
-// batch is final) and expire by Asynq's retention.
-package archive
+package results
 
 import (
 	"bufio"
@@ -61,19 +18,18 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/batchreport"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/report"
 )
 
-// Defaults of the flags.
+// Defaults of the flags of payout archive (ArchiveOptions).
 const (
 	DefaultOlderThan = 30 * 24 * time.Hour
 	DefaultIDWindow  = 90 * 24 * time.Hour
 )
 
-// Steps after which Options.Hook is called.
+// Steps after which ArchiveOptions.Hook is called.
 const (
 	StepWritten  = "written"  // archive files written, fsynced and renamed
 	StepVerified = "verified" // read back and matched with the counters
@@ -83,8 +39,8 @@ const (
 	StepDropped  = "dropped"  // meta and the other keys deleted: done
 )
 
-// Options tune a run.
-type Options struct {
+// ArchiveOptions tune a run of Archive.
+type ArchiveOptions struct {
 	OlderThan time.Duration // archive batches whose last change is older (Redis time)
 	Dir       string        // the archive folder
 	IDWindow  time.Duration // claims of an archived batch's externalIds expire after this
@@ -106,15 +62,15 @@ type Options struct {
 }
 
 // now returns o.Now() or, by default, Redis's time.
-func (o Options) now(ctx context.Context, l *ledger.Ledger) (time.Time, error) {
+func (o ArchiveOptions) now(ctx context.Context, l *ledger.Ledger) (time.Time, error) {
 	if o.Now != nil {
 		return o.Now(), nil
 	}
 	return l.Time(ctx)
 }
 
-// Outcome is what a run did with one batch.
-type Outcome struct {
+// ArchiveOutcome is what a run of Archive did with one batch.
+type ArchiveOutcome struct {
 	Batch      string
 	File       string
 	Rows       int64
@@ -130,10 +86,10 @@ type Outcome struct {
 // ledger: nothing was deleted.
 var ErrMismatch = errors.New("archive does not match the ledger")
 
-// Run archives every batch that is final and older than o.OlderThan, and
+// Archive archives every batch that is final and older than o.OlderThan, and
 // finishes every interrupted archive. A batch whose archive fails is left
 // in Redis; the run goes on with the others and returns the first error.
-func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
+func Archive(ctx context.Context, l *ledger.Ledger, o ArchiveOptions) ([]ArchiveOutcome, error) {
 	if o.Dir == "" {
 		return nil, errors.New("archive: no archive folder")
 	}
@@ -149,7 +105,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []Outcome
+	var out []ArchiveOutcome
 	var first error
 	if !o.DryRun {
 		first = sweepClaims(ctx, l, o, now)
@@ -172,7 +128,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 			}
 		}
 		if o.DryRun {
-			out = append(out, Outcome{Batch: s.ID, File: s.File, Rows: s.Counts.Total(), Resumed: resume, DryRun: true})
+			out = append(out, ArchiveOutcome{Batch: s.ID, File: s.File, Rows: s.Counts.Total(), Resumed: resume, DryRun: true})
 			continue
 		}
 		var pp *ledger.ArchivedBatch
@@ -210,7 +166,7 @@ func archivedByID(ctx context.Context, l *ledger.Ledger) (map[string]ledger.Arch
 // sweepClaims expires the externalId claims of batches archived earlier,
 // whether or not this run archives anything (the sweep runs once a day),
 // and tells o.Swept how many.
-func sweepClaims(ctx context.Context, l *ledger.Ledger, o Options, now time.Time) error {
+func sweepClaims(ctx context.Context, l *ledger.Ledger, o ArchiveOptions, now time.Time) error {
 	n, err := l.Claims().SweepArchivedClaims(ctx, now)
 	if n > 0 && o.Swept != nil {
 		o.Swept(n)
@@ -221,7 +177,7 @@ func sweepClaims(ctx context.Context, l *ledger.Ledger, o Options, now time.Time
 // dueNow reports whether batch s is to be archived now: final, and
 // unchanged for olderThan.
 func dueNow(ctx context.Context, l *ledger.Ledger, s ledger.BatchStatus, now time.Time, olderThan time.Duration) (bool, error) {
-	if !Final(s.Batch, s.Counts) {
+	if !Archivable(s.Batch, s.Counts) {
 		return false, nil
 	}
 	last, err := lastChangeHint(ctx, l, s.Batch)
@@ -231,11 +187,11 @@ func dueNow(ctx context.Context, l *ledger.Ledger, s ledger.BatchStatus, now tim
 	return now.Sub(last) >= olderThan, nil
 }
 
-// Final reports whether a batch may be archived: no payout has an
+// Archivable reports whether a batch may be archived: no payout has an
 // automatic step due, none waits for a person (needs_review: archived, it
 // could never be resolved), and it is loaded or discarded (not loading,
 // not awaiting approval).
-func Final(b ledger.Batch, c ledger.Counts) bool {
+func Archivable(b ledger.Batch, c ledger.Counts) bool {
 	return (b.Phase == ledger.PhaseLoaded || b.Phase == ledger.PhaseDiscarded) && c.Open() == 0 &&
 		c.Rows[lifecycle.NeedsReview] == 0
 }
@@ -268,17 +224,17 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-// Paths are the files of one archived batch.
-type Paths struct{ Archive, Result, Audit string }
+// ArchivePaths are the files of one archived batch.
+type ArchivePaths struct{ Archive, Result, Audit string }
 
-// PathsFor names the files of batch b in dir.
-func PathsFor(dir string, b ledger.Batch) Paths {
+// ArchivePathsFor names the files of batch b in dir.
+func ArchivePathsFor(dir string, b ledger.Batch) ArchivePaths {
 	name := strings.NewReplacer("/", "_", "\\", "_").Replace(b.File)
 	if name == "" || name[0] == '.' {
 		name = "batch" + name
 	}
 	base := filepath.Join(dir, name+"."+b.ID)
-	return Paths{Archive: base + ".archive.jsonl.gz", Result: base + ".result.csv", Audit: base + ".audit.jsonl"}
+	return ArchivePaths{Archive: base + ".archive.jsonl.gz", Result: base + ".result.csv", Audit: base + ".audit.jsonl"}
 }
 
 // record is one line of an archive.
@@ -291,8 +247,8 @@ type record struct {
 
 // one archives (or finishes archiving) one batch, under the batch's load
 // lock, step by step (see the package comment).
-func one(ctx context.Context, l *ledger.Ledger, o Options, id string, prev *ledger.ArchivedBatch) (Outcome, error) {
-	r := &batchArchive{l: l, o: o, id: id, prev: prev, oc: Outcome{Batch: id, Resumed: prev != nil}}
+func one(ctx context.Context, l *ledger.Ledger, o ArchiveOptions, id string, prev *ledger.ArchivedBatch) (ArchiveOutcome, error) {
+	r := &batchArchive{l: l, o: o, id: id, prev: prev, oc: ArchiveOutcome{Batch: id, Resumed: prev != nil}}
 	var tok [8]byte
 	_, _ = rand.Read(tok[:])
 	r.owner = "archive:" + hex.EncodeToString(tok[:])
@@ -326,17 +282,17 @@ const lockTTL = 15 * time.Minute
 // oc.Skipped.
 type batchArchive struct {
 	l     *ledger.Ledger
-	o     Options
+	o     ArchiveOptions
 	id    string
 	prev  *ledger.ArchivedBatch // the summary of an interrupted archive, or nil
 	owner string                // the load lock's owner token
-	oc    Outcome
+	oc    ArchiveOutcome
 
 	meta, counts map[string]string // as read from Redis
 	b            ledger.Batch
 	c            ledger.Counts
 	dir          string
-	paths        Paths
+	paths        ArchivePaths
 	now, last    time.Time
 	n            int                  // payouts written
 	fps          []ledger.Fingerprint // of the payouts read back
@@ -364,7 +320,7 @@ func (r *batchArchive) load(ctx context.Context) error {
 	r.meta, r.counts = meta, counts
 	r.b, r.c = ledger.BatchFromFields(meta), ledger.CountsFromFields(counts)
 	r.oc.File, r.oc.Rows = r.b.File, r.c.Total()
-	if !Final(r.b, r.c) {
+	if !Archivable(r.b, r.c) {
 		if r.prev != nil {
 			return fmt.Errorf("batch is partly archived but has %d open payouts (phase %s): resolve them, then run the archive again", r.c.Open(), r.b.Phase)
 		}
@@ -378,7 +334,7 @@ func (r *batchArchive) load(ctx context.Context) error {
 	if err := os.MkdirAll(r.dir, 0o750); err != nil {
 		return fmt.Errorf("archive folder: %w", err)
 	}
-	r.paths = PathsFor(r.dir, r.b)
+	r.paths = ArchivePathsFor(r.dir, r.b)
 	r.oc.Archive = r.paths.Archive
 	return nil
 }
@@ -519,20 +475,14 @@ func (r *batchArchive) readBack() error {
 // writeResult writes the result file from the archive, and its summary
 // beside it (the result CSV is a clean table).
 func (r *batchArchive) writeResult() error {
-	var sum report.Summary
-	if err := writeFile(r.paths.Result, func(w io.Writer) error {
-		var err error
-		sum, err = report.WriteCSV(w, batchreport.Batch(r.b), Rows(r.paths.Archive))
-		return err
-	}); err != nil {
+	sum, _, err := report.WriteFiles(r.paths.Result, report.CSV, Batch(r.b), ArchivedRows(r.paths.Archive), report.CSVOptions{})
+	if err != nil {
 		return err
 	}
 	if sum.Rows != r.n {
 		return fmt.Errorf("%s: %d rows, the archive has %d: %w", r.paths.Result, sum.Rows, r.n, ErrMismatch)
 	}
-	return writeFile(report.SummaryPath(r.paths.Result), func(w io.Writer) error {
-		return report.WriteSummary(w, batchreport.Batch(r.b), sum)
-	})
+	return nil
 }
 
 // saveSummary is step 3: the summary, then the claims' expiry.
@@ -668,9 +618,9 @@ func readArchive(path string, fn func(map[string]string) error) (int, error) {
 	return n, err
 }
 
-// Header returns the batch metadata and counters an archive was written
+// ArchiveHeader returns the batch metadata and counters an archive was written
 // with.
-func Header(path string) (ledger.Batch, ledger.Counts, error) {
+func ArchiveHeader(path string) (ledger.Batch, ledger.Counts, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return ledger.Batch{}, ledger.Counts{}, err
@@ -730,41 +680,29 @@ func scan(path string, fn func(map[string]string) error) (map[string]string, int
 	}
 }
 
-// Rows iterates the payouts of an archive as result file rows, in file
-// order (the order they were archived in).
-func Rows(path string) iter.Seq2[report.Row, error] {
-	return batchreport.RowsOf(func(fn func(ledger.Payout) error) error {
+// ArchivedRows iterates the payouts of an archive as result file rows, in
+// file order (the order they were archived in).
+func ArchivedRows(path string) iter.Seq2[report.Row, error] {
+	return rowsOf(func(fn func(ledger.Payout) error) error {
 		_, err := readArchive(path, func(f map[string]string) error { return fn(ledger.PayoutFromFields("", f)) })
 		return err
 	})
 }
 
-// Report writes the result file of an archived batch, read from its
-// archive, in format (csv or json).
-func Report(path, format string, w io.Writer) (report.Summary, error) {
-	return ReportWith(path, format, w, batchreport.Options{})
-}
-
-// ReportWith is Report with options; format may also be xlsx.
-func ReportWith(path, format string, w io.Writer, o batchreport.Options) (report.Summary, error) {
-	b, _, err := Header(path)
+// WriteArchived writes the result file of an archived batch, read from
+// its archive at path, in format (report.Write).
+func WriteArchived(path, format string, w io.Writer, o report.CSVOptions) (report.Summary, error) {
+	b, _, err := ArchiveHeader(path)
 	if err != nil {
 		return report.Summary{}, err
 	}
-	switch format {
-	case batchreport.CSV, "":
-		return report.WriteCSVWith(w, batchreport.Batch(b), Rows(path), report.CSVOptions{SummaryInCSV: o.SummaryInCSV})
-	case batchreport.JSON:
-		return report.WriteJSON(w, batchreport.Batch(b), Rows(path))
-	case batchreport.XLSX:
-		return report.WriteXLSX(w, batchreport.Batch(b), Rows(path))
-	}
-	return report.Summary{}, fmt.Errorf("%q: %w", format, batchreport.ErrFormat)
+	return report.Write(w, format, Batch(b), ArchivedRows(path), o)
 }
 
-// EachPayout calls fn with the stored fields of every payout of the
-// archive at path, in order. It fails on a damaged or truncated archive.
-func EachPayout(path string, fn func(map[string]string) error) error {
+// EachArchivedPayout calls fn with the stored fields of every payout of
+// the archive at path, in order. It fails on a damaged or truncated
+// archive.
+func EachArchivedPayout(path string, fn func(map[string]string) error) error {
 	_, err := readArchive(path, fn)
 	return err
 }

@@ -1,4 +1,4 @@
-package batchreport
+package results
 
 import (
 	"testing"

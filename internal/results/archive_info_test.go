@@ -1,4 +1,4 @@
-package archive_test
+package results_test
 
 import (
 	"bytes"
@@ -8,10 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 )
 
 // TestArchiveKeepsInfoAndLookalikes: a batch's informational columns are
@@ -38,12 +39,12 @@ func TestArchiveKeepsInfoAndLookalikes(t *testing.T) {
 		}
 	}
 	f.age(31 * day)
-	out, err := archive.Run(ctx, f.led, f.opts())
+	out, err := results.Archive(ctx, f.led, f.opts())
 	if err != nil || len(out) != 1 || out[0].Claims != 2 {
 		t.Fatalf("archive: %+v %v", out, err)
 	}
 	var rep bytes.Buffer
-	if _, err := archive.Report(out[0].Archive, "csv", &rep); err != nil {
+	if _, err := results.WriteArchived(out[0].Archive, "csv", &rep, report.CSVOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(rep.String(), "\n")

@@ -1,4 +1,4 @@
-package archive_test
+package results_test
 
 import (
 	"bytes"
@@ -13,12 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acme/payout/internal/archive"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/vault"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -85,8 +86,8 @@ func (f *fixture) load(name, prefix string, n int) string {
 	return res.Batch
 }
 
-func (f *fixture) opts() archive.Options {
-	return archive.Options{OlderThan: archive.DefaultOlderThan, IDWindow: archive.DefaultIDWindow, Dir: f.dir, Chunk: 3}
+func (f *fixture) opts() results.ArchiveOptions {
+	return results.ArchiveOptions{OlderThan: results.DefaultOlderThan, IDWindow: results.DefaultIDWindow, Dir: f.dir, Chunk: 3}
 }
 
 // batchKeys lists the keys of batch left in Redis, the summary excepted.
@@ -123,21 +124,21 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	hadAudit, _ := f.led.Audit().Len(ctx, batch)
 
 	// Too recent: nothing.
-	if out, err := archive.Run(ctx, f.led, f.opts()); err != nil || len(out) != 0 {
+	if out, err := results.Archive(ctx, f.led, f.opts()); err != nil || len(out) != 0 {
 		t.Fatalf("recent batch: %+v %v", out, err)
 	}
 	f.age(31 * day)
 	o := f.opts()
 	o.DryRun = true
-	out, err := archive.Run(ctx, f.led, o)
+	out, err := results.Archive(ctx, f.led, o)
 	if err != nil || len(out) != 1 || !out[0].DryRun || out[0].Batch != batch || out[0].Rows != 4 {
 		t.Fatalf("dry run: %+v %v", out, err)
 	}
-	if len(f.batchKeys(batch)) == 0 || fileExists(archive.PathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"}).Archive) {
+	if len(f.batchKeys(batch)) == 0 || fileExists(results.ArchivePathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"}).Archive) {
 		t.Fatal("the dry run wrote something")
 	}
 
-	out, err = archive.Run(ctx, f.led, f.opts())
+	out, err = results.Archive(ctx, f.led, f.opts())
 	if err != nil || len(out) != 1 || out[0].Skipped != "" || out[0].Claims != 4 {
 		t.Fatalf("archive: %+v %v", out, err)
 	}
@@ -159,7 +160,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 
 	// The result file is the archive's, exactly as written before.
 	var regen bytes.Buffer
-	sum, err := archive.Report(a.Archive, "csv", &regen)
+	sum, err := results.WriteArchived(a.Archive, "csv", &regen, report.CSVOptions{})
 	if err != nil || sum.Rows != 4 || !sum.Reconciled {
 		t.Fatalf("report: %+v %v", sum, err)
 	}
@@ -184,8 +185,8 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 	}
 	// After the window the claims are gone: the id may be paid again.
 	// (A claim lasts to the end of the day the window ends.)
-	f.m.FastForward(archive.DefaultIDWindow + 24*time.Hour + time.Second)
-	f.m.SetTime(f.now.Add(archive.DefaultIDWindow + 24*time.Hour + time.Second))
+	f.m.FastForward(results.DefaultIDWindow + 24*time.Hour + time.Second)
+	f.m.SetTime(f.now.Add(results.DefaultIDWindow + 24*time.Hour + time.Second))
 	if own, err := f.led.Claims().Owners(ctx, "new", []string{"A-1"}); err != nil || len(own) != 0 {
 		t.Fatalf("claim outlived the window: %v %v", own, err)
 	}
@@ -214,7 +215,7 @@ func TestArchiveLeavesOpenBatchesAlone(t *testing.T) {
 	f.led.BeginCreate(ctx, res.Batch, "O-1", 1)
 	f.led.FinishCreate(ctx, res.Batch, "O-1", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "o"})
 	f.age(365 * day)
-	out, err := archive.Run(ctx, f.led, f.opts())
+	out, err := results.Archive(ctx, f.led, f.opts())
 	if err != nil || len(out) != 1 || out[0].Batch != final {
 		t.Fatalf("%+v %v", out, err)
 	}
@@ -229,7 +230,7 @@ func TestArchiveLeavesOpenBatchesAlone(t *testing.T) {
 // TestArchiveInterrupted stops a run after each step, then checks that
 // nothing is lost and that a second run finishes the archive.
 func TestArchiveInterrupted(t *testing.T) {
-	steps := []string{archive.StepWritten, archive.StepVerified, archive.StepSummary, archive.StepChunk, archive.StepDeleted, archive.StepDropped}
+	steps := []string{results.StepWritten, results.StepVerified, results.StepSummary, results.StepChunk, results.StepDeleted, results.StepDropped}
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
 			ctx := context.Background()
@@ -244,10 +245,10 @@ func TestArchiveInterrupted(t *testing.T) {
 				}
 				return nil
 			}
-			if _, err := archive.Run(ctx, f.led, o); !errors.Is(err, boom) {
+			if _, err := results.Archive(ctx, f.led, o); !errors.Is(err, boom) {
 				t.Fatalf("run: %v", err)
 			}
-			paths := archive.PathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"})
+			paths := results.ArchivePathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"})
 			_, metaErr := f.led.Batch(ctx, batch)
 			if metaErr != nil {
 				// The keys are gone: the archive must be complete.
@@ -258,11 +259,11 @@ func TestArchiveInterrupted(t *testing.T) {
 			} else if n := len(f.batchKeys(batch)); n < 7+3 {
 				t.Fatalf("no summary and only %d keys", n)
 			}
-			out, err := archive.Run(ctx, f.led, f.opts())
+			out, err := results.Archive(ctx, f.led, f.opts())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if step != archive.StepDropped && (len(out) != 1 || out[0].Skipped != "") {
+			if step != results.StepDropped && (len(out) != 1 || out[0].Skipped != "") {
 				t.Fatalf("re-run: %+v", out)
 			}
 			if left := f.batchKeys(batch); len(left) != 0 {
@@ -286,20 +287,20 @@ func TestArchiveChangedUnderneath(t *testing.T) {
 	f.age(31 * day)
 	o := f.opts()
 	o.Hook = func(_, s string) error {
-		if s == archive.StepChunk { // the first chunk is gone; touch a later payout
+		if s == results.StepChunk { // the first chunk is gone; touch a later payout
 			return f.rdb.HSet(ctx, keys.Payout(batch, "A-6"), "updated", f.now.Add(32*day).UnixMilli(), "error", "late").Err()
 		}
 		return nil
 	}
-	_, err := archive.Run(ctx, f.led, o)
+	_, err := results.Archive(ctx, f.led, o)
 	var ce *ledger.ChangedError
 	if !errors.As(err, &ce) || ce.ExternalID != "A-6" {
 		t.Fatalf("run: %v", err)
 	}
-	if _, err := archive.Run(ctx, f.led, f.opts()); err != nil {
+	if _, err := results.Archive(ctx, f.led, f.opts()); err != nil {
 		t.Fatal(err)
 	}
-	paths := archive.PathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"})
+	paths := results.ArchivePathsFor(f.dir, ledger.Batch{ID: batch, File: "a.csv"})
 	found := false
 	checkArchiveFn(t, paths.Archive, 7, func(p map[string]string) {
 		if p["ext"] == "A-6" && p["error"] == "late" {
@@ -320,7 +321,7 @@ func checkArchiveFn(t *testing.T, path string, want int, fn func(map[string]stri
 	t.Helper()
 	n := 0
 	var buf bytes.Buffer
-	_, err := archive.Report(path, "json", &buf)
+	_, err := results.WriteArchived(path, "json", &buf, report.CSVOptions{})
 	if err != nil {
 		t.Fatalf("archive %s: %v", path, err)
 	}
@@ -340,7 +341,7 @@ func checkArchiveFn(t *testing.T, path string, want int, fn func(map[string]stri
 	if bytes.Contains(raw, []byte("4111111111111111")) || bytes.Contains(raw, []byte(`"sealed"`)) {
 		t.Fatal("the archive holds a card number")
 	}
-	err = archive.EachPayout(path, func(p map[string]string) error {
+	err = results.EachArchivedPayout(path, func(p map[string]string) error {
 		n++
 		if fn != nil {
 			fn(p)
@@ -364,7 +365,7 @@ func TestSpoolArchives(t *testing.T) {
 	o := f.opts()
 	o.Dir = filepath.Join(spool, "archive")
 	so := loader.SpoolOptions{Archive: func(ctx context.Context) error {
-		_, err := archive.Run(ctx, f.led, o)
+		_, err := results.Archive(ctx, f.led, o)
 		return err
 	}}
 	if _, err := f.ld.Spool(ctx, spool, so); err != nil {

@@ -1,4 +1,4 @@
-package batchreport
+package results
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/report"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/xuri/excelize/v2"
@@ -128,7 +129,7 @@ func TestWriteFiles(t *testing.T) {
 	l := failedLedger(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	sum, files, err := WriteFiles(ctx, l, "b", filepath.Join(dir, "f.csv.result.csv"), "", Options{})
+	sum, files, err := WriteFiles(ctx, l, "b", filepath.Join(dir, "f.csv.result.csv"), "", report.CSVOptions{})
 	if err != nil || len(files) != 2 || files[1].Path != filepath.Join(dir, "f.csv.summary.txt") || !sum.Reconciled {
 		t.Fatalf("%v %+v %v", err, files, sum.Reconciled)
 	}
@@ -137,7 +138,7 @@ func TestWriteFiles(t *testing.T) {
 	if strings.Count(string(res), "\n") != 5 || strings.Contains(string(res), "#") || !strings.Contains(string(txt), "reconciled: 127.40 = 127.40 (4 rows)") {
 		t.Errorf("result:\n%s\nsummary:\n%s", res, txt)
 	}
-	_, files, err = WriteFiles(ctx, l, "b", filepath.Join(dir, "f.xlsx"), "", Options{})
+	_, files, err = WriteFiles(ctx, l, "b", filepath.Join(dir, "f.xlsx"), "", report.CSVOptions{})
 	if err != nil || len(files) != 1 {
 		t.Fatalf("%v %+v", err, files)
 	}

@@ -1,4 +1,4 @@
-package archive
+package results
 
 import (
 	"testing"
@@ -7,9 +7,9 @@ import (
 	"github.com/acme/payout/internal/lifecycle"
 )
 
-// TestFinal: a batch with a payout waiting for a person is not archived:
+// TestArchivable: a batch with a payout waiting for a person is not archived:
 // once archived, it could never be resolved.
-func TestFinal(t *testing.T) {
+func TestArchivable(t *testing.T) {
 	counts := func(st lifecycle.State) ledger.Counts {
 		return ledger.Counts{Rows: map[lifecycle.State]int64{st: 1}, Units: map[lifecycle.State]int64{st: 100}}
 	}
@@ -26,8 +26,8 @@ func TestFinal(t *testing.T) {
 		{ledger.Batch{Phase: ledger.PhaseAwaiting}, counts(lifecycle.Queued), false},
 		{loaded, ledger.Counts{Rows: map[lifecycle.State]int64{lifecycle.Created: 1}, Awaiting: 1}, false},
 	} {
-		if got := Final(tt.b, tt.c); got != tt.want {
-			t.Errorf("Final(%s, %v awaiting %d) = %v, want %v", tt.b.Phase, tt.c.Rows, tt.c.Awaiting, got, tt.want)
+		if got := Archivable(tt.b, tt.c); got != tt.want {
+			t.Errorf("Archivable(%s, %v awaiting %d) = %v, want %v", tt.b.Phase, tt.c.Rows, tt.c.Awaiting, got, tt.want)
 		}
 	}
 }
