@@ -44,7 +44,7 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 			if p.OutcomeSeq != 1 || r.Payout.OutcomeSeq != 1 || !p.OutcomeDue.After(time.Date(2026, 11, 23, 10, 59, 0, 0, time.UTC)) {
 				t.Errorf("outcome seq %d due %v", p.OutcomeSeq, p.OutcomeDue)
 			}
-			snap, err := l.Snapshot(ctx, "b", "E1")
+			_, snap, err := l.Snapshot(ctx, "b", "E1")
 			if err != nil {
 				t.Fatal(err)
 			}

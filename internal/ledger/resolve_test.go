@@ -24,7 +24,7 @@ func toState(t *testing.T, l *Ledger, s lifecycle.State) {
 	if s == lifecycle.Submitting {
 		return
 	}
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: s, OrderID: "WD-0", Error: "PSP unreachable"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: s, OrderID: "WD-0", Error: "PSP unreachable"}); err != nil {
 		t.Fatalf("finish to %s: %v", s, err)
 	}
 	mustState(t, l, "b", "E1", s)
@@ -102,7 +102,7 @@ func TestRecheckThenStatusCheckFindsTheOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}
 	s, err := recordCheck(ctx, l, "b", "E1", r.Seq, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-5", PSPStatus: "Created"}, policy)
 	if err != nil || s.Action != decide.CheckDone {
 		t.Fatalf("check %d after recheck: %+v %v", r.Seq, s, err)
