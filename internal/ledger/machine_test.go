@@ -228,7 +228,7 @@ var transitionCases = map[string]transitionCase{
 		return err
 	}},
 	"needs_review>created by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
-		_, err := l.ResolveAsCreated(context.Background(), "b", "E1", "WD-1", "", machineResolution)
+		_, err := l.resolveAsCreated(context.Background(), "b", "E1", "WD-1", "", machineResolution)
 		return err
 	}},
 	"needs_review>rejected by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {

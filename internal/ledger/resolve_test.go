@@ -52,7 +52,7 @@ func TestResolve(t *testing.T) {
 		{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) },
 			lifecycle.Checking, 1, "", "PSP unreachable"},
 		{"as created", func(l *Ledger) (Resolved, error) {
-			return l.ResolveAsCreated(ctx, "b", "E1", "WD-77", "Created", who)
+			return l.resolveAsCreated(ctx, "b", "E1", "WD-77", "Created", who)
 		}, lifecycle.Created, 0, "WD-77", ""},
 		{"as rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) },
 			lifecycle.Rejected, 0, "", "PSP unreachable"},
@@ -121,7 +121,7 @@ func TestResolveRefusedOutsideNeedsReview(t *testing.T) {
 			do   func(l *Ledger) (Resolved, error)
 		}{
 			{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) }},
-			{"created", func(l *Ledger) (Resolved, error) { return l.ResolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
+			{"created", func(l *Ledger) (Resolved, error) { return l.resolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
 			{"rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) }},
 		} {
 			t.Run(string(st)+"/"+op.name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestResolveRefusesIncompleteOrUnknown(t *testing.T) {
 		{"no operator", func() (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", Resolution{Note: "n"}) }, ErrBadResolution},
 		{"no note", func() (Resolved, error) { return l.Recheck(ctx, "b", "E1", Resolution{By: "a", Note: "  "}) }, ErrBadResolution},
 		{"no order id", func() (Resolved, error) {
-			return l.ResolveAsCreated(ctx, "b", "E1", "", "", Resolution{By: "a", Note: "n"})
+			return l.resolveAsCreated(ctx, "b", "E1", "", "", Resolution{By: "a", Note: "n"})
 		}, ErrBadResolution},
 		{"unknown payout", func() (Resolved, error) { return l.Recheck(ctx, "b", "E9", Resolution{By: "a", Note: "n"}) }, ErrNotFound},
 	}
@@ -178,7 +178,7 @@ func TestReplayedResolutionReturnsTheFirstDecision(t *testing.T) {
 		do   func(l *Ledger) (Resolved, error)
 	}{
 		{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) }},
-		{"created", func(l *Ledger) (Resolved, error) { return l.ResolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
+		{"created", func(l *Ledger) (Resolved, error) { return l.resolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
 		{"rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) }},
 	}
 	for _, tt := range tests {
