@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -46,9 +47,9 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	}
 	for _, ext := range []string{"P1", "P2", "P3"} {
 		l.BeginCreate(ctx, "b", ext, 1)
-		to := ledger.CreateResult{To: lifecycle.Created, OrderID: "o-" + ext}
+		to := decide.CreateResult{To: lifecycle.Created, OrderID: "o-" + ext}
 		if ext == "P3" {
-			to = ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer"}
+			to = decide.CreateResult{To: lifecycle.NeedsReview, Error: "no answer"}
 		}
 		if _, err := l.FinishCreate(ctx, "b", ext, 1, to); err != nil {
 			t.Fatal(err)

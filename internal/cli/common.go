@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
@@ -354,7 +354,7 @@ func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
 	c.Lanes = w.lanes
 	c.Rate = w.rate
 	c.StatusDelay = w.statusDelay
-	c.Policy = ledger.CheckPolicy{AbsentChecks: w.absentChecks, AbsentSpacing: w.absentSpacing, MaxCreates: w.maxCreates, MaxFaults: w.maxStatusChecks}
+	c.Policy = decide.CheckPolicy{AbsentChecks: w.absentChecks, AbsentSpacing: w.absentSpacing, MaxCreates: w.maxCreates, MaxFaults: w.maxStatusChecks}
 	c.MaxCreateRetries = w.maxRetries
 	c.TrustStatusByExternal = w.trustExtLookup
 	c.ShutdownTimeout = p.timeout + 5*time.Second

@@ -36,17 +36,17 @@ func TestHistoryCountsStatusChecks(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, b, ext, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, b, ext, 1, ledger.CreateResult{To: lifecycle.Checking}); err != nil {
+	if _, err := l.FinishCreate(ctx, b, ext, 1, decide.CreateResult{To: lifecycle.Checking}); err != nil {
 		t.Fatal(err)
 	}
-	policy := ledger.CheckPolicy{AbsentChecks: 5, AbsentSpacing: time.Millisecond, MaxCreates: 2, MaxFaults: 9}
+	policy := decide.CheckPolicy{AbsentChecks: 5, AbsentSpacing: time.Millisecond, MaxCreates: 2, MaxFaults: 9}
 	for seq := 1; seq <= 3; seq++ {
 		// Check seq+1 is due AbsentSpacing after check seq on Redis's
 		// clock (miniredis: the wall clock); one asked earlier records
 		// nothing (CheckEarly) and is asked again, as a worker would.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
-			s, err := l.Snapshot(ctx, b, ext)
+			_, s, err := l.Snapshot(ctx, b, ext)
 			if err != nil {
 				t.Fatal(err)
 			}

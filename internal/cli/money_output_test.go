@@ -132,9 +132,9 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 		if _, err := l.BeginCreate(ctx, batch, ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		res := ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
+		res := decide.CreateResult{To: lifecycle.Created, OrderID: "WD-" + ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
 		if to == lifecycle.NeedsReview {
-			res = ledger.CreateResult{To: lifecycle.NeedsReview, Error: "status unknown after 10 status checks without an answer"}
+			res = decide.CreateResult{To: lifecycle.NeedsReview, Error: "status unknown after 10 status checks without an answer"}
 		}
 		if _, err := l.FinishCreate(ctx, batch, ext, 1, res); err != nil {
 			t.Fatal(err)

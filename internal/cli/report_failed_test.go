@@ -81,9 +81,9 @@ func outcomeLedger(t *testing.T, ring *vault.Keyring) (*miniredis.Miniredis, *le
 		if _, err := l.BeginCreate(ctx, batch, r.ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		res := ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
+		res := decide.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}
 		if r.to == lifecycle.Rejected {
-			res = ledger.CreateResult{To: lifecycle.Rejected, Error: "amount exceeds daily limit"}
+			res = decide.CreateResult{To: lifecycle.Rejected, Error: "amount exceeds daily limit"}
 		}
 		if _, err := l.FinishCreate(ctx, batch, r.ext, 1, res); err != nil {
 			t.Fatal(err)
@@ -362,7 +362,7 @@ func TestStatusShowsOutcomes(t *testing.T) {
 // recordOutcome records verdict v of outcome check 1 of a created payout,
 // read as a worker reads it before it asks the PSP.
 func recordOutcome(ctx context.Context, l *ledger.Ledger, batch, ext string, v decide.Verdict, status, reason string) error {
-	s, err := l.Snapshot(ctx, batch, ext)
+	_, s, err := l.Snapshot(ctx, batch, ext)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
@@ -58,7 +59,7 @@ func TestResolveFourEyesThroughTheBinary(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "fe", "R1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, "fe", "R1", 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "fe", "R1", 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
 		t.Fatal(err)
 	}
 	pspEnv := fakePSP(t, map[string]fakeOrder{"WD-77": {ExternalID: "R1", OrderID: "WD-77", Status: "Processing", Amount: "10.25"}})

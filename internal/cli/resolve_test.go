@@ -39,7 +39,7 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 	if err := l.FinishBatch(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
-	finish := func(ext string, r ledger.CreateResult) ledger.Finished {
+	finish := func(ext string, r decide.CreateResult) decide.Finished {
 		t.Helper()
 		if b, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || b.Action != decide.Proceed {
 			t.Fatalf("begin %s: %+v %v", ext, b, err)
@@ -50,17 +50,17 @@ func reviewFixture(t *testing.T) (*ledger.Ledger, string) {
 		}
 		return f
 	}
-	finish("R1", ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"})
-	f := finish("R2", ledger.CreateResult{To: lifecycle.Checking, Error: "HTTP 502"})
-	policy := ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 1}
-	snap, err := l.Snapshot(ctx, "b", "R2")
+	finish("R1", decide.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"})
+	f := finish("R2", decide.CreateResult{To: lifecycle.Checking, Error: "HTTP 502"})
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 1}
+	_, snap, err := l.Snapshot(ctx, "b", "R2")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s, err := l.RecordCheck(ctx, snap, f.Seq, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 503"}, policy); err != nil || s.Action != decide.CheckReview {
 		t.Fatalf("R2 to review: %+v %v", s, err)
 	}
-	finish("C1", ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-1"})
+	finish("C1", decide.CreateResult{To: lifecycle.Created, OrderID: "WD-1"})
 	return l, "redis://" + mr.Addr()
 }
 

@@ -1,8 +1,10 @@
-// Package decide names what a payout does with a PSP answer, decided
-// without Redis: the answers a worker brings (CheckAnswer, OutcomeAnswer)
-// and the steps the ledger's transitions answer (BeginAction, CheckStep,
-// OutcomeAction), so that the worker and the ledger speak of a decision in
-// the same words and neither needs the other's Redis to read one.
+// Package decide decides what a payout does with a PSP answer, without
+// Redis: the answers a worker brings (CreateResult, CheckAnswer,
+// OutcomeAnswer), the payout as read (Snapshot), the budgets (CheckPolicy),
+// the pure decisions (Finish, Check, Outcome) and the steps the ledger's
+// transitions answer (BeginAction, Finished, CheckStep, OutcomeStep), so
+// that the worker and the ledger speak of a decision in the same words and
+// the ledger's scripts only write what was decided here.
 package decide
 
 import (

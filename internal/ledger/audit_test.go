@@ -23,9 +23,9 @@ func TestAuditTrail(t *testing.T) {
 	w.BeginCreate(ctx, "b", "E1", 1)
 	w.BeginCreate(ctx, "b", "E1", 1) // a replay: no second entry
 	ops.id = "op-2"
-	w.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking, Error: "HTTP 502", HTTPStatus: 502})
+	w.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking, Error: "HTTP 502", HTTPStatus: 502})
 	ops.id = "op-3"
-	recordCheck(ctx, w, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-1", HTTPStatus: 200}, CheckPolicy{AbsentChecks: 2, MaxCreates: 1, MaxFaults: 1})
+	recordCheck(ctx, w, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-1", HTTPStatus: 200}, decide.CheckPolicy{AbsentChecks: 2, MaxCreates: 1, MaxFaults: 1})
 	ops.id = "op-4"
 	if _, err := l.Cancel(ctx, "b", "E2", "carol", "duplicate"); err != nil {
 		t.Fatal(err)

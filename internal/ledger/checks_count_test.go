@@ -31,7 +31,7 @@ func TestStatusChecksAreCounted(t *testing.T) {
 		}
 	}
 	t.Run("unknown create", func(t *testing.T) {
-		policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+		policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
 		l, clk := checkingLedger(t)
 		count(t, l, 0)
 		before := mustSnapshot(t, l, "b", "E1")

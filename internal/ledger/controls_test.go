@@ -217,7 +217,7 @@ func TestCancelRacesTheWorker(t *testing.T) {
 // sent"); discard's cancel of the batch's queued payouts passes over it.
 func TestCancelRefusesAPayoutEverSent(t *testing.T) {
 	ctx := context.Background()
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 3}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 3}
 	l, clk := checkingLedger(t)
 	if s, _ := recordCheck(ctx, l, "b", "E1", 1, decide.CheckAnswer{Outcome: decide.Missing}, policy); s.Action != decide.CheckAgain {
 		t.Fatalf("first miss: %+v", s)

@@ -36,13 +36,9 @@ func globalAuditKey() string             { return keys.GlobalAudit() }
 func claimGensKey() string               { return keys.ClaimGens() }
 func dailyKey(now time.Time) string      { return keys.Daily(now) }
 func leaseKey(name string) string        { return keys.Lease(name) }
-func rateLimitKey() string               { return keys.RateLimit() }
-func lookupSampleKey() string            { return keys.LookupSample() }
-func lookupVerifiedKey() string          { return keys.LookupVerified() }
 func rollbackKey() string                { return keys.Rollback() }
 func dataKeyKey() string                 { return keys.DataKey() }
 func authFaultsKey() string              { return keys.AuthFaults() }
-func metricsSnapshotKey() string         { return keys.MetricsSnapshot() }
 
 // claimBucketKey is the bucket of generation gen that holds the archived
 // claim on an externalId in claim form form (field form): FNV-1a of form

@@ -14,11 +14,12 @@
 // writes, and moves the batch's per-state counters in the same call, so a
 // redelivered or duplicated task can never move a payout backwards or cause
 // a second create. The budgets that turn PSP answers into moves are
-// decided in Go (decide.go): a create's tries (decideFinish, from the
-// count BeginCreate read), a status or outcome check's follow-up
-// (decideCheck, decideOutcome, from the payout and Redis's clock as the
-// worker read them before it asked the PSP: Snapshot). The script compares
-// that read with the stored payout and writes the decision, or nothing.
+// decided in Go, without Redis, by package decide: a create's tries
+// (decide.Finish, from the count BeginCreate read), a status or outcome
+// check's follow-up (decide.Check, decide.Outcome, from the payout and
+// Redis's clock as the worker read them before it asked the PSP:
+// Ledger.Snapshot). The script compares that read with the stored payout
+// and writes the decision, or nothing.
 //
 // # Parts
 //

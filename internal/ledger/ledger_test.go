@@ -122,16 +122,16 @@ func TestClaimAndRelease(t *testing.T) {
 func TestCreateTransitions(t *testing.T) {
 	tests := []struct {
 		name      string
-		result    CreateResult
+		result    decide.CreateResult
 		wantState lifecycle.State
 		wantSeq   int
 		creates   int
 	}{
-		{"created", CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created"}, lifecycle.Created, 0, 1},
-		{"rejected", CreateResult{To: lifecycle.Rejected, Error: "declined"}, lifecycle.Rejected, 0, 1},
-		{"ambiguous", CreateResult{To: lifecycle.Checking, Error: "HTTP 502"}, lifecycle.Checking, 1, 1},
-		{"not sent", CreateResult{To: lifecycle.Queued, Error: "dial"}, lifecycle.Queued, 0, 0},
-		{"gave up", CreateResult{To: lifecycle.NeedsReview, Error: "unreachable"}, lifecycle.NeedsReview, 0, 1},
+		{"created", decide.CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created"}, lifecycle.Created, 0, 1},
+		{"rejected", decide.CreateResult{To: lifecycle.Rejected, Error: "declined"}, lifecycle.Rejected, 0, 1},
+		{"ambiguous", decide.CreateResult{To: lifecycle.Checking, Error: "HTTP 502"}, lifecycle.Checking, 1, 1},
+		{"not sent", decide.CreateResult{To: lifecycle.Queued, Error: "dial"}, lifecycle.Queued, 0, 0},
+		{"gave up", decide.CreateResult{To: lifecycle.NeedsReview, Error: "unreachable"}, lifecycle.NeedsReview, 0, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,7 +156,7 @@ func TestCreateTransitions(t *testing.T) {
 			}
 			// A second finish of the same attempt never moves it again.
 			if tt.wantState != lifecycle.Queued {
-				if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued}); !errors.Is(err, ErrConflict) {
+				if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Queued}); !errors.Is(err, ErrConflict) {
 					t.Errorf("second finish: %v, want conflict", err)
 				}
 			}
@@ -181,7 +181,7 @@ func TestRedeliveryNeverSendsTwice(t *testing.T) {
 		t.Fatalf("third delivery = %+v", b)
 	}
 	// The first worker's late 200 still wins over checking.
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-9"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-9"}); err != nil {
 		t.Fatal(err)
 	}
 	mustState(t, l, "b", "E1", lifecycle.Created)
@@ -201,7 +201,7 @@ func TestLateAmbiguousAfterCheckingIsAConflict(t *testing.T) {
 	l.BeginCreate(ctx, "b", "E1", 1)
 	l.BeginCreate(ctx, "b", "E1", 1) // -> checking by a second delivery
 	for _, to := range []lifecycle.State{lifecycle.Checking, lifecycle.Queued, lifecycle.NeedsReview} {
-		if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: to}); !errors.Is(err, ErrConflict) {
+		if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: to}); !errors.Is(err, ErrConflict) {
 			t.Errorf("finish to %s from checking: %v, want conflict", to, err)
 		}
 	}
@@ -216,14 +216,14 @@ func checkingLedger(t *testing.T) (*Ledger, *fakeClock) {
 	l, clk := newTestLedger(t)
 	seed(t, l, "b", 1)
 	l.BeginCreate(ctx, "b", "E1", 1)
-	if fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking}); err != nil || fin.Seq != 1 {
+	if fin, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking}); err != nil || fin.Seq != 1 {
 		t.Fatalf("to checking: %+v %v", fin, err)
 	}
 	return l, clk
 }
 
 func TestStatusChecks(t *testing.T) {
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
 	ctx := context.Background()
 	t.Run("found", func(t *testing.T) {
 		l, _ := checkingLedger(t)
@@ -264,7 +264,7 @@ func TestStatusChecks(t *testing.T) {
 		if b, _ := l.BeginCreate(ctx, "b", "E1", 2); b.Action != decide.Proceed {
 			t.Fatalf("attempt 2: %v", b.Action)
 		}
-		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, CreateResult{To: lifecycle.Checking})
+		fin, _ := l.FinishCreate(ctx, "b", "E1", 2, decide.CreateResult{To: lifecycle.Checking})
 		s, _ = recordCheck(ctx, l, "b", "E1", fin.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
 		clk.add(time.Minute)
 		s, _ = recordCheck(ctx, l, "b", "E1", s.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
@@ -372,7 +372,7 @@ func runCreates(b *testing.B, l *Ledger) {
 		if begin, err := l.BeginCreate(ctx, "b", ext, 1); err != nil || begin.Action != decide.Proceed {
 			b.Fatalf("begin create of %s: %v, %v", ext, begin.Action, err)
 		}
-		fin, err := l.FinishCreate(ctx, "b", ext, 1, CreateResult{To: lifecycle.Created, OrderID: "ord-" + ext, PSPStatus: "CREATED", HTTPStatus: 201})
+		fin, err := l.FinishCreate(ctx, "b", ext, 1, decide.CreateResult{To: lifecycle.Created, OrderID: "ord-" + ext, PSPStatus: "CREATED", HTTPStatus: 201})
 		if err != nil || fin.State != lifecycle.Created {
 			b.Fatalf("finish create of %s: %v, %v", ext, fin.State, err)
 		}
@@ -388,7 +388,7 @@ func TestCreateTriesBudget(t *testing.T) {
 		if b.Action != decide.Proceed || b.Payout.Tries != try-1 {
 			t.Fatalf("try %d: %v, %d tries read", try, b.Action, b.Payout.Tries)
 		}
-		fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "dial tcp: refused", MaxTries: 2, Tries: b.Payout.Tries})
+		fin, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Queued, Error: "dial tcp: refused", MaxTries: 2, Tries: b.Payout.Tries})
 		want := lifecycle.Queued
 		if try == 3 {
 			want = lifecycle.NeedsReview
@@ -564,17 +564,17 @@ func TestNextCall(t *testing.T) {
 
 // recordCheck reads the payout as a worker does before it asks the PSP
 // (Snapshot), then records the answer a to status check seq.
-func recordCheck(ctx context.Context, l *Ledger, batch, ext string, seq int, a decide.CheckAnswer, p CheckPolicy) (decide.CheckStep, error) {
-	s, err := l.Snapshot(ctx, batch, ext)
+func recordCheck(ctx context.Context, l *Ledger, batch, ext string, seq int, a decide.CheckAnswer, p decide.CheckPolicy) (decide.CheckStep, error) {
+	_, s, err := l.Snapshot(ctx, batch, ext)
 	if err != nil {
 		return decide.CheckStep{}, err
 	}
 	return l.RecordCheck(ctx, s, seq, a, p)
 }
 
-func mustSnapshot(t *testing.T, l *Ledger, batch, ext string) Snapshot {
+func mustSnapshot(t *testing.T, l *Ledger, batch, ext string) decide.Snapshot {
 	t.Helper()
-	s, err := l.Snapshot(context.Background(), batch, ext)
+	_, s, err := l.Snapshot(context.Background(), batch, ext)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,10 +583,10 @@ func mustSnapshot(t *testing.T, l *Ledger, batch, ext string) Snapshot {
 
 // recordOutcome reads the payout as a worker does before it asks the PSP
 // (Snapshot), then records verdict v of outcome check oseq.
-func recordOutcome(ctx context.Context, l *Ledger, batch, ext string, oseq int, v decide.Verdict, status, reason string, http int) (OutcomeStep, error) {
-	s, err := l.Snapshot(ctx, batch, ext)
+func recordOutcome(ctx context.Context, l *Ledger, batch, ext string, oseq int, v decide.Verdict, status, reason string, http int) (decide.OutcomeStep, error) {
+	_, s, err := l.Snapshot(ctx, batch, ext)
 	if err != nil {
-		return OutcomeStep{}, err
+		return decide.OutcomeStep{}, err
 	}
 	return l.RecordOutcome(ctx, s, oseq, decide.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: http})
 }

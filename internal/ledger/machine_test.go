@@ -152,25 +152,25 @@ func reachSubmitting(t *testing.T, l *Ledger, _ *fakeClock) {
 
 func reachChecking(t *testing.T, l *Ledger, clk *fakeClock) {
 	reachSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: lifecycle.Checking})
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking})
 	machineMust(t, err)
 }
 
 func reachCreated(t *testing.T, l *Ledger, clk *fakeClock) {
 	reachSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-1", OutcomeWindow: machineWindow})
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-1", OutcomeWindow: machineWindow})
 	machineMust(t, err)
 }
 
 func reachReview(t *testing.T, l *Ledger, clk *fakeClock) {
 	reachSubmitting(t, l, clk)
-	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: lifecycle.NeedsReview, Error: "gave up"})
+	_, err := l.FinishCreate(context.Background(), "b", "E1", 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "gave up"})
 	machineMust(t, err)
 }
 
 func viaFinish(to lifecycle.State) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
-		_, err := l.FinishCreate(context.Background(), "b", "E1", 1, CreateResult{To: to, OrderID: "WD-1", Error: "e"})
+		_, err := l.FinishCreate(context.Background(), "b", "E1", 1, decide.CreateResult{To: to, OrderID: "WD-1", Error: "e"})
 		return err
 	}
 }
@@ -178,7 +178,7 @@ func viaFinish(to lifecycle.State) func(*testing.T, *Ledger, *fakeClock) error {
 func viaCheck(o decide.CheckOutcome) func(*testing.T, *Ledger, *fakeClock) error {
 	return func(_ *testing.T, l *Ledger, _ *fakeClock) error {
 		_, err := recordCheck(context.Background(), l, "b", "E1", 1, decide.CheckAnswer{Outcome: o, OrderID: "WD-1"},
-			CheckPolicy{AbsentChecks: 1, MaxCreates: 2, MaxFaults: 1})
+			decide.CheckPolicy{AbsentChecks: 1, MaxCreates: 2, MaxFaults: 1})
 		return err
 	}
 }
@@ -228,7 +228,7 @@ var transitionCases = map[string]transitionCase{
 		return err
 	}},
 	"needs_review>created by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
-		_, err := l.ResolveAsCreated(context.Background(), "b", "E1", "WD-1", "", machineResolution)
+		_, err := l.resolveAsCreated(context.Background(), "b", "E1", "WD-1", "", machineResolution)
 		return err
 	}},
 	"needs_review>rejected by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {

@@ -26,7 +26,7 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := reviewed(t)
-			r, err := l.ResolveAsCreated(ctx, "b", "E1", "WD-77", "Created", Resolution{By: "alice", Note: "seen", OutcomeWindow: tt.window})
+			r, err := l.resolveAsCreated(ctx, "b", "E1", "WD-77", "Created", Resolution{By: "alice", Note: "seen", OutcomeWindow: tt.window})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 			if p.OutcomeSeq != 1 || r.Payout.OutcomeSeq != 1 || !p.OutcomeDue.After(time.Date(2026, 11, 23, 10, 59, 0, 0, time.UTC)) {
 				t.Errorf("outcome seq %d due %v", p.OutcomeSeq, p.OutcomeDue)
 			}
-			snap, err := l.Snapshot(ctx, "b", "E1")
+			_, snap, err := l.Snapshot(ctx, "b", "E1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestContradictRejected(t *testing.T) {
 			t.Errorf("counts %+v", n)
 		}
 		// A person can decide again.
-		if _, err := l.ResolveAsCreated(ctx, "b", "E1", "WD-9", "Paid", Resolution{By: "bob", Note: "paid after all"}); err != nil {
+		if _, err := l.resolveAsCreated(ctx, "b", "E1", "WD-9", "Paid", Resolution{By: "bob", Note: "paid after all"}); err != nil {
 			t.Errorf("resolve again: %v", err)
 		}
 	})

@@ -26,11 +26,11 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 		t.Fatalf("BeginCreate = %+v, %v", b, err)
 	}
 	advance(time.Minute)
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
 	enteredChecking := now()
-	policy := CheckPolicy{AbsentChecks: 3, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 10, FaultDelay: time.Millisecond, FaultDelayMax: 10 * time.Millisecond}
+	policy := decide.CheckPolicy{AbsentChecks: 3, AbsentSpacing: time.Minute, MaxCreates: 3, MaxFaults: 10, FaultDelay: time.Millisecond, FaultDelayMax: 10 * time.Millisecond}
 	for seq := 1; seq <= 2; seq++ {
 		advance(20 * time.Minute)
 		step, err := recordCheck(ctx, l, "b", "E1", seq, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "timeout"}, policy)
@@ -45,11 +45,11 @@ func checkOldest(t *testing.T, l *Ledger, advance func(time.Duration), now func(
 		}
 	}
 	advance(time.Minute)
-	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-2", OutcomeWindow: time.Hour}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E2", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-2", OutcomeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	awaiting := now()
-	if _, err := l.FinishCreate(ctx, "b", "E3", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-3"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E3", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-3"}); err != nil {
 		t.Fatal(err)
 	}
 	advance(time.Minute)

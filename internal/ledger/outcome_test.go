@@ -19,7 +19,7 @@ func toAwaiting(t *testing.T, w time.Duration) (*Ledger, *fakeClock) {
 	if b, _ := l.BeginCreate(ctx, "b", "E1", 1); b.Action != decide.Proceed {
 		t.Fatalf("begin: %v", b.Action)
 	}
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created", OutcomeWindow: w}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-1", PSPStatus: "Created", OutcomeWindow: w}); err != nil {
 		t.Fatal(err)
 	}
 	return l, clk
@@ -50,7 +50,7 @@ func TestOutcomeTransitions(t *testing.T) {
 				t.Fatalf("awaiting %v seq %d due %v", p.Awaiting, p.OutcomeSeq, p.OutcomeDue)
 			}
 			seq := 1
-			var step OutcomeStep
+			var step decide.OutcomeStep
 			for i, v := range tt.verdicts {
 				if i == len(tt.verdicts)-1 {
 					clk.add(tt.advance)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/redis/go-redis/v9"
@@ -327,17 +328,6 @@ func (l *Ledger) Get(ctx context.Context, batch, ext string) (Payout, error) {
 	return parsePayout(batch, m), nil
 }
 
-// Snapshot is a payout as read together with Redis's clock: what the
-// worker decides a status check's follow-up from (decideCheck), and what
-// RecordCheck compares the stored payout with before it writes.
-type Snapshot struct {
-	Payout
-	// Now is Redis's clock when the payout was read (the same atomic
-	// call), in whole milliseconds (the resolution of every time the
-	// scripts store).
-	Now time.Time
-}
-
 // snapshotScript reads a payout and the clock of the Redis that holds it,
 // in one atomic call: under Redis Cluster the node of the payout's slot,
 // whose clock its transition scripts read (a TIME of its own would go to
@@ -355,22 +345,23 @@ return r
 `)
 
 // Snapshot reads one payout and Redis's clock in one call
-// (snapshotScript), or returns ErrNotFound.
-func (l *Ledger) Snapshot(ctx context.Context, batch, ext string) (Snapshot, error) {
+// (snapshotScript): the payout, and what a status or outcome check decides
+// from (decide.Snapshot), or ErrNotFound.
+func (l *Ledger) Snapshot(ctx context.Context, batch, ext string) (Payout, decide.Snapshot, error) {
 	res, err := snapshotScript.Run(ctx, l.rdb, []string{payoutKey(batch, ext)}).StringSlice()
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
+		return Payout{}, decide.Snapshot{}, fmt.Errorf("ledger: read payout %s: %w", ext, err)
 	}
 	if len(res) < 2 || len(res)%2 != 0 {
-		return Snapshot{}, fmt.Errorf("ledger: read payout %s: reply of %d elements", ext, len(res))
+		return Payout{}, decide.Snapshot{}, fmt.Errorf("ledger: read payout %s: reply of %d elements", ext, len(res))
 	}
 	if len(res) == 2 {
-		return Snapshot{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
+		return Payout{}, decide.Snapshot{}, fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	}
 	sec, err1 := strconv.ParseInt(res[0], 10, 64)
 	usec, err2 := strconv.ParseInt(res[1], 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return Snapshot{}, fmt.Errorf("ledger: read payout %s: Redis time %q %q: %w", ext, res[0], res[1], err)
+		return Payout{}, decide.Snapshot{}, fmt.Errorf("ledger: read payout %s: Redis time %q %q: %w", ext, res[0], res[1], err)
 	}
 	now := time.Unix(sec, usec*int64(time.Microsecond))
 	if l.clock != nil {
@@ -380,7 +371,19 @@ func (l *Ledger) Snapshot(ctx context.Context, batch, ext string) (Snapshot, err
 	for i := 2; i < len(res); i += 2 {
 		m[res[i]] = res[i+1]
 	}
-	return Snapshot{Payout: parsePayout(batch, m), Now: time.UnixMilli(now.UnixMilli()).UTC()}, nil
+	p := parsePayout(batch, m)
+	return p, p.decision(time.UnixMilli(now.UnixMilli()).UTC()), nil
+}
+
+// decision is what a status or outcome check decides from, of p read at
+// now (Redis's clock).
+func (p Payout) decision(now time.Time) decide.Snapshot {
+	return decide.Snapshot{
+		Batch: p.Batch, ExternalID: p.ExternalID, State: p.State, Creates: p.Creates, Seq: p.Seq,
+		Misses: p.Misses, LastMiss: p.LastMiss, Faults: p.Faults, CheckDue: p.CheckDue, PSPStatus: p.PSPStatus,
+		Awaiting: p.Awaiting, OutcomeSeq: p.OutcomeSeq, OutcomePolls: p.OutcomePolls, OutcomeDue: p.OutcomeDue,
+		Now: now,
+	}
 }
 
 // eachChunk is how many payouts Each reads per round trip.

@@ -98,7 +98,7 @@ func begin(ctx context.Context, t *testing.T, l *Ledger, batch string, attempt i
 func toChecking(ctx context.Context, t *testing.T, l *Ledger, batch string) {
 	t.Helper()
 	begin(ctx, t, l, batch, 1)
-	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: lifecycle.Checking})
+	_, err := l.FinishCreate(ctx, batch, "E1", 1, decide.CreateResult{To: lifecycle.Checking})
 	mustDo(t, "finish create to checking", err)
 }
 
@@ -109,14 +109,14 @@ func callBegin(attempt int) func(ctx context.Context, l *Ledger, batch string) (
 	}
 }
 
-func callFinish(r CreateResult) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+func callFinish(r decide.CreateResult) func(ctx context.Context, l *Ledger, batch string) (string, error) {
 	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
 		f, err := l.FinishCreate(ctx, batch, "E1", 1, r)
 		return fmt.Sprintf("%s seq=%d", f.State, f.Seq), err
 	}
 }
 
-func callCheck(a decide.CheckAnswer, p CheckPolicy) func(ctx context.Context, l *Ledger, batch string) (string, error) {
+func callCheck(a decide.CheckAnswer, p decide.CheckPolicy) func(ctx context.Context, l *Ledger, batch string) (string, error) {
 	return func(ctx context.Context, l *Ledger, batch string) (string, error) {
 		s, err := recordCheck(ctx, l, batch, "E1", 1, a, p)
 		return fmt.Sprintf("%s seq=%d attempt=%d wait=%s faults=%d", s.Action, s.Seq, s.Attempt, s.Wait, s.Faults), err
@@ -126,7 +126,7 @@ func callCheck(a decide.CheckAnswer, p CheckPolicy) func(ctx context.Context, l 
 func toAwaitingOutcome(ctx context.Context, t *testing.T, l *Ledger, batch string) {
 	t.Helper()
 	begin(ctx, t, l, batch, 1)
-	_, err := l.FinishCreate(ctx, batch, "E1", 1, CreateResult{To: lifecycle.Created, OrderID: "ord-1", PSPStatus: "Created", OutcomeWindow: time.Hour})
+	_, err := l.FinishCreate(ctx, batch, "E1", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "ord-1", PSPStatus: "Created", OutcomeWindow: time.Hour})
 	mustDo(t, "finish create to created, awaiting its outcome", err)
 }
 
@@ -153,64 +153,64 @@ var replayCases = []replayCase{
 	{
 		name: "FinishCreate queued within the retry budget", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
-		call:    callFinish(CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 3}), want: "queued seq=0",
+		call:    callFinish(decide.CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 3}), want: "queued seq=0",
 		state: lifecycle.Queued, fields: map[string]string{"creates": "0", "tries": "1", "seq": ""},
 	},
 	{
 		name: "FinishCreate queued past the retry budget", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) {
 			begin(ctx, t, l, b, 1)
-			_, err := l.FinishCreate(ctx, b, "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 1})
+			_, err := l.FinishCreate(ctx, b, "E1", 1, decide.CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 1})
 			mustDo(t, "first refused try", err)
 			begin(ctx, t, l, b, 1)
 		},
-		call: callFinish(CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 1, Tries: 1}), want: "needs_review seq=0",
+		call: callFinish(decide.CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 1, Tries: 1}), want: "needs_review seq=0",
 		state: lifecycle.NeedsReview, fields: map[string]string{"creates": "1", "tries": "2"},
 	},
 	{
 		name: "FinishCreate checking", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
-		call:    callFinish(CreateResult{To: lifecycle.Checking, Error: "timeout"}), want: "checking seq=1",
+		call:    callFinish(decide.CreateResult{To: lifecycle.Checking, Error: "timeout"}), want: "checking seq=1",
 		state: lifecycle.Checking, fields: map[string]string{"creates": "1", "seq": "1"},
 	},
 	{
 		name: "FinishCreate created", script: finishCreateScript,
 		prepare: func(ctx context.Context, t *testing.T, l *Ledger, b string) { begin(ctx, t, l, b, 1) },
-		call:    callFinish(CreateResult{To: lifecycle.Created, OrderID: "ord-1", PSPStatus: "accepted"}), want: "created seq=0",
+		call:    callFinish(decide.CreateResult{To: lifecycle.Created, OrderID: "ord-1", PSPStatus: "accepted"}), want: "created seq=0",
 		state: lifecycle.Created, fields: map[string]string{"creates": "1", "order": "ord-1", "seq": ""},
 	},
 	{
 		name: "RecordCheck again after a miss", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(decide.CheckAnswer{Outcome: decide.Missing},
-			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+			decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1m0s faults=0",
 		state: lifecycle.Checking, fields: map[string]string{"seq": "2", "misses": "1", "faults": "0"},
 	},
 	{
 		name: "RecordCheck again after no answer", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "503"},
-			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+			decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "again seq=2 attempt=0 wait=1s faults=1",
 		state: lifecycle.Checking, fields: map[string]string{"seq": "2", "misses": "0", "faults": "1"},
 	},
 	{
 		name: "RecordCheck recreate", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(decide.CheckAnswer{Outcome: decide.Missing},
-			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+			decide.CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "recreate seq=0 attempt=2 wait=0s faults=0",
 		state: lifecycle.Queued, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
 		name: "RecordCheck review", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(decide.CheckAnswer{Outcome: decide.Missing},
-			CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}),
+			decide.CheckPolicy{AbsentChecks: 1, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}),
 		want:  "review seq=0 attempt=0 wait=0s faults=0",
 		state: lifecycle.NeedsReview, fields: map[string]string{"seq": "1", "misses": "1", "creates": "1"},
 	},
 	{
 		name: "RecordCheck done", script: applyCheckScript, prepare: toChecking,
 		call: callCheck(decide.CheckAnswer{Outcome: decide.Found, OrderID: "ord-9", PSPStatus: "paid"},
-			CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
+			decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}),
 		want:  "done seq=0 attempt=0 wait=0s faults=0",
 		state: lifecycle.Created, fields: map[string]string{"seq": "1", "order": "ord-9", "creates": "1"},
 	},

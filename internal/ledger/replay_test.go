@@ -24,7 +24,7 @@ func (f *fixedOps) op() string { return f.id }
 // follow-up step (the payout was stranded).
 func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 	ctx := context.Background()
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 2}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 2}
 	ops := &fixedOps{id: "op-1"}
 	l, clk := newTestLedger(t, withOpIDs(ops.op))
 	seed(t, l, "b", 1)
@@ -40,11 +40,11 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 
 	// 429: back to queued with the retry counted once.
 	ops.id = "op-2"
-	f1, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 5})
+	f1, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 5})
 	if err != nil || f1.State != lifecycle.Queued {
 		t.Fatalf("finish: %+v %v", f1, err)
 	}
-	f2, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 5})
+	f2, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Queued, Error: "429", MaxTries: 5})
 	if err != nil || f2 != f1 {
 		t.Fatalf("replayed finish = %+v, %v; want %+v", f2, err, f1)
 	}
@@ -58,8 +58,8 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 		t.Fatalf("second begin: %v", b.Action)
 	}
 	ops.id = "op-4"
-	f1, _ = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
-	f2, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
+	f1, _ = l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking})
+	f2, err = l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking})
 	if err != nil || f1.State != lifecycle.Checking || f2 != f1 {
 		t.Fatalf("replayed ambiguous finish = %+v, %v; first %+v", f2, err, f1)
 	}
@@ -100,12 +100,12 @@ func TestReplayedTransitionReturnsTheFirstDecision(t *testing.T) {
 // the scripts it counted and confirmed absence inside the PSP's lag.
 func TestAbsenceSpacingUsesRedisTime(t *testing.T) {
 	ctx := context.Background()
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
 	slow, clk := newTestLedger(t)
 	fast := New(slow.rdb, WithClock(func() time.Time { return clk.now().Add(10 * time.Minute) }))
 	seed(t, slow, "b", 1)
 	slow.BeginCreate(ctx, "b", "E1", 1)
-	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Checking})
+	fin, _ := slow.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Checking})
 
 	s, _ := recordCheck(ctx, slow, "b", "E1", fin.Seq, decide.CheckAnswer{Outcome: decide.Missing}, policy)
 	clk.add(5 * time.Second)

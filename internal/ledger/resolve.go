@@ -157,12 +157,12 @@ func (l *Ledger) Recheck(ctx context.Context, batch, ext string, r Resolution) (
 	return l.resolve(ctx, batch, ext, lifecycle.Checking, "", "", r, false)
 }
 
-// ResolveAsCreated records that the PSP holds order orderID for a payout in
+// resolveAsCreated records that the PSP holds order orderID for a payout in
 // needs_review (an operator saw it there): the payout becomes created.
 // pspStatus is optional. Both are text a person typed, scrubbed as such
 // (a number that passes the Luhn check is stored masked): a resolution
 // whose order the PSP confirmed is ResolveAsConfirmed.
-func (l *Ledger) ResolveAsCreated(ctx context.Context, batch, ext, orderID, pspStatus string, r Resolution) (Resolved, error) {
+func (l *Ledger) resolveAsCreated(ctx context.Context, batch, ext, orderID, pspStatus string, r Resolution) (Resolved, error) {
 	if strings.TrimSpace(orderID) == "" {
 		return Resolved{}, fmt.Errorf("resolve %s as created: the PSP order id is required: %w", ext, ErrBadResolution)
 	}
@@ -176,12 +176,12 @@ type PSPOrder struct {
 	Status  string
 }
 
-// ResolveAsConfirmed is ResolveAsCreated for an order the PSP confirmed
-// (operator.Verify asked it): the payout becomes created with the order id
-// exactly as the PSP gave it, never masked, since the workers' outcome
-// checks ask the PSP for that id (a numeric id that passes the Luhn check
-// would otherwise be stored masked and answer 404). The name and note are
-// scrubbed as for every resolution.
+// ResolveAsConfirmed records that the PSP confirmed order o for a payout
+// in needs_review (operator.Verify asked it): the payout becomes created
+// with the order id exactly as the PSP gave it, never masked, since the
+// workers' outcome checks ask the PSP for that id (a numeric id that
+// passes the Luhn check would otherwise be stored masked and answer 404).
+// The name and note are scrubbed as for every resolution.
 func (l *Ledger) ResolveAsConfirmed(ctx context.Context, batch, ext string, o PSPOrder, r Resolution) (Resolved, error) {
 	return l.resolve(ctx, batch, ext, lifecycle.Created, o.OrderID, o.Status, r, true)
 }

@@ -24,7 +24,7 @@ func toState(t *testing.T, l *Ledger, s lifecycle.State) {
 	if s == lifecycle.Submitting {
 		return
 	}
-	if _, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: s, OrderID: "WD-0", Error: "PSP unreachable"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: s, OrderID: "WD-0", Error: "PSP unreachable"}); err != nil {
 		t.Fatalf("finish to %s: %v", s, err)
 	}
 	mustState(t, l, "b", "E1", s)
@@ -52,7 +52,7 @@ func TestResolve(t *testing.T) {
 		{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) },
 			lifecycle.Checking, 1, "", "PSP unreachable"},
 		{"as created", func(l *Ledger) (Resolved, error) {
-			return l.ResolveAsCreated(ctx, "b", "E1", "WD-77", "Created", who)
+			return l.resolveAsCreated(ctx, "b", "E1", "WD-77", "Created", who)
 		}, lifecycle.Created, 0, "WD-77", ""},
 		{"as rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) },
 			lifecycle.Rejected, 0, "", "PSP unreachable"},
@@ -102,7 +102,7 @@ func TestRecheckThenStatusCheckFindsTheOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 1, MaxFaults: 3}
 	s, err := recordCheck(ctx, l, "b", "E1", r.Seq, decide.CheckAnswer{Outcome: decide.Found, OrderID: "WD-5", PSPStatus: "Created"}, policy)
 	if err != nil || s.Action != decide.CheckDone {
 		t.Fatalf("check %d after recheck: %+v %v", r.Seq, s, err)
@@ -121,7 +121,7 @@ func TestResolveRefusedOutsideNeedsReview(t *testing.T) {
 			do   func(l *Ledger) (Resolved, error)
 		}{
 			{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) }},
-			{"created", func(l *Ledger) (Resolved, error) { return l.ResolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
+			{"created", func(l *Ledger) (Resolved, error) { return l.resolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
 			{"rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) }},
 		} {
 			t.Run(string(st)+"/"+op.name, func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestResolveRefusesIncompleteOrUnknown(t *testing.T) {
 		{"no operator", func() (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", Resolution{Note: "n"}) }, ErrBadResolution},
 		{"no note", func() (Resolved, error) { return l.Recheck(ctx, "b", "E1", Resolution{By: "a", Note: "  "}) }, ErrBadResolution},
 		{"no order id", func() (Resolved, error) {
-			return l.ResolveAsCreated(ctx, "b", "E1", "", "", Resolution{By: "a", Note: "n"})
+			return l.resolveAsCreated(ctx, "b", "E1", "", "", Resolution{By: "a", Note: "n"})
 		}, ErrBadResolution},
 		{"unknown payout", func() (Resolved, error) { return l.Recheck(ctx, "b", "E9", Resolution{By: "a", Note: "n"}) }, ErrNotFound},
 	}
@@ -178,7 +178,7 @@ func TestReplayedResolutionReturnsTheFirstDecision(t *testing.T) {
 		do   func(l *Ledger) (Resolved, error)
 	}{
 		{"recheck", func(l *Ledger) (Resolved, error) { return l.Recheck(ctx, "b", "E1", who) }},
-		{"created", func(l *Ledger) (Resolved, error) { return l.ResolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
+		{"created", func(l *Ledger) (Resolved, error) { return l.resolveAsCreated(ctx, "b", "E1", "WD-1", "", who) }},
 		{"rejected", func(l *Ledger) (Resolved, error) { return l.ResolveAsRejected(ctx, "b", "E1", who) }},
 	}
 	for _, tt := range tests {

@@ -218,36 +218,6 @@ func (l *Ledger) BeginCreate(ctx context.Context, batch, ext string, attempt int
 		beginArgs{Attempt: attempt, Note: interruptedNote, Keys: l.keys}))
 }
 
-// CreateResult is the classified answer of a create request.
-type CreateResult struct {
-	To        lifecycle.State // created, rejected, checking, queued (not sent) or needs_review
-	OrderID   string
-	PSPStatus string
-	Error     string
-	// MaxTries, with To queued, counts this as a try that provably did not
-	// reach the PSP; past MaxTries such tries the payout goes to
-	// needs_review instead, with TriesNote as its error. 0: not counted
-	// (paused queue, breaker).
-	MaxTries int
-	// Tries, with MaxTries, is the payout's count of such tries as
-	// BeginCreate read it (Begin.Payout.Tries); the write checks it.
-	Tries int
-	// OutcomeWindow, with To created, makes the payout await its outcome
-	// (paid or failed) for that long; 0: created is final.
-	OutcomeWindow time.Duration
-	HTTPStatus    int // of the answer, for the audit trail (0: none)
-}
-
-// Finished is what FinishCreate did.
-type Finished struct {
-	State lifecycle.State // the payout's new state
-	Seq   int             // the status check to enqueue, when lifecycle.State is checking
-	// Awaiting: State is created and the payout awaits its outcome:
-	// outcome check 1 is due.
-	Awaiting bool
-	Error    string // the error recorded with the state
-}
-
 // finishArgs is finishCreateScript's ARGV in the order the script reads
 // them (transition appends the actor and the operation id, luaReplay).
 type finishArgs struct {
@@ -258,7 +228,7 @@ type finishArgs struct {
 	Status   string          // ARGV[5] the PSP's status word (to created)
 	Note     string          // ARGV[6] the error to keep
 	// ARGV[7] > 0: the request provably did not reach the PSP, and this
-	// is the payout's count of such tries with it (decideFinish: To is
+	// is the payout's count of such tries with it (decide.Finish: To is
 	// needs_review once they exceed the budget); 0: not counted
 	Tries int
 	// ARGV[8] with Tries > 0: the count BeginCreate read; the stored one
@@ -325,75 +295,32 @@ return head
 
 // FinishCreate records the answer to create attempt attempt. A
 // *ConflictError means another delivery of the task already decided.
-func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r CreateResult) (Finished, error) {
-	to, note, tries := decideFinish(r)
+func (l *Ledger) FinishCreate(ctx context.Context, batch, ext string, attempt int, r decide.CreateResult) (decide.Finished, error) {
+	to, note, tries := decide.Finish(r)
 	res, err := replyOf(l.transition(ctx, finishCreateScript, batch, ext, finishArgs{
 		Attempt: attempt, To: to, WindowMS: r.OutcomeWindow.Milliseconds(), OrderID: r.OrderID, Status: r.PSPStatus,
 		Note: note, Tries: tries, TriesRead: r.Tries, HTTP: r.HTTPStatus,
 	}),
 		batch, ext, "finish create", 2)
 	if err != nil {
-		return Finished{}, err
+		return decide.Finished{}, err
 	}
 	if res[0] != "ok" {
-		return Finished{}, &ConflictError{ExternalID: ext, Found: lifecycle.State(res[1])}
+		return decide.Finished{}, &ConflictError{ExternalID: ext, Found: lifecycle.State(res[1])}
 	}
 	if len(res) < 4 {
-		return Finished{}, fmt.Errorf("ledger: finish create of %s: reply %q has %d elements, want 4", ext, res, len(res))
+		return decide.Finished{}, fmt.Errorf("ledger: finish create of %s: reply %q has %d elements, want 4", ext, res, len(res))
 	}
 	n, err := replyInts(res, "finish create of "+ext, 1)
 	if err != nil {
-		return Finished{}, err
+		return decide.Finished{}, err
 	}
-	return Finished{State: lifecycle.State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: note}, nil
-}
-
-// CheckPolicy bounds the resolution of an ambiguous create.
-type CheckPolicy struct {
-	AbsentChecks  int           // K: consecutive 404s that confirm absence
-	AbsentSpacing time.Duration // D: minimum time between counted 404s
-	MaxCreates    int           // M: creates in all, the first included
-	MaxFaults     int           // N: status checks without an answer before needs_review
-	// OutcomeWindow: a payout found created awaits its outcome for that
-	// long (0: created is final).
-	OutcomeWindow time.Duration
-	// FaultDelay and FaultDelayMax space the checks after a check without
-	// an answer: FaultDelay doubling per fault, at most FaultDelayMax
-	// (defaults 1s and 5m), on Redis's clock.
-	FaultDelay    time.Duration
-	FaultDelayMax time.Duration
-}
-
-// faultDelays returns FaultDelay and FaultDelayMax with their defaults.
-func (p CheckPolicy) faultDelays() (base, max time.Duration) {
-	base, max = p.FaultDelay, p.FaultDelayMax
-	if base <= 0 {
-		base = time.Second
-	}
-	if max < base {
-		max = 5 * time.Minute
-	}
-	return base, max
-}
-
-// The errors RecordCheck keeps when a status check ends the checking:
-// absence confirmed with creates left, absence confirmed after the last
-// create, too many checks without an answer (the last one's message).
-func (p CheckPolicy) recreateNote() string {
-	return fmt.Sprintf("PSP confirmed it has no order after %d status checks; creating again", p.AbsentChecks)
-}
-
-func (p CheckPolicy) absentNote() string {
-	return fmt.Sprintf("PSP has no order after %d creates; a person must decide", p.MaxCreates)
-}
-
-func (p CheckPolicy) faultNote(msg string) string {
-	return fmt.Sprintf("status unknown after %d status checks without an answer: %s", p.MaxFaults, msg)
+	return decide.Finished{State: lifecycle.State(res[2]), Seq: n[0], Awaiting: res[3] == "1", Error: note}, nil
 }
 
 // checkArgs is applyCheckScript's ARGV in the order the script reads them
 // (transition appends the actor and the operation id, luaReplay): the
-// payout as read, what decideCheck decided, the answer for the audit
+// payout as read, what decide.Check decided, the answer for the audit
 // entry and the decision's reply.
 type checkArgs struct {
 	// ARGV[1..6] the payout as read: the check answered (seq), its
@@ -425,7 +352,7 @@ func (a checkArgs) argv() []any {
 		a.Head[0], a.Head[1], a.Head[2], a.Head[3]}
 }
 
-// applyCheckScript writes what decideCheck decided of a status check's
+// applyCheckScript writes what decide.Check decided of a status check's
 // answer, if the payout is still as the decision read it: checking, under
 // the same seq, with the same counts and times. Every time it writes is
 // Redis's clock at the write.
@@ -472,30 +399,30 @@ return head
 `
 
 // RecordCheck records the answer a to status check seq of the payout read
-// as s (Snapshot, before the PSP was asked), as decideCheck decides under
+// as s (decide.Snapshot, before the PSP was asked), as decide.Check decides under
 // policy p, in one round trip: the write checks that the payout is still
 // as read. A payout that moved meanwhile gets CheckSkip or CheckStale, as if
 // read afterwards; one that changed otherwise under the same check is an
 // ErrConflict (the task runs again and reads it afresh).
-func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a decide.CheckAnswer, p CheckPolicy) (decide.CheckStep, error) {
-	d := decideCheck(s, seq, a, p)
-	if !d.write {
-		return d.step, nil
+func (l *Ledger) RecordCheck(ctx context.Context, s decide.Snapshot, seq int, a decide.CheckAnswer, p decide.CheckPolicy) (decide.CheckStep, error) {
+	d := decide.Check(s, seq, a, p)
+	if !d.Write {
+		return d.Step, nil
 	}
 	batch, ext := s.Batch, s.ExternalID
-	head := [4]string{string(d.step.Action), "0", "0", "0"}
-	switch d.step.Action {
+	head := [4]string{string(d.Step.Action), "0", "0", "0"}
+	switch d.Step.Action {
 	case decide.CheckDone:
-		head[1] = boolField(d.step.Awaiting)
+		head[1] = boolField(d.Step.Awaiting)
 	case decide.CheckAgain:
-		head[1], head[2], head[3] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Faults), strconv.FormatInt(d.step.Wait.Milliseconds(), 10)
+		head[1], head[2], head[3] = strconv.Itoa(d.Step.Seq), strconv.Itoa(d.Step.Faults), strconv.FormatInt(d.Step.Wait.Milliseconds(), 10)
 	case decide.CheckRecreate:
-		head[1] = strconv.Itoa(d.step.Attempt)
+		head[1] = strconv.Itoa(d.Step.Attempt)
 	}
 	res, err := replyOf(l.transition(ctx, applyCheckScript, batch, ext, checkArgs{
 		Seq: s.Seq, Misses: s.Misses, LastMissMS: unixMilli(s.LastMiss), Faults: s.Faults, Creates: s.Creates, DueMS: unixMilli(s.CheckDue),
-		To: d.to, Error: d.errText, KeepError: d.keepError, NewMisses: d.misses, CountMiss: d.countMiss, NewFaults: d.faults,
-		WaitMS: d.step.Wait.Milliseconds(), WindowMS: p.OutcomeWindow.Milliseconds(),
+		To: d.To, Error: d.ErrText, KeepError: d.KeepError, NewMisses: d.Misses, CountMiss: d.CountMiss, NewFaults: d.Faults,
+		WaitMS: d.Step.Wait.Milliseconds(), WindowMS: p.OutcomeWindow.Milliseconds(),
 		OrderID: a.OrderID, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Note: a.Message, Head: head,
 	}),
 		batch, ext, "record status check", 4)
@@ -507,10 +434,10 @@ func (l *Ledger) RecordCheck(ctx context.Context, s Snapshot, seq int, a decide.
 	case err != nil:
 		return decide.CheckStep{}, err
 	case now == nil:
-		return d.step, nil
+		return d.Step, nil
 	}
 	// As if read after the other write: skip or stale, else a conflict.
-	if step, ask := (Snapshot{Payout: Payout{State: now.state, Seq: now.seq}}).PreCheck(seq); !ask {
+	if step, ask := (decide.Snapshot{State: now.state, Seq: now.seq}).PreCheck(seq); !ask {
 		return step, nil
 	}
 	return decide.CheckStep{}, fmt.Errorf("ledger: status check %d of %s changed while the PSP was asked: %w", seq, ext,
@@ -555,25 +482,6 @@ func unixMilli(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// OutcomeStep is RecordOutcome's decision.
-type OutcomeStep struct {
-	Action decide.OutcomeAction
-	State  lifecycle.State
-	Seq    int
-	Polls  int
-	Error  string // review: the error recorded with needs_review
-}
-
-// outcomeReviewNote is the error of a payout whose outcome window ended
-// without a final status; last is the PSP's last status word, if known.
-func outcomeReviewNote(last string) string {
-	if last == "" {
-		last = "(none)"
-	}
-	return "no final status from the PSP within the outcome window; last status " + last +
-		"; ask the PSP whether the money was sent"
-}
-
 // outcomeArgs is applyOutcomeScript's ARGV in the order the script reads
 // them (transition appends the actor and the operation id, luaReplay).
 type outcomeArgs struct {
@@ -595,7 +503,7 @@ func (a outcomeArgs) argv() []any {
 	return []any{a.Seq, a.Polls, a.DueMS, string(a.To), a.Error, a.PSPStatus, a.HTTP, a.Reason, a.Head[0], a.Head[1], a.Head[2]}
 }
 
-// applyOutcomeScript writes what decideOutcome decided of an outcome
+// applyOutcomeScript writes what decide.Outcome decided of an outcome
 // check's answer, if the payout is still as the decision read it: created,
 // awaiting outcome check oseq, with the same polls and window.
 //
@@ -633,44 +541,44 @@ return head
 `
 
 // RecordOutcome records the answer a to outcome check oseq of the payout
-// read as s (Snapshot, before the PSP was asked), as decideOutcome decides,
+// read as s (decide.Snapshot, before the PSP was asked), as decide.Outcome decides,
 // in one round trip: the write checks that the payout is still as read. A
 // payout that moved meanwhile gets OutcomeSkip or OutcomeStale, as if read
 // afterwards; one that changed otherwise under the same check is an
 // ErrConflict.
-func (l *Ledger) RecordOutcome(ctx context.Context, s Snapshot, oseq int, a decide.OutcomeAnswer) (OutcomeStep, error) {
-	d := decideOutcome(s, oseq, a)
-	if !d.write {
-		return d.step, nil
+func (l *Ledger) RecordOutcome(ctx context.Context, s decide.Snapshot, oseq int, a decide.OutcomeAnswer) (decide.OutcomeStep, error) {
+	d := decide.Outcome(s, oseq, a)
+	if !d.Write {
+		return d.Step, nil
 	}
 	batch, ext := s.Batch, s.ExternalID
-	head := [3]string{string(d.step.Action), "0", "0"}
-	switch d.step.Action {
+	head := [3]string{string(d.Step.Action), "0", "0"}
+	switch d.Step.Action {
 	case decide.OutcomeDone:
-		head[1] = string(d.step.State)
+		head[1] = string(d.Step.State)
 	case decide.OutcomeAgain:
-		head[1], head[2] = strconv.Itoa(d.step.Seq), strconv.Itoa(d.step.Polls)
+		head[1], head[2] = strconv.Itoa(d.Step.Seq), strconv.Itoa(d.Step.Polls)
 	}
 	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext, outcomeArgs{
 		Seq: s.OutcomeSeq, Polls: s.OutcomePolls, DueMS: unixMilli(s.OutcomeDue),
-		To: d.to, Error: d.errText, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Reason: a.Reason, Head: head,
+		To: d.To, Error: d.ErrText, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Reason: a.Reason, Head: head,
 	}),
 		batch, ext, "record outcome", 3)
 	if err != nil {
-		return OutcomeStep{}, err
+		return decide.OutcomeStep{}, err
 	}
 	now, err := readApplied(res, head[:], "record outcome of "+ext)
 	switch {
 	case err != nil:
-		return OutcomeStep{}, err
+		return decide.OutcomeStep{}, err
 	case now == nil:
-		return d.step, nil
+		return d.Step, nil
 	}
 	// As if read after the other write: skip or stale, else a conflict.
-	read := Snapshot{Payout: Payout{State: now.state, Awaiting: now.tracked && now.state == lifecycle.Created, OutcomeSeq: now.seq}}
+	read := decide.Snapshot{State: now.state, Awaiting: now.tracked && now.state == lifecycle.Created, OutcomeSeq: now.seq}
 	if step, ask := read.PreOutcome(oseq); !ask {
 		return step, nil
 	}
-	return OutcomeStep{}, fmt.Errorf("ledger: outcome check %d of %s changed while the PSP was asked: %w", oseq, ext,
+	return decide.OutcomeStep{}, fmt.Errorf("ledger: outcome check %d of %s changed while the PSP was asked: %w", oseq, ext,
 		&ConflictError{ExternalID: ext, Found: lifecycle.Created})
 }

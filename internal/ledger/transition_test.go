@@ -19,14 +19,14 @@ func TestTransitionsOfAnUnknownPayout(t *testing.T) {
 	ctx := context.Background()
 	l, _ := newTestLedger(t)
 	seed(t, l, "b", 1)
-	policy := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
+	policy := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 3}
 	for _, tc := range []struct {
 		name string
 		call func() error
 	}{
 		{"BeginCreate", func() error { _, err := l.BeginCreate(ctx, "b", "nope", 1); return err }},
 		{"FinishCreate", func() error {
-			_, err := l.FinishCreate(ctx, "b", "nope", 1, CreateResult{To: lifecycle.Queued, MaxTries: 2})
+			_, err := l.FinishCreate(ctx, "b", "nope", 1, decide.CreateResult{To: lifecycle.Queued, MaxTries: 2})
 			return err
 		}},
 		{"RecordCheck", func() error {
@@ -83,25 +83,6 @@ func TestReplyParsing(t *testing.T) {
 	}
 }
 
-// TestNotesForPeople: the errors the transitions keep are built here; the
-// report groups needs_review payouts by their first words
-// (report.notSentReasons), so those stay as they were.
-func TestNotesForPeople(t *testing.T) {
-	p := CheckPolicy{AbsentChecks: 3, MaxCreates: 2, MaxFaults: 10}
-	for _, tc := range []struct{ got, want string }{
-		{decide.TriesNote(5, "HTTP 429"), "PSP did not take the request after 6 tries (nothing was sent): HTTP 429"},
-		{p.recreateNote(), "PSP confirmed it has no order after 3 status checks; creating again"},
-		{p.absentNote(), "PSP has no order after 2 creates; a person must decide"},
-		{p.faultNote("HTTP 502"), "status unknown after 10 status checks without an answer: HTTP 502"},
-		{outcomeReviewNote("Processing"), "no final status from the PSP within the outcome window; last status Processing; ask the PSP whether the money was sent"},
-		{outcomeReviewNote(""), "no final status from the PSP within the outcome window; last status (none); ask the PSP whether the money was sent"},
-	} {
-		if tc.got != tc.want {
-			t.Errorf("note %q, want %q", tc.got, tc.want)
-		}
-	}
-}
-
 // TestStepsCarryTheirNotes: the step of a transition that moved a payout
 // to needs_review carries the error it recorded, so the worker needs no
 // read-back.
@@ -112,7 +93,7 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil {
 		t.Fatal(err)
 	}
-	fin, err := l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1})
+	fin, err := l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1})
 	if err != nil || fin.State != lifecycle.Queued || fin.Error != "HTTP 429" {
 		t.Fatalf("finish within the budget = %+v, %v", fin, err)
 	}
@@ -120,7 +101,7 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin, err = l.FinishCreate(ctx, "b", "E1", 1, CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1, Tries: b.Payout.Tries})
+	fin, err = l.FinishCreate(ctx, "b", "E1", 1, decide.CreateResult{To: lifecycle.Queued, Error: "HTTP 429", MaxTries: 1, Tries: b.Payout.Tries})
 	if err != nil || fin.State != lifecycle.NeedsReview || fin.Error != decide.TriesNote(1, "HTTP 429") {
 		t.Fatalf("finish past the budget = %+v, %v", fin, err)
 	}
@@ -130,12 +111,12 @@ func TestStepsCarryTheirNotes(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "E2", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, "b", "E2", 1, CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "E2", 1, decide.CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
 		t.Fatal(err)
 	}
-	p := CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 1}
+	p := decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: time.Minute, MaxCreates: 2, MaxFaults: 1}
 	step, err := recordCheck(ctx, l, "b", "E2", 1, decide.CheckAnswer{Outcome: decide.NoAnswer, Message: "HTTP 502"}, p)
-	if err != nil || step.Action != decide.CheckReview || step.Error != p.faultNote("HTTP 502") {
+	if err != nil || step.Action != decide.CheckReview || step.Error != "status unknown after 1 status checks without an answer: HTTP 502" {
 		t.Fatalf("RecordCheck = %+v, %v", step, err)
 	}
 	got, err := l.Get(ctx, "b", "E2")

@@ -22,7 +22,7 @@ func TestTypedTextScrubbedAtTheDoor(t *testing.T) {
 	ctx := context.Background()
 	l := reviewed(t)
 	const pan = "4111 1111 1111 1111"
-	r, err := l.ResolveAsCreated(ctx, "b", "E1", "4111111111111111", "paid to "+pan,
+	r, err := l.resolveAsCreated(ctx, "b", "E1", "4111111111111111", "paid to "+pan,
 		Resolution{By: "alice", Note: "card " + pan + " seen  in the\u00a0back office"})
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestTypedTextRefused(t *testing.T) {
 			return err
 		},
 		"order id with line break": func(l *Ledger) error {
-			_, err := l.ResolveAsCreated(ctx, "b", "E1", "WD-1\nbob", "", Resolution{By: "alice", Note: "seen"})
+			_, err := l.resolveAsCreated(ctx, "b", "E1", "WD-1\nbob", "", Resolution{By: "alice", Note: "seen"})
 			return err
 		},
 		"name with escape": func(l *Ledger) error {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -53,7 +54,7 @@ func fixture(t *testing.T) (*ledger.Ledger, *miniredis.Miniredis, redis.Universa
 		if _, err := l.BeginCreate(ctx, "A", ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "A", ext, 1, ledger.CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
+		if _, err := l.FinishCreate(ctx, "A", ext, 1, decide.CreateResult{To: lifecycle.Checking, Error: "timeout"}); err != nil {
 			t.Fatal(err)
 		}
 	}

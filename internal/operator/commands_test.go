@@ -87,7 +87,7 @@ func review(fourEyes, proposed bool) start {
 			if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+			if _, err := l.FinishCreate(ctx, "b", ext, 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/xuri/excelize/v2"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -64,9 +65,9 @@ func registerBig(t *testing.T, l *ledger.Ledger, batch string, n int) {
 		if _, err := l.BeginCreate(ctx, batch, ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		r := ledger.CreateResult{To: lifecycle.Rejected, Error: "card expired", HTTPStatus: 422}
+		r := decide.CreateResult{To: lifecycle.Rejected, Error: "card expired", HTTPStatus: 422}
 		if i%1000 == 0 {
-			r = ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}
+			r = decide.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}
 		}
 		if _, err := l.FinishCreate(ctx, batch, ext, 1, r); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -42,7 +43,7 @@ func consoleBatch(t *testing.T, l *ledger.Ledger, n int) []string {
 		if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
 			t.Fatal(err)
 		}
 		review = append(review, ext)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -60,7 +61,7 @@ func reviewBatchOf(t *testing.T, a *Actions, c ledger.Batch) {
 		if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "b", ext, 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
+		if _, err := l.FinishCreate(ctx, "b", ext, 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
 			t.Fatal(err)
 		}
 	}

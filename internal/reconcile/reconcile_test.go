@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -93,7 +94,7 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	f.enqueueCreate("E2", 1)
 	// E3 checking, its status task archived in the UI.
 	f.ledger.BeginCreate(ctx, "b", "E3", 1)
-	fin, _ := f.ledger.FinishCreate(ctx, "b", "E3", 1, ledger.CreateResult{To: lifecycle.Checking})
+	fin, _ := f.ledger.FinishCreate(ctx, "b", "E3", 1, decide.CreateResult{To: lifecycle.Checking})
 	if _, err := f.queue.Add(ctx, queue.Step{Kind: queue.Status, Batch: "b", ExternalID: "E3", N: fin.Seq}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +105,10 @@ func TestSweepRestoresLostReminders(t *testing.T) {
 	f.ledger.BeginCreate(ctx, "b", "E4", 1)
 	// E5 created: final, nothing to do.
 	f.ledger.BeginCreate(ctx, "b", "E5", 1)
-	f.ledger.FinishCreate(ctx, "b", "E5", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-5"})
+	f.ledger.FinishCreate(ctx, "b", "E5", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-5"})
 	// E8 created, awaiting its outcome: its outcome check was deleted.
 	f.ledger.BeginCreate(ctx, "b", "E8", 1)
-	f.ledger.FinishCreate(ctx, "b", "E8", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-8", OutcomeWindow: time.Hour})
+	f.ledger.FinishCreate(ctx, "b", "E8", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-8", OutcomeWindow: time.Hour})
 	f.advance(2 * time.Minute)
 	// E6 submitting only just now: within the grace period, its handler acts.
 	f.ledger.BeginCreate(ctx, "b", "E6", 1)

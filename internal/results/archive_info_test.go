@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/report"
@@ -34,7 +34,7 @@ func TestArchiveKeepsInfoAndLookalikes(t *testing.T) {
 		if _, err := f.led.BeginCreate(ctx, res.Batch, ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, ledger.CreateResult{To: lifecycle.Rejected, Error: "card blocked", PSPStatus: "rejected"}); err != nil {
+		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, decide.CreateResult{To: lifecycle.Rejected, Error: "card blocked", PSPStatus: "rejected"}); err != nil {
 			t.Fatal(err)
 		}
 	}

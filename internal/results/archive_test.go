@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -75,9 +76,9 @@ func (f *fixture) load(name, prefix string, n int) string {
 		if _, err := f.led.BeginCreate(ctx, res.Batch, ext, 1); err != nil {
 			f.t.Fatal(err)
 		}
-		r := ledger.CreateResult{To: lifecycle.Created, OrderID: "o-" + ext, PSPStatus: "accepted"}
+		r := decide.CreateResult{To: lifecycle.Created, OrderID: "o-" + ext, PSPStatus: "accepted"}
 		if i == n {
-			r = ledger.CreateResult{To: lifecycle.Rejected, Error: "card blocked", PSPStatus: "rejected"}
+			r = decide.CreateResult{To: lifecycle.Rejected, Error: "card blocked", PSPStatus: "rejected"}
 		}
 		if _, err := f.led.FinishCreate(ctx, res.Batch, ext, 1, r); err != nil {
 			f.t.Fatal(err)
@@ -213,7 +214,7 @@ func TestArchiveLeavesOpenBatchesAlone(t *testing.T) {
 	}
 	// One payout final, one still queued.
 	f.led.BeginCreate(ctx, res.Batch, "O-1", 1)
-	f.led.FinishCreate(ctx, res.Batch, "O-1", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "o"})
+	f.led.FinishCreate(ctx, res.Batch, "O-1", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "o"})
 	f.age(365 * day)
 	out, err := results.Archive(ctx, f.led, f.opts())
 	if err != nil || len(out) != 1 || out[0].Batch != final {

@@ -56,14 +56,14 @@ func failedLedger(t *testing.T) *ledger.Ledger {
 		if _, err := l.BeginCreate(ctx, "b", r.ext, 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, "b", r.ext, 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
+		if _, err := l.FinishCreate(ctx, "b", r.ext, 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-" + r.ext, PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
 		v := decide.VerdictFailed
 		if r.reason == "" {
 			v = decide.VerdictPaid
 		}
-		s, err := l.Snapshot(ctx, "b", r.ext)
+		_, s, err := l.Snapshot(ctx, "b", r.ext)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,10 +211,10 @@ func TestWriteRetryNeutralizesHeaders(t *testing.T) {
 	if _, err := l.BeginCreate(ctx, "b", "PO-2", 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.FinishCreate(ctx, "b", "PO-2", 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-2", PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
+	if _, err := l.FinishCreate(ctx, "b", "PO-2", 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-2", PSPStatus: "Created", OutcomeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := l.Snapshot(ctx, "b", "PO-2")
+	_, s, err := l.Snapshot(ctx, "b", "PO-2")
 	if err != nil {
 		t.Fatal(err)
 	}

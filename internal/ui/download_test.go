@@ -183,13 +183,13 @@ func noCardInParts(t *testing.T, data []byte) {
 }
 
 // TestConsoleXLSXLastPass: a card number the writers do not mask (here
-// in the PSP order id someone typed) is masked in the workbook by the
+// a PSP order id, stored exactly as the PSP confirmed it) is masked in the workbook by the
 // download's last pass, as in the CSV, and the workbook still opens.
 func TestConsoleXLSXLastPass(t *testing.T) {
 	e, d := demoEnv(t, uitest.Options{})
 	const pan = "4111111111111111"
 	review := d.ByState[lifecycle.NeedsReview][0]
-	if _, err := e.led.ResolveAsCreated(context.Background(), d.Worked, review, pan, "", ledger.Resolution{By: "alice", Note: "seen in the back office"}); err != nil {
+	if _, err := e.led.ResolveAsConfirmed(context.Background(), d.Worked, review, ledger.PSPOrder{OrderID: pan}, ledger.Resolution{By: "alice", Note: "seen in the back office"}); err != nil {
 		t.Fatal(err)
 	}
 	if csv := e.download(d.Worked, "result.csv", "text/csv; charset=utf-8"); bytes.Contains(csv, []byte(pan)) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
@@ -138,7 +139,7 @@ func registerSparse(t *testing.T, l *ledger.Ledger, batch string, n int) (all, r
 		if _, err := l.BeginCreate(ctx, batch, all[i], 1); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.FinishCreate(ctx, batch, all[i], 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
+		if _, err := l.FinishCreate(ctx, batch, all[i], 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
 			t.Fatal(err)
 		}
 		review = append(review, all[i])

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
@@ -51,7 +52,7 @@ type Config struct {
 	// AbsentSpacing is used as given (0: no spacing; DefaultConfig has
 	// DefaultAbsentSpacing). OutcomeWindow and the fault delays are derived from Outcome
 	// and StatusDelay.
-	Policy ledger.CheckPolicy
+	Policy decide.CheckPolicy
 	// TrustStatusByExternal believes a 404 to a status query by externalId
 	// without first seeing the PSP find a known order that way.
 	TrustStatusByExternal bool
@@ -153,7 +154,7 @@ func DefaultConfig() Config {
 		Concurrency:      10,
 		Lanes:            4,
 		StatusDelay:      10 * time.Second,
-		Policy:           ledger.CheckPolicy{AbsentChecks: 2, AbsentSpacing: DefaultAbsentSpacing, MaxCreates: 3, MaxFaults: 20},
+		Policy:           decide.CheckPolicy{AbsentChecks: 2, AbsentSpacing: DefaultAbsentSpacing, MaxCreates: 3, MaxFaults: 20},
 		MaxCreateRetries: 10,
 		ShutdownTimeout:  35 * time.Second,
 		BreakerCooldown:  5 * time.Second,

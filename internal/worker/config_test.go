@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/vault"
 	"github.com/alicebob/miniredis/v2"
@@ -32,7 +33,7 @@ func TestConfigValidate(t *testing.T) {
 		{"the defaults", deps(DefaultConfig()), nil},
 		{"no dependencies", Config{}, []string{"Redis", "Ledger", "PSP", "Opener"}},
 		{"negative counts", deps(Config{Concurrency: -1, Rate: -5, MaxCreateRetries: -1}), []string{"Concurrency", "Rate", "MaxCreateRetries"}},
-		{"negative policy", deps(Config{Policy: ledger.CheckPolicy{AbsentChecks: -2, AbsentSpacing: -time.Second, MaxCreates: -1, MaxFaults: -3}}),
+		{"negative policy", deps(Config{Policy: decide.CheckPolicy{AbsentChecks: -2, AbsentSpacing: -time.Second, MaxCreates: -1, MaxFaults: -3}}),
 			[]string{"Policy.AbsentChecks", "Policy.MaxCreates", "Policy.MaxFaults", "Policy.AbsentSpacing"}},
 		{"negative durations", deps(Config{StatusDelay: -1, ShutdownTimeout: -1, PollInterval: -time.Second}),
 			[]string{"StatusDelay", "ShutdownTimeout", "PollInterval"}},
@@ -79,7 +80,7 @@ func TestDefaultAbsenceCoversTheStatusLag(t *testing.T) {
 }
 
 func TestDefaultsOnlyForZeroValues(t *testing.T) {
-	c := Config{Concurrency: 3, Policy: ledger.CheckPolicy{AbsentSpacing: 0}}.withDefaults()
+	c := Config{Concurrency: 3, Policy: decide.CheckPolicy{AbsentSpacing: 0}}.withDefaults()
 	d := DefaultConfig()
 	if c.Concurrency != 3 || c.StatusDelay != d.StatusDelay || c.Policy.AbsentChecks != d.Policy.AbsentChecks ||
 		c.Policy.AbsentSpacing != 0 || c.Notify.Concurrency != defaultNotifyConcurrency || c.Metrics == nil {

@@ -128,7 +128,7 @@ func (w *Worker) holdBackUnreplicated(ctx context.Context, p jobs.CreatePayload,
 	w.metrics.deferred.WithLabelValues("replica_ack").Inc()
 	log.Warn().Str("reason", reason).Msg("create held back")
 	fin, ferr := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt,
-		ledger.CreateResult{To: lifecycle.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
+		decide.CreateResult{To: lifecycle.Queued, Error: reason, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 	if ferr != nil {
 		return settled(ferr)
 	}
@@ -150,7 +150,7 @@ func (w *Worker) sendCreate(ctx, wctx context.Context, p jobs.CreatePayload, pay
 	done, err := w.gate.allow()
 	if err != nil {
 		// Nothing was sent: hand the payout back; the task returns later.
-		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: lifecycle.Queued, Error: err.Error()}); ferr != nil {
+		if _, ferr := w.ledger.FinishCreate(wctx, p.Batch, p.ExternalID, p.Attempt, decide.CreateResult{To: lifecycle.Queued, Error: err.Error()}); ferr != nil {
 			return settled(ferr)
 		}
 		return err
@@ -180,13 +180,13 @@ func (w *Worker) beginCreate(ctx context.Context, p jobs.CreatePayload) (ledger.
 func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause error) error {
 	if errors.Is(cause, vault.ErrUnknownKey) || errors.Is(cause, vault.ErrNoKey) ||
 		errors.Is(cause, vault.ErrBadKey) || errors.Is(cause, vault.ErrPlaintextRefused) {
-		if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: lifecycle.Queued, Error: cause.Error()}); err != nil {
+		if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, decide.CreateResult{To: lifecycle.Queued, Error: cause.Error()}); err != nil {
 			return settled(err)
 		}
 		return w.stopSelf(fmt.Sprintf("this worker's data key cannot open the card number of payout %s (batch %s): %v", p.ExternalID, p.Batch, cause))
 	}
 	reason := "cannot build the PSP request (nothing was sent): " + cause.Error()
-	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{To: lifecycle.NeedsReview, Error: reason}); err != nil {
+	if _, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, decide.CreateResult{To: lifecycle.NeedsReview, Error: reason}); err != nil {
 		return settled(err)
 	}
 	w.outcome(ctx, p.Batch, lifecycle.NeedsReview)
@@ -199,7 +199,7 @@ func (w *Worker) unsendable(ctx context.Context, p jobs.CreatePayload, cause err
 func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay ledger.Payout, res psp.Result) error {
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("attempt", p.Attempt).
 		Int("http", res.HTTPStatus).Str("outcome", res.Outcome.String()).Logger()
-	finish := func(r ledger.CreateResult) (ledger.Finished, error) {
+	finish := func(r decide.CreateResult) (decide.Finished, error) {
 		r.HTTPStatus = res.HTTPStatus
 		fin, err := w.ledger.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, r)
 		if errors.Is(err, ledger.ErrConflict) {
@@ -216,7 +216,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 	}
 	switch res.Outcome {
 	case psp.Created:
-		fin, err := finish(ledger.CreateResult{To: lifecycle.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
+		fin, err := finish(decide.CreateResult{To: lifecycle.Created, OrderID: res.Order.OrderID, PSPStatus: res.Order.Status,
 			OutcomeWindow: w.cfg.Outcome.window()})
 		if err != nil {
 			return settled(err)
@@ -225,12 +225,12 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		w.lookup.sample(ctx, p.ExternalID)
 		return w.followOutcome(ctx, pay, fin.Awaiting)
 	case psp.Rejected:
-		_, err := finish(ledger.CreateResult{To: lifecycle.Rejected, Error: res.Message})
+		_, err := finish(decide.CreateResult{To: lifecycle.Rejected, Error: res.Message})
 		log.Info().Str("reason", res.Message).Msg("payout rejected by the PSP")
 		return settled(err)
 	case psp.Ambiguous:
 		w.metrics.ambiguous.WithLabelValues(string(psp.OpWithdrawalCreate)).Inc()
-		fin, err := finish(ledger.CreateResult{To: lifecycle.Checking, Error: "create answer unknown: " + res.Message})
+		fin, err := finish(decide.CreateResult{To: lifecycle.Checking, Error: "create answer unknown: " + res.Message})
 		if err != nil {
 			return settled(err)
 		}
@@ -243,7 +243,7 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 		defer cancel()
 		return w.createRefused(p, pay, res, verdict, aerr, finish, log)
 	default: // psp.RetryLater: provably not processed
-		fin, err := finish(ledger.CreateResult{To: lifecycle.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
+		fin, err := finish(decide.CreateResult{To: lifecycle.Queued, Error: res.Message, MaxTries: w.cfg.MaxCreateRetries, Tries: pay.Tries})
 		if err != nil {
 			return settled(err)
 		}
@@ -262,8 +262,8 @@ func (w *Worker) finishCreate(ctx context.Context, p jobs.CreatePayload, pay led
 // retried, or needs review once the tries are used up), else as it was,
 // the task held by aerr (a deferral, a pause or this worker's stop).
 func (w *Worker) createRefused(p jobs.CreatePayload, pay ledger.Payout, res psp.Result, verdict authVerdict, aerr error,
-	finish func(ledger.CreateResult) (ledger.Finished, error), log zerolog.Logger) error {
-	r := ledger.CreateResult{To: lifecycle.Queued, Error: res.Message}
+	finish func(decide.CreateResult) (decide.Finished, error), log zerolog.Logger) error {
+	r := decide.CreateResult{To: lifecycle.Queued, Error: res.Message}
 	if verdict == authRequest {
 		r.MaxTries, r.Tries = w.cfg.MaxCreateRetries, pay.Tries
 	}
@@ -293,15 +293,15 @@ func settled(err error) error {
 }
 
 // snapshotOf reads the payout a status or outcome task is about, with
-// Redis's clock (ledger.Snapshot); a task for a payout the ledger does not
+// Redis's clock (decide.Snapshot); a task for a payout the ledger does not
 // know is archived.
-func (w *Worker) snapshotOf(ctx context.Context, kind, batch, ext string, log zerolog.Logger) (ledger.Snapshot, error) {
-	s, err := w.ledger.Snapshot(ctx, batch, ext)
+func (w *Worker) snapshotOf(ctx context.Context, kind, batch, ext string, log zerolog.Logger) (ledger.Payout, decide.Snapshot, error) {
+	pay, s, err := w.ledger.Snapshot(ctx, batch, ext)
 	if errors.Is(err, ledger.ErrNotFound) {
 		log.Error().Msg(kind + " task for a payout the ledger does not know; archived")
-		return s, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
+		return pay, s, fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
-	return s, err
+	return pay, s, err
 }
 
 // HandleStatus processes a withdrawal:status task: after checking the task
@@ -314,12 +314,11 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("seq", p.Seq).Logger()
-	snap, err := w.snapshotOf(ctx, "status", p.Batch, p.ExternalID, log)
+	pay, snap, err := w.snapshotOf(ctx, "status", p.Batch, p.ExternalID, log)
 	if err != nil {
 		return err
 	}
-	pay := snap.Payout
-	if handled, err := w.statusNotCurrent(ctx, snap, p.Seq, log); handled {
+	if handled, err := w.statusNotCurrent(ctx, pay, snap, p.Seq, log); handled {
 		return err
 	}
 	res, err := w.queryStatus(ctx, pay, log)
@@ -341,11 +340,10 @@ func (w *Worker) HandleStatus(ctx context.Context, t *asynq.Task) error {
 }
 
 // statusNotCurrent handles a status task that is not the payout's current,
-// due check (handled true; ledger.Snapshot.PreCheck): it makes sure of the
+// due check (handled true; decide.Snapshot.PreCheck): it makes sure of the
 // payout's actual next step, or defers the task until the check is due on
 // Redis's clock, as after a recorded check (afterCheck).
-func (w *Worker) statusNotCurrent(ctx context.Context, snap ledger.Snapshot, seq int, log zerolog.Logger) (handled bool, err error) {
-	pay := snap.Payout
+func (w *Worker) statusNotCurrent(ctx context.Context, pay ledger.Payout, snap decide.Snapshot, seq int, log zerolog.Logger) (handled bool, err error) {
 	step, ask := snap.PreCheck(seq)
 	switch {
 	case ask:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -37,7 +38,7 @@ func reviewWithOrder(t *testing.T, h *harness) (ext, order string) {
 	if res.Outcome != psp.Created {
 		t.Fatalf("create at the PSP: %+v", res)
 	}
-	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
+	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "PSP unreachable"}); err != nil {
 		t.Fatal(err)
 	}
 	return ids[0], res.Order.OrderID
@@ -177,7 +178,7 @@ func TestMarkedRejectedStandsWithoutAnOrder(t *testing.T) {
 	if _, err := h.ledger.BeginCreate(ctx, h.batch, ids[0], 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.NeedsReview, Error: "x"}); err != nil {
+	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.ledger.ResolveAsRejected(ctx, h.batch, ids[0], ledger.Resolution{By: "alice", Note: "never sent"}); err != nil {

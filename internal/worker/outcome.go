@@ -37,11 +37,10 @@ func (w *Worker) HandleOutcome(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("%w: %w", err, asynq.SkipRetry)
 	}
 	log := w.log.With().Str("batch", p.Batch).Str("externalId", p.ExternalID).Int("oseq", p.Seq).Logger()
-	snap, err := w.snapshotOf(ctx, "outcome", p.Batch, p.ExternalID, log)
+	pay, snap, err := w.snapshotOf(ctx, "outcome", p.Batch, p.ExternalID, log)
 	if err != nil {
 		return err
 	}
-	pay := snap.Payout
 	if step, ask := snap.PreOutcome(p.Seq); !ask {
 		switch {
 		case step.Action == decide.OutcomeStale:

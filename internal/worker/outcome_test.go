@@ -11,7 +11,7 @@ import (
 
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
@@ -205,7 +205,7 @@ func TestCallbackBeforeTheCreateIsRecorded(t *testing.T) {
 		t.Fatalf("the hint moved the payout to %s", p.State)
 	}
 	// Once created and awaiting its outcome, the same callback is a hint.
-	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-1", OutcomeWindow: time.Hour}); err != nil {
+	if _, err := h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-1", OutcomeWindow: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
 	p := h.payout(ids[0])

@@ -93,9 +93,9 @@ func TestStatusTaskEnsuresTheRecreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.ledger.BeginCreate(ctx, h.batch, ids[0], 1)
-	h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, ledger.CreateResult{To: lifecycle.Checking})
-	pol := ledger.CheckPolicy{AbsentChecks: 1, MaxCreates: 3, MaxFaults: 3}
-	snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
+	h.ledger.FinishCreate(ctx, h.batch, ids[0], 1, decide.CreateResult{To: lifecycle.Checking})
+	pol := decide.CheckPolicy{AbsentChecks: 1, MaxCreates: 3, MaxFaults: 3}
+	_, snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestUnknownBeginDecisionSendsNothing(t *testing.T) {
 }
 
 // TestStatusTaskNotCurrentAsksNothing: a status task that is not the
-// payout's current, due check (ledger.Snapshot.PreCheck) never reaches the
+// payout's current, due check (decide.Snapshot.PreCheck) never reaches the
 // PSP and changes nothing in the ledger. An early one is deferred until its
 // check is due on Redis's clock; a stale one makes sure the current check
 // is enqueued (one for a payout no longer checking:
@@ -232,10 +232,10 @@ func TestStatusTaskNotCurrentAsksNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.ledger.BeginCreate(ctx, h.batch, ext, 1)
-	h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: lifecycle.Checking})
+	h.ledger.FinishCreate(ctx, h.batch, ext, 1, decide.CreateResult{To: lifecycle.Checking})
 	// One check without an answer: check 2 is due an hour later.
-	pol := ledger.CheckPolicy{AbsentChecks: 2, MaxCreates: 2, MaxFaults: 5, FaultDelay: time.Hour, FaultDelayMax: time.Hour}
-	snap, err := h.ledger.Snapshot(ctx, h.batch, ext)
+	pol := decide.CheckPolicy{AbsentChecks: 2, MaxCreates: 2, MaxFaults: 5, FaultDelay: time.Hour, FaultDelayMax: time.Hour}
+	_, snap, err := h.ledger.Snapshot(ctx, h.batch, ext)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func deferredCount(t *testing.T, reg *prometheus.Registry, reason string) float6
 }
 
 // TestOutcomeTaskNotCurrentAsksNothing: an outcome task that is not the
-// payout's current outcome check (ledger.Snapshot.PreOutcome) never reaches
+// payout's current outcome check (decide.Snapshot.PreOutcome) never reaches
 // the PSP and changes nothing in the ledger. A stale one makes sure the
 // current check is enqueued; one for a payout that no longer awaits its
 // outcome ends.
@@ -318,12 +318,12 @@ func TestOutcomeTaskNotCurrentAsksNothing(t *testing.T) {
 			window = 0
 		}
 		h.ledger.BeginCreate(ctx, h.batch, ext, 1)
-		if fin, err := h.ledger.FinishCreate(ctx, h.batch, ext, 1, ledger.CreateResult{To: lifecycle.Created, OrderID: "WD-" + ext, OutcomeWindow: window}); err != nil || fin.Awaiting != (i == 0) {
+		if fin, err := h.ledger.FinishCreate(ctx, h.batch, ext, 1, decide.CreateResult{To: lifecycle.Created, OrderID: "WD-" + ext, OutcomeWindow: window}); err != nil || fin.Awaiting != (i == 0) {
 			t.Fatalf("setup %s: %+v %v", ext, fin, err)
 		}
 	}
 	// One pending answer: outcome check 2 of the first is current.
-	snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
+	_, snap, err := h.ledger.Snapshot(ctx, h.batch, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 		if b.Action != decide.Proceed {
 			return fmt.Errorf("bench: fast path: begin create of %s: %s, want %s", p.ExternalID, b.Action, decide.Proceed)
 		}
-		fin, err := led.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, ledger.CreateResult{
+		fin, err := led.FinishCreate(ctx, p.Batch, p.ExternalID, p.Attempt, decide.CreateResult{
 			To: lifecycle.Created, OrderID: "WD-" + orderUUID(), PSPStatus: sandbox.StatusCreated, HTTPStatus: 200})
 		if err != nil {
 			return err

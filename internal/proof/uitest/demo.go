@@ -122,7 +122,7 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if to == "submitting" {
 		return
 	}
-	r := ledger.CreateResult{To: lifecycle.State(to), OrderID: order, PSPStatus: "NEW", HTTPStatus: 200}
+	r := decide.CreateResult{To: lifecycle.State(to), OrderID: order, PSPStatus: "NEW", HTTPStatus: 200}
 	switch to {
 	case "checking":
 		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 0
@@ -139,7 +139,7 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if to != "paid" && to != "failed" {
 		return
 	}
-	s, err := led.Snapshot(ctx, batch, ext)
+	_, s, err := led.Snapshot(ctx, batch, ext)
 	if err != nil {
 		t.Fatal(err)
 	}
