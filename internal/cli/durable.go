@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/redisconn"
 	"github.com/acme/payout/internal/worker"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -87,11 +88,11 @@ func (d *durabilityFlags) apply(ctx context.Context, rdb redis.UniversalClient, 
 
 // check reads how Redis keeps the ledger and refuses a Redis that can go
 // back in time, unless the risk is accepted (then it warns).
-func (d *durabilityFlags) check(ctx context.Context, rdb redis.UniversalClient, log zerolog.Logger) (ledger.Durability, error) {
+func (d *durabilityFlags) check(ctx context.Context, rdb redis.UniversalClient, log zerolog.Logger) (redisconn.Durability, error) {
 	if d.requireDurable {
 		log.Warn().Msg("--require-durable is deprecated and does nothing: durability is required by default")
 	}
-	dur, err := ledger.ReadDurability(ctx, rdb)
+	dur, err := redisconn.ReadDurability(ctx, rdb)
 	if err != nil {
 		if d.allowVolatile {
 			// Accepted volatile: a server that does not even answer

@@ -11,6 +11,7 @@ import (
 	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
+	"github.com/acme/payout/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -25,7 +26,7 @@ func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 	l := New(rdb)
 	seed(t, l, "b", 2)
 
-	dur, err := ReadDurability(ctx, rdb)
+	dur, err := redisconn.ReadDurability(ctx, rdb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestBeginCreateAckedCountsReplicas(t *testing.T) {
 	if got, _ := rr.HGet(ctx, payoutKey("b", "E2"), "state").Result(); got != string(lifecycle.Submitting) {
 		t.Fatalf("replica has state %q right after the acknowledgement, want submitting", got)
 	}
-	if dur, _ := ReadDurability(ctx, rdb); dur.Replicas != 1 || !safeOnly(dur.Safe(true)) || safeOnly(dur.Safe(false)) {
+	if dur, _ := redisconn.ReadDurability(ctx, rdb); dur.Replicas != 1 || !safeOnly(dur.Safe(true)) || safeOnly(dur.Safe(false)) {
 		t.Fatalf("with a replica: %+v", dur)
 	}
 }
