@@ -65,6 +65,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/view"
 )
 
 // Defaults of the flags.
@@ -145,7 +146,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) ([]Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	sts, err := l.Statuses(ctx)
+	sts, err := view.New(l.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -220,7 +221,7 @@ func sweepClaims(ctx context.Context, l *ledger.Ledger, o Options, now time.Time
 
 // dueNow reports whether batch s is to be archived now: final, and
 // unchanged for olderThan.
-func dueNow(ctx context.Context, l *ledger.Ledger, s ledger.BatchStatus, now time.Time, olderThan time.Duration) (bool, error) {
+func dueNow(ctx context.Context, l *ledger.Ledger, s view.BatchStatus, now time.Time, olderThan time.Duration) (bool, error) {
 	if !Final(s.Batch, s.Counts) {
 		return false, nil
 	}
@@ -353,7 +354,7 @@ func (r *batchArchive) hook(step string) error {
 
 // load reads the batch, checks it is still final and makes its folder.
 func (r *batchArchive) load(ctx context.Context) error {
-	meta, counts, err := r.l.RawBatch(ctx, r.id)
+	meta, counts, err := view.New(r.l.Redis()).RawBatch(ctx, r.id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		r.oc.Skipped = "archived meanwhile"
 		return nil

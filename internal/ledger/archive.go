@@ -107,7 +107,7 @@ func (ar Archive) Archived(ctx context.Context, id string) (ArchivedBatch, error
 // ArchivedBatches returns the summaries of every archived batch (including
 // those still being archived), newest first, in two round trips.
 func (ar Archive) ArchivedBatches(ctx context.Context) ([]ArchivedBatch, error) {
-	ids, err := ar.l.BatchIDs(ctx)
+	ids, err := ar.l.batchIDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func TestApproval(t *testing.T) {
 		if err != nil || n != 3 {
 			t.Fatalf("discard: %d %v", n, err)
 		}
-		c, _ := l.Counts(ctx, "b")
+		c, _ := l.counts(ctx, "b")
 		if c.Rows[lifecycle.Cancelled] != 3 || c.Units[lifecycle.Cancelled] != 3000 || c.Open() != 0 {
 			t.Fatalf("counts %+v", c)
 		}

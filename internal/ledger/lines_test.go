@@ -197,7 +197,7 @@ func TestLineIndexMadeOne(t *testing.T) {
 // stateIndexKept reports whether batch's index per state (read by package
 // view) holds, for every state but queued, as many payouts as its counts.
 func stateIndexKept(ctx context.Context, l *Ledger, batch string) (bool, error) {
-	c, err := l.Counts(ctx, batch)
+	c, err := l.counts(ctx, batch)
 	if err != nil {
 		return false, err
 	}
