@@ -253,9 +253,9 @@ func lastChangeHint(ctx context.Context, l *ledger.Ledger, b ledger.Batch) (time
 	if ok {
 		return later(last, t), nil
 	}
-	err = l.EachRaw(ctx, b.ID, func(p ledger.RawPayout) error {
-		if p.Fields != nil {
-			last = later(last, ledger.PayoutFromFields(b.ID, p.Fields).UpdatedAt)
+	err = view.New(l.Redis()).EachRaw(ctx, b.ID, func(_ string, f map[string]string) error {
+		if f != nil {
+			last = later(last, ledger.PayoutFromFields(b.ID, f).UpdatedAt)
 		}
 		return nil
 	})
@@ -436,11 +436,10 @@ func (r *batchArchive) encode(ctx context.Context, w io.Writer, kept map[string]
 	if err := enc.Encode(record{Batch: r.meta, Counts: r.counts}); err != nil {
 		return err
 	}
-	err := r.l.EachRaw(ctx, r.id, func(p ledger.RawPayout) error {
-		f := p.Fields
+	err := view.New(r.l.Redis()).EachRaw(ctx, r.id, func(ext string, f map[string]string) error {
 		if f == nil {
-			if f = kept[p.ExternalID]; f == nil {
-				return fmt.Errorf("payout %s is neither in Redis nor in %s", p.ExternalID, r.paths.Archive)
+			if f = kept[ext]; f == nil {
+				return fmt.Errorf("payout %s is neither in Redis nor in %s", ext, r.paths.Archive)
 			}
 		}
 		f = withoutSealed(f)
@@ -591,9 +590,7 @@ func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (stri
 	}
 	err = writeFile(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
-		return l.Audit().EachRaw(ctx, batch, func(e ledger.RawAudit) error {
-			return enc.Encode(e.Entry())
-		})
+		return l.Audit().Each(ctx, batch, "", func(e ledger.AuditEntry) error { return enc.Encode(e) })
 	})
 	if err != nil {
 		return "", err

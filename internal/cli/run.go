@@ -574,7 +574,7 @@ func printRows(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string)
 		return err
 	}
 	fmt.Fprintf(w, "\n%-5s %-22s %12s  %-26s %-13s %-8s %s\n", "line", "externalId", "amount", "destination", "state", "attempts", "pspOrderId / error")
-	return l.Each(ctx, batch, func(p ledger.Payout) error {
+	return view.New(l.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 		detail := p.OrderID
 		if detail == "" {
 			detail = p.Error

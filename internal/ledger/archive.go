@@ -149,8 +149,8 @@ func (ar Archive) CheckNotArchived(ctx context.Context, batch string) error {
 	return err
 }
 
-// PayoutFromFields reads a payout from its stored fields (a RawPayout's, or
-// an archive's).
+// PayoutFromFields reads a payout from its stored fields (package view's
+// pages and EachRaw, or an archive's).
 func PayoutFromFields(batch string, fields map[string]string) Payout {
 	return parsePayout(batch, fields)
 }

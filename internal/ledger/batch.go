@@ -48,8 +48,8 @@ type Batch struct {
 	// FourEyes: the batch was loaded under the four-eyes policy (payout
 	// load --four-eyes, PAYOUT_FOUR_EYES): whoever loaded it (LoadedBy)
 	// cannot approve it, whatever the approver asks; every approval path
-	// (payout approve, the UI) goes through Approve, which enforces it.
-	// MayApprove tells a UI beforehand. False for a batch recorded before
+	// (payout approve, the UI) goes through Approve, which enforces it
+	// (Batch.mayApprove). False for a batch recorded before
 	// the policy was recorded on batches: the approver's deployment
 	// policy (Approval.FourEyes) still applies to it.
 	FourEyes bool
@@ -73,10 +73,10 @@ type Batch struct {
 	Reserved   bool
 }
 
-// ErrNotLoading is returned by the steps of a load (SetBatchFigures,
+// errNotLoading is returned by the steps of a load (SetBatchFigures,
 // FinishLoad, FinishBatch) on a batch that is no longer loading: it was
 // discarded (payout discard), or finished by another load.
-var ErrNotLoading = errors.New("ledger: the batch is no longer loading")
+var errNotLoading = errors.New("ledger: the batch is no longer loading")
 
 // BeginBatch registers a batch in phase loading unless it exists. It returns
 // the stored batch and whether this call created it.
@@ -136,7 +136,7 @@ func (l *Ledger) loadStep(ctx context.Context, id, owner, what string, fields ..
 		if r == "" {
 			r = "gone"
 		}
-		return fmt.Errorf("ledger: %s %s: it is %s: %w", what, id, r, ErrNotLoading)
+		return fmt.Errorf("ledger: %s %s: it is %s: %w", what, id, r, errNotLoading)
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (l *Ledger) loadStep(ctx context.Context, id, owner, what string, fields ..
 // until TasksEnqueued). Workers send no create for a batch before this
 // (BeginCreate holds them). It is a compare-and-set: only while owner
 // holds the batch's load lock (else ErrLoadLockLost) and the batch is
-// loading (else ErrNotLoading: a batch discarded meanwhile stays so).
+// loading (else errNotLoading: a batch discarded meanwhile stays so).
 func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
 	if owner == "" {
 		return fmt.Errorf("ledger: finish batch %s: no load lock owner: %w", id, ErrLoadLockLost)
@@ -156,7 +156,7 @@ func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
 
 // FinishBatch marks a batch loaded without a load lock (tests and tools
 // that build batches by hand; a loader uses FinishLoad): only a batch
-// that is loading or loaded (else ErrNotLoading: a discarded batch, or
+// that is loading or loaded (else errNotLoading: a discarded batch, or
 // one awaiting approval, stays so).
 func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
 	return l.loadStep(ctx, id, "", "finish batch", "phase", PhaseLoaded, "tasks", "pending")
@@ -187,7 +187,7 @@ type Figures struct {
 }
 
 // SetBatchFigures records f on a batch, as its loader owner (the load
-// lock's token): ErrLoadLockLost or ErrNotLoading as FinishLoad. The
+// lock's token): ErrLoadLockLost or errNotLoading as FinishLoad. The
 // batch's scale is BeginBatch's, never changed.
 func (l *Ledger) SetBatchFigures(ctx context.Context, id, owner string, f Figures) error {
 	if owner == "" {

@@ -85,7 +85,7 @@ func TestRegisterIsIdempotentAndCounts(t *testing.T) {
 		t.Fatalf("queued amount %s", got)
 	}
 	var lines []int
-	if err := l.Each(ctx, "b1", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
+	if err := l.each(ctx, "b1", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(lines) != "[2 3 4]" {
@@ -434,7 +434,7 @@ func TestRegisterInCalls(t *testing.T) {
 		t.Fatalf("counts %v %v, want %d rows, %d units", c, err, len(ps), units)
 	}
 	var lines []int
-	if err := l.Each(ctx, "b", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
+	if err := l.each(ctx, "b", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(lines) != len(ps) || !slices.IsSorted(lines) {

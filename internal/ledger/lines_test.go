@@ -28,7 +28,7 @@ func TestLineIndexChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := l.Each(ctx, "b", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
+	if err := l.each(ctx, "b", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 300 || !slices.IsSorted(got) {
@@ -60,7 +60,7 @@ func TestLineIndexChunks(t *testing.T) {
 	l.rdb.Del(ctx, lineChunksKey("old"))
 	l.rdb.ZAdd(ctx, linesKey("old"), redis.Z{Score: 4, Member: "E3"}, redis.Z{Score: 2, Member: "E1"}, redis.Z{Score: 3, Member: "E2"})
 	got = nil
-	if err := l.Each(ctx, "old", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
+	if err := l.each(ctx, "old", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, []string{"E1", "E2", "E3"}) {

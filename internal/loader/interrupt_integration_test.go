@@ -198,7 +198,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			t.Fatalf("%d tasks exist for a batch whose load did not complete", n)
 		}
 		held := 0
-		if err := e.led.Each(ctx, batch, func(p ledger.Payout) error {
+		if err := view.New(e.led.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 			b, err := e.led.BeginCreate(ctx, batch, p.ExternalID, 1)
 			if err != nil {
 				return err
@@ -228,7 +228,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			t.Fatalf("%d tasks after the rerun, want one per row (%d)", n, interruptRows)
 		}
 		proceeded := 0
-		if err := e.led.Each(ctx, batch, func(p ledger.Payout) error {
+		if err := view.New(e.led.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 			for attempt := 0; attempt < 2; attempt++ { // a redelivery never begins a second create
 				b, err := e.led.BeginCreate(ctx, batch, p.ExternalID, 1)
 				if err != nil {

@@ -66,7 +66,7 @@ func TestLoad100kRows(t *testing.T) {
 		t.Fatalf("queued %d, want %d (%v)", c.Rows[lifecycle.Queued], rows, err)
 	}
 	seen, prev := 0, 0
-	if err := f.led.Each(ctx, res.Batch, func(p ledger.Payout) error {
+	if err := view.New(f.led.Redis()).Each(ctx, res.Batch, func(p ledger.Payout) error {
 		if p.Line <= prev || p.State != lifecycle.Queued || p.ExternalID == "" {
 			return fmt.Errorf("bad entry after line %d: %+v", prev, p)
 		}

@@ -284,7 +284,7 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 	h.archived = len(arch)
 	for _, s := range st {
 		byFile[s.File] = s
-		if err := h.led.Each(ctx, s.ID, func(p ledger.Payout) error {
+		if err := view.New(h.led.Redis()).Each(ctx, s.ID, func(p ledger.Payout) error {
 			if p.ExternalID != "" { // "": deleted by an archive run
 				payouts[p.ExternalID] = p
 			}
