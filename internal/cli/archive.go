@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/results"
+	"github.com/acme/payout/internal/view"
 )
 
 // days is a duration flag that also accepts whole days ("30d").
@@ -195,7 +196,7 @@ func refuseArchived(ctx context.Context, l *ledger.Ledger, id string) error {
 // in Redis (a batch being archived shows as archived, phase
 // ledger.PhaseArchived), newest first, with the archive of each archived
 // batch by id.
-func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatus) ([]ledger.BatchStatus, map[string]string, error) {
+func withArchived(ctx context.Context, l *ledger.Ledger, sts []view.BatchStatus) ([]view.BatchStatus, map[string]string, error) {
 	arch, err := l.Archive().ArchivedBatches(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -204,12 +205,12 @@ func withArchived(ctx context.Context, l *ledger.Ledger, sts []ledger.BatchStatu
 		return sts, nil, nil
 	}
 	done := map[string]bool{}
-	var all []ledger.BatchStatus
+	var all []view.BatchStatus
 	paths := map[string]string{}
 	for _, a := range arch {
 		done[a.ID] = true
 		paths[a.ID] = a.Archive
-		all = append(all, ledger.BatchStatus{Batch: a.AsBatch(), Counts: a.Counts})
+		all = append(all, view.BatchStatus{Batch: a.AsBatch(), Counts: a.Counts})
 	}
 	for _, s := range sts {
 		if !done[s.ID] {

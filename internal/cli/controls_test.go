@@ -18,6 +18,7 @@ import (
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/alicebob/miniredis/v2/server"
@@ -145,7 +146,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 		if code != ExitOK || !strings.Contains(out, "3 payouts cancelled") {
 			t.Fatalf("discard: %d %s", code, out)
 		}
-		if c, _ := l.Counts(ctx, "b"); c.Rows[lifecycle.Cancelled] != 3 {
+		if c, _ := view.New(l.Redis()).Counts(ctx, "b"); c.Rows[lifecycle.Cancelled] != 3 {
 			t.Fatalf("counts %+v", c.Rows)
 		}
 		if code, _, _ := runMain(t, nil, "approve", "--redis", url, "--by", "bob", "b"); code != ExitRejected {

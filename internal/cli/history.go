@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/view"
 )
 
 // runHistory prints the audit trail of a batch (every state change, who
@@ -86,7 +87,7 @@ func statusChecks(ctx context.Context, l *ledger.Ledger, batch, ext string) (str
 		}
 		return fmt.Sprintf("status checks: %d of payout %s (asked of the PSP and recorded, including those that changed nothing)", p.Checks, term(ext)), nil
 	}
-	c, err := l.Counts(ctx, batch)
+	c, err := view.New(l.Redis()).Counts(ctx, batch)
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
+	"github.com/acme/payout/internal/view"
 )
 
 // TestHistoryCountsStatusChecks: payout history of a batch and of a payout
@@ -28,7 +29,7 @@ func TestHistoryCountsStatusChecks(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	l := ledger.New(rdb)
-	ids, err := l.BatchIDs(ctx)
+	ids, err := view.New(l.Redis()).BatchIDs(ctx)
 	if err != nil || len(ids) != 1 {
 		t.Fatalf("batches: %v %v", ids, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/view"
 )
 
 // `payout report --failed-only BATCH` writes the failed payouts of a batch
@@ -80,7 +81,7 @@ func runReportFailed(ctx context.Context, e *env, l *ledger.Ledger, batch string
 	if err != nil {
 		return infraErr(err)
 	}
-	c, err := l.Counts(ctx, batch)
+	c, err := view.New(l.Redis()).Counts(ctx, batch)
 	if err != nil {
 		return infraErr(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/internal/worker"
 	"github.com/rs/zerolog"
 )
@@ -201,7 +202,7 @@ func resolveOne(ctx context.Context, w io.Writer, acts *operator.Actions, c oper
 func listReview(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string) error {
 	n := 0
 	scale := batchScale(ctx, l, batch)
-	err := l.Each(ctx, batch, func(p ledger.Payout) error {
+	err := view.New(l.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 		if p.State != lifecycle.NeedsReview {
 			return nil
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/internal/worker"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -513,7 +514,7 @@ func waitFinal(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string,
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		c, err := l.Counts(context.WithoutCancel(ctx), batch)
+		c, err := view.New(l.Redis()).Counts(context.WithoutCancel(ctx), batch)
 		if err != nil {
 			return c, err
 		}
@@ -573,7 +574,7 @@ func printRows(ctx context.Context, w io.Writer, l *ledger.Ledger, batch string)
 		return err
 	}
 	fmt.Fprintf(w, "\n%-5s %-22s %12s  %-26s %-13s %-8s %s\n", "line", "externalId", "amount", "destination", "state", "attempts", "pspOrderId / error")
-	return l.Each(ctx, batch, func(p ledger.Payout) error {
+	return view.New(l.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 		detail := p.OrderID
 		if detail == "" {
 			detail = p.Error

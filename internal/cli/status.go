@@ -18,6 +18,7 @@ import (
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/view"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -30,7 +31,7 @@ type statusView struct {
 
 // statusViews turns ledger statuses into what payout status shows;
 // paused: the payout queue is paused.
-func statusViews(sts []ledger.BatchStatus, archives map[string]string, paused bool) []statusView {
+func statusViews(sts []view.BatchStatus, archives map[string]string, paused bool) []statusView {
 	views := operator.BatchViews(sts, paused)
 	out := make([]statusView, len(views))
 	for i, v := range views {
@@ -126,7 +127,7 @@ func open(v statusView) int64 {
 }
 
 func currentViews(ctx context.Context, l *ledger.Ledger, queue redis.UniversalClient, batch string) ([]statusView, error) {
-	sts, err := l.Statuses(ctx)
+	sts, err := view.New(l.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}

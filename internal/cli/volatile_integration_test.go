@@ -23,6 +23,7 @@ import (
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/sandbox"
 	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
 )
 
@@ -191,11 +192,11 @@ func TestWorkerStopsOnLedgerRolledBack(t *testing.T) {
 	insp := asynq.NewInspectorFromRedisClient(rdb)
 	l := ledger.New(rdb)
 	testenv.Eventually(t, "5 creates recorded", func() bool {
-		ids, _ := l.BatchIDs(ctx)
+		ids, _ := view.New(l.Redis()).BatchIDs(ctx)
 		if len(ids) != 1 {
 			return w.Exited()
 		}
-		c, err := l.Counts(ctx, ids[0])
+		c, err := view.New(l.Redis()).Counts(ctx, ids[0])
 		return f.creates() == rows && err == nil && c.Rows[lifecycle.Created] == rows || w.Exited()
 	})
 	if w.Exited() {

@@ -18,7 +18,7 @@
 // approve, and an approver is never the same person as it.
 //
 // Same is the one comparison: every four-eyes check (the ledger's
-// Batch.MayApprove, the console's offer of Approve) goes through it.
+// Controls.Approve, the console's offer of Approve) goes through it.
 package identity
 
 import (

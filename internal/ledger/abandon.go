@@ -125,7 +125,7 @@ func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, er
 // form. It scans the claim keys: a rare operator action.
 func (l *Ledger) releaseClaimsOf(ctx context.Context, batch string) (int, error) {
 	keep := map[string]bool{}
-	if err := l.Each(ctx, batch, func(p Payout) error {
+	if err := l.each(ctx, batch, func(p Payout) error {
 		if p.State != lifecycle.Cancelled {
 			keep[extid.Key(p.ExternalID)] = true
 		}

@@ -107,7 +107,7 @@ func (ar Archive) Archived(ctx context.Context, id string) (ArchivedBatch, error
 // ArchivedBatches returns the summaries of every archived batch (including
 // those still being archived), newest first, in two round trips.
 func (ar Archive) ArchivedBatches(ctx context.Context) ([]ArchivedBatch, error) {
-	ids, err := ar.l.BatchIDs(ctx)
+	ids, err := ar.l.batchIDs(ctx)
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
@@ -149,8 +149,8 @@ func (ar Archive) CheckNotArchived(ctx context.Context, batch string) error {
 	return err
 }
 
-// PayoutFromFields reads a payout from its stored fields (a RawPayout's, or
-// an archive's).
+// PayoutFromFields reads a payout from its stored fields (package view's
+// pages and EachRaw, or an archive's).
 func PayoutFromFields(batch string, fields map[string]string) Payout {
 	return parsePayout(batch, fields)
 }

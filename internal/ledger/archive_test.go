@@ -20,9 +20,12 @@ func TestArchiveKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	var fps []Fingerprint
-	if err := l.EachRaw(ctx, "b", func(p RawPayout) error {
-		fps = append(fps, FingerprintOf(p.ExternalID, p.Fields))
-		return nil
+	if err := l.eachIDs(ctx, "b", func(ids []string) error {
+		hs, err := l.readPayouts(ctx, "b", ids)
+		for i, m := range hs {
+			fps = append(fps, FingerprintOf(ids[i], m))
+		}
+		return err
 	}); err != nil || len(fps) != 5 {
 		t.Fatal(len(fps), err)
 	}

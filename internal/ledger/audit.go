@@ -23,16 +23,16 @@ type AuditEntry struct {
 	Context    map[string]string `json:"context,omitempty"` // attempt, seq, oseq, http, order, psp, note
 }
 
-// RawAudit is one entry of a batch's audit stream as stored.
-type RawAudit struct {
+// rawEntry is one entry of a batch's audit stream as stored.
+type rawEntry struct {
 	ID     string            `json:"id"`
 	Fields map[string]string `json:"fields"`
 }
 
-// Entry is the entry as the audit trail shows it: the one place that
-// reads the stored fields of an audit entry (payout history, the spool's
-// and the archive's audit files).
-func (e RawAudit) Entry() AuditEntry {
+// entry is the entry as the audit trail shows it: the one place that
+// reads the stored fields of an audit entry (Audit.Each: payout history,
+// the spool's and the archive's audit files).
+func (e rawEntry) entry() AuditEntry {
 	a := AuditEntry{ID: e.ID, Time: msTime(e.Fields["t"]), Context: map[string]string{}}
 	for k, v := range e.Fields {
 		switch k {
@@ -93,8 +93,8 @@ func (a Audit) Each(ctx context.Context, batch, ext string, fn func(AuditEntry) 
 	if batch != "" {
 		key, of = auditKey(batch), batch
 	}
-	return a.l.eachAudit(ctx, key, of, func(r RawAudit) error {
-		e := r.Entry()
+	return a.l.eachAudit(ctx, key, of, func(r rawEntry) error {
+		e := r.entry()
 		if ext != "" && e.ExternalID != ext {
 			return nil
 		}
@@ -102,15 +102,9 @@ func (a Audit) Each(ctx context.Context, batch, ext string, fn func(AuditEntry) 
 	})
 }
 
-// EachRaw calls fn for every entry of batch's audit stream in order,
-// 1,000 per round trip.
-func (a Audit) EachRaw(ctx context.Context, batch string, fn func(RawAudit) error) error {
-	return a.l.eachAudit(ctx, auditKey(batch), batch, fn)
-}
-
 // eachAudit calls fn for every entry of the audit stream key (the trail
 // of of) in order, 1,000 per round trip.
-func (l *Ledger) eachAudit(ctx context.Context, key, of string, fn func(RawAudit) error) error {
+func (l *Ledger) eachAudit(ctx context.Context, key, of string, fn func(rawEntry) error) error {
 	start := "-"
 	for {
 		msgs, err := l.rdb.XRangeN(ctx, key, start, "+", 1000).Result()
@@ -130,8 +124,8 @@ func (l *Ledger) eachAudit(ctx context.Context, key, of string, fn func(RawAudit
 }
 
 // rawAudit is a message of an audit stream as stored.
-func rawAudit(m redis.XMessage) RawAudit {
-	e := RawAudit{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
+func rawAudit(m redis.XMessage) rawEntry {
+	e := rawEntry{ID: m.ID, Fields: make(map[string]string, len(m.Values))}
 	for k, v := range m.Values {
 		e.Fields[k], _ = v.(string)
 	}

@@ -69,24 +69,24 @@ func TestAuditTrail(t *testing.T) {
 func TestRawAuditEntry(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		raw  RawAudit
+		raw  rawEntry
 		want AuditEntry
 	}{
 		{
 			name: "transition",
-			raw: RawAudit{ID: "1700000000000-0", Fields: map[string]string{"t": "1700000000123", "actor": "w:1",
+			raw: rawEntry{ID: "1700000000000-0", Fields: map[string]string{"t": "1700000000123", "actor": "w:1",
 				"ext": "E1", "from": "queued", "to": "submitting", "attempt": "1"}},
 			want: AuditEntry{ID: "1700000000000-0", Time: time.UnixMilli(1700000000123).UTC(), Actor: "w:1",
 				ExternalID: "E1", From: "queued", To: "submitting", Context: map[string]string{"attempt": "1"}},
 		},
 		{
 			name: "no context",
-			raw:  RawAudit{ID: "2-0", Fields: map[string]string{"t": "2", "actor": "dave", "ext": "", "from": "", "to": "paused"}},
+			raw:  rawEntry{ID: "2-0", Fields: map[string]string{"t": "2", "actor": "dave", "ext": "", "from": "", "to": "paused"}},
 			want: AuditEntry{ID: "2-0", Time: time.UnixMilli(2).UTC(), Actor: "dave", To: "paused"},
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.raw.Entry(); !reflect.DeepEqual(got, c.want) {
+			if got := c.raw.entry(); !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("Entry() = %+v, want %+v", got, c.want)
 			}
 		})

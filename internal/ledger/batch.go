@@ -48,8 +48,8 @@ type Batch struct {
 	// FourEyes: the batch was loaded under the four-eyes policy (payout
 	// load --four-eyes, PAYOUT_FOUR_EYES): whoever loaded it (LoadedBy)
 	// cannot approve it, whatever the approver asks; every approval path
-	// (payout approve, the UI) goes through Approve, which enforces it.
-	// MayApprove tells a UI beforehand. False for a batch recorded before
+	// (payout approve, the UI) goes through Approve, which enforces it
+	// (Batch.mayApprove). False for a batch recorded before
 	// the policy was recorded on batches: the approver's deployment
 	// policy (Approval.FourEyes) still applies to it.
 	FourEyes bool
@@ -73,10 +73,10 @@ type Batch struct {
 	Reserved   bool
 }
 
-// ErrNotLoading is returned by the steps of a load (SetBatchFigures,
+// errNotLoading is returned by the steps of a load (SetBatchFigures,
 // FinishLoad, FinishBatch) on a batch that is no longer loading: it was
 // discarded (payout discard), or finished by another load.
-var ErrNotLoading = errors.New("ledger: the batch is no longer loading")
+var errNotLoading = errors.New("ledger: the batch is no longer loading")
 
 // BeginBatch registers a batch in phase loading unless it exists. It returns
 // the stored batch and whether this call created it.
@@ -136,7 +136,7 @@ func (l *Ledger) loadStep(ctx context.Context, id, owner, what string, fields ..
 		if r == "" {
 			r = "gone"
 		}
-		return fmt.Errorf("ledger: %s %s: it is %s: %w", what, id, r, ErrNotLoading)
+		return fmt.Errorf("ledger: %s %s: it is %s: %w", what, id, r, errNotLoading)
 	}
 	return nil
 }
@@ -146,7 +146,7 @@ func (l *Ledger) loadStep(ctx context.Context, id, owner, what string, fields ..
 // until TasksEnqueued). Workers send no create for a batch before this
 // (BeginCreate holds them). It is a compare-and-set: only while owner
 // holds the batch's load lock (else ErrLoadLockLost) and the batch is
-// loading (else ErrNotLoading: a batch discarded meanwhile stays so).
+// loading (else errNotLoading: a batch discarded meanwhile stays so).
 func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
 	if owner == "" {
 		return fmt.Errorf("ledger: finish batch %s: no load lock owner: %w", id, ErrLoadLockLost)
@@ -156,7 +156,7 @@ func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
 
 // FinishBatch marks a batch loaded without a load lock (tests and tools
 // that build batches by hand; a loader uses FinishLoad): only a batch
-// that is loading or loaded (else ErrNotLoading: a discarded batch, or
+// that is loading or loaded (else errNotLoading: a discarded batch, or
 // one awaiting approval, stays so).
 func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
 	return l.loadStep(ctx, id, "", "finish batch", "phase", PhaseLoaded, "tasks", "pending")
@@ -187,7 +187,7 @@ type Figures struct {
 }
 
 // SetBatchFigures records f on a batch, as its loader owner (the load
-// lock's token): ErrLoadLockLost or ErrNotLoading as FinishLoad. The
+// lock's token): ErrLoadLockLost or errNotLoading as FinishLoad. The
 // batch's scale is BeginBatch's, never changed.
 func (l *Ledger) SetBatchFigures(ctx context.Context, id, owner string, f Figures) error {
 	if owner == "" {
@@ -246,8 +246,8 @@ func (l *Ledger) Batch(ctx context.Context, id string) (Batch, error) {
 	return parseBatch(m), nil
 }
 
-// BatchIDs lists batch ids, newest first.
-func (l *Ledger) BatchIDs(ctx context.Context) ([]string, error) {
+// batchIDs lists batch ids, newest first.
+func (l *Ledger) batchIDs(ctx context.Context) ([]string, error) {
 	ids, err := l.rdb.ZRevRange(ctx, batchesKey(), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("ledger: list batches: %w", err)
@@ -294,83 +294,14 @@ func (c Counts) Open() int64 {
 	return n
 }
 
-// Counts returns the per-state counters of a batch.
-func (l *Ledger) Counts(ctx context.Context, id string) (Counts, error) {
+// counts returns the per-state counters of a batch (package view reads
+// them for the product; the ledger's tests here).
+func (l *Ledger) counts(ctx context.Context, id string) (Counts, error) {
 	m, err := l.rdb.HGetAll(ctx, countsKey(id)).Result()
 	if err != nil {
 		return Counts{}, fmt.Errorf("ledger: read counts of %s: %w", id, err)
 	}
 	return parseCounts(m), nil
-}
-
-// BatchStatus is a batch with its counters.
-type BatchStatus struct {
-	Batch
-	Counts Counts
-	// Interrupted: the batch is loading but no loader holds its load lock
-	// (the lock expires LoadLockTTL after its loader died, and is released
-	// at once by a loader that failed). No create is sent for it; running
-	// the same file again completes it, payout discard abandons it.
-	Interrupted bool
-}
-
-// State is how a person reads the batch's phase: "loading, interrupted"
-// for an interrupted load, else the phase.
-func (b BatchStatus) State() string {
-	if b.Interrupted {
-		return PhaseLoading + ", interrupted"
-	}
-	return b.Phase
-}
-
-// Statuses returns every batch with its counters, newest first, in two
-// pipelined round trips.
-func (l *Ledger) Statuses(ctx context.Context) ([]BatchStatus, error) {
-	ids, err := l.BatchIDs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pipe := l.rdb.Pipeline()
-	metas := make([]*redis.MapStringStringCmd, len(ids))
-	counts := make([]*redis.MapStringStringCmd, len(ids))
-	locks := make([]*redis.IntCmd, len(ids))
-	for i, id := range ids {
-		metas[i] = pipe.HGetAll(ctx, metaKey(id))
-		counts[i] = pipe.HGetAll(ctx, countsKey(id))
-		locks[i] = pipe.Exists(ctx, loadLockKey(id))
-	}
-	if len(ids) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("ledger: read batches: %w", err)
-		}
-	}
-	out := make([]BatchStatus, 0, len(ids))
-	for i := range ids {
-		m := metas[i].Val()
-		if len(m) == 0 {
-			continue
-		}
-		b := parseBatch(m)
-		out = append(out, BatchStatus{Batch: b, Counts: parseCounts(counts[i].Val()),
-			Interrupted: b.Phase == PhaseLoading && locks[i].Val() == 0})
-	}
-	return out, nil
-}
-
-// Status returns one batch with its counters, or ErrNotFound.
-func (l *Ledger) Status(ctx context.Context, id string) (BatchStatus, error) {
-	pipe := l.rdb.Pipeline()
-	meta := pipe.HGetAll(ctx, metaKey(id))
-	counts := pipe.HGetAll(ctx, countsKey(id))
-	lock := pipe.Exists(ctx, loadLockKey(id))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return BatchStatus{}, fmt.Errorf("ledger: read batch %s: %w", id, err)
-	}
-	if len(meta.Val()) == 0 {
-		return BatchStatus{}, fmt.Errorf("batch %s: %w", id, ErrNotFound)
-	}
-	b := parseBatch(meta.Val())
-	return BatchStatus{Batch: b, Counts: parseCounts(counts.Val()), Interrupted: b.Phase == PhaseLoading && lock.Val() == 0}, nil
 }
 
 func parseBatch(m map[string]string) Batch {
@@ -424,19 +355,4 @@ func splitInfo(s string) []string {
 		return nil
 	}
 	return strings.Split(s, infoSep)
-}
-
-// RawBatch returns a batch's meta and counts hashes as stored, or
-// ErrNotFound.
-func (l *Ledger) RawBatch(ctx context.Context, id string) (meta, counts map[string]string, err error) {
-	pipe := l.rdb.Pipeline()
-	mc := pipe.HGetAll(ctx, metaKey(id))
-	cc := pipe.HGetAll(ctx, countsKey(id))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, nil, fmt.Errorf("ledger: read batch %s: %w", id, err)
-	}
-	if len(mc.Val()) == 0 {
-		return nil, nil, fmt.Errorf("batch %s: %w", id, ErrNotFound)
-	}
-	return mc.Val(), cc.Val(), nil
 }

@@ -22,7 +22,7 @@ func TestStatusChecksAreCounted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := l.Counts(ctx, "b")
+		c, err := l.counts(ctx, "b")
 		if err != nil {
 			t.Fatal(err)
 		}

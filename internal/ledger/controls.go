@@ -179,7 +179,7 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 	if b.Phase != PhaseAwaiting {
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
-	if err := b.MayApprove(a.By, a.FourEyes); err != nil {
+	if err := b.mayApprove(a.By, a.FourEyes); err != nil {
 		return b, err
 	}
 	note := "approved"
@@ -207,7 +207,7 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 	return c.l.Batch(ctx, id)
 }
 
-// MayApprove tells whether by may approve the batch under the four-eyes
+// mayApprove tells whether by may approve the batch under the four-eyes
 // rule: nil, or an error matching ErrFourEyes that says why. The rule
 // applies when the batch records it (FourEyes) or the deployment's policy
 // asks for it (policy: payout approve/ui --four-eyes). Under it the person
@@ -217,9 +217,8 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 // account that delivered a spool file) is not a person: as loader it
 // refuses nobody, as approver it is refused. Names are compared by
 // identity.Same, the one comparison of four-eyes.
-// Approve checks it; a UI calls it to offer Approve only to those it
-// would not refuse. It says nothing of the batch's phase.
-func (b Batch) MayApprove(by string, policy bool) error {
+// Approve checks it. It says nothing of the batch's phase.
+func (b Batch) mayApprove(by string, policy bool) error {
 	if !b.FourEyes && !policy {
 		return nil
 	}

@@ -100,12 +100,12 @@ func TestApproval(t *testing.T) {
 			if _, err := l.Controls().Approve(ctx, "fe", a); !errors.Is(err, ErrFourEyes) {
 				t.Fatalf("approval %+v by the loader: %v", a, err)
 			}
-			if err := b.MayApprove(a.By, a.FourEyes); !errors.Is(err, ErrFourEyes) {
-				t.Fatalf("MayApprove(%q): %v", a.By, err)
+			if err := b.mayApprove(a.By, a.FourEyes); !errors.Is(err, ErrFourEyes) {
+				t.Fatalf("mayApprove(%q): %v", a.By, err)
 			}
 		}
-		if err := b.MayApprove("bob", false); err != nil {
-			t.Fatalf("MayApprove(bob): %v", err)
+		if err := b.mayApprove("bob", false); err != nil {
+			t.Fatalf("mayApprove(bob): %v", err)
 		}
 		if b, err := l.Controls().Approve(ctx, "fe", Approval{By: "bob"}); err != nil || b.Phase != PhaseLoaded {
 			t.Fatalf("approval by bob: %+v %v", b, err)
@@ -113,7 +113,7 @@ func TestApproval(t *testing.T) {
 	})
 	t.Run("four eyes without a recorded loader refuses everyone", func(t *testing.T) {
 		b := Batch{ID: "x", FourEyes: true}
-		if err := b.MayApprove("bob", false); !errors.Is(err, ErrFourEyes) {
+		if err := b.mayApprove("bob", false); !errors.Is(err, ErrFourEyes) {
 			t.Fatalf("%v", err)
 		}
 	})
@@ -142,7 +142,7 @@ func TestApproval(t *testing.T) {
 		if err != nil || n != 3 {
 			t.Fatalf("discard: %d %v", n, err)
 		}
-		c, _ := l.Counts(ctx, "b")
+		c, _ := l.counts(ctx, "b")
 		if c.Rows[lifecycle.Cancelled] != 3 || c.Units[lifecycle.Cancelled] != 3000 || c.Open() != 0 {
 			t.Fatalf("counts %+v", c)
 		}

@@ -147,6 +147,10 @@ func New(rdb redis.UniversalClient, opts ...Option) *Ledger {
 	return l
 }
 
+// Redis is the client the ledger writes to, for its readers (package
+// view: view.New(l.Redis())).
+func (l *Ledger) Redis() redis.UniversalClient { return l.rdb }
+
 // As returns a ledger that records its transitions in the audit trail as
 // done by actor: a worker's host:pid, an operator's name.
 func (l *Ledger) As(actor string) *Ledger {

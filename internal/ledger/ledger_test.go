@@ -74,7 +74,7 @@ func TestRegisterIsIdempotentAndCounts(t *testing.T) {
 	if err != nil || added != 0 {
 		t.Fatalf("re-register added %d, %v", added, err)
 	}
-	c, err := l.Counts(ctx, "b1")
+	c, err := l.counts(ctx, "b1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRegisterIsIdempotentAndCounts(t *testing.T) {
 		t.Fatalf("queued amount %s", got)
 	}
 	var lines []int
-	if err := l.Each(ctx, "b1", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
+	if err := l.each(ctx, "b1", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(lines) != "[2 3 4]" {
@@ -150,7 +150,7 @@ func TestCreateTransitions(t *testing.T) {
 			if p.Creates != tt.creates {
 				t.Errorf("creates = %d, want %d", p.Creates, tt.creates)
 			}
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if c.Rows[tt.wantState] != 1 || c.Total() != 1 || c.Units[tt.wantState] != 1025 {
 				t.Errorf("counts %+v", c)
 			}
@@ -308,7 +308,7 @@ func TestStatusChecks(t *testing.T) {
 	})
 }
 
-func TestStatusesAndBatch(t *testing.T) {
+func TestBatchAndCounts(t *testing.T) {
 	l, _ := newTestLedger(t)
 	ctx := context.Background()
 	seed(t, l, "b1", 2)
@@ -318,9 +318,10 @@ func TestStatusesAndBatch(t *testing.T) {
 	if err := l.FinishBatch(ctx, "b1"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := l.Statuses(ctx)
-	if err != nil || len(st) != 1 || st[0].Phase != PhaseLoaded || st[0].Counts.Rows[lifecycle.Queued] != 2 || st[0].File != "f.csv" {
-		t.Fatalf("Statuses = %+v, %v", st, err)
+	b, err := l.Batch(ctx, "b1")
+	c, _ := l.counts(ctx, "b1")
+	if err != nil || b.Phase != PhaseLoaded || c.Rows[lifecycle.Queued] != 2 || b.File != "f.csv" {
+		t.Fatalf("Batch = %+v, %v; counts %+v", b, err, c)
 	}
 	if _, err := l.Batch(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown batch: %v", err)
@@ -428,12 +429,12 @@ func TestRegisterInCalls(t *testing.T) {
 	if n, err := l.Register(ctx, "b", ps, 2); err != nil || n != 0 {
 		t.Fatalf("third run: %d %v", n, err)
 	}
-	c, err := l.Counts(ctx, "b")
+	c, err := l.counts(ctx, "b")
 	if err != nil || c.Rows[lifecycle.Queued] != int64(len(ps)) || c.Units[lifecycle.Queued] != units {
 		t.Fatalf("counts %v %v, want %d rows, %d units", c, err, len(ps), units)
 	}
 	var lines []int
-	if err := l.Each(ctx, "b", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
+	if err := l.each(ctx, "b", func(p Payout) error { lines = append(lines, p.Line); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(lines) != len(ps) || !slices.IsSorted(lines) {
@@ -515,7 +516,7 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 			if p.Creates != 0 {
 				t.Fatalf("held begin counted a create: %+v", p)
 			}
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if c.Rows[lifecycle.Queued] != 1 || c.Rows[lifecycle.Submitting] != 0 {
 				t.Fatalf("counts %+v", c.Rows)
 			}

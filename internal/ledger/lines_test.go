@@ -28,7 +28,7 @@ func TestLineIndexChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	if err := l.Each(ctx, "b", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
+	if err := l.each(ctx, "b", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 300 || !slices.IsSorted(got) {
@@ -60,7 +60,7 @@ func TestLineIndexChunks(t *testing.T) {
 	l.rdb.Del(ctx, lineChunksKey("old"))
 	l.rdb.ZAdd(ctx, linesKey("old"), redis.Z{Score: 4, Member: "E3"}, redis.Z{Score: 2, Member: "E1"}, redis.Z{Score: 3, Member: "E2"})
 	got = nil
-	if err := l.Each(ctx, "old", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
+	if err := l.each(ctx, "old", func(p Payout) error { got = append(got, p.ExternalID); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, []string{"E1", "E2", "E3"}) {
@@ -197,7 +197,7 @@ func TestLineIndexMadeOne(t *testing.T) {
 // stateIndexKept reports whether batch's index per state (read by package
 // view) holds, for every state but queued, as many payouts as its counts.
 func stateIndexKept(ctx context.Context, l *Ledger, batch string) (bool, error) {
-	c, err := l.Counts(ctx, batch)
+	c, err := l.counts(ctx, batch)
 	if err != nil {
 		return false, err
 	}

@@ -51,9 +51,9 @@ func TestLoadStepsAfterDiscardAreFenced(t *testing.T) {
 	if ok, err := l.Locks().LockLoad(ctx, "b", owner, 20*time.Second); err != nil || !ok {
 		t.Fatalf("LockLoad = %v, %v", ok, err)
 	}
-	check("discarded", ErrNotLoading)
-	if err := l.FinishBatch(ctx, "b"); !errors.Is(err, ErrNotLoading) {
-		t.Errorf("FinishBatch of a discarded batch = %v, want ErrNotLoading", err)
+	check("discarded", errNotLoading)
+	if err := l.FinishBatch(ctx, "b"); !errors.Is(err, errNotLoading) {
+		t.Errorf("FinishBatch of a discarded batch = %v, want errNotLoading", err)
 	}
 	b, err := l.Batch(ctx, "b")
 	if err != nil {

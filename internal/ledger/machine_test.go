@@ -272,7 +272,7 @@ func TestEveryTransitionIsMade(t *testing.T) {
 			}
 			machineMust(t, tc.move(t, l, clk))
 			mustState(t, l, "b", "E1", tr.To)
-			c, err := l.Counts(context.Background(), "b")
+			c, err := l.counts(context.Background(), "b")
 			machineMust(t, err)
 			if c.Rows[tr.To] != 1 || c.Total() != 1 {
 				t.Errorf("counts after the move: %+v", c.Rows)
@@ -344,7 +344,7 @@ func TestRefusedMoveWritesNothing(t *testing.T) {
 			if n, _ := l.Audit().Len(ctx, "b"); n != audit {
 				t.Errorf("audit entries %d -> %d", audit, n)
 			}
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if c.Rows[before.State] != 1 || c.Total() != 1 {
 				t.Errorf("counts moved: %+v", c.Rows)
 			}

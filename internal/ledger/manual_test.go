@@ -34,7 +34,7 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 			if r.Awaiting != tt.awaiting || p.Awaiting != tt.awaiting {
 				t.Fatalf("awaiting: resolved %v, payout %v, want %v", r.Awaiting, p.Awaiting, tt.awaiting)
 			}
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if got := c.Awaiting == 1; got != tt.awaiting {
 				t.Errorf("counts awaiting %d", c.Awaiting)
 			}
@@ -53,7 +53,7 @@ func TestResolvedCreatedAwaitsItsOutcome(t *testing.T) {
 				t.Fatalf("outcome: %+v %v", s, err)
 			}
 			mustState(t, l, "b", "E1", lifecycle.Paid)
-			if c, _ := l.Counts(ctx, "b"); c.Awaiting != 0 || c.Rows[lifecycle.Paid] != 1 {
+			if c, _ := l.counts(ctx, "b"); c.Awaiting != 0 || c.Rows[lifecycle.Paid] != 1 {
 				t.Errorf("counts after paid %+v", c)
 			}
 		})
@@ -78,7 +78,7 @@ func TestContradictRejected(t *testing.T) {
 		if p.OrderID != "WD-9" || p.PSPStatus != "Paid" || p.Error != c.Note {
 			t.Errorf("payout %+v", p)
 		}
-		if n, _ := l.Counts(ctx, "b"); n.Rows[lifecycle.NeedsReview] != 1 || n.Rows[lifecycle.Rejected] != 0 {
+		if n, _ := l.counts(ctx, "b"); n.Rows[lifecycle.NeedsReview] != 1 || n.Rows[lifecycle.Rejected] != 0 {
 			t.Errorf("counts %+v", n)
 		}
 		// A person can decide again.

@@ -41,7 +41,7 @@ func TestOutcomeTransitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, clk := toAwaiting(t, time.Hour)
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if c.Awaiting != 1 || c.Open() != 1 || c.Rows[lifecycle.Created] != 1 {
 				t.Fatalf("after create: awaiting %d open %d created %d", c.Awaiting, c.Open(), c.Rows[lifecycle.Created])
 			}
@@ -71,7 +71,7 @@ func TestOutcomeTransitions(t *testing.T) {
 			if tt.wantError != "" && !strings.Contains(p.Error, tt.wantError) {
 				t.Fatalf("error %q lacks %q", p.Error, tt.wantError)
 			}
-			c, _ = l.Counts(ctx, "b")
+			c, _ = l.counts(ctx, "b")
 			if c.Awaiting != 0 || c.AwaitingUnits != 0 || c.Open() != 0 || c.Rows[tt.want] != 1 || c.Rows[lifecycle.Created] != 0 {
 				t.Fatalf("counts after: %+v", c)
 			}
@@ -94,7 +94,7 @@ func TestOutcomeTransitions(t *testing.T) {
 		if s, _ := recordOutcome(ctx, l, "b", "E1", 1, decide.VerdictPaid, "Paid", "", 200); s.Action != decide.OutcomeSkip || s.State != lifecycle.Created {
 			t.Fatalf("untracked: %+v", s)
 		}
-		if c, _ := l.Counts(ctx, "b"); c.Open() != 0 {
+		if c, _ := l.counts(ctx, "b"); c.Open() != 0 {
 			t.Fatalf("open %d", c.Open())
 		}
 	})

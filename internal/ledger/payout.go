@@ -187,7 +187,7 @@ func (l *Ledger) Register(ctx context.Context, batch string, ps []NewPayout, sca
 
 // RegisterLocked is Register for a loader: every script call registers
 // nothing unless owner holds the batch's load lock (else ErrLoadLockLost)
-// and the batch is loading (else ErrNotLoading: payout discard abandoned
+// and the batch is loading (else errNotLoading: payout discard abandoned
 // it while this loader's lease had expired). Each call is atomic, the
 // calls of one RegisterLocked are not: a load that fails between them has
 // registered some of ps, which its rerun skips.
@@ -251,7 +251,7 @@ func (l *Ledger) register(ctx context.Context, batch, owner string, ps []NewPayo
 		case added == -1:
 			lost = ErrLoadLockLost
 		case added == -2:
-			lost = ErrNotLoading
+			lost = errNotLoading
 		default:
 			n += added
 		}
@@ -386,36 +386,21 @@ func (p Payout) decision(now time.Time) decide.Snapshot {
 	}
 }
 
-// eachChunk is how many payouts Each reads per round trip.
+// eachChunk is how many payouts the ledger's walks of a batch (each,
+// the sweeps) read per round trip.
 const eachChunk = 1000
 
-// Each calls fn for every payout of a batch in file line order, reading
-// eachChunk payouts per pipelined round trip.
-func (l *Ledger) Each(ctx context.Context, batch string, fn func(Payout) error) error {
-	return l.EachRaw(ctx, batch, func(p RawPayout) error { return fn(parsePayout(batch, p.Fields)) })
-}
-
-// RawPayout is one payout hash as stored. Fields is nil when the lines
-// index names the payout but its hash is gone (deleted by an archive run).
-type RawPayout struct {
-	ExternalID string
-	Fields     map[string]string
-}
-
-// EachRaw calls fn for every payout of batch in file line order with all of
-// its stored fields, eachChunk per pipelined round trip.
-func (l *Ledger) EachRaw(ctx context.Context, batch string, fn func(RawPayout) error) error {
+// each calls fn for every payout of a batch in file line order, reading
+// eachChunk payouts per pipelined round trip (the write side's walk:
+// DiscardBatch; package view's Each is the readers').
+func (l *Ledger) each(ctx context.Context, batch string, fn func(Payout) error) error {
 	return l.eachIDs(ctx, batch, func(ids []string) error {
 		hashes, err := l.readPayouts(ctx, batch, ids)
 		if err != nil {
 			return err
 		}
-		for i, m := range hashes {
-			p := RawPayout{ExternalID: ids[i]}
-			if len(m) > 0 {
-				p.Fields = m
-			}
-			if err := fn(p); err != nil {
+		for _, m := range hashes {
+			if err := fn(parsePayout(batch, m)); err != nil {
 				return err
 			}
 		}

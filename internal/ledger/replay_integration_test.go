@@ -299,7 +299,7 @@ func assertOneTransition(ctx context.Context, t *testing.T, l *Ledger, batch str
 			t.Errorf("field %s = %q, want %q (one transition)", f, h[f], v)
 		}
 	}
-	c, err := l.Counts(ctx, batch)
+	c, err := l.counts(ctx, batch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestResolve(t *testing.T) {
 			if p.Creates != 1 {
 				t.Errorf("creates = %d: a resolution never creates", p.Creates)
 			}
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if c.Rows[tt.want] != 1 || c.Rows[lifecycle.NeedsReview] != 0 || c.Units[tt.want] != 1025 || c.Units[lifecycle.NeedsReview] != 0 || c.Total() != 1 {
 				t.Errorf("counts %+v", c)
 			}
@@ -199,7 +199,7 @@ func TestReplayedResolutionReturnsTheFirstDecision(t *testing.T) {
 			if err != nil || again.To != first.To || again.Seq != first.Seq || again.Payout != first.Payout {
 				t.Fatalf("replay = %+v, %v; first %+v", again, err, first)
 			}
-			c, _ := l.Counts(ctx, "b")
+			c, _ := l.counts(ctx, "b")
 			if c.Rows[first.To] != 1 || c.Rows[lifecycle.NeedsReview] != 0 || c.Total() != 1 {
 				t.Fatalf("counts after the replay %+v", c)
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -188,7 +189,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 		// Visible: loading, interrupted (at once, or when the dead
 		// loader's lease expires).
 		testenv.Eventually(t, "the load to show as interrupted", func() bool {
-			st, err := e.led.Status(ctx, batch)
+			st, err := view.New(e.led.Redis()).Status(ctx, batch)
 			return err == nil && st.Interrupted && st.State() == "loading, interrupted"
 		})
 		// No create: no task exists, and a create task delivered anyway
@@ -197,7 +198,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			t.Fatalf("%d tasks exist for a batch whose load did not complete", n)
 		}
 		held := 0
-		if err := e.led.Each(ctx, batch, func(p ledger.Payout) error {
+		if err := view.New(e.led.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 			b, err := e.led.BeginCreate(ctx, batch, p.ExternalID, 1)
 			if err != nil {
 				return err
@@ -219,7 +220,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 		if err != nil || !again.Loaded || again.Resumed == lost {
 			t.Fatalf("rerun: %+v %v, want loaded and resumed", again, err)
 		}
-		st, err := e.led.Status(ctx, batch)
+		st, err := view.New(e.led.Redis()).Status(ctx, batch)
 		if err != nil || st.Phase != ledger.PhaseLoaded || st.TasksPending || st.Interrupted || st.Counts.Rows[lifecycle.Queued] != interruptRows {
 			t.Fatalf("after the rerun: %+v %v", st, err)
 		}
@@ -227,7 +228,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			t.Fatalf("%d tasks after the rerun, want one per row (%d)", n, interruptRows)
 		}
 		proceeded := 0
-		if err := e.led.Each(ctx, batch, func(p ledger.Payout) error {
+		if err := view.New(e.led.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 			for attempt := 0; attempt < 2; attempt++ { // a redelivery never begins a second create
 				b, err := e.led.BeginCreate(ctx, batch, p.ExternalID, 1)
 				if err != nil {

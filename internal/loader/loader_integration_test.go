@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
+	"github.com/acme/payout/internal/view"
 )
 
 // luhnCard returns a valid 16-digit card number for i.
@@ -60,12 +61,12 @@ func TestLoad100kRows(t *testing.T) {
 	if got := f.pending(); got != rows {
 		t.Fatalf("pending tasks %d, want %d", got, rows)
 	}
-	c, err := f.led.Counts(ctx, res.Batch)
+	c, err := view.New(f.led.Redis()).Counts(ctx, res.Batch)
 	if err != nil || c.Rows[lifecycle.Queued] != rows {
 		t.Fatalf("queued %d, want %d (%v)", c.Rows[lifecycle.Queued], rows, err)
 	}
 	seen, prev := 0, 0
-	if err := f.led.Each(ctx, res.Batch, func(p ledger.Payout) error {
+	if err := view.New(f.led.Redis()).Each(ctx, res.Batch, func(p ledger.Payout) error {
 		if p.Line <= prev || p.State != lifecycle.Queued || p.ExternalID == "" {
 			return fmt.Errorf("bad entry after line %d: %+v", prev, p)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/acme/payout/internal/proof/redisdump"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -256,7 +257,7 @@ func TestResumeAfterCrash(t *testing.T) {
 	if f.pending() != 3 {
 		t.Fatalf("pending %d, want 3 (one per row)", f.pending())
 	}
-	c, _ := f.led.Counts(ctx, full.Batch)
+	c, _ := view.New(f.led.Redis()).Counts(ctx, full.Batch)
 	if c.Rows[lifecycle.Queued] != 3 || c.Units[lifecycle.Queued] != 3051 {
 		t.Fatalf("counts %+v", c)
 	}
@@ -352,7 +353,7 @@ func TestOverlappingSpoolRuns(t *testing.T) {
 			}
 		}
 	}
-	batches, _ := f.led.BatchIDs(context.Background())
+	batches, _ := view.New(f.led.Redis()).BatchIDs(context.Background())
 	if loaded != files || len(batches) != files || f.pending() != files*200 {
 		t.Fatalf("loaded %d files, %d batches, %d tasks; want %d, %d, %d", loaded, len(batches), f.pending(), files, files, files*200)
 	}
@@ -514,7 +515,7 @@ func TestLoadStopsWhenTheLockIsLost(t *testing.T) {
 			if res.Registered < tt.min || res.Registered > tt.max || res.Enqueued > res.Registered {
 				t.Fatalf("registered %d (want %d-%d), enqueued %d of %d rows", res.Registered, tt.min, tt.max, res.Enqueued, rows)
 			}
-			c, err := f.led.Counts(ctx, dry.Batch)
+			c, err := view.New(f.led.Redis()).Counts(ctx, dry.Batch)
 			if err != nil || c.Rows[lifecycle.Queued] != int64(res.Registered) {
 				t.Fatalf("ledger holds %d rows, load reported %d registered (%v)", c.Rows[lifecycle.Queued], res.Registered, err)
 			}

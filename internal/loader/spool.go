@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/results"
+	"github.com/acme/payout/internal/view"
 )
 
 // Spool folders under the spool directory.
@@ -445,7 +446,7 @@ func writeErrors(dir, name string, res Result) error {
 // writeFinalReports writes outbox/FILE.result.csv for every batch that has
 // no row left in a non-final state and has no result file yet.
 func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, error) {
-	statuses, err := ld.ledger.Statuses(ctx)
+	statuses, err := view.New(ld.ledger.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}

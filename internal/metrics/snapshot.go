@@ -23,6 +23,7 @@ import (
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/view"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -95,7 +96,7 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	batches, err := l.Statuses(ctx)
+	batches, err := view.New(l.Redis()).Statuses(ctx)
 	if err != nil {
 		return Snapshot{}, err
 	}

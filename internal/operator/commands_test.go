@@ -26,6 +26,7 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/view"
 )
 
 // start is a starting state: batch b, loaded by bob.
@@ -364,7 +365,7 @@ func state(t *testing.T, l *ledger.Ledger) string {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&b, "batch %s decided by %q\n", bt.Phase, bt.DecidedBy)
-	err = l.Each(ctx, "b", func(p ledger.Payout) error {
+	err = view.New(l.Redis()).Each(ctx, "b", func(p ledger.Payout) error {
 		fmt.Fprintf(&b, "%s %s by %q order %q awaiting %v seq %d outcome %d", p.ExternalID, p.State, p.ResolvedBy, p.OrderID, p.Awaiting, p.Seq, p.OutcomeSeq)
 		if q := p.Proposal; q != nil {
 			fmt.Fprintf(&b, " proposed %s by %s", q.To, q.By)

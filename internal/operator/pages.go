@@ -64,7 +64,7 @@ func (c Console) Batch(ctx context.Context, id string) (ui.BatchDetail, error) {
 	if err != nil {
 		return ui.BatchDetail{}, err
 	}
-	v := BatchViews([]ledger.BatchStatus{s}, paused)[0]
+	v := BatchViews([]view.BatchStatus{s}, paused)[0]
 	d := ui.BatchDetail{BatchView: v, Scale: s.Scale, Amounts: map[string]string{}, DecidedBy: s.DecidedBy,
 		DecidedAt: s.DecidedAt, Note: s.Note, Reported: s.Reported, InfoColumns: s.InfoColumns}
 	for _, st := range lifecycle.States {

@@ -9,13 +9,14 @@ import (
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/view"
 	"github.com/redis/go-redis/v9"
 )
 
 // BatchViews turns ledger statuses into the figures shown by `payout
 // status`, the UI's batches page and its JSON API; paused: the payout
 // queue is paused (queue.QueuePaused), which a working batch's phase says.
-func BatchViews(sts []ledger.BatchStatus, paused bool) []ui.BatchView {
+func BatchViews(sts []view.BatchStatus, paused bool) []ui.BatchView {
 	out := make([]ui.BatchView, 0, len(sts))
 	for _, s := range sts {
 		ph := results.StatusPhase(s, paused)
@@ -49,7 +50,7 @@ type Batches struct {
 
 // Batches lists every batch with its figures.
 func (b Batches) Batches(ctx context.Context) ([]ui.BatchView, error) {
-	sts, err := b.Ledger.Statuses(ctx)
+	sts, err := view.New(b.Ledger.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}

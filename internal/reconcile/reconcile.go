@@ -33,6 +33,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/view"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -128,7 +129,7 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	batches, err := s.ledger.Statuses(ctx)
+	batches, err := view.New(s.ledger.Redis()).Statuses(ctx)
 	if err != nil {
 		return rep, err
 	}

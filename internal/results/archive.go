@@ -21,6 +21,7 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/view"
 )
 
 // Defaults of the flags of payout archive (ArchiveOptions).
@@ -101,7 +102,7 @@ func Archive(ctx context.Context, l *ledger.Ledger, o ArchiveOptions) ([]Archive
 	if err != nil {
 		return nil, err
 	}
-	sts, err := l.Statuses(ctx)
+	sts, err := view.New(l.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func sweepClaims(ctx context.Context, l *ledger.Ledger, o ArchiveOptions, now ti
 
 // dueNow reports whether batch s is to be archived now: final, and
 // unchanged for olderThan.
-func dueNow(ctx context.Context, l *ledger.Ledger, s ledger.BatchStatus, now time.Time, olderThan time.Duration) (bool, error) {
+func dueNow(ctx context.Context, l *ledger.Ledger, s view.BatchStatus, now time.Time, olderThan time.Duration) (bool, error) {
 	if !Archivable(s.Batch, s.Counts) {
 		return false, nil
 	}
@@ -208,9 +209,9 @@ func lastChangeHint(ctx context.Context, l *ledger.Ledger, b ledger.Batch) (time
 	if ok {
 		return later(last, t), nil
 	}
-	err = l.EachRaw(ctx, b.ID, func(p ledger.RawPayout) error {
-		if p.Fields != nil {
-			last = later(last, ledger.PayoutFromFields(b.ID, p.Fields).UpdatedAt)
+	err = view.New(l.Redis()).EachRaw(ctx, b.ID, func(_ string, f map[string]string) error {
+		if f != nil {
+			last = later(last, ledger.PayoutFromFields(b.ID, f).UpdatedAt)
 		}
 		return nil
 	})
@@ -309,7 +310,7 @@ func (r *batchArchive) hook(step string) error {
 
 // load reads the batch, checks it is still final and makes its folder.
 func (r *batchArchive) load(ctx context.Context) error {
-	meta, counts, err := r.l.RawBatch(ctx, r.id)
+	meta, counts, err := view.New(r.l.Redis()).RawBatch(ctx, r.id)
 	if errors.Is(err, ledger.ErrNotFound) {
 		r.oc.Skipped = "archived meanwhile"
 		return nil
@@ -391,11 +392,10 @@ func (r *batchArchive) encode(ctx context.Context, w io.Writer, kept map[string]
 	if err := enc.Encode(record{Batch: r.meta, Counts: r.counts}); err != nil {
 		return err
 	}
-	err := r.l.EachRaw(ctx, r.id, func(p ledger.RawPayout) error {
-		f := p.Fields
+	err := view.New(r.l.Redis()).EachRaw(ctx, r.id, func(ext string, f map[string]string) error {
 		if f == nil {
-			if f = kept[p.ExternalID]; f == nil {
-				return fmt.Errorf("payout %s is neither in Redis nor in %s", p.ExternalID, r.paths.Archive)
+			if f = kept[ext]; f == nil {
+				return fmt.Errorf("payout %s is neither in Redis nor in %s", ext, r.paths.Archive)
 			}
 		}
 		f = withoutSealed(f)
@@ -540,9 +540,7 @@ func writeAudit(ctx context.Context, l *ledger.Ledger, batch, path string) (stri
 	}
 	err = writeFile(path, func(w io.Writer) error {
 		enc := json.NewEncoder(w)
-		return l.Audit().EachRaw(ctx, batch, func(e ledger.RawAudit) error {
-			return enc.Encode(e.Entry())
-		})
+		return l.Audit().Each(ctx, batch, "", func(e ledger.AuditEntry) error { return enc.Encode(e) })
 	})
 	if err != nil {
 		return "", err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
+	"github.com/acme/payout/internal/view"
 )
 
 // Phase codes: where a batch is, as people are told (payout status, its
@@ -58,7 +59,7 @@ type PhaseFacts struct {
 	Note        string // the note of that decision
 	FourEyes    bool   // the batch needs a second person's approval
 	// Interrupted: the batch is loading and no loader holds its load
-	// lock (ledger.BatchStatus.Interrupted).
+	// lock (view.BatchStatus.Interrupted).
 	Interrupted bool
 	// QueuePaused: the payout queue is paused (queue.QueuePaused), so a
 	// batch with payouts in progress is on hold, not working.
@@ -76,9 +77,9 @@ func FactsOf(b ledger.Batch, c ledger.Counts) PhaseFacts {
 	}
 }
 
-// StatusPhase is the phase of a batch as the ledger's Statuses report it,
+// StatusPhase is the phase of a batch as view's Statuses report it,
 // an interrupted load included; paused: the payout queue is paused.
-func StatusPhase(s ledger.BatchStatus, paused bool) Phase {
+func StatusPhase(s view.BatchStatus, paused bool) Phase {
 	f := FactsOf(s.Batch, s.Counts)
 	f.Interrupted, f.QueuePaused = s.Interrupted, paused
 	return PhaseOf(f)

@@ -9,6 +9,7 @@ import (
 	"iter"
 
 	"github.com/acme/payout/internal/card"
+	"github.com/acme/payout/internal/view"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
@@ -37,7 +38,7 @@ func Row(p ledger.Payout) (report.Row, error) {
 
 // Rows iterates the payouts of a batch in file order as report rows.
 func Rows(ctx context.Context, l *ledger.Ledger, batch string) iter.Seq2[report.Row, error] {
-	return rowsOf(func(fn func(ledger.Payout) error) error { return l.Each(ctx, batch, fn) })
+	return rowsOf(func(fn func(ledger.Payout) error) error { return view.New(l.Redis()).Each(ctx, batch, fn) })
 }
 
 // rowsOf iterates as report rows the payouts each calls its argument

@@ -18,6 +18,7 @@ import (
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/report"
+	"github.com/acme/payout/internal/view"
 )
 
 // The retry file (payout report --failed-only, the UI's download) holds
@@ -163,7 +164,7 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 	if err := cw.Write(rr.header); err != nil {
 		return res, fmt.Errorf("write failed rows: %w", err)
 	}
-	err = l.Each(ctx, batch, func(p ledger.Payout) error {
+	err = view.New(l.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 		if p.State != lifecycle.Failed {
 			return nil
 		}
@@ -200,7 +201,7 @@ func WriteRetry(ctx context.Context, l *ledger.Ledger, batch string, w io.Writer
 // payouts WriteRetry writes, and returns their columns in order.
 func retryExtras(ctx context.Context, l *ledger.Ledger, batch string, o RetryOptions) ([]string, error) {
 	names := map[string]bool{}
-	err := l.Each(ctx, batch, func(p ledger.Payout) error {
+	err := view.New(l.Redis()).Each(ctx, batch, func(p ledger.Payout) error {
 		if !o.retried(p) {
 			return nil
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/view"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -321,7 +322,7 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 	if w := alice.post("/batches/confirm", url.Values{"csrf": {aliceTok}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != 200 || !strings.Contains(w.Body.String(), "It awaits approval") {
 		t.Fatalf("alice's confirm: %d\n%s", w.Code, w.Body.String())
 	}
-	ids, _ := one.led.BatchIDs(context.Background())
+	ids, _ := view.New(one.led.Redis()).BatchIDs(context.Background())
 	if len(ids) != 1 {
 		t.Fatalf("batches: %v", ids)
 	}
@@ -484,7 +485,7 @@ func TestUploadPreviewThenConfirm(t *testing.T) {
 	if w.Code != 200 || m == nil || !strings.Contains(w.Body.String(), `id="total">30.51<`) {
 		t.Fatalf("preview of a good file: %d\n%s", w.Code, w.Body.String())
 	}
-	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
+	if ids, _ := view.New(e.led.Redis()).BatchIDs(context.Background()); len(ids) != 0 {
 		t.Fatalf("a preview loaded something: %v", ids)
 	}
 	if w := e.post("/batches/confirm", url.Values{"csrf": {tok + "x"}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != http.StatusForbidden {
@@ -497,7 +498,7 @@ func TestUploadPreviewThenConfirm(t *testing.T) {
 	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "choices_mac": {m[2]}}); w.Code != http.StatusConflict {
 		t.Fatalf("second confirm: %d", w.Code)
 	}
-	ids, _ := e.led.BatchIDs(context.Background())
+	ids, _ := view.New(e.led.Redis()).BatchIDs(context.Background())
 	if len(ids) != 1 {
 		t.Fatalf("batches after confirm: %v", ids)
 	}
@@ -735,7 +736,7 @@ func TestUploadFileChoices(t *testing.T) {
 	if w := e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "amount_format": {"dot-comma"}, "sheet": {""}, "choices_mac": {m[2]}}); w.Code != http.StatusBadRequest {
 		t.Fatalf("confirm with another format: %d\n%s", w.Code, w.Body.String())
 	}
-	if ids, _ := e.led.BatchIDs(context.Background()); len(ids) != 0 {
+	if ids, _ := view.New(e.led.Redis()).BatchIDs(context.Background()); len(ids) != 0 {
 		t.Fatalf("a refused confirm loaded %v", ids)
 	}
 	w = e.post("/batches/confirm", url.Values{"csrf": {tok}, "hash": {m[1]}, "amount_format": {"comma"}, "sheet": {""}, "choices_mac": {m[2]}})

@@ -21,6 +21,7 @@ import (
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/ui"
+	"github.com/acme/payout/internal/view"
 )
 
 // download fetches a batch's file kind and checks that it comes as an
@@ -63,7 +64,7 @@ func TestConsoleXLSXDownload(t *testing.T) {
 	data := e.download(d.Worked, "result.xlsx", xlsxType)
 
 	ledgerAmounts := map[string]money.Amount{}
-	err := e.led.Each(context.Background(), d.Worked, func(p ledger.Payout) error {
+	err := view.New(e.led.Redis()).Each(context.Background(), d.Worked, func(p ledger.Payout) error {
 		a, err := money.Parse(p.Amount, 18)
 		ledgerAmounts[p.ExternalID] = a
 		return err

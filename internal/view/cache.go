@@ -62,7 +62,7 @@ func (r *Reader) cachedBriefs(ctx context.Context, id string, order Order) ([]br
 		bs, err := r.briefs(ctx, id)
 		return sortedBriefs(bs, order), err
 	}
-	counts, err := r.l.Counts(ctx, id)
+	counts, err := r.Counts(ctx, id)
 	if err != nil {
 		return nil, err
 	}

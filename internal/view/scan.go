@@ -241,7 +241,7 @@ func sortBriefs(bs []brief, desc bool) {
 // payout of a batch still in Redis), newest batch first: one EXISTS per
 // batch in one pipelined round trip, then the hashes found.
 func (r *Reader) findPayout(ctx context.Context, ext string) ([]ledger.Payout, error) {
-	ids, err := r.l.BatchIDs(ctx)
+	ids, err := r.BatchIDs(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -150,16 +150,16 @@ func (r *Reader) indexedPage(ctx context.Context, b ledger.Batch, q Query) (Page
 
 // Header is batch id's metadata and counts per state (ledger.ErrNotFound
 // when there is none); Interrupted is not read.
-func (r *Reader) Header(ctx context.Context, id string) (ledger.BatchStatus, error) {
+func (r *Reader) Header(ctx context.Context, id string) (BatchStatus, error) {
 	b, err := r.l.Batch(ctx, id)
 	if err != nil {
-		return ledger.BatchStatus{}, err
+		return BatchStatus{}, err
 	}
-	counts, err := r.l.Counts(ctx, id)
+	counts, err := r.Counts(ctx, id)
 	if err != nil {
-		return ledger.BatchStatus{}, err
+		return BatchStatus{}, err
 	}
-	return ledger.BatchStatus{Batch: b, Counts: counts}, nil
+	return BatchStatus{Batch: b, Counts: counts}, nil
 }
 
 // History is a payout with its batch and its audit trail, oldest first.
@@ -253,7 +253,7 @@ func (r *Reader) items(ctx context.Context, ps []ledger.Payout) ([]Item, error) 
 // scan that stops once it has found what the list still needs; the
 // batches after the limit are not read.
 func (r *Reader) Review(ctx context.Context, limit int) ([]Item, error) {
-	sts, err := r.l.Statuses(ctx)
+	sts, err := r.Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acme/payout/internal/proof/testlog"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/view"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
@@ -209,7 +210,7 @@ func (h *harness) waitFinal(within time.Duration) ledger.Counts {
 	var c ledger.Counts
 	h.waitFor("every payout final", within, func() bool {
 		var err error
-		c, err = h.ledger.Counts(context.Background(), h.batch)
+		c, err = view.New(h.ledger.Redis()).Counts(context.Background(), h.batch)
 		return err == nil && c.Total() > 0 && c.Open() == 0
 	})
 	return c

@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/view"
 	"github.com/rs/zerolog"
 )
 
@@ -68,7 +69,7 @@ func TestMarkedCreatedIsPaidByPolling(t *testing.T) {
 	if p := h.payout(ext); p.OrderID != order || p.ResolvedBy != "alice" || p.Awaiting {
 		t.Fatalf("payout %+v", p)
 	}
-	if c, _ := h.ledger.Counts(context.Background(), h.batch); c.Awaiting != 0 || c.Open() != 0 {
+	if c, _ := view.New(h.ledger.Redis()).Counts(context.Background(), h.batch); c.Awaiting != 0 || c.Open() != 0 {
 		t.Fatalf("counts %+v", c)
 	}
 	h.assertOrders(ext, 1, 1)

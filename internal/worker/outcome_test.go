@@ -15,6 +15,7 @@ import (
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/view"
 	"github.com/rs/zerolog"
 )
 
@@ -153,7 +154,7 @@ func TestOutcomeByCallbacks(t *testing.T) {
 	}
 	h.start()
 	h.waitFor("every order created", 10*time.Second, func() bool {
-		c, _ := h.ledger.Counts(ctx, h.batch)
+		c, _ := view.New(h.ledger.Redis()).Counts(ctx, h.batch)
 		return c.Rows[lifecycle.Created]+c.Rows[lifecycle.Paid]+c.Rows[lifecycle.Failed] == 10
 	})
 	// Forged (wrong secret) and unknown-order callbacks, before any real one

@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -117,7 +118,7 @@ func waitSettled(t *testing.T, h *harness, ids []string, within time.Duration) [
 	ctx := context.Background()
 	deadline := time.Now().Add(within)
 	for {
-		c, err := h.ledger.Counts(ctx, h.batch)
+		c, err := view.New(h.ledger.Redis()).Counts(ctx, h.batch)
 		if err == nil && c.Total() == int64(len(ids)) && c.Open() == 0 {
 			return nil
 		}

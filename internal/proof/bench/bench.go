@@ -48,6 +48,7 @@ import (
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
 	"github.com/acme/payout/internal/proof/testenv/proc"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/internal/worker"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
@@ -582,7 +583,7 @@ func (b *runner) waitFinal(ctx context.Context, w *proc.Proc, led *ledger.Ledger
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		c, err := led.Counts(ctx, batch)
+		c, err := view.New(led.Redis()).Counts(ctx, batch)
 		if err != nil {
 			return 0, c, err
 		}

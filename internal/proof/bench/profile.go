@@ -16,6 +16,7 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/internal/worker"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -296,7 +297,7 @@ func pollFinal(ctx context.Context, led *ledger.Ledger, batch string, n int, wit
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	for {
-		c, err := led.Counts(ctx, batch)
+		c, err := view.New(led.Redis()).Counts(ctx, batch)
 		if err != nil {
 			return err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/view"
 )
 
 // The operator names of the financial controls: the loader, the approver
@@ -113,7 +114,7 @@ func (h *harness) loaderApprovalArgs() []string {
 }
 
 // sawAwaiting records the batches awaiting approval found by a ledger poll.
-func (h *harness) sawAwaiting(st []ledger.BatchStatus) {
+func (h *harness) sawAwaiting(st []view.BatchStatus) {
 	for _, s := range st {
 		h.ctl.files[s.ID] = s.File
 		if s.Phase == ledger.PhaseAwaiting {

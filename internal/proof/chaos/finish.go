@@ -21,6 +21,7 @@ import (
 	"github.com/acme/payout/internal/proof/testenv/proc"
 	"github.com/acme/payout/internal/results"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/view"
 )
 
 // finish writes the last result files, stops the workers, gathers the
@@ -262,12 +263,12 @@ func (h *harness) allResultFiles() bool {
 // readLedger reads every payout of every batch, and checks each file's
 // batch report (`payout report --format json`) and result file.
 func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []FileCheck, error) {
-	st, err := h.led.Statuses(ctx)
+	st, err := view.New(h.led.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	payouts := map[string]ledger.Payout{}
-	byFile := map[string]ledger.BatchStatus{}
+	byFile := map[string]view.BatchStatus{}
 	// Archived batches (the loader's aggressive --archive-after): their
 	// payouts from the archive file, then whatever Redis still holds.
 	arch, err := h.led.Archive().ArchivedBatches(ctx)
@@ -275,7 +276,7 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 		return nil, nil, err
 	}
 	for _, a := range arch {
-		byFile[a.File] = ledger.BatchStatus{Batch: a.Batch, Counts: a.Counts}
+		byFile[a.File] = view.BatchStatus{Batch: a.Batch, Counts: a.Counts}
 		if err := readArchived(a, payouts); err != nil {
 			return nil, nil, err
 		}
@@ -283,7 +284,7 @@ func (h *harness) readLedger(ctx context.Context) (map[string]ledger.Payout, []F
 	h.archived = len(arch)
 	for _, s := range st {
 		byFile[s.File] = s
-		if err := h.led.Each(ctx, s.ID, func(p ledger.Payout) error {
+		if err := view.New(h.led.Redis()).Each(ctx, s.ID, func(p ledger.Payout) error {
 			if p.ExternalID != "" { // "": deleted by an archive run
 				payouts[p.ExternalID] = p
 			}

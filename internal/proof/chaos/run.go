@@ -22,6 +22,7 @@ import (
 	"github.com/acme/payout/internal/proof/testenv/proc"
 	"github.com/acme/payout/internal/proof/testenv/redistest"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/view"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 )
@@ -598,7 +599,7 @@ func (h *harness) killMidFile(ctx context.Context, p *proc.Proc) string {
 			return ""
 		case <-t.C:
 		}
-		sts, err := h.led.Statuses(ctx)
+		sts, err := view.New(h.led.Redis()).Statuses(ctx)
 		if err != nil {
 			continue
 		}

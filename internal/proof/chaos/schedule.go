@@ -11,6 +11,7 @@ import (
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/queue"
+	"github.com/acme/payout/internal/view"
 	"github.com/acme/payout/jobs"
 )
 
@@ -347,8 +348,8 @@ func (h *harness) pollLedger(ctx context.Context) {
 
 // statuses returns every batch in Redis and every archived batch (whose
 // summary counts its payouts: archived, they are all final).
-func (h *harness) statuses(ctx context.Context) ([]ledger.BatchStatus, error) {
-	st, err := h.led.Statuses(ctx)
+func (h *harness) statuses(ctx context.Context) ([]view.BatchStatus, error) {
+	st, err := view.New(h.led.Redis()).Statuses(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -364,7 +365,7 @@ func (h *harness) statuses(ctx context.Context) ([]ledger.BatchStatus, error) {
 		if !live[a.ID] {
 			b := a.Batch
 			b.Reported = true // the archive wrote its result file
-			st = append(st, ledger.BatchStatus{Batch: b, Counts: a.Counts})
+			st = append(st, view.BatchStatus{Batch: b, Counts: a.Counts})
 		}
 	}
 	return st, nil
@@ -413,7 +414,7 @@ func (h *harness) anyFailed() bool {
 // and none of its payouts may have gone past queued (no create for a batch
 // whose load has not completed), however long the workers have had.
 func (h *harness) checkInterrupted(ctx context.Context, batch string) {
-	st, err := h.led.Status(ctx, batch)
+	st, err := view.New(h.led.Redis()).Status(ctx, batch)
 	if err != nil {
 		h.logf("interrupted load of %s: status: %v", batch, err)
 		return
