@@ -194,7 +194,7 @@ func refuseArchived(ctx context.Context, l *ledger.Ledger, id string) error {
 
 // withArchived adds the archived batches to the statuses of the batches
 // in Redis (a batch being archived shows as archived, phase
-// ledger.PhaseArchived), newest first, with the archive of each archived
+// lifecycle.PhaseArchived), newest first, with the archive of each archived
 // batch by id.
 func withArchived(ctx context.Context, l *ledger.Ledger, sts []view.BatchStatus) ([]view.BatchStatus, map[string]string, error) {
 	arch, err := l.Archive().ArchivedBatches(ctx)

@@ -89,7 +89,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 		if err != nil || info.Pending != 3 {
 			t.Fatalf("pending creates after approval: %+v %v", info, err)
 		}
-		if b, _ := l.Batch(ctx, "b"); b.Phase != ledger.PhaseLoaded || b.DecidedBy != "bob" {
+		if b, _ := l.Batch(ctx, "b"); b.Phase != lifecycle.PhaseLoaded || b.DecidedBy != "bob" {
 			t.Fatalf("batch %+v", b)
 		}
 	})
@@ -129,7 +129,7 @@ func TestApproveDiscardCancel(t *testing.T) {
 		if !warned {
 			t.Fatalf("no warning naming the batch, the operator and the enqueue error:\n%s", errs)
 		}
-		if b, _ := l.Batch(ctx, "b"); b.Phase != ledger.PhaseLoaded || b.DecidedBy != "bob" {
+		if b, _ := l.Batch(ctx, "b"); b.Phase != lifecycle.PhaseLoaded || b.DecidedBy != "bob" {
 			t.Fatalf("batch after the approval: %+v", b)
 		}
 		code, _, errs = runMain(t, nil, "approve", "--redis", url, "--by", "bob", "b")
@@ -236,7 +236,7 @@ func TestStatusShowsPhase(t *testing.T) {
 	if err := json.Unmarshal([]byte(status("--json", "b")), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Phase != ledger.PhaseAwaiting || v.PhaseCode != "awaiting_approval" || v.PhaseLabel != "awaiting approval" ||
+	if v.Phase != lifecycle.PhaseAwaiting || v.PhaseCode != "awaiting_approval" || v.PhaseLabel != "awaiting approval" ||
 		v.PhaseReason != "approval required; loaded by alice" || v.LoadedBy != "alice" {
 		t.Errorf("status --json: %+v", v)
 	}

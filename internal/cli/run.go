@@ -359,7 +359,7 @@ func (r *runCmd) load(ctx context.Context) (loader.Result, error) {
 		// same, so its payouts are worked on and reported, never created
 		// anew (the ledger decides what each task still does).
 		fmt.Fprintf(e.stdout, "resuming batch %s: working its open payouts and reporting\n", d.ID)
-		if d.Phase == ledger.PhaseAwaiting {
+		if d.Phase == lifecycle.PhaseAwaiting {
 			fmt.Fprintf(e.stdout, "batch %s awaits approval: approve it with `payout approve %s` (another person under four-eyes); waiting for the approval...\n", d.ID, d.ID)
 		}
 		return res, nil

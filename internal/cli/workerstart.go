@@ -42,12 +42,12 @@ func (f *startCheckFlags) startChecks(ctx context.Context, led *ledger.Ledger, r
 }
 
 // checkDataKey refuses a keyring that cannot open what the loader seals,
-// as the loader recorded it (ledger.RecordDataKey). A ledger where no
+// as the loader recorded it (recordDataKey). A ledger where no
 // loader recorded a key yet (none loaded since this check exists) is
 // accepted with a warning: a card number this worker cannot open then
 // stops it at that payout, the payout left as it was.
 func checkDataKey(ctx context.Context, led *ledger.Ledger, ring *vault.Keyring, log zerolog.Logger) error {
-	rec, found, err := led.RecordedDataKey(ctx)
+	rec, found, err := readDataKeyRecord(ctx, led.Redis())
 	if err != nil {
 		return infraErr(err)
 	}
@@ -65,7 +65,7 @@ func checkDataKey(ctx context.Context, led *ledger.Ledger, ring *vault.Keyring, 
 
 // dataKeyRefusal says why a worker's keyring does not fit the loader's
 // key and what to do, naming key ids only.
-func dataKeyRefusal(rec ledger.DataKey, ring *vault.Keyring) string {
+func dataKeyRefusal(rec dataKeyRecord, ring *vault.Keyring) string {
 	held := strings.Join(ring.KeyIDs(), ", ")
 	if held == "" {
 		held = "none"
@@ -105,7 +105,7 @@ func checkPSPAtStart(ctx context.Context, client *psp.Client, log zerolog.Logger
 // recordDataKey records, for the workers' start-up check, the data key a
 // loader seals with (never the key: its id and fingerprint).
 func recordDataKey(ctx context.Context, led *ledger.Ledger, ring *vault.Keyring) error {
-	if err := led.RecordDataKey(ctx, ring.KeyID(), ring.Fingerprint()); err != nil {
+	if err := writeDataKeyRecord(ctx, led, ring.KeyID(), ring.Fingerprint()); err != nil {
 		return infraErr(err)
 	}
 	return nil

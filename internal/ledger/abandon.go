@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -56,16 +57,12 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 	if err != nil {
 		return Discarded{}, err
 	}
-	if b.Phase != PhaseLoading && !(b.Phase == PhaseDiscarded && b.Abandoned) {
+	if b.Phase != lifecycle.PhaseLoading && !(b.Phase == lifecycle.PhaseDiscarded && b.Abandoned) {
 		n, err := l.Controls().Discard(ctx, id, by, note)
 		return Discarded{Phase: b.Phase, Cancelled: n}, err
 	}
-	res := Discarded{Phase: PhaseLoading}
-	tok, err := NewLoadOwner()
-	if err != nil {
-		return res, err
-	}
-	owner := "discard:" + tok
+	res := Discarded{Phase: lifecycle.PhaseLoading}
+	owner := "discard:" + rand.Text()
 	locked, err := l.Locks().LockLoad(ctx, id, owner, 10*time.Minute)
 	if err != nil {
 		return res, err
@@ -78,7 +75,7 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 		defer cancel()
 		_ = l.Locks().UnlockLoad(uctx, id, owner)
 	}()
-	if b.Phase == PhaseLoading {
+	if b.Phase == lifecycle.PhaseLoading {
 		if err := discardLoadScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, by, note).Err(); err != nil {
 			return res, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}

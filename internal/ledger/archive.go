@@ -25,10 +25,6 @@ import (
 // with both a summary and a meta hash is being archived: a re-run finishes
 // it. The summary hash has no expiry: a few hundred bytes per batch.
 
-// PhaseArchived is the phase an archived batch reports (ArchivedBatch.Batch):
-// its keys are gone, its files are in the archive folder.
-const PhaseArchived = "archived"
-
 // ErrArchived is matched, via errors.Is, by every *archivedError.
 var ErrArchived = errors.New("ledger: batch archived")
 
@@ -60,7 +56,7 @@ type ArchivedBatch struct {
 // AsBatch returns the batch metadata in phase PhaseArchived.
 func (a ArchivedBatch) AsBatch() Batch {
 	b := a.Batch
-	b.Phase = PhaseArchived
+	b.Phase = lifecycle.PhaseArchived
 	return b
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger/keys"
+	"github.com/acme/payout/internal/lifecycle"
 )
 
 func TestArchiveKeys(t *testing.T) {
@@ -61,7 +62,7 @@ func TestArchiveKeys(t *testing.T) {
 		t.Fatalf("second DeleteArchivedPayouts = %d, %v", deleted, err)
 	}
 
-	if err := l.Archive().SaveArchived(ctx, ArchivedBatch{Batch: Batch{ID: "b", File: "f.csv", Phase: PhaseLoaded}, ArchivedAt: clk.t}); err != nil {
+	if err := l.Archive().SaveArchived(ctx, ArchivedBatch{Batch: Batch{ID: "b", File: "f.csv", Phase: lifecycle.PhaseLoaded}, ArchivedAt: clk.t}); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Archive().DropBatch(ctx, "b"); err != nil {
@@ -80,7 +81,7 @@ func TestArchiveKeys(t *testing.T) {
 		t.Fatalf("CheckNotArchived = %v", err)
 	}
 	all, err := l.Archive().ArchivedBatches(ctx)
-	if err != nil || len(all) != 1 || all[0].AsBatch().Phase != PhaseArchived {
+	if err != nil || len(all) != 1 || all[0].AsBatch().Phase != lifecycle.PhaseArchived {
 		t.Fatalf("ArchivedBatches = %+v, %v", all, err)
 	}
 }

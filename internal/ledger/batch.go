@@ -13,14 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Batch phases.
-const (
-	PhaseLoading   = "loading"           // rows are being registered; a rerun resumes
-	PhaseLoaded    = "loaded"            // every row registered and handed to the workers
-	PhaseAwaiting  = "awaiting_approval" // every row registered; no task until payout approve
-	PhaseDiscarded = "discarded"         // refused at approval: every payout cancelled
-)
-
 // Batch is the metadata of one loaded file.
 type Batch struct {
 	ID       string
@@ -83,7 +75,7 @@ var errNotLoading = errors.New("ledger: the batch is no longer loading")
 func (l *Ledger) BeginBatch(ctx context.Context, b Batch) (Batch, bool, error) {
 	args := []any{
 		"id", b.ID, "file", b.File, "loaded", b.LoadedAt.UnixMilli(), "rows", b.Rows,
-		"total", b.Total.String(), "scale", b.Scale, "phase", PhaseLoading, "by", b.LoadedBy,
+		"total", b.Total.String(), "scale", b.Scale, "phase", lifecycle.PhaseLoading, "by", b.LoadedBy,
 		"fe", boolField(b.FourEyes),
 	}
 	if b.Reading != "" {
@@ -151,7 +143,7 @@ func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
 	if owner == "" {
 		return fmt.Errorf("ledger: finish batch %s: no load lock owner: %w", id, ErrLoadLockLost)
 	}
-	return l.loadStep(ctx, id, owner, "finish batch", "phase", PhaseLoaded, "tasks", "pending")
+	return l.loadStep(ctx, id, owner, "finish batch", "phase", lifecycle.PhaseLoaded, "tasks", "pending")
 }
 
 // FinishBatch marks a batch loaded without a load lock (tests and tools
@@ -159,7 +151,7 @@ func (l *Ledger) FinishLoad(ctx context.Context, id, owner string) error {
 // that is loading or loaded (else errNotLoading: a discarded batch, or
 // one awaiting approval, stays so).
 func (l *Ledger) FinishBatch(ctx context.Context, id string) error {
-	return l.loadStep(ctx, id, "", "finish batch", "phase", PhaseLoaded, "tasks", "pending")
+	return l.loadStep(ctx, id, "", "finish batch", "phase", lifecycle.PhaseLoaded, "tasks", "pending")
 }
 
 // TasksEnqueued records that every queued payout of a loaded batch has its

@@ -176,7 +176,7 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 	if err != nil {
 		return b, err
 	}
-	if b.Phase != PhaseAwaiting {
+	if b.Phase != lifecycle.PhaseAwaiting {
 		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
 	}
 	if err := b.mayApprove(a.By, a.FourEyes); err != nil {
@@ -194,7 +194,7 @@ func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, er
 	if err != nil {
 		return b, err
 	}
-	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseLoaded, a.By, note).Int()
+	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, lifecycle.PhaseLoaded, a.By, note).Int()
 	if err != nil || moved != 1 {
 		// Not approved after all: give the day's sum back.
 		_ = c.unreserveDaily(ctx, day, units)
@@ -260,8 +260,8 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	if b.Phase != PhaseDiscarded {
-		moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, PhaseDiscarded, by, note).Int()
+	if b.Phase != lifecycle.PhaseDiscarded {
+		moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, lifecycle.PhaseDiscarded, by, note).Int()
 		if err != nil {
 			return 0, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}

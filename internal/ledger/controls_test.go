@@ -47,7 +47,7 @@ func TestApproval(t *testing.T) {
 			}
 		}
 		b, err := l.Controls().Approve(ctx, "b", Approval{By: "bob", FourEyes: true})
-		if err != nil || b.Phase != PhaseLoaded || b.DecidedBy != "bob" {
+		if err != nil || b.Phase != lifecycle.PhaseLoaded || b.DecidedBy != "bob" {
 			t.Fatalf("approval by another: %+v %v", b, err)
 		}
 		if _, err := l.Controls().Approve(ctx, "b", Approval{By: "bob"}); !errors.Is(err, ErrNotAwaiting) {
@@ -62,7 +62,7 @@ func TestApproval(t *testing.T) {
 				t.Fatalf("note %q: %v", bad[:min(10, len(bad))], err)
 			}
 		}
-		if b, _ := l.Batch(ctx, "n"); b.Phase != PhaseAwaiting {
+		if b, _ := l.Batch(ctx, "n"); b.Phase != lifecycle.PhaseAwaiting {
 			t.Fatalf("a refused note approved the batch: %s", b.Phase)
 		}
 		b, err := l.Controls().Approve(ctx, "n", Approval{By: "bob", Note: " checked against invoice 4111 1111 1111 1111 "})
@@ -71,7 +71,7 @@ func TestApproval(t *testing.T) {
 		}
 		var notes []string
 		if err := l.Audit().Each(ctx, "n", "", func(a AuditEntry) error {
-			if a.From == PhaseAwaiting {
+			if a.From == lifecycle.PhaseAwaiting {
 				notes = append(notes, a.Context["note"])
 			}
 			return nil
@@ -107,7 +107,7 @@ func TestApproval(t *testing.T) {
 		if err := b.mayApprove("bob", false); err != nil {
 			t.Fatalf("mayApprove(bob): %v", err)
 		}
-		if b, err := l.Controls().Approve(ctx, "fe", Approval{By: "bob"}); err != nil || b.Phase != PhaseLoaded {
+		if b, err := l.Controls().Approve(ctx, "fe", Approval{By: "bob"}); err != nil || b.Phase != lifecycle.PhaseLoaded {
 			t.Fatalf("approval by bob: %+v %v", b, err)
 		}
 	})

@@ -73,45 +73,6 @@ func TestBeginCreateForeignKey(t *testing.T) {
 	}
 }
 
-// TestReportAuthFault: distinct workers within the window are counted,
-// the same worker twice is one, older reports are forgotten.
-func TestReportAuthFault(t *testing.T) {
-	ctx := context.Background()
-	l, clk := newTestLedger(t)
-	a, b := *l, *l
-	a.actor, b.actor = "host:1", "host:2"
-	for i, want := range []int{1, 1} {
-		if n, err := a.ReportAuthFault(ctx, time.Minute); err != nil || n != want {
-			t.Fatalf("report %d of a: %d, %v; want %d", i+1, n, err, want)
-		}
-	}
-	clk.add(2 * time.Minute)
-	if n, _ := b.ReportAuthFault(ctx, time.Minute); n != 1 {
-		t.Fatalf("b after the window: %d, want 1 (a's report forgotten)", n)
-	}
-	if n, _ := a.ReportAuthFault(ctx, time.Minute); n != 2 {
-		t.Fatalf("a and b within the window: %d, want 2", n)
-	}
-}
-
-// TestRecordedDataKey: none until a loader records one, then the last one.
-func TestRecordedDataKey(t *testing.T) {
-	ctx := context.Background()
-	l, _ := newTestLedger(t)
-	if _, found, err := l.RecordedDataKey(ctx); found || err != nil {
-		t.Fatalf("found %v, %v before any record", found, err)
-	}
-	for _, fp := range []string{"fp1", "fp2"} {
-		if err := l.RecordDataKey(ctx, "id-"+fp, fp); err != nil {
-			t.Fatal(err)
-		}
-	}
-	k, found, err := l.RecordedDataKey(ctx)
-	if !found || err != nil || k.Fingerprint != "fp2" || k.ID != "id-fp2" || k.At.IsZero() || k.By == "" {
-		t.Fatalf("%+v, %v, %v", k, found, err)
-	}
-}
-
 func mustRing(t *testing.T, key string) *vault.Keyring {
 	t.Helper()
 	r, err := vault.NewKeyring(key)

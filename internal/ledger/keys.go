@@ -37,8 +37,6 @@ func claimGensKey() string               { return keys.ClaimGens() }
 func dailyKey(now time.Time) string      { return keys.Daily(now) }
 func leaseKey(name string) string        { return keys.Lease(name) }
 func rollbackKey() string                { return keys.Rollback() }
-func dataKeyKey() string                 { return keys.DataKey() }
-func authFaultsKey() string              { return keys.AuthFaults() }
 
 // claimBucketKey is the bucket of generation gen that holds the archived
 // claim on an externalId in claim form form (field form): FNV-1a of form

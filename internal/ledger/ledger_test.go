@@ -320,7 +320,7 @@ func TestBatchAndCounts(t *testing.T) {
 	}
 	b, err := l.Batch(ctx, "b1")
 	c, _ := l.counts(ctx, "b1")
-	if err != nil || b.Phase != PhaseLoaded || c.Rows[lifecycle.Queued] != 2 || b.File != "f.csv" {
+	if err != nil || b.Phase != lifecycle.PhaseLoaded || c.Rows[lifecycle.Queued] != 2 || b.File != "f.csv" {
 		t.Fatalf("Batch = %+v, %v; counts %+v", b, err, c)
 	}
 	if _, err := l.Batch(ctx, "nope"); !errors.Is(err, ErrNotFound) {
@@ -498,7 +498,7 @@ func TestRegisterLockedNeedsTheLoadLock(t *testing.T) {
 // not loaded (a load not completed, awaiting approval, discarded, no
 // metadata): the payout stays queued, untouched, and the decision says why.
 func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
-	for _, phase := range []string{PhaseLoading, PhaseAwaiting, PhaseDiscarded, ""} {
+	for _, phase := range []string{lifecycle.PhaseLoading, lifecycle.PhaseAwaiting, lifecycle.PhaseDiscarded, ""} {
 		t.Run("phase "+phase, func(t *testing.T) {
 			l, _ := newTestLedger(t)
 			ctx := context.Background()
@@ -520,7 +520,7 @@ func TestBeginCreateHoldsUntilLoaded(t *testing.T) {
 			if c.Rows[lifecycle.Queued] != 1 || c.Rows[lifecycle.Submitting] != 0 {
 				t.Fatalf("counts %+v", c.Rows)
 			}
-			l.rdb.HSet(ctx, metaKey("b"), "phase", PhaseLoaded)
+			l.rdb.HSet(ctx, metaKey("b"), "phase", lifecycle.PhaseLoaded)
 			if b, err := l.BeginCreate(ctx, "b", "E1", 1); err != nil || b.Action != decide.Proceed {
 				t.Fatalf("begin create once loaded: %+v %v, want proceed", b, err)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/decide"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -59,7 +60,7 @@ func TestLoadStepsAfterDiscardAreFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Phase != PhaseDiscarded || b.Rows != 0 {
+	if b.Phase != lifecycle.PhaseDiscarded || b.Rows != 0 {
 		t.Errorf("batch after the stale loader's steps: phase %s, rows %d; want discarded, 0", b.Phase, b.Rows)
 	}
 	if _, err := l.Get(ctx, "b", "e2"); !errors.Is(err, ErrNotFound) {
@@ -102,7 +103,7 @@ func TestLoadStepsForTheOwner(t *testing.T) {
 	if err := l.FinishLoad(ctx, "b", owner); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := l.Batch(ctx, "b"); b.Phase != PhaseLoaded || !b.TasksPending {
+	if b, _ := l.Batch(ctx, "b"); b.Phase != lifecycle.PhaseLoaded || !b.TasksPending {
 		t.Errorf("after FinishLoad: %+v", b)
 	}
 }

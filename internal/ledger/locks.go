@@ -2,8 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -40,16 +38,6 @@ func (lk Locks) RefreshLoad(ctx context.Context, batch, owner string, ttl time.D
 		return false, fmt.Errorf("ledger: refresh load lock of %s: %w", batch, err)
 	}
 	return n == 1, nil
-}
-
-// NewLoadOwner returns a random token for a LockLoad owner: 16 random
-// bytes in hex.
-func NewLoadOwner() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
 }
 
 // UnlockLoad releases owner's load lock (a lock taken over by another

@@ -189,3 +189,17 @@ func Allowed(from, to State, by Role) bool {
 	}
 	return false
 }
+
+// The phases of a batch, as its metadata in Redis records them: a batch
+// is loading, then loaded (its rows handed to the workers) or awaiting
+// approval, then discarded when refused, and archived at the end.
+const (
+	PhaseLoading   = "loading"           // rows are being registered; a rerun resumes
+	PhaseLoaded    = "loaded"            // every row registered and handed to the workers
+	PhaseAwaiting  = "awaiting_approval" // every row registered; no task until payout approve
+	PhaseDiscarded = "discarded"         // refused at approval: every payout cancelled
+)
+
+// PhaseArchived is the phase an archived batch reports (the ledger's ArchivedBatch):
+// its keys are gone, its files are in the archive folder.
+const PhaseArchived = "archived"

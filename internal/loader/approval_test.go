@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -34,12 +35,12 @@ func TestApprovalControls(t *testing.T) {
 			}
 			b, _ := f.led.Batch(ctx, res.Batch)
 			if tt.held == "" {
-				if res.Held != "" || res.Enqueued != 3 || f.pending() != 3 || b.Phase != ledger.PhaseLoaded {
+				if res.Held != "" || res.Enqueued != 3 || f.pending() != 3 || b.Phase != lifecycle.PhaseLoaded {
 					t.Fatalf("held %q, enqueued %d, pending %d, phase %s", res.Held, res.Enqueued, f.pending(), b.Phase)
 				}
 				return
 			}
-			if !strings.Contains(res.Held, tt.held) || res.Enqueued != 0 || f.pending() != 0 || b.Phase != ledger.PhaseAwaiting || b.WaitReason != res.Held {
+			if !strings.Contains(res.Held, tt.held) || res.Enqueued != 0 || f.pending() != 0 || b.Phase != lifecycle.PhaseAwaiting || b.WaitReason != res.Held {
 				t.Fatalf("held %q (want %q), enqueued %d, pending %d, phase %s", res.Held, tt.held, res.Enqueued, f.pending(), b.Phase)
 			}
 			if b.LoadedBy != tt.approval.By {

@@ -221,7 +221,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 			t.Fatalf("rerun: %+v %v, want loaded and resumed", again, err)
 		}
 		st, err := view.New(e.led.Redis()).Status(ctx, batch)
-		if err != nil || st.Phase != ledger.PhaseLoaded || st.TasksPending || st.Interrupted || st.Counts.Rows[lifecycle.Queued] != interruptRows {
+		if err != nil || st.Phase != lifecycle.PhaseLoaded || st.TasksPending || st.Interrupted || st.Counts.Rows[lifecycle.Queued] != interruptRows {
 			t.Fatalf("after the rerun: %+v %v", st, err)
 		}
 		if n := e.tasks(t); n != interruptRows {
@@ -247,7 +247,7 @@ func testInterrupted(t *testing.T, fault, point string, at int, then string) {
 		}
 	case "discard":
 		d, err := e.led.DiscardBatch(ctx, batch, "alice", "interrupted, file corrected")
-		if err != nil || d.Phase != ledger.PhaseLoading {
+		if err != nil || d.Phase != lifecycle.PhaseLoading {
 			t.Fatalf("discard: %+v %v", d, err)
 		}
 		var claims int

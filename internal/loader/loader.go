@@ -37,6 +37,7 @@ package loader
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -399,10 +400,7 @@ type loadLease struct {
 // under other reading options, is refused (an *OptionsError): one batch
 // never holds rows read two ways.
 func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log zerolog.Logger) (*loadLease, bool, error) {
-	owner, err := ledger.NewLoadOwner()
-	if err != nil {
-		return nil, false, err
-	}
+	owner := rand.Text() // this run's token: only its holder may refresh or release the lock
 	locked, err := ld.ledger.Locks().LockLoad(ctx, res.Batch, owner, loadLockTTL)
 	if err != nil {
 		return nil, false, err
@@ -427,7 +425,7 @@ func (ld *Loader) beginLoad(ctx context.Context, res *Result, opts Options, log 
 	case err != nil:
 		lk.stop()
 		return nil, false, err
-	case stored.Phase != ledger.PhaseLoading:
+	case stored.Phase != lifecycle.PhaseLoading:
 		lk.stop()
 		res.Resumed = false
 		res.DuplicateOf = &stored
@@ -512,11 +510,11 @@ func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Op
 func (ld *Loader) seenBefore(ctx context.Context, res *Result, log zerolog.Logger) (tasksOnly, done bool, err error) {
 	existing, err := ld.ledger.Batch(ctx, res.Batch)
 	switch {
-	case err == nil && existing.Phase == ledger.PhaseLoaded && existing.TasksPending:
+	case err == nil && existing.Phase == lifecycle.PhaseLoaded && existing.TasksPending:
 		res.Resumed = true
 		log.Warn().Msg("resuming an interrupted load of this file: enqueuing the missing tasks")
 		return true, false, nil
-	case err == nil && existing.Phase != ledger.PhaseLoading:
+	case err == nil && existing.Phase != lifecycle.PhaseLoading:
 		res.DuplicateOf = &existing
 		return false, true, nil
 	case err == nil:

@@ -232,7 +232,7 @@ func TestResumeAfterCrash(t *testing.T) {
 	if _, err := crashing.LoadFile(ctx, path, Options{ChunkSize: 1, EnqueueWorkers: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.rdb.HSet(ctx, keys.Meta(full.Batch), "phase", ledger.PhaseLoading).Err(); err != nil {
+	if err := f.rdb.HSet(ctx, keys.Meta(full.Batch), "phase", lifecycle.PhaseLoading).Err(); err != nil {
 		t.Fatal(err)
 	}
 	for _, ext := range []string{"A-2", "A-3"} {

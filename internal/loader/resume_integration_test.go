@@ -150,7 +150,7 @@ func TestResumeKeepsApprovalDecision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Phase != ledger.PhaseAwaiting || again.Held != "approval required" || again.Enqueued != 0 || !b.FourEyes || b.LoadedBy != "alice" {
+			if b.Phase != lifecycle.PhaseAwaiting || again.Held != "approval required" || again.Enqueued != 0 || !b.FourEyes || b.LoadedBy != "alice" {
 				t.Errorf("resumed without approval options: held %q, enqueued %d; batch %s, four-eyes %v, loaded by %q; want awaiting approval of a four-eyes batch loaded by alice",
 					again.Held, again.Enqueued, b.Phase, b.FourEyes, b.LoadedBy)
 			}
@@ -250,7 +250,7 @@ func TestStalledLoaderAfterDiscard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if b.Phase != ledger.PhaseDiscarded {
+			if b.Phase != lifecycle.PhaseDiscarded {
 				t.Errorf("batch phase %s after the discard, want discarded", b.Phase)
 			}
 			c, err := view.New(e.led.Redis()).Counts(ctx, batch)

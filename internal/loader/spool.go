@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/results"
@@ -452,7 +452,7 @@ func (ld *Loader) writeFinalReports(ctx context.Context, dir string) ([]string, 
 	}
 	var written []string
 	for _, s := range statuses {
-		final := s.Phase == ledger.PhaseLoaded || s.Phase == ledger.PhaseDiscarded
+		final := s.Phase == lifecycle.PhaseLoaded || s.Phase == lifecycle.PhaseDiscarded
 		if s.Reported || !final || s.Counts.Open() > 0 {
 			continue
 		}

@@ -108,7 +108,7 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 		c := b.Counts
 		amount := func(units int64) money.Amount { return money.FromMinor(units, b.Scale) }
 		switch b.Phase {
-		case ledger.PhaseAwaiting:
+		case lifecycle.PhaseAwaiting:
 			s.ApprovalBatches++
 			s.Approval.Payouts += c.Rows[lifecycle.Queued]
 			s.Approval.Amount = s.Approval.Amount.Add(amount(c.Units[lifecycle.Queued]))
@@ -116,7 +116,7 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 				s.Approval.Oldest = b.LoadedAt
 			}
 			continue
-		case ledger.PhaseDiscarded:
+		case lifecycle.PhaseDiscarded:
 			continue
 		}
 		n := map[lifecycle.State]int64{ledger.AwaitingOutcome: c.Awaiting}

@@ -76,7 +76,7 @@ type DiscardedBatch struct {
 
 // Words says what a discard did.
 func (r DiscardedBatch) Words() string {
-	if r.Phase == ledger.PhaseLoading {
+	if r.Phase == lifecycle.PhaseLoading {
 		return fmt.Sprintf("interrupted load of batch %s discarded by %s: %d payouts cancelled, %d externalId claims released (a corrected file with those ids can be loaded)",
 			r.Batch, r.By, r.Cancelled, r.Released)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/queue"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -103,7 +104,7 @@ func TestApprovalNotEnqueuedStands(t *testing.T) {
 		return res.Batch
 	}
 	r, err := a.Approve(ctx, hold("cli"), ledger.Approval{By: "carol"})
-	if !errors.Is(err, ErrNotEnqueued) || errors.Is(err, ErrRefused) || r.Batch.Phase != ledger.PhaseLoaded {
+	if !errors.Is(err, ErrNotEnqueued) || errors.Is(err, ErrRefused) || r.Batch.Phase != lifecycle.PhaseLoaded {
 		t.Fatalf("approve with the queue down: %v, phase %q", err, r.Batch.Phase)
 	}
 	if msg := r.Words(); !strings.Contains(msg, "approved by carol") || !strings.HasSuffix(msg, LeftToReconciler) {

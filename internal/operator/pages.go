@@ -321,7 +321,7 @@ func (c Console) DestinationTotals(ctx context.Context, batch string) ([]ui.Type
 // while awaiting the outcome, its status check once it was checked, its
 // create otherwise ("" when there is none: a batch not let go yet).
 func latestTask(b ledger.Batch, p ledger.Payout) string {
-	if p.Creates == 0 && p.Seq == 0 && b.Phase != ledger.PhaseLoaded {
+	if p.Creates == 0 && p.Seq == 0 && b.Phase != lifecycle.PhaseLoaded {
 		return ""
 	}
 	if s, ok := queue.NextStep(p); ok {

@@ -140,7 +140,7 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 		// The queued payouts of a batch still loading belong to its
 		// loader, which enqueues what it registered (a rerun of the load
 		// resumes it); what workers have begun is swept like any other.
-		loading := b.Phase != ledger.PhaseLoaded
+		loading := b.Phase != lifecycle.PhaseLoaded
 		rep.Batches++
 		var buf []ledger.OpenPayout
 		flush := func() error {

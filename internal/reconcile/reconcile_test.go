@@ -196,7 +196,7 @@ func TestLoadingBatchQueuedLeftToTheLoader(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, 2)
 	f.ledger.BeginCreate(ctx, "b", "E2", 1) // begun while loaded, say by an older version
-	f.rdb.HSet(ctx, keys.Meta("b"), "phase", ledger.PhaseLoading)
+	f.rdb.HSet(ctx, keys.Meta("b"), "phase", lifecycle.PhaseLoading)
 	f.advance(2 * time.Minute)
 	rep, err := New(f.rdb, f.ledger, Config{Grace: time.Minute}, zerolog.Nop()).Sweep(ctx, false)
 	if err != nil {

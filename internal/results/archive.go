@@ -193,7 +193,7 @@ func dueNow(ctx context.Context, l *ledger.Ledger, s view.BatchStatus, now time.
 // could never be resolved), and it is loaded or discarded (not loading,
 // not awaiting approval).
 func Archivable(b ledger.Batch, c ledger.Counts) bool {
-	return (b.Phase == ledger.PhaseLoaded || b.Phase == ledger.PhaseDiscarded) && c.Open() == 0 &&
+	return (b.Phase == lifecycle.PhaseLoaded || b.Phase == lifecycle.PhaseDiscarded) && c.Open() == 0 &&
 		c.Rows[lifecycle.NeedsReview] == 0
 }
 

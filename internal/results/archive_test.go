@@ -172,7 +172,7 @@ func TestArchiveThenReloadRefused(t *testing.T) {
 
 	// The same content again: refused, naming the archived batch.
 	res, err := f.ld.LoadFile(ctx, filepath.Join(f.in, "a.csv"), loader.Options{})
-	if err != nil || res.Loaded || res.DuplicateOf == nil || res.DuplicateOf.ID != batch || res.DuplicateOf.Phase != ledger.PhaseArchived {
+	if err != nil || res.Loaded || res.DuplicateOf == nil || res.DuplicateOf.ID != batch || res.DuplicateOf.Phase != lifecycle.PhaseArchived {
 		t.Fatalf("reload: %+v %v", res, err)
 	}
 	// Another file reusing an archived externalId: refused within the window.

@@ -49,7 +49,7 @@ func (p Phase) String() string {
 // PhaseFacts are what a batch's phase is decided from: the ledger's phase
 // of the batch, its approval record and its counters.
 type PhaseFacts struct {
-	Phase       string // ledger phase (ledger.PhaseLoading, ...)
+	Phase       string // ledger phase (lifecycle.PhaseLoading, ...)
 	Rows        int64  // payouts registered
 	Open        int64  // payouts with an automatic step still due (ledger.Counts.Open)
 	NeedsReview int64  // payouts in needs_review
@@ -93,24 +93,24 @@ const PausedReason = "payments on hold, nothing is lost: payout resume (or Resum
 // case of the switch (and a constant above).
 func PhaseOf(f PhaseFacts) Phase {
 	switch f.Phase {
-	case ledger.PhaseLoading:
+	case lifecycle.PhaseLoading:
 		if f.Interrupted {
 			return Phase{Code: PhaseInterrupted, Label: "loading, interrupted", Reason: joinReasons(
 				"no payment is sent: load the same file again to complete it, or payout discard to abandon it",
 				fmt.Sprintf("%d rows registered", f.Rows), by("loaded", f.LoadedBy))}
 		}
 		return Phase{Code: PhaseLoading, Label: "loading", Reason: joinReasons(fmt.Sprintf("%d rows registered so far", f.Rows), by("loaded", f.LoadedBy))}
-	case ledger.PhaseAwaiting:
+	case lifecycle.PhaseAwaiting:
 		four := ""
 		if f.FourEyes {
 			four = "four-eyes: a second person approves"
 		}
 		return Phase{Code: PhaseAwaitingApproval, Label: "awaiting approval", Reason: joinReasons(f.WaitReason, by("loaded", f.LoadedBy), four)}
-	case ledger.PhaseDiscarded:
+	case lifecycle.PhaseDiscarded:
 		return Phase{Code: PhaseDiscarded, Label: "discarded", Reason: decision("discarded", f)}
-	case ledger.PhaseArchived:
+	case lifecycle.PhaseArchived:
 		return Phase{Code: PhaseArchived, Label: "archived", Reason: reviewReason(f)}
-	case ledger.PhaseLoaded:
+	case lifecycle.PhaseLoaded:
 		approved := decision("approved", f)
 		switch {
 		case f.Open > 0 && f.QueuePaused:

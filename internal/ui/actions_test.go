@@ -146,7 +146,7 @@ func (e *env) pending(queue string) int {
 func decisions(entries []ledger.AuditEntry) string {
 	var out []string
 	for _, a := range entries {
-		if a.From == ledger.PhaseAwaiting {
+		if a.From == lifecycle.PhaseAwaiting {
 			out = append(out, a.Actor+" -> "+a.To)
 		}
 	}
@@ -177,7 +177,7 @@ func TestApproveFromTheUI(t *testing.T) {
 			t.Errorf("%s CSRF token: %d, want 403", name, w.Code)
 		}
 	}
-	if ph := e.phase(id); ph != ledger.PhaseAwaiting || e.pending(jobs.Queue) != 0 {
+	if ph := e.phase(id); ph != lifecycle.PhaseAwaiting || e.pending(jobs.Queue) != 0 {
 		t.Fatalf("refused posts changed the batch: %s, %d tasks", ph, e.pending(jobs.Queue))
 	}
 	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}})
@@ -188,7 +188,7 @@ func TestApproveFromTheUI(t *testing.T) {
 	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "not awaiting approval") {
 		t.Fatalf("second approve: %d %s", w.Code, w.Body.String())
 	}
-	if n := e.pending(jobs.Queue); n != 3 || e.phase(id) != ledger.PhaseLoaded {
+	if n := e.pending(jobs.Queue); n != 3 || e.phase(id) != lifecycle.PhaseLoaded {
 		t.Fatalf("after two approvals: %d creates enqueued (want 3), phase %s", n, e.phase(id))
 	}
 	if got := decisions(e.audit(id)); got != "[alice -> loaded]" {
@@ -217,7 +217,7 @@ func TestApproveNotEnqueuedIsDone(t *testing.T) {
 		!strings.Contains(body, `class="msg notice"`) || strings.Contains(body, "LOADING") {
 		t.Fatalf("approval whose creates were not enqueued: %d\n%s", w.Code, body)
 	}
-	if ph := e.phase(id); ph != ledger.PhaseLoaded {
+	if ph := e.phase(id); ph != lifecycle.PhaseLoaded {
 		t.Fatalf("phase after the approval: %s", ph)
 	}
 }
@@ -232,7 +232,7 @@ func TestDiscardFromTheUI(t *testing.T) {
 	if w := e.post("/batches/"+id+"/discard", url.Values{"csrf": {tok}, "note": {"  "}}); w.Code != http.StatusConflict {
 		t.Fatalf("no note: %d", w.Code)
 	}
-	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+	if ph := e.phase(id); ph != lifecycle.PhaseAwaiting {
 		t.Fatalf("refused discards changed the batch: %s", ph)
 	}
 	w := e.post("/batches/"+id+"/discard", url.Values{"csrf": {tok}, "note": {"wrong file"}})
@@ -245,7 +245,7 @@ func TestDiscardFromTheUI(t *testing.T) {
 			cancelled++
 		}
 	}
-	if cancelled != 3 || e.phase(id) != ledger.PhaseDiscarded || e.pending(jobs.Queue) != 0 {
+	if cancelled != 3 || e.phase(id) != lifecycle.PhaseDiscarded || e.pending(jobs.Queue) != 0 {
 		t.Fatalf("after discard: %d cancelled by %s, phase %s, %d tasks", cancelled, opUser, e.phase(id), e.pending(jobs.Queue))
 	}
 }
@@ -283,7 +283,7 @@ func TestFormsShareTheirGuard(t *testing.T) {
 			}
 		})
 	}
-	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+	if ph := e.phase(id); ph != lifecycle.PhaseAwaiting {
 		t.Fatalf("refused forms changed the batch: %s", ph)
 	}
 }
@@ -293,7 +293,7 @@ func TestFourEyesInTheUI(t *testing.T) {
 	id := e.hold("mine.csv", threeRows, opUser)
 	_, tok := e.page()
 	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}})
-	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || e.phase(id) != ledger.PhaseAwaiting {
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || e.phase(id) != lifecycle.PhaseAwaiting {
 		t.Fatalf("approval by the loader: %d %s, phase %s", w.Code, w.Body.String(), e.phase(id))
 	}
 }
@@ -327,11 +327,11 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 		t.Fatalf("batches: %v", ids)
 	}
 	id := ids[0]
-	if b, _ := one.led.Batch(context.Background(), id); b.LoadedBy != "alice" || b.Phase != ledger.PhaseAwaiting {
+	if b, _ := one.led.Batch(context.Background(), id); b.LoadedBy != "alice" || b.Phase != lifecycle.PhaseAwaiting {
 		t.Fatalf("uploaded batch: loaded by %q, phase %s", b.LoadedBy, b.Phase)
 	}
 	w = alice.post("/batches/"+id+"/approve", url.Values{"csrf": {aliceTok}, "confirm": {"yes"}})
-	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || one.phase(id) != ledger.PhaseAwaiting {
+	if w.Code != http.StatusConflict || !strings.Contains(w.Body.String(), "four-eyes") || one.phase(id) != lifecycle.PhaseAwaiting {
 		t.Fatalf("alice approving her own upload: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
 	}
 	// Alice's CSRF token is hers: Bob's browser has its own.
@@ -340,7 +340,7 @@ func TestFourEyesWithNamedLogins(t *testing.T) {
 	}
 	_, bobTok := bob.page()
 	w = bob.post("/batches/"+id+"/approve", url.Values{"csrf": {bobTok}, "confirm": {"yes"}})
-	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by bob") || one.phase(id) != ledger.PhaseLoaded {
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by bob") || one.phase(id) != lifecycle.PhaseLoaded {
 		t.Fatalf("bob's approval: %d %s, phase %s", w.Code, w.Body.String(), one.phase(id))
 	}
 	if got := decisions(one.audit(id)); got != "[bob -> loaded]" {
@@ -385,7 +385,7 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 	if w := e.upload(tok, "ro2.csv", threeRows, nil); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "read-only") {
 		t.Errorf("upload in read-only with a valid token: %d %s", w.Code, w.Body.String())
 	}
-	if e.phase(id) != ledger.PhaseAwaiting || len(staged(t, spool)) != 0 {
+	if e.phase(id) != lifecycle.PhaseAwaiting || len(staged(t, spool)) != 0 {
 		t.Fatalf("read-only UI changed the batch or staged an upload: %s, %v", e.phase(id), staged(t, spool))
 	}
 }
@@ -503,7 +503,7 @@ func TestUploadPreviewThenConfirm(t *testing.T) {
 		t.Fatalf("batches after confirm: %v", ids)
 	}
 	b, _ := e.led.Batch(context.Background(), ids[0])
-	if b.Phase != ledger.PhaseAwaiting || b.LoadedBy != opUser || b.Rows != 3 {
+	if b.Phase != lifecycle.PhaseAwaiting || b.LoadedBy != opUser || b.Rows != 3 {
 		t.Fatalf("confirmed batch: %+v", b)
 	}
 	for _, p := range []string{"done/pay.csv", "done/pay.csv.ctl"} {

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/rs/zerolog"
 )
@@ -260,7 +259,7 @@ func buildBatchesPage(bs []BatchView, nonce string, now time.Time, readOnly bool
 		row.Finished -= min(b.Awaiting, b.Counts[string(lifecycle.Created)])
 		p.Batches = append(p.Batches, row)
 		p.Paused = p.Paused || b.PhaseCode == phasePaused
-		if b.Phase == ledger.PhaseAwaiting {
+		if b.Phase == lifecycle.PhaseAwaiting {
 			p.Awaiting = append(p.Awaiting, row)
 		}
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/acme/payout/internal/lifecycle"
 
 	"github.com/acme/payout/internal/card"
-	"github.com/acme/payout/internal/ledger"
 )
 
 //go:embed templates/console.html.tmpl
@@ -277,7 +276,7 @@ func (h *consoleHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
 // approveOffer decides whether the signed-in person may approve b: not
 // the person who loaded it under four-eyes (the ledger would refuse).
 func (h *batchHandlers) approveOffer(r *http.Request, b BatchView) approveOffer {
-	o := approveOffer{Awaiting: b.Phase == ledger.PhaseAwaiting}
+	o := approveOffer{Awaiting: b.Phase == lifecycle.PhaseAwaiting}
 	switch {
 	case !o.Awaiting:
 	case h.readOnly || h.controls == nil:
@@ -338,9 +337,9 @@ func (h *consoleHandlers) queuePage(w http.ResponseWriter, r *http.Request) {
 		row := batchRow{BatchView: b, Index: i}
 		row.Offer = h.approveOffer(r, b)
 		switch b.Phase {
-		case ledger.PhaseAwaiting:
+		case lifecycle.PhaseAwaiting:
 			p.Awaiting = append(p.Awaiting, row)
-		case ledger.PhaseLoaded, ledger.PhaseDiscarded, ledger.PhaseLoading, "":
+		case lifecycle.PhaseLoaded, lifecycle.PhaseDiscarded, lifecycle.PhaseLoading, "":
 		default: // a phase this UI does not know (an interrupted load...)
 			p.Stuck = append(p.Stuck, row)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv/fakeredis"
 	"github.com/acme/payout/internal/proof/uitest"
 	"github.com/acme/payout/internal/ui"
@@ -82,7 +83,7 @@ func TestFourEyesOnePersonAcrossSignIns(t *testing.T) {
 	if w := e.sso(httptest.NewRequest("GET", "/batches", nil), "alice\u200b@example.com", "s1"); w.Code != http.StatusUnauthorized {
 		t.Fatalf("a sign-on name with a zero-width space: %d, want 401", w.Code)
 	}
-	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+	if ph := e.phase(id); ph != lifecycle.PhaseAwaiting {
 		t.Fatalf("phase after alice's attempts: %s", ph)
 	}
 	bob := e.as("bob", ui.BobPass)
@@ -112,7 +113,7 @@ func TestCSRFTokenBoundAndExpiring(t *testing.T) {
 	if c := discard(bob.post("/batches/"+id+"/discard", url.Values{"csrf": {bobTok}, "note": {"n"}})); c != http.StatusForbidden {
 		t.Fatalf("a token 8 hours old: %d, want 403", c)
 	}
-	if ph := e.phase(id); ph != ledger.PhaseAwaiting {
+	if ph := e.phase(id); ph != lifecycle.PhaseAwaiting {
 		t.Fatalf("refused forms changed the batch: %s", ph)
 	}
 	_, bobTok = bob.page()

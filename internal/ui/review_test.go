@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/proof/uitest"
 )
@@ -76,17 +76,17 @@ func TestApproveReview(t *testing.T) {
 		"note with a newline":        {"csrf": {tok}, "confirm": {"yes"}, "note": {"ok\nbob approved"}},
 		"note too long":              {"csrf": {tok}, "confirm": {"yes"}, "note": {strings.Repeat("n", 1001)}},
 	} {
-		if w := e.post("/batches/"+id+"/approve", form); w.Code != http.StatusConflict || e.phase(id) != ledger.PhaseAwaiting {
+		if w := e.post("/batches/"+id+"/approve", form); w.Code != http.StatusConflict || e.phase(id) != lifecycle.PhaseAwaiting {
 			t.Fatalf("%s: %d, phase %s\n%s", name, w.Code, e.phase(id), w.Body.String())
 		}
 	}
 	w := e.post("/batches/"+id+"/approve", url.Values{"csrf": {tok}, "confirm": {"yes"}, "note": {"  matches the payroll export, card 5555 5555 5555 4444 "}})
-	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by "+opUser) || e.phase(id) != ledger.PhaseLoaded {
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "approved by "+opUser) || e.phase(id) != lifecycle.PhaseLoaded {
 		t.Fatalf("confirmed approval: %d, phase %s\n%s", w.Code, e.phase(id), w.Body.String())
 	}
 	var note string
 	for _, a := range e.audit(id) {
-		if a.From == ledger.PhaseAwaiting {
+		if a.From == lifecycle.PhaseAwaiting {
 			note = a.Context["note"]
 		}
 	}

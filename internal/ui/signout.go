@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 )
 
@@ -71,7 +70,7 @@ const refreshWorking = 10
 // submitting or checking payouts of a batch let go (not awaiting approval
 // nor discarded), or created ones whose outcome is followed.
 func working(b BatchView) bool {
-	if b.Phase == ledger.PhaseAwaiting || b.Phase == ledger.PhaseDiscarded {
+	if b.Phase == lifecycle.PhaseAwaiting || b.Phase == lifecycle.PhaseDiscarded {
 		return false
 	}
 	if b.Awaiting > 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/ledger/keys"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +25,7 @@ type BatchStatus struct {
 // for an interrupted load, else the phase.
 func (b BatchStatus) State() string {
 	if b.Interrupted {
-		return ledger.PhaseLoading + ", interrupted"
+		return lifecycle.PhaseLoading + ", interrupted"
 	}
 	return b.Phase
 }
@@ -69,7 +70,7 @@ func (c statusCmds) status() (BatchStatus, bool) {
 	}
 	b := ledger.BatchFromFields(m)
 	return BatchStatus{Batch: b, Counts: ledger.CountsFromFields(c.counts.Val()),
-		Interrupted: b.Phase == ledger.PhaseLoading && c.lock.Val() == 0}, true
+		Interrupted: b.Phase == lifecycle.PhaseLoading && c.lock.Val() == 0}, true
 }
 
 // Statuses returns every batch with its counters, newest first, in two

@@ -82,7 +82,7 @@ func TestCreateHeldWhileBatchLoading(t *testing.T) {
 	cfg.PauseRetry = 100 * time.Millisecond
 	h := newHarness(t, cfg, sandbox.Config{})
 	ids := h.add("tel:MTS", "tel:MTS")
-	if err := h.rdb.HSet(ctx, keys.Meta(h.batch), "phase", ledger.PhaseLoading).Err(); err != nil {
+	if err := h.rdb.HSet(ctx, keys.Meta(h.batch), "phase", lifecycle.PhaseLoading).Err(); err != nil {
 		t.Fatal(err)
 	}
 	h.start()

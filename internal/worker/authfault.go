@@ -76,7 +76,7 @@ func (w *Worker) authFault(ctx context.Context, res psp.Result, what string) (au
 		}
 		reason += "; recheck with a fresh read of the token: " + check.Message
 	}
-	n, err := w.ledger.ReportAuthFault(ctx, w.cfg.AuthConfirmWindow)
+	n, err := reportAuthFault(ctx, w.ledger.Redis(), w.ledger.Actor(), w.cfg.AuthConfirmWindow)
 	if err != nil {
 		return authHeld, err
 	}

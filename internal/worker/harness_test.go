@@ -247,7 +247,7 @@ func (h *harness) selfStopped() bool {
 // credentials refused just now (what a second worker's recheck reports).
 func (h *harness) authFaultElsewhere() {
 	h.t.Helper()
-	if _, err := h.ledger.As("other-host:4242").ReportAuthFault(context.Background(), h.cfg.withDefaults().AuthConfirmWindow); err != nil {
+	if _, err := reportAuthFault(context.Background(), h.ledger.Redis(), "other-host:4242", h.cfg.withDefaults().AuthConfirmWindow); err != nil {
 		h.t.Fatal(err)
 	}
 }

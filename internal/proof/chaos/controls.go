@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/view"
 )
@@ -117,7 +118,7 @@ func (h *harness) loaderApprovalArgs() []string {
 func (h *harness) sawAwaiting(st []view.BatchStatus) {
 	for _, s := range st {
 		h.ctl.files[s.ID] = s.File
-		if s.Phase == ledger.PhaseAwaiting {
+		if s.Phase == lifecycle.PhaseAwaiting {
 			if _, ok := h.ctl.seen[s.ID]; !ok {
 				h.ctl.seen[s.ID] = time.Now()
 				h.logf("batch %s (%s) awaits approval", s.ID, s.File)

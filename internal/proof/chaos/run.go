@@ -604,7 +604,7 @@ func (h *harness) killMidFile(ctx context.Context, p *proc.Proc) string {
 			continue
 		}
 		for _, b := range sts {
-			if b.Phase == ledger.PhaseLoading && !b.Interrupted && b.Counts.Rows[lifecycle.Queued] > 0 {
+			if b.Phase == lifecycle.PhaseLoading && !b.Interrupted && b.Counts.Rows[lifecycle.Queued] > 0 {
 				p.Kill()
 				return b.ID
 			}

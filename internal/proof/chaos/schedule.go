@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/queue"
@@ -329,10 +328,10 @@ func (h *harness) pollLedger(ctx context.Context) {
 	for _, s := range st {
 		reg += s.Counts.Total()
 		open += s.Counts.Open()
-		if s.Phase == ledger.PhaseLoaded {
+		if s.Phase == lifecycle.PhaseLoaded {
 			ready++
 		}
-		if s.Phase != ledger.PhaseLoaded {
+		if s.Phase != lifecycle.PhaseLoaded {
 			open++ // a batch still loading is not final
 		}
 	}
@@ -421,7 +420,7 @@ func (h *harness) checkInterrupted(ctx context.Context, batch string) {
 	}
 	h.logf("loader killed -9 in the middle of batch %s: %d of %d rows registered, phase %s", batch,
 		st.Counts.Total(), st.Rows, st.State())
-	if st.Phase != ledger.PhaseLoading {
+	if st.Phase != lifecycle.PhaseLoading {
 		return // completed meanwhile by nobody: cannot happen, the lock is held
 	}
 	if moved := st.Counts.Total() - st.Counts.Rows[lifecycle.Queued]; moved > 0 {
