@@ -20,7 +20,6 @@ import (
 	"github.com/acme/payout/internal/cli"
 	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
-	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/operator"
 	"github.com/acme/payout/internal/psp"
@@ -72,26 +71,7 @@ func approved(t *testing.T, l *ledger.Ledger) {
 func review(fourEyes, proposed bool) start {
 	return func(t *testing.T, l *ledger.Ledger) {
 		ctx := context.Background()
-		if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 2, Total: money.MustParse("20.50"),
-			Scale: 2, LoadedBy: "bob", FourEyes: fourEyes}); err != nil {
-			t.Fatal(err)
-		}
-		ps := []ledger.NewPayout{{Line: 2, ExternalID: "R1", Amount: money.MustParse("10.25"), Destination: "card 411111******1111"},
-			{Line: 3, ExternalID: "R2", Amount: money.MustParse("10.25"), Destination: "card 411111******1111"}}
-		if _, err := l.Register(ctx, "b", ps, 2); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.FinishBatch(ctx, "b"); err != nil {
-			t.Fatal(err)
-		}
-		for _, ext := range []string{"R1", "R2"} {
-			if _, err := l.BeginCreate(ctx, "b", ext, 1); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := l.FinishCreate(ctx, "b", ext, 1, decide.CreateResult{To: lifecycle.NeedsReview, Error: "no answer", HTTPStatus: 500}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		operator.SeedReview(t, l, ledger.Batch{LoadedBy: "bob", FourEyes: fourEyes})
 		if proposed {
 			r, err := l.As("alice").ResolveAsRejected(ctx, "b", "R2", ledger.Resolution{By: "alice", Note: "closed account", FourEyes: true})
 			if err != nil || !r.Proposed {

@@ -43,8 +43,14 @@ func reviewBatch(t *testing.T, a *Actions) {
 // LoadedBy).
 func reviewBatchOf(t *testing.T, a *Actions, c ledger.Batch) {
 	t.Helper()
+	seedReview(t, a.Ledger, c)
+}
+
+// seedReview loads batch b (four-eyes and loader from c) with R1 and R2,
+// both in needs_review after a create that got no answer.
+func seedReview(t *testing.T, l *ledger.Ledger, c ledger.Batch) {
+	t.Helper()
 	ctx := context.Background()
-	l := a.Ledger
 	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 2, Total: money.MustParse("20.50"), Scale: 2,
 		FourEyes: c.FourEyes, LoadedBy: c.LoadedBy}); err != nil {
 		t.Fatal(err)

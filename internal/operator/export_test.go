@@ -1,0 +1,4 @@
+package operator
+
+// SeedReview is seedReview for the external tests (commands_test.go).
+var SeedReview = seedReview
