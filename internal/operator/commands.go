@@ -276,7 +276,7 @@ type ResolvedPayout struct {
 func (r ResolvedPayout) Words() string {
 	p, ext := r.Payout, card.Scrub(r.ExternalID)
 	if r.Proposed && p.Proposal != nil {
-		return fmt.Sprintf("payout %s: %s; nothing changed yet", ext, ProposalWords(p.Proposal))
+		return fmt.Sprintf("payout %s: %s Until then nothing changed yet.", ext, ProposalWords(p.Proposal))
 	}
 	msg := fmt.Sprintf("payout %s: %s -> %s by %s: %s", ext, r.From.Label(), r.To.Label(), card.Scrub(p.ResolvedBy), card.Scrub(p.ResolutionNote))
 	if r.ProposedBy != "" {
