@@ -41,13 +41,14 @@ const consoleWidth = 1280
 const (
 	alicePass = "alice-Pa55-console"
 	bobPass   = "bob-Pa55-console"
+	carolPass = "carol-Pa55-console"
 )
 
-// namedLogins are alice and bob, each with their own password.
+// namedLogins are alice, bob and carol, each with their own password.
 func namedLogins(t *testing.T) *ui.Users {
 	t.Helper()
 	var b strings.Builder
-	for _, u := range [][2]string{{"alice", alicePass}, {"bob", bobPass}} {
+	for _, u := range [][2]string{{"alice", alicePass}, {"bob", bobPass}, {"carol", carolPass}} {
 		h, err := bcrypt.GenerateFromPassword([]byte(u[1]), bcrypt.MinCost+6)
 		if err != nil {
 			t.Fatal(err)

@@ -67,3 +67,20 @@ func TestNotBeforeNeverEarly(t *testing.T) {
 		}
 	}
 }
+
+func TestWatchTaskRoundTrip(t *testing.T) {
+	p := WatchPayload{Batch: "b1", ExternalID: "E-1"}
+	task, err := NewWatchTask(p, 1_800_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if task.Type != TypeWithdrawalWatch || task.ID != "watch:E-1:1800000000" || task.Delay != 0 {
+		t.Fatalf("task %+v", task)
+	}
+	if got, err := DecodeWatch(task.Payload); err != nil || got != p {
+		t.Fatalf("DecodeWatch = %+v, %v", got, err)
+	}
+	if _, err := NewWatchTask(WatchPayload{Batch: "b"}, 1); err == nil {
+		t.Error("watch without externalId accepted")
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/results"
@@ -83,10 +84,12 @@ func runArchive(ctx context.Context, e *env, args []string) error {
 		lf     logFlags
 		rf     redisFlags
 		af     archiveFlags
+		rl     rolesFlags
 		dryRun bool
 	)
 	lf.register(fs)
 	rf.register(fs)
+	rl.register(fs)
 	af.register(fs, false)
 	fs.BoolVar(&dryRun, "dry-run", false, "list the batches that would be archived; write nothing")
 	if err := parse(e, fs, args); err != nil {
@@ -97,6 +100,9 @@ func runArchive(ctx context.Context, e *env, args []string) error {
 		return usageErr("payout archive takes no arguments")
 	}
 	if _, err := lf.logger(e); err != nil {
+		return err
+	}
+	if err := rl.mayRun(ctx, e, "archive", dryRunAction(dryRun, access.Archive)); err != nil {
 		return err
 	}
 	rdb, err := rf.open(ctx, e)
@@ -125,6 +131,8 @@ func archiveErr(err error) error {
 func printArchived(w io.Writer, out []results.ArchiveOutcome) {
 	for _, o := range out {
 		switch {
+		case o.DryRun && o.Skipped != "":
+			fmt.Fprintf(w, "%s (%s): would be left in Redis: %s (dry run)\n", o.Batch, term(o.File), o.Skipped)
 		case o.DryRun && o.Resumed:
 			fmt.Fprintf(w, "%s (%s): partly archived; would finish (dry run)\n", o.Batch, term(o.File))
 		case o.DryRun:

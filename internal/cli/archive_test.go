@@ -14,6 +14,7 @@ import (
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/worker"
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
@@ -72,6 +73,15 @@ func TestArchivedBatchStatusReport(t *testing.T) {
 	}
 	_, before, _ := runMain(t, nil, "report", "--redis", url, "b")
 	mr.SetTime(now.Add(62 * 24 * time.Hour))
+	// The payouts' events are still in the outbox (no worker pumped
+	// them): the archive waits, or they would be dropped with it.
+	code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--dry-run")
+	if code != ExitOK || !strings.Contains(out, "would be left in Redis: its outbox holds 7 payout events") {
+		t.Fatalf("dry run with events in the outbox: %d %q %s", code, out, errs)
+	}
+	if _, err := worker.PumpEvents(ctx, l, nil); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errs = runMain(t, nil, "archive", "--redis", url, "--archive-dir", dir, "--dry-run")
 	if code != ExitOK || !strings.Contains(out, "would be archived") {
 		t.Fatalf("dry run: %d %q %s", code, out, errs)

@@ -102,15 +102,19 @@ func commands() []command {
 		{"report", "write the result file of a batch (BATCH or FILE)", runReport},
 		{"status", "show the progress of batches", runStatus},
 		{"ui", "serve the Asynq web UI and the batches page", runUI},
+		{"api", "serve the HTTP API /api/v1 for the systems that pay (docs/api.md)", runAPI},
+		{"token", "create, list or revoke the API's tokens (create NAME --role ROLE, list, revoke NAME)", runToken},
 		{"approve", "let a batch that awaits approval go to the workers", runApprove},
 		{"discard", "refuse a batch that awaits approval: every payout cancelled", runDiscard},
 		{"cancel", "cancel payouts not sent yet (BATCH [EXTERNALID...])", runCancel},
+		{"release", "let payouts held over their recipient's velocity limit go (BATCH EXTERNALID...)", runRelease},
 		{"history", "print the audit trail of a batch or payout (or of the queue)", runHistory},
 		{"archive", "move final batches older than --older-than out of Redis into archive files", runArchive},
 		{"reconcile", "restore the lost tasks of open payouts once (workers do it periodically)", runReconcile},
 		{"resolve", "decide about a payout that needs review (recheck, created, rejected)", runResolve},
 		{"pause", "pause the payout queue (no request goes to the PSP)", runPause},
 		{"resume", "resume the payout queue", runResume},
+		{"redeliver", "send webhook events of an endpoint again (one, or the failed ones since a time)", runRedeliver},
 		{"sandbox", "run the PSP simulator", runSandbox},
 		{"dev", "a local stack: embedded Redis, PSP simulator, worker and console, until Ctrl-C", runDev},
 		{"keygen", "print a new data key for PAYOUT_DATA_KEY", runKeygen},
@@ -273,6 +277,9 @@ var deprecatedEnv = map[string]string{
 	"ui/addr":  "PAYOUT_UI_ADDR",
 	"ui/users": "PAYOUT_UI_USERS_FILE",
 	"by":       "PAYOUT_OPERATOR",
+	// payout token's roles file was --roles before it was --roles-file
+	// like every other command's.
+	"token/roles-file": "PAYOUT_ROLES",
 }
 
 // envName is the variable of a flag: PAYOUT_<FLAG>, PAYOUT_SANDBOX_<FLAG>

@@ -18,6 +18,7 @@ import (
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
 	"github.com/acme/payout/internal/redisconn"
+	"github.com/acme/payout/internal/schedule"
 	"github.com/acme/payout/internal/vault"
 	"github.com/acme/payout/internal/worker"
 	"github.com/redis/go-redis/v9"
@@ -299,12 +300,17 @@ type workerFlags struct {
 	trustExtLookup  bool
 	reconcileEvery  time.Duration
 	reconcileGrace  time.Duration
+	releaseEvery    time.Duration
 	leaseGrace      time.Duration
 	trackOutcome    bool
 	outcomeWindow   time.Duration
 	outcomeEvery    string
 	paidStatuses    string
 	failedStatuses  string
+	// the watch of paid payouts (watch.go)
+	returnedStatuses string
+	watchWindow      time.Duration
+	watchEvery       string
 }
 
 func (w *workerFlags) register(fs *flag.FlagSet) {
@@ -320,12 +326,14 @@ func (w *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&w.maxRetries, "max-create-retries", d.MaxCreateRetries, "creates of a payout that provably did not reach the PSP (dial errors, 429) before it needs review")
 	fs.DurationVar(&w.reconcileEvery, "reconcile-interval", reconcile.DefaultInterval, "how often one worker sweeps for open payouts whose task was lost (deleted, archived, or dropped after a lost Redis reply) and restores it; 0: this process never sweeps")
 	fs.DurationVar(&w.reconcileGrace, "reconcile-grace", reconcile.DefaultGrace, "a payout changed more recently than this is left to the worker acting on it")
+	fs.DurationVar(&w.releaseEvery, "release-interval", schedule.DefaultInterval, "how often one worker releases the scheduled payouts whose release time has come (moves them to queued, enqueues their creates); 0: this process never releases")
 	fs.DurationVar(&w.leaseGrace, "reconcile-lease-grace", queue.DefaultLeaseGrace, leaseGraceUsage)
 	fs.BoolVar(&w.trackOutcome, "track-outcome", true, "follow every created order to paid or failed by status queries (false: created is final, for a PSP that reports nothing after creation)")
 	fs.DurationVar(&w.outcomeWindow, "outcome-window", d.Outcome.Window, "a created payout without a final status after this long needs review")
 	fs.StringVar(&w.outcomeEvery, "outcome-intervals", joinDurations(d.Outcome.Intervals), "waits between the outcome status queries of a created order, comma-separated; the last repeats")
 	fs.StringVar(&w.paidStatuses, "psp-paid-statuses", strings.Join(psp.DefaultPaidStatuses, ","), "PSP status words that mean the money was sent (comma-separated, any case; an assumption: the reference shows only Created)")
 	fs.StringVar(&w.failedStatuses, "psp-failed-statuses", strings.Join(psp.DefaultFailedStatuses, ","), "PSP status words that mean the order will not be paid (comma-separated, any case); any other word is still pending")
+	w.registerWatch(fs, d)
 	fs.BoolVar(&w.trustExtLookup, "trust-status-by-external-id", false, "count a 404 to a status query by externalId as a miss at once, without first seeing the PSP find a known order by its externalId")
 }
 
@@ -361,6 +369,8 @@ func (w *workerFlags) config(p *pspFlags, probs *problems) worker.Config {
 	w.outcome(&c, probs)
 	c.Reconcile = reconcile.Config{Interval: w.reconcileEvery, Grace: w.reconcileGrace, LeaseGrace: w.leaseGrace}
 	c.ReconcileOff = w.reconcileEvery == 0
+	c.Release = schedule.Config{Interval: w.releaseEvery}
+	c.ReleaseOff = w.releaseEvery <= 0
 	// A create in flight must never look abandoned to the sweep.
 	if !c.ReconcileOff && w.reconcileEvery > 0 && w.reconcileGrace >= 0 && w.reconcileGrace < c.ShutdownTimeout {
 		probs.flag("reconcile-grace", "--reconcile-grace %s must be at least --psp-timeout + 5s (%s): a create still in flight must not look abandoned", w.reconcileGrace, c.ShutdownTimeout)
@@ -391,6 +401,7 @@ func (w *workerFlags) outcome(c *worker.Config, probs *problems) {
 		probs.flag("outcome-window", "--outcome-window %s: must be positive", w.outcomeWindow)
 	}
 	c.Outcome = worker.OutcomePolicy{Track: w.trackOutcome, Window: w.outcomeWindow, Intervals: every, Words: words}
+	w.watch(c, probs)
 }
 
 func splitList(s string) []string {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"time"
 
+	"github.com/acme/payout/internal/approval"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
@@ -23,7 +25,22 @@ type approvalFlags struct {
 	maxBatch  string
 	daily     string
 	fourEyes  bool
+	rules     string
+	expiry    time.Duration
+	// roles: a person's load needs the maker role (--roles-file).
+	roles rolesFlags
 }
+
+// approvalRulesUsage and approvalExpiryUsage are the flags of the
+// approval rules and of the expiry of an approval request, on load, run
+// and ui.
+const (
+	approvalRulesUsage  = "a file of approval rules (docs/controls.md#approval-rules): a batch a rule matches (by total, largest row, destination type) waits for that many distinct approvers of the rule's role, never its loader; the strictest matching rule applies and is recorded on the batch"
+	approvalExpiryUsage = "a batch awaiting approval longer than this is discarded by the workers' reconciler with the reason \"approval expired after ...\" (recorded on the batch at load; 0: never)"
+)
+
+// defaultApprovalExpiry is how long a batch may await approval.
+const defaultApprovalExpiry = 7 * 24 * time.Hour
 
 // fourEyesUsage is the --four-eyes of load, run and approve: one policy
 // for the deployment, PAYOUT_FOUR_EYES=true for every command.
@@ -31,11 +48,14 @@ const fourEyesUsage = "four-eyes policy: a batch loaded under it records that a 
 
 func (a *approvalFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&a.fourEyes, "four-eyes", false, fourEyesUsage)
+	a.roles.register(fs)
 	fs.StringVar(&a.mode, "approval", "none", "none: a valid batch goes to the workers at once; required: it is registered and waits for payout approve (no payment before)")
 	fs.StringVar(&a.by, "by", "", "who loads: only the operating system's user (SUDO_USER through sudo), the default, which is recorded; under --four-eyes that person cannot approve the batch. In spool mode files are loaded by their sender (docs/controls.md)")
 	fs.StringVar(&a.autoBelow, "auto-approve-below", "", "with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&a.maxBatch, "max-batch-total", "", "a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&a.daily, "daily-limit", "", "a batch that would take the sum let go today (UTC) above this amount waits for approval; checked atomically across loaders")
+	fs.StringVar(&a.rules, "approval-rules", "", approvalRulesUsage)
+	fs.DurationVar(&a.expiry, "approval-expiry", defaultApprovalExpiry, approvalExpiryUsage)
 }
 
 func parseLimit(flagName, v string) (money.Amount, error) {
@@ -81,6 +101,15 @@ func (a *approvalFlags) choices() (loader.Approval, error) {
 	if o.DailyLimit, err = parseLimit("daily-limit", a.daily); err != nil {
 		return o, err
 	}
+	if a.expiry < 0 {
+		return o, usageErr("--approval-expiry %s: want a positive duration such as 168h (or 0: never)", a.expiry)
+	}
+	o.Expiry = a.expiry
+	if a.rules != "" {
+		if o.Rules, err = approval.Load(a.rules); err != nil {
+			return o, usageErr("--approval-rules %s: %v", a.rules, err)
+		}
+	}
 	return o, nil
 }
 
@@ -100,9 +129,11 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 		fourEyes bool
 		daily    string
 		note     string
+		roles    rolesFlags
 	)
 	lf.register(fs)
 	rf.register(fs)
+	roles.register(fs)
 	fs.StringVar(&note, "note", "", "why it may go, recorded in the batch's audit trail with the approval (optional; at most 1000 characters, on one line)")
 	fs.StringVar(&by, "by", "", "who approves: only the operating system's user (SUDO_USER through sudo), the default; recorded")
 	fs.BoolVar(&fourEyes, "four-eyes", false, "four-eyes policy of the deployment (PAYOUT_FOUR_EYES): refuse the person who loaded the batch for every batch, those loaded before batches recorded the policy included; a batch loaded under --four-eyes refuses its loader whether this is given or not")
@@ -126,11 +157,16 @@ func runApprove(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	acts := operator.New(rdb, nil, log)
+	acts, err := roles.actions(operator.New(rdb, nil, log), who)
+	if err != nil {
+		return err
+	}
 	id, err := resolveBatch(ctx, acts.Ledger, fs.Arg(0))
 	if err != nil {
 		return err
 	}
+	// Roles: the operating system's user holds approver until the CLI
+	// maps it through the roles file (package access).
 	r, err := acts.Approve(ctx, id, ledger.Approval{By: who, FourEyes: fourEyes, DailyLimit: limit, Note: note})
 	if errors.Is(err, operator.ErrNotEnqueued) {
 		// The approval stands (the ledger is the truth): exit 0, as the UI
@@ -166,6 +202,7 @@ func commandErr(err error) error {
 // acts and the note, and the batch named by the first argument.
 type operatorAction struct {
 	rf    redisFlags
+	roles rolesFlags
 	by    string
 	note  string
 	who   string
@@ -175,6 +212,7 @@ type operatorAction struct {
 
 func (o *operatorAction) register(fs *flag.FlagSet, verb string) {
 	o.rf.register(fs)
+	o.roles.register(fs)
 	fs.StringVar(&o.by, "by", "", "who "+verb+": only the operating system's user (SUDO_USER through sudo), the default; recorded")
 	fs.StringVar(&o.note, "note", "", "why (required; recorded)")
 }
@@ -217,7 +255,11 @@ func runDiscard(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	r, err := operator.New(rdb, nil, zerolog.Nop()).Discard(ctx, o.batch, o.who, o.note)
+	acts, err := o.roles.actions(operator.New(rdb, nil, zerolog.Nop()), o.who)
+	if err != nil {
+		return err
+	}
+	r, err := acts.Discard(ctx, o.batch, o.who, o.note)
 	if err != nil {
 		return commandErr(err)
 	}
@@ -243,7 +285,10 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer rdb.Close()
-	acts := operator.New(rdb, nil, zerolog.Nop())
+	acts, err := o.roles.actions(operator.New(rdb, nil, zerolog.Nop()), o.who)
+	if err != nil {
+		return err
+	}
 	ids := fs.Args()[1:]
 	if len(ids) == 0 {
 		if ids, err = acts.Cancellable(ctx, o.batch); err != nil {
@@ -251,27 +296,45 @@ func runCancel(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	named := len(fs.Args()) > 1
-	var refusals problemList
-	cancelled := 0
-	for _, ext := range ids {
+	cancelled, refused, err := eachPayout(ids, func(ext string) (string, error) {
 		r, err := acts.Cancel(ctx, o.batch, ext, o.who, o.note)
+		return r.Words(), err
+	}, func(words string) {
+		if named {
+			fmt.Fprintln(e.stdout, words)
+		}
+	})
+	if err != nil && refused == 0 {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "batch %s: %d payouts cancelled by %s, %d not cancellable\n", o.batch, cancelled, o.who, refused)
+	return err
+}
+
+// eachPayout runs act (cancel, release) on the payouts ids one by one and
+// hands done the words of each it did: a refusal is kept and the next
+// payout tried, while an incomplete command (no note) or a fault stops at
+// once. It returns how many were done and refused, and the error to exit
+// with: the refusals together (exit 1, each printed with its words), else
+// the one that stopped it.
+func eachPayout(ids []string, act func(ext string) (string, error), done func(words string)) (did, refused int, err error) {
+	var refusals problemList
+	for _, ext := range ids {
+		words, err := act(ext)
 		switch {
 		case errors.Is(err, operator.ErrIncomplete):
-			return commandErr(err)
+			return did, 0, commandErr(err)
 		case errors.Is(err, operator.ErrRefused):
 			refusals = append(refusals, err)
 		case err != nil:
-			return infraErr(err)
+			return did, 0, infraErr(err)
 		default:
-			cancelled++
-			if named {
-				fmt.Fprintln(e.stdout, r.Words())
-			}
+			did++
+			done(words)
 		}
 	}
-	fmt.Fprintf(e.stdout, "batch %s: %d payouts cancelled by %s, %d not cancellable\n", o.batch, cancelled, o.who, len(refusals))
 	if len(refusals) > 0 {
-		return &exitError{ExitRejected, refusals} // each printed with its words
+		return did, len(refusals), &exitError{ExitRejected, refusals}
 	}
-	return nil
+	return did, 0, nil
 }

@@ -19,15 +19,20 @@ func runHistory(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "history", "[flags] [BATCH-or-FILE [EXTERNALID]]")
 	var (
 		rf     redisFlags
+		rl     rolesFlags
 		asJSON bool
 	)
 	rf.register(fs)
+	rl.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "one JSON object a line")
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 2 {
 		return usageErr("history takes at most a BATCH (or FILE) and an EXTERNALID")
+	}
+	if err := rl.mayRead(ctx, e, "history"); err != nil {
+		return err
 	}
 	rdb, err := rf.open(ctx, e)
 	if err != nil {
@@ -94,16 +99,24 @@ func statusChecks(ctx context.Context, l *ledger.Ledger, batch, ext string) (str
 	return fmt.Sprintf("status checks: %d for the batch's payouts (asked of the PSP and recorded, including those that changed nothing)", c.Checks), nil
 }
 
-// auditLine is one entry as text: time, actor, payout, from -> to, context.
+// auditLine is one entry as text: time, actor, payout, from -> to, context
+// (with role=ROLE, the role the person acted in, when recorded).
 func auditLine(a ledger.AuditEntry) string {
 	var ctx []string
-	keys := make([]string, 0, len(a.Context))
-	for k := range a.Context {
+	fields := make(map[string]string, len(a.Context)+1)
+	for k, v := range a.Context {
+		fields[k] = v
+	}
+	if a.Role != "" {
+		fields["role"] = a.Role
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		ctx = append(ctx, k+"="+term(a.Context[k]))
+		ctx = append(ctx, k+"="+term(fields[k]))
 	}
 	what := a.To
 	if a.From != "" {

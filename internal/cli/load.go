@@ -36,10 +36,12 @@ type loadCmd struct {
 	ff      fileFlags
 	ef      enqueueFlags
 	af      approvalFlags
+	vf      velocityFlags
 	arf     archiveFlags
 	nf      notifyFlags
 	cf      controlFlags
 	df      durabilityFlags
+	relf    releaseFlags
 	spool   string
 	settle  time.Duration
 	deliv   string
@@ -96,10 +98,12 @@ func (c *loadCmd) parse(args []string) error {
 	c.ff.register(fs)
 	c.ef.register(fs)
 	c.af.register(fs)
+	c.vf.register(fs)
 	c.arf.register(fs, true)
 	c.nf.register(fs)
 	c.cf.register(fs, true)
 	c.df.registerLoad(fs)
+	c.relf.register(fs)
 	fs.StringVar(&c.spool, "spool", "", "spool directory: take settled files from DIR/inbox, move them to processing/, done/ or failed/, write reports to outbox/")
 	fs.DurationVar(&c.settle, "settle", 30*time.Second, "spool mode: a file (and its NAME.ctl) is taken once unchanged this long")
 	fs.StringVar(&c.deliv, "delivery", string(loader.DeliveryControl), "spool mode: how a sender marks a file in inbox/ complete: control (NAME is taken once NAME.ctl is next to it) or rename (every file under its own name is complete: senders write elsewhere and rename); see docs/operations.md")
@@ -143,6 +147,10 @@ func (c *loadCmd) configure() error {
 		// identity), not by whoever runs the spool.
 		c.log.Info().Str("actor", approval.By).Msg("spool run")
 		approval.By = ""
+	} else if !c.dryRun {
+		if err := c.af.roles.mayLoad(approval.By); err != nil {
+			return err
+		}
 	}
 	if err := c.nf.check(c.e); err != nil {
 		return err
@@ -155,9 +163,15 @@ func (c *loadCmd) configure() error {
 	if err != nil {
 		return err
 	}
+	release, err := c.relf.options()
+	if err != nil {
+		return err
+	}
+	fopts.PayDateColumn = c.relf.column
 	c.opts = loader.Options{File: fopts, Partial: c.partial, DryRun: c.dryRun, EnqueueWorkers: c.ef.concurrency, Approval: approval,
-		Expect: expect, RequireControl: c.cf.require}
-	return nil
+		Expect: expect, RequireControl: c.cf.require, Release: release}
+	c.opts.Velocity, err = c.vf.options()
+	return err
 }
 
 // payoutFiles returns the paths that are not control files: a control file
@@ -342,6 +356,17 @@ func printResult(stdout, stderr io.Writer, r loader.Result, dryRun bool) {
 		fmt.Fprintf(stdout, "%s: loaded %d rows, total %s, as batch %s%s%s%s\n", term(r.File), r.Valid, r.Total.StringFixed(r.Scale), r.Batch, skipped, resumed, matching(r))
 		if r.Held != "" {
 			fmt.Fprintf(stdout, "%s: batch %s awaits approval (%s); nothing is paid before `payout approve %s`, by another person under four-eyes\n", term(r.File), r.Batch, r.Held, r.Batch)
+		}
+		if r.VelocityHeld > 0 {
+			fmt.Fprintf(stdout, "%s: %d payouts held over their recipient's velocity limit: each waits for `payout release %s EXTERNALID` or `payout cancel` (the console's work queue lists them)\n",
+				term(r.File), r.VelocityHeld, r.Batch)
+		}
+		if r.Scheduled > 0 {
+			when := "on their pay dates"
+			if !r.ReleaseAt.IsZero() {
+				when = "at " + r.ReleaseAt.Format(time.RFC3339) + " (rows with their own pay date on it)"
+			}
+			fmt.Fprintf(stdout, "%s: %d payouts scheduled: released by the workers %s, none before\n", term(r.File), r.Scheduled, when)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/acme/payout/internal/lifecycle"
+	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/worker"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,6 +26,7 @@ var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func WorkerMetricNames(rdb redis.UniversalClient) ([]string, error) {
 	reg := prometheus.NewRegistry()
 	worker.NewMetrics(reg)
+	notify.NewDeliveryCounter(reg)
 	reg.MustRegister(newCallbackResults())
 	registerScrapeCollectors(reg, rdb)
 	names := map[string]bool{}

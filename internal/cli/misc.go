@@ -62,7 +62,9 @@ func runSandbox(ctx context.Context, e *env, args []string) error {
 // actions' (uiControlFlags).
 type uiFlags struct {
 	addr, prometheus, users, proxies, proxyUser string
+	proxyGroups                                 string
 	readOnly, insecure                          bool
+	roles                                       rolesFlags
 }
 
 func (u *uiFlags) register(fs *flag.FlagSet) {
@@ -73,6 +75,8 @@ func (u *uiFlags) register(fs *flag.FlagSet) {
 		"read at start: restart to apply a change; not with PAYOUT_UI_USER/PAYOUT_UI_PASSWORD")
 	fs.StringVar(&u.proxies, "trusted-proxies", "", "reverse proxies in front of the UI whose X-Forwarded-For (which they must append to) gives the client address for the failed-login lockout and the logs: addresses or CIDR prefixes, comma-separated, not 0.0.0.0/0 (empty: none; every client behind a proxy then shares its lockout)")
 	fs.StringVar(&u.proxyUser, "proxy-user-header", "", "single sign-on: the header in which an authenticating reverse proxy of --trusted-proxies names the signed-in person, recorded in the audit (oauth2-proxy: X-Forwarded-User with --pass-user-headers, X-Auth-Request-User with --set-xauthrequest); believed from the trusted proxies only")
+	fs.StringVar(&u.proxyGroups, "proxy-groups-header", ui.DefaultGroupsHeader, "single sign-on: the header in which that proxy lists the signed-in person's groups, comma-separated, mapped to roles by the \"group NAME: roles\" lines of --roles-file (oauth2-proxy: X-Forwarded-Groups with --pass-user-headers, X-Auth-Request-Groups with --set-xauthrequest); read only with --proxy-user-header, from the trusted proxies")
+	u.roles.register(fs)
 	fs.StringVar(&u.prometheus, "prometheus-addr", "", "Prometheus server the UI queries for queue graphs, e.g. http://127.0.0.1:9090")
 }
 
@@ -100,7 +104,15 @@ func runUI(ctx context.Context, e *env, args []string) error {
 		return configErr(err)
 	}
 	cfg.FourEyes = cf.fourEyes
-	cfg.ProxyUserHeader = uf.proxyUser
+	cfg.ProxyUserHeader, cfg.ProxyGroupsHeader = uf.proxyUser, uf.proxyGroups
+	if cfg.Roles, err = uf.roles.load(); err != nil {
+		return err
+	}
+	if cfg.Roles == nil {
+		log.Warn().Msg("ui: no --roles-file: everyone signed in may upload, approve, discard, cancel, resolve and pause (every role but admin); see docs/controls.md, \"Roles\"")
+	} else {
+		log.Info().Str("file", uf.roles.file).Msg("ui: roles read")
+	}
 	if cfg.TrustedProxies, err = ui.ParseTrustedProxies(uf.proxies); err != nil {
 		return configErr(err)
 	}

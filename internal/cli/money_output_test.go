@@ -171,6 +171,7 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 		delete(env, k)
 	}
 	run(ExitRejected, "cancel", file, "PO-W-2", "--by", "carol", "--note", "late")
+	run(ExitRejected, "release", file, "PO-W-2", "--by", "carol", "--note", "known supplier") // not held: refused, no amount
 	run(ExitOK, "archive", "--older-than", "0s", "--dry-run")
 
 	// A second batch, discarded.
@@ -198,11 +199,14 @@ func TestEveryCommandPrintsMoneyWithDecimals(t *testing.T) {
 	// test could walk: a new command fails this until it is one or the
 	// other.
 	servers := map[string]string{
-		"worker":  "a server: its amounts go to the log, from the ledger",
-		"ui":      "a server: the web UI's pages are tested in internal/ui",
-		"sandbox": "the PSP simulator: no payout amount of ours",
-		"passwd":  "prints a users-file line: a name and a bcrypt hash (TestPasswd)",
-		"dev":     "a server: the local stack of embedded Redis, simulator, worker and console (TestDevStack)",
+		"worker":    "a server: its amounts go to the log, from the ledger",
+		"ui":        "a server: the web UI's pages are tested in internal/ui",
+		"sandbox":   "the PSP simulator: no payout amount of ours",
+		"passwd":    "prints a users-file line: a name and a bcrypt hash (TestPasswd)",
+		"api":       "a server: the API's answers are tested in internal/api (amounts as decimal strings)",
+		"token":     "prints API tokens and their names and roles: no amount",
+		"dev":       "a server: the local stack of embedded Redis, simulator, worker and console (TestDevStack)",
+		"redeliver": "prints webhook event ids and counts, never an amount (operator.TestRedeliver)",
 	}
 	for _, c := range commands() {
 		if !ran[c.name] && servers[c.name] == "" {

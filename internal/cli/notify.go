@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
+	"github.com/acme/payout/internal/mail"
 	"github.com/acme/payout/internal/notify"
+	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/report"
 	"github.com/acme/payout/internal/worker"
 	"github.com/redis/go-redis/v9"
@@ -17,11 +20,16 @@ import (
 // notifyFlags say where notifications go (package notify).
 type notifyFlags struct {
 	urls urlList
+	mail bool // --mail: events people are mailed about go to the mail queue too
 }
 
 func (n *notifyFlags) register(fs *flag.FlagSet) {
-	fs.Var(&n.urls, "notify-url", "send signed JSON notifications (batch awaiting approval, batch final, payout needs review, queue paused/resumed) to this URL; "+
-		"repeatable, comma-separated in the environment; needs "+notify.SecretEnv+" (HMAC-SHA256 key of the X-Payout-Signature header)")
+	fs.BoolVar(&n.mail, "mail", false, "queue the mail to people about the events this command sees (batch awaiting approval, batch final, payout needs review); "+
+		"a worker with --smtp-url sends them (docs/operations.md#mail-to-people)")
+	fs.Var(&n.urls, "notify-url", "send Standard Webhooks deliveries of the events (every payout state change: payout.created, payout.paid...; "+
+		"batch awaiting approval, batch final, payout needs review, queue paused/resumed) to this URL; TYPES=URL subscribes to some types only "+
+		"(payout.paid|payout.returned|batch_*=https://...); repeatable, comma-separated in the environment; needs "+notify.SecretEnv+
+		" (whsec_ secret; two, space-separated, while rotating)")
 }
 
 // check refuses URLs without a secret: the workers sign every delivery
@@ -30,26 +38,33 @@ func (n *notifyFlags) check(e *env) error {
 	if len(n.urls) > 0 && e.getenv(notify.SecretEnv) == "" {
 		return usageErr("--notify-url needs %s (the key that signs notifications)", notify.SecretEnv)
 	}
+	if v := e.getenv(notify.SecretEnv); v != "" {
+		if _, err := notify.NewSigner(v); err != nil {
+			return usageErr("%v", err)
+		}
+	}
 	return nil
 }
 
-// emitter returns the Emitter of the URLs (nil without any).
+// emitter returns the Emitter of the URLs and, with --mail, of the mail
+// queue (nil without either).
 func (n *notifyFlags) emitter(rdb redis.UniversalClient) *notify.Emitter {
-	if len(n.urls) == 0 {
-		return nil
+	var sinks []notify.Sink
+	if n.mail {
+		sinks = append(sinks, mail.NewSink(queue.New(rdb)))
 	}
-	return notify.NewEmitter(rdb, n.urls)
+	return notify.NewEmitter(rdb, n.urls, sinks...)
 }
 
 // deliverer is the worker's delivery handler, when PAYOUT_NOTIFY_SECRET
 // is set: a worker delivers what any process enqueued, with or without
 // --notify-url of its own.
-func deliverer(e *env, log zerolog.Logger) *notify.Deliverer {
+func deliverer(e *env, rdb redis.UniversalClient, log zerolog.Logger) *notify.Deliverer {
 	d, err := notify.NewDeliverer(e.getenv(notify.SecretEnv), log.With().Str("component", "notify").Logger())
 	if err != nil {
 		return nil
 	}
-	return d
+	return d.Logging(rdb)
 }
 
 // configure sets the worker's notifications: what it emits, and the
@@ -58,7 +73,7 @@ func (n *notifyFlags) configure(e *env, rdb redis.UniversalClient, c *worker.Con
 	if err := n.check(e); err != nil {
 		return err
 	}
-	c.Notify = worker.NotifyConfig{Emitter: n.emitter(rdb), Deliverer: deliverer(e, log)}
+	c.Notify = worker.NotifyConfig{Emitter: n.emitter(rdb), Deliverer: deliverer(e, rdb, log)}
 	return nil
 }
 
@@ -74,9 +89,12 @@ func (n *notifyFlags) finish(ctx context.Context, e *env, rdb redis.UniversalCli
 	if err := em.Emit(ctx, notify.Final(batch, sum)); err != nil {
 		fmt.Fprintf(e.stderr, "notification of the final batch not queued: %v\n", err)
 	}
-	d := deliverer(e, log)
+	d := deliverer(e, rdb, log)
 	if d == nil {
 		return
+	}
+	if _, err := worker.PumpEvents(ctx, ledger.New(rdb), em); err != nil {
+		fmt.Fprintf(e.stderr, "payout events not queued: %v\n", err)
 	}
 	if left := notify.Drain(ctx, rdb, d, drainFor); left > 0 {
 		fmt.Fprintf(e.stderr, "%d notifications not delivered yet (receiver down?); a worker with %s delivers them from this Redis\n", left, notify.SecretEnv)
@@ -94,7 +112,7 @@ func (u *urlList) String() string { return strings.Join(*u, ",") }
 
 func (u *urlList) Set(v string) error {
 	for _, s := range splitList(v) {
-		if err := notify.CheckURL(s); err != nil {
+		if _, err := notify.ParseEndpoint(s); err != nil {
 			return err
 		}
 		*u = append(*u, s)

@@ -129,10 +129,12 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 		lf logFlags
 		rf redisFlags
 		d  resolveFlags
+		rl rolesFlags
 	)
 	lf.register(fs)
 	rf.register(fs)
 	d.register(fs)
+	rl.register(fs)
 	if err := parse(e, fs, args); err != nil {
 		return err
 	}
@@ -150,6 +152,8 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		d.by = who
+	} else if err := rl.mayRead(ctx, e, "review"); err != nil {
+		return err
 	}
 	log, rdb, err := logAndOpen(ctx, e, &lf, &rf)
 	if err != nil {
@@ -175,7 +179,10 @@ func runResolve(ctx context.Context, e *env, args []string) error {
 			checker = c
 		}
 	}
-	acts := &operator.Actions{Ledger: l, Queue: queue.New(rdb), Log: log}
+	acts, err := rl.actions(&operator.Actions{Ledger: l, Queue: queue.New(rdb), Log: log}, d.by)
+	if err != nil {
+		return err
+	}
 	return resolveOne(ctx, e.stdout, acts, checker, batch, fs.Arg(1), d)
 }
 

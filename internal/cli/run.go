@@ -58,6 +58,7 @@ type runCmd struct {
 	ff                     fileFlags
 	ef                     enqueueFlags
 	af                     approvalFlags
+	vf                     velocityFlags
 	nf                     notifyFlags
 	cf                     controlFlags
 	pf                     pspFlags
@@ -130,6 +131,7 @@ func (r *runCmd) parse(args []string) error {
 	r.ff.register(fs)
 	r.ef.register(fs)
 	r.af.register(fs)
+	r.vf.register(fs)
 	r.nf.register(fs)
 	r.cf.register(fs, false)
 	r.pf.register(fs)
@@ -184,8 +186,14 @@ func (r *runCmd) configure() error {
 	if err != nil {
 		return err
 	}
+	if err := r.af.roles.mayLoad(approval.By); err != nil {
+		return err
+	}
 	r.fopts = loader.Options{File: fopts, Partial: r.partial, EnqueueWorkers: r.ef.concurrency, Approval: approval,
 		Expect: expect, RequireControl: r.cf.require}
+	if r.fopts.Velocity, err = r.vf.options(); err != nil {
+		return err
+	}
 	var probs problems
 	r.wcfg = r.wf.config(&r.pf, &probs)
 	r.wcfg.Queue = e.hooks.Queue
@@ -465,7 +473,7 @@ func (r *runCmd) newWorker() (*worker.Worker, error) {
 		wlog = wlog.Level(zerolog.WarnLevel) // the progress line says enough
 	}
 	cfg := r.wcfg
-	cfg.Notify = worker.NotifyConfig{Emitter: r.ld.Notify, Deliverer: deliverer(r.e, r.log)}
+	cfg.Notify = worker.NotifyConfig{Emitter: r.ld.Notify, Deliverer: deliverer(r.e, r.rdb, r.log)}
 	cfg.Redis, cfg.Ledger, cfg.PSP, cfg.Opener = r.rdb, ledger.New(hot), r.client, r.ring
 	cfg.Logger = wlog.With().Str("component", "worker").Logger()
 	cfg.Unsafe = r.e.unsafe.Worker

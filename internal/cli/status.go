@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
@@ -27,6 +28,9 @@ import (
 // operator.BatchViews with results.StatusPhase, as the UI does).
 type statusView struct {
 	ui.BatchView
+	// NextRelease is the earliest pending release time of the batch's
+	// scheduled payouts (ledger.Schedule.Next; absent: none scheduled).
+	NextRelease *time.Time `json:"nextRelease,omitempty"`
 }
 
 // statusViews turns ledger statuses into what payout status shows;
@@ -46,12 +50,14 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	var (
 		lf       logFlags
 		rf       redisFlags
+		rl       rolesFlags
 		asJSON   bool
 		watch    bool
 		interval time.Duration
 	)
 	lf.register(fs)
 	rf.register(fs)
+	rl.register(fs)
 	fs.BoolVar(&asJSON, "json", false, "print JSON instead of a table")
 	fs.BoolVar(&watch, "watch", false, "refresh until interrupted (or until the batch is final)")
 	fs.DurationVar(&interval, "interval", 2*time.Second, "refresh interval of --watch")
@@ -60,6 +66,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	if fs.NArg() > 1 {
 		return usageErr("give at most one batch id or file")
+	}
+	if err := rl.mayRead(ctx, e, "status"); err != nil {
+		return err
 	}
 	rdb, err := rf.open(ctx, e)
 	if err != nil {
@@ -140,6 +149,18 @@ func currentViews(ctx context.Context, l *ledger.Ledger, queue redis.UniversalCl
 		return nil, err
 	}
 	views := statusViews(all, archives, paused)
+	for i := range views {
+		if views[i].Counts[string(lifecycle.Scheduled)] == 0 {
+			continue
+		}
+		next, err := l.Schedule().Next(ctx, views[i].ID)
+		if err != nil {
+			return nil, err
+		}
+		if !next.IsZero() {
+			views[i].NextRelease = &next
+		}
+	}
 	if batch != "" {
 		for _, v := range views {
 			if v.ID == batch {
@@ -172,6 +193,7 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 		tw.Flush()
 		fmt.Fprintf(w, "amount paid %s, failed %s, awaiting outcome %s, created %s, of %s\n",
 			v.AmountPaid, v.AmountFailed, v.AmountAwaiting, v.AmountCreated, v.AmountTotal)
+		printScheduled(w, views)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -198,6 +220,31 @@ func printStatus(w io.Writer, views []statusView, detail bool) {
 		fmt.Fprintf(tw, "%s / %s / %s\n", v.AmountPaid, v.AmountCreated, v.AmountTotal)
 	}
 	tw.Flush()
+	printScheduled(w, views)
+}
+
+// printScheduled says how many payouts of views wait for their release
+// time and the earliest of those times: "scheduled: 3 payouts, next
+// release 2026-12-10T00:00:00Z" (nothing when none waits).
+func printScheduled(w io.Writer, views []statusView) {
+	var (
+		n    int64
+		next time.Time
+	)
+	for _, v := range views {
+		n += v.Counts[string(lifecycle.Scheduled)]
+		if v.NextRelease != nil && (next.IsZero() || v.NextRelease.Before(next)) {
+			next = *v.NextRelease
+		}
+	}
+	if n == 0 {
+		return
+	}
+	fmt.Fprintf(w, "scheduled: %d payouts", n)
+	if !next.IsZero() {
+		fmt.Fprintf(w, ", next release %s", next.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(w)
 }
 
 func bar(v statusView) string {
@@ -259,6 +306,7 @@ type reportCmd struct {
 	e            *env
 	lf           logFlags
 	rf           redisFlags
+	rl           rolesFlags
 	kf           keyFlags
 	format       string
 	out          string
@@ -277,6 +325,15 @@ func runReport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if err := c.checkFormat(); err != nil {
+		return err
+	}
+	// The failed rows come with their card numbers in clear, material for
+	// a new load: they need the role that loads (maker), not only viewer.
+	act := access.Read
+	if c.failedOnly {
+		act = access.Load
+	}
+	if err := c.rl.mayRun(ctx, e, "report", act); err != nil {
 		return err
 	}
 	keys, err := c.keys()
@@ -307,6 +364,7 @@ func (c *reportCmd) parse(args []string) error {
 	fs := newFlags(c.e, "report", "[flags] BATCH-or-FILE")
 	c.lf.register(fs)
 	c.rf.register(fs)
+	c.rl.register(fs)
 	fs.StringVar(&c.format, "format", "", "csv, json or xlsx (default: the --out file's extension, .xlsx or .json, else csv); csv is a clean table, its summary goes to NAME.summary.txt beside --out; xlsx has a Payouts and a Summary sheet")
 	fs.StringVar(&c.out, "out", "", "write to this file instead of stdout (the summary then goes to stdout and, for csv, to NAME.summary.txt beside it); with --failed-only the default is NAME.failed.csv after the loaded file")
 	fs.BoolVar(&c.inCSV, "summary-in-csv", false, "csv: end the result file with a blank line and the '# ...' summary lines (the layout before the summary file, for readers that parse it); no summary file is written")

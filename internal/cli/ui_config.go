@@ -50,6 +50,8 @@ type uiControlFlags struct {
 	kf         keyFlags
 	approval   string
 	autoBelow  string
+	rules      string
+	expiry     time.Duration
 	maxBatch   string
 	daily      string
 	fourEyes   bool
@@ -57,6 +59,7 @@ type uiControlFlags struct {
 	spool      string
 	maxUpload  int64
 	maxUploads int
+	vf         velocityFlags
 }
 
 func (u *uiControlFlags) register(fs *flag.FlagSet) {
@@ -67,8 +70,11 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&u.approval, "approval", "none", "uploads: none: a confirmed upload goes to the workers at once; required: it waits for Approve")
 	fs.StringVar(&u.autoBelow, "auto-approve-below", "", "uploads, with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&u.maxBatch, "max-batch-total", "", "uploads: a batch whose total is above this amount always waits for approval")
+	fs.StringVar(&u.rules, "approval-rules", "", "uploads: "+approvalRulesUsage)
+	fs.DurationVar(&u.expiry, "approval-expiry", defaultApprovalExpiry, "uploads: "+approvalExpiryUsage)
 	fs.StringVar(&u.daily, "daily-limit", "", "Approve refuses, and an upload waits for approval, when it would take the sum let go today (UTC) above this amount")
 	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch, and mark created / mark rejected need a second person; needs one login per person (--users, or PAYOUT_UI_USER/PAYOUT_UI_PASSWORD in a UI per person; no PAYOUT_UI_TOKEN, no --insecure-local)")
+	u.vf.register(fs)
 	fs.BoolVar(&u.require, "require-control", false, "uploads: refuse a file whose control totals are not typed in the upload form")
 	fs.StringVar(&u.spool, "spool", "", "spool directory of payout load --spool: enables the upload form; uploads wait in DIR/staging/ for their confirmation, then go to done/ or failed/ with their errors in outbox/")
 	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")
@@ -79,6 +85,7 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 type preparedUI struct {
 	daily    money.Amount
 	approval loader.Approval
+	velocity loader.Velocity
 	file     payfile.Options
 	ring     loader.Sealer
 	psp      operator.StatusChecker // nil: marking created or rejected is refused
@@ -110,8 +117,12 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 	if u.maxUpload <= 0 {
 		return p, usageErr("--max-upload-bytes %d: want a positive size", u.maxUpload)
 	}
-	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily, fourEyes: u.fourEyes}
+	af := approvalFlags{mode: u.approval, autoBelow: u.autoBelow, maxBatch: u.maxBatch, daily: u.daily, fourEyes: u.fourEyes,
+		rules: u.rules, expiry: u.expiry}
 	if p.approval, err = af.choices(); err != nil {
+		return p, err
+	}
+	if p.velocity, err = u.vf.options(); err != nil {
 		return p, err
 	}
 	if p.file, err = u.ff.options(); err != nil {
@@ -134,7 +145,7 @@ func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.Unive
 	ld := loader.New(ledger.New(rdb), queue.New(rdb), p.ring, log)
 	ld.Notify = u.nf.emitter(rdb)
 	cfg.Uploads = operator.UIUploads{Loader: ld, Spool: u.spool, Options: loader.SpoolOptions{
-		Load: loader.Options{File: p.file, Approval: p.approval, RequireControl: u.require}, Settle: time.Second}}
+		Load: loader.Options{File: p.file, Approval: p.approval, Velocity: p.velocity, RequireControl: u.require}, Settle: time.Second}}
 	cfg.UploadLimit = u.maxUpload
 	cfg.MaxUploads = u.maxUploads
 }

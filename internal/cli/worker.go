@@ -10,6 +10,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/metrics"
+	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/worker"
@@ -35,6 +36,7 @@ type workerCmd struct {
 	df                     durabilityFlags
 	cb                     callbackFlags
 	nf                     notifyFlags
+	mf                     mailFlags
 	metricsAddr            string
 	gaugesEvery            time.Duration
 	check                  bool
@@ -99,6 +101,7 @@ func (c *workerCmd) parse(args []string) error {
 	c.df.register(fs)
 	c.cb.register(fs)
 	c.nf.register(fs)
+	c.mf.register(fs)
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "127.0.0.1:9102", "address of the Prometheus /metrics endpoint (empty: off)")
 	fs.DurationVar(&c.gaugesEvery, "ledger-metrics-interval", metrics.DefaultInterval, "how often one worker (under a lease) recomputes the on-call gauges read from the ledger (open payouts by state and the oldest one's age, needs review, awaiting approval) that every worker exports; 0: this process never computes them")
 	c.sf.register(fs)
@@ -122,7 +125,10 @@ func (c *workerCmd) configure() error {
 	}
 	c.cfg = c.wf.config(&c.pf, &probs)
 	c.cfg.Queue = c.e.hooks.Queue
-	return probs.err()
+	if err := probs.err(); err != nil {
+		return err
+	}
+	return c.mf.check()
 }
 
 // openPSP makes the PSP client and the worker's metrics, which observe it.
@@ -155,8 +161,16 @@ func (c *workerCmd) setUpRedis(ctx context.Context, rdb redis.UniversalClient) e
 	}
 	checkHashLimits(ctx, rdb, c.log)
 	checkMaxMemory(ctx, rdb, c.log)
+	// A worker that sends mail queues the mail of its own events too.
+	c.nf.mail = c.nf.mail || c.mf.smtpURL != ""
 	if err := c.nf.configure(c.e, rdb, &c.cfg, c.log); err != nil {
 		return err
+	}
+	if err := c.mf.configure(rdb, &c.cfg, c.log); err != nil {
+		return err
+	}
+	if d := c.cfg.Notify.Deliverer; d != nil && c.reg != nil {
+		c.cfg.Notify.Deliverer = d.Counting(notify.NewDeliveryCounter(c.reg))
 	}
 	ledgerConn, err := c.pl.conn(rdb)
 	if err != nil {

@@ -33,6 +33,8 @@ type Snapshot struct {
 	OutcomeSeq   int
 	OutcomePolls int // outcome checks answered without a final status
 	OutcomeDue   time.Time
+	// Watch is the watch of a paid payout (Watch, watch.go).
+	Watch WatchState
 	// Now is Redis's clock when the payout was read (the same atomic
 	// call), in whole milliseconds (the resolution of every time the
 	// scripts store).

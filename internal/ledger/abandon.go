@@ -28,12 +28,12 @@ type Discarded struct {
 
 // discardLoadScript abandons a batch whose load was interrupted: loading
 // -> discarded, recording who, when and why. KEYS: meta, audit; ARGV: by,
-// note. Replies 1 when it moved the batch.
+// note, the role by acted in (WithRole; "" none). Replies 1 when it moved the batch.
 var discardLoadScript = script(lifecycle.RolePerson, `
 if redis.call('HGET', KEYS[1], 'phase') ~= 'loading' then return 0 end
 local now = nowms()
 redis.call('HSET', KEYS[1], 'phase', 'discarded', 'abandoned', 1, 'dby', ARGV[1], 'dat', now, 'note', ARGV[2])
-redis.call('XADD', KEYS[2], '*', 't', now, 'actor', ARGV[1], 'ext', '', 'from', 'loading', 'to', 'discarded', 'note', ARGV[2])
+redis.call('XADD', KEYS[2], '*', 't', now, 'actor', ARGV[1], 'ext', '', 'from', 'loading', 'to', 'discarded', 'note', ARGV[2], unpack(roleField(ARGV[3])))
 return 1
 `)
 
@@ -76,7 +76,7 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 		_ = l.Locks().UnlockLoad(uctx, id, owner)
 	}()
 	if b.Phase == lifecycle.PhaseLoading {
-		if err := discardLoadScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, by, note).Err(); err != nil {
+		if err := discardLoadScript.Run(ctx, l.rdb, []string{metaKey(id), auditKey(id)}, by, note, roleOf(ctx)).Err(); err != nil {
 			return res, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}
 	}
@@ -87,27 +87,38 @@ func (l *Ledger) DiscardBatch(ctx context.Context, id, by, note string) (Discard
 	return res, err
 }
 
-// cancelQueued cancels every queued payout of a batch.
+// cancelQueued cancels every queued or scheduled payout of a batch.
 func (l *Ledger) cancelQueued(ctx context.Context, id, by, note string) (int, error) {
+	return l.cancelQueuedAs(ctx, id, cancelScript, by, note)
+}
+
+// cancelQueuedAs is cancelQueued with the cancel script of a role
+// (cancelScript: a person; cancelExpiredScript: the reconciler).
+func (l *Ledger) cancelQueuedAs(ctx context.Context, id string, s *redis.Script, by, note string) (int, error) {
 	var ids []string
 	if err := l.EachOpen(ctx, id, func(p OpenPayout) error {
-		if p.State == lifecycle.Queued {
+		if p.State == lifecycle.Queued || p.State == lifecycle.Scheduled {
 			ids = append(ids, p.ExternalID)
 		}
 		return nil
 	}); err != nil {
 		return 0, err
 	}
+	held, err := l.rdb.ZRange(ctx, stateIndexKey(id, lifecycle.Held), 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("ledger: held payouts of %s: %w", id, err)
+	}
+	ids = append(ids, held...)
 	n := 0
 	for _, ext := range ids {
-		found, err := l.Cancel(ctx, id, ext, by, note)
+		found, err := l.cancelWith(ctx, s, id, ext, by, note)
 		if errors.Is(err, ErrEverSent) {
 			continue // sent before: not cancelled as never sent
 		}
 		if err != nil {
 			return n, err
 		}
-		if found == lifecycle.Queued {
+		if found == lifecycle.Queued || found == lifecycle.Held || found == lifecycle.Scheduled {
 			n++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
@@ -240,7 +241,7 @@ func (ar Archive) DeleteArchivedPayouts(ctx context.Context, batch string, fp []
 // included), meta last: the order
 // DropBatch deletes them in.
 func (ar Archive) batchKeys(batch string) []string {
-	keys := []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch)}
+	keys := []string{linesKey(batch), lineChunksKey(batch), countsKey(batch), auditKey(batch), loadLockKey(batch), keys.Events(batch), watchKey(batch)}
 	for _, st := range lifecycle.States {
 		if st != lifecycle.Queued {
 			keys = append(keys, stateIndexKey(batch, st))

@@ -14,9 +14,12 @@ import (
 // (ExternalID set) or of a batch (approval), or an operator's action on
 // the queue (the global trail).
 type AuditEntry struct {
-	ID         string            `json:"id"` // stream id, in time order
-	Time       time.Time         `json:"time"`
-	Actor      string            `json:"actor"` // worker host:pid or operator name
+	ID    string    `json:"id"` // stream id, in time order
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"` // worker host:pid or operator name
+	// Role is the role the person acted in (internal/access; WithRole),
+	// "" for a worker's entry or one written before roles.
+	Role       string            `json:"role,omitempty"`
 	ExternalID string            `json:"externalId,omitempty"`
 	From       string            `json:"from,omitempty"`
 	To         string            `json:"to"`
@@ -39,6 +42,8 @@ func (e rawEntry) entry() AuditEntry {
 		case "t":
 		case "actor":
 			a.Actor = v
+		case "role":
+			a.Role = v
 		case "ext":
 			a.ExternalID = v
 		case "from":
@@ -77,8 +82,11 @@ func (a Audit) Queue(ctx context.Context, actor, action, note string) error {
 	if err != nil {
 		return err
 	}
-	err = a.l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: globalAuditKey(), Values: []any{
-		"t", now.UnixMilli(), "actor", actor, "ext", "", "from", "", "to", action, "note", note}}).Err()
+	values := []any{"t", now.UnixMilli(), "actor", actor, "ext", "", "from", "", "to", action, "note", note}
+	if r := roleOf(ctx); r != "" {
+		values = append(values, "role", r)
+	}
+	err = a.l.rdb.XAdd(ctx, &redis.XAddArgs{Stream: globalAuditKey(), Values: values}).Err()
 	if err != nil {
 		return fmt.Errorf("ledger: audit %s: %w", action, err)
 	}

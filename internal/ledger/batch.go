@@ -63,6 +63,24 @@ type Batch struct {
 	Decided    bool
 	HoldReason string
 	Reserved   bool
+	// Need, NeedRole and Rule are the approval rule the batch was held
+	// under (package approval; recorded with its figures, before its first
+	// row, so that a change of the rules file leaves a waiting batch
+	// alone): Need distinct people holding NeedRole, never its loader,
+	// approve it. Need 0: no rule, one approval as before.
+	Need     int
+	NeedRole string
+	Rule     string // the rule as written, with its file and line
+	// Approvers are the approvals recorded so far (the last one moved the
+	// batch to loaded), in the order they were given.
+	Approvers []Approver
+	// HeldAt is when the batch began to await approval; ExpiresAt when
+	// its approval request expires (zero: never), Expiry how long it was
+	// given. ExpiredDiscard: the reconciler discarded it as expired.
+	HeldAt         time.Time
+	ExpiresAt      time.Time
+	Expiry         time.Duration
+	ExpiredDiscard bool
 }
 
 // errNotLoading is returned by the steps of a load (SetBatchFigures,
@@ -176,6 +194,11 @@ type Figures struct {
 	// that resumes the batch reuses both (Batch.Decided).
 	Hold     string
 	Reserved bool
+	// Need, Role and Rule: the approval rule the batch is held under
+	// (Batch.Need, NeedRole, Rule); Need 0 for none.
+	Need int
+	Role string
+	Rule string
 }
 
 // SetBatchFigures records f on a batch, as its loader owner (the load
@@ -185,7 +208,8 @@ func (l *Ledger) SetBatchFigures(ctx context.Context, id, owner string, f Figure
 	if owner == "" {
 		return fmt.Errorf("ledger: record the figures of batch %s: no load lock owner: %w", id, ErrLoadLockLost)
 	}
-	args := []any{"rows", f.Rows, "total", f.Total.String(), "decided", 1, "hold", f.Hold, "rsv", boolField(f.Reserved)}
+	args := []any{"rows", f.Rows, "total", f.Total.String(), "decided", 1, "hold", f.Hold, "rsv", boolField(f.Reserved),
+		"aneed", f.Need, "arole", f.Role, "arule", f.Rule}
 	if len(f.Info) > 0 {
 		args = append(args, "info", strings.Join(f.Info, infoSep))
 	}
@@ -255,6 +279,10 @@ type Counts struct {
 	// (paid or failed) the workers still follow: part of Rows[lifecycle.Created].
 	Awaiting      int64
 	AwaitingUnits int64
+	// Watched and WatchedUnits count the paid payouts still under watch
+	// (money may come back: returned): part of Rows[lifecycle.Paid].
+	Watched      int64
+	WatchedUnits int64
 	// Checks counts the status checks answered and recorded for the
 	// batch's payouts (Payout.Checks summed; payout history).
 	Checks int64
@@ -311,6 +339,9 @@ func parseBatch(m map[string]string) Batch {
 		InfoColumns: splitInfo(m["info"]),
 		Reading:     m["reading"], Policy: m["policy"],
 		Decided: m["decided"] == "1", HoldReason: m["hold"], Reserved: m["rsv"] == "1",
+		Need: int(atoi64(m["aneed"])), NeedRole: m["arole"], Rule: m["arule"], Approvers: parseApprovers(m),
+		HeldAt: msTime(m["held"]), ExpiresAt: msTime(m["expat"]), Expiry: time.Duration(atoi64(m["expin"])) * time.Millisecond,
+		ExpiredDiscard: m["expired"] == "1",
 	}
 }
 
@@ -328,6 +359,7 @@ func parseCounts(m map[string]string) Counts {
 		c.Units[s] = atoi64(m["u:"+string(s)])
 	}
 	c.Awaiting, c.AwaitingUnits = atoi64(m["n:awaiting"]), atoi64(m["u:awaiting"])
+	c.Watched, c.WatchedUnits = atoi64(m["n:watched"]), atoi64(m["u:watched"])
 	c.Checks = atoi64(m["checks"])
 	return c
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/money"
@@ -36,24 +36,25 @@ func (l *Ledger) Controls() Controls { return Controls{l} }
 
 // HoldBatch ends a load under approval: the batch goes from loading to
 // awaiting_approval with the reason it waits, and no task exists for it.
+// Its approval request never expires (HoldBatchFor).
 func (c Controls) HoldBatch(ctx context.Context, id, reason string) error {
-	reason = scrub.Text(reason, 0)
-	err := holdScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, reason, c.l.actor).Err()
-	if err != nil {
-		return fmt.Errorf("ledger: hold batch %s for approval: %w", id, err)
-	}
-	return nil
+	return c.HoldBatchFor(ctx, id, reason, 0)
 }
 
 // holdScript moves a batch from loading to awaiting_approval with the
-// reason it waits, and audits it; another phase is left as it is.
+// reason it waits, when (held, Redis time) and, for an expiry ARGV[3] > 0
+// ms, when its approval request expires (expat; expin the expiry), and
+// audits it; another phase is left as it is.
 //
 //	KEYS[1] meta     KEYS[2] audit
-//	ARGV[1] reason   ARGV[2] actor
+//	ARGV[1] reason   ARGV[2] actor   ARGV[3] expiry (ms, 0: never)
 var holdScript = script(lifecycle.RoleLoader, `
 local ph = redis.call('HGET', KEYS[1], 'phase')
 if ph == 'loading' then
-  redis.call('HSET', KEYS[1], 'phase', 'awaiting_approval', 'wait', ARGV[1])
+  local now = nowms()
+  redis.call('HSET', KEYS[1], 'phase', 'awaiting_approval', 'wait', ARGV[1], 'held', now)
+  local exp = tonumber(ARGV[3]) or 0
+  if exp > 0 then redis.call('HSET', KEYS[1], 'expat', string.format('%.0f', tonumber(now) + exp), 'expin', ARGV[3]) end
   redis.call('XADD', KEYS[2], '*', 't', nowms(), 'actor', ARGV[2], 'ext', '', 'from', 'loading',
     'to', 'awaiting_approval', 'note', ARGV[1])
 end
@@ -162,49 +163,15 @@ type Approval struct {
 	// are one atomic step, so two approvals at once cannot both pass.
 	// Approvals without a limit still add to the day's sum.
 	DailyLimit money.Amount
+	// Roles are the roles the approver holds (access.Principal.Roles):
+	// a batch held under an approval rule counts the approval only of a
+	// person holding the rule's role (Batch.NeedRole). A deployment
+	// without a roles file passes access.Everyone.
+	Roles access.Roles
 	// Note is what the approver wrote (optional; at most scrub.MaxNote
 	// characters, no control character), kept scrubbed in the batch and
 	// its audit trail as "approved: NOTE".
 	Note string
-}
-
-// Approve moves a batch from awaiting_approval to loaded and records who
-// approved it; the caller then enqueues the creates of its queued payouts
-// (ApprovedQueued; the reconciler does it too if the caller dies).
-func (c Controls) Approve(ctx context.Context, id string, a Approval) (Batch, error) {
-	b, err := c.l.Batch(ctx, id)
-	if err != nil {
-		return b, err
-	}
-	if b.Phase != lifecycle.PhaseAwaiting {
-		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
-	}
-	if err := b.mayApprove(a.By, a.FourEyes); err != nil {
-		return b, err
-	}
-	note := "approved"
-	if strings.TrimSpace(a.Note) != "" {
-		n, err := typed("note", strings.TrimSpace(a.Note), scrub.MaxNote)
-		if err != nil {
-			return b, fmt.Errorf("approve %s: %w", id, err)
-		}
-		note += ": " + n
-	}
-	day, units, err := c.ReserveDaily(ctx, b.Total, a.DailyLimit, b.Scale)
-	if err != nil {
-		return b, err
-	}
-	moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, lifecycle.PhaseLoaded, a.By, note).Int()
-	if err != nil || moved != 1 {
-		// Not approved after all: give the day's sum back.
-		_ = c.unreserveDaily(ctx, day, units)
-		if err != nil {
-			return b, fmt.Errorf("ledger: approve %s: %w", id, err)
-		}
-		b, _ = c.l.Batch(ctx, id)
-		return b, fmt.Errorf("batch %s is %s: %w", id, b.Phase, ErrNotAwaiting)
-	}
-	return c.l.Batch(ctx, id)
 }
 
 // mayApprove tells whether by may approve the batch under the four-eyes
@@ -235,13 +202,14 @@ func (b Batch) mayApprove(by string, policy bool) error {
 
 // decideScript moves a batch awaiting approval to ARGV[1] (loaded or
 // discarded), recording who and when (Redis time) in the batch and its
-// audit trail. KEYS: meta, audit; ARGV: phase, by, note. Replies 1 when it moved the batch, 0 otherwise.
+// audit trail. KEYS: meta, audit; ARGV: phase, by, note, the role by
+// acted in (WithRole; "" none). Replies 1 when it moved the batch, 0 otherwise.
 var decideScript = script(lifecycle.RolePerson, `
 if redis.call('HGET', KEYS[1], 'phase') ~= 'awaiting_approval' then return 0 end
 local now = nowms()
 redis.call('HSET', KEYS[1], 'phase', ARGV[1], 'dby', ARGV[2], 'dat', now, 'note', ARGV[3])
 redis.call('XADD', KEYS[2], '*', 't', now, 'actor', ARGV[2], 'ext', '', 'from', 'awaiting_approval',
-  'to', ARGV[1], 'note', ARGV[3])
+  'to', ARGV[1], 'note', ARGV[3], unpack(roleField(ARGV[4])))
 return 1
 `)
 
@@ -261,7 +229,7 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 		return 0, err
 	}
 	if b.Phase != lifecycle.PhaseDiscarded {
-		moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, lifecycle.PhaseDiscarded, by, note).Int()
+		moved, err := decideScript.Run(ctx, c.l.rdb, []string{metaKey(id), auditKey(id)}, lifecycle.PhaseDiscarded, by, note, roleOf(ctx)).Int()
 		if err != nil {
 			return 0, fmt.Errorf("ledger: discard %s: %w", id, err)
 		}
@@ -277,12 +245,13 @@ func (c Controls) Discard(ctx context.Context, id, by, note string) (int, error)
 // the PSP may still hold and pay that order, so it is not "never sent".
 var ErrEverSent = errors.New("ledger: the payout was sent to the PSP before")
 
-// cancelScript moves a queued payout that was never sent to cancelled.
+// cancelScript moves a payout that was never sent (queued, held, or
+// scheduled: then taken out of its batch's due index) to cancelled.
 // A queued payout with creates > 0 went back to queued after a create
 // (absence confirmed by K 404s at least D apart): refused, nothing
-// written. KEYS: payout, counts, audit; ARGV: cancelArgs, then actor and
-// op (luaReplay).
-// Replies {'ok', 'queued'}, {'sent', creates} or {'no', state}.
+// written. KEYS: payout, counts, audit, due index; ARGV: cancelArgs, then
+// actor and op (luaReplay).
+// Replies {'ok', state found, velocity mark}, {'sent', creates} or {'no', state}.
 var cancelScript = script(lifecycle.RolePerson, luaReplay+cancelLua)
 
 // cancelArgs is cancelScript's ARGV in the order the script reads them.
@@ -294,23 +263,26 @@ type cancelArgs struct {
 func (a cancelArgs) argv() []any { return []any{a.By, a.Note} }
 
 const cancelLua = `
-local first, h = fetch(KEYS[1], 'state', 'units', 'creates')
+local first, h = fetch(KEYS[1], 'state', 'units', 'creates', 'vel')
 if first then return first end
 if not h[1] then return {'nopayout', ''} end
-if h[1] ~= 'queued' then return {'no', h[1]} end
+if h[1] ~= 'queued' and h[1] ~= 'held' and h[1] ~= 'scheduled' then return {'no', h[1]} end
 if num(h[3]) > 0 then return {'sent', tostring(num(h[3]))} end
 local now = nowms()
 AUD.extra = {'note', 'cancelled: ' .. ARGV[2]}
 redis.call('HSET', KEYS[1], 'state', 'cancelled', 'updated', now, 'rby', ARGV[1], 'rnote', ARGV[2], 'rat', now,
   'error', 'cancelled by ' .. ARGV[1] .. ': ' .. ARGV[2], entered())
-move(KEYS[2], 'queued', 'cancelled', h[2])
-return remember(KEYS[1], {'ok', 'queued'})
+move(KEYS[2], h[1], 'cancelled', h[2])
+if h[1] == 'scheduled' then redis.call('ZREM', KEYS[4], AUD.ext) end
+return remember(KEYS[1], {'ok', h[1], h[4] or ''})
 `
 
-// Cancel moves a payout that is still queued (nothing sent) to cancelled,
+// Cancel moves a payout that is still queued or held (nothing sent), or
+// scheduled, to cancelled,
 // by compare-and-set: a worker that begins its create at the same moment
 // either wins (the payout is submitting, and Cancel reports that) or finds
 // it cancelled and sends nothing. It returns the state the payout was in.
+// A payout counted toward its recipient's velocity is given back.
 // A queued payout whose create was sent before (absence confirmed, to be
 // created again) is refused with an error matching ErrEverSent.
 func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (lifecycle.State, error) {
@@ -321,7 +293,14 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (lifec
 	if err != nil {
 		return "", fmt.Errorf("cancel %s: %w", ext, err)
 	}
-	res, err := l.As(by).transition(ctx, cancelScript, batch, ext, cancelArgs{By: by, Note: note}).StringSlice()
+	return l.cancelWith(ctx, cancelScript, batch, ext, by, note)
+}
+
+// cancelWith runs cancel script s (cancelScript, or the reconciler's
+// cancelExpiredScript) on a payout; by and note are checked already.
+func (l *Ledger) cancelWith(ctx context.Context, s *redis.Script, batch, ext, by, note string) (lifecycle.State, error) {
+	keys := []string{payoutKey(batch, ext), countsKey(batch), auditKey(batch), dueOfKey(batch)}
+	res, err := l.As(by).transitionKeys(ctx, s, keys, cancelArgs{By: by, Note: note}).StringSlice()
 	if err != nil {
 		return "", fmt.Errorf("ledger: cancel %s: %w", ext, err)
 	}
@@ -329,7 +308,15 @@ func (l *Ledger) Cancel(ctx context.Context, batch, ext, by, note string) (lifec
 	case replyNoPayout:
 		return "", fmt.Errorf("payout %s of batch %s: %w", ext, batch, ErrNotFound)
 	case "ok":
-		return lifecycle.Queued, nil
+		if len(res) > 2 && res[2] != "" {
+			// Stopped before it was sent: it no longer counts toward its
+			// recipient's velocity (a crash here leaves it counted: the
+			// safe side).
+			if err := l.Velocity().Uncount(ctx, batch, []string{ext}, []string{res[2]}); err != nil {
+				return lifecycle.State(res[1]), err
+			}
+		}
+		return lifecycle.State(res[1]), nil
 	case "sent":
 		return lifecycle.Queued, fmt.Errorf("payout %s of batch %s went back to queued after %s create request(s) the PSP answered ambiguously and later did not find; "+
 			"the PSP may still hold and pay that order, so it cannot be cancelled as never sent (it will be created again, or look at it in the console): %w", ext, batch, res[1], ErrEverSent)

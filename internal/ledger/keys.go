@@ -29,6 +29,8 @@ func countsKey(batch string) string      { return keys.Counts(batch) }
 func payoutKey(batch, ext string) string { return keys.Payout(batch, ext) }
 func loadLockKey(batch string) string    { return keys.LoadLock(batch) }
 func auditKey(batch string) string       { return keys.Audit(batch) }
+func dueOfKey(batch string) string       { return keys.DueOf(batch) }
+func dueKey() string                     { return keys.Due() }
 func archivedKey(batch string) string    { return keys.Archived(batch) }
 func ownerKey(form string) string        { return keys.Owner(form) }
 func batchesKey() string                 { return keys.Batches() }

@@ -4,7 +4,7 @@
 // # States
 //
 // The payout state machine is declared once, in Machine (the states:
-// queued, submitting, checking, created, paid, failed, rejected,
+// scheduled, queued, submitting, checking, created, paid, failed, rejected,
 // cancelled, needs_review) and Transitions (every allowed move and who may
 // make it: loader, worker, reconciler or person); docs/design.md's tables
 // are generated from them. Every transition script runs as one role and
@@ -38,6 +38,9 @@
 //   - Claims (l.Claims(), claims.go, claimarchive.go): the externalId
 //     claim registry: live claims, and the archived batches' claims for
 //     the id window.
+//   - Schedule (l.Schedule(), schedule.go): scheduled release: payouts
+//     held in state scheduled until their release time, the due indexes,
+//     and the compare-and-set that releases them.
 //   - Locks (l.Locks(), locks.go): a batch's load lock and the leases of
 //     periodic work.
 //
@@ -57,7 +60,10 @@
 //	PREFIX:{B}:lines              zset   the index before the chunks (all externalIds by line); still read
 //	PREFIX:{B}:counts             hash   rows and minor units per state
 //	PREFIX:{B}:loadlock           string the loader registering the batch now (expires)
+//	PREFIX:{B}:due                zset   the batch's scheduled payouts scored by release time (ms)
+//	PREFIX:due                    zset   batches with scheduled payouts, scored by their earliest release (schedule.go)
 //	PREFIX:{B}:audit              stream one entry per state change: time, actor, from, to, context
+//	PREFIX:{B}:ev                 stream the outbox: one event per payout state change until a worker queues its deliveries
 //	PREFIX:{B}:archived           hash   summary of a batch moved into an archive file
 //	PREFIX:x:IDKEY                string the live batch that owns an externalId (global uniqueness)
 //	PREFIX:xa:G:K                 hash   claims of archived batches, bucket K of generation G (expires)
@@ -69,7 +75,13 @@
 //	PREFIX:psp:lookup-sample      string an externalId the PSP created, for the lookup check
 //	PREFIX:psp:lookup-verified    string set once the PSP found that order by its externalId
 //	PREFIX:metrics:snapshot       string the on-call gauges one worker computed (expires)
+//	PREFIX:wh:{EP}:log, :recent   hash, zset an endpoint's last deliveries (package notify), bounded
+//	PREFIX:wh:endpoints           hash   endpoint id -> URL of the endpoints delivered to
 //	rate:PREFIX:ratelimit:psp     string the workers' shared PSP rate limit (redis_rate)
+//	PREFIX:apitoken:SHA           hash   one API token (package api): name, role, created; SHA of the token
+//	PREFIX:apitokens              hash   API token name -> SHA
+//	PREFIX:idem:TOKEN:SHA         string an Idempotency-Key's record: running (a lease), then the answer (expires)
+//	rate:PREFIX:ratelimit:api:T   string an API token's request rate limit (redis_rate)
 //
 // The reconciler's suspect marks (PREFIX:reconcile:{payouts}:suspect:ID)
 // live in the queue's hash slot and belong to package jobs, with Asynq's
@@ -85,6 +97,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/redis/go-redis/v9"
 )
@@ -119,6 +132,8 @@ type Ledger struct {
 	// keys: "|ID|ID|", the data key ids BeginCreate lets a create open
 	// (OpeningKeys); "": any.
 	keys string
+	// watch: how long and how often a paid payout is watched (Watching).
+	watch decide.WatchPolicy
 }
 
 // Option configures a Ledger.

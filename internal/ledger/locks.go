@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -58,4 +59,33 @@ func (lk Locks) TryLease(ctx context.Context, name, owner string, ttl time.Durat
 		return false, fmt.Errorf("ledger: take lease %s: %w", name, err)
 	}
 	return ok, nil
+}
+
+// Leased calls pass every interval until ctx is done, in whichever
+// process holds the lease name for that interval (TryLease): of the
+// processes running the same periodic work (the reconciler's sweep, the
+// releaser's pass, the events' pump), one a time makes each pass. Each
+// call owns the lease under its own name (host:pid:start). A lease that
+// could not be taken (Redis) goes to leaseErr, and the next interval is
+// tried; pass logs its own failures.
+func (lk Locks) Leased(ctx context.Context, name string, interval time.Duration, leaseErr func(error), pass func(context.Context)) {
+	host, _ := os.Hostname()
+	owner := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ok, err := lk.TryLease(ctx, name, owner, interval)
+		if err != nil {
+			leaseErr(err)
+			continue
+		}
+		if ok {
+			pass(ctx)
+		}
+	}
 }

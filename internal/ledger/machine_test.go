@@ -78,8 +78,9 @@ var (
 // enforced when it runs (move() refuses it), and TestEveryTransitionIsMade
 // makes every move of the table through the scripts.
 func TestScriptsNameOnlyTheirMoves(t *testing.T) {
-	// awaiting: the counter of created payouts awaiting their outcome.
-	known := map[string]bool{"awaiting": true}
+	// awaiting: the counter of created payouts awaiting their outcome;
+	// watched: of paid payouts under watch (watch.go).
+	known := map[string]bool{"awaiting": true, "watched": true}
 	for _, s := range lifecycle.Machine {
 		known[string(s.State)] = true
 	}
@@ -145,6 +146,12 @@ func machineMust(t *testing.T, err error) {
 	}
 }
 
+// reachScheduled schedules E1 for a release time that has come.
+func reachScheduled(t *testing.T, l *Ledger, c *fakeClock) {
+	_, err := l.Schedule().PutLocked(context.Background(), "b", "", []Scheduled{{ExternalID: "E1", At: c.t.Add(-time.Minute)}})
+	machineMust(t, err)
+}
+
 func reachSubmitting(t *testing.T, l *Ledger, _ *fakeClock) {
 	_, err := l.BeginCreate(context.Background(), "b", "E1", 1)
 	machineMust(t, err)
@@ -191,6 +198,26 @@ func viaOutcome(v decide.Verdict, after time.Duration) func(*testing.T, *Ledger,
 	}
 }
 
+// backToLoading puts batch b back in phase loading, where the loader
+// holds rows over the velocity limit.
+func backToLoading(t *testing.T, l *Ledger, _ *fakeClock) {
+	machineMust(t, l.rdb.HSet(context.Background(), metaKey("b"), "phase", lifecycle.PhaseLoading).Err())
+}
+
+func reachHeld(t *testing.T, l *Ledger, c *fakeClock) {
+	backToLoading(t, l, c)
+	machineMust(t, mustMove(l.HoldOverVelocity(context.Background(), "b", "E1", "over the recipient velocity limit", "tag")))
+	machineMust(t, l.rdb.HSet(context.Background(), metaKey("b"), "phase", lifecycle.PhaseLoaded).Err())
+}
+
+// mustMove is the error of a move that reports whether it moved.
+func mustMove(moved bool, err error) error {
+	if err == nil && !moved {
+		return errors.New("not moved")
+	}
+	return err
+}
+
 var machineResolution = Resolution{By: "alice", Note: "checked with the PSP"}
 
 // transitionCases makes every move of Transitions, keyed "from>to by".
@@ -202,6 +229,25 @@ var transitionCases = map[string]transitionCase{
 	}},
 	"queued>cancelled by person": {move: func(t *testing.T, l *Ledger, c *fakeClock) error {
 		_, err := l.Cancel(context.Background(), "b", "E1", "alice", "wrong account")
+		return err
+	}},
+	"queued>scheduled by loader": {move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Schedule().PutLocked(context.Background(), "b", "", []Scheduled{{ExternalID: "E1", At: c.t.Add(time.Hour)}})
+		return err
+	}},
+	"scheduled>queued by worker": {setup: reachScheduled, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		r, _, err := l.Schedule().Release(context.Background(), "b", "E1")
+		if err == nil && r != Released {
+			err = fmt.Errorf("release: %s", r)
+		}
+		return err
+	}},
+	"scheduled>cancelled by person": {setup: reachScheduled, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Cancel(context.Background(), "b", "E1", "alice", "not this month")
+		return err
+	}},
+	"queued>cancelled by reconciler": {move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.cancelWith(context.Background(), cancelExpiredScript, "b", "E1", ExpiryActor, "batch discarded: approval expired after 7 days")
 		return err
 	}},
 	"submitting>created by worker":      {setup: reachSubmitting, move: viaFinish(lifecycle.Created)},
@@ -233,6 +279,17 @@ var transitionCases = map[string]transitionCase{
 	}},
 	"needs_review>rejected by person": {setup: reachReview, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
 		_, err := l.ResolveAsRejected(context.Background(), "b", "E1", machineResolution)
+		return err
+	}},
+	"queued>held by loader": {setup: backToLoading, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		return mustMove(l.HoldOverVelocity(context.Background(), "b", "E1", "over the recipient velocity limit", "tag"))
+	}},
+	"held>queued by person": {setup: reachHeld, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Release(context.Background(), "b", "E1", "alice", "known supplier")
+		return err
+	}},
+	"held>cancelled by person": {setup: reachHeld, move: func(t *testing.T, l *Ledger, c *fakeClock) error {
+		_, err := l.Cancel(context.Background(), "b", "E1", "alice", "not ours")
 		return err
 	}},
 	"rejected>needs_review by worker": {setup: func(t *testing.T, l *Ledger, c *fakeClock) {

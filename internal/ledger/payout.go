@@ -30,6 +30,13 @@ type NewPayout struct {
 	Telecom     string // telecom operator, or ""
 	Extra       string // JSON of further destination properties, or ""
 	Info        string // the row's informational values (PackInfo), or ""
+	// Velocity is the count the row made toward its recipient's velocity
+	// limit (VelocityMark: day and destination tag), or "": given back
+	// when a person cancels the payout.
+	Velocity string
+	// ReleaseAt is the row's release time (zero: none). Register does not
+	// store it: the loader schedules the payout after (Schedule.PutLocked).
+	ReleaseAt time.Time
 }
 
 // Payout is the stored state of one payout.
@@ -56,6 +63,9 @@ type Payout struct {
 	PSPStatus string
 	Error     string
 	UpdatedAt time.Time
+	// ReleaseAt is when a scheduled payout is released (zero: no release
+	// time; kept after the release, for the pages).
+	ReleaseAt time.Time
 	// Awaiting: created, and the workers follow the order to its outcome
 	// (status query OutcomeSeq is due; needs review after OutcomeDue).
 	Awaiting     bool
@@ -65,6 +75,10 @@ type Payout struct {
 	// CheckDue is when status check Seq is due on Redis's clock (zero: at
 	// once); an earlier run records nothing.
 	CheckDue time.Time
+	// Watch is the watch of a paid payout (watch.go); Return what the PSP
+	// said when the money came back (state returned).
+	Watch  decide.WatchState
+	Return Return
 	// Checks counts the status checks answered and recorded, of an
 	// unknown create's outcome and of a created order's outcome alike
 	// (payout history).
@@ -161,10 +175,11 @@ func parsePayout(batch string, m map[string]string) Payout {
 		Destination: m["dest"], Sealed: unpackSealed(m["sealed"]), Telecom: m["tel"], Extra: m["extra"], Info: joinInfo(m),
 		State: lifecycle.State(m["state"]), Creates: atoi("creates"), Tries: atoi("tries"), Seq: atoi("seq"), Misses: atoi("misses"),
 		LastMiss: msTime(m["lastmiss"]), Faults: atoi("faults"), OrderID: m["order"], PSPStatus: m["pspstatus"], Error: m["error"],
-		UpdatedAt:  msTime(m["updated"]),
+		UpdatedAt: msTime(m["updated"]), ReleaseAt: msTime(m["rel"]),
 		ResolvedBy: m["rby"], ResolutionNote: m["rnote"], ResolvedAt: msTime(m["rat"]),
 		Proposal: parseProposal(m), proposedBy: m["pby"],
 		Awaiting: m["track"] == "1" && lifecycle.State(m["state"]) == lifecycle.Created, OutcomeSeq: atoi("oseq"), OutcomePolls: atoi("opolls"), Checks: atoi("checks"), OutcomeDue: msTime(m["odue"]), CheckDue: msTime(m["due"]),
+		Watch: parseWatch(m), Return: parseReturn(m),
 	}
 }
 
@@ -313,6 +328,9 @@ func registerFields(args []any, p NewPayout, units, now int64) []any {
 	if p.Extra != "" {
 		args = append(args, "extra", p.Extra)
 	}
+	if p.Velocity != "" {
+		args = append(args, "vel", p.Velocity)
+	}
 	return appendInfo(args, p.Info)
 }
 
@@ -382,7 +400,7 @@ func (p Payout) decision(now time.Time) decide.Snapshot {
 		Batch: p.Batch, ExternalID: p.ExternalID, State: p.State, Creates: p.Creates, Seq: p.Seq,
 		Misses: p.Misses, LastMiss: p.LastMiss, Faults: p.Faults, CheckDue: p.CheckDue, PSPStatus: p.PSPStatus,
 		Awaiting: p.Awaiting, OutcomeSeq: p.OutcomeSeq, OutcomePolls: p.OutcomePolls, OutcomeDue: p.OutcomeDue,
-		Now: now,
+		Watch: p.Watch, Now: now,
 	}
 }
 

@@ -79,8 +79,8 @@ if ARGV[7] == '1' and to ~= 'checking' then
   else
     redis.call('HSET', KEYS[1], 'pto', to, 'porder', ARGV[2], 'pstatus', ARGV[3], 'pby', ARGV[4], 'pkey', ARGV[8],
       'pnote', ARGV[5], 'pat', now, 'pentered', stay)
-    redis.call('XADD', KEYS[3], '*', 't', now, 'actor', ARGV[#ARGV - 1], 'ext', AUD.ext, 'from', st, 'to', st,
-      'proposed', to, 'order', ARGV[2], 'note', 'proposed: ' .. ARGV[5])
+    redis.call('XADD', KEYS[3], '*', 't', now, 'actor', AUD.actor, 'ext', AUD.ext, 'from', st, 'to', st,
+      'proposed', to, 'order', ARGV[2], 'note', 'proposed: ' .. ARGV[5], unpack(roleField(AUD.role)))
     return reply(remember(KEYS[1], {'ok', '0', st, '0'}), KEYS[1])
   end
 end

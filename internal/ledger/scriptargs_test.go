@@ -39,6 +39,8 @@ func TestTransitionArgsMatchTheirScripts(t *testing.T) {
 		{"interruptScript", interruptLua, interruptArgs{}},
 		{"resolveScript", resolveLua, resolveArgs{}},
 		{"contradictScript", contradictLua, contradictArgs{}},
+		{"holdOverScript", holdOverLua, holdArgs{}},
+		{"releaseHeldScript", releaseHeldLua, releaseArgs{}},
 	} {
 		if got, want := highestARGV(c.lua), len(c.args.argv()); got != want {
 			t.Errorf("%s reads up to ARGV[%d], but %T.argv gives %d arguments", c.name, got, c.args, want)

@@ -17,7 +17,13 @@ import (
 // externalId, from, to, and the context the script put in AUD.extra
 // (attempt, status sequence, HTTP status, note). A replayed call returns
 // before it moves anything, so a transition is audited once.
-const luaMove = `
+//
+// Every move of a payout also appends its event to the batch's outbox
+// (keys.Events, events.go): the event is written with the transition, in
+// the same script, so no crash can keep one without the other.
+var luaMove = luaEventTypes() + luaMoveBody
+
+const luaMoveBody = `
 local AUD = {extra = {}}
 -- nowms is the Redis server's clock in milliseconds, as decimal text (Lua
 -- turns it into a number in arithmetic): every timestamp a decision depends
@@ -72,9 +78,16 @@ local function move(counts, from, to, units)
       -- the line, as fetch read it with the payout's fields
       redis.call('ZADD', base .. 's:' .. to, AUD.line or 0, ext)
     end
+    -- the payout event of this move (events.go): its per-payout sequence
+    -- number, type (EVTYPE, from the Go table), time and public fields.
+    local evseq = redis.call('HINCRBY', AUD.payout, 'evseq', 1)
+    local pub = redis.call('HMGET', AUD.payout, 'amount', 'dest')
+    redis.call('XADD', base .. 'ev', '*', 'ext', ext, 'seq', evseq, 'type', EVTYPE[to] or ('payout.' .. to),
+      'from', from or '', 'to', to, 't', nowms(), 'amount', pub[1] or '', 'dest', pub[2] or '')
   end
   if AUD.key then
     local f = {'t', nowms(), 'actor', AUD.actor, 'ext', AUD.ext, 'from', from or '', 'to', to}
+    if AUD.role then f[#f + 1] = 'role'; f[#f + 1] = AUD.role end
     for i = 1, #AUD.extra, 2 do
       local v = AUD.extra[i + 1]
       if v ~= nil and v ~= '' and v ~= '0' then
@@ -111,6 +124,12 @@ local function await(f, counts, units, windowms, now)
   redis.call('HINCRBY', counts, 'u:awaiting', units)
   return true
 end
+-- roleField is the audit entry's pair 'role', role, or nothing for no
+-- role (ledger.WithRole): an entry of a worker has none.
+local function roleField(role)
+  if role == nil or role == '' then return {} end
+  return {'role', role}
+end
 -- push appends name/value pairs to f.
 local function push(f, ...)
   local a = {...}
@@ -139,6 +158,12 @@ AUD.payout = KEYS[1]
 if KEYS[3] then
   AUD.key = KEYS[3]
   AUD.actor = ARGV[#ARGV - 1]
+  -- the role the person acted in, after US (ledger.actorArg)
+  local us = string.find(AUD.actor, '\031', 1, true)
+  if us then
+    AUD.role = string.sub(AUD.actor, us + 1)
+    AUD.actor = string.sub(AUD.actor, 1, us - 1)
+  end
   AUD.ext = string.match(KEYS[1], ':p:(.*)$') or ''
 end
 -- unjoin splits a stored decision back into its elements.

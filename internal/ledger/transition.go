@@ -497,22 +497,27 @@ type outcomeArgs struct {
 	HTTP      int       // ARGV[7] the answer, for the audit entry
 	Reason    string    // ARGV[8]
 	Head      [3]string // ARGV[9..11] the decision's reply, stored as the replay memo
+	// ARGV[12] to paid: the watch window in ms (0: a paid payout is not
+	// watched); ARGV[13] the wait before watch check 1 (watch.go)
+	WatchMS, WatchFirstMS int64
 }
 
 func (a outcomeArgs) argv() []any {
-	return []any{a.Seq, a.Polls, a.DueMS, string(a.To), a.Error, a.PSPStatus, a.HTTP, a.Reason, a.Head[0], a.Head[1], a.Head[2]}
+	return []any{a.Seq, a.Polls, a.DueMS, string(a.To), a.Error, a.PSPStatus, a.HTTP, a.Reason, a.Head[0], a.Head[1], a.Head[2],
+		a.WatchMS, a.WatchFirstMS}
 }
 
 // applyOutcomeScript writes what decide.Outcome decided of an outcome
 // check's answer, if the payout is still as the decision read it: created,
 // awaiting outcome check oseq, with the same polls and window.
 //
-//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit
+//	KEYS[1] payout    KEYS[2] counts    KEYS[3] audit    KEYS[4] watch
 //	ARGV    outcomeArgs, then actor and op (luaReplay)
 //
+// To paid with a watch window, the payout is watched (luaWatchPaid).
 // Replies the decision's reply, {'changed', state, oseq, track} when the
 // payout is not as read (nothing written), or {'nopayout', ...}.
-var applyOutcomeScript = script(lifecycle.RoleWorker, luaReplay+applyOutcomeLua)
+var applyOutcomeScript = script(lifecycle.RoleWorker, luaReplay+luaWatchPaid+applyOutcomeLua)
 
 const applyOutcomeLua = `
 local first, h = fetch(KEYS[1], 'state', 'track', 'oseq', 'opolls', 'odue', 'units')
@@ -533,6 +538,7 @@ if #to == 0 then
   return head
 end
 push(f, 'state', to, 'track', 0, 'error', ARGV[5], entered())
+if to == 'paid' then watchPaid(f, KEYS[2], KEYS[4], units, ARGV[12], ARGV[13], now) end
 redis.call('HSET', KEYS[1], unpack(push(f, decided(head))))
 move(KEYS[2], 'created', to, units)
 redis.call('HINCRBY', KEYS[2], 'n:awaiting', -1)
@@ -551,6 +557,7 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s decide.Snapshot, oseq int,
 	if !d.Write {
 		return d.Step, nil
 	}
+	var err error
 	batch, ext := s.Batch, s.ExternalID
 	head := [3]string{string(d.Step.Action), "0", "0"}
 	switch d.Step.Action {
@@ -559,10 +566,16 @@ func (l *Ledger) RecordOutcome(ctx context.Context, s decide.Snapshot, oseq int,
 	case decide.OutcomeAgain:
 		head[1], head[2] = strconv.Itoa(d.Step.Seq), strconv.Itoa(d.Step.Polls)
 	}
-	res, err := replyOf(l.transition(ctx, applyOutcomeScript, batch, ext, outcomeArgs{
+	args := outcomeArgs{
 		Seq: s.OutcomeSeq, Polls: s.OutcomePolls, DueMS: unixMilli(s.OutcomeDue),
 		To: d.To, Error: d.ErrText, PSPStatus: a.PSPStatus, HTTP: a.HTTPStatus, Reason: a.Reason, Head: head,
-	}),
+	}
+	if d.To == lifecycle.Paid {
+		if args.WatchMS, args.WatchFirstMS, err = l.watchPaid(ctx, s); err != nil {
+			return decide.OutcomeStep{}, err
+		}
+	}
+	res, err := replyOf(l.transitionKeys(ctx, applyOutcomeScript, outcomeKeys(batch, ext), args),
 		batch, ext, "record outcome", 3)
 	if err != nil {
 		return decide.OutcomeStep{}, err

@@ -34,7 +34,7 @@ type scriptArgs interface{ argv() []any }
 // transitionKeys is transition with the script's keys given (the payout,
 // counts and audit keys first).
 func (l *Ledger) transitionKeys(ctx context.Context, s *redis.Script, keys []string, a scriptArgs) *redis.Cmd {
-	args := append(a.argv(), l.actor, l.newOp())
+	args := append(a.argv(), actorArg(ctx, l.actor), l.newOp())
 	var cmd *redis.Cmd
 	_ = retryTransport(ctx, func() error {
 		cmd = s.Run(ctx, l.rdb, keys, args...)

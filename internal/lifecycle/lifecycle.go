@@ -13,6 +13,10 @@ type State string
 
 // The states of the payout state machine (Machine).
 const (
+	// Scheduled: registered with a release time (a batch's --release-at, a
+	// row's pay date); no task until the workers' releaser moves it to
+	// queued when its time has come and its batch is approved.
+	Scheduled   State = "scheduled"
 	Queued      State = "queued"
 	Submitting  State = "submitting"
 	Checking    State = "checking"
@@ -24,9 +28,18 @@ const (
 	// until then a created payout is awaiting its outcome.
 	Paid   State = "paid"
 	Failed State = "failed"
+	// Returned: a paid payout whose money came back (the PSP reported a
+	// status of --psp-returned-statuses while the payout was watched after
+	// paid, or a callback moved its watch check to now): final.
+	Returned State = "returned"
 	// Cancelled: an operator stopped the payout before it was sent
 	// (payout cancel, or payout discard of a batch awaiting approval).
 	Cancelled State = "cancelled"
+	// Held: the loader registered the payout over its recipient's
+	// velocity limit (--velocity-action hold): nothing is sent until a
+	// person releases it (payout release: back to queued, then the
+	// normal create) or cancels it.
+	Held State = "held"
 )
 
 // Final reports whether no automatic step of the create path follows the
@@ -86,24 +99,30 @@ type Transition struct {
 // (TestDesignDocStates). docs/design.md, "How to add a state", says what
 // to edit.
 var Machine = []StateInfo{
-	{State: Queued, Rank: 8, Label: "queued", Color: "#9e9e9e", Tint: "#eeeeee",
+	{State: Scheduled, Rank: 11, Label: "scheduled", Color: "#00838f", Tint: "#b2ebf2",
+		Meaning: "registered with a release time (`--release-at`, a pay date column); no task until the workers' releaser moves it to queued at that time, once its batch is approved"},
+	{State: Queued, Rank: 9, Label: "queued", Color: "#9e9e9e", Tint: "#eeeeee",
 		Meaning: "registered; a create task waits (none while the batch awaits approval)"},
-	{State: Submitting, Rank: 7, Label: "submitting", Color: "#1565c0", Tint: "#e1bee7",
+	{State: Submitting, Rank: 8, Label: "submitting", Color: "#1565c0", Tint: "#e1bee7",
 		Meaning: "create request in flight: written **before** the POST"},
-	{State: Checking, Rank: 6, Label: "checking", Color: "#6a1b9a", Tint: "#e1bee7",
+	{State: Checking, Rank: 7, Label: "checking", Color: "#6a1b9a", Tint: "#e1bee7",
 		Meaning: "outcome of a create unknown; status checks scheduled"},
-	{State: Created, Final: true, Rank: 2, Label: "created", Color: "#2e7d32", Tint: "#c8e6c9",
+	{State: Created, Final: true, Rank: 3, Label: "created", Color: "#2e7d32", Tint: "#c8e6c9",
 		Meaning: "the PSP has the order (`pspOrderId`, `pspStatus` recorded); with outcome tracking it awaits its outcome; final with `--track-outcome=false`"},
 	{State: Paid, Final: true, Rank: 0, Label: "paid", Color: "#1b5e20", Tint: "#c8e6c9",
-		Meaning: "the PSP reports the money sent"},
-	{State: Failed, Final: true, Rank: 1, Label: "failed", Color: "#ad1457", Tint: "#ffcdd2",
+		Meaning: "the PSP reports the money sent; watched for `--watch-window` (30 days) in case it comes back"},
+	{State: Returned, Final: true, Rank: 1, Label: "returned", Color: "#4e342e", Tint: "#d7ccc8",
+		Meaning: "paid, then the PSP reported the money came back (a status of `--psp-returned-statuses`: returned, reversed, refunded, chargeback); its status word, reason and time kept"},
+	{State: Failed, Final: true, Rank: 2, Label: "failed", Color: "#ad1457", Tint: "#ffcdd2",
 		Meaning: "the PSP reports it will not be paid; its status word and reason kept (`payout report --failed-only` for a corrected retry file; a reason that says the destination is gone for good, `account closed` or `card expired`, is left out of it unless `--include-final`)"},
-	{State: Rejected, Final: true, Rank: 3, Label: "rejected", Color: "#c62828", Tint: "#ffcdd2",
+	{State: Rejected, Final: true, Rank: 4, Label: "rejected", Color: "#c62828", Tint: "#ffcdd2",
 		Meaning: "the PSP refused the request (400/422) with a message"},
-	{State: Cancelled, Final: true, Rank: 5, Label: "cancelled", Color: "#616161", Tint: "#cfd8dc",
+	{State: Cancelled, Final: true, Rank: 6, Label: "cancelled", Color: "#616161", Tint: "#cfd8dc",
 		Meaning: "an operator stopped it before it was sent (`payout cancel`, `payout discard`)"},
-	{State: NeedsReview, Final: true, Rank: 4, Label: "needs review", Color: "#ef6c00", Tint: "#ffe0b2",
+	{State: NeedsReview, Final: true, Rank: 5, Label: "needs review", Color: "#ef6c00", Tint: "#ffe0b2",
 		Meaning: "automatic resolution gave up, or a PSP answer contradicted a person's `--as rejected`; a person decides"},
+	{State: Held, Final: true, Rank: 10, Label: "held", Color: "#f9a825", Tint: "#fff9c4",
+		Meaning: "registered over its recipient's velocity limit (`--velocity-action hold`): no task; a person releases it (`payout release`, then the normal create) or cancels it"},
 }
 
 // Transitions lists every move a payout may make, and who may make it.
@@ -111,8 +130,12 @@ var Machine = []StateInfo{
 // counts or audits anything (luaMove).
 var Transitions = []Transition{
 	{"", Queued, RoleLoader, "a row of a file is registered"},
+	{Queued, Scheduled, RoleLoader, "Schedule: a row with a release time, before its batch is handed to the workers"},
+	{Scheduled, Queued, RoleWorker, "Release: its release time came (Redis's clock) and its batch is loaded (approved)"},
+	{Scheduled, Cancelled, RolePerson, "`payout cancel`, `payout discard` before its release"},
 	{Queued, Submitting, RoleWorker, "BeginCreate, before the POST"},
 	{Queued, Cancelled, RolePerson, "`payout cancel`, `payout discard`"},
+	{Queued, Cancelled, RoleReconciler, "ExpireBatch: its batch's approval request expired (`--approval-expiry`)"},
 	{Submitting, Created, RoleWorker, "FinishCreate: the PSP has the order"},
 	{Submitting, Rejected, RoleWorker, "FinishCreate: the PSP refused it"},
 	{Submitting, Checking, RoleWorker, "FinishCreate: answer unknown; BeginCreate: a redelivered create whose answer was never recorded"},
@@ -126,10 +149,14 @@ var Transitions = []Transition{
 	{Created, Paid, RoleWorker, "RecordOutcome: the PSP reports it paid"},
 	{Created, Failed, RoleWorker, "RecordOutcome: the PSP reports it failed"},
 	{Created, NeedsReview, RoleWorker, "RecordOutcome: outcome window over"},
+	{Paid, Returned, RoleWorker, "RecordWatch: a watch check (due, or moved to now by a PSP callback) finds a returned status"},
 	{NeedsReview, Checking, RolePerson, "`payout resolve --recheck`"},
 	{NeedsReview, Created, RolePerson, "`payout resolve --as created`"},
 	{NeedsReview, Rejected, RolePerson, "`payout resolve --as rejected`"},
 	{Rejected, NeedsReview, RoleWorker, "ContradictRejected: a PSP answer shows an order for a payout a person marked rejected"},
+	{Queued, Held, RoleLoader, "HoldOverVelocity: the row is over its recipient's velocity limit, before the batch is loaded"},
+	{Held, Queued, RolePerson, "`payout release`"},
+	{Held, Cancelled, RolePerson, "`payout cancel`, `payout discard`"},
 }
 
 // States lists every state, final ones first, in the order reports show them

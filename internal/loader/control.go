@@ -21,6 +21,8 @@ package loader
 // size (the file's length in bytes) and sha256 (the hex SHA-256 of its
 // bytes); the spool holds a file shorter than its declared size (still
 // arriving, spool.go), and a file of another size or hash is refused.
+// release=DATE (a date YYYY-MM-DD or an RFC 3339 time) holds the file's
+// payouts, scheduled, until then (release.go).
 // submitter=NAME names the person who prepared the file: a spool batch is
 // recorded as loaded by them (four-eyes refuses them as its approver),
 // otherwise by its delivery account as a system identity. Each
@@ -59,6 +61,7 @@ import (
 	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/money"
 	"github.com/acme/payout/internal/payfile"
+	"github.com/acme/payout/internal/schedule"
 )
 
 // ControlExt ends the name of a control file: NAME.ctl declares what the
@@ -85,6 +88,12 @@ type Control struct {
 	// identity.Canonical): a spool batch is recorded as loaded by them,
 	// so four-eyes refuses them as approver. "": not named.
 	Submitter string
+	// Release is when the file's payouts may leave (release=, a date
+	// YYYY-MM-DD or an RFC 3339 time, as payout load --release-at), as
+	// written, and ReleaseLine its line: checked against the release
+	// rules when the file is loaded (release.go). "": not given.
+	Release     string
+	ReleaseLine int
 }
 
 // Declared reports whether c declares what the file holds (rows or total).
@@ -162,8 +171,8 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 			continue
 		}
 		key, val = strings.ToLower(strings.TrimSpace(key)), strings.TrimSpace(val)
-		if key != "rows" && key != "total" && key != "size" && key != "sha256" && key != "submitter" {
-			bad(n, "unknown key %q: a control file has rows=N, total=AMOUNT, size=BYTES, sha256=HEX and submitter=NAME", clip(key))
+		if key != "rows" && key != "total" && key != "size" && key != "sha256" && key != "submitter" && key != "release" {
+			bad(n, "unknown key %q: a control file has rows=N, total=AMOUNT, size=BYTES, sha256=HEX, submitter=NAME and release=DATE", clip(key))
 			continue
 		}
 		if first, dup := seen[key]; dup {
@@ -173,6 +182,8 @@ func ParseControl(name string, r io.Reader, scale int) (Control, []payfile.Error
 		seen[key] = n
 		if msg := c.setField(key, val, scale); msg != "" {
 			bad(n, "%s", msg)
+		} else if key == "release" {
+			c.ReleaseLine = n
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -216,6 +227,11 @@ func (c *Control) setField(key, val string, scale int) string {
 			return fmt.Sprintf("submitter=: %v (the person who prepared the file, as they sign in)", err)
 		}
 		c.Submitter = who
+	case "release":
+		if _, err := (schedule.Rules{}).Parse(val); err != nil {
+			return fmt.Sprintf("release=: %v", err)
+		}
+		c.Release = val
 	}
 	return ""
 }

@@ -146,7 +146,7 @@ func TestControlBrokenOrRequired(t *testing.T) {
 	}
 	writeFile(t, dir, "a.csv.ctl", "rows=3\nsum=30.51\n")
 	res, err = f.ld.LoadFile(ctx, path, Options{})
-	if err != nil || res.Loaded || len(res.Errors) != 1 || res.Errors[0].String() != `a.csv.ctl:2: control: unknown key "sum": a control file has rows=N, total=AMOUNT, size=BYTES, sha256=HEX and submitter=NAME` {
+	if err != nil || res.Loaded || len(res.Errors) != 1 || res.Errors[0].String() != `a.csv.ctl:2: control: unknown key "sum": a control file has rows=N, total=AMOUNT, size=BYTES, sha256=HEX, submitter=NAME and release=DATE` {
 		t.Fatalf("broken control file: %+v %v", res, err)
 	}
 	os.Remove(ControlPath(path))

@@ -50,6 +50,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/acme/payout/internal/approval"
 	"github.com/acme/payout/internal/extid"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
@@ -79,8 +80,12 @@ type Options struct {
 	// (--expect-rows, --expect-total); a sidecar NAME.ctl is read besides
 	// (control.go). A file at odds with a declaration is refused.
 	Expect         Control
-	RequireControl bool          // refuse a file that declares nothing
-	controlWait    time.Duration // spool: how long a missing NAME.ctl was waited for
+	RequireControl bool // refuse a file that declares nothing
+	// Velocity is the recipient velocity limit (velocity.go; zero: off).
+	Velocity Velocity
+	// Release holds the file's payouts until a release time (release.go).
+	Release     Release
+	controlWait time.Duration // spool: how long a missing NAME.ctl was waited for
 	// interrupt, for the tests, is called at the points of a load where a
 	// crash is interesting; an error it returns ends the load there. The
 	// load's registrars and enqueuers reach those points concurrently;
@@ -121,6 +126,42 @@ type Approval struct {
 	// DailyLimit: a batch that would take the sum let go today (UTC) over
 	// it waits (zero: no limit). Checked and counted atomically in Redis.
 	DailyLimit money.Amount
+	// Rules are the approval rules (--approval-rules): a batch one of them
+	// matches waits for the approvals that rule asks for, whatever
+	// Required and AutoBelow say; the rule is recorded on the batch.
+	Rules approval.Set
+	// Expiry is how long a batch awaiting approval may wait: then the
+	// reconciler discards it (zero: it never expires).
+	Expiry time.Duration
+}
+
+// decision is a load's approval decision: why the batch waits ("" : it
+// goes), whether the day's sum was reserved, and the rule it waits
+// under (ok false: none, one approval).
+type decision struct {
+	reason   string
+	reserved bool
+	rule     approval.Rule
+	ruled    bool
+}
+
+// figures records d on f.
+func (d decision) figures(f ledger.Figures) ledger.Figures {
+	f.Hold, f.Reserved = d.reason, d.reserved
+	if d.ruled {
+		f.Need, f.Role, f.Rule = d.rule.N, string(d.rule.Role), d.rule.String()+" ("+d.rule.Source+")"
+	}
+	return f
+}
+
+// decide is hold with the approval rules first: a batch a rule matches
+// waits for that rule's approvals, and nothing is reserved.
+func (ld *Loader) decide(ctx context.Context, a Approval, facts approval.Facts, scale int) (decision, error) {
+	if r, ok := a.Rules.Match(facts); ok {
+		return decision{reason: "approval rule " + r.String() + " (" + r.Source + ")", rule: r, ruled: true}, nil
+	}
+	reason, reserved, err := ld.hold(ctx, a, facts.Total, scale)
+	return decision{reason: reason, reserved: reserved}, err
 }
 
 // hold decides, before anything is registered, whether the batch must
@@ -185,14 +226,24 @@ type Result struct {
 	Errors      []payfile.Error
 	Warnings    []string // said once for the file; refuse nothing (payfile.Summary.Warnings)
 	Registered  int      // ledger entries written by this run
-	Enqueued    int      // create tasks enqueued by this run
-	Held        string   // why the batch awaits approval ("" when it went to the workers)
-	Loaded      bool     // rows were loaded (or would be, in a dry run)
-	Resumed     bool     // an interrupted load of the same content was completed
-	Busy        bool     // another loader is loading the same content right now; nothing done
-	DuplicateOf *ledger.Batch
+	Scheduled   int      // of them, payouts scheduled for a release time by this run
+	// ReleaseAt is the batch's release time (zero: none; rows may have
+	// their own pay dates).
+	ReleaseAt time.Time
+	Enqueued  int    // create tasks enqueued by this run
+	Held      string // why the batch awaits approval ("" when it went to the workers)
+	// VelocityHeld counts the rows held over their recipient's velocity
+	// limit (--velocity-action hold): registered in state held, no task.
+	VelocityHeld int
+	Loaded       bool // rows were loaded (or would be, in a dry run)
+	Resumed      bool // an interrupted load of the same content was completed
+	Busy         bool // another loader is loading the same content right now; nothing done
+	DuplicateOf  *ledger.Batch
 	// Control: the declarations the file was checked against.
 	Control []Control
+	// expiry is how long the batch may await approval (Approval.Expiry,
+	// as recorded in its policy).
+	expiry time.Duration
 	// LocaleAmounts counts the amounts refused that look written in
 	// another locale's format (payfile.Summary.LocaleAmounts): the caller
 	// says once how to declare the format, in its own terms.
@@ -313,6 +364,11 @@ func (ld *Loader) LoadFile(ctx context.Context, path string, opts Options) (Resu
 		return res, nil
 	}
 	res.Control = decls
+	if problems := resolveRelease(path, name, &opts); len(problems) > 0 {
+		res.Errors = problems
+		return res, nil
+	}
+	res.ReleaseAt = opts.Release.at
 	return ld.claimAndLoad(ctx, f, path, res, opts, log)
 }
 
@@ -358,7 +414,18 @@ func (ld *Loader) claimAndLoad(ctx context.Context, f *os.File, path string, res
 	if opts.DryRun {
 		return res, nil
 	}
-	res, err = ld.load(ctx, f, res, opts, bad, lk, log)
+	vp, err := ld.countVelocity(ctx, f, res, opts, bad)
+	if err != nil {
+		return res, lk.cause(err)
+	}
+	if !vp.refuseOver(&res, bad, opts.Partial) {
+		res.Loaded = false
+		if err := vp.giveBack(ctx, ld.ledger, res.Batch); err != nil {
+			return res, err
+		}
+		return res, ld.giveBack(ctx, f, res, opts, pass.took, bad, lk)
+	}
+	res, err = ld.load(ctx, f, res, opts, bad, lk, vp, log)
 	return res, lk.cause(err)
 }
 
@@ -498,6 +565,8 @@ func judge(res *Result, pass claimResult, decls []Control, bad *lineSet, opts Op
 	// A file at odds with what it declares is refused whole, --partial or
 	// not; the caller releases the claims the pass took.
 	mismatch := checkControl(res.File, decls, sum, pass.counted, opts.Partial, opts.File.Scale)
+	// So is a file with a refused pay date: nothing of it is applied.
+	mismatch = mergeSorted(mismatch, pass.dates)
 	errs = mergeSorted(errs, mismatch)
 	res.Errors = errs
 	return len(mismatch) == 0 && (len(errs) == 0 || (partialOK && res.Valid > 0))
@@ -544,6 +613,7 @@ type claimResult struct {
 	counted tally           // the whole file's figures, for its declarations
 	known   []payfile.Error // rows whose externalId another batch owns, sorted by line
 	took    *lineBits       // rows whose claim this pass took
+	dates   []payfile.Error // rows whose pay date is refused, sorted by line
 }
 
 // claimPass is passes 2 and 3, in one read: validate every row and, as
@@ -559,9 +629,13 @@ func (ld *Loader) claimPass(ctx context.Context, f *os.File, path, batch string,
 	name := filepath.Base(path)
 	owners := ld.newOwnerCheck(ctx, name, batch, opts.ChunkSize, !opts.DryRun)
 	var counted tally
+	var dates []payfile.Error
 	n := 0
 	sum, errs, err := payfile.CollectEach(owners.ctx, name, f, opts.File, func(r payfile.Row) error {
 		counted.add(r)
+		if _, err := opts.rowRelease(r, true); err != nil {
+			dates = append(dates, dateError(name, r, opts.File.PayDateColumn, err))
+		}
 		if err := owners.add(r.ExternalID, r.Line); err != nil {
 			return err
 		}
@@ -577,7 +651,7 @@ func (ld *Loader) claimPass(ctx context.Context, f *os.File, path, batch string,
 	if err != nil {
 		return claimResult{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return claimResult{sum: sum, errs: errs, counted: counted, known: known, took: took}, nil
+	return claimResult{sum: sum, errs: errs, counted: counted, known: known, took: took, dates: dates}, nil
 }
 
 // refuseOwned makes an id owned by another batch an error of its row,
@@ -813,7 +887,7 @@ func (c *ownerCheck) wait() ([]payfile.Error, *lineBits, error) {
 
 // load is step 3: under the batch's load lock (lk), register its valid
 // rows, mark it loaded and enqueue their tasks (or hold it for approval).
-func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, lk *loadLease, log zerolog.Logger) (Result, error) {
+func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, lk *loadLease, vp *velocityPass, log zerolog.Logger) (Result, error) {
 	total, err := ld.validTotal(ctx, f, res, opts, bad)
 	if err != nil {
 		return res, err
@@ -824,32 +898,50 @@ func (ld *Loader) load(ctx context.Context, f *os.File, res Result, opts Options
 	// first row, under the policy the batch was begun with, and recorded
 	// before that row: a resumed load reuses it, whatever its own options
 	// (and never reserves the day's sum again).
-	reserved := lk.meta.Reserved
-	if lk.meta.Decided {
-		res.Held = lk.meta.HoldReason
-	} else {
-		a := opts.Approval
-		if lk.meta.Policy != "" {
-			if a, err = decodePolicy(lk.meta.Policy, opts.Approval.By); err != nil {
-				return res, err
-			}
-		}
-		if res.Held, reserved, err = ld.hold(ctx, a, total, res.Scale); err != nil {
+	fig := ledger.Figures{Rows: int64(res.Valid), Total: total, Info: res.InfoColumns, Hold: lk.meta.HoldReason, Reserved: lk.meta.Reserved,
+		Need: lk.meta.Need, Role: lk.meta.NeedRole, Rule: lk.meta.Rule}
+	a := opts.Approval
+	if lk.meta.Policy != "" {
+		if a, err = decodePolicy(lk.meta.Policy, opts.Approval.By); err != nil {
 			return res, err
 		}
 	}
-	if err := ld.ledger.SetBatchFigures(ctx, res.Batch, lk.owner, ledger.Figures{Rows: int64(res.Valid), Total: total,
-		Info: res.InfoColumns, Hold: res.Held, Reserved: reserved}); err != nil {
+	if !lk.meta.Decided {
+		facts, err := ld.facts(ctx, f, res, opts, bad, total, a)
+		if err != nil {
+			return res, err
+		}
+		d, err := ld.decide(ctx, a, facts, res.Scale)
+		if err != nil {
+			return res, err
+		}
+		fig = d.figures(fig)
+	}
+	res.Held, res.expiry = fig.Hold, a.Expiry
+	if err := ld.ledger.SetBatchFigures(ctx, res.Batch, lk.owner, fig); err != nil {
 		return res, err
 	}
-	run := &loadRun{ld: ld, res: res, owner: lk.owner, scale: scale, opts: opts, log: log}
+	run := &loadRun{ld: ld, res: res, owner: lk.owner, scale: scale, opts: opts, log: log, vel: vp}
 	err = run.stages(ctx, f, bad)
 	res.Registered = int(run.registered.Load())
 	if err != nil {
 		return res, err
 	}
+	if _, err := ld.holdOver(ctx, res.Batch, vp); err != nil {
+		return res, err
+	}
+	if vp != nil {
+		res.VelocityHeld = len(vp.held)
+	}
+	res.Scheduled = int(run.scheduled.Load())
 	if err := opts.hook(pointLoaded, res.Registered); err != nil {
 		return res, err
+	}
+	if opts.releasing() {
+		// before the batch is handed on: its scheduled payouts' reminder
+		if err := ld.ledger.Schedule().Index(ctx, res.Batch); err != nil {
+			return res, err
+		}
 	}
 	if res.Held != "" { // a batch that waits gets no task before approval
 		return res, ld.holdLoad(ctx, res, opts, log)
@@ -877,6 +969,30 @@ func (ld *Loader) validTotal(ctx context.Context, f *os.File, res Result, opts O
 	return total, err
 }
 
+// facts are what the approval rules look at in the batch: its total,
+// largest row and destination types (one more read of the file, only
+// when there are rules).
+func (ld *Loader) facts(ctx context.Context, f *os.File, res Result, opts Options, bad *lineSet, total money.Amount, a Approval) (approval.Facts, error) {
+	facts := approval.Facts{Total: total, Largest: money.Zero}
+	if a.Rules.Empty() {
+		return facts, nil
+	}
+	err := ld.eachValid(ctx, f, res.File, opts, bad, func(rows []payfile.Row) error {
+		for _, r := range rows {
+			if r.Amount.Cmp(facts.Largest) > 0 {
+				facts.Largest = r.Amount
+			}
+			if r.CardNumber != "" {
+				facts.Cards++
+			} else {
+				facts.Phones++
+			}
+		}
+		return nil
+	})
+	return facts, err
+}
+
 // holdLoad ends a registered batch that waits for approval (with its
 // notification).
 func (ld *Loader) holdLoad(ctx context.Context, res Result, opts Options, log zerolog.Logger) error {
@@ -884,7 +1000,7 @@ func (ld *Loader) holdLoad(ctx context.Context, res Result, opts Options, log ze
 	if opts.Approval.By != "" {
 		led = led.As(opts.Approval.By) // the audit trail names who loaded it
 	}
-	if err := led.Controls().HoldBatch(ctx, res.Batch, res.Held); err != nil {
+	if err := led.Controls().HoldBatchFor(ctx, res.Batch, res.Held, res.expiry); err != nil {
 		return err
 	}
 	log.Info().Str("reason", res.Held).Msg("batch registered; it awaits approval (payout approve), no payment is sent before")
@@ -950,7 +1066,9 @@ type loadRun struct {
 	scale      int
 	opts       Options
 	log        zerolog.Logger
+	vel        *velocityPass // the rows' velocity counts (nil: no limit)
 	registered atomic.Int64
+	scheduled  atomic.Int64
 }
 
 // registrars is how many chunks a load writes to the ledger at once: one
@@ -992,11 +1110,28 @@ func (r *loadRun) registrar(ctx context.Context, chunks <-chan []ledger.NewPayou
 		if err != nil {
 			return err
 		}
+		if err := r.schedule(ctx, ps); err != nil {
+			return err
+		}
 		if err := r.opts.hook(pointRegistered, int(r.registered.Add(int64(n)))); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// schedule moves the payouts of ps that have a release time, registered
+// now or by an earlier run, to scheduled, under the load lock.
+func (r *loadRun) schedule(ctx context.Context, ps []ledger.NewPayout) error {
+	var due []ledger.Scheduled
+	for _, p := range ps {
+		if !p.ReleaseAt.IsZero() {
+			due = append(due, ledger.Scheduled{ExternalID: p.ExternalID, At: p.ReleaseAt})
+		}
+	}
+	n, err := r.ld.ledger.Schedule().PutLocked(ctx, r.res.Batch, r.owner, due)
+	r.scheduled.Add(int64(n))
+	return err
 }
 
 // read seals the valid rows chunk by chunk and sends each chunk to the
@@ -1010,6 +1145,15 @@ func (r *loadRun) read(ctx context.Context, f *os.File, bad *lineSet, chunks cha
 			p, err := r.ld.newPayout(r.res.Batch, row)
 			if err != nil {
 				return err
+			}
+			p.Velocity = r.vel.mark(row.Line)
+			if p.ReleaseAt, err = r.opts.rowRelease(row, false); err != nil {
+				return fmt.Errorf("%s line %d: %w", r.res.File, row.Line, err)
+			}
+			if r.vel.holds(row.Line) {
+				// held wins: scheduled, it would be released at its time
+				// without the person the hold waits for
+				p.ReleaseAt = time.Time{}
 			}
 			ps[i] = p
 		}
@@ -1042,6 +1186,10 @@ func (ld *Loader) EnqueueApproved(ctx context.Context, batch string) (int, error
 		return 0, err
 	}
 	if _, err := ld.queue.RemindBatch(ctx, steps); err != nil {
+		return 0, err
+	}
+	// Its scheduled payouts due already are released at once.
+	if err := ld.ledger.Schedule().Index(ctx, batch); err != nil {
 		return 0, err
 	}
 	return len(steps), nil

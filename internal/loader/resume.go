@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/acme/payout/internal/approval"
 	"github.com/acme/payout/internal/money"
 )
 
@@ -50,7 +52,7 @@ func readingOptions(o Options) []readingOption {
 	if o.File.ExtraColumns != nil {
 		extra = "[" + strings.Join(o.File.ExtraColumns, " ") + "]"
 	}
-	return []readingOption{
+	return append([]readingOption{
 		{"amount format", o.File.AmountFormat.String()},
 		{"decimals", strconv.Itoa(o.File.Decimals())},
 		{"max amount", maxAmount},
@@ -59,7 +61,7 @@ func readingOptions(o Options) []readingOption {
 		{"include hidden rows", strconv.FormatBool(o.File.IncludeHiddenRows)},
 		{"partial", strconv.FormatBool(o.Partial)},
 		{"extra columns", extra},
-	}
+	}, releaseReading(o)...)
 }
 
 // encodeReading is the canonical encoding of the reading options, one
@@ -110,6 +112,8 @@ func encodePolicy(a Approval) string {
 		"autobelow=" + a.AutoBelow.String(),
 		"maxbatch=" + a.MaxBatchTotal.String(),
 		"daily=" + a.DailyLimit.String(),
+		"expiry=" + a.Expiry.String(),
+		"rules=" + a.Rules.Encode(),
 	}, ";")
 }
 
@@ -130,6 +134,10 @@ func decodePolicy(s, by string) (Approval, error) {
 			a.MaxBatchTotal, err = limitAmount(v)
 		case "daily":
 			a.DailyLimit, err = limitAmount(v)
+		case "expiry":
+			a.Expiry, err = time.ParseDuration(v)
+		case "rules":
+			a.Rules, err = approval.Decode(v)
 		default:
 			err = fmt.Errorf("unknown field %q", k)
 		}

@@ -102,7 +102,7 @@ func writeStaged(path string, src io.Reader, decl Control) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("upload: %w", err)
 	}
-	if decl.Declared() {
+	if decl.Declared() || decl.Release != "" {
 		var b strings.Builder
 		fmt.Fprintf(&b, "# declared in the upload form\n")
 		if decl.Rows > 0 {
@@ -110,6 +110,9 @@ func writeStaged(path string, src io.Reader, decl Control) (string, error) {
 		}
 		if !decl.Total.IsZero() {
 			fmt.Fprintf(&b, "total=%s\n", decl.Total)
+		}
+		if decl.Release != "" {
+			fmt.Fprintf(&b, "release=%s\n", strings.ReplaceAll(decl.Release, "\n", " "))
 		}
 		if err := os.WriteFile(ControlPath(path), []byte(b.String()), 0o600); err != nil {
 			return "", fmt.Errorf("upload: %w", err)

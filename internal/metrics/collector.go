@@ -82,6 +82,7 @@ type Collector struct {
 	open, openAmount, openAge              *prometheus.Desc
 	review, reviewAmount, reviewAge        *prometheus.Desc
 	appBatches, appN, appAmount, appOldest *prometheus.Desc
+	scheduled                              *prometheus.Desc
 }
 
 // NewCollector returns the collector on rdb.
@@ -105,13 +106,14 @@ func NewCollector(rdb redis.UniversalClient) *Collector {
 		appN:         d("payout_awaiting_approval_payouts", "Payouts of the batches awaiting approval."),
 		appAmount:    d("payout_awaiting_approval_amount", "Sum of the amounts of the batches awaiting approval."),
 		appOldest:    d("payout_awaiting_approval_oldest_age_seconds", "Seconds since the oldest batch awaiting approval was loaded (absent: none)."),
+		scheduled:    d("payout_scheduled_payouts", "Payouts waiting for their release time (state scheduled), those of batches awaiting approval included."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.used, c.max, c.snapAge, c.open, c.openAmount, c.openAge,
-		c.review, c.reviewAmount, c.reviewAge, c.appBatches, c.appN, c.appAmount, c.appOldest} {
+		c.review, c.reviewAmount, c.reviewAge, c.appBatches, c.appN, c.appAmount, c.appOldest, c.scheduled} {
 		ch <- d
 	}
 }
@@ -169,6 +171,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.appN, float64(s.Approval.Payouts))
 	gauge(c.appAmount, s.Approval.Amount.Decimal().InexactFloat64())
 	age(c.appOldest, s.Approval.Oldest)
+	gauge(c.scheduled, float64(s.Scheduled))
 }
 
 func max0(v float64) float64 {

@@ -145,6 +145,7 @@ payout_awaiting_approval_amount 100.01
 payout_open_payouts{state="awaiting_outcome"} 0
 payout_open_payouts{state="checking"} 2
 payout_open_payouts{state="queued"} 0
+payout_open_payouts{state="scheduled"} 0
 payout_open_payouts{state="submitting"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "payout_open_oldest_age_seconds", "payout_awaiting_approval_amount", "payout_open_payouts"); err != nil {
@@ -203,5 +204,55 @@ func TestWriteLoaderRunKeepsTheOtherResult(t *testing.T) {
 	}
 	if err := WriteLoaderRun(path, runs[0]); err == nil {
 		t.Error("WriteLoaderRun over a broken file: no error")
+	}
+}
+
+// TestScheduledGauge: payout_scheduled_payouts counts the payouts waiting
+// for their release time across batches, those of a batch awaiting
+// approval included, with no label.
+func TestScheduledGauge(t *testing.T) {
+	l, _, rdb := fixture(t)
+	ctx := context.Background()
+	schedule := func(id string, n int, hold bool) {
+		if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: id, File: id + ".csv", LoadedAt: t0, Scale: 2}); err != nil {
+			t.Fatal(err)
+		}
+		var (
+			ps  []ledger.NewPayout
+			due []ledger.Scheduled
+		)
+		for i := range n + 1 { // one more, left queued
+			ext := id + string(rune('1'+i))
+			ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("1.00"), Destination: "card 411111******1111", Sealed: "s"})
+			if i < n {
+				due = append(due, ledger.Scheduled{ExternalID: ext, At: t0.Add(48 * time.Hour)})
+			}
+		}
+		if _, err := l.Register(ctx, id, ps, 2); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := l.Schedule().PutLocked(ctx, id, "", due); err != nil || got != n {
+			t.Fatalf("schedule %s: %d %v", id, got, err)
+		}
+		if hold {
+			if err := l.Controls().HoldBatch(ctx, id, "approval required"); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := l.FinishBatch(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	schedule("S", 3, false)
+	schedule("W", 2, true)
+	if err := (Publisher{Redis: rdb, Ledger: l, Interval: time.Minute}).Once(ctx, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP payout_scheduled_payouts Payouts waiting for their release time (state scheduled), those of batches awaiting approval included.
+# TYPE payout_scheduled_payouts gauge
+payout_scheduled_payouts 5
+`
+	if err := testutil.CollectAndCompare(NewCollector(rdb), strings.NewReader(want), "payout_scheduled_payouts"); err != nil {
+		t.Error(err)
 	}
 }

@@ -85,6 +85,9 @@ type Snapshot struct {
 	// when the oldest of those batches was loaded).
 	Approval        Figures `json:"approval"`
 	ApprovalBatches int64   `json:"approvalBatches"`
+	// Scheduled counts the payouts waiting for their release time, those
+	// of batches awaiting approval included (discarded batches' not).
+	Scheduled int64 `json:"scheduled"`
 }
 
 // Compute reads the snapshot from l: the counters of every batch (two
@@ -107,6 +110,9 @@ func Compute(ctx context.Context, l *ledger.Ledger) (Snapshot, error) {
 	for _, b := range batches {
 		c := b.Counts
 		amount := func(units int64) money.Amount { return money.FromMinor(units, b.Scale) }
+		if b.Phase != lifecycle.PhaseDiscarded {
+			s.Scheduled += c.Rows[lifecycle.Scheduled]
+		}
 		switch b.Phase {
 		case lifecycle.PhaseAwaiting:
 			s.ApprovalBatches++

@@ -1,15 +1,21 @@
 // Package notify tells other systems what happened to payouts: a JSON POST
-// to each configured URL (--notify-url), signed with HMAC-SHA256 under
-// PAYOUT_NOTIFY_SECRET, on a batch that awaits approval, a batch that became
-// final (with its summary and reconciliation), a payout that needs review,
-// and the payout queue paused or resumed.
+// to each configured endpoint (--notify-url, filtered by event type),
+// signed the Standard Webhooks way under PAYOUT_NOTIFY_SECRET (webhook-id,
+// webhook-timestamp, webhook-signature; two secrets during a rotation:
+// webhooks.go), on every payout state change (the ledger writes the event
+// with the change into the batch's outbox; the workers drain it: PayoutEvent),
+// a batch that awaits approval, a batch that became final (with its summary
+// and reconciliation), a payout that needs review, and the payout queue
+// paused or resumed. Each endpoint's recent deliveries are kept in a
+// bounded log in Redis, from which a person redelivers (log.go).
 //
 // Delivery never stands in the way of a payout. Emit only enqueues one
 // Asynq task per URL on the queue [Queue], separate from the payout queue;
 // the workers deliver them on a small server of their own (internal/worker)
 // with a short timeout, and a receiver that is down only makes its tasks
-// retry with backoff, up to [MaxRetry] times (two to three hours), then
-// archive (visible in the web UI, where they can be run again).
+// retry with exponential backoff and jitter, up to [MaxRetry] times (at
+// least [DeliveryWindow], 24 hours), then archive (visible in the web UI,
+// where they can be run again, and in the delivery log).
 //
 // Delivery is at least once: a POST whose answer was lost is sent again,
 // and a fact recorded twice (a redelivered task) is emitted twice. Every
@@ -27,15 +33,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/acme/payout/internal/card"
 	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
@@ -56,8 +64,9 @@ const (
 	// Timeout bounds one delivery attempt (connect, send, answer).
 	Timeout = 10 * time.Second
 	// MaxRetry is how often a failed delivery is tried again; with
-	// RetryDelay that rides out two to three hours of receiver outage.
-	MaxRetry = 20
+	// RetryDelay that rides out at least DeliveryWindow (24 hours) of
+	// receiver outage.
+	MaxRetry = 40
 	// Retention keeps a delivered task, so that emitting the same event
 	// again within it is refused by its task ID instead of sent again.
 	Retention = 24 * time.Hour
@@ -70,9 +79,12 @@ type Type string
 const (
 	BatchAwaitingApproval Type = "batch_awaiting_approval"
 	BatchFinal            Type = "batch_final"
-	PayoutNeedsReview     Type = "payout_needs_review"
-	QueuePaused           Type = "queue_paused"
-	QueueResumed          Type = "queue_resumed"
+	// BatchExpired: a batch's approval request expired; the reconciler
+	// discarded it (every payout cancelled, nothing sent).
+	BatchExpired      Type = "batch_expired"
+	PayoutNeedsReview Type = "payout_needs_review"
+	QueuePaused       Type = "queue_paused"
+	QueueResumed      Type = "queue_resumed"
 )
 
 // Event is the JSON body of a notification.
@@ -85,7 +97,12 @@ type Event struct {
 	Batch      string    `json:"batch,omitempty"`
 	ExternalID string    `json:"externalId,omitempty"`
 	Queue      string    `json:"queue,omitempty"` // queue events: the queue
-	Reason     string    `json:"reason,omitempty"`
+	// Sequence orders the events of one payout: 1, 2, 3... (payout
+	// events only); OccurredAt is the Redis time of the state change.
+	Sequence   int64         `json:"sequence,omitempty"`
+	OccurredAt time.Time     `json:"occurredAt,omitzero"`
+	Payout     *PayoutFields `json:"payout,omitempty"`
+	Reason     string        `json:"reason,omitempty"`
 	// Summary of a batch_final event: the batch's totals by state and
 	// outcome and its reconciliation with the file (report.Summary).
 	Summary any `json:"summary,omitempty"`
@@ -108,6 +125,13 @@ func NewID(t Type, batch, externalID, discriminator string) string {
 // held once, so the batch id is the fact.
 func AwaitingApproval(batch, reason string) Event {
 	return Event{ID: NewID(BatchAwaitingApproval, batch, "", ""), Type: BatchAwaitingApproval, Batch: batch, Reason: reason}
+}
+
+// Expired is the event of a batch discarded because its approval request
+// expired (reason: "approval expired after 7 days"). A batch expires
+// once, so the batch id is the fact.
+func Expired(batch, reason string) Event {
+	return Event{ID: NewID(BatchExpired, batch, "", ""), Type: BatchExpired, Batch: batch, Reason: reason}
 }
 
 // Final is the event of a batch whose every payout is final; summary is
@@ -136,19 +160,37 @@ func Resumed(queue, reason, episode string) Event {
 }
 
 // Emitter enqueues the deliveries of events. A nil Emitter, or one without
-// URLs, emits nothing.
+// URLs and sinks, emits nothing.
 type Emitter struct {
-	client *asynq.Client
-	urls   []string
+	client    *asynq.Client
+	endpoints []Endpoint
+	sinks     []Sink
 }
 
-// NewEmitter returns an Emitter enqueuing on rdb to urls; nil when urls is
-// empty.
-func NewEmitter(rdb redis.UniversalClient, urls []string) *Emitter {
-	if len(urls) == 0 {
+// Sink is handed every event an Emitter emits, besides the endpoints: the
+// mail to people (package mail) is one. Accept only enqueues; its error is
+// reported with the endpoints' enqueue errors.
+type Sink interface {
+	Accept(ctx context.Context, ev Event) error
+}
+
+// NewEmitter returns an Emitter enqueuing on rdb to the endpoints specs
+// (ParseEndpoint: URL, or TYPES=URL) and handing every event to sinks;
+// nil when both are empty. A spec that does not parse is taken as a URL
+// subscribed to everything (the CLI checks them first).
+func NewEmitter(rdb redis.UniversalClient, specs []string, sinks ...Sink) *Emitter {
+	if len(specs) == 0 && len(sinks) == 0 {
 		return nil
 	}
-	return &Emitter{client: asynq.NewClientFromRedisClient(rdb), urls: append([]string(nil), urls...)}
+	e := &Emitter{client: asynq.NewClientFromRedisClient(rdb), sinks: append([]Sink(nil), sinks...)}
+	for _, s := range specs {
+		ep, err := ParseEndpoint(s)
+		if err != nil {
+			ep = Endpoint{URL: s}
+		}
+		e.endpoints = append(e.endpoints, ep)
+	}
+	return e
 }
 
 // CheckURL tells whether u is an absolute http or https URL.
@@ -191,7 +233,7 @@ func TaskID(id, u string) string {
 // caller to log: the fact it reports is recorded already, and must not be
 // undone because a notification could not be queued.
 func (e *Emitter) Emit(ctx context.Context, ev Event) error {
-	if e == nil || len(e.urls) == 0 {
+	if e == nil || len(e.endpoints) == 0 && len(e.sinks) == 0 {
 		return nil
 	}
 	if ev.ID == "" {
@@ -201,24 +243,39 @@ func (e *Emitter) Emit(ctx context.Context, ev Event) error {
 		ev.Time = time.Now().UTC()
 	}
 	ev.Reason = card.Scrub(ev.Reason)
+	var errs []error
+	for _, s := range e.sinks {
+		errs = append(errs, s.Accept(ctx, ev))
+	}
+	if len(e.endpoints) == 0 {
+		return errors.Join(errs...)
+	}
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("notify: encode %s event: %w", ev.Type, err)
 	}
-	var errs []error
-	for _, u := range e.urls {
-		p, err := json.Marshal(payload{URL: u, ID: ev.ID, Type: ev.Type, Body: body})
-		if err != nil {
-			return err
+	for _, ep := range e.endpoints {
+		if !ep.Wants(ev.Type) {
+			continue
 		}
-		t := asynq.NewTask(TypeDeliver, p, asynq.Queue(Queue), asynq.TaskID(TaskID(ev.ID, u)),
-			asynq.MaxRetry(MaxRetry), asynq.Retention(Retention), asynq.Timeout(Timeout+5*time.Second))
-		_, err = e.client.EnqueueContext(ctx, t)
+		err := enqueue(ctx, e.client, payload{URL: ep.URL, ID: ev.ID, Type: ev.Type, Body: body}, TaskID(ev.ID, ep.URL))
 		if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
-			errs = append(errs, fmt.Errorf("notify: enqueue %s event %s for %s: %w", ev.Type, ev.ID, Redact(u), err))
+			errs = append(errs, fmt.Errorf("notify: enqueue %s event %s for %s: %w", ev.Type, ev.ID, Redact(ep.URL), err))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// enqueue queues one delivery under task id.
+func enqueue(ctx context.Context, c *asynq.Client, p payload, id string) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("notify: encode delivery: %w", err)
+	}
+	t := asynq.NewTask(TypeDeliver, b, asynq.Queue(Queue), asynq.TaskID(id),
+		asynq.MaxRetry(MaxRetry), asynq.Retention(Retention), asynq.Timeout(Timeout+5*time.Second))
+	_, err = c.EnqueueContext(ctx, t)
+	return err
 }
 
 // Sign returns the value of SignatureHeader for body.
@@ -247,22 +304,31 @@ func Verify(secret string, body []byte, header string) bool {
 
 // Deliverer is the Asynq handler of TypeDeliver: one POST, 2xx or retry.
 type Deliverer struct {
-	secret string
+	signer *Signer
 	client *http.Client
 	log    zerolog.Logger
+	rdb    redis.UniversalClient // the delivery log's Redis; nil: no log
+	// counter counts the attempts (NewDeliveryCounter); nil: not counted
+	counter *prometheus.CounterVec
+	now     func() time.Time
 }
 
 // ErrNoSecret is returned by NewDeliverer without a secret: nothing is
 // ever sent unsigned.
 var ErrNoSecret = errors.New("notify: no signing secret (set " + SecretEnv + ")")
 
-// NewDeliverer returns the delivery handler signing with secret.
+// NewDeliverer returns the delivery handler signing with secret, the
+// value of SecretEnv (NewSigner: one or two secrets).
 func NewDeliverer(secret string, log zerolog.Logger) (*Deliverer, error) {
-	if secret == "" {
+	if strings.TrimSpace(secret) == "" {
 		return nil, ErrNoSecret
 	}
+	s, err := NewSigner(secret)
+	if err != nil {
+		return nil, err
+	}
 	return &Deliverer{
-		secret: secret,
+		signer: s,
 		client: &http.Client{
 			Timeout: Timeout,
 			// A redirect is an answer that is not 2xx: retried, never
@@ -270,7 +336,16 @@ func NewDeliverer(secret string, log zerolog.Logger) (*Deliverer, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		log: log,
+		now: time.Now,
 	}, nil
+}
+
+// Logging returns a copy of d that records every attempt in the delivery
+// log on rdb (log.go).
+func (d *Deliverer) Logging(rdb redis.UniversalClient) *Deliverer {
+	c := *d
+	c.rdb = rdb
+	return &c
 }
 
 // ProcessTask delivers one event to one URL.
@@ -281,18 +356,39 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		return fmt.Errorf("notify: malformed task: %w", asynq.SkipRetry)
 	}
 	log := d.log.With().Str("event", p.ID).Str("type", string(p.Type)).Str("url", Redact(p.URL)).Logger()
+	status, err := d.post(ctx, p)
+	retried, _ := asynq.GetRetryCount(ctx)
+	maxRetry, ok := asynq.GetMaxRetry(ctx)
+	if !ok {
+		maxRetry = MaxRetry
+	}
+	var next time.Time
+	if err != nil && !errors.Is(err, asynq.SkipRetry) && retried < maxRetry {
+		next = d.now().Add(RetryDelay(retried, err, t))
+	}
+	d.record(ctx, p, status, err == nil, next, log)
+	switch {
+	case err == nil:
+		log.Debug().Str("status", status).Msg("notification delivered")
+	default:
+		log.Warn().Err(err).Msg("notification not delivered; will retry")
+	}
+	return err
+}
+
+// post makes one attempt; status is what the delivery log shows of it.
+func (d *Deliverer) post(ctx context.Context, p payload) (status string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, strings.NewReader(string(p.Body)))
 	if err != nil {
-		log.Error().Msg("notification URL unusable; archived")
-		return fmt.Errorf("notify: %s: %w", Redact(p.URL), asynq.SkipRetry)
+		return "unusable URL", fmt.Errorf("notify: %s: %w", Redact(p.URL), asynq.SkipRetry)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "payout-notify/1")
-	req.Header.Set(SignatureHeader, Sign(d.secret, p.Body))
-	req.Header.Set(EventIDHeader, p.ID)
-	req.Header.Set(EventTypeHeader, string(p.Type))
+	req.Header.Set("User-Agent", "payout-notify/2")
+	if err := d.signer.Headers(req.Header, p.ID, string(p.Type), d.now(), p.Body); err != nil {
+		return "not signed", err
+	}
 	resp, err := d.client.Do(req)
 	if err != nil {
 		// A *url.Error names the whole URL: keep its cause only.
@@ -300,28 +396,41 @@ func (d *Deliverer) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		log.Warn().Err(err).Msg("notification not delivered; will retry")
-		return fmt.Errorf("notify: POST %s: %w", Redact(p.URL), err)
+		return "no answer: " + err.Error(), fmt.Errorf("notify: POST %s: %w", Redact(p.URL), err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+	status = "HTTP " + strconv.Itoa(resp.StatusCode)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		log.Warn().Int("http", resp.StatusCode).Msg("notification refused by the receiver; will retry")
-		return fmt.Errorf("notify: POST %s: HTTP %d", Redact(p.URL), resp.StatusCode)
+		return status, fmt.Errorf("notify: POST %s: HTTP %d", Redact(p.URL), resp.StatusCode)
 	}
-	log.Debug().Int("http", resp.StatusCode).Msg("notification delivered")
-	return nil
+	return status, nil
 }
 
-// RetryDelay backs off from 2s, doubling, up to 15 minutes, jittered in
-// the upper half; MaxRetry retries span two to three hours.
-func RetryDelay(n int, _ error, _ *asynq.Task) time.Duration {
-	d := 2 * time.Second
-	for i := 0; i < n && d < 15*time.Minute; i++ {
+// Retry schedule: the delay before retry n+1 is 5 s doubling up to one
+// hour, times a jitter between 0.8 and 1.2. MaxRetry retries span at
+// least DeliveryWindow (TestRetriesSpanTheWindow).
+const (
+	retryBase      = 5 * time.Second
+	retryCap       = time.Hour
+	DeliveryWindow = 24 * time.Hour
+)
+
+// RetryDelay is the delay before retry n+1 of t: exponential with jitter.
+// The jitter derives from the task and n, so the delivery log's "next
+// try" is the time Asynq will run it.
+func RetryDelay(n int, _ error, t *asynq.Task) time.Duration {
+	d := retryBase
+	for i := 0; i < n && d < retryCap; i++ {
 		d *= 2
 	}
-	d = min(d, 15*time.Minute)
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	d = min(d, retryCap)
+	h := fnv.New32a()
+	if t != nil {
+		_, _ = h.Write(t.Payload())
+	}
+	_, _ = h.Write([]byte{byte(n), byte(n >> 8)})
+	return d * time.Duration(800+h.Sum32()%401) / 1000
 }
 
 // Drain delivers with d what is queued on rdb's notification queue, for up

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
@@ -29,11 +30,20 @@ type ApprovedBatch struct {
 	// Partly is ErrNotEnqueued when the approval stands but not every
 	// create was enqueued (the reconciler enqueues the rest).
 	Partly error
+	// Pending: the approval is recorded, and the batch's approval rule
+	// asks for more (Batch.Approvers, Batch.Needed): it still waits, and
+	// nothing was enqueued.
+	Pending bool
 }
 
 // Words says what an approval did.
 func (r ApprovedBatch) Words() string {
 	b := r.Batch
+	if r.Pending {
+		more := b.Needed() - len(b.Approvers)
+		return fmt.Sprintf("batch %s (%s): %s; it waits for %d more (role %s, rule %s): nothing is paid before",
+			b.ID, b.File, b.ApprovalProgress(), more, b.NeedRole, b.Rule)
+	}
 	if r.Partly != nil {
 		return fmt.Sprintf("batch %s (%s) approved by %s: total %s; %s", b.ID, b.File, r.By, b.Total.StringFixed(b.Scale), LeftToReconciler)
 	}
@@ -41,23 +51,40 @@ func (r ApprovedBatch) Words() string {
 }
 
 // Approve lets a batch awaiting approval go to the workers: the ledger
-// moves it (refusing when it is not awaiting approval, under four-eyes to
-// whoever loaded it, over the daily limit), then every queued payout's
-// create is enqueued, once whatever the number of calls. An approval
+// records the approval (refusing when it is not awaiting approval or its
+// request expired, under four-eyes or an approval rule to whoever loaded
+// it, under a rule to a person without its role or who approved already,
+// over the daily limit); the last approval the batch's rule needs moves
+// it, and only then is every queued payout's create enqueued, once
+// whatever the number of calls. An approval before the last returns
+// Pending ("1 of 2 approvals: alice"). An approval
 // recorded whose creates were not all enqueued returns its result and an
 // error matching ErrNotEnqueued.
 func (a *Actions) Approve(ctx context.Context, batch string, ap ledger.Approval) (ApprovedBatch, error) {
 	r := ApprovedBatch{By: ap.By}
+	ctx, err := a.allow(ctx, "approve", access.Approve, ap.By)
+	if err != nil {
+		return r, err
+	}
 	if ap.By == "" {
 		return r, refuse("approve", ErrIncomplete, ErrMissingOperator, incompleteWords("approve"))
 	}
 	if _, err := scrub.Note(ap.Note); err != nil {
 		return r, refuse("approve", ErrIncomplete, err, typedWords(err))
 	}
+	if ap.Roles == 0 {
+		// the approval rule's role is checked against who acts
+		ap.Roles = a.principal(ctx).Roles
+	}
 	b, err := a.Ledger.Controls().Approve(ctx, batch, ap)
 	r.Batch = b
 	if err != nil {
 		return r, classify("approve", batch, "", err)
+	}
+	if b.Phase == lifecycle.PhaseAwaiting { // recorded; the rule asks for more
+		r.Pending = true
+		a.Log.Info().Str("batch", batch).Str("by", ap.By).Str("approvals", b.ApprovalProgress()).Msg("approval recorded; the batch waits for more")
+		return r, nil
 	}
 	ld := loader.New(a.Ledger, a.Queue, nil, a.Log)
 	if r.Handed, err = ld.EnqueueApproved(ctx, batch); err != nil {
@@ -87,6 +114,10 @@ func (r DiscardedBatch) Words() string {
 // load: every payout is cancelled (ledger.DiscardBatch).
 func (a *Actions) Discard(ctx context.Context, batch, by, note string) (DiscardedBatch, error) {
 	r := DiscardedBatch{Batch: batch, By: by}
+	ctx, err := a.allow(ctx, "discard", access.Discard, by)
+	if err != nil {
+		return r, err
+	}
 	if err := who("discard", by, note); err != nil {
 		return r, err
 	}
@@ -122,11 +153,16 @@ func (r CancelledPayout) Words() string {
 	return fmt.Sprintf("payout %s cancelled by %s: %s", card.Scrub(r.ExternalID), r.By, card.Scrub(r.Note))
 }
 
-// Cancel moves payout ext of batch, queued and never sent, to cancelled.
+// Cancel moves payout ext of batch, queued and never sent or scheduled
+// (waiting for its release time), to cancelled.
 // A payout in any other state, or sent before, is refused
 // (ErrWrongState): whatever may have reached the PSP is left to finish.
 func (a *Actions) Cancel(ctx context.Context, batch, ext, by, note string) (CancelledPayout, error) {
 	r := CancelledPayout{Batch: batch, ExternalID: ext, By: by, Note: strings.TrimSpace(note)}
+	ctx, err := a.allow(ctx, "cancel", access.Cancel, by)
+	if err != nil {
+		return r, err
+	}
 	if err := who("cancel", by, note); err != nil {
 		return r, err
 	}
@@ -134,18 +170,19 @@ func (a *Actions) Cancel(ctx context.Context, batch, ext, by, note string) (Canc
 	if err != nil {
 		return r, classify("cancel", batch, ext, err)
 	}
-	if was != lifecycle.Queued {
+	if was != lifecycle.Queued && was != lifecycle.Held && was != lifecycle.Scheduled {
 		return r, refuse("cancel", ErrWrongState, nil, notQueuedWords(ext, was))
 	}
 	a.Log.Info().Str("batch", batch).Str("externalId", ext).Str("by", by).Msg("payout cancelled by an operator")
 	return r, nil
 }
 
-// Cancellable is the payouts of batch a cancel may take: those queued.
+// Cancellable is the payouts of batch a cancel may take: those queued
+// or scheduled.
 func (a *Actions) Cancellable(ctx context.Context, batch string) ([]string, error) {
 	var ids []string
 	err := a.Ledger.EachOpen(ctx, batch, func(p ledger.OpenPayout) error {
-		if p.State == lifecycle.Queued {
+		if p.State == lifecycle.Queued || p.State == lifecycle.Scheduled {
 			ids = append(ids, p.ExternalID)
 		}
 		return nil
@@ -205,6 +242,10 @@ func (a *Actions) Resume(ctx context.Context, s QueueSwitch) (SwitchedQueue, err
 // switchQueue is Pause (pause) or Resume.
 func (a *Actions) switchQueue(ctx context.Context, cmd string, s QueueSwitch, pause bool) (SwitchedQueue, error) {
 	r := SwitchedQueue{Paused: pause, By: s.By}
+	ctx, err := a.allow(ctx, cmd, map[bool]access.Action{true: access.Pause, false: access.Resume}[pause], s.By)
+	if err != nil {
+		return r, err
+	}
 	if strings.TrimSpace(s.By) == "" {
 		return r, refuse(cmd, ErrIncomplete, ErrMissingOperator, incompleteWords(cmd))
 	}
@@ -308,4 +349,52 @@ func ProposalWords(q *ledger.Proposal) string {
 	}
 	return fmt.Sprintf("%s, proposed by %s at %s: %s. Four-eyes: a second person carries it out by taking the same decision.",
 		what, card.Scrub(q.By), q.At.UTC().Format("2006-01-02 15:04:05Z"), card.Scrub(q.Note))
+}
+
+// ReleasedPayout is what Release did.
+type ReleasedPayout struct {
+	Batch, ExternalID, By, Note string
+	// Enqueued: its create was enqueued (false while its batch awaits
+	// approval: the approval enqueues it).
+	Enqueued bool
+}
+
+// Words says what a release did.
+func (r ReleasedPayout) Words() string {
+	then := "its create is enqueued"
+	if !r.Enqueued {
+		then = "it is sent once its batch is approved"
+	}
+	return fmt.Sprintf("payout %s released by %s over its recipient's velocity limit: %s; %s", card.Scrub(r.ExternalID), r.By, card.Scrub(r.Note), then)
+}
+
+// Release lets a payout held over its recipient's velocity limit go: the
+// ledger counts it toward its recipient today and moves it held ->
+// queued, then its create is enqueued (queue.NextStep) unless its batch
+// awaits approval. A payout that is not held is refused (ErrWrongState).
+func (a *Actions) Release(ctx context.Context, batch, ext, by, note string) (ReleasedPayout, error) {
+	r := ReleasedPayout{Batch: batch, ExternalID: ext, By: by, Note: strings.TrimSpace(note)}
+	ctx, err := a.allow(ctx, "release", access.Release, by)
+	if err != nil {
+		return r, err
+	}
+	if err := who("release", by, note); err != nil {
+		return r, err
+	}
+	p, err := a.Ledger.Release(ctx, batch, ext, by, r.Note)
+	if err != nil {
+		return r, classify("release", batch, ext, err)
+	}
+	a.Log.Info().Str("batch", batch).Str("externalId", ext).Str("by", by).Msg("held payout released by an operator")
+	b, err := a.Ledger.Batch(ctx, batch)
+	if err != nil || b.Phase != lifecycle.PhaseLoaded {
+		return r, nil // the approval (or the reconciler) enqueues it
+	}
+	if s, ok := queue.NextStep(p); ok {
+		if _, err := a.Queue.Add(ctx, s); err != nil {
+			return r, fmt.Errorf("released, but its create was not enqueued (the reconciler will): %w", err)
+		}
+		r.Enqueued = true
+	}
+	return r, nil
 }

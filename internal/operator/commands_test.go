@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/cli"
 	"github.com/acme/payout/internal/decide"
 	"github.com/acme/payout/internal/ledger"
@@ -66,6 +69,29 @@ func approved(t *testing.T, l *ledger.Ledger) {
 	}
 }
 
+// held: P1 queued, P2 held over its recipient's velocity limit, the
+// batch loaded.
+func held(t *testing.T, l *ledger.Ledger) {
+	ctx := context.Background()
+	if _, _, err := l.BeginBatch(ctx, ledger.Batch{ID: "b", File: "f.csv", LoadedAt: time.Now(), Rows: 2, Total: money.MustParse("20.00"),
+		Scale: 2, LoadedBy: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	var ps []ledger.NewPayout
+	for i, ext := range []string{"P1", "P2"} {
+		ps = append(ps, ledger.NewPayout{Line: i + 2, ExternalID: ext, Amount: money.MustParse("10.00"), Telecom: "MTS", Destination: "telecom MTS"})
+	}
+	if _, err := l.Register(ctx, "b", ps, 2); err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := l.HoldOverVelocity(ctx, "b", "P2", "over the recipient velocity limit: telecom MTS has 5 payouts today, the limit is 5 a day", "tag"); err != nil || !moved {
+		t.Fatalf("hold P2: %v %v", moved, err)
+	}
+	if err := l.FinishBatch(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // review: R1, R2 in needs_review (four-eyes when fourEyes); with
 // proposed, alice proposed marking R2 rejected.
 func review(fourEyes, proposed bool) start {
@@ -86,7 +112,7 @@ func review(fourEyes, proposed bool) start {
 func pausedQueue(rolledBack bool) start {
 	return func(t *testing.T, l *ledger.Ledger) {
 		awaiting(false)(t, l)
-		a := operator.New(rdbOf[l], nil, zerolog.Nop())
+		a := operator.New(rdbOf[l], nil, zerolog.Nop()).As(access.Principal{Name: "bob", Roles: access.Everyone})
 		if _, err := a.Pause(context.Background(), operator.QueueSwitch{By: "bob", How: "setup"}); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +156,18 @@ type command struct {
 	console func(ctx context.Context, u operator.UIControls) (string, error)
 	want    error // the refusal's kind; nil: done
 	nothing bool  // done, but nothing to do (no audit entry)
+	// roles is the deployment's roles file (both sides read it: payout
+	// --roles-file, the console's principal); "": none, everyone holds
+	// every role but admin.
+	roles string
 }
+
+// team is a roles file: vic views, mo makes, ann approves, otto operates.
+const team = `person vic: viewer
+person mo: maker
+person ann: approver
+person otto: operator
+`
 
 const token = "test-token-0123456789"
 
@@ -196,6 +233,22 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 			console: func(ctx context.Context, u operator.UIControls) (string, error) {
 				return u.DecidePayout(ctx, "b", "P1", ui.Decision{Action: ui.DecideCancel, By: "alice"})
 			}},
+		{name: "release", start: held, who: "alice", cli: []string{"--note", "known supplier", "b", "P2"},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.DecidePayout(ctx, "b", "P2", ui.Decision{Action: ui.DecideRelease, By: "alice", Note: "known supplier"})
+			}},
+		{name: "release/wrong state, not held", start: held, who: "alice", cli: []string{"--note", "known supplier", "b", "P1"}, want: operator.ErrWrongState,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.DecidePayout(ctx, "b", "P1", ui.Decision{Action: ui.DecideRelease, By: "alice", Note: "known supplier"})
+			}},
+		{name: "release/no note", start: held, who: "alice", cli: []string{"b", "P2"}, want: operator.ErrIncomplete,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.DecidePayout(ctx, "b", "P2", ui.Decision{Action: ui.DecideRelease, By: "alice"})
+			}},
+		{name: "cancel/held", start: held, who: "alice", cli: []string{"--note", "not ours", "b", "P2"},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.DecidePayout(ctx, "b", "P2", ui.Decision{Action: ui.DecideCancel, By: "alice", Note: "not ours"})
+			}},
 		{name: "resolve recheck", start: review(false, false), who: "alice", cli: []string{"b", "R1", "--recheck", "--note", "PSP is back"},
 			console: dec(ui.DecideRecheck, "PSP is back", "")},
 		{name: "resolve recheck/not found", start: review(false, false), who: "alice", cli: []string{"b", "R9", "--recheck", "--note", "PSP is back"}, want: operator.ErrNotFound,
@@ -234,6 +287,36 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 			console: func(ctx context.Context, u operator.UIControls) (string, error) {
 				return u.SwitchQueue(ctx, "alice", false)
 			}},
+		{name: "approve/forbidden, a viewer", start: awaiting(false), who: "vic", roles: team, cli: []string{"b"}, want: operator.ErrForbidden,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Approve(ctx, "b", "vic", "")
+			}},
+		{name: "approve/forbidden, a maker", start: awaiting(false), who: "mo", roles: team, cli: []string{"b"}, want: operator.ErrForbidden,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Approve(ctx, "b", "mo", "")
+			}},
+		{name: "approve/an approver", start: awaiting(false), who: "ann", roles: team, cli: []string{"b"},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Approve(ctx, "b", "ann", "")
+			}},
+		{name: "discard/forbidden, an operator", start: awaiting(false), who: "otto", roles: team, cli: []string{"--note", "wrong month", "b"}, want: operator.ErrForbidden,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.Discard(ctx, "b", "otto", "wrong month")
+			}},
+		{name: "cancel/forbidden, an approver", start: approved, who: "ann", roles: team, cli: []string{"--note", "duplicate", "b", "P1"}, want: operator.ErrForbidden,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.DecidePayout(ctx, "b", "P1", ui.Decision{Action: ui.DecideCancel, By: "ann", Note: "duplicate"})
+			}},
+		{name: "cancel/an operator", start: approved, who: "otto", roles: team, cli: []string{"--note", "duplicate", "b", "P1"},
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.DecidePayout(ctx, "b", "P1", ui.Decision{Action: ui.DecideCancel, By: "otto", Note: "duplicate"})
+			}},
+		{name: "resolve rejected/forbidden, a maker", start: review(false, false), who: "mo", roles: team, cli: []string{"b", "R2", "--as", "rejected", "--note", "closed account"},
+			want: operator.ErrForbidden, console: decide("R2", "mo", ui.DecideRejected, "closed account", "")},
+		{name: "pause/forbidden, someone the roles file names nowhere", start: awaiting(false), who: "zed", roles: team, cli: []string{"--note", "queue payouts, in the web UI"}, want: operator.ErrForbidden,
+			console: func(ctx context.Context, u operator.UIControls) (string, error) {
+				return u.SwitchQueue(ctx, "zed", true)
+			}},
 		{name: "resume/ledger rolled back", start: pausedQueue(true), who: "alice", cli: []string{"--note", "queue payouts, in the web UI"}, want: operator.ErrRolledBack,
 			console: func(ctx context.Context, u operator.UIControls) (string, error) {
 				return u.SwitchQueue(ctx, "alice", false)
@@ -253,6 +336,9 @@ func TestCLIAndConsoleRunTheSameCommands(t *testing.T) {
 				}
 				if !tt.nothing && !strings.Contains(cliState, "  "+tt.who+" ") {
 					t.Errorf("no audit entry by %s:\n%s", tt.who, cliState)
+				}
+				if strings.Contains(cliState, "  "+tt.who+` as ""`) {
+					t.Errorf("an audit entry by %s without the role they acted in:\n%s", tt.who, cliState)
 				}
 			} else {
 				for side, err := range map[string]error{"CLI": cliErr, "console": consoleErr} {
@@ -284,6 +370,13 @@ func runCLI(t *testing.T, tt command, pspURL string) (string, string, error) {
 	for k, v := range tt.env {
 		env = append(env, k+"="+v)
 	}
+	if tt.roles != "" {
+		file := filepath.Join(t.TempDir(), "roles")
+		if err := os.WriteFile(file, []byte(tt.roles), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, "PAYOUT_ROLES_FILE="+file)
+	}
 	var err error
 	code := cli.MainWith(context.Background(), args, nil, &out, &errb, env, cli.Hooks{
 		Account: func() (string, string) { return "1000", tt.who },
@@ -314,7 +407,15 @@ func runConsole(t *testing.T, tt command, pspURL string) (string, string, error)
 	t.Cleanup(func() { office.Close() })
 	u := operator.UIControls{Actions: operator.New(rdb, nil, zerolog.Nop()), PSP: office, FourEyes: tt.env["PAYOUT_FOUR_EYES"] == "true",
 		OutcomeWindow: 24 * time.Hour}
-	words, err := tt.console(context.Background(), u)
+	p := access.Principal{Name: tt.who, Roles: access.Everyone}
+	if tt.roles != "" {
+		m, err := access.Parse("roles", strings.NewReader(tt.roles))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Roles = m.For(tt.who, nil)
+	}
+	words, err := tt.console(access.NewContext(context.Background(), p), u)
 	if err != nil {
 		words = err.Error()
 	}
@@ -358,7 +459,7 @@ func state(t *testing.T, l *ledger.Ledger) string {
 	}
 	for _, trail := range []string{"b", ""} {
 		err := l.Audit().Each(ctx, trail, "", func(a ledger.AuditEntry) error {
-			fmt.Fprintf(&b, "audit %q:  %s %s %s->%s %s\n", trail, a.Actor, a.ExternalID, a.From, a.To, a.Context["note"])
+			fmt.Fprintf(&b, "audit %q:  %s as %q %s %s->%s %s\n", trail, a.Actor, a.Role, a.ExternalID, a.From, a.To, a.Context["note"])
 			return nil
 		})
 		if err != nil {

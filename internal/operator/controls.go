@@ -37,6 +37,8 @@ func answer(words string, err error) (string, error) {
 	switch {
 	case err == nil:
 		return words, nil
+	case errors.Is(err, ErrForbidden):
+		return "", ui.Forbid(err)
 	case errors.Is(err, ErrRefused):
 		return "", ui.Refuse(err)
 	case errors.Is(err, ErrNotEnqueued), errors.Is(err, ErrNextNotEnqueued):
@@ -47,6 +49,8 @@ func answer(words string, err error) (string, error) {
 
 // Approve approves the batch as payout approve does (Actions.Approve).
 func (u UIControls) Approve(ctx context.Context, batch, by, note string) (string, error) {
+	// The approval rule's role is checked against the signed-in person's
+	// roles (the principal in ctx: Actions.Approve).
 	r, err := u.Actions.Approve(ctx, batch, ledger.Approval{By: by, FourEyes: u.FourEyes, DailyLimit: u.DailyLimit, Note: note})
 	return answer(r.Words(), err)
 }
@@ -73,8 +77,12 @@ var decisions = map[string]lifecycle.State{ui.DecideRecheck: lifecycle.Checking,
 // (Actions.Cancel) or payout resolve (Actions.Resolve: recheck, created,
 // rejected) does.
 func (u UIControls) DecidePayout(ctx context.Context, batch, ext string, d ui.Decision) (string, error) {
-	if d.Action == ui.DecideCancel {
+	switch d.Action {
+	case ui.DecideCancel:
 		r, err := u.Actions.Cancel(ctx, batch, ext, d.By, d.Note)
+		return answer(r.Words(), err)
+	case ui.DecideRelease:
+		r, err := u.Actions.Release(ctx, batch, ext, d.By, d.Note)
 		return answer(r.Words(), err)
 	}
 	to, ok := decisions[d.Action]

@@ -1,12 +1,14 @@
 // Package operator is what people decide and read, shared by the CLI and
 // the web UI: the one implementation of every person's command (approve
 // or discard a batch awaiting approval, cancel a payout, resolve a payout
-// as recheck, created or rejected, pause or resume the payout queue:
-// commands.go, resolve.go), each with a typed result and typed refusals
+// as recheck, created or rejected, pause or resume the payout queue,
+// redeliver webhook events: commands.go, resolve.go, redeliver.go), each
+// with a typed result and typed refusals
 // (*Refusal) that carry the words people read, and the web UI's adapter
 // over the ledger (Console: the batches, a batch's payouts, a payout's
-// history, the search, the work queue and the downloads in the types of
-// package ui; UIControls: the console's forms as the commands).
+// history, the search, the work queue, the webhooks' delivery log and the
+// downloads in the types of package ui; UIControls: the console's forms as
+// the commands).
 //
 // The payout commands (approve, discard, cancel, resolve, pause, resume)
 // and the web UI all go through it, so that the ledger checks (four-eyes,
@@ -21,6 +23,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/queue"
@@ -48,6 +51,10 @@ type Actions struct {
 	// Notify receives the queue paused/resumed events (nil: none).
 	Notify *notify.Emitter
 	Log    zerolog.Logger
+
+	// who is the principal the commands act as (As; roles.go), when bound.
+	who   access.Principal
+	bound bool
 }
 
 // New returns the Actions of rdb, notifying em (which may be nil).

@@ -71,13 +71,14 @@ func TestQueueChangedRecordsAndNotifies(t *testing.T) {
 
 func TestActionsNeedAnOperator(t *testing.T) {
 	a, _ := newActions(t)
+	a = a.As(everyone("carol"))
 	if _, err := a.Approve(context.Background(), "b1", ledger.Approval{}); !errors.Is(err, ErrMissingOperator) || !errors.Is(err, ErrIncomplete) {
 		t.Errorf("approve without --by: %v", err)
 	}
 	if _, err := a.Discard(context.Background(), "b1", "carol", ""); !errors.Is(err, ErrMissingOperator) {
 		t.Errorf("discard without a note: %v", err)
 	}
-	if _, err := (UIControls{Actions: a}).Approve(context.Background(), "nosuch", "carol", ""); !errors.Is(err, ui.ErrRefused) || !errors.Is(err, ErrNotFound) {
+	if _, err := (UIControls{Actions: a}).Approve(asPerson(context.Background(), "carol"), "nosuch", "carol", ""); !errors.Is(err, ui.ErrRefused) || !errors.Is(err, ErrNotFound) {
 		t.Errorf("approve of an unknown batch in the UI: %v, want a refusal", err)
 	}
 }
@@ -103,14 +104,14 @@ func TestApprovalNotEnqueuedStands(t *testing.T) {
 		}
 		return res.Batch
 	}
-	r, err := a.Approve(ctx, hold("cli"), ledger.Approval{By: "carol"})
+	r, err := a.As(everyone("carol")).Approve(ctx, hold("cli"), ledger.Approval{By: "carol"})
 	if !errors.Is(err, ErrNotEnqueued) || errors.Is(err, ErrRefused) || r.Batch.Phase != lifecycle.PhaseLoaded {
 		t.Fatalf("approve with the queue down: %v, phase %q", err, r.Batch.Phase)
 	}
 	if msg := r.Words(); !strings.Contains(msg, "approved by carol") || !strings.HasSuffix(msg, LeftToReconciler) {
 		t.Fatalf("message: %q", msg)
 	}
-	msg, err := UIControls{Actions: a}.Approve(ctx, hold("ui"), "carol", "")
+	msg, err := UIControls{Actions: a}.Approve(asPerson(ctx, "carol"), hold("ui"), "carol", "")
 	if !errors.Is(err, ui.ErrPartlyDone) || errors.Is(err, ui.ErrRefused) || !strings.Contains(msg, LeftToReconciler) {
 		t.Fatalf("UI approve with the queue down: %q, %v", msg, err)
 	}

@@ -108,7 +108,7 @@ func (c Console) Payout(ctx context.Context, batch, ext string) (ui.PayoutView, 
 
 // auditView shows an audit entry, card-like numbers masked.
 func auditView(a ledger.AuditEntry) ui.AuditView {
-	v := ui.AuditView{Time: a.Time, Actor: card.Scrub(a.Actor), From: a.From, To: a.To, Note: card.Scrub(a.Context["note"])}
+	v := ui.AuditView{Time: a.Time, Actor: card.Scrub(a.Actor), Role: a.Role, From: a.From, To: a.To, Note: card.Scrub(a.Context["note"])}
 	var rest []string
 	for _, k := range slices.Sorted(maps.Keys(a.Context)) {
 		if k != "note" && k != "op" && a.Context[k] != "" {
@@ -195,13 +195,13 @@ func failedRows(rows iter.Seq2[report.Row, error]) iter.Seq2[report.Row, error] 
 // masked and every cell neutralised for spreadsheets.
 func (c Console) writeAudit(ctx context.Context, batch string, w io.Writer) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"time", "actor", "externalId", "from", "to", "note", "details"}); err != nil {
+	if err := cw.Write([]string{"time", "actor", "externalId", "from", "to", "note", "details", "role"}); err != nil {
 		return err
 	}
 	err := c.Ledger.Audit().Each(ctx, batch, "", func(a ledger.AuditEntry) error {
 		v := auditView(a)
 		return cw.Write([]string{v.Time.UTC().Format(time.RFC3339Nano), report.Neutralize(v.Actor),
-			report.Neutralize(card.Scrub(a.ExternalID)), v.From, v.To, report.Neutralize(v.Note), report.Neutralize(v.Details)})
+			report.Neutralize(card.Scrub(a.ExternalID)), v.From, v.To, report.Neutralize(v.Note), report.Neutralize(v.Details), v.Role})
 	})
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func payoutView(b ledger.Batch, p ledger.Payout) ui.PayoutView {
 		Attempts: p.Creates, ResolvedBy: card.Scrub(p.ResolvedBy), Resolution: card.Scrub(p.ResolutionNote),
 		ResolvedAt: p.ResolvedAt, UpdatedAt: p.UpdatedAt, Task: latestTask(b, p), Queue: jobs.Queue,
 		Info: infoValues(b, p), Extra: extraValues(p.Extra), DestinationType: destinationType(p.Destination),
-		Proposal: ProposalWords(p.Proposal),
+		Proposal: ProposalWords(p.Proposal), ReleaseAt: p.ReleaseAt,
 	}
 }
 

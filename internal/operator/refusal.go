@@ -29,6 +29,9 @@ var (
 	// ErrNeedsSecondPerson: four-eyes, this person may not take this
 	// decision (they loaded the batch, or proposed the resolution).
 	ErrNeedsSecondPerson = errors.New("operator: four-eyes: needs a second person")
+	// ErrNotApprover: the batch's approval rule asks for approvers of a
+	// role this person does not hold.
+	ErrNotApprover = errors.New("operator: the approval rule asks for another role")
 	// ErrOverLimit: the daily limit or the amount ceiling.
 	ErrOverLimit = errors.New("operator: over a limit")
 	// ErrUnconfirmed: the PSP contradicts the decision, cannot confirm it,
@@ -39,6 +42,10 @@ var (
 	ErrIncomplete = errors.New("operator: incomplete command")
 	// ErrRolledBack: the ledger went back in time and is not reconciled.
 	ErrRolledBack = errors.New("operator: the ledger went back in time")
+	// ErrForbidden: the person does not hold the role the command needs
+	// (internal/access), or acts under another name than they signed in
+	// with. The console answers it 403.
+	ErrForbidden = errors.New("operator: the person does not hold the role the command needs")
 )
 
 // Refusal is a person's command refused: nothing changed. Its Error is
@@ -75,6 +82,20 @@ func notDone(cmd string) string {
 		return "not " + strings.TrimSuffix(cmd, "e") + "ed"
 	case "cancel":
 		return "not cancelled"
+	case "redeliver":
+		return "not redelivered"
+	case "load":
+		return "not loaded"
+	case "release":
+		return "not released"
+	case "status", "history", "report", "review":
+		return "not shown"
+	case "reconcile":
+		return "not reconciled"
+	case "archive":
+		return "not archived"
+	case "token":
+		return "no token managed"
 	}
 	return "not done"
 }
@@ -95,9 +116,12 @@ func classify(cmd, batch, ext string, err error) error {
 		return refuse(cmd, ErrNotFound, err, notFoundWords(batch, ext))
 	case errors.As(err, &conflict):
 		return refuse(cmd, ErrWrongState, err, notReviewWords(ext, conflict.Found))
-	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrLoadRunning), errors.Is(err, ledger.ErrEverSent):
+	case errors.Is(err, ledger.ErrNotAwaiting), errors.Is(err, ledger.ErrLoadRunning), errors.Is(err, ledger.ErrEverSent), errors.Is(err, ledger.ErrNotHeld),
+		errors.Is(err, ledger.ErrExpired):
 		return refuse(cmd, ErrWrongState, err, plain(err))
-	case errors.Is(err, ledger.ErrFourEyes):
+	case errors.Is(err, ledger.ErrApproverRole):
+		return refuse(cmd, ErrNotApprover, err, plain(err))
+	case errors.Is(err, ledger.ErrFourEyes), errors.Is(err, ledger.ErrAlreadyApproved):
 		return refuse(cmd, ErrNeedsSecondPerson, err, plain(err))
 	case errors.Is(err, ledger.ErrDailyLimit), errors.Is(err, money.ErrCeiling):
 		return refuse(cmd, ErrOverLimit, err, plain(err))
@@ -133,7 +157,7 @@ func notQueuedWords(ext string, was lifecycle.State) string {
 
 // incompleteWords: who acts, or why, is missing.
 func incompleteWords(cmd string) string {
-	if cmd == "approve" || cmd == "pause" || cmd == "resume" {
+	if cmd == "approve" || cmd == "pause" || cmd == "resume" || cmd == "redeliver" {
 		return "every operator action records who took it"
 	}
 	return "every operator action records who took it and, for a " + cmd + ", a note saying why"

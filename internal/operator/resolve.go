@@ -61,6 +61,10 @@ var ErrNextNotEnqueued = errors.New("resolved, but its next check was not enqueu
 func (a *Actions) Resolve(ctx context.Context, c StatusChecker, batch, ext string, d Resolution) (ResolvedPayout, error) {
 	out := ResolvedPayout{Batch: batch, ExternalID: ext}
 	d.Who.By, d.Who.Note, d.OrderID = strings.TrimSpace(d.Who.By), strings.TrimSpace(d.Who.Note), strings.TrimSpace(d.OrderID)
+	ctx, err := a.allow(ctx, "resolve", resolveAction(d), d.Who.By)
+	if err != nil {
+		return out, err
+	}
 	if err := who("resolve", d.Who.By, d.Who.Note); err != nil {
 		return out, err
 	}

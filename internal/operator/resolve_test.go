@@ -114,7 +114,7 @@ func TestDecidePayoutAsksThePSPFirst(t *testing.T) {
 			reviewBatch(t, a)
 			u := UIControls{Actions: a, PSP: tt.psp, OutcomeWindow: time.Hour}
 			tt.d.By, tt.d.Note = "alice", "checked in the back office"
-			msg, err := u.DecidePayout(ctx, "b", tt.ext, tt.d)
+			msg, err := u.DecidePayout(asPerson(ctx, "alice"), "b", tt.ext, tt.d)
 			if got := msg + errText(err); !strings.Contains(got, tt.msg) {
 				t.Errorf("got %q, want %q in it", got, tt.msg)
 			}
@@ -164,7 +164,7 @@ func TestDecidePayoutFourEyes(t *testing.T) {
 			u := UIControls{Actions: a, PSP: office, OutcomeWindow: time.Hour, FourEyes: tt.policy}
 			decide := func(by string, d ui.Decision) (string, error) {
 				d.By, d.Note = by, "checked in the back office"
-				return u.DecidePayout(ctx, "b", "R1", d)
+				return u.DecidePayout(asPerson(ctx, by), "b", "R1", d)
 			}
 			created := ui.Decision{Action: ui.DecideCreated, OrderID: "WD-1"}
 			msg, err := decide("alice", created)
@@ -192,7 +192,7 @@ func TestDecidePayoutFourEyes(t *testing.T) {
 			if err != nil || p.State != lifecycle.Created || p.ResolvedBy != "bob" || !strings.Contains(msg, "proposed by alice") {
 				t.Fatalf("second person: R1 is %s by %s: %q %v", p.State, p.ResolvedBy, msg, err)
 			}
-			if _, err := u.DecidePayout(ctx, "b", "R2", ui.Decision{Action: ui.DecideRecheck, By: "alice", Note: "PSP back"}); err != nil {
+			if _, err := u.DecidePayout(asPerson(ctx, "alice"), "b", "R2", ui.Decision{Action: ui.DecideRecheck, By: "alice", Note: "PSP back"}); err != nil {
 				t.Fatalf("recheck: %v", err)
 			}
 			if p, _ := a.Ledger.Get(ctx, "b", "R2"); p.State != lifecycle.Checking {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
@@ -43,7 +44,10 @@ func (u UIUploads) Preview(ctx context.Context, up ui.Upload) (ui.Preview, error
 	if up.By == "" {
 		return p, ErrMissingOperator
 	}
-	decl := loader.Control{Source: "the upload form", Rows: up.ExpectRows}
+	if err := mayLoad(ctx, up.By); err != nil {
+		return p, err
+	}
+	decl := loader.Control{Source: "the upload form", Rows: up.ExpectRows, Release: up.ReleaseAt}
 	if up.ExpectTotal != "" {
 		a, err := money.Parse(up.ExpectTotal, 8)
 		if err != nil {
@@ -100,6 +104,9 @@ func (u UIUploads) Confirm(ctx context.Context, id, by string, f ui.FileChoices)
 	if by == "" {
 		return ui.Preview{}, ErrMissingOperator
 	}
+	if err := mayLoad(ctx, by); err != nil {
+		return ui.Preview{}, err
+	}
 	o := u.Options
 	if err := choose(&o.Load.File, f); err != nil {
 		return ui.Preview{}, err
@@ -117,6 +124,16 @@ func (u UIUploads) Confirm(ctx context.Context, id, by string, f ui.FileChoices)
 	p.Hash, p.Loaded, p.Held, p.FileChoices = id, res.Loaded, res.Held, f
 	p.ExpectRows, p.ExpectTotal = typedControl(res.Control)
 	return p, nil
+}
+
+// mayLoad refuses an upload (ui.Forbid) unless the signed-in person of
+// ctx (access.FromContext) may load as by (Check).
+func mayLoad(ctx context.Context, by string) error {
+	p, _ := access.FromContext(ctx)
+	if _, err := Check(ctx, p, "load", access.Load, by); err != nil {
+		return ui.Forbid(err)
+	}
+	return nil
 }
 
 // errEnoughRows stops the read of a preview's sample.

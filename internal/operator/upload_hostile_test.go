@@ -63,7 +63,7 @@ func TestUploadRefusesHostileWorkbooks(t *testing.T) {
 	rdb := fakeredis.Working(t)
 	ld := loader.New(ledger.New(rdb), queue.New(rdb), vault.Ephemeral(), zerolog.Nop())
 	u := UIUploads{Loader: ld, Spool: t.TempDir()}
-	ctx := context.Background()
+	ctx := asPerson(context.Background(), "alice")
 	preview := func(t *testing.T, name string, data []byte) (ui.Preview, uint64, time.Duration) {
 		runtime.GC()
 		stop := make(chan struct{})

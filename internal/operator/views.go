@@ -35,6 +35,7 @@ func BatchViews(sts []view.BatchStatus, paused bool) []ui.BatchView {
 			Phase:          s.Phase, WaitReason: s.WaitReason, LoadedBy: s.LoadedBy,
 			Interrupted: s.Interrupted, State: s.State(),
 			PhaseCode: ph.Code, PhaseLabel: ph.Label, PhaseReason: ph.Reason, FourEyes: s.FourEyes,
+			ApprovalRule: s.Rule, Approvals: s.ApprovalProgress(), Approvers: approverNames(s.Approvers),
 		})
 	}
 	return out
@@ -67,4 +68,13 @@ func QueuePaused(ctx context.Context, rdb redis.UniversalClient) (bool, error) {
 		return false, nil
 	}
 	return queue.QueuePaused(ctx, rdb)
+}
+
+// approverNames are the names of a batch's approvals, in order.
+func approverNames(as []ledger.Approver) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.By
+	}
+	return out
 }

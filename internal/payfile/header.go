@@ -213,7 +213,11 @@ func (c *config) parseHeader(fields []string, line int) (*header, []Error) {
 	if known == 0 {
 		return nil, []Error{bad("no known column name: is the header row missing, or a title row above it (more than 2 cells)? Expected %s", c.expected())}
 	}
-	if errs = append(errs, missingColumns(seen, line, allowed)...); len(errs) > 0 {
+	errs = append(errs, missingColumns(seen, line, allowed)...)
+	if msg := c.payDateProblem(seen, infoCol, info); msg != "" {
+		errs = append(errs, bad("%s", msg))
+	}
+	if len(errs) > 0 {
 		return nil, errs
 	}
 	c.mapColumns(h, seen, infoCol, info)
@@ -243,6 +247,35 @@ func (c *config) infoProblem(i int, f, folded, allowed string, infoCol map[strin
 		return fmt.Sprintf("column %d %q repeats column %d", i+1, f, j+1)
 	}
 	return ""
+}
+
+// payDateProblem says why the header lacks the pay date column
+// (Options.PayDateColumn), "" when it has it or none is asked for: a
+// column named for the pay dates that the file lacks is refused at its
+// header, never ignored (every row would take the batch's release time,
+// or none). seen are the known columns, infoCol and info the
+// informational ones.
+func (c *config) payDateProblem(seen, infoCol map[string]int, info []string) string {
+	if c.payDate == "" {
+		return ""
+	}
+	if _, ok := infoCol[c.payDate]; ok {
+		return ""
+	}
+	if name, ok := c.byCanon[c.payDate]; ok {
+		if _, in := seen[name]; in {
+			return fmt.Sprintf("the pay date column %q (--pay-date-column) is %s, a column sent to the PSP, not an informational column", c.payDateName, name)
+		}
+	}
+	for _, n := range info {
+		if nameDistance(fold(n), c.payDate) <= 2 {
+			return fmt.Sprintf("no pay date column %q (--pay-date-column) in the header: did you mean %q?", c.payDateName, n)
+		}
+	}
+	if len(info) == 0 {
+		return fmt.Sprintf("no pay date column %q (--pay-date-column) in the header: the file has no informational column", c.payDateName)
+	}
+	return fmt.Sprintf("no pay date column %q (--pay-date-column) in the header: its informational columns are %s", c.payDateName, strings.Join(info, ", "))
 }
 
 // missingColumns are the problems of a header, on line, whose known

@@ -139,6 +139,11 @@ type Options struct {
 	// column are taken for a card number (see cardscan.go); the zero value
 	// is CardPrefixesIIN.
 	CardPrefixes CardPrefixes
+	// PayDateColumn names the informational column that holds a row's
+	// own pay date (payout load --pay-date-column, matched as header names
+	// are): its value is kept as information, as before, and also given
+	// as Row.PayDate, for the loader to schedule the row by. "": none.
+	PayDateColumn string
 }
 
 // Decimals is the number of decimal places amounts read with o are shown
@@ -180,6 +185,9 @@ const (
 	// KindTotal: the row takes the file's total over the largest sum the
 	// ledger counts exactly (money.Ceiling); the file is refused whole.
 	KindTotal
+	// KindLimit: the row is over a limit the ledger keeps across files
+	// (the recipient velocity limit, --velocity-action refuse).
+	KindLimit
 )
 
 func (k Kind) String() string {
@@ -198,6 +206,8 @@ func (k Kind) String() string {
 		return "empty"
 	case KindTotal:
 		return "total"
+	case KindLimit:
+		return "limit"
 	}
 	return "unknown"
 }
@@ -275,6 +285,9 @@ type Row struct {
 	// (Summary.Info), in that order, as written; nil when all are empty.
 	// They are carried into the result file, never sent to the PSP.
 	Info []string
+	// PayDate is the row's value in Options.PayDateColumn, as written
+	// ("": none); the loader parses and checks it.
+	PayDate string
 }
 
 // Destination is a display form of the destination with the card masked:
@@ -653,6 +666,8 @@ type config struct {
 	cardPref      CardPrefixes
 	allowed       []string          // every allowed column, canonical names, in display order
 	byCanon       map[string]string // folded name -> canonical name
+	payDate       string            // Options.PayDateColumn folded, or ""
+	payDateName   string            // Options.PayDateColumn as given, for errors
 }
 
 // configFor is config for the file name: a workbook if it ends .xlsx.
@@ -700,7 +715,8 @@ func (c *config) columns(extras []string) error {
 func (o Options) config() (*config, error) {
 	c := &config{scale: o.Scale, max: o.MaxAmount,
 		maxID: o.MaxExternalIDLen, maxLine: o.MaxLineBytes, amounts: o.AmountFormat,
-		telecom: o.TelecomOperators, banks: o.BankNames, cardPref: o.CardPrefixes}
+		telecom: o.TelecomOperators, banks: o.BankNames, cardPref: o.CardPrefixes, payDate: fold(o.PayDateColumn),
+		payDateName: strings.TrimSpace(o.PayDateColumn)}
 	if o.CardPrefixes != CardPrefixesIIN && o.CardPrefixes != CardPrefixesAny {
 		return nil, fmt.Errorf("%w: card prefixes %d", ErrBadOptions, o.CardPrefixes)
 	}

@@ -44,6 +44,7 @@ func (c *config) validate(rec *record, emit func(Error)) (row Row, ok, idOK bool
 	row.Amount = c.checkAmount(rec, bad, badLocale)
 	row.CardNumber, row.TelecomOperator = c.checkDestination(rec, bad)
 	row.Extra, row.Info = c.checkExtras(rec, bad)
+	row.PayDate = c.payDateOf(row.Info)
 	if !ok {
 		return Row{Line: rec.Line, ExternalID: row.ExternalID}, false, idOK
 	}
@@ -184,6 +185,20 @@ func (c *config) checkExtras(rec *record, bad func(col, msg string)) (extra []Pr
 		extra = append(extra, Property{Key: name, Value: val})
 	}
 	return extra, info
+}
+
+// payDateOf is the value of the pay date column among a row's
+// informational values (info, in the order of c.extras after c.props).
+func (c *config) payDateOf(info []string) string {
+	if c.payDate == "" {
+		return ""
+	}
+	for k, name := range c.extras[len(c.props):] {
+		if k < len(info) && fold(name) == c.payDate {
+			return info[k]
+		}
+	}
+	return ""
 }
 
 // formulaStarts are the first characters that make a spreadsheet treat a

@@ -66,6 +66,11 @@ type withdrawalBody struct {
 	StatusReason  flexString `json:"statusReason"`
 	FailureReason flexString `json:"failureReason"`
 	Reason        flexString `json:"reason"`
+	// Not in the reference either: when the status last changed (a
+	// return's time). Kept as the PSP's text, scrubbed; never decisive.
+	ReturnedAt      flexString `json:"returnedAt"`
+	StatusChangedAt flexString `json:"statusChangedAt"`
+	UpdatedAt       flexString `json:"updatedAt"`
 }
 
 // depositBody is the 200 body of a deposit create.
@@ -219,7 +224,8 @@ func classifyOK(op Operation, res Result, body []byte) (Result, *depositBody) {
 		if reason == "" {
 			reason = b.Reason
 		}
-		res.Order = Order{OrderID: id, ExternalID: ext, Amount: amount, Status: finish(string(b.Status)), Reason: finish(string(reason))}
+		res.Order = Order{OrderID: id, ExternalID: ext, Amount: amount, Status: finish(string(b.Status)), Reason: finish(string(reason)),
+			ChangedAt: finish(string(firstOf(b.ReturnedAt, b.StatusChangedAt, b.UpdatedAt)))}
 		return res, nil
 	case OpDepositCreate:
 		var b depositBody
@@ -438,6 +444,16 @@ func bodyMessage(status int, body []byte) string {
 // length Scrub recognises). The token is taken out before: see
 // Client.withhold and Client.redact.
 func finish(s string) string { return scrub.Text(s, MaxMessageLen) }
+
+// firstOf is the first of vs that is not empty.
+func firstOf(vs ...flexString) flexString {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
 
 // handshakeAlerts are the TLS alerts (RFC 8446 section 6.2, RFC 5246
 // section 7.2.2) a server sends while it refuses a handshake, before it

@@ -1,6 +1,12 @@
 package psp
 
-import "strings"
+import (
+	"strings"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+)
 
 // OrderOutcome is what an order's status word says of the money.
 type OrderOutcome int
@@ -10,6 +16,10 @@ const (
 	OrderPending OrderOutcome = iota // not final yet (Created, Processing, anything unknown)
 	OrderPaid                        // the money was sent
 	OrderFailed                      // it will not be paid
+	// OrderReturned: the money came back after it was sent (returned,
+	// reversed, refunded, chargeback: --psp-returned-statuses). Of an
+	// order not yet seen paid it means it will not be paid, as OrderFailed.
+	OrderReturned
 )
 
 // Default status words. The reference shows only "Created"; these cover
@@ -21,10 +31,23 @@ var (
 	DefaultFailedStatuses = []string{"failed", "failure", "declined", "rejected", "refused", "cancelled", "canceled", "error", "expired", "returned", "reversed", "blocked", "bounced"}
 )
 
-// StatusWords classifies order status words, case-insensitively and
-// ignoring surrounding space ("PAID" is "paid"; "paid_out" is not).
+// DefaultReturnedStatuses are the status words that mean the money came
+// back after the order was paid: an assumption (the reference shows only
+// "Created"), after the words PayPal (RETURNED, REFUNDED, REVERSED),
+// Modern Treasury (returned, reversed), Stripe (reversed) and card
+// schemes (chargeback) use; configurable with --psp-returned-statuses.
+// "returned" and "reversed" are failed words too: of an order not yet
+// seen paid they mean it will not be paid.
+var DefaultReturnedStatuses = []string{"returned", "reversed", "refunded", "chargeback"}
+
+// StatusWords classifies order status words: the one classifier of the
+// PSP's status words. It compares them normalized once (normWord): case
+// folded under every locale's rules, compatibility forms and spaces,
+// hyphens and underscores inside a word dropped ("PAID", "Ｐａｉｄ" and
+// "PAİD" are "paid"; "Charge-Back" is "chargeback"; "paid_out" is not
+// "paid").
 type StatusWords struct {
-	paid, failed map[string]bool
+	paid, failed, returned map[string]bool
 }
 
 // NewStatusWords builds the classifier; a word in both lists is refused.
@@ -48,19 +71,57 @@ func NewStatusWords(paid, failed []string) (StatusWords, error) {
 	return w, nil
 }
 
-// Outcome classifies one status word.
+// WithReturned returns w classifying the words returned as OrderReturned
+// (DefaultReturnedStatuses, --psp-returned-statuses); a word that is also
+// a paid word is refused. A returned word may be a failed word too.
+func (w StatusWords) WithReturned(returned []string) (StatusWords, error) {
+	c := StatusWords{paid: w.paid, failed: w.failed, returned: map[string]bool{}}
+	for _, r := range returned {
+		k := normWord(r)
+		if k == "" {
+			continue
+		}
+		if c.paid[k] {
+			return StatusWords{}, &ConfigError{Msg: "status word " + r + " is both paid and returned"}
+		}
+		c.returned[k] = true
+	}
+	return c, nil
+}
+
+// Outcome classifies one status word. A word that is both returned and
+// failed is OrderReturned.
 func (w StatusWords) Outcome(status string) OrderOutcome {
 	k := normWord(status)
 	switch {
 	case w.paid[k]:
 		return OrderPaid
+	case w.returned[k]:
+		return OrderReturned
 	case w.failed[k]:
 		return OrderFailed
 	}
 	return OrderPending
 }
 
-func normWord(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+// fold is full Unicode case folding, the same under every locale.
+var fold = cases.Fold()
+
+// normWord is the form status words are compared in: NFKC (full-width and
+// other compatibility forms), case folded, the dot of a Turkish capital
+// İ and the dotless ı read as i, without space, hyphens or underscores.
+func normWord(s string) string {
+	s = fold.String(norm.NFKC.String(s))
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\u0307' || r == '-' || r == '_' || unicode.IsSpace(r):
+			return -1
+		case r == 'ı':
+			return 'i'
+		}
+		return r
+	}, s)
+}
 
 // ConfigError is a configuration mistake of this package.
 type ConfigError struct{ Msg string }

@@ -110,6 +110,10 @@ type Order struct {
 	// Reason is why an order failed, when the answer says (statusReason,
 	// failureReason or reason: the reference shows no such field).
 	Reason string
+	// ChangedAt is when the PSP says the status last changed, as it wrote
+	// it (returnedAt, statusChangedAt or updatedAt: not in the reference),
+	// scrubbed like Status; "" when it does not say.
+	ChangedAt string
 }
 
 // Result is the classified answer to one PSP call.

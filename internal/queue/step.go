@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
@@ -18,6 +19,13 @@ const (
 	Status  Kind = jobs.TypeWithdrawalStatus  // ask whether a create reached the PSP (check N)
 	Outcome Kind = jobs.TypeWithdrawalOutcome // follow a created order to paid or failed (check N)
 	Verify  Kind = jobs.TypeWithdrawalVerify  // ask about a payout a person marked rejected (second N)
+	Watch   Kind = jobs.TypeWithdrawalWatch   // ask again about a paid payout under watch (second N)
+	// Release moves a scheduled payout to queued when its release time
+	// comes (N: that time, Unix seconds). It is no Asynq task: the
+	// ledger's due index (ledger.Schedule), written in the same script as
+	// the move to scheduled, reminds the workers' releaser (package
+	// schedule); Add and Remind refuse it, the reconciler leaves it.
+	Release Kind = "schedule:release"
 )
 
 // Step is the task that reminds a worker of a payout's next step.
@@ -47,6 +55,8 @@ type Step struct {
 //	submitting  the create in flight (Creates), InFlight
 //	checking    status check Seq
 //	created     outcome check OutcomeSeq while it awaits its outcome
+//	held        none: a person releases it (to queued: its create) or cancels it
+//	scheduled   its release at ReleaseAt (the releaser's, not a task: Scheduler)
 //
 // The worker, the reconciler, the loader and the operator's commands all
 // ask it; TestEveryOpenStateHasAStep fails when a state of lifecycle.Machine
@@ -55,6 +65,8 @@ type Step struct {
 func NextStep(p ledger.Payout) (Step, bool) {
 	s := Step{Batch: p.Batch, ExternalID: p.ExternalID, Amount: p.Amount, Destination: p.Destination}
 	switch {
+	case p.State == lifecycle.Scheduled:
+		s.Kind, s.N = Release, int(p.ReleaseAt.Unix())
 	case p.State == lifecycle.Queued:
 		s.Kind, s.N = Create, p.Creates+1
 	case p.State == lifecycle.Submitting:
@@ -68,6 +80,9 @@ func NextStep(p ledger.Payout) (Step, bool) {
 	}
 	return s, true
 }
+
+// Scheduler reports whether s is the releaser's, not a task (Release).
+func (s Step) Scheduler() bool { return s.Kind == Release }
 
 // NextOpen is NextStep of an open payout as a sweep reads it.
 func NextOpen(p ledger.OpenPayout) (Step, bool) {
@@ -83,6 +98,14 @@ func NextOpen(p ledger.OpenPayout) (Step, bool) {
 // machine, a question the callback raised (worker.HandleVerify).
 func VerifyStep(p ledger.Payout, at int64) Step {
 	return Step{Kind: Verify, Batch: p.Batch, ExternalID: p.ExternalID, N: int(at)}
+}
+
+// WatchStep is the watch check of the paid payout p due at Unix second at
+// (its score in the batch's watch zset, or now for a PSP callback): not a
+// step of the state machine (paid is final), the watch's own question
+// (worker.HandleWatch), found by the watch sweep (ledger.DueWatches).
+func WatchStep(p ledger.Payout, at int64) Step {
+	return Step{Kind: Watch, Batch: p.Batch, ExternalID: p.ExternalID, N: int(at)}
 }
 
 // In returns s to run no sooner than d after it is enqueued.
@@ -102,6 +125,10 @@ func (s Step) ID() string {
 		return jobs.OutcomeTaskID(s.ExternalID, s.N)
 	case Verify:
 		return jobs.VerifyTaskID(s.ExternalID, int64(s.N))
+	case Watch:
+		return jobs.WatchTaskID(s.ExternalID, int64(s.N))
+	case Release:
+		return "release:" + s.ExternalID + ":" + strconv.Itoa(s.N)
 	}
 	return ""
 }
@@ -121,6 +148,10 @@ func (s Step) task() (jobs.Task, error) {
 			Amount: s.Amount, Destination: s.Destination}, s.After)
 	case Verify:
 		return jobs.NewVerifyTask(jobs.VerifyPayload{Batch: s.Batch, ExternalID: s.ExternalID}, int64(s.N))
+	case Watch:
+		return jobs.NewWatchTask(jobs.WatchPayload{Batch: s.Batch, ExternalID: s.ExternalID}, int64(s.N))
+	case Release:
+		return jobs.Task{}, fmt.Errorf("queue: %s is the releaser's (the ledger's due index), not a task", s.ID())
 	}
 	return jobs.Task{}, fmt.Errorf("queue: step of unknown kind %q", s.Kind)
 }

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"testing"
+	"time"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
@@ -63,6 +64,7 @@ func TestNextStep(t *testing.T) {
 		{ledger.Payout{State: lifecycle.Created}, "", false},
 		{ledger.Payout{State: lifecycle.NeedsReview, Seq: 5}, "", false},
 		{ledger.Payout{State: lifecycle.Rejected}, "", false},
+		{ledger.Payout{State: lifecycle.Scheduled, ReleaseAt: time.Unix(1798761600, 0)}, "release:E1:1798761600", false},
 	} {
 		c.p.Batch, c.p.ExternalID, c.p.Amount, c.p.Destination = "b", "E1", "1.00", "card 411111******1111"
 		s, ok := NextStep(c.p)
@@ -70,7 +72,10 @@ func TestNextStep(t *testing.T) {
 			t.Errorf("%s: %+v %v, want %q in flight %v", c.p.State, s, ok, c.id, c.inFlight)
 			continue
 		}
-		if !ok {
+		if !ok || s.Scheduler() {
+			if _, err := s.task(); ok && err == nil {
+				t.Errorf("%s: a release step built a task", c.p.State)
+			}
 			continue
 		}
 		task, err := s.task()

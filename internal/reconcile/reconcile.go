@@ -7,7 +7,9 @@
 // has no live task and restores that step; a submitting payout's step is
 // the create in flight, which is never enqueued again: the payout is moved
 // to checking first (the create may have been sent), and its status check
-// follows.
+// follows. A scheduled payout has no task: its reminder is its batch's
+// place in the releaser's due index (ledger.Schedule), which a sweep puts
+// back should it be missing.
 //
 // A task is live only where something will run it (queue.Liveness): a
 // pending task in the queue's pending list, an active one in the active
@@ -27,11 +29,11 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
+	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/view"
 	"github.com/redis/go-redis/v9"
@@ -99,6 +101,17 @@ type Report struct {
 	Batches int // batches with open payouts that were swept
 	Open    int // open payouts looked at
 	Repairs []Repair
+	// Expired are the batches whose approval request expired: discarded
+	// (or, in a dry run, to be discarded) with every payout cancelled.
+	Expired []Expiry
+}
+
+// Expiry is a batch awaiting approval whose approval request expired.
+type Expiry struct {
+	Batch     string
+	Reason    string // "approval expired after 7 days"
+	Cancelled int    // payouts cancelled
+	Done      bool   // false in a dry run
 }
 
 // Sweeper finds and repairs open payouts without a live task.
@@ -109,6 +122,9 @@ type Sweeper struct {
 	log      zerolog.Logger
 	OnRepair func(Repair) // called for every repair done (metrics); may be nil
 	OnSweep  func(Report) // called after every sweep of Run that finished (metrics); may be nil
+	// Notify is told of every batch the sweep discards because its
+	// approval request expired (notify.Expired); may be nil.
+	Notify *notify.Emitter
 }
 
 // New builds a Sweeper on rdb (the client the Asynq tasks live on) and l.
@@ -133,6 +149,9 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	if err := s.expire(ctx, now, batches, dryRun, &rep); err != nil {
+		return rep, err
+	}
 	for _, b := range batches {
 		if b.Counts.Open() == 0 {
 			continue
@@ -142,6 +161,13 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 		// resumes it); what workers have begun is swept like any other.
 		loading := b.Phase != lifecycle.PhaseLoaded
 		rep.Batches++
+		if b.Counts.Rows[lifecycle.Scheduled] > 0 && !dryRun {
+			// A scheduled payout's reminder is its batch's place in the
+			// releaser's due index: restored here should it be lost.
+			if err := s.ledger.Schedule().Index(ctx, b.ID); err != nil {
+				return rep, err
+			}
+		}
 		var buf []ledger.OpenPayout
 		flush := func() error {
 			err := s.repairChunk(ctx, live, now, buf, dryRun, &rep)
@@ -167,6 +193,39 @@ func (s *Sweeper) Sweep(ctx context.Context, dryRun bool) (Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// expire discards the batches awaiting approval whose approval request
+// expired (ledger.Controls.ExpireBatch: a compare-and-set against the
+// approvals), cancels their payouts and emits batch_expired; a batch
+// discarded so whose payouts were not all cancelled (a sweep died) is
+// taken up again. Nothing of an expired batch is ever enqueued.
+func (s *Sweeper) expire(ctx context.Context, now time.Time, batches []view.BatchStatus, dryRun bool, rep *Report) error {
+	for _, b := range batches {
+		due := b.Phase == lifecycle.PhaseAwaiting && !b.ExpiresAt.IsZero() && !now.Before(b.ExpiresAt)
+		redo := b.Phase == lifecycle.PhaseDiscarded && b.ExpiredDiscard && b.Counts.Rows[lifecycle.Queued] > 0
+		if !due && !redo {
+			continue
+		}
+		if dryRun {
+			rep.Expired = append(rep.Expired, Expiry{Batch: b.ID, Reason: ledger.ExpiryReason(b.Expiry)})
+			continue
+		}
+		x, ok, err := s.ledger.Controls().ExpireBatch(ctx, b.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // approved or discarded by a person first
+		}
+		rep.Expired = append(rep.Expired, Expiry{Batch: b.ID, Reason: x.Reason, Cancelled: x.Cancelled, Done: true})
+		s.log.Warn().Str("batch", b.ID).Str("reason", x.Reason).Int("cancelled", x.Cancelled).
+			Msg("batch discarded: its approval request expired; nothing of it is sent")
+		if err := s.Notify.Emit(ctx, notify.Expired(b.ID, x.Reason)); err != nil {
+			s.log.Error().Err(err).Str("batch", b.ID).Msg("notification of the expired batch not queued")
+		}
+	}
+	return nil
 }
 
 // repairChunk restores the lost tasks of ps, a chunk of open payouts: a
@@ -209,7 +268,7 @@ func (s *Sweeper) settled(now time.Time, ps []ledger.OpenPayout) ([]ledger.OpenP
 	var steps []queue.Step
 	for _, p := range ps {
 		step, ok := queue.NextOpen(p)
-		if ok && now.Sub(p.UpdatedAt) >= s.cfg.Grace {
+		if ok && !step.Scheduler() && now.Sub(p.UpdatedAt) >= s.cfg.Grace {
 			settled = append(settled, p)
 			steps = append(steps, step)
 		}
@@ -278,32 +337,18 @@ func (s *Sweeper) repair(ctx context.Context, step queue.Step, r *Repair) (bool,
 // Run sweeps every Interval until ctx is done, in whichever process holds
 // the sweep's lease for that interval.
 func (s *Sweeper) Run(ctx context.Context) {
-	host, _ := os.Hostname()
-	owner := fmt.Sprintf("%s:%d:%d", host, os.Getpid(), time.Now().UnixNano())
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		ok, err := s.ledger.Locks().TryLease(ctx, "reconcile", owner, s.cfg.Interval)
-		if err != nil {
-			s.log.Warn().Err(err).Msg("reconciler: could not take the lease; next interval")
-			continue
-		}
-		if !ok {
-			continue
-		}
+	s.ledger.Locks().Leased(ctx, "reconcile", s.cfg.Interval, func(err error) {
+		s.log.Warn().Err(err).Msg("reconciler: could not take the lease; next interval")
+	}, func(ctx context.Context) {
 		rep, err := s.Sweep(ctx, false)
 		if err != nil {
 			s.log.Error().Err(err).Msg("reconciler sweep failed; next interval")
-			continue
+			return
 		}
-		s.log.Info().Int("batches", rep.Batches).Int("open", rep.Open).Int("repaired", len(rep.Repairs)).Msg("reconciler sweep")
+		s.log.Info().Int("batches", rep.Batches).Int("open", rep.Open).Int("repaired", len(rep.Repairs)).
+			Int("expired", len(rep.Expired)).Msg("reconciler sweep")
 		if s.OnSweep != nil {
 			s.OnSweep(rep)
 		}
-	}
+	})
 }

@@ -137,5 +137,8 @@ func outcomeRows() []Row {
 		{Line: 15, ExternalID: "OUT-14", Amount: amt("1.01"), Destination: "411111******1111", State: string(lifecycle.Submitting),
 			Attempts: 1, UpdatedAt: updatedAt},
 		{Line: 16, ExternalID: "OUT-15", Amount: amt("2.02"), Destination: "411111******1111", State: string(lifecycle.Queued)},
+		{Line: 17, ExternalID: "OUT-16", Amount: amt("19.99"), Destination: "411111******1111", State: string(lifecycle.Returned),
+			PSPOrderID: "ord-16", PSPStatus: "REFUNDED", Attempts: 1, UpdatedAt: updatedAt,
+			Error: "PSP status REFUNDED after paid: the money came back: beneficiary account closed"},
 	}
 }

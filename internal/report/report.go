@@ -35,23 +35,27 @@ func isFinal(state string) bool { return lifecycle.State(state).Final() }
 // groups"): every row is in exactly one, so that their amounts add up to
 // the file's total.
 const (
-	GroupPaid    = "paid"     // the PSP reported the money sent
-	GroupFailed  = "failed"   // the PSP failed the order: will not be paid
-	GroupPending = "pending"  // in flight, or created and awaiting its outcome
-	GroupNotSent = "not_sent" // never became an order: rejected, cancelled, or provably never sent
-	GroupUnknown = "unknown"  // may have been sent, the outcome is not known: ask the PSP
+	GroupPaid = "paid" // the PSP reported the money sent
+	// GroupReturned: paid, then the PSP reported the money came back.
+	// paid is what left for good; paid + returned is what was ever sent.
+	GroupReturned = "returned"
+	GroupFailed   = "failed"   // the PSP failed the order: will not be paid
+	GroupPending  = "pending"  // in flight, or created and awaiting its outcome
+	GroupNotSent  = "not_sent" // never became an order: rejected, cancelled, or provably never sent
+	GroupUnknown  = "unknown"  // may have been sent, the outcome is not known: ask the PSP
 )
 
 // Groups lists the outcome groups in the order summaries show them.
-var Groups = []string{GroupPaid, GroupFailed, GroupPending, GroupNotSent, GroupUnknown}
+var Groups = []string{GroupPaid, GroupReturned, GroupFailed, GroupPending, GroupNotSent, GroupUnknown}
 
 // GroupMeaning says in a few words what each group means to finance.
 var GroupMeaning = map[string]string{
-	GroupPaid:    "money sent",
-	GroupFailed:  "will not be paid: the PSP failed the order",
-	GroupPending: "in progress or awaiting the PSP's outcome",
-	GroupNotSent: "never sent: rejected, cancelled or no order at the PSP",
-	GroupUnknown: "may have been sent: ask the PSP",
+	GroupPaid:     "money sent",
+	GroupReturned: "money sent, then came back (returned, reversed, refunded, chargeback)",
+	GroupFailed:   "will not be paid: the PSP failed the order",
+	GroupPending:  "in progress or awaiting the PSP's outcome",
+	GroupNotSent:  "never sent: rejected, cancelled or no order at the PSP",
+	GroupUnknown:  "may have been sent: ask the PSP",
 }
 
 // notSentReasons start the error of a payout the workers moved to
@@ -75,6 +79,8 @@ func GroupOf(r Row) string {
 	switch r.State {
 	case string(lifecycle.Paid):
 		return GroupPaid
+	case string(lifecycle.Returned):
+		return GroupReturned
 	case string(lifecycle.Failed):
 		return GroupFailed
 	case string(lifecycle.Created):
@@ -85,6 +91,8 @@ func GroupOf(r Row) string {
 		return GroupUnknown
 	case string(lifecycle.Rejected), string(lifecycle.Cancelled):
 		return GroupNotSent
+	case string(lifecycle.Held):
+		return GroupPending // a person may still release it
 	case string(lifecycle.NeedsReview):
 		if r.PSPOrderID == "" {
 			for _, p := range notSentReasons {

@@ -640,7 +640,7 @@ func TestOutcomeGroups(t *testing.T) {
 		"OUT-1": GroupPaid, "OUT-2": GroupPaid, "OUT-3": GroupFailed, "OUT-4": GroupFailed,
 		"OUT-5": GroupPending, "OUT-6": GroupUnknown, "OUT-7": GroupNotSent, "OUT-8": GroupUnknown,
 		"OUT-9": GroupNotSent, "OUT-10": GroupNotSent, "OUT-11": GroupUnknown, "OUT-12": GroupNotSent,
-		"OUT-13": GroupPending, "OUT-14": GroupPending, "OUT-15": GroupPending,
+		"OUT-13": GroupPending, "OUT-14": GroupPending, "OUT-15": GroupPending, "OUT-16": GroupReturned,
 	}
 	cents := map[string]int64{}
 	for _, r := range rows {
@@ -681,5 +681,22 @@ func TestOutcomeGroups(t *testing.T) {
 	open[1].Awaiting = false
 	if s, _ := Summarize(batchOf("b", "f", open), FromSlice(open)); !s.Final {
 		t.Error("a batch of paid and created (not followed) rows is not final")
+	}
+}
+
+// TestLeftForGood: paid minus returned is what left for good; the sums
+// reconcile to the cent.
+func TestLeftForGood(t *testing.T) {
+	rows := outcomeRows()
+	s, err := Summarize(batchOf("b", "f", rows), FromSlice(rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := s.LeftForGood()
+	if !ok || l.Paid.Minor(2) != 10030 || l.Returned.String() != "19.99" || l.Sent.String() != "120.29" || !s.Reconciled {
+		t.Fatalf("left for good %+v (%v), reconciled %v", l, ok, s.Reconciled)
+	}
+	if _, ok := (Summary{}).LeftForGood(); ok {
+		t.Fatal("a summary without returned rows has a left-for-good line")
 	}
 }

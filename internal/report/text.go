@@ -60,10 +60,14 @@ func WriteSummaryText(w io.Writer, s Summary) error {
 	} else {
 		fmt.Fprintf(bw, "final: no, %d %s still in progress or awaiting the outcome\n", pending, plural(pending, "row", "rows"))
 	}
+	if l, ok := s.LeftForGood(); ok {
+		fmt.Fprintf(bw, "left for good: %s paid (sent %s, of which %s came back: returned)\n",
+			formatAmount(l.Paid, s.Scale), formatAmount(l.Sent, s.Scale), formatAmount(l.Returned, s.Scale))
+	}
 	total, fileTotal := formatAmount(s.Total, s.Scale), formatAmount(s.FileTotal, s.Scale)
 	if s.Reconciled {
-		fmt.Fprintf(bw, "reconciled: %s = %s (%d %s); paid + failed + pending + not_sent + unknown = %s\n",
-			total, fileTotal, s.Rows, plural(s.Rows, "row", "rows"), formatAmount(s.GroupsTotal, s.Scale))
+		fmt.Fprintf(bw, "reconciled: %s = %s (%d %s); %s = %s\n",
+			total, fileTotal, s.Rows, plural(s.Rows, "row", "rows"), strings.Join(Groups, " + "), formatAmount(s.GroupsTotal, s.Scale))
 	} else {
 		diff := s.Total.Decimal().Sub(s.FileTotal.Decimal())
 		fmt.Fprintf(bw, "*** MISMATCH *** total of states %s %s file total %s (difference %s), outcomes %s, rows %d %s file rows %d\n",

@@ -129,7 +129,11 @@ func Archive(ctx context.Context, l *ledger.Ledger, o ArchiveOptions) ([]Archive
 			}
 		}
 		if o.DryRun {
-			out = append(out, ArchiveOutcome{Batch: s.ID, File: s.File, Rows: s.Counts.Total(), Resumed: resume, DryRun: true})
+			why, err := outboxWait(ctx, l, s.ID)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, ArchiveOutcome{Batch: s.ID, File: s.File, Rows: s.Counts.Total(), Resumed: resume, DryRun: true, Skipped: why})
 			continue
 		}
 		var pp *ledger.ArchivedBatch
@@ -148,6 +152,18 @@ func Archive(ctx context.Context, l *ledger.Ledger, o ArchiveOptions) ([]Archive
 		}
 	}
 	return out, first
+}
+
+// outboxWait says why batch cannot be archived yet ("" when it can): its
+// outbox goes with the batch's keys (DropBatch), so while it holds events
+// no worker's pump has handed to delivery, archiving would drop them. A
+// later run finds it drained.
+func outboxWait(ctx context.Context, l *ledger.Ledger, batch string) (string, error) {
+	n, err := l.OutboxLen(ctx, batch)
+	if err != nil || n == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("its outbox holds %d payout events not handed to delivery yet (a worker's events pump drains it)", n), nil
 }
 
 // archivedByID is the summaries of the batches archived (or being
@@ -190,11 +206,12 @@ func dueNow(ctx context.Context, l *ledger.Ledger, s view.BatchStatus, now time.
 
 // Archivable reports whether a batch may be archived: no payout has an
 // automatic step due, none waits for a person (needs_review: archived, it
-// could never be resolved), and it is loaded or discarded (not loading,
-// not awaiting approval).
+// could never be resolved), none is paid and still watched (its money may
+// come back: the archive keeps each payout's watch end, wend), and it is
+// loaded or discarded (not loading, not awaiting approval).
 func Archivable(b ledger.Batch, c ledger.Counts) bool {
 	return (b.Phase == lifecycle.PhaseLoaded || b.Phase == lifecycle.PhaseDiscarded) && c.Open() == 0 &&
-		c.Rows[lifecycle.NeedsReview] == 0
+		c.Rows[lifecycle.NeedsReview] == 0 && c.Rows[lifecycle.Held] == 0 && c.Watched == 0
 }
 
 // lastChangeHint is the latest of the batch's load, decision and audit
@@ -327,6 +344,9 @@ func (r *batchArchive) load(ctx context.Context) error {
 		}
 		r.oc.Skipped = "not final any more"
 		return nil
+	}
+	if r.oc.Skipped, err = outboxWait(ctx, r.l, r.id); err != nil || r.oc.Skipped != "" {
+		return err
 	}
 	r.dir = r.o.Dir
 	if r.prev != nil && r.prev.Archive != "" {

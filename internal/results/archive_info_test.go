@@ -38,6 +38,7 @@ func TestArchiveKeepsInfoAndLookalikes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	f.drain(res.Batch)
 	f.age(31 * day)
 	out, err := results.Archive(ctx, f.led, f.opts())
 	if err != nil || len(out) != 1 || out[0].Claims != 2 {

@@ -84,7 +84,51 @@ func (f *fixture) load(name, prefix string, n int) string {
 			f.t.Fatal(err)
 		}
 	}
+	f.drain(res.Batch)
 	return res.Batch
+}
+
+// drain empties batch's outbox as a worker's events pump does once it has
+// queued the deliveries.
+func (f *fixture) drain(batch string) {
+	f.t.Helper()
+	ctx := context.Background()
+	evs, err := f.led.Outbox(ctx, batch, 1<<20)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	ids := make([]string, len(evs))
+	for i, e := range evs {
+		ids[i] = e.StreamID
+	}
+	if err := f.led.AckOutbox(ctx, batch, ids...); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestArchiveWaitsForTheOutbox: a final batch whose outbox still holds
+// payout events (no worker's pump queued their deliveries) is left alone
+// with the reason, all its keys kept; once drained it is archived.
+func TestArchiveWaitsForTheOutbox(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	batch := f.load("events.csv", "E", 2)
+	// An event written after the pump's last pass (as a transition writes
+	// it), not handed on yet.
+	f.rdb.XAdd(ctx, &redis.XAddArgs{Stream: keys.Events(batch), Values: []any{"ext", "E-1", "seq", "9", "type", "payout.created"}})
+	f.age(365 * day)
+	out, err := results.Archive(ctx, f.led, f.opts())
+	if err != nil || len(out) != 1 || !strings.Contains(out[0].Skipped, "outbox holds 1 payout events") {
+		t.Fatalf("archive with a pending event: %+v %v", out, err)
+	}
+	if n, _ := f.led.OutboxLen(ctx, batch); n != 1 || len(f.batchKeys(batch)) == 0 {
+		t.Fatalf("the skipped batch lost keys: outbox %d, keys %v", n, f.batchKeys(batch))
+	}
+	f.drain(batch)
+	out, err = results.Archive(ctx, f.led, f.opts())
+	if err != nil || len(out) != 1 || out[0].Skipped != "" || len(f.batchKeys(batch)) != 0 {
+		t.Fatalf("archive after the drain: %+v %v, keys left %v", out, err, f.batchKeys(batch))
+	}
 }
 
 func (f *fixture) opts() results.ArchiveOptions {

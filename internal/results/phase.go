@@ -21,6 +21,7 @@ const (
 	PhasePaused           = "paused"              // working, but the payout queue is paused: nothing is sent, nothing is lost
 	PhaseFinished         = "finished"            // every payout final, none needs a person
 	PhaseNeedsReview      = "needs_review"        // every payout final or stopped, N need a person (payout resolve)
+	PhaseHeld             = "held"                // every other payout final, N held over a velocity limit (payout release or cancel)
 	PhaseDiscarded        = "discarded"           // refused at approval; every payout cancelled
 	PhaseArchived         = "archived"            // written to the archive; Redis keeps a summary
 )
@@ -53,11 +54,19 @@ type PhaseFacts struct {
 	Rows        int64  // payouts registered
 	Open        int64  // payouts with an automatic step still due (ledger.Counts.Open)
 	NeedsReview int64  // payouts in needs_review
+	Held        int64  // payouts held over a velocity limit (a person releases or cancels each)
 	LoadedBy    string
 	WaitReason  string // why it awaits approval
 	DecidedBy   string // who approved or discarded it
 	Note        string // the note of that decision
 	FourEyes    bool   // the batch needs a second person's approval
+	// Rule is the approval rule the batch is held under (ledger.Batch.Rule,
+	// "" for none); Approvals where its approvals stand ("1 of 2
+	// approvals: alice", ledger.Batch.ApprovalProgress); Approvers who
+	// approved it.
+	Rule      string
+	Approvals string
+	Approvers string
 	// Interrupted: the batch is loading and no loader holds its load
 	// lock (view.BatchStatus.Interrupted).
 	Interrupted bool
@@ -72,8 +81,9 @@ type PhaseFacts struct {
 func FactsOf(b ledger.Batch, c ledger.Counts) PhaseFacts {
 	return PhaseFacts{
 		Phase: b.Phase, Rows: c.Total(), Open: c.Open(), NeedsReview: c.Rows[lifecycle.NeedsReview],
+		Held:     c.Rows[lifecycle.Held],
 		LoadedBy: b.LoadedBy, WaitReason: b.WaitReason, DecidedBy: b.DecidedBy, Note: b.Note,
-		FourEyes: b.FourEyes,
+		FourEyes: b.FourEyes, Rule: b.Rule, Approvals: b.ApprovalProgress(), Approvers: b.ApproverNames(),
 	}
 }
 
@@ -105,7 +115,7 @@ func PhaseOf(f PhaseFacts) Phase {
 		if f.FourEyes {
 			four = "four-eyes: a second person approves"
 		}
-		return Phase{Code: PhaseAwaitingApproval, Label: "awaiting approval", Reason: joinReasons(f.WaitReason, by("loaded", f.LoadedBy), four)}
+		return Phase{Code: PhaseAwaitingApproval, Label: "awaiting approval", Reason: joinReasons(f.WaitReason, f.Approvals, by("loaded", f.LoadedBy), four)}
 	case lifecycle.PhaseDiscarded:
 		return Phase{Code: PhaseDiscarded, Label: "discarded", Reason: decision("discarded", f)}
 	case lifecycle.PhaseArchived:
@@ -122,6 +132,9 @@ func PhaseOf(f PhaseFacts) Phase {
 		case f.NeedsReview > 0:
 			return Phase{Code: PhaseNeedsReview, Label: fmt.Sprintf("finished, %d %s review", f.NeedsReview, needs(f.NeedsReview)),
 				Reason: joinReasons("payout resolve decides each", approved)}
+		case f.Held > 0:
+			return Phase{Code: PhaseHeld, Label: fmt.Sprintf("finished, %d held", f.Held),
+				Reason: joinReasons("over a recipient's velocity limit: payout release or payout cancel decides each", approved)}
 		}
 		return Phase{Code: PhaseFinished, Label: "finished", Reason: approved}
 	}
@@ -156,6 +169,9 @@ func decision(verb string, f PhaseFacts) string {
 		return ""
 	}
 	s := verb + " by " + f.DecidedBy
+	if verb == "approved" && strings.Contains(f.Approvers, ", ") {
+		s = verb + " by " + f.Approvers // every approver of a rule asking for several
+	}
 	if f.Note != "" && f.Note != verb {
 		s += ": " + f.Note
 	}

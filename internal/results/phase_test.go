@@ -33,6 +33,10 @@ func TestPhaseOf(t *testing.T) {
 			"finished, 1 needs review (payout resolve decides each)"},
 		{"finished, three need review", PhaseFacts{Phase: lifecycle.PhaseLoaded, Rows: 10, NeedsReview: 3, DecidedBy: "auto: below 1000.00"}, PhaseNeedsReview,
 			"finished, 3 need review", "finished, 3 need review (payout resolve decides each; approved by auto: below 1000.00)"},
+		{"finished, two held over a velocity limit", PhaseFacts{Phase: lifecycle.PhaseLoaded, Rows: 10, Held: 2, DecidedBy: "bob"}, PhaseHeld,
+			"finished, 2 held", "finished, 2 held (over a recipient's velocity limit: payout release or payout cancel decides each; approved by bob)"},
+		{"held and a review: the review first", PhaseFacts{Phase: lifecycle.PhaseLoaded, Rows: 10, Held: 2, NeedsReview: 1}, PhaseNeedsReview,
+			"finished, 1 needs review", "finished, 1 needs review (payout resolve decides each)"},
 		{"discarded", PhaseFacts{Phase: lifecycle.PhaseDiscarded, Rows: 4, DecidedBy: "bob", Note: "wrong month"}, PhaseDiscarded, "discarded",
 			"discarded (discarded by bob: wrong month)"},
 		{"archived", PhaseFacts{Phase: lifecycle.PhaseArchived, Rows: 4}, PhaseArchived, "archived", "archived"},
@@ -50,9 +54,9 @@ func TestPhaseOf(t *testing.T) {
 
 // TestFactsOf: the facts come from the ledger's record and counters.
 func TestFactsOf(t *testing.T) {
-	c := ledger.Counts{Rows: map[lifecycle.State]int64{lifecycle.Queued: 2, lifecycle.NeedsReview: 1, lifecycle.Paid: 3, lifecycle.Created: 1}, Awaiting: 1}
+	c := ledger.Counts{Rows: map[lifecycle.State]int64{lifecycle.Queued: 2, lifecycle.NeedsReview: 1, lifecycle.Paid: 3, lifecycle.Created: 1, lifecycle.Held: 2}, Awaiting: 1}
 	f := FactsOf(ledger.Batch{Phase: lifecycle.PhaseLoaded, LoadedBy: "alice", DecidedBy: "bob", FourEyes: true}, c)
-	if f.Rows != 7 || f.Open != 3 || f.NeedsReview != 1 || f.LoadedBy != "alice" || f.DecidedBy != "bob" || !f.FourEyes {
+	if f.Rows != 9 || f.Open != 3 || f.NeedsReview != 1 || f.Held != 2 || f.LoadedBy != "alice" || f.DecidedBy != "bob" || !f.FourEyes {
 		t.Errorf("%+v", f)
 	}
 }

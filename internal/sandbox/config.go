@@ -203,6 +203,12 @@ type Config struct {
 	PFail        float64       // share of orders, drawn at creation, that end failed with a reason
 	PaidStatus   string        // final word of a paid order; "" means DefaultPaidStatus
 	FailedStatus string        // final word of a failed order; "" means DefaultFailedStatus
+	// Returns after paid: a share PReturn of the paid orders, drawn at
+	// creation, report ReturnedStatus (with a reason and returnedAt)
+	// ReturnAfter after they were paid, and a callback announces it.
+	PReturn        float64
+	ReturnAfter    time.Duration
+	ReturnedStatus string // "" means DefaultReturnedStatus
 
 	// Callbacks: with CallbackURL set, every status change of a withdrawal
 	// order (Processing, final) is POSTed there with the header
@@ -237,6 +243,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 const (
 	DefaultPaidStatus          = "Paid"
 	DefaultFailedStatus        = "Failed"
+	DefaultReturnedStatus      = "Returned"
 	StatusCreated              = "Created"
 	StatusProcessing           = "Processing"
 	DefaultCallbackRetries     = 3
@@ -284,6 +291,15 @@ func (c Config) validateLifecycle() error {
 	case paid == StatusCreated || paid == StatusProcessing || failed == StatusCreated || failed == StatusProcessing:
 		errs = append(errs, fmt.Errorf("paid-status and failed-status must not be %q or %q", StatusCreated, StatusProcessing))
 	}
+	if c.PReturn < 0 || c.PReturn > 1 || c.ReturnAfter < 0 {
+		errs = append(errs, errors.New("p-return must be within [0,1] and return-after not negative"))
+	}
+	if c.PReturn > 0 && (c.SettleAfter == 0 || c.ReturnAfter == 0) {
+		errs = append(errs, errors.New("p-return needs settle-after and return-after: a return follows a paid order"))
+	}
+	if r := strings.TrimSpace(c.ReturnedStatus); r != "" && (r == paid || r == failed || r == StatusCreated || r == StatusProcessing) {
+		errs = append(errs, fmt.Errorf("returned-status %q must differ from the other status words", r))
+	}
 	if c.SettleAfter == 0 && c.PFail > 0 {
 		errs = append(errs, errors.New("p-fail needs settle-after: without it orders stay Created"))
 	}
@@ -326,6 +342,9 @@ func RegisterFlags(fs *flag.FlagSet) *Config {
 	fs.Var((*probFlag)(&cfg.PFail), "p-fail", "share of orders, drawn at creation, that end failed with a reason (0..1; needs --settle-after)")
 	fs.StringVar(&cfg.PaidStatus, "paid-status", cfg.PaidStatus, "status word of a paid order")
 	fs.StringVar(&cfg.FailedStatus, "failed-status", cfg.FailedStatus, "status word of a failed order")
+	fs.Var((*probFlag)(&cfg.PReturn), "p-return", "share of paid orders, drawn at creation, whose money comes back later: their status turns --returned-status after --return-after (0..1)")
+	fs.DurationVar(&cfg.ReturnAfter, "return-after", 0, "how long after it was paid a returned order reports its return (with a callback)")
+	fs.StringVar(&cfg.ReturnedStatus, "returned-status", DefaultReturnedStatus, "status word of an order whose money came back")
 	fs.StringVar(&cfg.CallbackURL, "callback-url", "", "POST every status change of a withdrawal order to this URL (needs --settle-after and --callback-secret)")
 	fs.StringVar(&cfg.CallbackSecret, "callback-secret", "", "secret sent in the X-Callback-Secret header of every callback (prefer the environment variable)")
 	fs.Var((*probFlag)(&cfg.PCallbackDup), "p-callback-dup", "probability of sending a callback twice (0..1)")

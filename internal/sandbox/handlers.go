@@ -320,7 +320,8 @@ type withdrawalOut struct {
 	Status       string `json:"status"`
 	ExternalID   string `json:"externalId"`
 	OrderID      string `json:"pspDepositOrderID"`
-	StatusReason string `json:"statusReason,omitempty"` // with the failed word only
+	StatusReason string `json:"statusReason,omitempty"` // with the failed and returned words only
+	ReturnedAt   string `json:"returnedAt,omitempty"`   // with the returned word only
 }
 
 func (s *Server) handleCreateWithdrawal(w http.ResponseWriter, r *http.Request) {
@@ -468,7 +469,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "order not found")
 		return
 	}
-	writeJSON(w, http.StatusOK, withdrawalOut{Amount: o.Amount, Status: o.Status, ExternalID: o.ExternalID, OrderID: o.PSPOrderID, StatusReason: o.StatusReason})
+	writeJSON(w, http.StatusOK, withdrawalOut{Amount: o.Amount, Status: o.Status, ExternalID: o.ExternalID, OrderID: o.PSPOrderID, StatusReason: o.StatusReason, ReturnedAt: o.ReturnedAt})
 }
 
 func (s *Server) handleCreateDeposit(w http.ResponseWriter, r *http.Request) {

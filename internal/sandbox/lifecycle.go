@@ -27,6 +27,14 @@ var FailReasons = []string{
 	"recipient limit exceeded",
 }
 
+// ReturnReasons are the reasons a returned order gives, one drawn per
+// returned order from the seeded source.
+var ReturnReasons = []string{
+	"beneficiary account closed",
+	"refunded at the recipient's request",
+	"chargeback by the card issuer",
+}
+
 // callbackTick is how often the callback loop looks for status changes
 // and due deliveries.
 const callbackTick = 10 * time.Millisecond
@@ -40,6 +48,7 @@ func lifecycleDefaults(cfg Config) Config {
 	}
 	cfg.PaidStatus = orDefault(strings.TrimSpace(cfg.PaidStatus), DefaultPaidStatus)
 	cfg.FailedStatus = orDefault(strings.TrimSpace(cfg.FailedStatus), DefaultFailedStatus)
+	cfg.ReturnedStatus = orDefault(strings.TrimSpace(cfg.ReturnedStatus), DefaultReturnedStatus)
 	cfg.SettleAfter = max(cfg.SettleAfter, 0)
 	cfg.PFail = min(max(cfg.PFail, 0), 1)
 	cfg.PCallbackDup = min(max(cfg.PCallbackDup, 0), 1)
@@ -63,6 +72,7 @@ func lifecycleDefaults(cfg Config) Config {
 // decideFateLocked draws, at creation, how a withdrawal order ends.
 func (s *Server) decideFateLocked(o *Order) {
 	o.FinalStatus, o.FinalReason, o.FinalAt = StatusCreated, "", time.Time{}
+	o.ReturnAt, o.ReturnStatus, o.ReturnReason = time.Time{}, "", ""
 	if s.cfg.SettleAfter <= 0 {
 		return
 	}
@@ -71,6 +81,11 @@ func (s *Server) decideFateLocked(o *Order) {
 	if s.cfg.PFail > 0 && s.lifeRng.Float64() < s.cfg.PFail {
 		o.FinalStatus = s.cfg.FailedStatus
 		o.FinalReason = FailReasons[s.lifeRng.IntN(len(FailReasons))]
+		return
+	}
+	if s.cfg.PReturn > 0 && s.lifeRng.Float64() < s.cfg.PReturn {
+		o.ReturnAt, o.ReturnStatus = o.FinalAt.Add(s.cfg.ReturnAfter), s.cfg.ReturnedStatus
+		o.ReturnReason = ReturnReasons[s.lifeRng.IntN(len(ReturnReasons))]
 	}
 }
 
@@ -89,6 +104,8 @@ func (o Order) at(now time.Time) Order {
 		return o
 	}
 	switch {
+	case !o.ReturnAt.IsZero() && !now.Before(o.ReturnAt):
+		o.Status, o.StatusReason, o.ReturnedAt = o.ReturnStatus, o.ReturnReason, o.ReturnAt.UTC().Format(time.RFC3339)
 	case !now.Before(o.FinalAt):
 		o.Status, o.StatusReason = o.FinalStatus, o.FinalReason
 	case !now.Before(o.processingAt()):
@@ -146,7 +163,8 @@ type callbackBody struct {
 	StatusReason string `json:"statusReason,omitempty"`
 }
 
-// event is a status change to announce: stage 1 Processing, 2 final.
+// event is a status change to announce: stage 1 Processing, 2 final, 3
+// returned after paid.
 type event struct {
 	due   time.Time
 	seq   uint64
@@ -225,6 +243,10 @@ func (c *callbacks) scheduleLocked(o Order, idx int) {
 	heap.Push(&c.events, event{due: o.processingAt(), seq: c.seq, order: idx, stage: 1})
 	c.seq++
 	heap.Push(&c.events, event{due: o.FinalAt, seq: c.seq, order: idx, stage: 2})
+	if !o.ReturnAt.IsZero() {
+		c.seq++
+		heap.Push(&c.events, event{due: o.ReturnAt, seq: c.seq, order: idx, stage: 3})
+	}
 }
 
 // RunCallbacks sends the callbacks of status changes (Config.CallbackURL)

@@ -546,7 +546,7 @@ func TestRegisterFlags(t *testing.T) {
 	}
 	want := sandbox.Config{Token: "t1", Seed: 9, Faults: sandbox.Faults{Forbid: true, MaxAmount: money.MustParse("500.00"), Latency: 10 * time.Millisecond,
 		LatencyJitter: 5 * time.Millisecond, PRefuse: 0.1, PAmbiguous: 0.3, StatusLag: 2 * time.Second, Outage: sandbox.Window{From: 10 * time.Second, For: 30 * time.Second}, HangFor: time.Minute},
-		SettleAfter: 2 * time.Second, PFail: 0.2, PaidStatus: "SUCCESS", FailedStatus: "DECLINED",
+		SettleAfter: 2 * time.Second, PFail: 0.2, PaidStatus: "SUCCESS", FailedStatus: "DECLINED", ReturnedStatus: "Returned",
 		CallbackURL: "http://127.0.0.1:9/cb", CallbackSecret: "s3", PCallbackDup: 0.5, CallbackDelay: time.Second}
 	got := *cfg
 	if got.MaxAmount.Cmp(want.MaxAmount) != 0 {

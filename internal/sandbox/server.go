@@ -63,6 +63,13 @@ type Order struct {
 	FinalStatus string    `json:"finalStatus,omitempty"`
 	FinalReason string    `json:"finalReason,omitempty"`
 	FinalAt     time.Time `json:"finalAt,omitzero"`
+	// ReturnAt is when a paid order reports that its money came back
+	// (Config.PReturn), with ReturnReason; zero: never.
+	ReturnAt     time.Time `json:"returnAt,omitzero"`
+	ReturnStatus string    `json:"returnStatus,omitempty"`
+	ReturnReason string    `json:"returnReason,omitempty"`
+	// ReturnedAt is the time of the return, once the order reports it.
+	ReturnedAt string `json:"returnedAt,omitempty"`
 	// Answer is what the client was told when the order was created: "200",
 	// or the bad answer of an ambiguous failure ("500", "hang", "drop"...).
 	Answer string `json:"answer"`
@@ -88,6 +95,9 @@ type Stats struct {
 	// paid or the failed word.
 	Paid   int `json:"paid"`
 	Failed int `json:"failed"`
+	// Returned counts the paid orders whose money came back since
+	// (Config.PReturn): their status is now the returned word.
+	Returned int `json:"returned,omitempty"`
 	// CallbacksSent counts deliveries answered 2xx (a duplicate counts
 	// twice), CallbacksFailed deliveries dropped after their retries.
 	CallbacksSent   int `json:"callbacksSent"`
@@ -222,6 +232,8 @@ func (s *Server) Stats() Stats {
 			st.Paid++
 		case s.cfg.FailedStatus:
 			st.Failed++
+		case s.cfg.ReturnedStatus:
+			st.Returned++
 		}
 	}
 	return st

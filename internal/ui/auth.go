@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net"
@@ -36,6 +35,11 @@ type authenticator struct {
 	// canonical form).
 	users *Users
 
+	// groupsHeader names the header in which that proxy lists the
+	// person's groups; roles maps people and groups to roles.
+	groupsHeader string
+	roles        roleMap
+
 	limiter *failureLimiter
 	log     zerolog.Logger
 	metrics *metrics
@@ -66,6 +70,11 @@ func newAuthenticator(cfg Config, m *metrics) *authenticator {
 		a.tokenHash = sha256.Sum256([]byte(cfg.Token))
 	}
 	a.proxyHeader, a.trusted = http.CanonicalHeaderKey(strings.TrimSpace(cfg.ProxyUserHeader)), cfg.TrustedProxies
+	a.groupsHeader = http.CanonicalHeaderKey(strings.TrimSpace(cfg.ProxyGroupsHeader))
+	if a.groupsHeader == "" {
+		a.groupsHeader = DefaultGroupsHeader
+	}
+	a.roles = roleMap{m: cfg.Roles, readOnly: cfg.ReadOnly, log: cfg.Logger}
 	a.open = !a.basic && !a.bearer && a.proxyHeader == ""
 	maxF, window, lockout := cfg.MaxFailures, cfg.FailureWindow, cfg.Lockout
 	if maxF == 0 {
@@ -154,11 +163,11 @@ func (a *authenticator) check(r *http.Request, key string) authOutcome {
 // wrap puts authentication in front of next.
 func (a *authenticator) wrap(next http.Handler) http.Handler {
 	if a.open {
-		return loopbackHostOnly(withUser(next, localUser))
+		return loopbackHostOnly(withUser(next, localUser, a.roles))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if user, ok := a.proxyUser(r); ok {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+			a.roles.serve(next, w, r, user, a.proxyGroups(r))
 			return
 		}
 		if a.proxyHeader != "" && !a.basic && !a.bearer {
@@ -176,7 +185,7 @@ func (a *authenticator) wrap(next http.Handler) http.Handler {
 		o := a.check(r, key)
 		switch o.res {
 		case authOK:
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, a.person(o.user))))
+			a.roles.serve(next, w, r, a.person(o.user), nil)
 			return
 		case authBad:
 			if o.limited > 0 {

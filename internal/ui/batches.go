@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/rs/zerolog"
 )
@@ -67,6 +68,13 @@ type BatchView struct {
 	FourEyes    bool   `json:"fourEyes"`
 	WaitReason  string `json:"waitReason,omitempty"`
 	LoadedBy    string `json:"loadedBy,omitempty"`
+	// ApprovalRule is the approval rule the batch was held under, as
+	// recorded at load ("total >= 50000: 2 approver (rules.conf:3)");
+	// Approvals where its approvals stand ("1 of 2 approvals: alice");
+	// Approvers who approved it so far, in order.
+	ApprovalRule string   `json:"approvalRule,omitempty"`
+	Approvals    string   `json:"approvals,omitempty"`
+	Approvers    []string `json:"approvers,omitempty"`
 }
 
 // knownStates are the ledger's states in the order the page shows them:
@@ -172,10 +180,15 @@ type batchesPage struct {
 	ReadOnly    bool
 	// Forms: the approval forms (Actions) and the upload form (Upload),
 	// carrying the CSRF token of the signed-in user.
-	CSRF     string
-	Actions  bool
-	Upload   bool
-	Awaiting []batchRow
+	CSRF    string
+	Actions bool
+	Upload  bool
+	// NoUpload and NoDiscard say why the signed-in person is not offered
+	// the upload form or Discard (their roles); Discard: they are.
+	NoUpload  string
+	Discard   bool
+	NoDiscard string
+	Awaiting  []batchRow
 	// Console: the batch pages, the work queue and the search exist.
 	Console bool
 	// Paused: a batch is on hold because the payout queue is paused
@@ -330,6 +343,14 @@ func (h *batchHandlers) page(w http.ResponseWriter, r *http.Request) {
 	}
 	if !h.readOnly {
 		p.Actions, p.Upload = h.controls != nil, h.hasUploads
+		if p.Upload {
+			p.NoUpload = whyNot(r, access.Load)
+			p.Upload = p.NoUpload == ""
+		}
+		if p.Actions {
+			p.NoDiscard = whyNot(r, access.Discard)
+			p.Discard = p.NoDiscard == ""
+		}
 		if p.Actions || p.Upload {
 			p.CSRF = h.csrf.token(r)
 		}

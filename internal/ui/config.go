@@ -9,10 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
+
+// DefaultGroupsHeader is the groups header of oauth2-proxy with
+// --pass-user-headers (Config.ProxyGroupsHeader).
+const DefaultGroupsHeader = "X-Forwarded-Groups"
 
 // DefaultAddr is the listen address used when Config.Addr is empty: loopback
 // only, so that an unconfigured UI is never reachable from the network.
@@ -97,6 +102,21 @@ type Config struct {
 	// connections from TrustedProxies (required with it); basic auth and
 	// the token, if configured, still sign in anyone else.
 	ProxyUserHeader string
+
+	// ProxyGroupsHeader is the header in which that proxy lists the
+	// signed-in person's groups, comma-separated (oauth2-proxy:
+	// X-Forwarded-Groups with --pass-user-headers, X-Auth-Request-Groups
+	// with --set-xauthrequest; DefaultGroupsHeader when empty). It is read
+	// only with a sign-on through ProxyUserHeader from a trusted proxy;
+	// the groups map to roles through Roles ("group NAME: roles").
+	ProxyGroupsHeader string
+
+	// Roles maps each signed-in person (and their single sign-on groups)
+	// to the roles they hold (payout ui --roles-file): the console shows
+	// only what they may do, and the commands refuse the rest (403).
+	// Without it everyone signed in holds access.Everyone (everything but
+	// administer). ReadOnly makes every person a viewer.
+	Roles *access.Map
 
 	// Logger receives access logs (debug), failed logins (warn) and server
 	// events.

@@ -41,7 +41,8 @@ const (
 	DecideRecheck  = "recheck"  // needs_review -> checking, a status check enqueued
 	DecideCreated  = "created"  // needs_review -> created, with the PSP order id
 	DecideRejected = "rejected" // needs_review -> rejected
-	DecideCancel   = "cancel"   // queued -> cancelled
+	DecideCancel   = "cancel"   // queued or held -> cancelled
+	DecideRelease  = "release"  // held -> queued, over the recipient velocity limit
 )
 
 // Decision is one person's decision on a payout.
@@ -145,6 +146,8 @@ type PayoutView struct {
 	Extra []InfoValue
 	// DestinationType is the destination's kind: "card" or "telecom".
 	DestinationType string
+	// ReleaseAt is when a scheduled payout is released (zero: none).
+	ReleaseAt time.Time
 }
 
 // InfoValue is a payout's value of one informational column of its file.
@@ -156,6 +159,7 @@ type InfoValue struct {
 type AuditView struct {
 	Time     time.Time
 	Actor    string
+	Role     string // the role the person acted in ("" a worker, or before roles)
 	From, To string
 	Note     string
 	Details  string // the other context (attempt, seq, order, http...)

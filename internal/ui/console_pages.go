@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/identity"
 	"github.com/acme/payout/internal/lifecycle"
 
@@ -38,6 +39,7 @@ var consoleTemplate = template.Must(template.New("console").Funcs(template.FuncM
 	"add":    func(a, b int) int { return a + b },
 	"plain":  plainReason,
 	"prop":   propValue,
+	"join":   strings.Join,
 	"batchRow": func(v PayoutView, extra []string) batchRowItem {
 		return batchRowItem{Row: v, Extra: extra}
 	},
@@ -61,6 +63,15 @@ type consolePage struct {
 	ReadOnly          bool
 	// Act: the page may offer decisions (controls, not read-only).
 	Act bool
+	// Roles: the roles of the signed-in person. Discard: Act, and they
+	// may discard; NoDiscard says why not when Act.
+	Roles     string
+	Discard   bool
+	NoDiscard string
+	// Decide: Act, and they may decide on payouts (the operator's);
+	// NoDecideAll says why not when Act.
+	Decide      bool
+	NoDecideAll string
 	// Refresh, when positive, reloads the page every Refresh seconds
 	// (a batch's page while the batch works; never a page with a form
 	// to fill).
@@ -102,8 +113,11 @@ type payoutPage struct {
 	consolePage
 	Payout  PayoutView
 	History []AuditView
-	// Resolve: it needs review; Cancel: it is still queued.
-	Resolve, Cancel bool
+	// Resolve: it needs review; Cancel: it is still queued or held;
+	// Release: it is held over its recipient's velocity limit. NoDecide:
+	// why none is offered to the signed-in person (their roles).
+	Resolve, Cancel, Release bool
+	NoDecide                 string
 }
 
 type queuePage struct {
@@ -174,8 +188,13 @@ type searchPage struct {
 func (h *consoleHandlers) base(r *http.Request, title string) consolePage {
 	user := userFrom(r.Context())
 	p := consolePage{Nonce: nonceFrom(r.Context()), User: user, Title: title, ReadOnly: h.readOnly}
+	p.Roles = principalFrom(r.Context()).Roles.String()
 	if !h.readOnly && h.controls != nil {
 		p.Act, p.CSRF = true, h.csrf.token(r)
+		p.NoDiscard = whyNot(r, access.Discard)
+		p.Discard = p.NoDiscard == ""
+		p.NoDecideAll = whyNot(r, access.Cancel)
+		p.Decide = p.NoDecideAll == ""
 	}
 	return p
 }
@@ -274,19 +293,41 @@ func (h *consoleHandlers) batchPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // approveOffer decides whether the signed-in person may approve b: not
-// the person who loaded it under four-eyes (the ledger would refuse).
+// the person who loaded it under four-eyes or an approval rule, nor a
+// person who approved it already (the ledger would refuse both).
 func (h *batchHandlers) approveOffer(r *http.Request, b BatchView) approveOffer {
 	o := approveOffer{Awaiting: b.Phase == lifecycle.PhaseAwaiting}
+	me := userFrom(r.Context())
 	switch {
 	case !o.Awaiting:
 	case h.readOnly || h.controls == nil:
 		o.Why = "this UI does not approve (read-only or without controls)"
-	case h.fourEyes && identity.Same(b.LoadedBy, userFrom(r.Context())):
+	case whyNot(r, access.Approve) != "":
+		o.Why = whyNot(r, access.Approve)
+	case b.ApprovalRule != "" && identity.Same(b.LoadedBy, me):
+		o.Why = "you loaded this batch: under its approval rule (" + b.ApprovalRule + ") other people must approve it"
+	case (h.fourEyes || b.FourEyes) && identity.Same(b.LoadedBy, me):
 		o.Why = "you loaded this batch: under four-eyes another person must approve it"
+	case approvedBy(b.Approvers, me):
+		o.Why = "you approved this batch already"
+		if b.Approvals != "" {
+			o.Why += " (" + b.Approvals + ")"
+		}
+		o.Why += ": another person must approve it"
 	default:
 		o.Allowed = true
 	}
 	return o
+}
+
+// approvedBy says whether me is one of approvers (identity.Same).
+func approvedBy(approvers []string, me string) bool {
+	for _, a := range approvers {
+		if identity.Same(a, me) {
+			return true
+		}
+	}
+	return false
 }
 
 func (h *consoleHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
@@ -310,7 +351,12 @@ func (h *consoleHandlers) payoutPage(w http.ResponseWriter, r *http.Request) {
 	}
 	p := payoutPage{consolePage: h.base(r, "Payout "+pv.ExternalID), Payout: pv, History: hist}
 	p.Resolve = pv.State == string(lifecycle.NeedsReview)
-	p.Cancel = pv.State == string(lifecycle.Queued)
+	p.Cancel = pv.State == string(lifecycle.Queued) || pv.State == string(lifecycle.Held)
+	p.Release = pv.State == string(lifecycle.Held)
+	if why := whyNot(r, access.Cancel); p.Act && (p.Resolve || p.Cancel || p.Release) && why != "" {
+		// every decision on a payout is the operator's (access.Needs)
+		p.Resolve, p.Cancel, p.Release, p.NoDecide = false, false, false, why
+	}
 	h.renderConsole(w, r, "payout", p)
 }
 
@@ -467,6 +513,9 @@ func contentDisposition(name string) string {
 // page and the work queue).
 func (h *consoleHandlers) decide(w http.ResponseWriter, r *http.Request) {
 	pc, enabled := h.controls.(PayoutControls)
+	if !h.readOnly && !h.mayTake(w, r, decisionActions[r.PostFormValue("action")]) {
+		return
+	}
 	id, ok := h.formTarget(w, r, enabled, "batch id", batchIDPattern, func(r *http.Request) string { return r.PathValue("id") })
 	if !ok {
 		return

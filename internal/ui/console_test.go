@@ -150,8 +150,8 @@ func TestConsoleDecisions(t *testing.T) {
 		t.Error("needs review after a resolve: not 1 (a stale scan?)")
 	}
 	hist := e.get("/batches/"+d.Worked+"/payouts/"+first, 200)
-	if !strings.Contains(hist, "resolved: seen in the back office") || !strings.Contains(hist, ">alice<") {
-		t.Errorf("history lacks the decision")
+	if !strings.Contains(hist, "resolved: seen in the back office") || !strings.Contains(hist, `title="alice">alice <small class="role">as operator</small>`) {
+		t.Errorf("history lacks the decision: %s", hist)
 	}
 	// Twice: refused, naming the state, without the ledger's prefix.
 	code, body = decide(first, url.Values{"action": {"rejected"}, "note": {"again"}})

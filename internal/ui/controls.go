@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/httpstatus"
 )
 
@@ -43,6 +44,24 @@ var ErrRefused = errors.New("refused")
 // Refuse marks err as a refusal (it then matches ErrRefused); its message
 // is shown to the operator as it is.
 func Refuse(err error) error { return marked{err, ErrRefused} }
+
+// ErrForbidden is matched by the errors of Controls and Uploads that
+// refuse what the person asked because they do not hold the role it
+// needs (internal/access): the UI shows their message with 403. They
+// match ErrRefused too.
+var ErrForbidden = errors.New("forbidden")
+
+// Forbid marks err as a refusal for want of a role (it then matches
+// ErrForbidden and ErrRefused); its message is shown as it is.
+func Forbid(err error) error { return forbidden{err} }
+
+type forbidden struct{ err error }
+
+func (f forbidden) Error() string { return f.err.Error() }
+func (f forbidden) Unwrap() error { return f.err }
+func (f forbidden) Is(target error) bool {
+	return target == ErrForbidden || target == ErrRefused
+}
 
 // ErrPartlyDone is matched by the errors Controls return, with the
 // action's message, for an action that was done but left the rest of its
@@ -93,9 +112,14 @@ func (h *batchHandlers) refuseForm(w http.ResponseWriter, r *http.Request) {
 
 // batchAction is the handler of a form acting on the batch of its path:
 // the guard (read-only, CSRF), the batch id, act with the signed-in user
-// as who acts, and its answer under the title "VERB batch ID".
-func (h *batchHandlers) batchAction(verb string, act func(r *http.Request, id, by string) (string, error)) http.HandlerFunc {
+// as who acts, and its answer under the title "VERB batch ID". A person
+// whose roles do not allow action is refused first (mayTake), as in
+// read-only mode.
+func (h *batchHandlers) batchAction(verb string, action access.Action, act func(r *http.Request, id, by string) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if !h.readOnly && !h.mayTake(w, r, action) {
+			return
+		}
 		id, ok := h.formTarget(w, r, h.controls != nil, "batch id", batchIDPattern, func(r *http.Request) string { return r.PathValue("id") })
 		if !ok {
 			return
@@ -144,6 +168,8 @@ func (h *batchHandlers) answer(w http.ResponseWriter, r *http.Request, page resu
 	case errors.Is(err, ErrPartlyDone):
 		h.log.Warn().Err(err).Str("path", r.URL.Path).Str("user", logUser(userFrom(r.Context()))).Msg("ui: action done, its rest left to the system")
 		page.Notice = true
+	case errors.Is(err, ErrForbidden):
+		code, page.Message, page.Refused = http.StatusForbidden, plainMessage(err.Error()), true
 	case errors.Is(err, ErrRefused):
 		code, page.Message, page.Refused = http.StatusConflict, plainMessage(err.Error()), true
 	case err != nil:
@@ -191,6 +217,9 @@ func (h *batchHandlers) switchQueue(w http.ResponseWriter, r *http.Request, c Co
 	by := userFrom(r.Context())
 	msg, err := c.SwitchQueue(context.WithoutCancel(r.Context()), by, pause)
 	switch {
+	case errors.Is(err, ErrForbidden):
+		http.Error(w, plainMessage(err.Error()), http.StatusForbidden)
+		return
 	case errors.Is(err, ErrRefused):
 		http.Error(w, plainMessage(err.Error()), http.StatusConflict)
 		return

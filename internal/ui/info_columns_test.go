@@ -9,9 +9,11 @@ import (
 )
 
 // TestConsoleShowsInformationColumns: the notes, recipient and phone
-// columns a file carried are shown in the batch page's rows and on each
-// payout's page; the search, across batches
-// with other columns, leaves them to the payout's page.
+// columns a file carried are shown in the batch page's rows, in one
+// Details column, each value under its column's name (a file may carry
+// any number of them: one column each overflowed the window), and on
+// each payout's page; the search, across batches with other columns,
+// leaves them to the payout's page.
 func TestConsoleShowsInformationColumns(t *testing.T) {
 	e := newEnv(t, uitest.Options{})
 	id := e.hold("info.csv", "externalId,amount,cardNumber,telecomOperator,recipient,contact,notes\n"+
@@ -19,9 +21,9 @@ func TestConsoleShowsInformationColumns(t *testing.T) {
 		"IN-2,20.00,,MTS,Boris Ivanov,+7 903 000-00-01,refund of order 77\n", "bob")
 	body := e.get("/batches/"+id, 200)
 	for _, want := range []string{
-		`<th>Destination</th><th class="info">recipient</th><th class="info">contact</th><th class="info">notes</th><th>State</th>`,
-		`<td class="wrap info">Anna Smith</td><td class="wrap info">&#43;7 916 123-45-67</td><td class="wrap info">bonus November</td>`,
-		`<td class="wrap info">refund of order 77</td>`,
+		`<th>Destination</th><th class="info" title="the file's own columns: recipient, contact, notes">Details</th><th>State</th>`,
+		`<td class="wrap info"><div><small class="col">recipient</small> Anna Smith</div><div><small class="col">contact</small> &#43;7 916 123-45-67</div><div><small class="col">notes</small> bonus November</div></td>`,
+		`<div><small class="col">notes</small> refund of order 77</div></td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the batch page lacks %q", want)
@@ -70,9 +72,12 @@ func TestConsoleShowsDestinationProperties(t *testing.T) {
 	id := e.hold("phones.csv", "externalId,amount,cardNumber,telecomOperator,phoneNumber,recipient\n"+
 		"PH-1,10.00,,MTS,+79161234567,Anna Smith\n"+
 		"PH-2,20.00,4111 1111 1111 1111,,,Boris Ivanov\n", "bob")
-	for _, page := range []string{"/batches/" + id, "/batches/" + id + "/approve"} {
+	for page, head := range map[string]string{
+		"/batches/" + id:              `<th class="extra">phoneNumber</th><th class="info" title="the file's own columns: recipient">Details</th>`,
+		"/batches/" + id + "/approve": `<th class="extra">phoneNumber</th><th class="info">recipient</th>`,
+	} {
 		body := e.get(page, 200)
-		for _, want := range []string{`<th class="extra">phoneNumber</th><th class="info">recipient</th>`, `<td class="mono extra">&#43;79161234567</td>`} {
+		for _, want := range []string{head, `<td class="mono extra">&#43;79161234567</td>`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("%s lacks %q", page, want)
 			}

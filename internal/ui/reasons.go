@@ -42,6 +42,8 @@ func plainReason(state, reason string) string {
 		return "It was not sent: it is sent again."
 	case lifecycle.Cancelled:
 		return "A person stopped it before it was sent: it was not paid."
+	case lifecycle.Held:
+		return "Held over its recipient's velocity limit (payouts or amount a day to one card or phone): nothing is sent until a person releases or cancels it."
 	}
 	return ""
 }

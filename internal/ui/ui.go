@@ -37,6 +37,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/httpstatus"
 )
@@ -92,6 +93,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.ReadOnly {
 		monitoring = readOnlyGuard(monitoring, log)
 	}
+	monitoring = roleGuard(monitoring, log)
 	app.Handle(monitoringPath+"/", monitoring)
 	app.Handle("GET /{$}", http.RedirectHandler("/batches", http.StatusFound))
 	app.HandleFunc("GET /batches", bh.page)
@@ -102,11 +104,13 @@ func New(cfg Config) (http.Handler, error) {
 	app.HandleFunc("GET /queue", ch.queuePage)
 	app.HandleFunc("GET /search", ch.searchPage)
 	app.HandleFunc("GET /refused", ch.refusedPage)
+	app.HandleFunc("GET /webhooks", ch.webhooksPage)
+	app.HandleFunc("POST /webhooks/{ep}/redeliver", ch.redeliver)
 	app.HandleFunc("GET /refused/{name}", ch.refusedDownload)
 	app.HandleFunc("GET /api/batches", bh.api)
 	app.HandleFunc("GET /batches/{id}/approve", ch.approveReview)
-	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", bh.approve))
-	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", bh.discard))
+	app.HandleFunc("POST /batches/{id}/approve", bh.batchAction("Approve", access.Approve, bh.approve))
+	app.HandleFunc("POST /batches/{id}/discard", bh.batchAction("Discard", access.Discard, bh.discard))
 	app.HandleFunc("POST "+signOutPath, bh.signOut)
 	app.HandleFunc("POST "+uploadPath, uh.upload)
 	app.HandleFunc("POST /batches/confirm", uh.confirm)

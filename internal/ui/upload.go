@@ -3,8 +3,10 @@ package ui
 import (
 	"context"
 	"crypto/hmac"
+
 	"errors"
 	"fmt"
+	"github.com/acme/payout/internal/access"
 	"io"
 	"mime/multipart"
 	"net/http"
@@ -46,6 +48,10 @@ type Upload struct {
 	// form (0 and "": none), checked like a NAME.ctl.
 	ExpectRows  int
 	ExpectTotal string
+	// ReleaseAt is the release time typed in the form ("": at once),
+	// written to the upload's NAME.ctl as release= and read as a control
+	// file's (payout load --release-at).
+	ReleaseAt string
 	// The form's amount format and sheet.
 	FileChoices
 }
@@ -165,6 +171,9 @@ func (h *uploadHandlers) upload(w http.ResponseWriter, r *http.Request) {
 		h.guardPost(w, r, h.uploads != nil) // refuses without reading the file
 		return
 	}
+	if !h.mayTake(w, r, access.Load) { // before the file is read
+		return
+	}
 	select {
 	case h.uploadSlots <- struct{}{}:
 		defer func() { <-h.uploadSlots }()
@@ -262,6 +271,7 @@ func uploadOf(r *http.Request, part *multipart.Part, mr *multipart.Reader, field
 	}
 	u := Upload{Name: filepath.Base(strings.ReplaceAll(part.FileName(), `\`, "/")), By: userFrom(r.Context()),
 		File: &limitedFile{r: part, left: limit, end: last}, ExpectTotal: strings.TrimSpace(fields.Get("expect_total")),
+		ReleaseAt:   strings.TrimSpace(fields.Get("release_at")),
 		FileChoices: FileChoices{AmountFormat: strings.TrimSpace(fields.Get("amount_format")), Sheet: strings.TrimSpace(fields.Get("sheet"))}}
 	if s := strings.TrimSpace(fields.Get("expect_rows")); s != "" {
 		n, err := strconv.Atoi(s)
@@ -329,6 +339,8 @@ func (h *uploadHandlers) preview(w http.ResponseWriter, r *http.Request, title s
 	p.ChoicesMAC = h.csrf.choicesMAC(userFrom(r.Context()), p.Hash, p.FileChoices)
 	code, page := http.StatusOK, resultPage{Title: title, Preview: &p}
 	switch {
+	case errors.Is(err, ErrForbidden):
+		code, page.Message, page.Refused, page.Preview = http.StatusForbidden, plainMessage(err.Error()), true, nil
 	case errors.Is(err, ErrRefused):
 		code, page.Message, page.Refused, page.Preview = http.StatusConflict, err.Error(), true, nil
 	case err != nil:

@@ -28,9 +28,9 @@ func userFrom(ctx context.Context) string {
 	return u
 }
 
-func withUser(next http.Handler, user string) http.Handler {
+func withUser(next http.Handler, user string, roles roleMap) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, user)))
+		roles.serve(next, w, r, user, nil)
 	})
 }
 

@@ -92,6 +92,7 @@ type Keyring struct {
 	current    string                 // key id; "" for the plaintext keyring
 	keys       map[string]cipher.AEAD // by key id
 	prints     map[string]string      // key fingerprint (fingerprint.go) by key id
+	tags       map[string][]byte      // destination tag key (tag.go) by key id
 	plaintext  bool                   // Seal writes plain:, Open reads it
 	allowPlain bool                   // a real keyring that also reads plain:
 }
@@ -344,6 +345,10 @@ func (k *Keyring) add(raw []byte) (string, error) {
 	}
 	k.keys[id] = aead
 	k.prints[id] = fingerprint(raw)
+	if k.tags == nil {
+		k.tags = map[string][]byte{}
+	}
+	k.tags[id] = tagKey(raw)
 	return id, nil
 }
 

@@ -414,3 +414,36 @@ func FuzzOpen(f *testing.F) {
 		}
 	})
 }
+
+// TestDestinationTag: a tag is keyed (another key, another tag), stable
+// for one key, never the destination, and the same from the key's file
+// and its value.
+func TestDestinationTag(t *testing.T) {
+	k1, k2 := Ephemeral(), Ephemeral()
+	const card = "card:4111111111111111"
+	a, b := k1.DestinationTag(card), k1.DestinationTag(card)
+	if a != b || len(a) != 32 {
+		t.Fatalf("tags %q %q: want one stable 32-character tag", a, b)
+	}
+	if k2.DestinationTag(card) == a {
+		t.Error("two keys give the same tag")
+	}
+	if k1.DestinationTag("card:5555555555554444") == a {
+		t.Error("two cards give the same tag")
+	}
+	if strings.Contains(a, "4111") || strings.Contains(a, "1111") {
+		t.Errorf("tag %q shows digits of the card", a)
+	}
+	key, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1, _ := NewKeyring(key)
+	r2, _ := NewKeyring(key)
+	if r1.DestinationTag(card) != r2.DestinationTag(card) {
+		t.Error("the same key gives two tags")
+	}
+	if p1, p2 := Plaintext(), Plaintext(); p1.DestinationTag(card) != p2.DestinationTag(card) {
+		t.Error("the plaintext keyring's tag is not stable")
+	}
+}

@@ -151,6 +151,12 @@ func appendBriefs(dst []brief, c *redis.Cmd) ([]brief, error) {
 	return dst, nil
 }
 
+// Payouts returns the payouts ids of batch in that order, a payout that is
+// gone left out, in one round trip (the digest mail of package mail).
+func (r *Reader) Payouts(ctx context.Context, batch string, ids []string) ([]ledger.Payout, error) {
+	return r.payouts(ctx, batch, ids)
+}
+
 // payouts returns the payouts ids of batch in that order (a payout that
 // is gone is left out), in one pipelined round trip.
 func (r *Reader) payouts(ctx context.Context, batch string, ids []string) ([]ledger.Payout, error) {

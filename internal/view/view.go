@@ -251,8 +251,18 @@ func (r *Reader) items(ctx context.Context, ps []ledger.Payout) ([]Item, error) 
 // that counts some, newest batch first, in file order, at most limit:
 // from the index per state when it is complete for the batch, else from a
 // scan that stops once it has found what the list still needs; the
-// batches after the limit are not read.
+// batches after the limit are not read. Then the payouts held over their
+// recipient's velocity limit (state held), in the same order.
 func (r *Reader) Review(ctx context.Context, limit int) ([]Item, error) {
+	out, err := r.review(ctx, limit)
+	if err != nil {
+		return nil, err
+	}
+	return r.held(ctx, out, limit)
+}
+
+// review is Review's payouts in needs_review.
+func (r *Reader) review(ctx context.Context, limit int) ([]Item, error) {
 	sts, err := r.Statuses(ctx)
 	if err != nil {
 		return nil, err
@@ -305,4 +315,29 @@ func (r *Reader) EachPage(ctx context.Context, id string, size int, fn func([]le
 			return b, nil
 		}
 	}
+}
+
+// held appends to out the payouts held over their recipient's velocity
+// limit (state held), batch by batch, newest first, up to limit in all.
+func (r *Reader) held(ctx context.Context, out []Item, limit int) ([]Item, error) {
+	sts, err := r.Statuses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sts {
+		if len(out) >= limit {
+			break
+		}
+		if s.Counts.Rows[lifecycle.Held] == 0 {
+			continue
+		}
+		ps, _, _, err := r.pageInState(ctx, s.ID, lifecycle.Held, 0, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			out = append(out, Item{Batch: s.Batch, Payout: p})
+		}
+	}
+	return out, nil
 }

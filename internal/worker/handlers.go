@@ -513,8 +513,8 @@ func (w *Worker) ensureNext(ctx context.Context, batch, ext string) error {
 		w.log.Warn().Str("batch", batch).Str("externalId", ext).
 			Msg("payout needs review; a task does not change that: use `payout resolve`")
 		return nil
-	case !ok || s.InFlight:
-		return nil // done, or a create in flight: its own handler acts
+	case !ok || s.InFlight || s.Scheduler():
+		return nil // done, a create in flight (its own handler acts), or scheduled (the releaser's)
 	}
 	return w.remind(ctx, s.In(w.firstDelay(s.Kind)))
 }

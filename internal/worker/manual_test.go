@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/access"
 	"github.com/acme/payout/internal/callback"
 	"github.com/acme/payout/internal/card"
 	"github.com/acme/payout/internal/decide"
@@ -49,7 +50,7 @@ func reviewWithOrder(t *testing.T, h *harness) (ext, order string) {
 // the console do (the PSP asked first, outcome check 1 enqueued).
 func markCreated(t *testing.T, h *harness, ext, order string) {
 	t.Helper()
-	acts := operator.New(h.rdb, nil, zerolog.Nop())
+	acts := operator.New(h.rdb, nil, zerolog.Nop()).As(access.Principal{Name: "alice", Roles: access.Everyone})
 	r, err := acts.Resolve(context.Background(), h.psp, h.batch, ext, operator.Resolution{To: lifecycle.Created, OrderID: order,
 		Who: ledger.Resolution{By: "alice", Note: "seen in the back office", OutcomeWindow: h.cfg.Outcome.Window}})
 	if err != nil || r.To != lifecycle.Created || !r.Awaiting {

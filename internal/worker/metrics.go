@@ -35,6 +35,9 @@ type Metrics struct {
 	sweepAt      prometheus.Gauge
 	sweepOpen    prometheus.Gauge
 	sweepRepairs prometheus.Gauge
+	// released counts the scheduled payouts this worker's releaser moved
+	// to queued (their creates enqueued).
+	released prometheus.Counter
 
 	mu     sync.Mutex
 	loaded map[string]time.Time // batch -> load time, for final
@@ -97,11 +100,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rolledBack: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payout_ledger_rolled_back", Help: "1 while this worker sends no create because the ledger went back in time (Redis lost acknowledged writes); 0 otherwise.",
 		}),
+		released: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "payout_released_total", Help: "Scheduled payouts this worker's releaser moved to queued at their release time (their creates enqueued).",
+		}),
 		loaded: map[string]time.Time{},
 	}
 	if reg != nil {
 		reg.MustRegister(m.outcomes, m.ambiguous, m.checks, m.deferred, m.repairs, m.mismatch, m.pauses, m.contradictions, m.breaker, m.latency,
-			m.final, m.sweepAt, m.sweepOpen, m.sweepRepairs, m.rolledBack)
+			m.final, m.sweepAt, m.sweepOpen, m.sweepRepairs, m.rolledBack, m.released)
 	}
 	return m
 }

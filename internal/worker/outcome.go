@@ -99,7 +99,9 @@ func (w *Worker) verdict(ctx context.Context, pay ledger.Payout, res psp.Result,
 		switch w.cfg.Outcome.Words.Outcome(res.Order.Status) {
 		case psp.OrderPaid:
 			return decide.VerdictPaid, "", nil
-		case psp.OrderFailed:
+		case psp.OrderFailed, psp.OrderReturned:
+			// Money that came back before the order was seen paid was
+			// not paid: failed, the PSP's word kept.
 			reason := "PSP status " + res.Order.Status
 			if res.Order.Reason != "" {
 				reason += ": " + res.Order.Reason
@@ -135,8 +137,9 @@ func (w *Worker) enqueueOutcome(ctx context.Context, pay ledger.Payout, seq int,
 }
 
 // Hint moves the next status query of the payout a PSP callback names to
-// now: the outcome check of a created payout awaiting its outcome, or the
-// status check of one whose create answer was unknown; for a payout a
+// now: the outcome check of a created payout awaiting its outcome, the
+// status check of one whose create answer was unknown, or the watch check
+// of a paid payout under watch (watch.go); for a payout a
 // person marked rejected it enqueues a status query (HandleVerify). Nothing else
 // changes; the query's answer decides (package callback). It reports
 // whether such a query was waiting.
@@ -169,6 +172,9 @@ func (w *Worker) Hint(ctx context.Context, h callback.Hint) (bool, error) {
 		id = jobs.OutcomeTaskID(pay.ExternalID, pay.OutcomeSeq)
 	case pay.State == lifecycle.Checking:
 		id = jobs.StatusTaskID(pay.ExternalID, pay.Seq)
+	case pay.Watch.On:
+		// A paid payout under watch: its watch check, now (HandleWatch).
+		return true, w.watchNow(ctx, pay)
 	default:
 		return false, nil
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/acme/payout/internal/psp"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/reconcile"
+	"github.com/acme/payout/internal/schedule"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -74,7 +75,7 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	rdb, m, log := cfg.Redis, cfg.Metrics, cfg.Logger
-	led := cfg.Ledger
+	led := cfg.Ledger.WithWatch(cfg.Watch)
 	if kl, ok := cfg.Opener.(keyLister); ok {
 		led = led.OpeningKeys(kl.KeyIDs())
 	}
@@ -101,6 +102,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer w.serveNotifications(ctx)()
+	defer w.serveMail(ctx)()
+	defer w.pumpEvents(ctx)()
 	health := &redisHealth{log: w.log.With().Str("component", "redis").Logger()}
 	go health.watch(ctx, func(ctx context.Context) error { return w.rdb.Ping(ctx).Err() })
 	sweepDone := make(chan struct{})
@@ -110,9 +113,19 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.Sweeper().Run(ctx)
 		}
 	}()
+	releaseDone := make(chan struct{})
+	go func() {
+		defer close(releaseDone)
+		if !w.cfg.ReleaseOff {
+			w.Releaser().Run(ctx)
+		}
+	}()
+	watchDone := w.runWatchSweep(ctx)
 	stopped := w.stoppedRun(ctx)
 	cancel()
 	<-sweepDone
+	<-watchDone
+	<-releaseDone
 	w.log.Info().Dur("grace", w.cfg.ShutdownTimeout).Msg("worker stopping; in-flight requests may finish")
 	lanes.shutdown()
 	w.log.Info().Msg("worker stopped")
@@ -125,7 +138,16 @@ func (w *Worker) Sweeper() *reconcile.Sweeper {
 	s := reconcile.New(w.rdb, w.ledger, w.cfg.Reconcile, w.log.With().Str("component", "reconciler").Logger())
 	s.OnRepair = func(reconcile.Repair) { w.metrics.repairs.WithLabelValues("reconciler").Inc() }
 	s.OnSweep = func(rep reconcile.Report) { w.metrics.swept(rep, time.Now()) }
+	s.Notify = w.cfg.Notify.Emitter
 	return s
+}
+
+// Releaser returns the releaser of scheduled payouts this worker runs,
+// counting what it releases in the worker's metrics.
+func (w *Worker) Releaser() *schedule.Releaser {
+	r := schedule.New(w.ledger, w.queue, w.cfg.Release, w.log.With().Str("component", "releaser").Logger())
+	r.OnPass = func(p schedule.Pass) { w.metrics.released.Add(float64(p.Released)) }
+	return r
 }
 
 // Mux returns the task handlers.
@@ -136,6 +158,7 @@ func (w *Worker) Mux() *asynq.ServeMux {
 	mux.HandleFunc(jobs.TypeWithdrawalStatus, w.HandleStatus)
 	mux.HandleFunc(jobs.TypeWithdrawalOutcome, w.HandleOutcome)
 	mux.HandleFunc(jobs.TypeWithdrawalVerify, w.HandleVerify)
+	mux.HandleFunc(jobs.TypeWithdrawalWatch, w.HandleWatch)
 	return mux
 }
 

@@ -78,6 +78,9 @@ type Config struct {
 
 	E2ERows int // rows of the `payout run` figure
 
+	APIRows   int // items of the API create figure (apicreate.go)
+	APIRepeat int // API/file pairs of that figure (median reported)
+
 	// Only, when not empty, names the measurements to run (see Parts);
 	// the others are left out of the report.
 	Only []string
@@ -93,7 +96,7 @@ func DefaultConfig() Config {
 		LoaderRows: 100_000, LoaderRepeat: 5, RSSRows: 1_000_000,
 		OverheadPayouts: 20_000, OverheadConcurrency: 50, OverheadRepeat: 5,
 		LatencyPayouts: 20_000, LatencyConcurrency: 200, Latency: 100 * time.Millisecond,
-		E2ERows:      10_000,
+		E2ERows: 10_000, APIRows: 15_000, APIRepeat: 5,
 		PhaseTimeout: 4 * time.Minute,
 	}
 }
@@ -175,6 +178,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if b.wants(PartE2E) {
 		rep.Figures = append(rep.Figures, b.e2eFigure(ctx))
 	}
+	if b.wants(PartAPI) {
+		rep.Figures = append(rep.Figures, b.apiFigures(ctx)...)
+	}
 	for i := range rep.Figures {
 		rep.Figures[i].Evaluate()
 	}
@@ -192,11 +198,12 @@ const (
 	PartOverhead  = "overhead"   // worker against the bare handler, PSP latency 0
 	PartLatency   = "latency"    // worker against c/latency, and its RSS
 	PartE2E       = "e2e"        // payout run --sandbox
+	PartAPI       = "api"        // API create (JSON) against payout load of the same rows, and the API's RSS
 	PartMemory    = "memory"     // Redis bytes per payout and the 90-day simulation (Memory)
 )
 
 // Parts lists the measurements in the order a run makes them.
-var Parts = []string{PartLoader, PartLoaderRSS, PartOverhead, PartLatency, PartE2E, PartMemory}
+var Parts = []string{PartLoader, PartLoaderRSS, PartOverhead, PartLatency, PartE2E, PartAPI, PartMemory}
 
 func (b *runner) wants(part string) bool {
 	return len(b.cfg.Only) == 0 || slices.Contains(b.cfg.Only, part)
@@ -221,6 +228,7 @@ func (b *runner) settings() map[string]string {
 		"overheadRepeat": strconv.Itoa(c.OverheadRepeat),
 		"latencyPayouts": strconv.Itoa(c.LatencyPayouts), "latencyConcurrency": strconv.Itoa(c.LatencyConcurrency),
 		"latency": c.Latency.String(), "e2eRows": strconv.Itoa(c.E2ERows),
+		"apiRows": strconv.Itoa(c.APIRows), "apiRepeat": strconv.Itoa(c.APIRepeat),
 		"sandbox":   "separate process (cmd/psp-sandbox), fresh per measurement, log level error",
 		"processes": "ours and baselines are separate processes built with CGO_ENABLED=0 -trimpath",
 	}

@@ -30,14 +30,14 @@ func TestRunSmall(t *testing.T) {
 		LoaderRows: 300, LoaderRepeat: 2, RSSRows: 500,
 		OverheadPayouts: 200, OverheadConcurrency: 10, OverheadRepeat: 2,
 		LatencyPayouts: 200, LatencyConcurrency: 50, Latency: 20 * time.Millisecond,
-		E2ERows: 50, PhaseTimeout: time.Minute, Progress: &progress,
+		E2ERows: 50, APIRows: 200, APIRepeat: 1, PhaseTimeout: time.Minute, Progress: &progress,
 	}
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, progress.String())
 	}
-	if len(rep.Figures) != 11 {
-		t.Fatalf("%d figures, want 11", len(rep.Figures))
+	if len(rep.Figures) != 14 {
+		t.Fatalf("%d figures, want 14", len(rep.Figures))
 	}
 	if lanes := rep.Figures[5]; !strings.Contains(lanes.Name, "vs a bare handler of 4 lanes") || len(lanes.BaseSamples) != cfg.OverheadRepeat {
 		t.Errorf("figure 6: %q with %d bare samples, want the bare handler of 4 lanes, %d samples", lanes.Name, len(lanes.BaseSamples), cfg.OverheadRepeat)

@@ -22,6 +22,7 @@ import (
 	"github.com/acme/payout/internal/ledger/keys"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/acme/payout/internal/worker"
 	"github.com/acme/payout/jobs"
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -101,6 +102,11 @@ func (m *memRun) processFast(ctx context.Context, batch string, n int) error {
 	})
 	if err != nil {
 		return fmt.Errorf("bench: fast path: %w", err)
+	}
+	// The real worker drains the payout events' outbox (PumpEvents);
+	// without a webhook endpoint they are dropped, as here.
+	if _, err := worker.PumpEvents(ctx, led, nil); err != nil {
+		return fmt.Errorf("bench: fast path: drain the events' outbox: %w", err)
 	}
 	return pollFinal(ctx, ledger.New(m.rdb), batch, n, time.Minute)
 }

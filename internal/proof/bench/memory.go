@@ -371,6 +371,12 @@ func (m *memRun) processReal(ctx context.Context, batch string, n int) error {
 	if werr := <-done; err == nil {
 		err = werr
 	}
+	if err != nil {
+		return err
+	}
+	// The worker drains the events' outbox every round; what its last
+	// round left is drained now, so that both paths end with none.
+	_, err = worker.PumpEvents(ctx, ledger.New(m.rdb), nil)
 	return err
 }
 

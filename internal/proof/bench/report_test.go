@@ -186,3 +186,13 @@ func TestRedisFloorNote(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchSchedule: the default watch checks a payout never returned
+// after 1h, 7h, 31h, then every 24h to 703h, and once more at the
+// window's end (720h): 32 checks.
+func TestWatchSchedule(t *testing.T) {
+	n, window := WatchSchedule()
+	if n != 32 || window != 30*24*time.Hour {
+		t.Fatalf("%d checks in %s, want 32 in 720h", n, window)
+	}
+}

@@ -137,6 +137,22 @@ type Config struct {
 	ApproveAfter time.Duration
 	Cancels      int
 
+	// Events subscribes a webhook receiver run by the suite to every
+	// event (the workers' --notify-url, PAYOUT_NOTIFY_SECRET): it passes
+	// each delivery to the independent Standard Webhooks verifier (node,
+	// the standardwebhooks npm package; CI=true without it fails), answers
+	// a share with 500, a dropped connection or slowly (so the workers
+	// retry), and the run ends only when every payout's events 1..n were
+	// delivered, the last one its end state (CheckEvents).
+	Events bool
+
+	// APISubmit sends the rows of the last file through `payout api`
+	// (POST /api/v1/batches, one Idempotency-Key) instead of the spool,
+	// behind a proxy that refuses requests and loses answers (FlakyProxy),
+	// again with the same key until an answer: the file must end as
+	// exactly one batch, its payouts counted like every other.
+	APISubmit bool
+
 	// Deadline bounds the wait for every payout to be final.
 	Deadline time.Duration
 
@@ -172,6 +188,7 @@ func DefaultConfig() Config {
 		SettleAfter: 6 * time.Second, PFail: 0.1, OutcomeIntervals: "1s,2s", OutcomeWindow: 10 * time.Minute,
 		Callbacks: true, PCallbackDup: 0.2, CallbackDelay: 2 * time.Second, ForgeEvery: 250 * time.Millisecond,
 		Approval: true, ApproveAfter: 3 * time.Second, Cancels: 50,
+		Events: true, APISubmit: true,
 		Deadline: 13 * time.Minute,
 	}
 }
@@ -245,6 +262,7 @@ func BrokenReplayConfig() Config {
 // runs are about duplicate creates only.
 func noLifecycle(c *Config) {
 	c.Approval, c.ApproveAfter, c.Cancels = false, 0, 0 // about duplicate creates only
+	c.Events, c.APISubmit = false, false
 	c.SettleAfter, c.PFail = 0, 0
 	c.Callbacks, c.PCallbackDup, c.CallbackDelay, c.ForgeEvery = false, 0, 0, 0
 }
@@ -401,6 +419,8 @@ func RegisterFlags(fs *flag.FlagSet, c *Config) {
 	fs.BoolVar(&c.Approval, "approval", c.Approval, "load with --approval required (one file under --auto-approve-below) and approve each waiting batch mid-run")
 	fs.DurationVar(&c.ApproveAfter, "approve-after", c.ApproveAfter, "approve a batch this long after it was first seen awaiting approval")
 	fs.IntVar(&c.Cancels, "cancels", c.Cancels, "payouts of one waiting batch cancelled before it is approved (needs approval)")
+	fs.BoolVar(&c.Events, "events", c.Events, "a webhook receiver subscribed to every event, verifying each delivery with the node Standard Webhooks verifier and answering some with 500, a dropped connection or slowly; every payout's events must arrive")
+	fs.BoolVar(&c.APISubmit, "api-submit", c.APISubmit, "the last file goes through payout api (one Idempotency-Key, retried) behind a proxy that refuses requests and loses answers; it must make exactly one batch")
 	fs.DurationVar(&c.Deadline, "deadline", c.Deadline, "fail when payouts are still open this long after the start")
 	fs.BoolVar(&c.Broken, "broken", c.Broken, "build the deliberately unsafe worker (POSTs again on redelivery); the run then passes only if duplicates are detected")
 	fs.BoolVar(&c.BrokenReplay, "broken-replay", c.BrokenReplay, "build the deliberately unsafe worker whose transport may replay creates; the run then passes only if duplicates are detected")

@@ -26,7 +26,9 @@
 //     basic auth and a read-write `payout ui` for the operator's deletes;
 //  3. drops the generated payout files ([Generate]) into the spool inbox
 //     one by one and runs `payout load --spool` every [Config.LoaderEvery]
-//     like cron would, under approval ([Config.Approval]: --approval
+//     like cron would (with [Config.APISubmit], the last file goes
+//     through `payout api` instead, one Idempotency-Key, behind a
+//     [FlakyProxy], and must make exactly one batch), under approval ([Config.Approval]: --approval
 //     required, one file under --auto-approve-below), and approves each
 //     batch awaiting approval [Config.ApproveAfter] after it appears
 //     (`payout approve --four-eyes`), as a person would mid-run, after
@@ -53,9 +55,15 @@
 //     Redis key and the AOF itself) for every full card number and every
 //     secret ([Scanner]), after proving on the payout files that the
 //     scanner finds what it looks for;
-//  7. prints one line of [Figures] and fails when duplicates, lost payouts,
-//     outcome mismatches, leaks, mismatches or audit mismatches are not
-//     zero.
+//  7. with [Config.Events], waits until every payout event is delivered
+//     to the suite's webhook receiver ([EventReceiver]: every delivery
+//     verified by the node Standard Webhooks verifier, a share answered
+//     500, dropped or late) and checks every payout's events 1..n, the
+//     last its end state ([CheckEvents]), and that the verifier refuses a
+//     replayed and a re-signed delivery;
+//  8. prints one line of [Figures] and fails when duplicates, lost payouts,
+//     outcome mismatches, leaks, mismatches, audit mismatches, missing or
+//     mismatched events or deliveries the verifier refused are not zero.
 //
 // # Outcomes and callbacks
 //

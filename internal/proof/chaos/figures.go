@@ -68,14 +68,43 @@ type Figures struct {
 	// the ledger (see Verdict.AuditMismatches).
 	AuditMismatches int
 
+	// The payout events (Config.Events; EventsChecked): distinct events
+	// and POSTs the webhook receiver got, deliveries of an event it had
+	// accepted already and after a failed one, and what CheckEvents
+	// found (EventCheck).
+	EventsChecked    bool
+	Events           int
+	EventDeliveries  int
+	EventDuplicates  int
+	EventRetries     int
+	EventsMissing    int
+	EventMismatches  int
+	VerifierRejected int
+
+	// The file submitted through the API (Config.APISubmit; APIChecked):
+	// the POSTs the submitter sent, the faults the proxy injected, and
+	// the batches of that file at the end (exactly 1).
+	APIChecked  bool
+	APIRequests int
+	APIFaults   int
+	APIBatches  int
+
 	Elapsed time.Duration
 }
 
 // String is the figures line.
 func (f Figures) String() string {
-	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d interrupted_loads=%d orphaned_tasks=%d repaired=%d forged_callbacks=%d approved=%d cancelled=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d audit_mismatches=%d elapsed=%s",
+	var ev string
+	if f.EventsChecked {
+		ev = fmt.Sprintf(" events=%d event_deliveries=%d event_duplicates=%d event_retries=%d events_missing=%d event_mismatches=%d verifier_rejected=%d",
+			f.Events, f.EventDeliveries, f.EventDuplicates, f.EventRetries, f.EventsMissing, f.EventMismatches, f.VerifierRejected)
+	}
+	if f.APIChecked {
+		ev += fmt.Sprintf(" api_requests=%d api_faults=%d api_batches=%d", f.APIRequests, f.APIFaults, f.APIBatches)
+	}
+	return fmt.Sprintf("payouts=%d created=%d paid=%d failed=%d rejected=%d needs_review=%d ambiguous=%d worker_kills=%d redis_restarts=%d token_rotations=%d h2_resets=%d redis_reply_drops=%d tasks_deleted=%d interrupted_loads=%d orphaned_tasks=%d repaired=%d forged_callbacks=%d approved=%d cancelled=%d duplicates=%d lost=%d outcome_mismatches=%d leaks=%d mismatches=%d audit_mismatches=%d%s elapsed=%s",
 		f.Payouts, f.Created, f.Paid, f.Failed, f.Rejected, f.NeedsReview, f.Ambiguous, f.WorkerKills, f.RedisRestarts, f.TokenRotations,
-		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.InterruptedLoads, f.OrphanedTasks, f.Repaired, f.ForgedCallbacks, f.Approved, f.Cancelled, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.AuditMismatches, f.Elapsed.Round(100*time.Millisecond))
+		f.H2Resets, f.RedisReplyDrops, f.TasksDeleted, f.InterruptedLoads, f.OrphanedTasks, f.Repaired, f.ForgedCallbacks, f.Approved, f.Cancelled, f.Duplicates, f.Lost, f.OutcomeMismatches, f.Leaks, f.Mismatches, f.AuditMismatches, ev, f.Elapsed.Round(100*time.Millisecond))
 }
 
 // ErrUnsafe is matched (errors.Is) by the error of a run that found
@@ -94,10 +123,14 @@ func (f Figures) Err() error {
 	for _, c := range []struct {
 		name string
 		n    int
-	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"outcome_mismatches", f.OutcomeMismatches}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}, {"audit_mismatches", f.AuditMismatches}} {
+	}{{"duplicates", f.Duplicates}, {"lost", f.Lost}, {"outcome_mismatches", f.OutcomeMismatches}, {"leaks", f.Leaks}, {"mismatches", f.Mismatches}, {"audit_mismatches", f.AuditMismatches},
+		{"events_missing", f.EventsMissing}, {"event_mismatches", f.EventMismatches}, {"verifier_rejected", f.VerifierRejected}} {
 		if c.n != 0 {
 			bad = append(bad, fmt.Sprintf("%s=%d", c.name, c.n))
 		}
+	}
+	if f.APIChecked && f.APIBatches != 1 {
+		bad = append(bad, fmt.Sprintf("api_batches=%d", f.APIBatches))
 	}
 	if len(bad) == 0 {
 		return nil

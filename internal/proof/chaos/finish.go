@@ -31,10 +31,21 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		return Figures{}, err
 	}
 	h.snapshotUI(ctx, "end")
+	h.waitEvents(ctx)
 	h.stopWorkers()
 	books, stats, life, err := h.gatherBooks(ctx)
 	if err != nil {
 		return Figures{}, err
+	}
+	var ev EventCheck
+	if h.events != nil {
+		ev = h.checkEvents(ctx, books)
+	}
+	var apiIDs []string
+	if h.api != nil {
+		if apiIDs, err = h.apiBatches(ctx); err != nil {
+			return Figures{}, err
+		}
 	}
 	drops, err := h.stopServices(ctx)
 	if err != nil {
@@ -69,8 +80,16 @@ func (h *harness) finish(ctx context.Context) (Figures, error) {
 		Duplicates: v.Duplicates, Lost: v.Lost, OutcomeMismatches: v.OutcomeMismatches, Leaks: len(leaks), Mismatches: v.Mismatches,
 		Elapsed: time.Since(h.start),
 	}
+	if h.events != nil {
+		fig.EventsChecked = true
+		fig.Events, fig.EventDeliveries, fig.EventDuplicates, fig.EventRetries = ev.Events, ev.Deliveries, ev.Duplicates, ev.Retries
+		fig.EventsMissing, fig.EventMismatches, fig.VerifierRejected = ev.Missing, ev.Mismatches, ev.Rejected
+	}
+	if h.api != nil {
+		ev.Findings = append(ev.Findings, h.checkAPI(apiIDs, &fig)...)
+	}
 	h.logRun(stats, life, scanned, repaired)
-	h.writeFindings(v.Findings, leaks)
+	h.writeFindings(append(v.Findings, ev.Findings...), leaks)
 	fmt.Fprintln(h.out, fig.String())
 	return fig, nil
 }
@@ -387,6 +406,12 @@ func (h *harness) scan() ([]Leak, int, error) {
 	if h.callbackSecret != "" {
 		secrets["callback secret"] = h.callbackSecret
 	}
+	if h.api != nil {
+		secrets["API token"] = h.api.token
+	}
+	if h.webhookSecret != "" {
+		secrets["webhook secret"] = h.webhookSecret
+	}
 	s := NewScanner(slices.Collect(maps.Keys(cards)), secrets)
 
 	// Positive control: the payout files hold every card number (some
@@ -401,9 +426,13 @@ func (h *harness) scan() ([]Leak, int, error) {
 	for _, l := range control {
 		found[l.What] = true
 	}
-	missed := 0
-	for c := range cards {
-		if !found["card "+card.Mask(c)] {
+	missed, controlled := 0, 0
+	for _, r := range h.rows() {
+		if r.Card == "" || h.api != nil && r.File == h.api.file {
+			continue // the API's file never was in the spool
+		}
+		controlled++
+		if !found["card "+card.Mask(r.Card)] {
 			missed++
 		}
 	}
@@ -413,7 +442,7 @@ func (h *harness) scan() ([]Leak, int, error) {
 	}
 	if missed > 0 || !found[current] || !found["data key"] {
 		h.problem("leak scan control: the scanner missed %d of %d card numbers in the loaded payout files, found the token file %t and the data key file %t: it cannot be trusted",
-			missed, len(cards), found[current], found["data key"])
+			missed, controlled, found[current], found["data key"])
 	}
 	return s.ScanTree(h.dir, func(rel string) bool { return skipScan[rel] })
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
+	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/proof/redisfault"
 	"github.com/acme/payout/internal/proof/testenv"
 	"github.com/acme/payout/internal/proof/testenv/gobuild"
@@ -45,7 +46,7 @@ const (
 // design) wherever the spool moved them.
 var skipScan = map[string]bool{
 	dirBin: true, dirSecrets: true, dirStaging: true,
-	dirSpool + "/inbox": true, dirSpool + "/processing": true, dirSpool + "/done": true, dirSpool + "/failed": true,
+	apiStaging: true, dirSpool + "/inbox": true, dirSpool + "/processing": true, dirSpool + "/done": true, dirSpool + "/failed": true,
 }
 
 // tick is how often the conductor looks at its schedule.
@@ -110,6 +111,13 @@ type harness struct {
 	registered, open, batchesReady int64
 
 	ctl controls // approvals and the cancel (Config.Approval)
+
+	webhookSecret string         // PAYOUT_NOTIFY_SECRET of the workers (Config.Events)
+	events        *EventReceiver // every worker's --notify-url
+	verify        verifyFunc     // the receiver's verifier (node, or Go outside CI)
+	verifierName  string
+
+	api *apiSubmission // the file submitted through payout api (Config.APISubmit)
 }
 
 // Run carries out one chaos run (see the package documentation) and
@@ -274,6 +282,11 @@ func (h *harness) setUp(ctx context.Context) error {
 		h.problem("web UI: %v", err)
 		h.ui = nil
 	}
+	if c.APISubmit {
+		if err := h.startAPI(ctx); err != nil {
+			return err
+		}
+	}
 	if c.TaskDeleteEvery > 0 {
 		if h.ops, h.opsURL, err = h.startUI(ctx, "ui-ops", false); err != nil {
 			h.problem("web UI (read-write): %v", err)
@@ -350,6 +363,11 @@ func (h *harness) makeSecrets(ctx context.Context) error {
 		return err
 	}
 	h.uiUser, h.uiPass = "chaos", randomHex(16)
+	if c.Events {
+		if err := h.startEvents(ctx); err != nil {
+			return err
+		}
+	}
 	if c.Callbacks {
 		h.callbackSecret = randomHex(20)
 		h.forge = newForger(h.callbackSecret)
@@ -469,6 +487,10 @@ func (h *harness) startWorker(skewed bool) error {
 	}
 	name := fmt.Sprintf("worker-%03d", n)
 	bin, env := h.payoutBin, append([]string(nil), h.env...)
+	if h.events != nil {
+		args = append(args, "--notify-url", h.events.URL())
+		env = append(env, notify.SecretEnv+"="+h.webhookSecret)
+	}
 	if skewed {
 		name += "-clock"
 		bin = h.clockBin
@@ -638,6 +660,12 @@ func (h *harness) close(passed bool) {
 	}
 	if h.fwd != nil {
 		h.fwd.Close()
+	}
+	if h.events != nil {
+		h.events.Close()
+	}
+	if h.api != nil {
+		h.api.proxy.Close()
 	}
 	if h.rdb != nil {
 		_ = h.rdb.Close()

@@ -77,7 +77,7 @@ func (h *harness) drive(ctx context.Context) error {
 // step does what is due at el: files, loader runs, worker supervision,
 // the chaos events, then the ledger poll and approvals.
 func (h *harness) step(ctx context.Context, s *schedule, el time.Duration) error {
-	if err := h.dropDue(s, el); err != nil {
+	if err := h.dropDue(ctx, s, el); err != nil {
 		return err
 	}
 	if err := h.tendLoader(ctx, s); err != nil {
@@ -104,10 +104,17 @@ func (h *harness) step(ctx context.Context, s *schedule, el time.Duration) error
 	return nil
 }
 
-// dropDue drops the files due by el into the inbox.
-func (h *harness) dropDue(s *schedule, el time.Duration) error {
+// dropDue drops the files due by el into the inbox (the API's file: it
+// starts its submission).
+func (h *harness) dropDue(ctx context.Context, s *schedule, el time.Duration) error {
 	for s.dropped < len(h.files) && el >= time.Duration(s.dropped)*h.cfg.DropEvery {
 		f := h.files[s.dropped]
+		if h.api != nil && f.Name == h.api.file {
+			h.logf("submitting %s (%d rows) through payout api", f.Name, len(f.Rows))
+			s.dropped++
+			go h.submitAPI(ctx, f)
+			continue
+		}
 		if err := h.drop(f); err != nil {
 			return err
 		}

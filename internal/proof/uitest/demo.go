@@ -13,6 +13,8 @@ import (
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/lifecycle"
 	"github.com/acme/payout/internal/loader"
+	"github.com/acme/payout/internal/money"
+	"github.com/acme/payout/internal/payfile"
 	"github.com/acme/payout/internal/queue"
 	"github.com/acme/payout/internal/vault"
 	"github.com/redis/go-redis/v9"
@@ -115,6 +117,10 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 		}
 		return
 	}
+	if to == "returned" {
+		// paid under a watch, then found returned by its first check
+		led = led.WithWatch(decide.WatchPolicy{Window: 72 * time.Hour, Intervals: []time.Duration{time.Hour}})
+	}
 	w := led.As("worker-1:4242")
 	if _, err := w.BeginCreate(ctx, batch, ext, 1); err != nil {
 		t.Fatal(err)
@@ -126,7 +132,7 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	switch to {
 	case "checking":
 		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 0
-	case "paid", "failed", "created":
+	case "paid", "failed", "created", "returned":
 		r.To, r.OutcomeWindow = lifecycle.Created, 72*time.Hour
 	case "rejected":
 		r.OrderID, r.PSPStatus, r.Error, r.HTTPStatus = "", "", reason, 422
@@ -136,7 +142,7 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if _, err := w.FinishCreate(ctx, batch, ext, 1, r); err != nil {
 		t.Fatalf("demo: finish create of %s: %v", ext, err)
 	}
-	if to != "paid" && to != "failed" {
+	if to != "paid" && to != "failed" && to != "returned" {
 		return
 	}
 	_, s, err := led.Snapshot(ctx, batch, ext)
@@ -147,9 +153,21 @@ func drive(t testing.TB, led *ledger.Ledger, batch, ext, to, reason, order strin
 	if to == "failed" {
 		v, status = decide.VerdictFailed, "DECLINED"
 	}
-	a := decide.OutcomeAnswer{Verdict: v, PSPStatus: status, Reason: reason, HTTPStatus: 200}
+	a := decide.OutcomeAnswer{Verdict: v, PSPStatus: status, HTTPStatus: 200}
+	if to == "failed" {
+		a.Reason = reason
+	}
 	if _, err := w.RecordOutcome(ctx, s, max(s.OutcomeSeq, 1), a); err != nil {
 		t.Fatalf("demo: outcome of %s: %v", ext, err)
+	}
+	if to == "returned" {
+		if _, s, err = led.Snapshot(ctx, batch, ext); err != nil {
+			t.Fatal(err)
+		}
+		a := decide.WatchAnswer{Returned: true, PSPStatus: "RETURNED", Reason: reason, ChangedAt: "2026-11-30T09:00:00Z", HTTP: 200}
+		if _, err := w.RecordWatch(ctx, s, a); err != nil {
+			t.Fatalf("demo: watch of %s: %v", ext, err)
+		}
 	}
 	if p, _ := led.Get(ctx, batch, ext); string(p.State) != to {
 		t.Fatalf("demo: %s is %s, want %s", ext, p.State, to)
@@ -173,6 +191,24 @@ var everyStateReasons = map[lifecycle.State]string{
 	lifecycle.Rejected:    "422 Unprocessable Entity: destination card number does not pass the issuer's checks",
 	lifecycle.NeedsReview: "PSP answered 500 to the create; status unknown after 3 status checks",
 	lifecycle.Cancelled:   "sent twice by the ERP export, the second copy cancelled before it was sent",
+	lifecycle.Returned:    "returned by the beneficiary's bank: account closed after the transfer was credited",
+}
+
+// testCard is a card number that passes the Luhn check, distinct for each
+// n below 10^9.
+func testCard(n int) string {
+	digits := fmt.Sprintf("400012%09d", n)
+	sum := 0
+	for i := len(digits) - 1; i >= 0; i-- {
+		d := int(digits[i] - '0')
+		if (len(digits)-i)%2 == 1 {
+			if d *= 2; d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return digits + fmt.Sprint((10-sum%10)%10)
 }
 
 // LoadEveryState loads one batch (approved at load) and drives its payouts
@@ -186,11 +222,13 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	led := ledger.New(rdb)
 	ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
 	e := EveryState{File: "payouts-2026-12-01-every-state-of-the-machine.csv", ByState: map[lifecycle.State][]string{}}
-	cards := []string{"4111 1111 1111 1111", "5500 0000 0000 0004", "4000 0566 5566 5556", "5105 1051 0510 5100"}
+	// Every row pays its own card, so that only the held rows, each over
+	// the limit on its own, are over their recipient's velocity limit.
+	payDay := time.Now().UTC().AddDate(0, 0, 7).Format(time.DateOnly)
 	var b strings.Builder
 	// Recipient, contact and notes: the informational columns a file
-	// carries, shown beside each payout.
-	b.WriteString("externalId,amount,cardNumber,recipient,contact,notes\n")
+	// carries, shown beside each payout; payDate schedules a row.
+	b.WriteString("externalId,amount,cardNumber,recipient,contact,notes,payDate\n")
 	recipients := []string{"Anna-Maria Kowalska-Schmidt", "Jean-Baptiste Delacroix", "Oluwaseun Adebayo-Okonkwo"}
 	type row struct {
 		ext string
@@ -203,8 +241,15 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 			ext := fmt.Sprintf("INV-2026-12-%04d", n)
 			// Amounts up to millions, the batch's total in the tens of
 			// millions: wide figures in every column.
-			fmt.Fprintf(&b, "%s,%d%03d.%02d,%s,%s,+7 912 345-%02d-%02d,%q\n", ext, 1+(i*3+j)*331%4000, n*137%1000, n*37%100, cards[n%len(cards)],
-				recipients[j], n, n*3%100, "November bonus and December travel expenses, HR ticket 44"+fmt.Sprint(n))
+			millions, pay := 1+(i*3+j)*331%4000, ""
+			switch s.State {
+			case lifecycle.Held:
+				millions = 7000 + n
+			case lifecycle.Scheduled:
+				pay = payDay
+			}
+			fmt.Fprintf(&b, "%s,%d%03d.%02d,%s,%s,+7 912 345-%02d-%02d,%q,%s\n", ext, millions, n*137%1000, n*37%100, testCard(n),
+				recipients[j], n, n*3%100, "November bonus and December travel expenses, HR ticket 44"+fmt.Sprint(n), pay)
 			rows = append(rows, row{ext, s.State})
 		}
 	}
@@ -212,17 +257,30 @@ func LoadEveryState(t testing.TB, rdb redis.UniversalClient) EveryState {
 	if err := os.WriteFile(p, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	res, err := ld.LoadFile(ctx, p, loader.Options{Approval: loader.Approval{By: "finance-bot"}})
+	limit, err := money.ParseStored("5000000.00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ld.LoadFile(ctx, p, loader.Options{
+		Approval: loader.Approval{By: "finance-bot"},
+		File:     payfile.Options{PayDateColumn: "payDate"},
+		Velocity: loader.Velocity{Limits: ledger.VelocityLimits{Amount: limit}, Action: loader.VelocityHold},
+	})
 	if err != nil || !res.Loaded {
 		t.Fatalf("every-state load: %+v %v", res, err)
 	}
 	e.Batch, e.Rows = res.Batch, len(rows)
 	for i, r := range rows {
 		e.ByState[r.to] = append(e.ByState[r.to], r.ext)
-		if r.to == lifecycle.Queued {
-			continue
+		switch r.to {
+		case lifecycle.Queued, lifecycle.Held, lifecycle.Scheduled:
+			// left queued, or held and scheduled by the load itself
+		default:
+			drive(t, led, e.Batch, r.ext, string(r.to), everyStateReasons[r.to], fmt.Sprintf("PSP-%06d", 800100+i))
 		}
-		drive(t, led, e.Batch, r.ext, string(r.to), everyStateReasons[r.to], fmt.Sprintf("PSP-%06d", 800100+i))
+		if p, _ := led.Get(ctx, e.Batch, r.ext); p.State != r.to {
+			t.Fatalf("every-state: %s is %s, want %s", r.ext, p.State, r.to)
+		}
 	}
 	return e
 }

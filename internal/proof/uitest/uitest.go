@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/access"
+	"github.com/acme/payout/internal/approval"
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/loader"
 	"github.com/acme/payout/internal/money"
@@ -31,7 +33,12 @@ type Options struct {
 	// ApprovalRequired: confirmed uploads wait for approval.
 	ApprovalRequired bool
 	FourEyes         bool
-	DailyLimit       money.Amount
+	// ApprovalRules and ApprovalExpiry are the uploads' approval rules
+	// and how long a batch may await approval (payout ui
+	// --approval-rules, --approval-expiry; zero: never expires).
+	ApprovalRules  approval.Set
+	ApprovalExpiry time.Duration
+	DailyLimit     money.Amount
 	// NotifyURLs receive notifications (queued in Redis; nothing is
 	// delivered by the UI itself).
 	NotifyURLs []string
@@ -39,6 +46,9 @@ type Options struct {
 	// those are refused); OutcomeWindow is a marked-created payout's.
 	PSP           operator.StatusChecker
 	OutcomeWindow time.Duration
+	// Roles map the signed-in people to roles (payout ui --roles-file;
+	// nil: everyone holds every role but admin).
+	Roles *access.Map
 }
 
 // Config returns a UI configuration on rdb with the operator's actions,
@@ -54,7 +64,7 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 	led := ledger.New(rdb)
 	console := operator.NewConsole(rdb)
 	console.Queue = rdb
-	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, Users: o.Users, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log,
+	cfg := ui.Config{Redis: rdb, User: o.User, Password: o.Password, Users: o.Users, ReadOnly: o.ReadOnly, FourEyes: o.FourEyes, Logger: log, Roles: o.Roles,
 		Registry: prometheus.NewRegistry(), Batches: operator.Batches{Ledger: led, Queue: rdb}, Console: console,
 		Controls: operator.UIControls{Actions: operator.New(rdb, em, log), FourEyes: o.FourEyes, DailyLimit: o.DailyLimit,
 			PSP: o.PSP, OutcomeWindow: o.OutcomeWindow}}
@@ -62,7 +72,8 @@ func Config(t testing.TB, rdb redis.UniversalClient, o Options) ui.Config {
 		ld := loader.New(led, queue.New(rdb), vault.Ephemeral(), log)
 		ld.Notify = em
 		cfg.Uploads = operator.UIUploads{Loader: ld, Spool: o.Spool, Options: loader.SpoolOptions{
-			Load: loader.Options{Approval: loader.Approval{Required: o.ApprovalRequired}}, Settle: time.Second}}
+			Load: loader.Options{Approval: loader.Approval{Required: o.ApprovalRequired,
+				Rules: o.ApprovalRules, Expiry: o.ApprovalExpiry}}, Settle: time.Second}}
 	}
 	return cfg
 }

@@ -9,6 +9,7 @@
 //	bench bare-worker [flags]     baseline process: one POST per task only
 //	bench profile [flags]         CPU profiles of in-process equivalents
 //	bench memory [flags]          Redis bytes per payout; the 90-day simulation
+//	bench watch [flags]           Redis bytes and commands of the watch of paid payouts
 //
 // Exit codes: 0 measured (whether or not targets were met; see the table),
 // 1 the bench could not run, 2 usage error.
@@ -54,8 +55,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runProfile(ctx, args, stdout, stderr)
 	case "memory":
 		err = runMemoryCmd(ctx, args, stdout, stderr)
+	case "watch":
+		err = runWatch(ctx, args, stdout, stderr)
 	default:
-		fmt.Fprintf(stderr, "bench: unknown command %q (want bare-enqueue, bare-worker, profile, memory or none)\n", cmd)
+		fmt.Fprintf(stderr, "bench: unknown command %q (want bare-enqueue, bare-worker, profile, memory, watch or none)\n", cmd)
 		return 2
 	}
 	var u usageError
@@ -104,6 +107,8 @@ func runAll(ctx context.Context, args []string, stdout, stderr io.Writer) (err e
 	fs.IntVar(&cfg.LatencyConcurrency, "latency-concurrency", cfg.LatencyConcurrency, "worker concurrency of the PSP-latency-bound figure")
 	fs.DurationVar(&cfg.Latency, "latency", cfg.Latency, "sandbox latency of the PSP-latency-bound figure")
 	fs.IntVar(&cfg.E2ERows, "e2e-rows", cfg.E2ERows, "rows of the payout run figure")
+	fs.IntVar(&cfg.APIRows, "api-rows", cfg.APIRows, "items of the API create figure (JSON, against payout load of the same rows)")
+	fs.IntVar(&cfg.APIRepeat, "api-repeat", cfg.APIRepeat, "API/file pairs of the API figure (median reported)")
 	fs.DurationVar(&cfg.PhaseTimeout, "phase-timeout", cfg.PhaseTimeout, "bound of one measurement")
 	only := fs.String("only", "", "comma-separated measurements to run, of "+strings.Join(bench.Parts, ", ")+" (default: all)")
 	mem := bench.DefaultMemoryConfig()
@@ -255,6 +260,39 @@ func runMemory(ctx context.Context, c bench.MemoryConfig, stdout, stderr io.Writ
 	}
 	if err != nil {
 		return fmt.Errorf("bench: memory: %w", err)
+	}
+	return nil
+}
+
+func runWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c := bench.DefaultWatchConfig()
+	fs := flag.NewFlagSet("bench watch", flag.ContinueOnError)
+	fs.IntVar(&c.Payouts, "payouts", c.Payouts, "paid payouts watched")
+	fs.IntVar(&c.Checks, "checks", c.Checks, "of them, how many checks the real worker makes for the command count")
+	fs.IntVar(&c.Concurrency, "concurrency", c.Concurrency, "worker concurrency of the checks")
+	fs.IntVar(&c.FastConcurrency, "fast-concurrency", c.FastConcurrency, "goroutines driving the payouts to paid")
+	fs.StringVar(&c.ResultsDir, "out", c.ResultsDir, "directory of the JSON result (empty: none)")
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if c.Payouts < 1 || c.Checks < 1 || c.Concurrency < 1 || c.FastConcurrency < 1 {
+		return usageError{errors.New("watch needs --payouts, --checks, --concurrency and --fast-concurrency >= 1")}
+	}
+	c.Progress = stderr
+	rep, err := bench.Watch(ctx, c)
+	if err != nil {
+		return fmt.Errorf("bench: watch: %w", err)
+	}
+	fmt.Fprintln(stdout)
+	if err := rep.WriteTable(stdout); err != nil {
+		return err
+	}
+	if c.ResultsDir != "" {
+		path, err := rep.WriteJSON(c.ResultsDir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "JSON: %s\n", path)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown measurement", []string{"--only", "loader,nonsense"}, `unknown measurement "nonsense"`},
 		{"bare-enqueue without redis", []string{"bare-enqueue", "--rows", "5"}, "needs --redis"},
 		{"bare-worker without psp", []string{"bare-worker", "--redis", "redis://127.0.0.1:1/0"}, "needs --redis, --psp-url"},
+		{"watch without checks", []string{"watch", "--checks", "0"}, "watch needs --payouts, --checks"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errs bytes.Buffer
