@@ -230,6 +230,11 @@ func TestBrowserExpiredApproval(t *testing.T) {
 	if n := b.read("approve links", chromedp.Evaluate[string](`String(document.querySelectorAll('.approve, #approve-review-link').length)`)); n != "0" {
 		t.Errorf("the expired batch offers %s approve links", n)
 	}
+	// Each cancelled row says the expiry stopped it, not a person.
+	plain := b.read("plain reasons", chromedp.Evaluate[string](`Array.from(document.querySelectorAll('.reason .plain')).map(e => e.textContent).join('\n')`))
+	if strings.Count(plain, "approval request expired") != len(ruleExts) || strings.Contains(plain, "A person") {
+		t.Errorf("the cancelled rows' plain reasons: %q", plain)
+	}
 	if got := b.forgedApprove(id); strings.HasPrefix(got, "2") {
 		t.Errorf("approving the expired batch: %.300s", got)
 	}

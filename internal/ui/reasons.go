@@ -41,11 +41,25 @@ func plainReason(state, reason string) string {
 	case lifecycle.Queued:
 		return "It was not sent: it is sent again."
 	case lifecycle.Cancelled:
-		return "A person stopped it before it was sent: it was not paid."
+		return cancelledReason(r)
 	case lifecycle.Held:
 		return "Held over its recipient's velocity limit (payouts or amount a day to one card or phone): nothing is sent until a person releases or cancels it."
 	}
 	return ""
+}
+
+// cancelledReason words a cancel by who made it: the ledger records
+// "cancelled by ACTOR: NOTE", and an actor a person gives can never be a
+// system identity (identity.System), so the prefix is the system's own.
+func cancelledReason(r string) string {
+	by, ok := strings.CutPrefix(r, "cancelled by "+identity.SystemPrefix)
+	switch {
+	case ok && strings.HasPrefix(by, "approval-expiry("):
+		return "Its batch's approval request expired before enough people approved it: the system stopped it before it was sent; it was not paid."
+	case ok:
+		return "The system stopped it before it was sent: it was not paid."
+	}
+	return "A person stopped it before it was sent: it was not paid."
 }
 
 // byAnswer explains a classifier message by the PSP's answer it records;

@@ -21,6 +21,11 @@ func TestPlainReason(t *testing.T) {
 		{"queued", "request not sent: dial tcp: connection refused", "The request never reached the PSP (network): it is sent again."},
 		{"queued", "HTTP 429: slow down", "The PSP asked to slow down (429): the request is sent again later."},
 		{"queued", "HTTP 401: unauthorized", "The PSP refused this system's credentials (token): nothing was created; the queue waits until an operator fixes it."},
+		{"cancelled", "cancelled by alice: wrong file", "A person stopped it before it was sent: it was not paid."},
+		{"cancelled", "cancelled by system:approval-expiry(reconciler): batch discarded: approval expired after 7 days",
+			"Its batch's approval request expired before enough people approved it: the system stopped it before it was sent; it was not paid."},
+		{"cancelled", "cancelled by system:spool(uid 1001): x", "The system stopped it before it was sent: it was not paid."},
+		{"cancelled", "cancelled by alice: cancelled by system:approval-expiry(reconciler)", "A person stopped it before it was sent: it was not paid."},
 		{"queued", "HTTP 404 on create (wrong base URL?): not found", "The PSP's address looks wrong (404 on create): nothing was created."},
 	} {
 		if got := plainReason(tc.state, tc.reason); got != tc.want {
