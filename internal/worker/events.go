@@ -7,6 +7,7 @@ import (
 
 	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/notify"
+	"github.com/rs/zerolog"
 )
 
 // The payout events: every transition script writes the event of its
@@ -23,19 +24,29 @@ import (
 const pumpBatch = 256
 
 // pumpEvents drains the outboxes every interval until ctx is done; the
-// returned func waits for that.
+// returned func waits for that. While Redis is away every round fails:
+// the pump says so at most once every pumpLogPeriod (the events wait in
+// their outboxes, none is lost).
 func (w *Worker) pumpEvents(ctx context.Context) (wait func()) {
 	interval := max(w.cfg.PollInterval, 200*time.Millisecond)
+	log := w.log.Sample(&zerolog.BurstSampler{Burst: 1, Period: pumpLogPeriod})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		w.ledger.Locks().Leased(ctx, "events", interval, func(error) {}, func(ctx context.Context) {
+		w.ledger.Locks().Leased(ctx, "events", interval, func(err error) {
+			if ctx.Err() == nil {
+				log.Warn().Err(err).Msg("payout events: could not take the events lease; they wait in their outboxes; next round")
+			}
+		}, func(ctx context.Context) {
 			if _, err := PumpEvents(ctx, w.ledger, w.cfg.Notify.Emitter); err != nil && ctx.Err() == nil {
-				w.log.Warn().Err(err).Msg("payout events not drained; next round")
+				log.Warn().Err(err).Msg("payout events not drained; next round")
 			}
 		})
 	})
 	return wg.Wait
 }
+
+// pumpLogPeriod: the events pump logs its failures at most once in it.
+const pumpLogPeriod = time.Minute
 
 // PumpEvents drains every outbox once through em (nil: the events are
 // dropped) and returns how many events it handled.

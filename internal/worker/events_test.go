@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -9,11 +10,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/acme/payout/internal/ledger"
 	"github.com/acme/payout/internal/notify"
 	"github.com/acme/payout/internal/sandbox"
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 )
 
@@ -79,4 +83,44 @@ func TestPayoutEventsArriveInSequence(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// TestEventsPumpSaysWhenRedisIsAway: a pump whose Redis does not answer
+// fails its lease every round and says so once (a minute's sample), not
+// five times a second.
+func TestEventsPumpSaysWhenRedisIsAway(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fastConfig(), sandbox.Config{})
+	dead := redis.NewClient(&redis.Options{Addr: strings.TrimPrefix(closedPortURL(t), "http://"), MaxRetries: -1,
+		DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { dead.Close() })
+	var tries atomic.Int64
+	dead.AddHook(countingHook{&tries})
+	logs := &syncBuffer{}
+	w := h.worker(dead, ledger.New(dead), fastConfig(), zerolog.New(logs))
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := w.pumpEvents(ctx)
+	deadline := time.Now().Add(20 * time.Second)
+	for tries.Load() < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the pump tried its lease %d times in 20 s", tries.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	wait()
+	if n := strings.Count(logs.String(), "could not take the events lease"); n != 1 {
+		t.Errorf("%d lease failures logged %d times, want once:\n%s", tries.Load(), n, logs.String())
+	}
+}
+
+// countingHook counts the commands a client tries.
+type countingHook struct{ n *atomic.Int64 }
+
+func (countingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (countingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
