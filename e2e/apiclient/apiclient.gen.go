@@ -32,12 +32,21 @@ const (
 
 // Approval defines model for Approval.
 type Approval struct {
+	// Approvers Who approved it so far, in order (never its creator).
+	Approvers *[]string `json:"approvers,omitempty"`
+
 	// DecidedAt RFC 3339, UTC.
-	DecidedAt  *Timestamp `json:"decidedAt,omitempty"`
-	DecidedBy  *string    `json:"decidedBy,omitempty"`
-	FourEyes   bool       `json:"fourEyes"`
-	Note       *string    `json:"note,omitempty"`
-	WaitReason *string    `json:"waitReason,omitempty"`
+	DecidedAt *Timestamp `json:"decidedAt,omitempty"`
+	DecidedBy *string    `json:"decidedBy,omitempty"`
+	FourEyes  bool       `json:"fourEyes"`
+	Note      *string    `json:"note,omitempty"`
+
+	// Progress Where its approvals stand, as "1 of 2 approvals: alice".
+	Progress *string `json:"progress,omitempty"`
+
+	// Rule The approval rule the batch was held under, as recorded when it was created (docs/controls.md#approval-rules).
+	Rule       *string `json:"rule,omitempty"`
+	WaitReason *string `json:"waitReason,omitempty"`
 }
 
 // Batch defines model for Batch.
@@ -84,6 +93,14 @@ type BatchCreate struct {
 
 	// Name A name for the batch's result files (letters, digits, `.`, `_`, `-`); default `api-TIME`.
 	Name *string `json:"name,omitempty"`
+
+	// ReleaseAt Hold the batch's payouts, scheduled, until this time: a date
+	// `YYYY-MM-DD` (its midnight in the server's `--release-zone`) or an
+	// RFC 3339 time. Business-day rules, the past and the horizon are
+	// checked as for `payout load --release-at`; a refused time is a 422
+	// with the field `releaseAt`. Absent: the payouts leave at once (once
+	// approved).
+	ReleaseAt *string `json:"releaseAt,omitempty"`
 }
 
 // BatchPage defines model for BatchPage.
@@ -303,6 +320,9 @@ type CreateBatchParams struct {
 
 	// ExpectTotal With a file body: control total, the sum of the amounts (a decimal).
 	ExpectTotal *string `form:"expectTotal,omitempty" json:"expectTotal,omitempty"`
+
+	// ReleaseAt With a file body: hold its payouts until this time (as `releaseAt` of a JSON create).
+	ReleaseAt *string `form:"releaseAt,omitempty" json:"releaseAt,omitempty"`
 
 	// IdempotencyKey A key of the client's choice (1-255 printable ASCII characters), one per
 	// intended operation, kept at least 24 hours per token: the same key with
@@ -1031,6 +1051,22 @@ func NewCreateBatchRequestWithBody(server string, params *CreateBatchParams, con
 		if params.ExpectTotal != nil {
 
 			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "expectTotal", runtime.ParamLocationQuery, *params.ExpectTotal); err != nil {
+				return nil, err
+			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
+				return nil, err
+			} else {
+				for k, v := range parsed {
+					for _, v2 := range v {
+						queryValues.Add(k, v2)
+					}
+				}
+			}
+
+		}
+
+		if params.ReleaseAt != nil {
+
+			if queryFrag, err := runtime.StyleParamWithLocation("form", true, "releaseAt", runtime.ParamLocationQuery, *params.ReleaseAt); err != nil {
 				return nil, err
 			} else if parsed, err := url.ParseQuery(queryFrag); err != nil {
 				return nil, err

@@ -54,20 +54,28 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request, p access.Pr
 
 // loadOptions are the server's load options for a create of items: the
 // create's (createOptions), a dry run when an item's shape is already
-// refused.
+// refused. The pay-date column (--pay-date-column) is an info name of the
+// items: where no item gives it, the items have no pay date of their own
+// (a file without that column is refused instead: it was meant to have
+// one).
 func (s *Server) loadOptions(in *intake, p access.Principal) (loader.Options, error) {
-	opts, err := s.createOptions(p, in.control())
+	opts, err := s.createOptions(p, in.control(), in.req.ReleaseAt)
 	opts.DryRun = len(in.problems) > 0
+	if c := opts.File.PayDateColumn; c != "" && !slices.ContainsFunc(in.info, func(k string) bool { return payfile.SameColumn(k, c) }) {
+		opts.File.PayDateColumn = ""
+	}
 	return opts, err
 }
 
 // createOptions are the server's load options for a create, of items or
 // of a file: loaded by the token, all-or-nothing, checked against the
-// request's control totals ctl (nil: none).
-func (s *Server) createOptions(p access.Principal, ctl *Control) (loader.Options, error) {
+// request's control totals ctl (nil: none), released at releaseAt ("":
+// at once; checked by the loader's release rules).
+func (s *Server) createOptions(p access.Principal, ctl *Control, releaseAt string) (loader.Options, error) {
 	opts := s.cfg.Load
 	opts.Approval.By = p.Name
 	opts.DryRun, opts.Partial = false, false
+	opts.Release.At = releaseAt
 	opts.Expect = loader.Control{Source: "the request"}
 	if ctl == nil {
 		return opts, nil
@@ -174,6 +182,9 @@ func itemErrors(errs []payfile.Error) []ItemError {
 			ie.Field = "items"
 			if e.Column != payfile.ColumnHeader && e.Column != payfile.ColumnFile {
 				ie.Field = e.Column
+				if e.Column == loader.ColumnRelease {
+					ie.Field = "releaseAt"
+				}
 			}
 		case known:
 			i := e.Line - 2

@@ -36,6 +36,7 @@ type createRequest struct {
 	Name        string
 	ExpectRows  int
 	ExpectTotal string
+	ReleaseAt   string
 	Items       int
 }
 
@@ -119,11 +120,13 @@ func (in *intake) decode(ctx context.Context, dec *json.Decoder) error {
 			err = decodeField(dec, key, &in.req.ExpectRows)
 		case "expectTotal":
 			err = decodeField(dec, key, &in.req.ExpectTotal)
+		case "releaseAt":
+			err = decodeField(dec, key, &in.req.ReleaseAt)
 		case "items":
 			seenItems = true
 			err = in.items(ctx, dec)
 		default:
-			err = badRequest("unknown field %q (name, expectRows, expectTotal, items)", key)
+			err = badRequest("unknown field %q (name, expectRows, expectTotal, releaseAt, items)", key)
 		}
 		if err != nil {
 			return err

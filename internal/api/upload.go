@@ -56,7 +56,7 @@ func (s *Server) createFromFile(w http.ResponseWriter, r *http.Request, p access
 	if err != nil {
 		return err
 	}
-	opts, err := s.createOptions(p, ctl)
+	opts, err := s.createOptions(p, ctl, q.Get("releaseAt"))
 	if err != nil {
 		return err
 	}

@@ -22,11 +22,17 @@ type StateTotal struct {
 
 // Approval is a batch's approval.
 type Approval struct {
-	FourEyes   bool    `json:"fourEyes"`
-	WaitReason string  `json:"waitReason,omitempty"`
-	DecidedBy  string  `json:"decidedBy,omitempty"`
-	DecidedAt  *string `json:"decidedAt,omitempty"`
-	Note       string  `json:"note,omitempty"`
+	FourEyes   bool   `json:"fourEyes"`
+	WaitReason string `json:"waitReason,omitempty"`
+	// Rule is the approval rule the batch was held under, as recorded at
+	// load; Progress where its approvals stand ("1 of 2 approvals:
+	// alice"); Approvers who approved it so far, in order.
+	Rule      string   `json:"rule,omitempty"`
+	Progress  string   `json:"progress,omitempty"`
+	Approvers []string `json:"approvers,omitempty"`
+	DecidedBy string   `json:"decidedBy,omitempty"`
+	DecidedAt *string  `json:"decidedAt,omitempty"`
+	Note      string   `json:"note,omitempty"`
 }
 
 // Control is the control totals a batch was checked against at creation.
@@ -84,8 +90,9 @@ func batchPath(id string) string { return "/api/v1/batches/" + url.PathEscape(id
 func batchOf(d ui.BatchDetail) Batch {
 	b := Batch{ID: d.ID, File: d.File, LoadedAt: rfc3339(d.LoadedAt), LoadedBy: d.LoadedBy, Phase: d.PhaseCode,
 		PhaseLabel: d.PhaseLabel, PhaseReason: d.PhaseReason, LedgerPhase: d.Phase, Rows: d.Rows, Total: d.AmountTotal,
-		Approval: Approval{FourEyes: d.FourEyes, WaitReason: d.WaitReason, DecidedBy: d.DecidedBy, DecidedAt: optTime(d.DecidedAt), Note: d.Note},
-		Totals:   map[string]StateTotal{}, AwaitingOutcome: StateTotal{Count: d.Awaiting, Amount: d.AmountAwaiting},
+		Approval: Approval{FourEyes: d.FourEyes, WaitReason: d.WaitReason, DecidedBy: d.DecidedBy, DecidedAt: optTime(d.DecidedAt), Note: d.Note,
+			Rule: d.ApprovalRule, Progress: d.Approvals, Approvers: d.Approvers},
+		Totals: map[string]StateTotal{}, AwaitingOutcome: StateTotal{Count: d.Awaiting, Amount: d.AmountAwaiting},
 		Links: Links{Self: batchPath(d.ID), Payouts: batchPath(d.ID) + "/payouts"}}
 	if b.Phase == "" {
 		b.Phase = d.Phase

@@ -28,6 +28,8 @@ type apiFlags struct {
 	mf       manualFlags
 	df       durabilityFlags
 	af       approvalFlags
+	vf       velocityFlags
+	relf     releaseFlags
 	ef       enqueueFlags
 	addr     string
 	staging  string
@@ -51,6 +53,10 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.af.autoBelow, "auto-approve-below", "", "with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&a.af.maxBatch, "max-batch-total", "", "a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&a.af.daily, "daily-limit", "", "a batch that would take the sum let go today (UTC) above this amount waits for approval, and an approval above it is refused")
+	fs.StringVar(&a.af.rules, "approval-rules", "", approvalRulesUsage)
+	fs.DurationVar(&a.af.expiry, "approval-expiry", defaultApprovalExpiry, approvalExpiryUsage)
+	a.vf.register(fs)
+	a.relf.registerRules(fs)
 	fs.StringVar(&a.addr, "addr", "127.0.0.1:8081", "address the API listens on (/api/v1; put TLS in front of it)")
 	fs.StringVar(&a.staging, "staging", "", "folder where a create's items are written as a CSV file while it loads (default: the system's temporary folder)")
 	fs.Int64Var(&a.maxBody, "max-body-bytes", api.DefaultMaxBody, "largest request body; a larger one is answered 413")
@@ -137,7 +143,16 @@ func (a *apiFlags) config(e *env) (api.Config, error) {
 	if a.ef.concurrency < 1 {
 		return cfg, usageErr("--enqueue-concurrency %d: want at least 1", a.ef.concurrency)
 	}
-	cfg.Load = loader.Options{File: fopts, Approval: approval, EnqueueWorkers: a.ef.concurrency}
+	fopts.PayDateColumn = a.relf.column
+	release, err := a.relf.options()
+	if err != nil {
+		return cfg, err
+	}
+	velocity, err := a.vf.options()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Load = loader.Options{File: fopts, Approval: approval, EnqueueWorkers: a.ef.concurrency, Velocity: velocity, Release: release}
 	cfg.FourEyes, cfg.DailyLimit = approval.FourEyes, approval.DailyLimit
 	cfg.Staging, cfg.MaxBody, cfg.MaxItems, cfg.Rate = a.staging, a.maxBody, a.maxItems, a.rate
 	return cfg, nil

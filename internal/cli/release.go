@@ -22,6 +22,13 @@ type releaseFlags struct {
 
 func (r *releaseFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&r.at, "release-at", "", "hold the file's payouts, scheduled, until this time: a date YYYY-MM-DD (its midnight in --release-zone) or an RFC 3339 time (2026-12-24T09:00:00+03:00); empty: a control file's release=, else at once")
+	r.registerRules(fs)
+}
+
+// registerRules registers the release flags but --release-at: how a
+// release time and a pay date are read and checked (payout api, whose
+// requests carry their own release time).
+func (r *releaseFlags) registerRules(fs *flag.FlagSet) {
 	fs.StringVar(&r.column, "pay-date-column", "", "the informational column that holds a row's own pay date (same forms as --release-at; it wins over the batch's release time for its row); empty: none, a payDate column stays a note")
 	fs.StringVar(&r.zone, "release-zone", "UTC", "the IANA time zone a plain release date is read in (Europe/Moscow)")
 	fs.StringVar(&r.holidays, "holidays", "", "a file of holidays, one date YYYY-MM-DD a line (# comments): a release on one moves to the next business day")

@@ -59,6 +59,7 @@ type runCmd struct {
 	ef                     enqueueFlags
 	af                     approvalFlags
 	vf                     velocityFlags
+	relf                   releaseFlags
 	nf                     notifyFlags
 	cf                     controlFlags
 	pf                     pspFlags
@@ -132,6 +133,7 @@ func (r *runCmd) parse(args []string) error {
 	r.ef.register(fs)
 	r.af.register(fs)
 	r.vf.register(fs)
+	r.relf.register(fs)
 	r.nf.register(fs)
 	r.cf.register(fs, false)
 	r.pf.register(fs)
@@ -194,6 +196,10 @@ func (r *runCmd) configure() error {
 	if r.fopts.Velocity, err = r.vf.options(); err != nil {
 		return err
 	}
+	if r.fopts.Release, err = r.relf.options(); err != nil {
+		return err
+	}
+	r.fopts.File.PayDateColumn = r.relf.column
 	var probs problems
 	r.wcfg = r.wf.config(&r.pf, &probs)
 	r.wcfg.Queue = e.hooks.Queue

@@ -60,6 +60,7 @@ type uiControlFlags struct {
 	maxUpload  int64
 	maxUploads int
 	vf         velocityFlags
+	relf       releaseFlags
 }
 
 func (u *uiControlFlags) register(fs *flag.FlagSet) {
@@ -75,6 +76,7 @@ func (u *uiControlFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&u.daily, "daily-limit", "", "Approve refuses, and an upload waits for approval, when it would take the sum let go today (UTC) above this amount")
 	fs.BoolVar(&u.fourEyes, "four-eyes", false, "Approve refuses when the signed-in user loaded the batch, and mark created / mark rejected need a second person; needs one login per person (--users, or PAYOUT_UI_USER/PAYOUT_UI_PASSWORD in a UI per person; no PAYOUT_UI_TOKEN, no --insecure-local)")
 	u.vf.register(fs)
+	u.relf.registerRules(fs)
 	fs.BoolVar(&u.require, "require-control", false, "uploads: refuse a file whose control totals are not typed in the upload form")
 	fs.StringVar(&u.spool, "spool", "", "spool directory of payout load --spool: enables the upload form; uploads wait in DIR/staging/ for their confirmation, then go to done/ or failed/ with their errors in outbox/")
 	fs.Int64Var(&u.maxUpload, "max-upload-bytes", ui.DefaultUploadLimit, "largest file the upload form accepts")
@@ -86,6 +88,7 @@ type preparedUI struct {
 	daily    money.Amount
 	approval loader.Approval
 	velocity loader.Velocity
+	release  loader.Release
 	file     payfile.Options
 	ring     loader.Sealer
 	psp      operator.StatusChecker // nil: marking created or rejected is refused
@@ -128,6 +131,10 @@ func (u *uiControlFlags) prepare(e *env) (p preparedUI, err error) {
 	if p.file, err = u.ff.options(); err != nil {
 		return p, err
 	}
+	p.file.PayDateColumn = u.relf.column
+	if p.release, err = u.relf.options(); err != nil {
+		return p, err
+	}
 	if p.ring, err = u.kf.keyring(e); err != nil {
 		return p, err
 	}
@@ -145,7 +152,7 @@ func (u *uiControlFlags) configure(p preparedUI, cfg *ui.Config, rdb redis.Unive
 	ld := loader.New(ledger.New(rdb), queue.New(rdb), p.ring, log)
 	ld.Notify = u.nf.emitter(rdb)
 	cfg.Uploads = operator.UIUploads{Loader: ld, Spool: u.spool, Options: loader.SpoolOptions{
-		Load: loader.Options{File: p.file, Approval: p.approval, Velocity: p.velocity, RequireControl: u.require}, Settle: time.Second}}
+		Load: loader.Options{File: p.file, Approval: p.approval, Velocity: p.velocity, Release: p.release, RequireControl: u.require}, Settle: time.Second}}
 	cfg.UploadLimit = u.maxUpload
 	cfg.MaxUploads = u.maxUploads
 }

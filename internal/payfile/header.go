@@ -40,6 +40,11 @@ func fold(s string) string {
 	return b.String()
 }
 
+// SameColumn reports whether two column names name the same column, as
+// a header is read: ignoring case and the characters a header ignores
+// (spaces, '_', '-', invisible ones).
+func SameColumn(a, b string) bool { return fold(a) == fold(b) }
+
 // foldEqual reports whether fold(s) == f without allocating.
 func foldEqual(s, f string) bool {
 	for _, r := range s {
