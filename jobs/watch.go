@@ -14,6 +14,12 @@ const TypeWithdrawalWatch = "withdrawal:watch"
 type WatchPayload struct {
 	Batch      string `json:"batch"`
 	ExternalID string `json:"externalId"`
+	// DueMS is the due time (Unix ms, Redis's clock) of the check a watch
+	// sweep found: the worker skips the task when the watch's next check
+	// is due at another time by then (this check was done, by an earlier
+	// task of the same ID or by a callback's). 0 (a callback's check, or a
+	// task of an older version): the check runs in any case.
+	DueMS int64 `json:"dueMs,omitempty"`
 }
 
 // WatchTaskID is the task ID of the watch check of a payout due at second

@@ -40,6 +40,10 @@ type Step struct {
 	Amount, Destination string
 	// After: the task runs no sooner than this after it is enqueued.
 	After time.Duration
+	// Due: a watch check that runs only while the watch's next check is
+	// still due then (the sweep's, jobs.WatchPayload.DueMS); zero: at
+	// once (a callback's).
+	Due time.Time
 	// InFlight: the step is under way (a submitting payout's create, whose
 	// request may have reached the PSP). It is never enqueued again: when
 	// its task is lost the ledger moves the payout first
@@ -100,12 +104,18 @@ func VerifyStep(p ledger.Payout, at int64) Step {
 	return Step{Kind: Verify, Batch: p.Batch, ExternalID: p.ExternalID, N: int(at)}
 }
 
-// WatchStep is the watch check of the paid payout p due at Unix second at
-// (its score in the batch's watch zset, or now for a PSP callback): not a
-// step of the state machine (paid is final), the watch's own question
-// (worker.HandleWatch), found by the watch sweep (ledger.DueWatches).
-func WatchStep(p ledger.Payout, at int64) Step {
-	return Step{Kind: Watch, Batch: p.Batch, ExternalID: p.ExternalID, N: int(at)}
+// WatchStep is the watch check of the paid payout p now, for a PSP
+// callback that named it: not a step of the state machine (paid is
+// final), the watch's own question (worker.HandleWatch).
+func WatchStep(p ledger.Payout, now int64) Step {
+	return Step{Kind: Watch, Batch: p.Batch, ExternalID: p.ExternalID, N: int(now)}
+}
+
+// DueWatchStep is the watch check of the paid payout p due at due (its
+// score in the batch's watch zset), found by the watch sweep
+// (ledger.DueWatches): it runs only while that check is still due (Due).
+func DueWatchStep(p ledger.Payout, due time.Time) Step {
+	return Step{Kind: Watch, Batch: p.Batch, ExternalID: p.ExternalID, N: int(due.Unix()), Due: due}
 }
 
 // In returns s to run no sooner than d after it is enqueued.
@@ -149,7 +159,11 @@ func (s Step) task() (jobs.Task, error) {
 	case Verify:
 		return jobs.NewVerifyTask(jobs.VerifyPayload{Batch: s.Batch, ExternalID: s.ExternalID}, int64(s.N))
 	case Watch:
-		return jobs.NewWatchTask(jobs.WatchPayload{Batch: s.Batch, ExternalID: s.ExternalID}, int64(s.N))
+		w := jobs.WatchPayload{Batch: s.Batch, ExternalID: s.ExternalID}
+		if !s.Due.IsZero() {
+			w.DueMS = s.Due.UnixMilli()
+		}
+		return jobs.NewWatchTask(w, int64(s.N))
 	case Release:
 		return jobs.Task{}, fmt.Errorf("queue: %s is the releaser's (the ledger's due index), not a task", s.ID())
 	}

@@ -24,8 +24,10 @@ const watchBatch = 500
 // status of a paid payout's order while the payout is watched, and records
 // returned (a status of --psp-returned-statuses), the next check, or the
 // end of the watch (ledger.RecordWatch, a compare-and-set on the check
-// read). A redelivered task, or a second task of the same check, asks
-// again and writes nothing.
+// read). A sweep's task whose check is no longer due at its time (done by
+// an earlier task of the same ID: a sweep read the check before that task
+// recorded it, and watch tasks are not retained) asks nothing; a task
+// redelivered while its check is under way asks again and writes nothing.
 func (w *Worker) HandleWatch(ctx context.Context, t *asynq.Task) error {
 	p, err := jobs.DecodeWatch(t.Payload())
 	if err != nil {
@@ -36,6 +38,10 @@ func (w *Worker) HandleWatch(ctx context.Context, t *asynq.Task) error {
 	pay, snap, err := w.snapshotOf(ctx, "watch", p.Batch, p.ExternalID, log)
 	if err != nil || !snap.PreWatch() {
 		return err
+	}
+	if p.DueMS != 0 && snap.Watch.Due.UnixMilli() != p.DueMS {
+		log.Debug().Int64("due_ms", p.DueMS).Time("next", snap.Watch.Due).Msg("watch check done already; nothing asked")
+		return nil
 	}
 	res, err := w.queryStatus(ctx, pay, log)
 	if err != nil {
@@ -146,7 +152,7 @@ func (w *Worker) SweepWatches(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, d := range due {
-		s := queue.WatchStep(ledger.Payout{Batch: d.Batch, ExternalID: d.ExternalID}, d.Due.Unix())
+		s := queue.DueWatchStep(ledger.Payout{Batch: d.Batch, ExternalID: d.ExternalID}, d.Due)
 		r, err := w.queue.Remind(ctx, s)
 		if err != nil {
 			return n, err
