@@ -2,26 +2,28 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
-	"encoding/json"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/acme/payout/internal/payfile"
 )
 
 // The intake of a create: the JSON body is read with a streaming decoder
-// (json.Decoder Token/More over the items array), one item at a time, and
+// (jsontext.Decoder over the items array), one item at a time, and
 // each item is written as one line of a CSV payout file, so that 15,000
 // items cost the memory of one item. Two passes: the first writes each
 // item, normalised, as a CSV record to a temporary file and learns the
@@ -77,7 +79,7 @@ func readCreate(ctx context.Context, body io.Reader, dir string, maxItems int, d
 	defer func() { in.lines.Close(); os.Remove(in.lines.Name()) }()
 	bw := bufio.NewWriterSize(in.lines, 64<<10)
 	in.cw = csv.NewWriter(bw)
-	if err := in.decode(ctx, json.NewDecoder(body)); err != nil {
+	if err := in.decode(ctx, jsontext.NewDecoder(body)); err != nil {
 		return nil, "", err
 	}
 	if in.cw.Flush(); in.cw.Error() != nil {
@@ -98,19 +100,22 @@ func readCreate(ctx context.Context, body io.Reader, dir string, maxItems int, d
 
 var batchName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// decode reads the top-level object, streaming its items.
-func (in *intake) decode(ctx context.Context, dec *json.Decoder) error {
+// decode reads the top-level object, streaming its items. The decoder
+// (jsontext, encoding/json/v2's) refuses what is not strict JSON: a name
+// given twice in an object (a field two readers could read two ways),
+// invalid UTF-8; its message names where, as a JSON pointer
+// ("/items/3/amount").
+func (in *intake) decode(ctx context.Context, dec *jsontext.Decoder) error {
 	if err := expectDelim(dec, '{'); err != nil {
 		return err
 	}
 	seenItems := false
-	for dec.More() {
-		t, err := dec.Token()
+	for dec.PeekKind() == '"' {
+		t, err := dec.ReadToken()
 		if err != nil {
-			return badRequest("the body is not JSON: %v", err)
+			return notJSON(err)
 		}
-		key, _ := t.(string)
-		switch key {
+		switch key := t.String(); key {
 		case "name":
 			err = decodeField(dec, key, &in.req.Name)
 			if err == nil && !batchName.MatchString(in.req.Name) {
@@ -132,10 +137,10 @@ func (in *intake) decode(ctx context.Context, dec *json.Decoder) error {
 			return err
 		}
 	}
-	if _, err := dec.Token(); err != nil {
-		return badRequest("the body is not JSON: %v", err)
+	if err := expectDelim(dec, '}'); err != nil {
+		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if _, err := dec.ReadToken(); !errors.Is(err, io.EOF) {
 		return badRequest("the body holds more than one JSON value")
 	}
 	if !seenItems || in.req.Items == 0 {
@@ -144,47 +149,63 @@ func (in *intake) decode(ctx context.Context, dec *json.Decoder) error {
 	return nil
 }
 
-func expectDelim(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
+// notJSON is the refusal of a body the decoder cannot read.
+func notJSON(err error) error {
+	return badRequest("the body is not strict JSON (RFC 8259, UTF-8, each name once in an object): %v", err)
+}
+
+func expectDelim(dec *jsontext.Decoder, d jsontext.Kind) error {
+	t, err := dec.ReadToken()
 	if err != nil {
-		return badRequest("the body is not JSON: %v", err)
+		return notJSON(err)
 	}
-	if t != d {
-		return badRequest("expected %q in the body, found %v", string(d), t)
+	if t.Kind() != d {
+		return badRequest("expected %q in the body, found %s", d.String(), t.Kind())
 	}
 	return nil
 }
 
-func decodeField(dec *json.Decoder, name string, v any) error {
-	if err := dec.Decode(v); err != nil {
+func decodeField(dec *jsontext.Decoder, name string, v any) error {
+	raw, err := dec.ReadValue()
+	if err != nil {
+		return notJSON(err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
 		return badRequest("%s: %v", name, err)
 	}
 	return nil
 }
 
 // items reads the items array, one item at a time.
-func (in *intake) items(ctx context.Context, dec *json.Decoder) error {
-	if err := expectDelim(dec, '['); err != nil {
+func (in *intake) items(ctx context.Context, dec *jsontext.Decoder) error {
+	if dec.PeekKind() != '[' {
 		return badRequest("items: want an array")
 	}
-	for dec.More() {
+	if _, err := dec.ReadToken(); err != nil {
+		return notJSON(err)
+	}
+	for dec.PeekKind() != ']' {
 		if in.req.Items == in.maxItems {
 			return newProblem(KindTooLarge, fmt.Sprintf("items: at most %d items in a batch", in.maxItems))
 		}
 		if in.req.Items%1000 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var raw map[string]json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return badRequest("items[%d]: not a JSON object: %v", in.req.Items, err)
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return notJSON(err)
 		}
-		if err := in.write(in.item(in.req.Items, raw)); err != nil {
+		l, err := in.item(in.req.Items, raw)
+		if err != nil {
+			return err
+		}
+		if err := in.write(l); err != nil {
 			return err
 		}
 		in.req.Items++
 	}
-	if _, err := dec.Token(); err != nil { // ]
-		return badRequest("items: the array does not end: %v", err)
+	if _, err := dec.ReadToken(); err != nil { // ]
+		return notJSON(err)
 	}
 	return nil
 }
@@ -199,12 +220,67 @@ func (in *intake) write(l line) error {
 	return in.cw.Write(in.rec)
 }
 
-// item normalises one item; its shape problems are kept with its index.
-func (in *intake) item(i int, raw map[string]json.RawMessage) line {
+// wireItem is an item as the API documents it: decoded without
+// reflection over maps (encoding/json/v2 into a struct, unknown members
+// refused). Anything else takes the slow path (itemByFields), which names
+// each problem's field.
+type wireItem struct {
+	ExternalID  string            `json:"externalId"`
+	Amount      string            `json:"amount"`
+	Destination *wireDestination  `json:"destination"`
+	Info        map[string]string `json:"info"`
+}
+
+type wireDestination struct {
+	CardNumber      string `json:"cardNumber"`
+	TelecomOperator string `json:"telecomOperator"`
+	PhoneNumber     string `json:"phoneNumber"`
+}
+
+// item normalises item i, raw (one JSON value, strict: the decoder read
+// it); its shape problems are kept with its index. An item of the
+// documented shape is read in one typed decode; any other is read field by
+// field for its problems.
+func (in *intake) item(i int, raw jsontext.Value) (line, error) {
+	var w wireItem
+	if json.Unmarshal(raw, &w, json.RejectUnknownMembers(true)) != nil || w.Destination == nil {
+		return in.itemByFields(i, raw)
+	}
 	var l line
-	bad := func(field, msg string) {
+	bad := in.badAt(i)
+	l.ExternalID = plain(w.ExternalID, "externalId", bad)
+	l.Amount = plain(w.Amount, "amount", bad)
+	l.Card = plain(w.Destination.CardNumber, "destination.cardNumber", bad)
+	l.Telecom = plain(w.Destination.TelecomOperator, "destination.telecomOperator", bad)
+	l.Phone = plain(w.Destination.PhoneNumber, "destination.phoneNumber", bad)
+	if w.Info != nil {
+		l.Info = map[string]string{}
+		for _, k := range slices.Sorted(maps.Keys(w.Info)) {
+			if in.infoName(k, bad) {
+				l.Info[k] = plain(w.Info[k], "info."+k, bad)
+			}
+		}
+	}
+	return l, nil
+}
+
+// badAt records a shape problem of item i.
+func (in *intake) badAt(i int) func(field, msg string) {
+	return func(field, msg string) {
 		in.problems = append(in.problems, ItemError{Index: &i, Field: field, Detail: msg})
 	}
+}
+
+// itemByFields reads item i field by field (encoding/json into maps of
+// raw values), naming the field of each problem: an unknown field, a
+// number for a string, a destination that is not an object.
+func (in *intake) itemByFields(i int, v jsontext.Value) (line, error) {
+	var raw map[string]stdjson.RawMessage
+	if err := stdjson.Unmarshal(v, &raw); err != nil || raw == nil {
+		return line{}, badRequest("items[%d]: not a JSON object", i)
+	}
+	var l line
+	bad := in.badAt(i)
 	for k := range raw {
 		if k != "externalId" && k != "amount" && k != "destination" && k != "info" {
 			bad(k, "unknown field (externalId, amount, destination, info); a card number goes only in destination.cardNumber")
@@ -212,8 +288,8 @@ func (in *intake) item(i int, raw map[string]json.RawMessage) line {
 	}
 	l.ExternalID = str(raw, "externalId", "externalId", bad)
 	l.Amount = str(raw, "amount", "amount", bad)
-	var dest map[string]json.RawMessage
-	if d, ok := raw["destination"]; !ok || json.Unmarshal(d, &dest) != nil || dest == nil {
+	var dest map[string]stdjson.RawMessage
+	if d, ok := raw["destination"]; !ok || stdjson.Unmarshal(d, &dest) != nil || dest == nil {
 		bad("destination", "want an object: {\"cardNumber\": ...} or {\"telecomOperator\": ..., \"phoneNumber\": ...}")
 	}
 	for k := range dest {
@@ -225,23 +301,12 @@ func (in *intake) item(i int, raw map[string]json.RawMessage) line {
 	l.Telecom = str(dest, "telecomOperator", "destination.telecomOperator", bad)
 	l.Phone = str(dest, "phoneNumber", "destination.phoneNumber", bad)
 	l.Info = in.infoOf(raw["info"], bad)
-	return l
+	return l, nil
 }
 
-// str is field k of m as a string without control characters ("" when
-// absent: the loader says it is required where it is).
-func str(m map[string]json.RawMessage, k, field string, bad func(field, msg string)) string {
-	v, ok := m[k]
-	if !ok || string(v) == "null" {
-		return ""
-	}
-	s, ok := plainString(v)
-	if !ok {
-		if err := json.Unmarshal(v, &s); err != nil {
-			bad(field, "must be a JSON string (amounts are decimal strings such as \"10.50\", never JSON numbers)")
-			return ""
-		}
-	}
+// plain is s unless it holds a control character (then "" and the
+// problem of field): none is accepted, as in a file.
+func plain(s, field string, bad func(field, msg string)) string {
 	if i := strings.IndexFunc(s, unicode.IsControl); i >= 0 {
 		bad(field, fmt.Sprintf("control character U+%04X at position %d: not accepted, as in a file", []rune(s[i:])[0], i))
 		return ""
@@ -249,48 +314,55 @@ func str(m map[string]json.RawMessage, k, field string, bad func(field, msg stri
 	return s
 }
 
-// plainString is the JSON string v when it has no escape and is valid
-// UTF-8 (what json.Unmarshal would make of it, without its cost); ok is
-// false for anything else, left to json.Unmarshal. v is one valid JSON
-// value (a json.Decoder's RawMessage): a raw control character cannot be
-// in it.
-func plainString(v []byte) (string, bool) {
-	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
-		return "", false
+// str is field k of m as a string without control characters ("" when
+// absent: the loader says it is required where it is).
+func str(m map[string]stdjson.RawMessage, k, field string, bad func(field, msg string)) string {
+	v, ok := m[k]
+	if !ok || string(v) == "null" {
+		return ""
 	}
-	body := v[1 : len(v)-1]
-	if bytes.IndexByte(body, '\\') >= 0 || bytes.IndexByte(body, '"') >= 0 || !utf8.Valid(body) {
-		return "", false
+	var s string
+	if err := stdjson.Unmarshal(v, &s); err != nil {
+		bad(field, "must be a JSON string (amounts are decimal strings such as \"10.50\", never JSON numbers)")
+		return ""
 	}
-	return string(body), true
+	return plain(s, field, bad)
 }
 
 // infoOf reads an item's info object, learning its keys.
-func (in *intake) infoOf(v json.RawMessage, bad func(field, msg string)) map[string]string {
+func (in *intake) infoOf(v stdjson.RawMessage, bad func(field, msg string)) map[string]string {
 	if len(v) == 0 || string(v) == "null" {
 		return nil
 	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(v, &raw); err != nil {
+	var raw map[string]stdjson.RawMessage
+	if err := stdjson.Unmarshal(v, &raw); err != nil {
 		bad("info", "want an object of strings")
 		return nil
 	}
 	out := map[string]string{}
-	for _, k := range slices.Sorted(mapsKeys(raw)) {
-		if !infoKeyOK(k) {
-			bad("info."+k, "an info name is 1-64 letters, digits, spaces, '_' or '-', and not a column of the payout itself")
-			continue
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if in.infoName(k, bad) {
+			out[k] = str(raw, k, "info."+k, bad)
 		}
-		if !slices.Contains(in.info, k) {
-			if len(in.info) == maxInfoKeys {
-				bad("info."+k, fmt.Sprintf("at most %d info names in a batch", maxInfoKeys))
-				continue
-			}
-			in.info = append(in.info, k)
-		}
-		out[k] = str(raw, k, "info."+k, bad)
 	}
 	return out
+}
+
+// infoName checks info name k and learns it (the CSV header's columns);
+// false, with the problem, when it is refused.
+func (in *intake) infoName(k string, bad func(field, msg string)) bool {
+	if !infoKeyOK(k) {
+		bad("info."+k, "an info name is 1-64 letters, digits, spaces, '_' or '-', and not a column of the payout itself")
+		return false
+	}
+	if !slices.Contains(in.info, k) {
+		if len(in.info) == maxInfoKeys {
+			bad("info."+k, fmt.Sprintf("at most %d info names in a batch", maxInfoKeys))
+			return false
+		}
+		in.info = append(in.info, k)
+	}
+	return true
 }
 
 var infoKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9 _-]{0,63}$`)
@@ -308,16 +380,6 @@ func infoKeyOK(k string) bool {
 		}
 	}
 	return true
-}
-
-func mapsKeys(m map[string]json.RawMessage) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // writeCSV is the second pass: the header, then the first pass's
