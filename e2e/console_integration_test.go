@@ -187,7 +187,7 @@ func TestBrowserConsole(t *testing.T) {
 	// 2. Filter by state: the failed ones, with their reasons.
 	b.step("filter failed", 20*time.Second,
 		chromedp.SetValue(chromedp.CSS(`#state`), "failed"),
-		chromedp.Click(chromedp.CSS(`#apply`)),
+		loadAfter(chromedp.Click(chromedp.CSS(`#apply`))),
 		chromedp.WaitVisible(`//span[@id="count"][contains(., "of 2")]`),
 	)
 	b.shot("console-batch-failed.png")
@@ -204,7 +204,7 @@ func TestBrowserConsole(t *testing.T) {
 	b.step("sort by amount", 20*time.Second,
 		chromedp.SetValue(chromedp.CSS(`#state`), ""),
 		chromedp.SetValue(chromedp.CSS(`#sort`), "-amount"),
-		chromedp.Click(chromedp.CSS(`#apply`)),
+		loadAfter(chromedp.Click(chromedp.CSS(`#apply`))),
 		chromedp.WaitVisible(`//span[@id="count"][contains(., "of 12")]`),
 	)
 	first := b.read("largest", chromedp.Text(chromedp.CSS(`#payouts tbody tr:first-child .amount`)))

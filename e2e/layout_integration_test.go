@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 
@@ -109,8 +110,10 @@ func TestBrowserEveryStateFits(t *testing.T) {
 
 			b.step("filter needs review", 20*time.Second,
 				chromedp.SetValue(chromedp.CSS(`#state`), string(lifecycle.NeedsReview)),
-				chromedp.Click(chromedp.CSS(`#apply`)),
-				chromedp.WaitVisible(fmt.Sprintf(`//span[@id="count"][contains(., "of %d")]`, len(every.ByState[lifecycle.NeedsReview]))),
+				// Wait for the filtered page's load: a navigation started
+				// while the form's is on its way is cancelled by it.
+				loadAfter(chromedp.Click(chromedp.CSS(`#apply`))),
+				chromedp.WaitVisible(fmt.Sprintf(`//span[@id="count"][contains(., " of %d")]`, len(every.ByState[lifecycle.NeedsReview]))),
 			)
 			b.fitsWindow("batch page, needs review", width)
 
@@ -211,4 +214,13 @@ func TestBrowserPausedBanner(t *testing.T) {
 		t.Errorf("batch phase after resume: %q", got)
 	}
 	b.pageErrors()
+}
+
+// loadAfter runs trigger and waits for the load of the page it navigates
+// to.
+func loadAfter(trigger chromedp.Action[chromedp.Void]) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.WaitEvent(page.LoadEventFired, nil, trigger)(ctx, t)
+		return chromedp.Void{}, err
+	}
 }
