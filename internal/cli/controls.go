@@ -54,6 +54,13 @@ func (a *approvalFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.autoBelow, "auto-approve-below", "", "with --approval required: a batch whose total is below this amount goes at once")
 	fs.StringVar(&a.maxBatch, "max-batch-total", "", "a batch whose total is above this amount always waits for approval")
 	fs.StringVar(&a.daily, "daily-limit", "", "a batch that would take the sum let go today (UTC) above this amount waits for approval; checked atomically across loaders")
+	a.registerRules(fs)
+}
+
+// registerRules registers the approval rules and the expiry of an
+// approval request (payout load and run, and payout api, whose other
+// approval flags are worded for it).
+func (a *approvalFlags) registerRules(fs *flag.FlagSet) {
 	fs.StringVar(&a.rules, "approval-rules", "", approvalRulesUsage)
 	fs.DurationVar(&a.expiry, "approval-expiry", defaultApprovalExpiry, approvalExpiryUsage)
 }
